@@ -1,0 +1,513 @@
+/* SPDX-License-Identifier: MIT */
+#include <errno.h>
+#include <ev.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <unistd.h>
+
+#include "agent/agent.h"
+#include "agent/base/log.h"
+#include "agent/base/macro.h"
+#include "agent/config.h"
+#include "agent/output.h"
+#include "agent/report.h"
+#include "probes/system.h"
+#include "triggers/psi.h"
+
+#define CAP_SYS_RESOURCE_BIT 24
+#define CAP_NET_ADMIN_BIT 12
+#define OUTPUT_COMPLAINT_INTERVAL_US (10 * USEC_PER_SEC)
+
+int runtime_open(Runtime *rt, const char *root, bool enable_delayacct) {
+        uint64_t caps = 0;
+        int r;
+
+        *rt = (Runtime) {};
+        r = sysroot_open(root, &rt->sysroot);
+        if (r < 0)
+                return log_error_errno(r, "cannot open %s/proc", root);
+        if (rt->sysroot->pressure_fd < 0)
+                log_warning("%s/proc/pressure is missing: this kernel has no PSI (CONFIG_PSI, or psi=0 on the "
+                            "command line); no trigger can be armed", root);
+        if (rt->sysroot->cgroup2_fd < 0)
+                log_warning("no cgroup2 mount found in /proc/self/mountinfo: only node-wide watches work");
+
+        if (system_read_cap_eff(rt->sysroot->proc_fd, &caps) >= 0)
+                rt->privileged = caps & CAP_BIT(CAP_SYS_RESOURCE_BIT);
+
+        r = system_read_delayacct(rt->sysroot->proc_fd);
+        if (r == 0 && enable_delayacct) {
+                int k = system_write_delayacct(rt->sysroot->proc_fd, true);
+                if (k < 0)
+                        log_warning_errno(k, "cannot switch on kernel.task_delayacct");
+                else
+                        log_info("switched on delay accounting (kernel.task_delayacct=1)");
+                r = system_read_delayacct(rt->sysroot->proc_fd);
+        }
+        if (r == 0)
+                log_warning("delay accounting is off (kernel.task_delayacct=0): only cpu delays are measured; "
+                            "run with --enable-delayacct or set the sysctl for io, memory and irq delays");
+        else if (r < 0)
+                log_warning_errno(r, "cannot read kernel.task_delayacct");
+
+        r = taskstats_netlink_new(&rt->taskstats);
+        if (r < 0) {
+                log_warning_errno(r, "taskstats is unavailable: incidents will carry pressure and task states "
+                                     "but no per-process delays");
+                rt->taskstats = NULL;
+        } else if (!(caps & CAP_BIT(CAP_NET_ADMIN_BIT)))
+                log_warning("no CAP_NET_ADMIN: the kernel will refuse taskstats requests, incidents will carry no "
+                            "per-process delays");
+
+        host_info_read(rt->sysroot, &rt->host);
+        return 0;
+}
+
+void runtime_close(Runtime *rt) {
+        rt->taskstats = taskstats_source_free(rt->taskstats);
+        rt->sysroot = sysroot_free(rt->sysroot);
+}
+
+bool runtime_delayacct(const Runtime *rt) {
+        return system_read_delayacct(rt->sysroot->proc_fd) == 1;
+}
+
+typedef struct Agent Agent;
+typedef struct Watch Watch;
+
+typedef struct Trigger {
+        Watch *watch;
+        const WatchTrigger *cfg;
+        PsiTriggerSpec effective;
+        int fd;       /* the pressure file with the trigger written to it */
+        int epoll_fd; /* its private epoll instance, watched by io (see triggers/psi.h) */
+        ev_io io;
+        bool has_total;
+        uint64_t last_total_us;
+} Trigger;
+
+struct Watch {
+        Agent *agent;
+        const WatchConfig *cfg;
+        const char *name; /* for logs: the cgroup path, or "node" */
+        int cgroup_fd;    /* -1: node-wide */
+        bool gone;
+        Trigger *triggers;
+        size_t n_triggers;
+        OutputSink *sink;
+
+        bool sampling;
+        Trigger *fired;
+        ev_timer timer;
+        usec_t wakeup_real_us;
+        Snapshot a, b;
+        Ranking ranking;
+        ProcessInfo *procs;
+        bool has_incident;
+        usec_t last_incident_mono_us;
+};
+
+struct Agent {
+        struct ev_loop *loop;
+        Runtime rt;
+        Config *config;
+        ev_signal sig_int, sig_term, sig_hup;
+        Watch *watches;
+        size_t n_watches;
+        OutputSink **sinks;
+        size_t n_sinks;
+        uint64_t seq;
+        unsigned armed;
+};
+
+static SampleScope watch_scope(const Watch *w) {
+        return (SampleScope) {
+                .sysroot = w->agent->rt.sysroot,
+                .taskstats = w->agent->rt.taskstats,
+                .cgroup_fd = w->cgroup_fd,
+                .exclude_tgid = getpid(),
+        };
+}
+
+static void trigger_close(Agent *a, Trigger *t) {
+        /* Stop the watcher before closing the fd it watches. */
+        if (t->epoll_fd >= 0) {
+                ev_io_stop(a->loop, &t->io);
+                a->armed--;
+        }
+        t->epoll_fd = safe_close(t->epoll_fd);
+        t->fd = safe_close(t->fd);
+}
+
+static void watch_drop_sample(Watch *w, const char *why) {
+        if (!w->sampling)
+                return;
+        ev_timer_stop(w->agent->loop, &w->timer);
+        w->sampling = false;
+        log_info("dropped the sample in flight for %s (%s)", w->name, why);
+}
+
+static void output_complain(OutputSink *o, int r) {
+        usec_t now = now_usec(CLOCK_MONOTONIC);
+
+        o->failed_since_complaint++;
+        if (o->last_complaint_us && now - o->last_complaint_us < OUTPUT_COMPLAINT_INTERVAL_US)
+                return;
+        log_error_errno(r, "cannot write incident to %s (%llu lost since the last report, %llu in all)",
+                        strcmp(o->path, "-") == 0 ? "stdout" : o->path,
+                        (unsigned long long) o->failed_since_complaint, (unsigned long long) o->failed);
+        o->last_complaint_us = now;
+        o->failed_since_complaint = 0;
+}
+
+static void watch_finish_sample(Watch *w) {
+        Agent *a = w->agent;
+        SampleScope scope = watch_scope(w);
+        Trigger *t = w->fired;
+        _cleanup_free_ char *line = NULL;
+        char id[96];
+        size_t len;
+        int r;
+
+        w->sampling = false;
+        r = snapshot_take(&w->b, &scope, false);
+        if (r == -ENOENT || r == -ENODEV) {
+                log_info("cgroup %s disappeared during its sample; no incident", w->name);
+                return;
+        }
+        if (r < 0) {
+                log_error_errno(r, "cannot take the second snapshot of %s", w->name);
+                return;
+        }
+        if (w->a.errors + w->b.errors > 0)
+                log_debug_errno(w->a.errors ? w->a.first_error : w->b.first_error,
+                                "%u threads of %s could not be measured", w->a.errors + w->b.errors, w->name);
+
+        incident_format_id(&a->rt.host, w->wakeup_real_us, getpid(), ++a->seq, id, sizeof id);
+        r = report_build_line(&(Report) {
+                                      .sysroot = a->rt.sysroot,
+                                      .host = &a->rt.host,
+                                      .type = "pressure",
+                                      .id = id,
+                                      .wakeup_real_us = w->wakeup_real_us,
+                                      .delayacct = runtime_delayacct(&a->rt),
+                                      .has_trigger = true,
+                                      .trigger_cgroup = w->cfg->cgroup,
+                                      .trigger = t->effective,
+                                      .trigger_spec = t->cfg->text,
+                                      .resource = t->effective.resource,
+                                      .has_stall = true,
+                                      .stall = t->effective.stall,
+                                      .top = w->cfg->top,
+                                      .a = &w->a,
+                                      .b = &w->b,
+                                      .ranking = &w->ranking,
+                                      .procs = w->procs,
+                              },
+                              &line, &len);
+        if (r < 0) {
+                log_error_errno(r, "cannot build the incident for %s", w->name);
+                return;
+        }
+        r = output_write(w->sink, line, len);
+        if (r < 0)
+                output_complain(w->sink, r);
+        w->has_incident = true;
+        w->last_incident_mono_us = now_usec(CLOCK_MONOTONIC);
+}
+
+static void on_sample_timer(struct ev_loop *loop, ev_timer *timer, int revents) {
+        watch_finish_sample(timer->data);
+}
+
+static void watch_start_sample(Watch *w, Trigger *t) {
+        SampleScope scope = watch_scope(w);
+        int r;
+
+        w->wakeup_real_us = now_usec(CLOCK_REALTIME);
+        r = snapshot_take(&w->a, &scope, true);
+        if (r == -ENOENT || r == -ENODEV) {
+                log_info("cgroup %s disappeared as its trigger fired; no incident", w->name);
+                return;
+        }
+        if (r < 0) {
+                log_error_errno(r, "cannot take a snapshot of %s", w->name);
+                return;
+        }
+        w->fired = t;
+        w->sampling = true;
+        ev_timer_set(&w->timer, (double) w->cfg->sample_ms / 1000.0, 0.);
+        ev_timer_start(w->agent->loop, &w->timer);
+}
+
+static void on_trigger_io(struct ev_loop *loop, ev_io *io, int revents) {
+        Trigger *t = io->data;
+        Watch *w = t->watch;
+        Agent *a = w->agent;
+        PressureStats ps;
+        uint64_t total;
+        int r;
+
+        r = psi_watch_check(t->epoll_fd);
+        if (r < 0) {
+                log_error_errno(r, "epoll_wait on the trigger \"%s\" of %s failed", t->cfg->text, w->name);
+                return;
+        }
+        if (r == PSI_WATCH_GONE) {
+                /* Never treat ERR as a firing: it stays set, and would loop. */
+                trigger_close(a, t);
+                if (!w->gone)
+                        log_warning("cgroup %s was removed: its triggers are closed", w->name);
+                w->gone = true;
+                watch_drop_sample(w, "cgroup removed");
+                return;
+        }
+
+        /* The spurious first event of an unprivileged trigger, and any wakeup without new stall
+         * time, shows no growth of the fired line's total=. */
+        r = pressure_read_fd(t->fd, &ps);
+        if (r < 0 || !ps.has[t->effective.stall]) {
+                log_debug_errno(r, "cannot read %s pressure of %s", psi_resource_to_string(t->effective.resource),
+                                w->name);
+                return;
+        }
+        total = ps.line[t->effective.stall].total_us;
+        if (t->has_total && total <= t->last_total_us) {
+                log_debug("trigger \"%s\" on %s woke without stall growth; ignored", t->cfg->text, w->name);
+                return;
+        }
+        t->has_total = true;
+        t->last_total_us = total;
+
+        if (w->sampling) {
+                log_debug("trigger \"%s\" on %s fired during a sample; ignored", t->cfg->text, w->name);
+                return;
+        }
+        if (w->has_incident && now_usec(CLOCK_MONOTONIC) - w->last_incident_mono_us < w->cfg->cooldown_ms * USEC_PER_MSEC) {
+                log_debug("trigger \"%s\" on %s fired during its cooldown; ignored", t->cfg->text, w->name);
+                return;
+        }
+        watch_start_sample(w, t);
+}
+
+static void on_stop_signal(struct ev_loop *loop, ev_signal *sig, int revents) {
+        Agent *a = sig->data;
+
+        log_info("received %s, stopping", strsignal(sig->signum));
+        for (size_t i = 0; i < a->n_watches; i++)
+                watch_drop_sample(&a->watches[i], "stopping");
+        ev_break(loop, EVBREAK_ALL);
+}
+
+static void on_sighup(struct ev_loop *loop, ev_signal *sig, int revents) {
+        Agent *a = sig->data;
+
+        for (size_t i = 0; i < a->n_sinks; i++) {
+                int r = output_reopen(a->sinks[i]);
+                if (r < 0)
+                        log_error_errno(r, "cannot reopen %s; still writing to the old file", a->sinks[i]->path);
+                else
+                        log_info("reopened %s", a->sinks[i]->path);
+        }
+}
+
+static int agent_get_sink(Agent *a, const char *path, OutputSink **ret) {
+        OutputSink **p;
+        int r;
+
+        for (size_t i = 0; i < a->n_sinks; i++)
+                if (strcmp(a->sinks[i]->path, path) == 0) {
+                        *ret = a->sinks[i];
+                        return 0;
+                }
+        p = realloc(a->sinks, (a->n_sinks + 1) * sizeof *p);
+        if (!p)
+                return -ENOMEM;
+        a->sinks = p;
+        r = output_open(path, &a->sinks[a->n_sinks]);
+        if (r < 0)
+                return r;
+        *ret = a->sinks[a->n_sinks++];
+        return 0;
+}
+
+static int watch_arm(Agent *a, Watch *w) {
+        bool cgroup = w->cfg->cgroup != NULL;
+        int dirfd, r;
+
+        if (cgroup) {
+                r = sysroot_open_cgroup(a->rt.sysroot, w->cfg->cgroup, &w->cgroup_fd);
+                if (r < 0) {
+                        log_warning_errno(r, "cannot open cgroup %s under %s; its watch stays inactive", w->name,
+                                          a->rt.sysroot->cgroup2_path ? a->rt.sysroot->cgroup2_path : "(no cgroup2)");
+                        return 0;
+                }
+                dirfd = w->cgroup_fd;
+        } else {
+                dirfd = a->rt.sysroot->pressure_fd;
+                if (dirfd < 0)
+                        return 0;
+        }
+
+        for (size_t i = 0; i < w->n_triggers; i++) {
+                Trigger *t = &w->triggers[i];
+                const char *file = pressure_file_name(t->cfg->spec.resource, cgroup);
+                PressureStats ps;
+
+                if (psi_trigger_spec_effective(&t->cfg->spec, a->rt.privileged, &t->effective) > 0) {
+                        char buf[96];
+                        log_warning("trigger \"%s\" on %s: without CAP_SYS_RESOURCE the kernel accepts only windows "
+                                    "that are multiples of 2s; armed as \"%s\"",
+                                    t->cfg->text, w->name, psi_trigger_spec_format(&t->effective, buf, sizeof buf));
+                }
+                r = psi_trigger_open(dirfd, file, &t->effective, &t->fd);
+                if (r < 0) {
+                        t->fd = -EBADF;
+                        if (r == -EOPNOTSUPP)
+                                log_error("cannot arm \"%s\" on %s: PSI is disabled for it (psi=0, or "
+                                          "cgroup.pressure=0)", t->cfg->text, w->name);
+                        else
+                                log_error_errno(r, "cannot arm \"%s\" on %s (%s)", t->cfg->text, w->name, file);
+                        continue;
+                }
+                if (pressure_read_fd(t->fd, &ps) >= 0 && ps.has[t->effective.stall]) {
+                        t->has_total = true;
+                        t->last_total_us = ps.line[t->effective.stall].total_us;
+                }
+                r = psi_watch_new(t->fd, EPOLLPRI, &t->epoll_fd);
+                if (r < 0) {
+                        log_error_errno(r, "cannot watch the trigger fd of \"%s\" on %s", t->cfg->text, w->name);
+                        t->fd = safe_close(t->fd);
+                        continue;
+                }
+                ev_io_init(&t->io, on_trigger_io, t->epoll_fd, EV_READ);
+                t->io.data = t;
+                ev_io_start(a->loop, &t->io);
+                a->armed++;
+                log_debug("armed \"%s\" on %s", t->cfg->text, w->name);
+        }
+        return 0;
+}
+
+static void agent_free(Agent *a) {
+        for (size_t i = 0; i < a->n_watches; i++) {
+                Watch *w = &a->watches[i];
+
+                if (a->loop)
+                        ev_timer_stop(a->loop, &w->timer);
+                for (size_t j = 0; j < w->n_triggers; j++)
+                        trigger_close(a, &w->triggers[j]);
+                free(w->triggers);
+                safe_close(w->cgroup_fd);
+                snapshot_done(&w->a);
+                snapshot_done(&w->b);
+                ranking_done(&w->ranking);
+                free(w->procs);
+        }
+        free(a->watches);
+        if (a->loop) {
+                ev_signal_stop(a->loop, &a->sig_int);
+                ev_signal_stop(a->loop, &a->sig_term);
+                ev_signal_stop(a->loop, &a->sig_hup);
+        }
+        for (size_t i = 0; i < a->n_sinks; i++)
+                output_free(a->sinks[i]);
+        free(a->sinks);
+        config_free(a->config);
+        runtime_close(&a->rt);
+        if (a->loop)
+                ev_loop_destroy(a->loop);
+}
+
+int agent_run(const AgentOptions *opts) {
+        Agent agent = {}, *a = &agent;
+        _cleanup_free_ char *error = NULL;
+        int r, exit_code = 1;
+
+        if (opts->config_path)
+                r = config_load_file(opts->config_path, &a->config, &error);
+        else
+                r = config_load_default(&a->config);
+        if (r < 0) {
+                if (error)
+                        log_error("%s", error);
+                else
+                        log_error_errno(r, "cannot load the config");
+                return r == -ENOMEM ? 1 : 2;
+        }
+        if (opts->output && config_override_output(a->config, opts->output) < 0) {
+                log_error("out of memory");
+                goto finish;
+        }
+
+        if (runtime_open(&a->rt, opts->root, opts->enable_delayacct) < 0)
+                goto finish;
+
+        /* A closed pipe on the output must be an EPIPE we count, not a signal that kills us. */
+        signal(SIGPIPE, SIG_IGN);
+
+        a->loop = ev_loop_new(EVFLAG_AUTO | EVFLAG_NOSIGMASK);
+        if (!a->loop) {
+                log_error("cannot create the event loop");
+                goto finish;
+        }
+        a->watches = calloc(a->config->n_watches, sizeof *a->watches);
+        if (!a->watches) {
+                log_error("out of memory");
+                goto finish;
+        }
+        for (size_t i = 0; i < a->config->n_watches; i++) {
+                Watch *w = &a->watches[i];
+
+                a->n_watches++;
+                w->agent = a;
+                w->cfg = &a->config->watches[i];
+                w->name = w->cfg->cgroup ? (w->cfg->cgroup[0] ? w->cfg->cgroup : "/") : "node";
+                w->cgroup_fd = -EBADF;
+                ev_timer_init(&w->timer, on_sample_timer, 0., 0.);
+                w->timer.data = w;
+                w->triggers = calloc(w->cfg->n_triggers, sizeof *w->triggers);
+                w->procs = calloc(w->cfg->top, sizeof *w->procs);
+                if (!w->triggers || !w->procs) {
+                        log_error("out of memory");
+                        goto finish;
+                }
+                for (size_t j = 0; j < w->cfg->n_triggers; j++) {
+                        w->triggers[j] = (Trigger) {
+                                .watch = w,
+                                .cfg = &w->cfg->triggers[j],
+                                .fd = -EBADF,
+                                .epoll_fd = -EBADF,
+                        };
+                        w->n_triggers++;
+                }
+                r = agent_get_sink(a, w->cfg->output, &w->sink);
+                if (r < 0) {
+                        log_error_errno(r, "cannot open output %s", w->cfg->output);
+                        goto finish;
+                }
+                watch_arm(a, w);
+        }
+        if (a->armed == 0) {
+                log_error("no trigger could be armed; nothing to watch");
+                goto finish;
+        }
+        log_info("watching: %u trigger%s armed on %zu watch%s", a->armed, a->armed == 1 ? "" : "s", a->n_watches,
+                 a->n_watches == 1 ? "" : "es");
+
+        ev_signal_init(&a->sig_int, on_stop_signal, SIGINT);
+        ev_signal_init(&a->sig_term, on_stop_signal, SIGTERM);
+        ev_signal_init(&a->sig_hup, on_sighup, SIGHUP);
+        a->sig_int.data = a->sig_term.data = a->sig_hup.data = a;
+        ev_signal_start(a->loop, &a->sig_int);
+        ev_signal_start(a->loop, &a->sig_term);
+        ev_signal_start(a->loop, &a->sig_hup);
+
+        ev_run(a->loop, 0);
+        exit_code = 0;
+finish:
+        agent_free(a);
+        return exit_code;
+}

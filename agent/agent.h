@@ -1,0 +1,48 @@
+/* SPDX-License-Identifier: MIT */
+/* The agent: arms the configured triggers, runs the libev loop, samples the fired cgroup and writes
+ * incidents. Also the start-up both the agent and `psidiag snapshot` share (Runtime). Logs every
+ * error once, where it is handled. */
+#pragma once
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "agent/incident.h"
+#include "probes/sysroot.h"
+#include "probes/taskstats.h"
+
+typedef struct Runtime {
+        Sysroot *sysroot;
+        TaskstatsSource *taskstats; /* NULL when taskstats is unavailable (degraded) */
+        HostInfo host;
+        bool privileged; /* CAP_SYS_RESOURCE: PSI windows need not be multiples of 2 s */
+} Runtime;
+
+/* Opens the sysroot, checks and optionally switches on delay accounting, opens taskstats (a
+ * warning, not an error, when that fails). Returns 0 or -errno (logged). */
+int runtime_open(Runtime *rt, const char *root, bool enable_delayacct);
+void runtime_close(Runtime *rt);
+/* Current kernel.task_delayacct (false when unreadable). */
+bool runtime_delayacct(const Runtime *rt);
+
+typedef struct AgentOptions {
+        const char *config_path; /* NULL: the embedded default */
+        const char *output;      /* NULL: as configured */
+        bool enable_delayacct;
+        const char *root; /* "/" */
+} AgentOptions;
+
+/* Runs until SIGINT/SIGTERM. Returns the process exit code: 0, 1 (runtime failure), 2 (config). */
+int agent_run(const AgentOptions *opts);
+
+typedef struct SnapshotOptions {
+        const char *cgroup; /* NULL: node-wide */
+        int resource;       /* PsiResource, or -1 for all delays */
+        uint64_t sample_ms;
+        unsigned top;
+        bool enable_delayacct;
+        const char *root;
+} SnapshotOptions;
+
+/* `psidiag snapshot`: one incident of type "snapshot" on stdout. Returns the exit code. */
+int snapshot_run(const SnapshotOptions *opts);

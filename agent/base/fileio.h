@@ -1,0 +1,18 @@
+/* SPDX-License-Identifier: MIT */
+/* Bounded reads of small kernel files relative to a directory fd, so a sysroot (or a test fixture)
+ * stands in for / . Never allocates, never logs. */
+#pragma once
+
+#include <stddef.h>
+#include <sys/types.h>
+
+/* Reads at most size-1 bytes of dirfd/path into buf and NUL-terminates it. Returns the number of
+ * bytes read (truncated silently at size-1; callers that must see the whole file compare with
+ * size-1), or -errno: ENOENT/ESRCH when the file or task is gone. */
+ssize_t read_file_at(int dirfd, const char *path, char *buf, size_t size);
+
+/* Reads everything from an open fd the same way (used for fds a caller keeps open). */
+ssize_t read_fd_full(int fd, char *buf, size_t size);
+
+/* Writes data with its trailing NUL counted by the caller; returns 0 or -errno. */
+int write_string_at(int dirfd, const char *path, const char *s);

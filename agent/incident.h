@@ -1,0 +1,75 @@
+/* SPDX-License-Identifier: MIT */
+/* Building the incident JSON (schema_version 1, schemas/incident.schema.json) from plain structs,
+ * and dumping it as one line. Pure: no I/O and no logging. Task names and command lines are
+ * arbitrary bytes; they are made valid UTF-8 here (fact 10). */
+#pragma once
+
+#include <jansson.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "agent/rank.h"
+#include "agent/sample.h"
+#include "triggers/trigger.h"
+
+#define INCIDENT_SCHEMA_VERSION 1
+#define INCIDENT_THREADS_PER_PROCESS 3
+
+typedef struct HostInfo {
+        char hostname[256];
+        char kernel[256];
+        char boot_id[64];
+} HostInfo;
+
+typedef struct ProcessInfo {
+        char comm[64];
+        size_t comm_len;   /* raw bytes */
+        char cmdline[4096];
+        ssize_t cmdline_len; /* -1: unknown (exited) -> null */
+        int64_t uid;         /* -1: unknown -> null */
+        char cgroup[1024];
+        bool has_cgroup;
+} ProcessInfo;
+
+typedef struct IncidentInput {
+        const char *type; /* "pressure" or "snapshot" */
+        const char *id;
+        usec_t time_real_us; /* the wakeup */
+        const HostInfo *host;
+        const char *agent_version;
+        bool delayacct;
+        int taskstats_version; /* -1: null */
+
+        bool has_trigger;
+        const char *trigger_cgroup; /* NULL: node-wide */
+        PsiTriggerSpec trigger;     /* effective */
+        const char *trigger_spec;   /* as configured */
+
+        const Snapshot *pressure_from; /* pressure of cpu, memory, io */
+
+        usec_t sample_start_real_us;
+        uint64_t sample_duration_ms;
+        unsigned tasks, exited, errors;
+        bool has_stall;
+        uint64_t stall_us;
+
+        const TaskStateCounts *states; /* NULL: counts unavailable -> all zero, source procfs */
+
+        const Ranking *ranking;
+        const ProcessInfo *procs; /* one per ranking->procs[i], i < n_procs */
+        size_t n_procs;           /* already capped at top */
+} IncidentInput;
+
+/* Returns a new reference, or NULL when memory ran out. */
+json_t *incident_build(const IncidentInput *in);
+
+/* Dumps compact JSON plus '\n' into a malloc'ed buffer. 0 or -ENOMEM. */
+int incident_dump_line(const json_t *incident, char **ret, size_t *ret_len);
+
+/* "<boot id prefix>-<time us hex>-<pid hex>-<seq>": unique on the host across agent restarts. */
+void incident_format_id(const HostInfo *host, usec_t time_real_us, pid_t pid, uint64_t seq, char *buf, size_t size);
+
+/* JSON string from arbitrary bytes (invalid UTF-8 replaced, NUL as space). NULL on ENOMEM. */
+json_t *json_string_from_bytes(const char *s, size_t len);

@@ -1,0 +1,112 @@
+/* SPDX-License-Identifier: MIT */
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/utsname.h>
+
+#include "agent/base/macro.h"
+#include "agent/report.h"
+#include "probes/procfs.h"
+#include "probes/system.h"
+
+void host_info_read(const Sysroot *sysroot, HostInfo *ret) {
+        struct utsname u;
+
+        *ret = (HostInfo) {};
+        if (uname(&u) >= 0) {
+                snprintf(ret->hostname, sizeof ret->hostname, "%s", u.nodename);
+                snprintf(ret->kernel, sizeof ret->kernel, "%s", u.release);
+        } else {
+                snprintf(ret->hostname, sizeof ret->hostname, "unknown");
+                snprintf(ret->kernel, sizeof ret->kernel, "unknown");
+        }
+        if (system_read_boot_id(sysroot->proc_fd, ret->boot_id, sizeof ret->boot_id) < 0)
+                snprintf(ret->boot_id, sizeof ret->boot_id, "unknown");
+}
+
+void process_info_read(int proc_fd, pid_t pid, const char *fallback_comm, ProcessInfo *ret) {
+        ssize_t n;
+        uid_t uid;
+
+        n = proc_read_comm(proc_fd, pid, ret->comm, sizeof ret->comm);
+        if (n >= 0)
+                ret->comm_len = (size_t) n;
+        else {
+                snprintf(ret->comm, sizeof ret->comm, "%s", fallback_comm);
+                ret->comm_len = strlen(ret->comm);
+        }
+        ret->cmdline_len = proc_read_cmdline(proc_fd, pid, ret->cmdline, sizeof ret->cmdline);
+        if (ret->cmdline_len < 0)
+                ret->cmdline_len = -1;
+        ret->uid = proc_read_uid(proc_fd, pid, &uid) >= 0 ? (int64_t) uid : -1;
+        ret->has_cgroup = proc_read_cgroup(proc_fd, pid, ret->cgroup, sizeof ret->cgroup) >= 0;
+}
+
+static const char *leader_comm(const Ranking *rk, const ProcessDelta *p) {
+        for (size_t i = 0; i < p->n; i++)
+                if (rk->threads[p->first + i].tid == p->tgid)
+                        return rk->threads[p->first + i].comm;
+        return p->n > 0 ? rk->threads[p->first].comm : "";
+}
+
+static bool pressure_total(const Snapshot *s, PsiResource res, PsiStall stall, uint64_t *ret) {
+        if (res < 0 || (size_t) res >= SAMPLE_PRESSURE_RESOURCES || !s->has_pressure[res] ||
+            !s->pressure[res].has[stall])
+                return false;
+        *ret = s->pressure[res].line[stall].total_us;
+        return true;
+}
+
+int report_build_line(const Report *rep, char **ret, size_t *ret_len) {
+        IncidentInput in = {
+                .type = rep->type,
+                .id = rep->id,
+                .time_real_us = rep->wakeup_real_us,
+                .host = rep->host,
+                .agent_version = PSIDIAG_VERSION,
+                .delayacct = rep->delayacct,
+                .taskstats_version = rep->b->taskstats_version ? rep->b->taskstats_version
+                                     : rep->a->taskstats_version ? rep->a->taskstats_version
+                                                                 : -1,
+                .has_trigger = rep->has_trigger,
+                .trigger_cgroup = rep->trigger_cgroup,
+                .trigger = rep->trigger,
+                .trigger_spec = rep->trigger_spec,
+                .pressure_from = rep->a,
+                .sample_start_real_us = rep->a->real_us,
+                .sample_duration_ms = (rep->b->mono_us - rep->a->mono_us + USEC_PER_MSEC / 2) / USEC_PER_MSEC,
+                .tasks = (unsigned) rep->a->n,
+                .errors = rep->a->errors + rep->b->errors,
+                .states = rep->a->has_states ? &rep->a->states : NULL,
+                .ranking = rep->ranking,
+                .procs = rep->procs,
+        };
+        json_t *j;
+        uint64_t before, after;
+        int r;
+
+        r = ranking_build(rep->ranking, rep->a, rep->b, rep->resource);
+        if (r < 0)
+                return r;
+        /* Listed in A but gone before taskstats answered, plus measured in A and gone by B. */
+        in.exited = rep->a->exited + rep->ranking->exited;
+
+        if (rep->has_stall && pressure_total(rep->a, (PsiResource) rep->resource, rep->stall, &before) &&
+            pressure_total(rep->b, (PsiResource) rep->resource, rep->stall, &after)) {
+                in.has_stall = true;
+                in.stall_us = after >= before ? after - before : 0;
+        }
+
+        in.n_procs = MIN((size_t) rep->top, rep->ranking->n_procs);
+        for (size_t i = 0; i < in.n_procs; i++) {
+                const ProcessDelta *p = &rep->ranking->procs[i];
+                process_info_read(rep->sysroot->proc_fd, p->tgid, leader_comm(rep->ranking, p), &rep->procs[i]);
+        }
+
+        j = incident_build(&in);
+        if (!j)
+                return -ENOMEM;
+        r = incident_dump_line(j, ret, ret_len);
+        json_decref(j);
+        return r;
+}

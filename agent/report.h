@@ -1,0 +1,43 @@
+/* SPDX-License-Identifier: MIT */
+/* The step shared by the agent and `psidiag snapshot`: from snapshots A and B to one incident
+ * line. Reads comm, cmdline, uid and cgroup once per reported process (not per thread). Logs
+ * nothing. */
+#pragma once
+
+#include <stdbool.h>
+
+#include "agent/incident.h"
+#include "agent/rank.h"
+#include "agent/sample.h"
+
+/* uname + boot_id. Missing pieces become "unknown". */
+void host_info_read(const Sysroot *sysroot, HostInfo *ret);
+
+/* Fills ret for process pid, falling back to fallback_comm (from taskstats) when it exited. */
+void process_info_read(int proc_fd, pid_t pid, const char *fallback_comm, ProcessInfo *ret);
+
+typedef struct Report {
+        const Sysroot *sysroot;
+        const HostInfo *host;
+        const char *type;
+        const char *id;
+        usec_t wakeup_real_us;
+        bool delayacct;
+
+        bool has_trigger;
+        const char *trigger_cgroup;
+        PsiTriggerSpec trigger;
+        const char *trigger_spec;
+
+        int resource; /* the score: a PsiResource or RANK_SCORE_ALL */
+        bool has_stall;
+        PsiStall stall; /* which total= grew (with resource) */
+        unsigned top;
+
+        const Snapshot *a, *b;
+        Ranking *ranking;    /* scratch, reused */
+        ProcessInfo *procs;  /* scratch of at least top entries */
+} Report;
+
+/* Builds the incident line (malloc'ed, ending in '\n'). 0 or -ENOMEM. */
+int report_build_line(const Report *rep, char **ret, size_t *ret_len);

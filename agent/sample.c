@@ -1,0 +1,151 @@
+/* SPDX-License-Identifier: MIT */
+#include <errno.h>
+#include <linux/magic.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/vfs.h>
+#include <unistd.h>
+
+#include "agent/base/macro.h"
+#include "agent/sample.h"
+#include "probes/procfs.h"
+
+static void count_error(Snapshot *s, int r) {
+        if (s->errors++ == 0)
+                s->first_error = r;
+}
+
+void snapshot_read_pressure(Snapshot *s, const SampleScope *scope) {
+        bool cgroup = scope->cgroup_fd >= 0;
+        int dirfd = cgroup ? scope->cgroup_fd : scope->sysroot->pressure_fd;
+
+        for (size_t i = 0; i < SAMPLE_PRESSURE_RESOURCES; i++)
+                s->has_pressure[i] =
+                        dirfd >= 0 &&
+                        pressure_read_at(dirfd, pressure_file_name((PsiResource) i, cgroup), &s->pressure[i]) >= 0;
+}
+
+static int cmp_tid(const void *a, const void *b) {
+        const ThreadDelays *x = a, *y = b;
+        return (x->tid > y->tid) - (x->tid < y->tid);
+}
+
+static int reserve_threads(Snapshot *s, size_t n) {
+        ThreadDelays *p;
+
+        if (n <= s->cap)
+                return 0;
+        p = realloc(s->threads, n * sizeof *p);
+        if (!p)
+                return -ENOMEM;
+        s->threads = p;
+        s->cap = n;
+        return 0;
+}
+
+/* CGROUPSTATS_CMD_GET answers only for cgroup-v1 directories (EINVAL on cgroup2 by the cgroup
+ * maintainers' choice, fact 7); everything else counts states from /proc/<tid>/stat. */
+static bool is_cgroup_v1(int fd) {
+        struct statfs sfs;
+
+        return fd >= 0 && fstatfs(fd, &sfs) >= 0 && sfs.f_type == CGROUP_SUPER_MAGIC;
+}
+
+int snapshot_take(Snapshot *s, const SampleScope *scope, bool count_states) {
+        pid_t self = getpid();
+        bool procfs_states;
+        int r;
+
+        s->n = 0;
+        s->exited = s->errors = 0;
+        s->first_error = 0;
+        s->has_states = false;
+        tid_list_clear(&s->tids);
+        s->mono_us = now_usec(CLOCK_MONOTONIC);
+        s->real_us = now_usec(CLOCK_REALTIME);
+
+        snapshot_read_pressure(s, scope);
+
+        if (scope->cgroup_fd >= 0)
+                r = cgroup_list_threads(scope->cgroup_fd, &s->tids);
+        else
+                r = proc_list_threads(scope->sysroot->proc_fd, &s->tids);
+        if (r < 0)
+                return r;
+        r = reserve_threads(s, s->tids.n);
+        if (r < 0)
+                return r;
+
+        procfs_states = count_states;
+        if (count_states && scope->taskstats && is_cgroup_v1(scope->cgroup_fd) &&
+            taskstats_cgroupstats(scope->taskstats, scope->cgroup_fd, &s->states) >= 0) {
+                s->has_states = true;
+                procfs_states = false;
+        }
+        if (procfs_states) {
+                task_state_counts_init_procfs(&s->states);
+                s->has_states = true;
+        }
+
+        for (size_t i = 0; i < s->tids.n; i++) {
+                pid_t tid = s->tids.tids[i];
+                ThreadDelays *t = &s->threads[s->n];
+                TaskStats ts;
+
+                if (tid == self)
+                        continue;
+
+                if (procfs_states) {
+                        ProcStat st;
+
+                        r = proc_read_stat(scope->sysroot->proc_fd, tid, &st);
+                        if (r >= 0)
+                                task_state_counts_add(&s->states, st.state);
+                        else if (r != -ESRCH)
+                                count_error(s, r);
+                }
+
+                if (!scope->taskstats)
+                        continue;
+                r = taskstats_get_tid(scope->taskstats, tid, &ts);
+                if (r == -ESRCH) {
+                        /* Exited between listing and asking: expected while tasks come and go. */
+                        s->exited++;
+                        continue;
+                }
+                if (r < 0) {
+                        count_error(s, r);
+                        continue;
+                }
+                if (ts.tgid == self)
+                        continue;
+                s->taskstats_version = ts.version;
+                *t = (ThreadDelays) {
+                        .tid = tid,
+                        /* v12+ carry the tgid; older kernels: treat each thread as its own process. */
+                        .tgid = ts.tgid > 0 ? ts.tgid : tid,
+                        .btime_s = ts.btime_s,
+                        .present = ts.present,
+                };
+                memcpy(t->delay_ns, ts.delay_ns, sizeof t->delay_ns);
+                memcpy(t->comm, ts.comm, sizeof t->comm);
+                s->n++;
+        }
+
+        qsort(s->threads, s->n, sizeof *s->threads, cmp_tid);
+        return 0;
+}
+
+const ThreadDelays *snapshot_find(const Snapshot *s, pid_t tid) {
+        ThreadDelays key = { .tid = tid };
+
+        if (s->n == 0)
+                return NULL;
+        return bsearch(&key, s->threads, s->n, sizeof *s->threads, cmp_tid);
+}
+
+void snapshot_done(Snapshot *s) {
+        free(s->threads);
+        tid_list_done(&s->tids);
+        *s = (Snapshot) {};
+}

@@ -1,0 +1,61 @@
+/* SPDX-License-Identifier: MIT */
+/* One snapshot of a cgroup subtree (or the whole host): every thread's taskstats delays, the
+ * cgroup's pressure, and optionally its task states. Buffers live in the Snapshot and are reused
+ * from one sample to the next. Logs nothing; the caller reports errors and counts. */
+#pragma once
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <sys/types.h>
+
+#include "agent/base/timeutil.h"
+#include "probes/states.h"
+#include "probes/sysroot.h"
+#include "probes/taskstats.h"
+#include "probes/tasks.h"
+#include "triggers/pressure.h"
+
+/* Pressure is read for every resource (irq too, for the stall growth of irq triggers); incidents
+ * report cpu, memory and io. Indexed by PsiResource. */
+#define SAMPLE_PRESSURE_RESOURCES _PSI_RESOURCE_MAX
+
+typedef struct ThreadDelays {
+        pid_t tid, tgid;
+        uint64_t btime_s;
+        uint64_t delay_ns[_TASK_DELAY_MAX];
+        uint32_t present;
+        char comm[TASKSTATS_COMM_MAX + 1];
+} ThreadDelays;
+
+typedef struct Snapshot {
+        ThreadDelays *threads; /* sorted by tid */
+        size_t n, cap;
+        TidList tids; /* scratch: the listing */
+        usec_t mono_us, real_us;
+        unsigned exited; /* listed, then gone before taskstats answered (ESRCH) */
+        unsigned errors; /* other failures: listing, taskstats, parse */
+        int first_error; /* the first of those, for one log line */
+        uint16_t taskstats_version; /* 0: no reply */
+        bool has_states;
+        TaskStateCounts states;
+        bool has_pressure[SAMPLE_PRESSURE_RESOURCES];
+        PressureStats pressure[SAMPLE_PRESSURE_RESOURCES];
+} Snapshot;
+
+typedef struct SampleScope {
+        const Sysroot *sysroot;
+        TaskstatsSource *taskstats; /* NULL: no taskstats (no CAP_NET_ADMIN); threads are listed only */
+        int cgroup_fd;              /* the cgroup's directory, or -1 for the whole host */
+        pid_t exclude_tgid;         /* the agent itself; 0 for none */
+} SampleScope;
+
+/* Takes a snapshot into s (reusing its buffers). Failures of single threads are counted, not
+ * returned. Returns 0, or -errno when the cgroup could not be listed at all (-ENOENT/-ENODEV: the
+ * cgroup is gone) or memory ran out. */
+int snapshot_take(Snapshot *s, const SampleScope *scope, bool count_states);
+
+/* Reads only the pressure files into s (used at the end of a sample for stall growth). */
+void snapshot_read_pressure(Snapshot *s, const SampleScope *scope);
+
+const ThreadDelays *snapshot_find(const Snapshot *s, pid_t tid);
+void snapshot_done(Snapshot *s);

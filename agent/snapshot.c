@@ -1,0 +1,113 @@
+/* SPDX-License-Identifier: MIT */
+#include <errno.h>
+#include <stdlib.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "agent/agent.h"
+#include "agent/base/log.h"
+#include "agent/base/macro.h"
+#include "agent/output.h"
+#include "agent/report.h"
+
+static void sleep_ms(uint64_t ms) {
+        struct timespec ts = { .tv_sec = (time_t) (ms / 1000), .tv_nsec = (long) (ms % 1000) * 1000000L };
+
+        while (nanosleep(&ts, &ts) < 0 && errno == EINTR)
+                ;
+}
+
+int snapshot_run(const SnapshotOptions *opts) {
+        Runtime rt;
+        Snapshot a = {}, b = {};
+        Ranking ranking = {};
+        _cleanup_free_ ProcessInfo *procs = NULL;
+        _cleanup_free_ char *line = NULL;
+        _cleanup_close_ int cgroup_fd = -EBADF;
+        SampleScope scope;
+        char id[96];
+        size_t len;
+        int r, exit_code = 1;
+
+        if (runtime_open(&rt, opts->root, opts->enable_delayacct) < 0)
+                return 1;
+
+        if (opts->cgroup) {
+                r = sysroot_open_cgroup(rt.sysroot, opts->cgroup, &cgroup_fd);
+                if (r < 0) {
+                        log_error_errno(r, "cannot open cgroup %s under %s", opts->cgroup,
+                                        rt.sysroot->cgroup2_path ? rt.sysroot->cgroup2_path : "(no cgroup2 mount)");
+                        exit_code = r == -EINVAL ? 2 : 1;
+                        goto finish;
+                }
+        }
+        procs = calloc(opts->top, sizeof *procs);
+        if (!procs) {
+                log_error("out of memory");
+                goto finish;
+        }
+
+        scope = (SampleScope) {
+                .sysroot = rt.sysroot,
+                .taskstats = rt.taskstats,
+                .cgroup_fd = opts->cgroup ? cgroup_fd : -1,
+                .exclude_tgid = getpid(),
+        };
+        usec_t wakeup = now_usec(CLOCK_REALTIME);
+        r = snapshot_take(&a, &scope, true);
+        if (r < 0) {
+                log_error_errno(r, "cannot list the threads of %s", opts->cgroup ? opts->cgroup : "the host");
+                goto finish;
+        }
+        sleep_ms(opts->sample_ms);
+        r = snapshot_take(&b, &scope, false);
+        if (r < 0) {
+                log_error_errno(r, "cannot list the threads of %s", opts->cgroup ? opts->cgroup : "the host");
+                goto finish;
+        }
+        if (a.errors + b.errors > 0)
+                log_warning_errno(a.errors ? a.first_error : b.first_error, "%u threads could not be measured",
+                                  a.errors + b.errors);
+
+        incident_format_id(&rt.host, wakeup, getpid(), 1, id, sizeof id);
+        r = report_build_line(&(Report) {
+                                      .sysroot = rt.sysroot,
+                                      .host = &rt.host,
+                                      .type = "snapshot",
+                                      .id = id,
+                                      .wakeup_real_us = wakeup,
+                                      .delayacct = runtime_delayacct(&rt),
+                                      .resource = opts->resource,
+                                      .has_stall = opts->resource >= 0,
+                                      .stall = opts->resource == PSI_RESOURCE_IRQ ? PSI_STALL_FULL : PSI_STALL_SOME,
+                                      .top = opts->top,
+                                      .a = &a,
+                                      .b = &b,
+                                      .ranking = &ranking,
+                                      .procs = procs,
+                              },
+                              &line, &len);
+        if (r < 0) {
+                log_error_errno(r, "cannot build the incident");
+                goto finish;
+        }
+        {
+                OutputSink *out = NULL;
+
+                r = output_open("-", &out);
+                if (r >= 0)
+                        r = output_write(out, line, len);
+                output_free(out);
+                if (r < 0) {
+                        log_error_errno(r, "cannot write to stdout");
+                        goto finish;
+                }
+        }
+        exit_code = 0;
+finish:
+        snapshot_done(&a);
+        snapshot_done(&b);
+        ranking_done(&ranking);
+        runtime_close(&rt);
+        return exit_code;
+}

@@ -1,0 +1,192 @@
+/* SPDX-License-Identifier: MIT */
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "agent/base/fileio.h"
+#include "agent/base/macro.h"
+#include "probes/procfs.h"
+
+static int parse_ull(const char **p, const char *end, unsigned long long *ret) {
+        unsigned long long v = 0;
+        const char *s = *p;
+
+        if (s >= end || *s < '0' || *s > '9')
+                return -EINVAL;
+        for (; s < end && *s >= '0' && *s <= '9'; s++) {
+                if (v > (~0ULL - 9) / 10)
+                        return -ERANGE;
+                v = v * 10 + (unsigned long long) (*s - '0');
+        }
+        *p = s;
+        *ret = v;
+        return 0;
+}
+
+int proc_stat_parse_buf(const char *buf, size_t len, ProcStat *ret) {
+        const char *end = buf + len, *open, *close, *p;
+        ProcStat st = {};
+        unsigned long long v;
+        size_t clen;
+
+        open = memchr(buf, '(', len);
+        if (!open)
+                return -EINVAL;
+        close = NULL;
+        for (const char *q = end; q > open; q--)
+                if (q[-1] == ')') {
+                        close = q - 1;
+                        break;
+                }
+        if (!close)
+                return -EINVAL;
+
+        clen = (size_t) (close - open - 1);
+        st.comm_len = MIN(clen, sizeof st.comm - 1);
+        memcpy(st.comm, open + 1, st.comm_len);
+        st.comm[st.comm_len] = '\0';
+
+        /* ") S 1 ..." : state is the field after the last ')'. */
+        p = close + 1;
+        if (end - p < 3 || p[0] != ' ')
+                return -EINVAL;
+        st.state = p[1];
+        if (p[2] != ' ')
+                return -EINVAL;
+        p += 3;
+
+        /* field 4: ppid */
+        if (parse_ull(&p, end, &v) < 0)
+                return -EINVAL;
+        st.ppid = (pid_t) v;
+        /* Fields 5..21 (pgrp .. itrealvalue; some may be negative) are skipped as tokens;
+         * field 22 is starttime. */
+        for (int field = 5; field <= 22; field++) {
+                if (p >= end || *p != ' ')
+                        return -EINVAL;
+                p++;
+                if (field == 22)
+                        break;
+                while (p < end && *p != ' ')
+                        p++;
+        }
+        if (parse_ull(&p, end, &v) < 0)
+                return -EINVAL;
+        st.starttime_ticks = v;
+
+        *ret = st;
+        return 0;
+}
+
+int proc_status_parse_uid(const char *buf, size_t len, uid_t *ret) {
+        const char *p = buf, *end = buf + len;
+
+        while (p < end) {
+                const char *eol = memchr(p, '\n', (size_t) (end - p));
+                const char *le = eol ? eol : end;
+
+                if (le - p > 4 && memcmp(p, "Uid:", 4) == 0) {
+                        unsigned long long v;
+                        const char *q = p + 4;
+
+                        while (q < le && (*q == '\t' || *q == ' '))
+                                q++;
+                        if (parse_ull(&q, le, &v) < 0 || v > 0xffffffffULL)
+                                return -EINVAL;
+                        *ret = (uid_t) v;
+                        return 0;
+                }
+                p = eol ? eol + 1 : end;
+        }
+        return -EINVAL;
+}
+
+int proc_cgroup_parse_unified(const char *buf, size_t len, char *out, size_t size) {
+        const char *p = buf, *end = buf + len;
+
+        while (p < end) {
+                const char *eol = memchr(p, '\n', (size_t) (end - p));
+                const char *le = eol ? eol : end;
+
+                if (le - p >= 3 && memcmp(p, "0::", 3) == 0) {
+                        size_t n = (size_t) (le - p - 3);
+
+                        if (n + 1 > size)
+                                return -ENOBUFS;
+                        memcpy(out, p + 3, n);
+                        out[n] = '\0';
+                        return 0;
+                }
+                p = eol ? eol + 1 : end;
+        }
+        return -ENOENT;
+}
+
+/* A task that exited between listing and reading: its /proc directory is gone (ENOENT) or going
+ * (ESRCH). Callers count these as exits, not errors. */
+static int task_gone(int r) {
+        return r == -ENOENT || r == -ESRCH ? -ESRCH : r;
+}
+
+int proc_read_stat(int proc_fd, pid_t tid, ProcStat *ret) {
+        char path[32], buf[1024];
+        ssize_t n;
+
+        snprintf(path, sizeof path, "%d/stat", (int) tid);
+        n = read_file_at(proc_fd, path, buf, sizeof buf);
+        if (n < 0)
+                return task_gone((int) n);
+        return proc_stat_parse_buf(buf, (size_t) n, ret);
+}
+
+int proc_read_uid(int proc_fd, pid_t pid, uid_t *ret) {
+        char path[32], buf[4096];
+        ssize_t n;
+
+        snprintf(path, sizeof path, "%d/status", (int) pid);
+        n = read_file_at(proc_fd, path, buf, sizeof buf);
+        if (n < 0)
+                return task_gone((int) n);
+        return proc_status_parse_uid(buf, (size_t) n, ret);
+}
+
+int proc_read_cgroup(int proc_fd, pid_t pid, char *out, size_t size) {
+        char path[32], buf[4096];
+        ssize_t n;
+
+        snprintf(path, sizeof path, "%d/cgroup", (int) pid);
+        n = read_file_at(proc_fd, path, buf, sizeof buf);
+        if (n < 0)
+                return task_gone((int) n);
+        return proc_cgroup_parse_unified(buf, (size_t) n, out, size);
+}
+
+ssize_t proc_read_comm(int proc_fd, pid_t pid, char *out, size_t size) {
+        char path[32];
+        ssize_t n;
+
+        snprintf(path, sizeof path, "%d/comm", (int) pid);
+        n = read_file_at(proc_fd, path, out, size);
+        if (n < 0)
+                return task_gone((int) n);
+        if (n > 0 && out[n - 1] == '\n')
+                out[--n] = '\0';
+        return n;
+}
+
+ssize_t proc_read_cmdline(int proc_fd, pid_t pid, char *out, size_t size) {
+        char path[32];
+        ssize_t n;
+
+        snprintf(path, sizeof path, "%d/cmdline", (int) pid);
+        n = read_file_at(proc_fd, path, out, size);
+        if (n < 0)
+                return task_gone((int) n);
+        while (n > 0 && out[n - 1] == '\0')
+                n--;
+        for (ssize_t i = 0; i < n; i++)
+                if (out[i] == '\0')
+                        out[i] = ' ';
+        out[n] = '\0';
+        return n;
+}

@@ -1,0 +1,41 @@
+/* SPDX-License-Identifier: MIT */
+/* Parsers for /proc/<pid>/{stat,status,cmdline,cgroup,comm} (pure, taking bytes) and bounded
+ * readers that apply them through a /proc directory fd. ESRCH/ENOENT from a task that exited are
+ * returned as -ESRCH. Never logs. */
+#pragma once
+
+#include <stdint.h>
+#include <sys/types.h>
+
+/* TASK_COMM_LEN is 16 today; keep room for longer comms and hostile bytes. */
+#define PROC_COMM_MAX 64
+
+typedef struct ProcStat {
+        char comm[PROC_COMM_MAX];
+        size_t comm_len; /* raw bytes, may contain anything but NUL */
+        char state;
+        pid_t ppid;
+        uint64_t starttime_ticks;
+} ProcStat;
+
+/* Parses /proc/<tid>/stat: the comm is everything between the first '(' and the LAST ')', since a
+ * comm may itself contain ") Z " (fact 7). Returns 0 or -EINVAL. */
+int proc_stat_parse_buf(const char *buf, size_t len, ProcStat *ret);
+
+/* Parses the real uid from a /proc/<pid>/status buffer ("Uid:\t<real>\t<eff>..."). 0 or -EINVAL. */
+int proc_status_parse_uid(const char *buf, size_t len, uid_t *ret);
+
+/* Extracts the cgroup2 path from a /proc/<pid>/cgroup buffer (the "0::<path>" line). Writes at most
+ * size bytes including the NUL. 0, -ENOENT when there is no unified line, -ENOBUFS when too long. */
+int proc_cgroup_parse_unified(const char *buf, size_t len, char *out, size_t size);
+
+int proc_read_stat(int proc_fd, pid_t tid, ProcStat *ret);
+int proc_read_uid(int proc_fd, pid_t pid, uid_t *ret);
+int proc_read_cgroup(int proc_fd, pid_t pid, char *out, size_t size);
+
+/* Reads /proc/<pid>/comm without the trailing newline. Returns its length or -errno. */
+ssize_t proc_read_comm(int proc_fd, pid_t pid, char *out, size_t size);
+
+/* Reads /proc/<pid>/cmdline with NUL separators turned into spaces and the trailing NUL dropped
+ * (truncated to size-1 bytes). Kernel threads have an empty cmdline. Returns its length or -errno. */
+ssize_t proc_read_cmdline(int proc_fd, pid_t pid, char *out, size_t size);

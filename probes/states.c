@@ -1,0 +1,55 @@
+/* SPDX-License-Identifier: MIT */
+#include <errno.h>
+#include <string.h>
+
+#include "probes/states.h"
+
+const char *task_state_source_to_string(TaskStateSource s) {
+        return s == TASK_STATE_SOURCE_CGROUPSTATS ? "cgroupstats" : "procfs";
+}
+
+void task_state_counts_init_procfs(TaskStateCounts *c) {
+        *c = (TaskStateCounts) {
+                .source = TASK_STATE_SOURCE_PROCFS,
+                .io_wait = -1,
+        };
+}
+
+void task_state_counts_add(TaskStateCounts *c, char state) {
+        switch (state) {
+        case 'R':
+                c->running++;
+                break;
+        case 'S':
+        case 'I':
+                c->sleeping++;
+                break;
+        case 'D':
+                c->uninterruptible++;
+                break;
+        case 'T':
+        case 't':
+                c->stopped++;
+                break;
+        default:
+                break;
+        }
+}
+
+int cgroupstats_parse_payload(const void *data, size_t len, TaskStateCounts *ret) {
+        uint64_t v[5];
+
+        /* Field order of struct cgroupstats in <linux/cgroupstats.h>. */
+        if (len < sizeof v)
+                return -EBADMSG;
+        memcpy(v, data, sizeof v);
+        *ret = (TaskStateCounts) {
+                .source = TASK_STATE_SOURCE_CGROUPSTATS,
+                .sleeping = v[0],
+                .running = v[1],
+                .stopped = v[2],
+                .uninterruptible = v[3],
+                .io_wait = (int64_t) (v[4] > INT64_MAX ? INT64_MAX : v[4]),
+        };
+        return 0;
+}

@@ -1,0 +1,32 @@
+/* SPDX-License-Identifier: MIT */
+/* Task state counts of a cgroup, from CGROUPSTATS_CMD_GET (cgroup v1 only) or from the state
+ * letters of /proc/<tid>/stat. Pure counting and payload parsing; never logs. */
+#pragma once
+
+#include <stddef.h>
+#include <stdint.h>
+
+typedef enum TaskStateSource {
+        TASK_STATE_SOURCE_CGROUPSTATS,
+        TASK_STATE_SOURCE_PROCFS,
+} TaskStateSource;
+
+typedef struct TaskStateCounts {
+        TaskStateSource source;
+        uint64_t running, sleeping, uninterruptible, stopped;
+        int64_t io_wait; /* cgroupstats only; -1 when unknown (procfs has no io-wait flag) */
+} TaskStateCounts;
+
+const char *task_state_source_to_string(TaskStateSource s);
+
+/* Starts a procfs count (io_wait unknown). */
+void task_state_counts_init_procfs(TaskStateCounts *c);
+
+/* Adds one thread by its /proc state letter. Mirrors cgroupstats_build(): R running, S sleeping,
+ * D uninterruptible, T/t stopped. I (idle kernel threads, TASK_IDLE) counts as sleeping;
+ * Z, X and unknown letters are not counted. */
+void task_state_counts_add(TaskStateCounts *c, char state);
+
+/* Parses a struct cgroupstats payload (5 x u64: sleeping, running, stopped, uninterruptible,
+ * io_wait). Returns 0 or -EBADMSG when shorter than that. */
+int cgroupstats_parse_payload(const void *data, size_t len, TaskStateCounts *ret);

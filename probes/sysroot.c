@@ -1,0 +1,279 @@
+/* SPDX-License-Identifier: MIT */
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/openat2.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "agent/base/fileio.h"
+#include "agent/base/macro.h"
+#include "probes/sysroot.h"
+
+/* Unescapes mountinfo's octal escapes (\040 space, \011 tab, \012 newline, \134 backslash). */
+static char *unescape_mount_field(const char *s, size_t len) {
+        char *out = malloc(len + 1), *o = out;
+
+        if (!out)
+                return NULL;
+        for (size_t i = 0; i < len; i++) {
+                if (s[i] == '\\' && i + 3 < len && s[i + 1] >= '0' && s[i + 1] <= '3' && s[i + 2] >= '0' && s[i + 2] <= '7' &&
+                    s[i + 3] >= '0' && s[i + 3] <= '7') {
+                        *o++ = (char) ((s[i + 1] - '0') * 64 + (s[i + 2] - '0') * 8 + (s[i + 3] - '0'));
+                        i += 3;
+                } else
+                        *o++ = s[i];
+        }
+        *o = '\0';
+        return out;
+}
+
+/* Walks mountinfo lines; for each calls match(fstype, superopts) and returns the mount point of the
+ * first that matches. Format (proc(5)): id parent maj:min root mountpoint opts [optional...] - fstype
+ * source superopts. */
+static int mountinfo_find(const char *buf, bool (*match)(const char *fstype, size_t flen,
+                                                          const char *sopts, size_t slen, const void *arg),
+                          const void *arg, char **ret_path) {
+        const char *p = buf;
+
+        while (p && *p) {
+                const char *eol = strchr(p, '\n');
+                const char *end = eol ? eol : p + strlen(p);
+                const char *f[5];
+                const char *q = p, *sep;
+                size_t field = 0;
+
+                /* First five space-separated fields. */
+                while (field < 5 && q < end) {
+                        f[field++] = q;
+                        q = memchr(q, ' ', (size_t) (end - q));
+                        if (!q)
+                                break;
+                        q++;
+                }
+                sep = field == 5 ? strstr(f[4], " - ") : NULL;
+                if (sep && sep < end) {
+                        const char *fstype = sep + 3;
+                        const char *fend = memchr(fstype, ' ', (size_t) (end - fstype));
+                        const char *source, *send, *sopts = "";
+                        size_t slen = 0;
+
+                        if (fend) {
+                                source = fend + 1;
+                                send = memchr(source, ' ', (size_t) (end - source));
+                                if (send) {
+                                        sopts = send + 1;
+                                        slen = (size_t) (end - sopts);
+                                }
+                        } else
+                                fend = end;
+
+                        if (match(fstype, (size_t) (fend - fstype), sopts, slen, arg)) {
+                                const char *mp = f[4];
+                                const char *mpe = memchr(mp, ' ', (size_t) (end - mp));
+                                char *path = unescape_mount_field(mp, (size_t) ((mpe ? mpe : end) - mp));
+
+                                if (!path)
+                                        return -ENOMEM;
+                                *ret_path = path;
+                                return 0;
+                        }
+                }
+                p = eol ? eol + 1 : NULL;
+        }
+        return -ENOENT;
+}
+
+static bool match_fstype(const char *fstype, size_t flen, const char *sopts, size_t slen, const void *arg) {
+        (void) sopts;
+        (void) slen;
+        return strlen(arg) == flen && memcmp(fstype, arg, flen) == 0;
+}
+
+static bool match_cgroup1(const char *fstype, size_t flen, const char *sopts, size_t slen, const void *arg) {
+        const char *controller = arg;
+        size_t clen = strlen(controller);
+        const char *p = sopts, *end = sopts + slen;
+
+        if (flen != 6 || memcmp(fstype, "cgroup", 6) != 0)
+                return false;
+        while (p < end) {
+                const char *comma = memchr(p, ',', (size_t) (end - p));
+                const char *oe = comma ? comma : end;
+
+                if ((size_t) (oe - p) == clen && memcmp(p, controller, clen) == 0)
+                        return true;
+                p = comma ? comma + 1 : end;
+        }
+        return false;
+}
+
+int mountinfo_find_fstype(const char *buf, const char *fstype, char **ret_path) {
+        return mountinfo_find(buf, match_fstype, fstype, ret_path);
+}
+
+int mountinfo_find_cgroup1(const char *buf, const char *controller, char **ret_path) {
+        return mountinfo_find(buf, match_cgroup1, controller, ret_path);
+}
+
+/* Opens an absolute path from the mountinfo relative to the sysroot's root fd. */
+static int open_beneath_root(int root_fd, const char *abs, int flags) {
+        while (*abs == '/')
+                abs++;
+        return openat(root_fd, *abs ? abs : ".", flags | O_CLOEXEC);
+}
+
+int sysroot_open(const char *root, Sysroot **ret) {
+        _cleanup_free_ char *mountinfo = NULL;
+        Sysroot *s;
+        ssize_t n;
+        size_t size = 64 * 1024;
+        int r;
+
+        s = calloc(1, sizeof *s);
+        if (!s)
+                return -ENOMEM;
+        s->proc_fd = s->pressure_fd = s->cgroup2_fd = -EBADF;
+
+        s->root_fd = open(root, O_DIRECTORY | O_PATH | O_CLOEXEC);
+        if (s->root_fd < 0) {
+                r = negative_errno();
+                goto fail;
+        }
+        s->proc_fd = openat(s->root_fd, "proc", O_DIRECTORY | O_RDONLY | O_CLOEXEC);
+        if (s->proc_fd < 0) {
+                r = negative_errno();
+                goto fail;
+        }
+        s->pressure_fd = openat(s->proc_fd, "pressure", O_DIRECTORY | O_PATH | O_CLOEXEC);
+
+        /* mountinfo of a busy container host can be large; grow until it fits (bounded at 16 MiB). */
+        for (;;) {
+                mountinfo = malloc(size);
+                if (!mountinfo) {
+                        r = -ENOMEM;
+                        goto fail;
+                }
+                n = read_file_at(s->proc_fd, "self/mountinfo", mountinfo, size);
+                if (n < 0) {
+                        r = (int) n;
+                        goto fail;
+                }
+                if ((size_t) n < size - 1 || size >= 16 * 1024 * 1024)
+                        break;
+                free(TAKE_PTR(mountinfo));
+                size *= 4;
+        }
+
+        r = mountinfo_find_fstype(mountinfo, "cgroup2", &s->cgroup2_path);
+        if (r == -ENOMEM)
+                goto fail;
+        if (r >= 0)
+                s->cgroup2_fd = open_beneath_root(s->root_fd, s->cgroup2_path, O_DIRECTORY | O_RDONLY);
+        r = mountinfo_find_cgroup1(mountinfo, "memory", &s->memory_v1_path);
+        if (r == -ENOMEM)
+                goto fail;
+
+        *ret = s;
+        return 0;
+fail:
+        sysroot_free(s);
+        return r;
+}
+
+Sysroot *sysroot_free(Sysroot *s) {
+        if (!s)
+                return NULL;
+        safe_close(s->root_fd);
+        safe_close(s->proc_fd);
+        safe_close(s->pressure_fd);
+        safe_close(s->cgroup2_fd);
+        free(s->cgroup2_path);
+        free(s->memory_v1_path);
+        free(s);
+        return NULL;
+}
+
+int cgroup_path_validate(const char *path) {
+        const char *p = path;
+
+        if (!path)
+                return -EINVAL;
+        if (*p == '/')
+                p++;
+        if (*p == '\0')
+                return 0;
+        for (;;) {
+                size_t len = strcspn(p, "/");
+
+                if (len == 0)
+                        return -EINVAL; /* "a//b" or a trailing "/" */
+                if ((len == 1 && p[0] == '.') || (len == 2 && p[0] == '.' && p[1] == '.'))
+                        return -EINVAL;
+                if (len > 255)
+                        return -ENAMETOOLONG;
+                p += len;
+                if (*p == '\0')
+                        return 0;
+                p++;
+                if (*p == '\0')
+                        return -EINVAL;
+        }
+}
+
+static int open_nofollow_walk(int dirfd, const char *path, int *ret_fd) {
+        _cleanup_close_ int cur = -EBADF;
+        const char *p = path;
+
+        cur = fcntl(dirfd, F_DUPFD_CLOEXEC, 3);
+        if (cur < 0)
+                return negative_errno();
+        while (*p) {
+                char name[256];
+                size_t len = strcspn(p, "/");
+                int next;
+
+                if (len >= sizeof name)
+                        return -ENAMETOOLONG;
+                memcpy(name, p, len);
+                name[len] = '\0';
+                next = openat(cur, name, O_DIRECTORY | O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+                if (next < 0)
+                        return negative_errno();
+                safe_close(cur);
+                cur = next;
+                p += len;
+                while (*p == '/')
+                        p++;
+        }
+        *ret_fd = TAKE_FD(cur);
+        return 0;
+}
+
+int sysroot_open_cgroup(const Sysroot *s, const char *path, int *ret_fd) {
+        struct open_how how = {
+                .flags = O_DIRECTORY | O_RDONLY | O_CLOEXEC,
+                .resolve = RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS | RESOLVE_NO_XDEV,
+        };
+        int fd, r;
+
+        if (s->cgroup2_fd < 0)
+                return -ENODEV;
+        r = cgroup_path_validate(path);
+        if (r < 0)
+                return r;
+        while (*path == '/')
+                path++;
+
+        fd = (int) syscall(SYS_openat2, s->cgroup2_fd, *path ? path : ".", &how, sizeof how);
+        if (fd >= 0) {
+                *ret_fd = fd;
+                return 0;
+        }
+        if (errno != ENOSYS && errno != EPERM)
+                return negative_errno();
+        /* Kernels before 5.6 (or seccomp filters that refuse openat2): the path was validated to have
+         * no "..", so a component-wise O_NOFOLLOW walk cannot leave the mount through a symlink. */
+        return open_nofollow_walk(s->cgroup2_fd, path, ret_fd);
+}

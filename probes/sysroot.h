@@ -1,0 +1,41 @@
+/* SPDX-License-Identifier: MIT */
+/* Where the kernel's files are: a root directory (normally "/", a fixture tree in tests) with fds
+ * for /proc, /proc/pressure and the cgroup2 mount found in /proc/self/mountinfo (fact 11: hybrid
+ * hosts mount it at /sys/fs/cgroup/unified). Also resolves watch paths safely beneath the mount.
+ * Never logs above debug. */
+#pragma once
+
+#include <stdbool.h>
+#include <stddef.h>
+
+typedef struct Sysroot {
+        int root_fd;
+        int proc_fd;     /* <root>/proc */
+        int pressure_fd; /* <root>/proc/pressure, -1 when the kernel has no PSI */
+        int cgroup2_fd;  /* the cgroup2 mount, -1 when none is mounted */
+        char *cgroup2_path; /* its mount point as seen from the root, e.g. "/sys/fs/cgroup/unified" */
+        char *memory_v1_path; /* a cgroup-v1 memory controller mount, or NULL (hybrid hosts) */
+} Sysroot;
+
+/* Opens root (e.g. "/") and its /proc; finds the cgroup2 and v1 memory mounts. A missing cgroup2
+ * mount or /proc/pressure is not an error (their fds are -1). Returns 0 or -errno. */
+int sysroot_open(const char *root, Sysroot **ret);
+Sysroot *sysroot_free(Sysroot *s);
+
+/* Finds mount points in a mountinfo buffer. Mount points are unescaped (\040 -> space).
+ * mountinfo_find_fstype: the first mount of fstype ("cgroup2"); mountinfo_find_cgroup1: the first
+ * "cgroup" mount whose super options list the controller. Return 0 and a malloc'ed path, -ENOENT
+ * if none, -ENOMEM. */
+int mountinfo_find_fstype(const char *buf, const char *fstype, char **ret_path);
+int mountinfo_find_cgroup1(const char *buf, const char *controller, char **ret_path);
+
+/* Checks a configured cgroup path: relative to the cgroup2 mount, no "." or ".." segments, no
+ * empty segments, no NUL. "" and "/" mean the root. Returns 0 or -EINVAL. */
+int cgroup_path_validate(const char *path);
+
+/* Opens a cgroup directory beneath the cgroup2 mount (O_DIRECTORY), refusing symlinks and
+ * anything that would leave the mount (openat2 RESOLVE_BENEATH|RESOLVE_NO_SYMLINKS|NO_XDEV, with a
+ * component-by-component O_NOFOLLOW walk where openat2 is missing). "" opens the root.
+ * Returns 0 or -errno: ENOENT (no such cgroup), ENODEV (no cgroup2 mount), EINVAL (bad path),
+ * ELOOP/EXDEV (a symlink or another mount in the way). */
+int sysroot_open_cgroup(const Sysroot *s, const char *path, int *ret_fd);

@@ -1,0 +1,81 @@
+/* SPDX-License-Identifier: MIT */
+#include <errno.h>
+#include <string.h>
+
+#include "agent/base/fileio.h"
+#include "probes/system.h"
+
+int system_read_boot_id(int proc_fd, char *out, size_t size) {
+        char buf[64];
+        ssize_t n = read_file_at(proc_fd, "sys/kernel/random/boot_id", buf, sizeof buf);
+
+        if (n < 0)
+                return (int) n;
+        while (n > 0 && (buf[n - 1] == '\n' || buf[n - 1] == ' '))
+                buf[--n] = '\0';
+        if (n == 0 || (size_t) n >= size)
+                return -EINVAL;
+        memcpy(out, buf, (size_t) n + 1);
+        return 0;
+}
+
+int system_read_delayacct(int proc_fd) {
+        char buf[16];
+        ssize_t n = read_file_at(proc_fd, "sys/kernel/task_delayacct", buf, sizeof buf);
+
+        if (n < 0)
+                return (int) n;
+        if (n < 1 || (buf[0] != '0' && buf[0] != '1'))
+                return -EINVAL;
+        return buf[0] == '1';
+}
+
+int system_write_delayacct(int proc_fd, bool on) {
+        return write_string_at(proc_fd, "sys/kernel/task_delayacct", on ? "1\n" : "0\n");
+}
+
+int system_parse_cap_eff(const char *buf, size_t len, uint64_t *ret) {
+        const char *p = buf, *end = buf + len;
+
+        while (p < end) {
+                const char *eol = memchr(p, '\n', (size_t) (end - p));
+                const char *le = eol ? eol : end;
+
+                if (le - p > 7 && memcmp(p, "CapEff:", 7) == 0) {
+                        const char *q = p + 7;
+                        uint64_t v = 0;
+                        int digits = 0;
+
+                        while (q < le && (*q == '\t' || *q == ' '))
+                                q++;
+                        for (; q < le; q++, digits++) {
+                                int d;
+
+                                if (*q >= '0' && *q <= '9')
+                                        d = *q - '0';
+                                else if (*q >= 'a' && *q <= 'f')
+                                        d = *q - 'a' + 10;
+                                else
+                                        return -EINVAL;
+                                if (digits >= 16)
+                                        return -EINVAL;
+                                v = v << 4 | (uint64_t) d;
+                        }
+                        if (digits == 0)
+                                return -EINVAL;
+                        *ret = v;
+                        return 0;
+                }
+                p = eol ? eol + 1 : end;
+        }
+        return -EINVAL;
+}
+
+int system_read_cap_eff(int proc_fd, uint64_t *ret) {
+        char buf[4096];
+        ssize_t n = read_file_at(proc_fd, "self/status", buf, sizeof buf);
+
+        if (n < 0)
+                return (int) n;
+        return system_parse_cap_eff(buf, (size_t) n, ret);
+}

@@ -1,0 +1,23 @@
+/* SPDX-License-Identifier: MIT */
+/* Host facts from procfs: boot id, the kernel.task_delayacct sysctl, and our effective
+ * capabilities (parsed from /proc/self/status). Never logs. */
+#pragma once
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* Reads <proc>/sys/kernel/random/boot_id (36 chars + NUL into out). 0 or -errno. */
+int system_read_boot_id(int proc_fd, char *out, size_t size);
+
+/* Reads kernel.task_delayacct: 1 on, 0 off, -ENOENT on kernels without the sysctl, -errno. */
+int system_read_delayacct(int proc_fd);
+/* Writes it; 0 or -errno (-EACCES/-EPERM without privilege, -EROFS in a read-only /proc/sys). */
+int system_write_delayacct(int proc_fd, bool on);
+
+/* Parses "CapEff:\t<hex>" from a /proc/<pid>/status buffer. 0 or -EINVAL. */
+int system_parse_cap_eff(const char *buf, size_t len, uint64_t *ret);
+/* Reads our own effective capability mask. 0 or -errno. */
+int system_read_cap_eff(int proc_fd, uint64_t *ret);
+
+#define CAP_BIT(cap) (UINT64_C(1) << (cap))

@@ -1,0 +1,214 @@
+/* SPDX-License-Identifier: MIT */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "agent/base/macro.h"
+#include "probes/tasks.h"
+
+#define CGROUP_MAX_DEPTH 64
+
+void tid_list_clear(TidList *l) {
+        l->n = 0;
+}
+
+void tid_list_done(TidList *l) {
+        free(l->tids);
+        *l = (TidList) {};
+}
+
+int tid_list_push(TidList *l, pid_t tid) {
+        if (l->n == l->cap) {
+                size_t cap = l->cap ? l->cap * 2 : 256;
+                pid_t *p = realloc(l->tids, cap * sizeof *p);
+
+                if (!p)
+                        return -ENOMEM;
+                l->tids = p;
+                l->cap = cap;
+        }
+        l->tids[l->n++] = tid;
+        return 0;
+}
+
+static int parse_pid(const char *s, size_t len, pid_t *ret) {
+        long v = 0;
+
+        if (len == 0 || len > 10)
+                return -EINVAL;
+        for (size_t i = 0; i < len; i++) {
+                if (s[i] < '0' || s[i] > '9')
+                        return -EINVAL;
+                v = v * 10 + (s[i] - '0');
+        }
+        if (v <= 0 || v > 0x3fffffff) /* PID_MAX_LIMIT is 4M; anything huge is garbage */
+                return -EINVAL;
+        *ret = (pid_t) v;
+        return 0;
+}
+
+int tid_list_parse_buf(TidList *l, const char *buf, size_t len) {
+        const char *p = buf, *end = buf + len;
+
+        while (p < end) {
+                const char *eol = memchr(p, '\n', (size_t) (end - p));
+                const char *le = eol ? eol : end;
+                pid_t tid;
+                int r;
+
+                if (le > p) {
+                        r = parse_pid(p, (size_t) (le - p), &tid);
+                        if (r < 0)
+                                return r;
+                        r = tid_list_push(l, tid);
+                        if (r < 0)
+                                return r;
+                }
+                p = eol ? eol + 1 : end;
+        }
+        return 0;
+}
+
+/* cgroup.threads can be large; read it in chunks, carrying a partial line over. */
+static int read_threads_file(int dirfd, TidList *l) {
+        _cleanup_close_ int fd = -EBADF;
+        char buf[8192];
+        size_t carry = 0;
+
+        fd = openat(dirfd, "cgroup.threads", O_RDONLY | O_CLOEXEC);
+        if (fd < 0)
+                return negative_errno();
+        for (;;) {
+                ssize_t k = read(fd, buf + carry, sizeof buf - carry);
+                char *last_nl;
+                size_t have;
+                int r;
+
+                if (k < 0) {
+                        if (errno == EINTR)
+                                continue;
+                        return negative_errno();
+                }
+                have = carry + (size_t) k;
+                if (k == 0) {
+                        return tid_list_parse_buf(l, buf, have);
+                }
+                last_nl = memrchr(buf, '\n', have);
+                if (!last_nl) {
+                        if (have == sizeof buf)
+                                return -EINVAL;
+                        carry = have;
+                        continue;
+                }
+                r = tid_list_parse_buf(l, buf, (size_t) (last_nl - buf));
+                if (r < 0)
+                        return r;
+                carry = have - (size_t) (last_nl + 1 - buf);
+                memmove(buf, last_nl + 1, carry);
+        }
+}
+
+static int list_subtree(int dirfd, TidList *l, unsigned depth) {
+        DIR *d;
+        struct dirent *de;
+        int fd, r;
+
+        r = read_threads_file(dirfd, l);
+        if (r < 0)
+                return r;
+        if (depth >= CGROUP_MAX_DEPTH)
+                return 0;
+
+        fd = openat(dirfd, ".", O_DIRECTORY | O_RDONLY | O_CLOEXEC);
+        if (fd < 0)
+                return negative_errno();
+        d = fdopendir(fd);
+        if (!d) {
+                r = negative_errno();
+                safe_close(fd);
+                return r;
+        }
+        while ((de = readdir(d))) {
+                int child;
+
+                if (de->d_type != DT_DIR || de->d_name[0] == '.')
+                        continue;
+                child = openat(dirfd, de->d_name, O_DIRECTORY | O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+                if (child < 0) {
+                        /* A child cgroup removed between readdir and open: nothing to count. */
+                        if (errno == ENOENT || errno == ENODEV)
+                                continue;
+                        r = negative_errno();
+                        break;
+                }
+                r = list_subtree(child, l, depth + 1);
+                safe_close(child);
+                if (r == -ENOENT || r == -ENODEV) {
+                        r = 0;
+                        continue;
+                }
+                if (r < 0)
+                        break;
+        }
+        closedir(d);
+        return r < 0 ? r : 0;
+}
+
+int cgroup_list_threads(int cgroup_fd, TidList *l) {
+        return list_subtree(cgroup_fd, l, 0);
+}
+
+static bool is_pid_name(const char *s, pid_t *ret) {
+        return parse_pid(s, strlen(s), ret) >= 0;
+}
+
+int proc_list_threads(int proc_fd, TidList *l) {
+        DIR *d;
+        struct dirent *de;
+        int fd, r = 0;
+
+        fd = openat(proc_fd, ".", O_DIRECTORY | O_RDONLY | O_CLOEXEC);
+        if (fd < 0)
+                return negative_errno();
+        d = fdopendir(fd);
+        if (!d) {
+                r = negative_errno();
+                safe_close(fd);
+                return r;
+        }
+        while ((de = readdir(d))) {
+                char path[32];
+                DIR *td;
+                struct dirent *te;
+                pid_t pid, tid;
+                int tfd;
+
+                if (!is_pid_name(de->d_name, &pid))
+                        continue;
+                snprintf(path, sizeof path, "%d/task", (int) pid);
+                tfd = openat(proc_fd, path, O_DIRECTORY | O_RDONLY | O_CLOEXEC);
+                if (tfd < 0)
+                        continue; /* exited since readdir: expected */
+                td = fdopendir(tfd);
+                if (!td) {
+                        safe_close(tfd);
+                        continue;
+                }
+                while ((te = readdir(td)))
+                        if (is_pid_name(te->d_name, &tid)) {
+                                r = tid_list_push(l, tid);
+                                if (r < 0)
+                                        break;
+                        }
+                closedir(td);
+                if (r < 0)
+                        break;
+        }
+        closedir(d);
+        return r;
+}

@@ -1,0 +1,348 @@
+/* SPDX-License-Identifier: MIT */
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/cgroupstats.h>
+#include <linux/genetlink.h>
+#include <linux/taskstats.h>
+#include <netlink/genl/ctrl.h>
+#include <netlink/genl/genl.h>
+#include <netlink/netlink.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/time.h>
+
+#include "agent/base/macro.h"
+#include "probes/taskstats.h"
+
+/* <linux/taskstats.h> is included for the command and attribute numbers only: struct taskstats is
+ * never used, its layout depends on the kernel that sends it, not on the headers we build with. */
+
+const char *task_delay_to_string(TaskDelay d) {
+        static const char *const names[_TASK_DELAY_MAX] = {
+                [TASK_DELAY_CPU] = "cpu",
+                [TASK_DELAY_BLKIO] = "blkio",
+                [TASK_DELAY_SWAPIN] = "swapin",
+                [TASK_DELAY_RECLAIM] = "reclaim",
+                [TASK_DELAY_THRASHING] = "thrashing",
+                [TASK_DELAY_COMPACT] = "compact",
+                [TASK_DELAY_WPCOPY] = "wpcopy",
+                [TASK_DELAY_IRQ] = "irq",
+        };
+        return d < _TASK_DELAY_MAX ? names[d] : NULL;
+}
+
+/* Byte offsets within struct taskstats, per layout, with the version that introduced each field.
+ * Offsets follow the x86_64/arm64 ABI of include/uapi/linux/taskstats.h (every u64 8-aligned).
+ *
+ *   classic: versions 1..14, and 16+ (v16 moved v15's max/min pairs to the end; v17 appended
+ *            timestamps after them, so the fields before stay put)
+ *   v15:     each *_delay_total followed by *_delay_max and *_delay_min (the ABI break fixed by
+ *            "taskstats: fix struct taskstats breaks backward compatibility since version 15")
+ */
+typedef struct TaskstatsField {
+        uint16_t since;
+        uint16_t offset;
+} TaskstatsField;
+
+typedef struct TaskstatsLayout {
+        TaskstatsField delay[_TASK_DELAY_MAX];
+        TaskstatsField comm, uid, pid, btime64, tgid;
+} TaskstatsLayout;
+
+static const TaskstatsLayout layout_classic = {
+        .delay = {
+                [TASK_DELAY_CPU] = { 1, 24 },
+                [TASK_DELAY_BLKIO] = { 1, 40 },
+                [TASK_DELAY_SWAPIN] = { 1, 56 },
+                [TASK_DELAY_RECLAIM] = { 6, 320 },
+                [TASK_DELAY_THRASHING] = { 9, 336 },
+                [TASK_DELAY_COMPACT] = { 11, 360 },
+                [TASK_DELAY_WPCOPY] = { 13, 408 },
+                [TASK_DELAY_IRQ] = { 14, 424 },
+        },
+        .comm = { 2, 80 },
+        .uid = { 2, 120 },
+        .pid = { 2, 128 },
+        .btime64 = { 10, 344 },
+        .tgid = { 12, 368 },
+};
+
+static const TaskstatsLayout layout_v15 = {
+        .delay = {
+                [TASK_DELAY_CPU] = { 15, 24 },
+                [TASK_DELAY_BLKIO] = { 15, 56 },
+                [TASK_DELAY_SWAPIN] = { 15, 88 },
+                [TASK_DELAY_RECLAIM] = { 15, 368 },
+                [TASK_DELAY_THRASHING] = { 15, 400 },
+                [TASK_DELAY_COMPACT] = { 15, 440 },
+                [TASK_DELAY_WPCOPY] = { 15, 504 },
+                [TASK_DELAY_IRQ] = { 15, 536 },
+        },
+        .comm = { 15, 128 },
+        .uid = { 15, 168 },
+        .pid = { 15, 176 },
+        .btime64 = { 15, 424 },
+        .tgid = { 15, 464 },
+};
+
+static bool field_present(const TaskstatsField *f, uint16_t version, size_t len, size_t size) {
+        return version >= f->since && (size_t) f->offset + size <= len;
+}
+
+static uint64_t get_u64(const uint8_t *p, size_t off) {
+        uint64_t v;
+        memcpy(&v, p + off, sizeof v);
+        return v;
+}
+
+static uint32_t get_u32(const uint8_t *p, size_t off) {
+        uint32_t v;
+        memcpy(&v, p + off, sizeof v);
+        return v;
+}
+
+int taskstats_parse_payload(const void *data, size_t len, TaskStats *ret) {
+        const uint8_t *p = data;
+        const TaskstatsLayout *l;
+        TaskStats ts = {};
+        uint16_t version;
+
+        if (len < 32)
+                return -EBADMSG;
+        memcpy(&version, p, sizeof version);
+        if (version == 0)
+                return -EBADMSG;
+        l = version == 15 ? &layout_v15 : &layout_classic;
+
+        ts.version = version;
+        for (TaskDelay d = 0; d < _TASK_DELAY_MAX; d++)
+                if (field_present(&l->delay[d], version, len, 8)) {
+                        ts.delay_ns[d] = get_u64(p, l->delay[d].offset);
+                        ts.present |= TASK_DELAY_MASK(d);
+                }
+        if (field_present(&l->comm, version, len, TASKSTATS_COMM_MAX)) {
+                memcpy(ts.comm, p + l->comm.offset, TASKSTATS_COMM_MAX);
+                ts.comm[TASKSTATS_COMM_MAX] = '\0';
+        }
+        if (field_present(&l->uid, version, len, 4))
+                ts.uid = get_u32(p, l->uid.offset);
+        if (field_present(&l->pid, version, len, 4))
+                ts.pid = (pid_t) get_u32(p, l->pid.offset);
+        if (field_present(&l->btime64, version, len, 8))
+                ts.btime_s = get_u64(p, l->btime64.offset);
+        if (field_present(&l->tgid, version, len, 4))
+                ts.tgid = (pid_t) get_u32(p, l->tgid.offset);
+
+        *ret = ts;
+        return 0;
+}
+
+/* Common checks of a generic netlink reply; returns the genl header's attributes via libnl. */
+static int reply_check(const struct nlmsghdr *nlh, size_t len, uint16_t family) {
+        if (len < sizeof *nlh || nlh->nlmsg_len < sizeof *nlh || nlh->nlmsg_len > len)
+                return -EBADMSG;
+        if (nlh->nlmsg_type == NLMSG_ERROR) {
+                const struct nlmsgerr *e = NLMSG_DATA(nlh);
+
+                if (nlh->nlmsg_len < NLMSG_LENGTH(sizeof *e))
+                        return -EBADMSG;
+                return e->error < 0 ? e->error : -EBADMSG;
+        }
+        if (nlh->nlmsg_type != family)
+                return -EPROTO;
+        if (nlh->nlmsg_len < NLMSG_LENGTH(GENL_HDRLEN))
+                return -EBADMSG;
+        return 0;
+}
+
+int taskstats_parse_reply(const struct nlmsghdr *nlh, size_t len, uint16_t family, TaskStats *ret) {
+        struct nlattr *tb[TASKSTATS_TYPE_MAX + 1], *nested[TASKSTATS_TYPE_MAX + 1], *aggr;
+        int r;
+
+        r = reply_check(nlh, len, family);
+        if (r < 0)
+                return r;
+        /* libnl's parsers take non-const pointers but do not write through them. */
+        if (genlmsg_parse((struct nlmsghdr *) nlh, 0, tb, TASKSTATS_TYPE_MAX, NULL) < 0)
+                return -EBADMSG;
+        aggr = tb[TASKSTATS_TYPE_AGGR_PID] ? tb[TASKSTATS_TYPE_AGGR_PID] : tb[TASKSTATS_TYPE_AGGR_TGID];
+        if (!aggr)
+                return -EBADMSG;
+        if (nla_parse_nested(nested, TASKSTATS_TYPE_MAX, aggr, NULL) < 0 || !nested[TASKSTATS_TYPE_STATS])
+                return -EBADMSG;
+        return taskstats_parse_payload(nla_data(nested[TASKSTATS_TYPE_STATS]),
+                                       (size_t) nla_len(nested[TASKSTATS_TYPE_STATS]), ret);
+}
+
+int cgroupstats_parse_reply(const struct nlmsghdr *nlh, size_t len, uint16_t family, TaskStateCounts *ret) {
+        struct nlattr *tb[CGROUPSTATS_TYPE_MAX + 1];
+        int r;
+
+        r = reply_check(nlh, len, family);
+        if (r < 0)
+                return r;
+        if (genlmsg_parse((struct nlmsghdr *) nlh, 0, tb, CGROUPSTATS_TYPE_MAX, NULL) < 0 ||
+            !tb[CGROUPSTATS_TYPE_CGROUP_STATS])
+                return -EBADMSG;
+        return cgroupstats_parse_payload(nla_data(tb[CGROUPSTATS_TYPE_CGROUP_STATS]),
+                                         (size_t) nla_len(tb[CGROUPSTATS_TYPE_CGROUP_STATS]), ret);
+}
+
+TaskstatsSource *taskstats_source_free(TaskstatsSource *s) {
+        if (s)
+                s->ops->free(s);
+        return NULL;
+}
+
+/* The netlink source: libnl resolves the family; each request then is one prebuilt 28-byte message
+ * sent with send(2) and one recv(2) into a buffer allocated once, which is the whole cost floor of
+ * the protocol (the kernel answers synchronously from within sendmsg). */
+typedef struct NetlinkTaskstats {
+        TaskstatsSource base;
+        struct nl_sock *sock;
+        int fd;
+        uint16_t family;
+        uint32_t seq;
+        uint8_t *rx;
+        size_t rx_size;
+} NetlinkTaskstats;
+
+typedef struct TaskstatsRequest {
+        struct nlmsghdr nh;
+        struct genlmsghdr gh;
+        struct nlattr na;
+        uint32_t value;
+} TaskstatsRequest;
+
+static int netlink_transact(NetlinkTaskstats *n, uint8_t cmd, uint16_t attr, uint32_t value,
+                            const struct nlmsghdr **ret, size_t *ret_len) {
+        TaskstatsRequest req = {
+                .nh = {
+                        .nlmsg_len = sizeof req,
+                        .nlmsg_type = n->family,
+                        .nlmsg_flags = NLM_F_REQUEST,
+                        .nlmsg_seq = ++n->seq,
+                },
+                .gh = {
+                        .cmd = cmd,
+                        .version = TASKSTATS_GENL_VERSION,
+                },
+                .na = {
+                        .nla_len = NLA_HDRLEN + sizeof(uint32_t),
+                        .nla_type = attr,
+                },
+                .value = value,
+        };
+        ssize_t k;
+
+        for (;;) {
+                k = send(n->fd, &req, sizeof req, 0);
+                if (k >= 0 || errno != EINTR)
+                        break;
+        }
+        if (k < 0)
+                return negative_errno();
+
+        /* Skip anything that is not the answer to this request (a reply to an earlier request
+         * that timed out, for instance). */
+        for (;;) {
+                const struct nlmsghdr *nlh;
+
+                k = recv(n->fd, n->rx, n->rx_size, MSG_TRUNC);
+                if (k < 0) {
+                        if (errno == EINTR)
+                                continue;
+                        return errno == EAGAIN ? -ETIMEDOUT : negative_errno();
+                }
+                if ((size_t) k > n->rx_size)
+                        return -EMSGSIZE;
+                nlh = (const struct nlmsghdr *) n->rx;
+                if ((size_t) k < sizeof *nlh)
+                        return -EBADMSG;
+                if (nlh->nlmsg_seq != req.nh.nlmsg_seq)
+                        continue;
+                *ret = nlh;
+                *ret_len = (size_t) k;
+                return 0;
+        }
+}
+
+static int netlink_get_tid(TaskstatsSource *s, pid_t tid, TaskStats *ret) {
+        NetlinkTaskstats *n = (NetlinkTaskstats *) s;
+        const struct nlmsghdr *nlh;
+        size_t len;
+        int r;
+
+        r = netlink_transact(n, TASKSTATS_CMD_GET, TASKSTATS_CMD_ATTR_PID, (uint32_t) tid, &nlh, &len);
+        if (r < 0)
+                return r;
+        return taskstats_parse_reply(nlh, len, n->family, ret);
+}
+
+static int netlink_cgroupstats(TaskstatsSource *s, int cgroup_fd, TaskStateCounts *ret) {
+        NetlinkTaskstats *n = (NetlinkTaskstats *) s;
+        const struct nlmsghdr *nlh;
+        size_t len;
+        int r;
+
+        r = netlink_transact(n, CGROUPSTATS_CMD_GET, CGROUPSTATS_CMD_ATTR_FD, (uint32_t) cgroup_fd, &nlh, &len);
+        if (r < 0)
+                return r;
+        return cgroupstats_parse_reply(nlh, len, n->family, ret);
+}
+
+static void netlink_free(TaskstatsSource *s) {
+        NetlinkTaskstats *n = (NetlinkTaskstats *) s;
+
+        nl_socket_free(n->sock);
+        free(n->rx);
+        free(n);
+}
+
+static const TaskstatsSourceOps netlink_ops = {
+        .get_tid = netlink_get_tid,
+        .cgroupstats = netlink_cgroupstats,
+        .free = netlink_free,
+};
+
+int taskstats_netlink_new(TaskstatsSource **ret) {
+        /* A reply never times out in practice (the kernel answers inside sendmsg); the bound only
+         * keeps a broken kernel from hanging the agent's loop. */
+        struct timeval tv = { .tv_sec = 1 };
+        NetlinkTaskstats *n;
+        int r;
+
+        n = calloc(1, sizeof *n);
+        if (!n)
+                return -ENOMEM;
+        n->base.ops = &netlink_ops;
+        n->rx_size = 16384;
+        n->rx = malloc(n->rx_size);
+        n->sock = nl_socket_alloc();
+        if (!n->rx || !n->sock) {
+                r = -ENOMEM;
+                goto fail;
+        }
+        if (genl_connect(n->sock) < 0) {
+                r = -EPROTONOSUPPORT;
+                goto fail;
+        }
+        n->fd = nl_socket_get_fd(n->sock);
+        (void) fcntl(n->fd, F_SETFD, FD_CLOEXEC);
+        r = genl_ctrl_resolve(n->sock, TASKSTATS_GENL_NAME);
+        if (r < 0) {
+                r = r == -NLE_OBJ_NOTFOUND ? -EPROTONOSUPPORT : -EIO;
+                goto fail;
+        }
+        n->family = (uint16_t) r;
+        if (setsockopt(n->fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv) < 0) {
+                r = negative_errno();
+                goto fail;
+        }
+        *ret = &n->base;
+        return 0;
+fail:
+        netlink_free(&n->base);
+        return r;
+}

@@ -1,0 +1,91 @@
+/* SPDX-License-Identifier: MIT */
+/* Per-thread delay accounting over the TASKSTATS generic netlink family, and cgroup state counts
+ * over CGROUPSTATS. struct taskstats is read through our own layout table keyed on the payload's
+ * version and length, never through the system header (fact 6: v15 inserted fields mid-struct,
+ * v16 moved them to the end, v17 appended more). The source is an interface so tests can use a
+ * fake. Never logs above debug. */
+#pragma once
+
+#include <linux/netlink.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "probes/states.h"
+
+typedef enum TaskDelay {
+        TASK_DELAY_CPU,
+        TASK_DELAY_BLKIO,
+        TASK_DELAY_SWAPIN,
+        TASK_DELAY_RECLAIM, /* freepages_delay_total */
+        TASK_DELAY_THRASHING,
+        TASK_DELAY_COMPACT,
+        TASK_DELAY_WPCOPY,
+        TASK_DELAY_IRQ,
+        _TASK_DELAY_MAX,
+} TaskDelay;
+
+#define TASK_DELAY_MASK(d) (1u << (d))
+#define TASK_DELAY_ALL ((1u << _TASK_DELAY_MAX) - 1)
+
+/* "cpu", "blkio", "swapin", "reclaim", "thrashing", "compact", "wpcopy", "irq" */
+const char *task_delay_to_string(TaskDelay d);
+
+#define TASKSTATS_COMM_MAX 32 /* TS_COMM_LEN */
+
+typedef struct TaskStats {
+        uint16_t version;
+        pid_t pid;  /* ac_pid: the thread id */
+        pid_t tgid; /* ac_tgid (v12+), 0 when absent */
+        uid_t uid;
+        uint64_t btime_s; /* ac_btime64 (v10+), 0 when absent */
+        char comm[TASKSTATS_COMM_MAX + 1];
+        uint64_t delay_ns[_TASK_DELAY_MAX];
+        uint32_t present; /* TASK_DELAY_MASK bits of the delays this payload carries */
+} TaskStats;
+
+/* Highest struct version whose layout we know; newer versions are read with the v16+ layout,
+ * which upstream keeps append-only, and only fields that fit the payload are used. */
+#define TASKSTATS_VERSION_KNOWN 17
+
+/* Parses a struct taskstats payload. Returns 0, or -EBADMSG when the payload is too short to hold
+ * even the version and the cpu delay. */
+int taskstats_parse_payload(const void *data, size_t len, TaskStats *ret);
+
+/* Parses a whole netlink reply to TASKSTATS_CMD_GET. len is the bytes received. Returns 0; the
+ * kernel's error for an NLMSG_ERROR reply (-ESRCH: the task exited; -EPERM: no CAP_NET_ADMIN or not
+ * in the host's PID namespace); -EBADMSG for a truncated or malformed reply; -EPROTO for a message
+ * of another family. */
+int taskstats_parse_reply(const struct nlmsghdr *nlh, size_t len, uint16_t family, TaskStats *ret);
+
+/* Same for a CGROUPSTATS_CMD_GET reply. -EINVAL from the kernel means a cgroup2 directory (fact 7). */
+int cgroupstats_parse_reply(const struct nlmsghdr *nlh, size_t len, uint16_t family, TaskStateCounts *ret);
+
+typedef struct TaskstatsSource TaskstatsSource;
+
+typedef struct TaskstatsSourceOps {
+        /* Stats of one thread: 0, -ESRCH (exited), or -errno. */
+        int (*get_tid)(TaskstatsSource *s, pid_t tid, TaskStats *ret);
+        /* State counts of the cgroup-v1 directory open at cgroup_fd: 0 or -errno (-EINVAL on v2). */
+        int (*cgroupstats)(TaskstatsSource *s, int cgroup_fd, TaskStateCounts *ret);
+        void (*free)(TaskstatsSource *s);
+} TaskstatsSourceOps;
+
+struct TaskstatsSource {
+        const TaskstatsSourceOps *ops;
+};
+
+static inline int taskstats_get_tid(TaskstatsSource *s, pid_t tid, TaskStats *ret) {
+        return s->ops->get_tid(s, tid, ret);
+}
+
+static inline int taskstats_cgroupstats(TaskstatsSource *s, int cgroup_fd, TaskStateCounts *ret) {
+        return s->ops->cgroupstats(s, cgroup_fd, ret);
+}
+
+TaskstatsSource *taskstats_source_free(TaskstatsSource *s);
+
+/* Opens a generic netlink socket and resolves the TASKSTATS family. Returns 0, -EPROTONOSUPPORT when
+ * the kernel has no taskstats, or -errno. Requests fail later with -EPERM without CAP_NET_ADMIN. */
+int taskstats_netlink_new(TaskstatsSource **ret);
