@@ -52,7 +52,7 @@ static bool is_cgroup_v1(int fd) {
 }
 
 int snapshot_take(Snapshot *s, const SampleScope *scope, bool count_states) {
-        pid_t self = getpid();
+        pid_t self = scope->exclude_tgid;
         bool procfs_states;
         int r;
 
@@ -92,7 +92,8 @@ int snapshot_take(Snapshot *s, const SampleScope *scope, bool count_states) {
                 ThreadDelays *t = &s->threads[s->n];
                 TaskStats ts;
 
-                if (tid == self)
+                /* Our own (single) thread; other threads of ours are caught by tgid below. */
+                if (self > 0 && tid == self)
                         continue;
 
                 if (procfs_states) {
@@ -117,7 +118,7 @@ int snapshot_take(Snapshot *s, const SampleScope *scope, bool count_states) {
                         count_error(s, r);
                         continue;
                 }
-                if (ts.tgid == self)
+                if (self > 0 && ts.tgid == self)
                         continue;
                 s->taskstats_version = ts.version;
                 *t = (ThreadDelays) {

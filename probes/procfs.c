@@ -14,9 +14,11 @@ static int parse_ull(const char **p, const char *end, unsigned long long *ret) {
         if (s >= end || *s < '0' || *s > '9')
                 return -EINVAL;
         for (; s < end && *s >= '0' && *s <= '9'; s++) {
-                if (v > (~0ULL - 9) / 10)
+                unsigned long long d = (unsigned long long) (*s - '0');
+
+                if (v > (~0ULL - d) / 10)
                         return -ERANGE;
-                v = v * 10 + (unsigned long long) (*s - '0');
+                v = v * 10 + d;
         }
         *p = s;
         *ret = v;

@@ -31,9 +31,11 @@ static int parse_u64(const char *s, size_t len, uint64_t *ret) {
         for (size_t i = 0; i < len; i++) {
                 if (s[i] < '0' || s[i] > '9')
                         return -EINVAL;
-                if (v > (UINT64_MAX - 9) / 10)
+                uint64_t d = (uint64_t) (s[i] - '0');
+
+                if (v > (UINT64_MAX - d) / 10)
                         return -ERANGE;
-                v = v * 10 + (uint64_t) (s[i] - '0');
+                v = v * 10 + d;
         }
         *ret = v;
         return 0;

@@ -1,0 +1,50 @@
+/* SPDX-License-Identifier: MIT */
+/* Workloads for the integration tests: spin (burn cpu), sleep (wake every N ms, do a little work).
+ * Usage: psidiag-workload spin|sleep [COMM [THREADS]]. Runs until killed. COMM becomes the task's
+ * name (prctl), so tests can tell workloads apart, hostile names included. */
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <time.h>
+#include <unistd.h>
+
+static volatile unsigned long sink;
+
+static void *spin(void *arg) {
+        for (;;)
+                sink++;
+        return NULL;
+}
+
+static void *nap(void *arg) {
+        struct timespec ts = { .tv_nsec = 50 * 1000 * 1000 };
+
+        for (;;) {
+                for (int i = 0; i < 100000; i++)
+                        sink++;
+                nanosleep(&ts, NULL);
+        }
+        return NULL;
+}
+
+int main(int argc, char **argv) {
+        void *(*fn)(void *);
+        int threads = argc > 3 ? atoi(argv[3]) : 1;
+
+        if (argc < 2 || (strcmp(argv[1], "spin") != 0 && strcmp(argv[1], "sleep") != 0)) {
+                fprintf(stderr, "usage: %s spin|sleep [COMM [THREADS]]\n", argv[0]);
+                return 2;
+        }
+        fn = strcmp(argv[1], "spin") == 0 ? spin : nap;
+        if (argc > 2)
+                prctl(PR_SET_NAME, argv[2], 0, 0, 0);
+        for (int i = 1; i < threads; i++) {
+                pthread_t t;
+                if (pthread_create(&t, NULL, fn, NULL) != 0)
+                        return 1;
+        }
+        fn(NULL);
+        return 0;
+}

@@ -1,0 +1,164 @@
+/* SPDX-License-Identifier: MIT */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "agent/config.h"
+#include "agent/jsonpos.h"
+#include "tests/unit/test-util.h"
+
+static Config *parse_ok(const char *text) {
+        Config *c = NULL;
+        char *error = NULL;
+        int r = config_parse(text, strlen(text), "t.json", &c, &error);
+
+        if (r < 0)
+                fail_msg("unexpected error: %s", error ? error : strerror(-r));
+        assert_null(error);
+        return c;
+}
+
+static void parse_fails(const char *text, const char *want) {
+        Config *c = NULL;
+        char *error = NULL;
+
+        assert_int_equal(config_parse(text, strlen(text), "t.json", &c, &error), -EINVAL);
+        assert_null(c);
+        assert_non_null(error);
+        if (strncmp(error, want, strlen(want)) != 0)
+                fail_msg("error \"%s\" does not start with \"%s\"", error, want);
+        free(error);
+}
+
+static void test_issue_example(void **state) {
+        Config *c = parse_ok(
+                "{ \"output\": \"-\", \"top\": 10, \"sample_ms\": 1000, \"cooldown_ms\": 10000,\n"
+                "  \"watch\": [\n"
+                "    { \"triggers\": [\"memory some 150ms 2s\", \"io full 100ms 2s\"] },\n"
+                "    { \"cgroup\": \"system.slice/nginx.service\", \"triggers\": [\"cpu some 20% 2s\"], \"top\": 5 } ] }\n");
+
+        assert_int_equal(c->n_watches, 2);
+        assert_null(c->watches[0].cgroup);
+        assert_int_equal(c->watches[0].n_triggers, 2);
+        assert_string_equal(c->watches[0].triggers[1].text, "io full 100ms 2s");
+        assert_int_equal(c->watches[0].triggers[1].spec.stall, PSI_STALL_FULL);
+        assert_int_equal(c->watches[0].top, 10);
+        assert_string_equal(c->watches[1].cgroup, "system.slice/nginx.service");
+        assert_int_equal(c->watches[1].top, 5);
+        assert_int_equal(c->watches[1].sample_ms, 1000);
+        assert_int_equal(c->watches[1].cooldown_ms, 10000);
+        assert_int_equal(c->watches[1].triggers[0].spec.threshold_us, 400000);
+        assert_string_equal(c->watches[1].output, "-");
+        config_free(c);
+}
+
+static void test_defaults_and_overrides(void **state) {
+        Config *c = parse_ok("{\"watch\":[{\"cgroup\":\"/a/b\",\"triggers\":[\"cpu some 1s 2s\"],"
+                             "\"output\":\"/var/log/x.ndjson\",\"sample_ms\":0,\"cooldown_ms\":0},"
+                             "{\"cgroup\":\"\",\"triggers\":[\"cpu some 1s 2s\"]}]}");
+
+        assert_int_equal(c->top, CONFIG_DEFAULT_TOP);
+        assert_int_equal(c->sample_ms, CONFIG_DEFAULT_SAMPLE_MS);
+        assert_string_equal(c->output, "-");
+        assert_string_equal(c->watches[0].cgroup, "a/b");
+        assert_string_equal(c->watches[0].output, "/var/log/x.ndjson");
+        assert_int_equal(c->watches[0].sample_ms, 0);
+        assert_string_equal(c->watches[1].cgroup, "");
+        assert_string_equal(c->watches[1].output, "-");
+
+        assert_int_equal(config_override_output(c, "/tmp/o"), 0);
+        assert_string_equal(c->output, "/tmp/o");
+        assert_string_equal(c->watches[0].output, "/tmp/o");
+        assert_string_equal(c->watches[1].output, "/tmp/o");
+        config_free(c);
+}
+
+static void test_default_config(void **state) {
+        Config *c = NULL;
+
+        assert_int_equal(config_load_default(&c), 0);
+        assert_int_equal(c->n_watches, 1);
+        assert_null(c->watches[0].cgroup);
+        assert_int_equal(c->watches[0].n_triggers, 3);
+        for (size_t i = 0; i < 3; i++)
+                /* Sensible everywhere: no rounding needed without CAP_SYS_RESOURCE. */
+                assert_int_equal(c->watches[0].triggers[i].spec.window_us % 2000000, 0);
+        assert_string_equal(c->output, "-");
+        config_free(c);
+}
+
+static void test_errors_with_positions(void **state) {
+        parse_fails("{\"watch\": [ {\"triggers\": [\"cpu some 1s 2s\",\n   \"irq some 1ms 2s\"]} ]}",
+                    "t.json:2:4: bad trigger \"irq some 1ms 2s\": irq pressure accepts only");
+        parse_fails("{\n  \"top\": 0,\n  \"watch\": []\n}", "t.json:2:10: top must be between 1 and 1000");
+        parse_fails("{\n  \"wacth\": []\n}", "t.json:2:12: unknown key \"wacth\"");
+        parse_fails("{\"watch\":[{\"cgroup\":\"a/../../etc\",\"triggers\":[\"cpu some 1s 2s\"]}]}",
+                    "t.json:1:21: cgroup \"a/../../etc\" must be a path relative");
+        parse_fails("{\"watch\":[{\"triggers\":[\"cpu some 3s 2s\"]}]}", "t.json:1:24: bad trigger \"cpu some 3s 2s\": stall must not exceed");
+        parse_fails("{\"watch\":[{\"triggers\":[\"cpu some 1ms 20s\"]}]}", "t.json:1:24: bad trigger \"cpu some 1ms 20s\": window must be between");
+        parse_fails("{\"watch\":[{\"triggers\":[\"cpu some 1ms 2s\"], \"colour\": 1}]}", "t.json:1:54: unknown key \"colour\" in watch");
+        parse_fails("{\"watch\":[{\"cgroup\":\"x\"}]}", "t.json:1:11: watch has no \"triggers\"");
+        parse_fails("{\"watch\":[{\"triggers\":[]}]}", "t.json:1:23: triggers must be a non-empty array");
+        parse_fails("{\"watch\":[{\"triggers\":[42]}]}", "t.json:1:24: a trigger must be a string");
+        parse_fails("{\"watch\":[7]}", "t.json:1:11: each watch must be an object");
+        parse_fails("{\"watch\":{}}", "t.json:1:10: watch must be a non-empty array");
+        parse_fails("{\"top\": 5}", "t.json:1:1: the config has no \"watch\" list");
+        parse_fails("[1,2]", "t.json:1:1: the config must be a JSON object");
+        parse_fails("{\"sample_ms\": 1.5, \"watch\": []}", "t.json:1:15: sample_ms must be an integer");
+        parse_fails("{\"cooldown_ms\": 99999999999, \"watch\": []}", "t.json:1:17: cooldown_ms must be between");
+        parse_fails("{\"output\": \"relative.log\", \"watch\": []}", "t.json:1:12: output must be an absolute path");
+        parse_fails("{\"output\": 3, \"watch\": []}", "t.json:1:12: output must be a string");
+}
+
+static void test_syntax_errors(void **state) {
+        /* jansson's own positions. */
+        parse_fails("{\"watch\": [}", "t.json:1:12: ");
+        parse_fails("{\"top\": 1,\n \"top\": 2, \"watch\": []}", "t.json:2:6: duplicate object key");
+        parse_fails("", "t.json:1:0: ");
+        parse_fails("not json", "t.json:1:3: '[' or '{' expected");
+        parse_fails("{} trailing", "t.json:1:11: end of file expected");
+}
+
+static void test_load_file_errors(void **state) {
+        Config *c = NULL;
+        char *error = NULL;
+
+        assert_int_equal(config_load_file("/nonexistent/psidiag.json", &c, &error), -ENOENT);
+        assert_non_null(strstr(error, "cannot read config"));
+        free(error);
+        error = NULL;
+        assert_int_equal(config_load_file("/dev/null", &c, &error), -EINVAL);
+        assert_non_null(strstr(error, "regular file"));
+        free(error);
+        error = NULL;
+        assert_int_equal(config_load_file(FIXTURE_DIR, &c, &error), -EINVAL);
+        free(error);
+}
+
+static void test_json_locate(void **state) {
+        const char *t = "{\"a\": [1, {\"b\": \"x\\\"y\", \"c\": [true, null]}],\n \"d\": {}}";
+        unsigned line, col;
+
+        assert_int_equal(json_locate(t, strlen(t), (JsonPathElem[]) { JSON_KEY("a"), JSON_INDEX(1), JSON_KEY("c"), JSON_INDEX(1) }, 4, &line, &col), 0);
+        assert_int_equal(line, 1);
+        assert_int_equal(col, 37);
+        assert_int_equal(json_locate(t, strlen(t), (JsonPathElem[]) { JSON_KEY("d") }, 1, &line, &col), 0);
+        assert_int_equal(line, 2);
+        assert_int_equal(col, 7);
+        assert_int_equal(json_locate(t, strlen(t), (JsonPathElem[]) { JSON_KEY("z") }, 1, &line, &col), -ENOENT);
+        assert_int_equal(json_locate(t, strlen(t), (JsonPathElem[]) { JSON_KEY("a"), JSON_INDEX(5) }, 2, &line, &col), -ENOENT);
+        assert_int_equal(json_locate(t, strlen(t), (JsonPathElem[]) { JSON_INDEX(0) }, 1, &line, &col), -ENOENT);
+}
+
+int main(void) {
+        const struct CMUnitTest tests[] = {
+                cmocka_unit_test(test_issue_example),
+                cmocka_unit_test(test_defaults_and_overrides),
+                cmocka_unit_test(test_default_config),
+                cmocka_unit_test(test_errors_with_positions),
+                cmocka_unit_test(test_syntax_errors),
+                cmocka_unit_test(test_load_file_errors),
+                cmocka_unit_test(test_json_locate),
+        };
+        return cmocka_run_group_tests(tests, NULL, NULL);
+}

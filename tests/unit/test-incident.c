@@ -1,0 +1,172 @@
+/* SPDX-License-Identifier: MIT */
+#include <jansson.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "agent/incident.h"
+#include "tests/unit/test-util.h"
+
+#define MS 1000000ULL
+
+static const HostInfo host = {
+        .hostname = "node-1",
+        .kernel = "6.18.44",
+        .boot_id = "7840f08a-03c2-46e9-b294-dfdea98b2399",
+};
+
+static json_t *build_and_reparse(const IncidentInput *in, char **ret_line) {
+        json_t *j = incident_build(in), *back;
+        json_error_t err;
+        char *line;
+        size_t len;
+
+        assert_non_null(j);
+        assert_int_equal(incident_dump_line(j, &line, &len), 0);
+        json_decref(j);
+        /* One line: no raw newline inside, exactly one at the end. */
+        assert_int_equal(line[len - 1], '\n');
+        assert_null(memchr(line, '\n', len - 1));
+        back = json_loadb(line, len, 0, &err);
+        if (!back)
+                fail_msg("incident is not valid JSON: %s: %s", err.text, line);
+        *ret_line = line;
+        return back;
+}
+
+static void test_pressure_incident(void **state) {
+        Ranking rk = {};
+        ThreadDelta threads[3] = {
+                { .tid = 100, .tgid = 100, .comm = "web) Z 1 (x", .score_ns = 600 * MS, .total_ns = 600 * MS },
+                { .tid = 101, .tgid = 100, .comm = "w\"k\n\x01", .score_ns = 400 * MS, .total_ns = 400 * MS },
+                { .tid = 102, .tgid = 100, .comm = "idle", .score_ns = 0, .total_ns = 0 },
+        };
+        ProcessDelta procs[1] = { { .tgid = 100, .score_ns = 1000 * MS + 999, .total_ns = 1000 * MS, .first = 0, .n = 3 } };
+        ProcessInfo info[1] = { {
+                .comm = "\xff\xfe\"bad\\name\"", .comm_len = 12,
+                .cmdline = "nginx -g \"daemon off;\"\n\t\x1b[31m\xc3", .cmdline_len = 30,
+                .uid = 33, .cgroup = "/system.slice/nginx.service", .has_cgroup = true,
+        } };
+        Snapshot a = { .real_us = 1795337041123456ULL, .mono_us = 5000000 };
+        TaskStateCounts states = { .source = TASK_STATE_SOURCE_PROCFS, .running = 4, .sleeping = 2, .io_wait = -1 };
+        IncidentInput in;
+        json_t *j, *p, *t;
+        char *line;
+
+        threads[0].delay_ns[TASK_DELAY_CPU] = 600 * MS;
+        threads[1].delay_ns[TASK_DELAY_CPU] = 400 * MS;
+        procs[0].delay_ns[TASK_DELAY_CPU] = 1000 * MS + 999;
+        rk = (Ranking) { .threads = threads, .n_threads = 3, .procs = procs, .n_procs = 1,
+                         .present = TASK_DELAY_ALL & ~TASK_DELAY_MASK(TASK_DELAY_IRQ) };
+        a.has_pressure[PSI_RESOURCE_CPU] = true;
+        a.pressure[PSI_RESOURCE_CPU] = (PressureStats) {
+                .line = { { 85.5, 20.25, 5, 19821775 }, { 0.32, 0.26, 0.06, 279339 } },
+                .has = { true, true },
+        };
+        in = (IncidentInput) {
+                .type = "pressure", .id = "7840f08a-1-2-3", .time_real_us = a.real_us, .host = &host,
+                .agent_version = "0.1.0", .delayacct = true, .taskstats_version = 16,
+                .has_trigger = true, .trigger_cgroup = "system.slice/nginx.service",
+                .trigger = { PSI_RESOURCE_CPU, PSI_STALL_SOME, 100000, 2000000 }, .trigger_spec = "cpu some 50ms 1s",
+                .pressure_from = &a, .sample_start_real_us = a.real_us, .sample_duration_ms = 503,
+                .tasks = 6, .exited = 1, .errors = 0, .has_stall = true, .stall_us = 457832,
+                .states = &states, .ranking = &rk, .procs = info, .n_procs = 1,
+        };
+
+        j = build_and_reparse(&in, &line);
+        assert_int_equal(json_integer_value(json_object_get(j, "schema_version")), 1);
+        assert_string_equal(json_string_value(json_object_get(j, "time")), "2026-11-22T08:44:01.123456Z");
+        assert_true(json_is_true(json_object_get(json_object_get(j, "agent"), "delayacct")));
+        t = json_object_get(j, "trigger");
+        assert_string_equal(json_string_value(json_object_get(t, "cgroup")), "/system.slice/nginx.service");
+        assert_int_equal(json_integer_value(json_object_get(t, "window_us")), 2000000);
+        assert_string_equal(json_string_value(json_object_get(t, "spec")), "cpu some 50ms 1s");
+        assert_true(json_is_null(json_object_get(json_object_get(j, "pressure"), "memory")));
+        assert_int_equal(json_integer_value(json_object_get(
+                                 json_object_get(json_object_get(json_object_get(j, "pressure"), "cpu"), "full"), "total_us")),
+                         279339);
+        assert_int_equal(json_integer_value(json_object_get(json_object_get(j, "sample"), "stall_us")), 457832);
+        assert_true(json_is_null(json_object_get(json_object_get(j, "states"), "io_wait")));
+
+        p = json_array_get(json_object_get(j, "most_delayed"), 0);
+        assert_int_equal(json_integer_value(json_object_get(p, "pid")), 100);
+        /* Invalid UTF-8 replaced, quotes and control characters escaped by the encoder. */
+        assert_string_equal(json_string_value(json_object_get(p, "comm")), "\xef\xbf\xbd\xef\xbf\xbd\"bad\\name\"");
+        assert_string_equal(json_string_value(json_object_get(p, "cmdline")), "nginx -g \"daemon off;\"\n\t\x1b[31m\xef\xbf\xbd");
+        assert_int_equal(json_integer_value(json_object_get(p, "score_us")), 1000000); /* ns truncated to us */
+        assert_int_equal(json_integer_value(json_object_get(json_object_get(p, "delay_us"), "cpu")), 1000000);
+        /* irq is not in this kernel's struct: null, not 0. */
+        assert_true(json_is_null(json_object_get(json_object_get(p, "delay_us"), "irq")));
+        /* Threads: the two with delay, not the idle one. */
+        assert_int_equal(json_array_size(json_object_get(p, "threads")), 2);
+        assert_string_equal(json_string_value(json_object_get(json_array_get(json_object_get(p, "threads"), 1), "comm")),
+                            "w\"k\n\x01");
+        assert_non_null(strstr(line, "\\u0001"));
+        free(line);
+        json_decref(j);
+}
+
+static void test_snapshot_without_anything(void **state) {
+        Snapshot a = {};
+        IncidentInput in = {
+                .type = "snapshot", .id = "x", .host = &host, .agent_version = "0.1.0",
+                .taskstats_version = -1, .pressure_from = &a,
+        };
+        ProcessInfo none = { .comm = "", .cmdline_len = -1, .uid = -1 };
+        Ranking rk = {};
+        json_t *j, *p;
+        char *line;
+
+        j = build_and_reparse(&in, &line);
+        assert_true(json_is_null(json_object_get(j, "trigger")));
+        assert_true(json_is_null(json_object_get(json_object_get(j, "agent"), "taskstats_version")));
+        assert_true(json_is_null(json_object_get(json_object_get(j, "sample"), "stall_us")));
+        assert_string_equal(json_string_value(json_object_get(json_object_get(j, "states"), "source")), "procfs");
+        assert_int_equal(json_array_size(json_object_get(j, "most_delayed")), 0);
+        free(line);
+        json_decref(j);
+
+        /* An exited process: cmdline, uid and cgroup unknown. */
+        ProcessDelta pd = { .tgid = 7, .total_ns = 1 };
+        rk = (Ranking) { .procs = &pd, .n_procs = 1 };
+        in.ranking = &rk;
+        in.procs = &none;
+        in.n_procs = 1;
+        j = build_and_reparse(&in, &line);
+        p = json_array_get(json_object_get(j, "most_delayed"), 0);
+        assert_true(json_is_null(json_object_get(p, "cmdline")));
+        assert_true(json_is_null(json_object_get(p, "uid")));
+        assert_true(json_is_null(json_object_get(p, "cgroup")));
+        assert_true(json_is_null(json_object_get(json_object_get(p, "delay_us"), "cpu")));
+        free(line);
+        json_decref(j);
+}
+
+static void test_id(void **state) {
+        char a[96], b[96];
+
+        incident_format_id(&host, 1795337041123456ULL, 0x1234, 7, a, sizeof a);
+        assert_string_equal(a, "7840f08a-660d97a969880-1234-7");
+        incident_format_id(&host, 1795337041123456ULL, 0x1234, 8, b, sizeof b);
+        assert_string_not_equal(a, b);
+}
+
+static void test_string_from_bytes(void **state) {
+        char big[1000];
+        json_t *s;
+
+        memset(big, '\xff', sizeof big);
+        s = json_string_from_bytes(big, sizeof big);
+        assert_non_null(s);
+        assert_int_equal(json_string_length(s), 3000);
+        json_decref(s);
+}
+
+int main(void) {
+        const struct CMUnitTest tests[] = {
+                cmocka_unit_test(test_pressure_incident),
+                cmocka_unit_test(test_snapshot_without_anything),
+                cmocka_unit_test(test_id),
+                cmocka_unit_test(test_string_from_bytes),
+        };
+        return cmocka_run_group_tests(tests, NULL, NULL);
+}

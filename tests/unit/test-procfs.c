@@ -1,0 +1,141 @@
+/* SPDX-License-Identifier: MIT */
+#include <errno.h>
+#include <fcntl.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "probes/procfs.h"
+#include "probes/system.h"
+#include "tests/unit/test-util.h"
+
+static int parse_stat(const char *s, ProcStat *st) {
+        return proc_stat_parse_buf(s, strlen(s), st);
+}
+
+static void test_stat_plain(void **state) {
+        ProcStat st;
+
+        assert_int_equal(parse_stat("42 (bash) S 1 42 42 34816 42 4194560 2000 0 0 0 10 5 0 0 20 0 1 0 987654 "
+                                    "10000 500 18446744073709551615\n", &st), 0);
+        assert_string_equal(st.comm, "bash");
+        assert_int_equal(st.state, 'S');
+        assert_int_equal(st.ppid, 1);
+        assert_int_equal(st.starttime_ticks, 987654);
+}
+
+static void test_stat_hostile_comm(void **state) {
+        ProcStat st;
+
+        /* A comm can hold ") Z " and parentheses: the state is after the LAST ')'. */
+        assert_int_equal(parse_stat("100 (web) Z 1 (x) R 1 1 1 0 -1 4194560 100 0 0 0 5 3 0 0 20 0 1 0 1100 0\n", &st), 0);
+        assert_string_equal(st.comm, "web) Z 1 (x");
+        assert_int_equal(st.state, 'R');
+        assert_int_equal(st.starttime_ticks, 1100);
+
+        assert_int_equal(parse_stat("7 ()) D 0 0 0 0 -1 0 0 0 0 0 0 0 0 0 20 0 1 0 5 0\n", &st), 0);
+        assert_string_equal(st.comm, ")");
+        assert_int_equal(st.state, 'D');
+
+        assert_int_equal(parse_stat("8 (a\nb \"c\") T 3 0 0 0 -1 0 0 0 0 0 0 0 0 0 20 0 1 0 5 0\n", &st), 0);
+        assert_string_equal(st.comm, "a\nb \"c\"");
+        assert_int_equal(st.state, 'T');
+        assert_int_equal(st.ppid, 3);
+
+        assert_int_equal(parse_stat("9 () S 1 0 0 0 -1 0 0 0 0 0 0 0 0 0 20 0 1 0 6 0", &st), 0);
+        assert_int_equal(st.comm_len, 0);
+}
+
+static void test_stat_malformed(void **state) {
+        ProcStat st;
+
+        assert_int_equal(parse_stat("", &st), -EINVAL);
+        assert_int_equal(parse_stat("1 (x", &st), -EINVAL);
+        assert_int_equal(parse_stat("1 x) S 1", &st), -EINVAL);
+        assert_int_equal(parse_stat("1 (x) S", &st), -EINVAL);
+        assert_int_equal(parse_stat("1 (x)S 1 2", &st), -EINVAL);
+        assert_int_equal(parse_stat("1 (x) S 1 2 3", &st), -EINVAL); /* no starttime */
+        assert_int_equal(parse_stat("1 (x) S z 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 5", &st), -EINVAL);
+}
+
+static void test_status_and_cgroup(void **state) {
+        const char *status = "Name:\tx\nUmask:\t0022\nUid:\t1000\t1001\t1002\t1003\nGid:\t5\t5\t5\t5\n";
+        const char *cg = "12:memory:/app\n1:name=systemd:/x\n0::/system.slice/a b.service\n";
+        char out[64];
+        uid_t uid;
+
+        assert_int_equal(proc_status_parse_uid(status, strlen(status), &uid), 0);
+        assert_int_equal(uid, 1000);
+        assert_int_equal(proc_status_parse_uid("Name:\tx\n", 8, &uid), -EINVAL);
+        assert_int_equal(proc_status_parse_uid("Uid:\t-1\n", 8, &uid), -EINVAL);
+
+        assert_int_equal(proc_cgroup_parse_unified(cg, strlen(cg), out, sizeof out), 0);
+        assert_string_equal(out, "/system.slice/a b.service");
+        assert_int_equal(proc_cgroup_parse_unified(cg, strlen(cg), out, 5), -ENOBUFS);
+        assert_int_equal(proc_cgroup_parse_unified("12:memory:/app\n", 15, out, sizeof out), -ENOENT);
+}
+
+static void test_readers_on_fixture(void **state) {
+        int proc = open(fixture("hybrid/proc"), O_DIRECTORY | O_RDONLY | O_CLOEXEC);
+        char buf[256];
+        ProcStat st;
+        uid_t uid;
+        ssize_t n;
+
+        assert_true(proc >= 0);
+        assert_int_equal(proc_read_stat(proc, 100, &st), 0);
+        assert_string_equal(st.comm, "web) Z 1 (x");
+        assert_int_equal(st.state, 'R');
+        assert_int_equal(proc_read_stat(proc, 4242, &st), -ESRCH);
+
+        n = proc_read_cmdline(proc, 100, buf, sizeof buf);
+        assert_int_equal(n, strlen("nginx -g daemon off;"));
+        assert_string_equal(buf, "nginx -g daemon off;");
+        n = proc_read_cmdline(proc, 102, buf, sizeof buf);
+        assert_int_equal(n, 10);
+        assert_memory_equal(buf, "batch --\xff\xfe", 10);
+        n = proc_read_cmdline(proc, 100, buf, 6);
+        assert_int_equal(n, 5);
+        assert_string_equal(buf, "nginx");
+
+        n = proc_read_comm(proc, 101, buf, sizeof buf);
+        assert_int_equal(n, 9);
+        assert_memory_equal(buf, "worker\x01\"q", 9);
+        assert_int_equal(proc_read_comm(proc, 4242, buf, sizeof buf), -ESRCH);
+
+        assert_int_equal(proc_read_uid(proc, 200, &uid), 0);
+        assert_int_equal(uid, 1000);
+        assert_int_equal(proc_read_cgroup(proc, 200, buf, sizeof buf), 0);
+        assert_string_equal(buf, "/app/batch");
+        close(proc);
+}
+
+static void test_system_facts(void **state) {
+        int proc = open(fixture("hybrid/proc"), O_DIRECTORY | O_RDONLY | O_CLOEXEC);
+        char boot[64];
+        uint64_t caps;
+
+        assert_int_equal(system_read_boot_id(proc, boot, sizeof boot), 0);
+        assert_string_equal(boot, "7840f08a-03c2-46e9-b294-dfdea98b2399");
+        assert_int_equal(system_read_boot_id(proc, boot, 10), -EINVAL);
+        assert_int_equal(system_read_delayacct(proc), 1);
+        assert_int_equal(system_read_cap_eff(proc, &caps), 0);
+        /* CAP_SYS_RESOURCE (24) absent, CAP_NET_ADMIN (12) present, as on the CI machine. */
+        assert_false(caps & CAP_BIT(24));
+        assert_true(caps & CAP_BIT(12));
+        assert_int_equal(system_parse_cap_eff("CapEff:\t0000zz\n", 15, &caps), -EINVAL);
+        assert_int_equal(system_parse_cap_eff("CapEff:\t\n", 9, &caps), -EINVAL);
+        assert_int_equal(system_parse_cap_eff("CapEff:\t00000000000000001\n", 26, &caps), -EINVAL);
+        close(proc);
+}
+
+int main(void) {
+        const struct CMUnitTest tests[] = {
+                cmocka_unit_test(test_stat_plain),
+                cmocka_unit_test(test_stat_hostile_comm),
+                cmocka_unit_test(test_stat_malformed),
+                cmocka_unit_test(test_status_and_cgroup),
+                cmocka_unit_test(test_readers_on_fixture),
+                cmocka_unit_test(test_system_facts),
+        };
+        return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,156 @@
+/* SPDX-License-Identifier: MIT */
+#include <stdlib.h>
+#include <string.h>
+
+#include "agent/rank.h"
+#include "tests/unit/test-util.h"
+#include "triggers/trigger.h"
+
+#define MS 1000000ULL
+
+static void add(Snapshot *s, pid_t tid, pid_t tgid, const char *comm, uint64_t btime,
+                uint64_t cpu, uint64_t blkio, uint64_t reclaim, uint64_t thrashing) {
+        ThreadDelays *t;
+
+        if (s->n == s->cap) {
+                s->cap = s->cap ? s->cap * 2 : 8;
+                s->threads = realloc(s->threads, s->cap * sizeof *s->threads);
+        }
+        t = &s->threads[s->n++];
+        *t = (ThreadDelays) { .tid = tid, .tgid = tgid, .btime_s = btime, .present = TASK_DELAY_ALL };
+        strcpy(t->comm, comm);
+        t->delay_ns[TASK_DELAY_CPU] = cpu;
+        t->delay_ns[TASK_DELAY_BLKIO] = blkio;
+        t->delay_ns[TASK_DELAY_RECLAIM] = reclaim;
+        t->delay_ns[TASK_DELAY_THRASHING] = thrashing;
+}
+
+/* A: at t=2000 s. Spinner process 10 (threads 10, 11), reader 20, thrasher 30, sleeper 40,
+ * idle 50, a thread 60 that exits, tid 70 that is reused by a new thread in B. */
+static void make_pair(Snapshot *a, Snapshot *b) {
+        *a = (Snapshot) { .real_us = 2000 * USEC_PER_SEC };
+        *b = (Snapshot) { .real_us = 2001 * USEC_PER_SEC };
+        add(a, 10, 10, "spin", 1000, 100 * MS, 0, 0, 0);
+        add(a, 11, 10, "spin-w", 1000, 100 * MS, 0, 0, 0);
+        add(a, 20, 20, "reader", 1000, 1 * MS, 500 * MS, 0, 0);
+        add(a, 30, 30, "thrash", 1000, 0, 0, 10 * MS, 10 * MS);
+        add(a, 40, 40, "sleeper", 1000, 5 * MS, 0, 0, 0);
+        add(a, 50, 50, "idle", 1000, 7 * MS, 0, 0, 0);
+        add(a, 60, 60, "gone", 1000, 1 * MS, 0, 0, 0);
+        add(a, 70, 70, "old", 1000, 900 * MS, 0, 0, 0);
+
+        add(b, 10, 10, "spin", 1000, 700 * MS, 0, 0, 0);   /* +600 */
+        add(b, 11, 10, "spin-w", 1000, 500 * MS, 0, 0, 0); /* +400 */
+        add(b, 20, 20, "reader", 1000, 2 * MS, 900 * MS, 0, 0); /* cpu +1, blkio +400 */
+        add(b, 30, 30, "thrash", 1000, 0, 0, 210 * MS, 110 * MS); /* reclaim +200, thrashing +100 */
+        add(b, 40, 40, "sleeper", 1000, 6 * MS, 0, 0, 0); /* +1 */
+        add(b, 50, 50, "idle", 1000, 7 * MS, 0, 0, 0);    /* +0 */
+        add(b, 70, 70, "new", 2000, 3 * MS, 0, 0, 0);     /* a new thread: all 3 ms count */
+        add(b, 80, 80, "born", 2000, 2 * MS, 0, 0, 0);    /* born during the sample */
+        add(b, 90, 90, "moved", 1500, 999 * MS, 0, 0, 0); /* moved in; old totals do not count */
+}
+
+static void test_cpu_ranking(void **state) {
+        Snapshot a, b;
+        Ranking r = {};
+
+        make_pair(&a, &b);
+        assert_int_equal(ranking_build(&r, &a, &b, PSI_RESOURCE_CPU), 0);
+
+        assert_int_equal(r.procs[0].tgid, 10);
+        assert_int_equal(r.procs[0].score_ns, 1000 * MS);
+        assert_int_equal(r.procs[0].n, 2);
+        /* Threads of a process, highest first. */
+        assert_int_equal(r.threads[r.procs[0].first].tid, 10);
+        assert_int_equal(r.threads[r.procs[0].first + 1].tid, 11);
+        assert_int_equal(r.procs[1].tgid, 70);
+        assert_int_equal(r.procs[1].score_ns, 3 * MS);
+        assert_int_equal(r.procs[2].tgid, 80);
+        /* Ties on score broken by total delay: reader (cpu 1 + blkio 400) before sleeper (1). */
+        assert_int_equal(r.procs[3].tgid, 20);
+        assert_int_equal(r.procs[4].tgid, 40);
+        assert_int_equal(r.procs[5].tgid, 30); /* score 0, total 300 ms */
+        /* idle (no delay in the sample) and moved-in 90 are not suspects. */
+        assert_int_equal(r.n_procs, 6);
+        for (size_t i = 0; i < r.n_procs; i++) {
+                assert_int_not_equal(r.procs[i].tgid, 50);
+                assert_int_not_equal(r.procs[i].tgid, 90);
+        }
+        assert_int_equal(r.exited, 1);
+        assert_int_equal(r.present, TASK_DELAY_ALL);
+
+        ranking_done(&r);
+        free(a.threads);
+        free(b.threads);
+}
+
+static void test_memory_io_all(void **state) {
+        Snapshot a, b;
+        Ranking r = {};
+
+        make_pair(&a, &b);
+        assert_int_equal(ranking_build(&r, &a, &b, PSI_RESOURCE_MEMORY), 0);
+        assert_int_equal(r.procs[0].tgid, 30);
+        assert_int_equal(r.procs[0].score_ns, 300 * MS);
+        assert_int_equal(r.procs[0].delay_ns[TASK_DELAY_RECLAIM], 200 * MS);
+
+        assert_int_equal(ranking_build(&r, &a, &b, PSI_RESOURCE_IO), 0);
+        assert_int_equal(r.procs[0].tgid, 20);
+        assert_int_equal(r.procs[0].score_ns, 400 * MS);
+
+        assert_int_equal(ranking_build(&r, &a, &b, RANK_SCORE_ALL), 0);
+        assert_int_equal(r.procs[0].tgid, 10);
+        assert_int_equal(r.procs[1].tgid, 20);
+        assert_int_equal(r.procs[1].score_ns, 401 * MS);
+        assert_int_equal(r.procs[2].tgid, 30);
+
+        ranking_done(&r);
+        free(a.threads);
+        free(b.threads);
+}
+
+static void test_counter_going_backwards(void **state) {
+        Snapshot a = { .real_us = 10 * USEC_PER_SEC }, b = { .real_us = 11 * USEC_PER_SEC };
+        Ranking r = {};
+
+        add(&a, 5, 5, "w", 1, 500 * MS, 0, 0, 0);
+        add(&b, 5, 5, "w", 1, 100 * MS, 1 * MS, 0, 0);
+        assert_int_equal(ranking_build(&r, &a, &b, PSI_RESOURCE_CPU), 0);
+        assert_int_equal(r.n_procs, 1);
+        assert_int_equal(r.procs[0].delay_ns[TASK_DELAY_CPU], 0);
+        assert_int_equal(r.procs[0].delay_ns[TASK_DELAY_BLKIO], 1 * MS);
+        ranking_done(&r);
+        free(a.threads);
+        free(b.threads);
+}
+
+static void test_scores(void **state) {
+        uint64_t d[_TASK_DELAY_MAX] = { 1, 2, 4, 8, 16, 32, 64, 128 };
+
+        assert_int_equal(rank_score(d, PSI_RESOURCE_CPU), 1);
+        assert_int_equal(rank_score(d, PSI_RESOURCE_IO), 2);
+        assert_int_equal(rank_score(d, PSI_RESOURCE_MEMORY), 4 + 8 + 16 + 32);
+        assert_int_equal(rank_score(d, PSI_RESOURCE_IRQ), 128);
+        assert_int_equal(rank_score(d, RANK_SCORE_ALL), 255);
+}
+
+static void test_empty(void **state) {
+        Snapshot a = {}, b = {};
+        Ranking r = {};
+
+        assert_int_equal(ranking_build(&r, &a, &b, PSI_RESOURCE_CPU), 0);
+        assert_int_equal(r.n_procs, 0);
+        assert_int_equal(r.exited, 0);
+        ranking_done(&r);
+}
+
+int main(void) {
+        const struct CMUnitTest tests[] = {
+                cmocka_unit_test(test_cpu_ranking),
+                cmocka_unit_test(test_memory_io_all),
+                cmocka_unit_test(test_counter_going_backwards),
+                cmocka_unit_test(test_scores),
+                cmocka_unit_test(test_empty),
+        };
+        return cmocka_run_group_tests(tests, NULL, NULL);
+}

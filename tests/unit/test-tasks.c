@@ -1,0 +1,88 @@
+/* SPDX-License-Identifier: MIT */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "probes/tasks.h"
+#include "tests/unit/test-util.h"
+
+static int cmp_pid(const void *a, const void *b) {
+        return *(const pid_t *) a - *(const pid_t *) b;
+}
+
+static void assert_tids(TidList *l, const pid_t *want, size_t n) {
+        qsort(l->tids, l->n, sizeof *l->tids, cmp_pid);
+        assert_int_equal(l->n, n);
+        for (size_t i = 0; i < n; i++)
+                assert_int_equal(l->tids[i], want[i]);
+}
+
+static void test_cgroup_subtree(void **state) {
+        static const pid_t all[] = { 1, 100, 101, 102, 200, 201 }, web[] = { 100, 101, 102 };
+        TidList l = {};
+        int fd;
+
+        fd = open(fixture("hybrid/sys/fs/cgroup/unified"), O_DIRECTORY | O_RDONLY | O_CLOEXEC);
+        assert_true(fd >= 0);
+        assert_int_equal(cgroup_list_threads(fd, &l), 0);
+        assert_tids(&l, all, 6);
+        close(fd);
+
+        tid_list_clear(&l);
+        fd = open(fixture("hybrid/sys/fs/cgroup/unified/app/web"), O_DIRECTORY | O_RDONLY | O_CLOEXEC);
+        assert_int_equal(cgroup_list_threads(fd, &l), 0);
+        assert_tids(&l, web, 3);
+        close(fd);
+        tid_list_done(&l);
+}
+
+static void test_proc_threads(void **state) {
+        static const pid_t all[] = { 1, 100, 101, 102, 200, 201 };
+        TidList l = {};
+        int fd = open(fixture("hybrid/proc"), O_DIRECTORY | O_RDONLY | O_CLOEXEC);
+
+        assert_int_equal(proc_list_threads(fd, &l), 0);
+        assert_tids(&l, all, 6);
+        close(fd);
+        tid_list_done(&l);
+}
+
+static void test_parse_buf(void **state) {
+        TidList l = {};
+        const char *ok = "5\n7\n\n9";
+
+        assert_int_equal(tid_list_parse_buf(&l, ok, strlen(ok)), 0);
+        assert_int_equal(l.n, 3);
+        assert_int_equal(l.tids[2], 9);
+        tid_list_clear(&l);
+        assert_int_equal(tid_list_parse_buf(&l, "", 0), 0);
+        assert_int_equal(l.n, 0);
+        assert_int_equal(tid_list_parse_buf(&l, "12\nab\n", 6), -EINVAL);
+        assert_int_equal(tid_list_parse_buf(&l, "0\n", 2), -EINVAL);
+        assert_int_equal(tid_list_parse_buf(&l, "-3\n", 3), -EINVAL);
+        assert_int_equal(tid_list_parse_buf(&l, "99999999999\n", 12), -EINVAL);
+        tid_list_done(&l);
+}
+
+static void test_growth(void **state) {
+        TidList l = {};
+
+        for (pid_t i = 1; i <= 10000; i++)
+                assert_int_equal(tid_list_push(&l, i), 0);
+        assert_int_equal(l.n, 10000);
+        assert_int_equal(l.tids[9999], 10000);
+        tid_list_done(&l);
+        assert_null(l.tids);
+}
+
+int main(void) {
+        const struct CMUnitTest tests[] = {
+                cmocka_unit_test(test_cgroup_subtree),
+                cmocka_unit_test(test_proc_threads),
+                cmocka_unit_test(test_parse_buf),
+                cmocka_unit_test(test_growth),
+        };
+        return cmocka_run_group_tests(tests, NULL, NULL);
+}
