@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 #include <errno.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -24,6 +25,12 @@ uint64_t rank_score(const uint64_t d[_TASK_DELAY_MAX], int resource) {
                         sum += d[i];
                 return sum;
         }
+}
+
+#define BTIME_JITTER_S 1
+
+static bool btime_differs(uint64_t a, uint64_t b) {
+        return (a > b ? a - b : b - a) > BTIME_JITTER_S;
 }
 
 static int cmp_thread(const void *a, const void *b) {
@@ -78,10 +85,12 @@ int ranking_build(Ranking *r, const Snapshot *a, const Snapshot *b, int resource
                 const ThreadDelays *ta = snapshot_find(a, tb->tid);
                 ThreadDelta *d = &r->threads[r->n_threads];
 
-                /* Same tid but another begin time: the tid was reused by a new thread. */
-                if (ta && ta->btime_s != tb->btime_s && ta->btime_s && tb->btime_s)
+                /* Same tid but another begin time: the tid was reused by a new thread. The kernel
+                 * derives ac_btime64 on every query as now - elapsed, in whole seconds
+                 * (kernel/tsacct.c bacct_add_tsk), so one thread's value jitters by a second. */
+                if (ta && ta->btime_s && tb->btime_s && btime_differs(ta->btime_s, tb->btime_s))
                         ta = NULL;
-                if (!ta && tb->btime_s < a_sec)
+                if (!ta && tb->btime_s + BTIME_JITTER_S < a_sec)
                         continue;
 
                 *d = (ThreadDelta) { .tid = tb->tid, .tgid = tb->tgid };
@@ -100,7 +109,9 @@ int ranking_build(Ranking *r, const Snapshot *a, const Snapshot *b, int resource
                 if (!snapshot_find(b, a->threads[i].tid))
                         r->exited++;
 
-        qsort(r->threads, r->n_threads, sizeof *r->threads, cmp_thread);
+        /* qsort's array argument must not be NULL, even for zero elements. */
+        if (r->n_threads > 0)
+                qsort(r->threads, r->n_threads, sizeof *r->threads, cmp_thread);
 
         /* There are never more processes than threads. */
         k = grow((void **) &r->procs, &r->cap_procs, r->n_threads, sizeof *r->procs);
@@ -123,7 +134,8 @@ int ranking_build(Ranking *r, const Snapshot *a, const Snapshot *b, int resource
                         continue;
                 r->procs[r->n_procs++] = p;
         }
-        qsort(r->procs, r->n_procs, sizeof *r->procs, cmp_process);
+        if (r->n_procs > 0)
+                qsort(r->procs, r->n_procs, sizeof *r->procs, cmp_process);
         return 0;
 }
 

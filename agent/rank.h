@@ -39,6 +39,8 @@ typedef struct Ranking {
 
 /* Builds the ranking of b - a. A thread only in b counts with its whole totals when it began at or
  * after a was taken (it was born during the sample), and is ignored otherwise (it moved in, and
- * its totals are not from this sample). A counter that went backwards counts as zero. 0 or -ENOMEM. */
+ * its totals are not from this sample); begin times are compared with a second of slack, as the
+ * kernel recomputes them on every query. A counter that went backwards counts as zero.
+ * 0 or -ENOMEM. */
 int ranking_build(Ranking *r, const Snapshot *a, const Snapshot *b, int resource);
 void ranking_done(Ranking *r);

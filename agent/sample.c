@@ -133,7 +133,8 @@ int snapshot_take(Snapshot *s, const SampleScope *scope, bool count_states) {
                 s->n++;
         }
 
-        qsort(s->threads, s->n, sizeof *s->threads, cmp_tid);
+        if (s->n > 0)
+                qsort(s->threads, s->n, sizeof *s->threads, cmp_tid);
         return 0;
 }
 

@@ -1,0 +1,81 @@
+#!/usr/bin/python3
+# SPDX-License-Identifier: MIT
+"""The command line without the kernel: help, version, usage errors and config validation, with
+their exit codes (0 ok, 1 runtime failure, 2 usage or config error) and messages."""
+
+import os
+import subprocess
+import sys
+import tempfile
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from common import check, run  # noqa: E402
+
+PSIDIAG = sys.argv[1]
+EXAMPLES = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "schemas", "examples")
+
+
+def psidiag(*args):
+    p = subprocess.run([PSIDIAG, *args], capture_output=True, timeout=30)
+    return p.returncode, p.stdout.decode(errors="replace"), p.stderr.decode(errors="replace")
+
+
+def write(tmp, name, text):
+    path = os.path.join(tmp, name)
+    with open(path, "w") as f:
+        f.write(text)
+    return path
+
+
+def main():
+    code, out, _ = psidiag("--help")
+    check(code == 0 and "psidiag snapshot [CGROUP]" in out and "Exit status" in out, "--help")
+    code, out, _ = psidiag("--version")
+    check(code == 0 and out.startswith("psidiag "), "--version")
+
+    for args, what in [(["--bogus"], "unrecognized"), (["--log-level", "loud"], "--log-level"),
+                       (["snapshot", "--top", "0"], "--top"), (["snapshot", "--sample-ms", "x"], "--sample-ms"),
+                       (["snapshot", "--resource", "disk"], "--resource"), (["--top", "3"], "belong to"),
+                       (["validate"], "needs a FILE"), (["snapshot", "a/../b"], "must be a path"),
+                       (["snapshot", "a", "b"], "unexpected argument"), (["frobnicate"], "unexpected argument"),
+                       (["validate", "x", "--config", "y"], "belong to the agent")]:
+        code, _, err = psidiag(*args)
+        check(code == 2, f"{args}: exit {code}, want 2")
+        check(what in err, f"{args}: stderr {err!r} does not mention {what!r}")
+
+    code, out, err = psidiag("validate", os.path.join(EXAMPLES, "config.json"))
+    check(code == 0, f"the example config does not validate: {err}")
+    check("ok, 2 watches, 3 triggers" in out, out)
+
+    with tempfile.TemporaryDirectory() as tmp:
+        cases = [
+            ('{"watch": [{"triggers": ["cpu some 1s 2s",\n  "irq some 1ms 2s"]}]}', ":2:3: bad trigger"),
+            ('{"watch": [{"cgroup": "../etc", "triggers": ["cpu some 1s 2s"]}]}', ":1:23: cgroup \"../etc\""),
+            ('{"watch": [], "top": 5, "top": 6}', "duplicate object key"),
+            ('{"watch": [{"triggers": ["cpu some 1s 2s"]}], "sampel_ms": 5}', "unknown key \"sampel_ms\""),
+            ('', "the config file is empty"),
+            ('{', "end of file"),
+        ]
+        for text, want in cases:
+            path = write(tmp, "c.json", text)
+            code, _, err = psidiag("validate", path)
+            check(code == 2, f"{text!r}: exit {code}")
+            check(want in err and err.startswith(path), f"{text!r}: {err!r} lacks {want!r}")
+            # The agent refuses the same config with the same message, before arming anything.
+            code, _, err2 = psidiag("--config", path)
+            check(code == 2 and want in err2, f"agent with {text!r}: exit {code} {err2!r}")
+
+        code, _, err = psidiag("validate", os.path.join(tmp, "missing.json"))
+        check(code == 2 and "No such file" in err, f"missing config: {code} {err!r}")
+
+        # Rounding without CAP_SYS_RESOURCE is shown, not hidden (privileged hosts keep the spec).
+        path = write(tmp, "r.json", '{"watch": [{"cgroup": "a", "triggers": ["cpu some 50ms 1s"]}]}')
+        code, out, _ = psidiag("validate", path)
+        check(code == 0, "rounding config")
+        with open("/proc/self/status") as f:
+            caps = next(int(l.split()[1], 16) for l in f if l.startswith("CapEff:"))
+        if not caps & (1 << 24):
+            check('armed as "cpu some 100ms 2s"' in out, f"rounding not shown: {out!r}")
+
+
+run(main)

@@ -124,6 +124,29 @@ static void test_counter_going_backwards(void **state) {
         free(b.threads);
 }
 
+/* ac_btime64 is recomputed per query (now - elapsed) and jitters by a second: the same thread
+ * must still be matched, and its delta counted. A real tid reuse differs by more. */
+static void test_btime_jitter(void **state) {
+        Snapshot a = { .real_us = 5000 * USEC_PER_SEC }, b = { .real_us = 5001 * USEC_PER_SEC };
+        Ranking r = {};
+
+        add(&a, 5, 5, "spin", 4000, 100 * MS, 0, 0, 0);
+        add(&b, 5, 5, "spin", 4001, 300 * MS, 0, 0, 0);
+        add(&a, 6, 6, "spin", 4001, 100 * MS, 0, 0, 0);
+        add(&b, 6, 6, "spin", 4000, 150 * MS, 0, 0, 0);
+        add(&b, 7, 7, "young", 4999, 9 * MS, 0, 0, 0); /* listed only in b, began a second before a */
+        assert_int_equal(ranking_build(&r, &a, &b, PSI_RESOURCE_CPU), 0);
+        assert_int_equal(r.n_procs, 3);
+        assert_int_equal(r.procs[0].tgid, 5);
+        assert_int_equal(r.procs[0].score_ns, 200 * MS);
+        assert_int_equal(r.procs[1].tgid, 6);
+        assert_int_equal(r.procs[1].score_ns, 50 * MS);
+        assert_int_equal(r.procs[2].tgid, 7);
+        ranking_done(&r);
+        free(a.threads);
+        free(b.threads);
+}
+
 static void test_scores(void **state) {
         uint64_t d[_TASK_DELAY_MAX] = { 1, 2, 4, 8, 16, 32, 64, 128 };
 
@@ -149,6 +172,7 @@ int main(void) {
                 cmocka_unit_test(test_cpu_ranking),
                 cmocka_unit_test(test_memory_io_all),
                 cmocka_unit_test(test_counter_going_backwards),
+                cmocka_unit_test(test_btime_jitter),
                 cmocka_unit_test(test_scores),
                 cmocka_unit_test(test_empty),
         };

@@ -1,0 +1,33 @@
+# SPDX-License-Identifier: MIT
+# Shared by scripts/run and scripts/test: the Debian 12 packages psidiag builds and tests with.
+
+PSIDIAG_PACKAGES=(gcc meson ninja-build pkg-config libev-dev libnl-3-dev libnl-genl-3-dev
+                  libjansson-dev libcmocka-dev python3 python3-jsonschema)
+
+# Installs whatever is missing (one apt-get update, only when something is).
+ensure_packages() {
+        local missing=() p
+        for p in "${PSIDIAG_PACKAGES[@]}"; do
+                dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+        done
+        [ ${#missing[@]} -eq 0 ] && return 0
+        if [ "$(id -u)" -ne 0 ]; then
+                echo "psidiag: missing packages: ${missing[*]}; run as root or: apt-get install ${missing[*]}" >&2
+                return 1
+        fi
+        echo "psidiag: installing ${missing[*]}" >&2
+        DEBIAN_FRONTEND=noninteractive apt-get update -qq >&2
+        DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}" >&2
+}
+
+# setup_build DIR [meson args...]: configures DIR once, reconfigures if it exists.
+setup_build() {
+        local dir=$1
+        shift
+        if [ -f "$dir/build.ninja" ]; then
+                meson setup --reconfigure "$dir" "$@" >/dev/null
+        else
+                meson setup "$dir" "$@" >/dev/null
+        fi
+        ninja -C "$dir" >/dev/null
+}

@@ -1,0 +1,154 @@
+# SPDX-License-Identifier: MIT
+"""Shared pieces of the integration tests: skip checks, scratch cgroups that are always removed,
+workloads placed in them, and incident validation against schemas/incident.schema.json."""
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+
+SKIP = 77
+
+
+def skip(reason):
+    print(f"SKIP: {reason}")
+    sys.exit(SKIP)
+
+
+def cgroup2_mount():
+    with open("/proc/self/mountinfo") as f:
+        for line in f:
+            fields = line.split()
+            sep = fields.index("-")
+            if fields[sep + 1] == "cgroup2":
+                return fields[4].replace("\\040", " ")
+    return None
+
+
+def check_kernel():
+    """Exit 77 with a reason unless the kernel has what the agent needs."""
+    if os.geteuid() != 0:
+        skip("integration tests need root (they create cgroups)")
+    if not os.path.exists("/proc/pressure/cpu"):
+        skip("the kernel has no PSI (/proc/pressure is missing; CONFIG_PSI or psi=1 needed)")
+    mount = cgroup2_mount()
+    if not mount:
+        skip("no cgroup2 mount in /proc/self/mountinfo")
+    with open("/proc/self/status") as f:
+        caps = next(int(l.split()[1], 16) for l in f if l.startswith("CapEff:"))
+    if not caps & (1 << 12):
+        skip("no CAP_NET_ADMIN: taskstats requests would be refused")
+    return mount
+
+
+class Failed(Exception):
+    pass
+
+
+def check(cond, msg):
+    if not cond:
+        raise Failed(msg)
+
+
+class ScratchCgroup:
+    """A cgroup under the cgroup2 mount that is removed, with every task in it killed, on exit."""
+
+    def __init__(self, mount, name):
+        self.rel = f"psidiag-it-{name}-{os.getpid()}"
+        self.path = os.path.join(mount, self.rel)
+        self.procs = []
+
+    def __enter__(self):
+        os.mkdir(self.path)
+        return self
+
+    def spawn(self, argv):
+        path = self.path
+
+        def enter():
+            with open(os.path.join(path, "cgroup.procs"), "w") as f:
+                f.write(str(os.getpid()))
+
+        p = subprocess.Popen(argv, preexec_fn=enter, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        self.procs.append(p)
+        return p
+
+    def kill_all(self):
+        for p in self.procs:
+            if p.poll() is None:
+                p.kill()
+            p.wait()
+        self.procs = []
+        # Anything else that wandered in.
+        deadline = time.time() + 5
+        while time.time() < deadline:
+            try:
+                with open(os.path.join(self.path, "cgroup.procs")) as f:
+                    pids = [int(x) for x in f.read().split()]
+            except FileNotFoundError:
+                return
+            if not pids:
+                return
+            for pid in pids:
+                try:
+                    os.kill(pid, signal.SIGKILL)
+                except ProcessLookupError:
+                    pass
+            time.sleep(0.05)
+
+    def remove(self):
+        self.kill_all()
+        deadline = time.time() + 5
+        while os.path.exists(self.path):
+            try:
+                os.rmdir(self.path)
+            except OSError:
+                if time.time() > deadline:
+                    raise
+                time.sleep(0.05)
+
+    def __exit__(self, *exc):
+        try:
+            self.remove()
+        except OSError as e:
+            print(f"warning: could not remove {self.path}: {e}", file=sys.stderr)
+        return False
+
+
+def validator(schema_dir):
+    try:
+        import jsonschema
+    except ImportError:
+        raise Failed("python3-jsonschema is missing (scripts/test installs it)")
+    with open(os.path.join(schema_dir, "incident.schema.json")) as f:
+        schema = json.load(f)
+    jsonschema.Draft202012Validator.check_schema(schema)
+    v = jsonschema.Draft202012Validator(schema)
+
+    def validate(incident):
+        errors = sorted(v.iter_errors(incident), key=lambda e: list(e.path))
+        if errors:
+            raise Failed("incident does not match the schema: " +
+                         "; ".join(f"{list(e.path)}: {e.message}" for e in errors[:5]))
+    return validate
+
+
+def read_lines(path):
+    try:
+        with open(path, "rb") as f:
+            data = f.read()
+    except FileNotFoundError:
+        return []
+    # Only whole lines: the agent writes each incident with one write(2).
+    return [json.loads(l) for l in data.split(b"\n") if l]
+
+
+def run(main):
+    try:
+        main()
+    except Failed as e:
+        print(f"FAIL: {e}")
+        sys.exit(1)
+    print("PASS")
