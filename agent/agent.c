@@ -13,6 +13,7 @@
 #include "agent/config.h"
 #include "agent/output.h"
 #include "agent/report.h"
+#include "agent/wakeup.h"
 #include "probes/system.h"
 #include "triggers/psi.h"
 
@@ -84,8 +85,7 @@ typedef struct Trigger {
         int fd;       /* the pressure file with the trigger written to it */
         int epoll_fd; /* its private epoll instance, watched by io (see triggers/psi.h) */
         ev_io io;
-        bool has_total;
-        uint64_t last_total_us;
+        TriggerTotal total;
 } Trigger;
 
 struct Watch {
@@ -105,8 +105,7 @@ struct Watch {
         Snapshot a, b;
         Ranking ranking;
         ProcessInfo *procs;
-        bool has_incident;
-        usec_t last_incident_mono_us;
+        WatchTiming timing;
 };
 
 struct Agent {
@@ -142,10 +141,10 @@ static void trigger_close(Agent *a, Trigger *t) {
 }
 
 static void watch_drop_sample(Watch *w, const char *why) {
-        if (!w->sampling)
+        if (!w->timing.sampling)
                 return;
         ev_timer_stop(w->agent->loop, &w->timer);
-        w->sampling = false;
+        w->timing.sampling = false;
         log_info("dropped the sample in flight for %s (%s)", w->name, why);
 }
 
@@ -171,7 +170,7 @@ static void watch_finish_sample(Watch *w) {
         size_t len;
         int r;
 
-        w->sampling = false;
+        w->timing.sampling = false;
         r = snapshot_take(&w->b, &scope, false);
         if (r == -ENOENT || r == -ENODEV) {
                 log_info("cgroup %s disappeared during its sample; no incident", w->name);
@@ -214,8 +213,8 @@ static void watch_finish_sample(Watch *w) {
         r = output_write(w->sink, line, len);
         if (r < 0)
                 output_complain(w->sink, r);
-        w->has_incident = true;
-        w->last_incident_mono_us = now_usec(CLOCK_MONOTONIC);
+        w->timing.has_incident = true;
+        w->timing.last_incident_mono_us = now_usec(CLOCK_MONOTONIC);
 }
 
 static void on_sample_timer(struct ev_loop *loop, ev_timer *timer, int revents) {
@@ -236,8 +235,10 @@ static void watch_start_sample(Watch *w, Trigger *t) {
                 log_error_errno(r, "cannot take a snapshot of %s", w->name);
                 return;
         }
+        log_debug("trigger \"%s\" on %s fired: sampling %u threads for %llu ms", t->cfg->text, w->name,
+                  (unsigned) w->a.n, (unsigned long long) w->cfg->sample_ms);
         w->fired = t;
-        w->sampling = true;
+        w->timing.sampling = true;
         ev_timer_set(&w->timer, (double) w->cfg->sample_ms / 1000.0, 0.);
         ev_timer_start(w->agent->loop, &w->timer);
 }
@@ -247,6 +248,7 @@ static void on_trigger_io(struct ev_loop *loop, ev_io *io, int revents) {
         Watch *w = t->watch;
         Agent *a = w->agent;
         PressureStats ps;
+        WakeupVerdict verdict;
         uint64_t total;
         int r;
 
@@ -274,19 +276,9 @@ static void on_trigger_io(struct ev_loop *loop, ev_io *io, int revents) {
                 return;
         }
         total = ps.line[t->effective.stall].total_us;
-        if (t->has_total && total <= t->last_total_us) {
-                log_debug("trigger \"%s\" on %s woke without stall growth; ignored", t->cfg->text, w->name);
-                return;
-        }
-        t->has_total = true;
-        t->last_total_us = total;
-
-        if (w->sampling) {
-                log_debug("trigger \"%s\" on %s fired during a sample; ignored", t->cfg->text, w->name);
-                return;
-        }
-        if (w->has_incident && now_usec(CLOCK_MONOTONIC) - w->last_incident_mono_us < w->cfg->cooldown_ms * USEC_PER_MSEC) {
-                log_debug("trigger \"%s\" on %s fired during its cooldown; ignored", t->cfg->text, w->name);
+        verdict = wakeup_decide(&t->total, &w->timing, total, now_usec(CLOCK_MONOTONIC));
+        if (verdict != WAKEUP_SAMPLE) {
+                log_debug("trigger \"%s\" on %s %s; ignored", t->cfg->text, w->name, wakeup_verdict_to_string(verdict));
                 return;
         }
         watch_start_sample(w, t);
@@ -372,10 +364,8 @@ static int watch_arm(Agent *a, Watch *w) {
                                 log_error_errno(r, "cannot arm \"%s\" on %s (%s)", t->cfg->text, w->name, file);
                         continue;
                 }
-                if (pressure_read_fd(t->fd, &ps) >= 0 && ps.has[t->effective.stall]) {
-                        t->has_total = true;
-                        t->last_total_us = ps.line[t->effective.stall].total_us;
-                }
+                if (pressure_read_fd(t->fd, &ps) >= 0 && ps.has[t->effective.stall])
+                        t->total = (TriggerTotal) { .known = true, .total_us = ps.line[t->effective.stall].total_us };
                 r = psi_watch_new(t->fd, EPOLLPRI, &t->epoll_fd);
                 if (r < 0) {
                         log_error_errno(r, "cannot watch the trigger fd of \"%s\" on %s", t->cfg->text, w->name);
@@ -466,6 +456,7 @@ int agent_run(const AgentOptions *opts) {
                 w->cfg = &a->config->watches[i];
                 w->name = w->cfg->cgroup ? (w->cfg->cgroup[0] ? w->cfg->cgroup : "/") : "node";
                 w->cgroup_fd = -EBADF;
+                w->timing.cooldown_us = w->cfg->cooldown_ms * USEC_PER_MSEC;
                 ev_timer_init(&w->timer, on_sample_timer, 0., 0.);
                 w->timer.data = w;
                 w->triggers = calloc(w->cfg->n_triggers, sizeof *w->triggers);

@@ -1,8 +1,9 @@
 #!/usr/bin/python3
 # SPDX-License-Identifier: MIT
 """The agent on the real kernel: a cgroup trigger fires under a cpu hog, the incident names a
-spinner first with cpu delay, sleepers rank below, the line validates; removing the watched cgroup
-leaves the agent running; SIGTERM stops it with exit 0."""
+spinner first with cpu delay, sleepers rank below, the line validates; SIGHUP after a logrotate
+rename writes to the new file; removing the watched cgroup leaves the agent running; SIGTERM stops
+it with exit 0, and SIGTERM during a sample drops the sample and says so."""
 
 import json
 import os
@@ -103,6 +104,19 @@ def main():
             ids = [i["id"] for i in incidents]
             check(len(set(ids)) == len(ids), "incident ids repeat")
 
+            # logrotate with "create": the file is renamed, SIGHUP makes the agent open a new one.
+            rotated = out + ".1"
+            os.rename(out, rotated)
+            agent.send_signal(signal.SIGHUP)
+            deadline = time.time() + 15
+            while time.time() < deadline and not read_lines(out):
+                time.sleep(0.5)
+            check(read_lines(out), f"no incident in the reopened file after SIGHUP:\n{open(err_path).read()}")
+            check(oct(os.stat(out).st_mode & 0o777) == "0o640", f"output mode {oct(os.stat(out).st_mode)}")
+            check(f"reopened {out}" in open(err_path).read(), "no reopen message")
+            for inc2 in read_lines(out):
+                validate(inc2)
+
             # Removing the watched cgroup: the agent closes the trigger, writes nothing, keeps running.
             before = len(read_lines(out))
             cg.remove()
@@ -119,6 +133,30 @@ def main():
         check("received Terminated, stopping" in open(err_path).read(), "no stop message")
         print(f"{len(incidents)} incidents; first: {first['comm']} cpu delay {first['delay_us']['cpu']} us, "
               f"stall {inc['sample']['stall_us']} us")
+
+    # SIGTERM while a (long) sample is in flight: dropped, logged, no incident, exit 0.
+    with ScratchCgroup(mount, "term") as cg:
+        out2 = os.path.join(tmp, "term.ndjson")
+        cfg_path = os.path.join(tmp, "term.json")
+        with open(cfg_path, "w") as f:
+            json.dump({"output": out2, "sample_ms": 20000,
+                       "watch": [{"cgroup": cg.rel, "triggers": ["cpu some 50ms 2s"]}]}, f)
+        with open(err_path, "w") as err:
+            agent = subprocess.Popen([PSIDIAG, "--config", cfg_path, "--log-level", "debug"],
+                                     stdout=subprocess.DEVNULL, stderr=err)
+        try:
+            for _ in range(4):
+                cg.spawn([WORKLOAD, "spin", "psidiag-spin"])
+            deadline = time.time() + 20
+            while time.time() < deadline and "fired: sampling" not in open(err_path).read():
+                time.sleep(0.2)
+            check("fired: sampling" in open(err_path).read(), f"no sample started:\n{open(err_path).read()}")
+        finally:
+            code = stop(agent)
+        log = open(err_path).read()
+        check(code == 0, f"exit {code} on SIGTERM during a sample")
+        check(f"dropped the sample in flight for {cg.rel} (stopping)" in log, f"drop not logged:\n{log}")
+        check(not read_lines(out2), "an incident was written for a dropped sample")
 
 
 run(main)

@@ -54,6 +54,8 @@ def main():
         check(inc["sample"]["tasks"] > 5, "node-wide snapshot measured too few threads")
         check(any(p["cgroup"] == "/" + cg.rel for p in inc["most_delayed"]),
               "node-wide snapshot does not name the busy cgroup")
+        check(not any(PSIDIAG in (p["cmdline"] or "") and "snapshot" in (p["cmdline"] or "")
+                      for p in inc["most_delayed"]), "the snapshot reported itself")
 
         bad = subprocess.run([PSIDIAG, "snapshot", "no-such-cgroup-here"], capture_output=True)
         check(bad.returncode == 1, f"missing cgroup exit {bad.returncode}")

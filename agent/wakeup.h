@@ -1,0 +1,34 @@
+/* SPDX-License-Identifier: MIT */
+/* What to do when a trigger wakes the agent: sample, or ignore it (no stall growth, a sample
+ * already in flight, cooldown). Pure: the caller reads the pressure file and the clock. */
+#pragma once
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "agent/base/timeutil.h"
+
+typedef enum WakeupVerdict {
+        WAKEUP_SAMPLE,
+        WAKEUP_NO_GROWTH, /* total= did not grow: the spurious first event of an unprivileged trigger */
+        WAKEUP_BUSY,      /* this watch is already sampling */
+        WAKEUP_COOLDOWN,  /* the watch's last incident is younger than its cooldown */
+} WakeupVerdict;
+
+typedef struct TriggerTotal {
+        bool known;
+        uint64_t total_us; /* the fired line's total= when last seen */
+} TriggerTotal;
+
+typedef struct WatchTiming {
+        bool sampling;
+        bool has_incident;
+        usec_t last_incident_mono_us;
+        usec_t cooldown_us;
+} WatchTiming;
+
+/* Decides, and records total_us in *t whenever it grew (so growth is measured from the previous
+ * wakeup, busy or not). */
+WakeupVerdict wakeup_decide(TriggerTotal *t, const WatchTiming *w, uint64_t total_us, usec_t now_mono_us);
+
+const char *wakeup_verdict_to_string(WakeupVerdict v);
