@@ -124,66 +124,52 @@ int proc_cgroup_parse_unified(const char *buf, size_t len, char *out, size_t siz
         return -ENOENT;
 }
 
-/* A task that exited between listing and reading: its /proc directory is gone (ENOENT) or going
- * (ESRCH). Callers count these as exits, not errors. */
-static int task_gone(int r) {
-        return r == -ENOENT || r == -ESRCH ? -ESRCH : r;
+/* Reads /proc/<pid>/<name> into buf. A task that exited between listing and reading has lost its
+ * /proc directory (ENOENT) or is losing it (ESRCH): both come back as -ESRCH, which callers count
+ * as exits, not errors. */
+static ssize_t read_pid_file(int proc_fd, pid_t pid, const char *name, char *buf, size_t size) {
+        char path[64];
+        ssize_t n;
+
+        snprintf(path, sizeof path, "%d/%s", (int) pid, name);
+        n = read_file_at(proc_fd, path, buf, size);
+        return n == -ENOENT ? -ESRCH : n;
 }
 
 int proc_read_stat(int proc_fd, pid_t tid, ProcStat *ret) {
-        char path[32], buf[1024];
-        ssize_t n;
+        char buf[1024];
+        ssize_t n = read_pid_file(proc_fd, tid, "stat", buf, sizeof buf);
 
-        snprintf(path, sizeof path, "%d/stat", (int) tid);
-        n = read_file_at(proc_fd, path, buf, sizeof buf);
-        if (n < 0)
-                return task_gone((int) n);
-        return proc_stat_parse_buf(buf, (size_t) n, ret);
+        return n < 0 ? (int) n : proc_stat_parse_buf(buf, (size_t) n, ret);
 }
 
 int proc_read_uid(int proc_fd, pid_t pid, uid_t *ret) {
-        char path[32], buf[4096];
-        ssize_t n;
+        char buf[4096];
+        ssize_t n = read_pid_file(proc_fd, pid, "status", buf, sizeof buf);
 
-        snprintf(path, sizeof path, "%d/status", (int) pid);
-        n = read_file_at(proc_fd, path, buf, sizeof buf);
-        if (n < 0)
-                return task_gone((int) n);
-        return proc_status_parse_uid(buf, (size_t) n, ret);
+        return n < 0 ? (int) n : proc_status_parse_uid(buf, (size_t) n, ret);
 }
 
 int proc_read_cgroup(int proc_fd, pid_t pid, char *out, size_t size) {
-        char path[32], buf[4096];
-        ssize_t n;
+        char buf[4096];
+        ssize_t n = read_pid_file(proc_fd, pid, "cgroup", buf, sizeof buf);
 
-        snprintf(path, sizeof path, "%d/cgroup", (int) pid);
-        n = read_file_at(proc_fd, path, buf, sizeof buf);
-        if (n < 0)
-                return task_gone((int) n);
-        return proc_cgroup_parse_unified(buf, (size_t) n, out, size);
+        return n < 0 ? (int) n : proc_cgroup_parse_unified(buf, (size_t) n, out, size);
 }
 
 ssize_t proc_read_comm(int proc_fd, pid_t pid, char *out, size_t size) {
-        char path[32];
-        ssize_t n;
+        ssize_t n = read_pid_file(proc_fd, pid, "comm", out, size);
 
-        snprintf(path, sizeof path, "%d/comm", (int) pid);
-        n = read_file_at(proc_fd, path, out, size);
-        if (n < 0)
-                return task_gone((int) n);
         if (n > 0 && out[n - 1] == '\n')
                 out[--n] = '\0';
         return n;
 }
 
 ssize_t proc_read_cmdline(int proc_fd, pid_t pid, char *out, size_t size) {
-        char path[32];
-        ssize_t n;
+        ssize_t n = read_pid_file(proc_fd, pid, "cmdline", out, size);
 
-        snprintf(path, sizeof path, "%d/cmdline", (int) pid);
-        n = read_file_at(proc_fd, path, out, size);
         if (n < 0)
-                return task_gone((int) n);
+                return n;
         while (n > 0 && out[n - 1] == '\0')
                 n--;
         for (ssize_t i = 0; i < n; i++)

@@ -113,10 +113,27 @@ static int read_threads_file(int dirfd, TidList *l) {
         }
 }
 
+/* opendir() relative to a directory fd; the DIR owns the new fd. 0 or -errno. */
+static int opendir_at(int dirfd, const char *path, DIR **ret) {
+        int fd = openat(dirfd, path, O_DIRECTORY | O_RDONLY | O_CLOEXEC);
+        DIR *d;
+
+        if (fd < 0)
+                return negative_errno();
+        d = fdopendir(fd);
+        if (!d) {
+                int r = negative_errno();
+                safe_close(fd);
+                return r;
+        }
+        *ret = d;
+        return 0;
+}
+
 static int list_subtree(int dirfd, TidList *l, unsigned depth) {
         DIR *d;
         struct dirent *de;
-        int fd, r;
+        int r;
 
         r = read_threads_file(dirfd, l);
         if (r < 0)
@@ -124,15 +141,9 @@ static int list_subtree(int dirfd, TidList *l, unsigned depth) {
         if (depth >= CGROUP_MAX_DEPTH)
                 return 0;
 
-        fd = openat(dirfd, ".", O_DIRECTORY | O_RDONLY | O_CLOEXEC);
-        if (fd < 0)
-                return negative_errno();
-        d = fdopendir(fd);
-        if (!d) {
-                r = negative_errno();
-                safe_close(fd);
+        r = opendir_at(dirfd, ".", &d);
+        if (r < 0)
                 return r;
-        }
         while ((de = readdir(d))) {
                 int child;
 
@@ -170,35 +181,22 @@ static bool is_pid_name(const char *s, pid_t *ret) {
 int proc_list_threads(int proc_fd, TidList *l) {
         DIR *d;
         struct dirent *de;
-        int fd, r = 0;
+        int r;
 
-        fd = openat(proc_fd, ".", O_DIRECTORY | O_RDONLY | O_CLOEXEC);
-        if (fd < 0)
-                return negative_errno();
-        d = fdopendir(fd);
-        if (!d) {
-                r = negative_errno();
-                safe_close(fd);
+        r = opendir_at(proc_fd, ".", &d);
+        if (r < 0)
                 return r;
-        }
         while ((de = readdir(d))) {
                 char path[32];
                 DIR *td;
                 struct dirent *te;
                 pid_t pid, tid;
-                int tfd;
 
                 if (!is_pid_name(de->d_name, &pid))
                         continue;
                 snprintf(path, sizeof path, "%d/task", (int) pid);
-                tfd = openat(proc_fd, path, O_DIRECTORY | O_RDONLY | O_CLOEXEC);
-                if (tfd < 0)
+                if (opendir_at(proc_fd, path, &td) < 0)
                         continue; /* exited since readdir: expected */
-                td = fdopendir(tfd);
-                if (!td) {
-                        safe_close(tfd);
-                        continue;
-                }
                 while ((te = readdir(td)))
                         if (is_pid_name(te->d_name, &tid)) {
                                 r = tid_list_push(l, tid);
