@@ -18,7 +18,6 @@
 #include "triggers/psi.h"
 
 #define CAP_SYS_RESOURCE_BIT 24
-#define CAP_NET_ADMIN_BIT 12
 #define OUTPUT_COMPLAINT_INTERVAL_US (10 * USEC_PER_SEC)
 
 int runtime_open(Runtime *rt, const char *root, bool enable_delayacct) {
@@ -54,13 +53,22 @@ int runtime_open(Runtime *rt, const char *root, bool enable_delayacct) {
                 log_warning_errno(r, "cannot read kernel.task_delayacct");
 
         r = taskstats_netlink_new(&rt->taskstats);
-        if (r < 0) {
-                log_warning_errno(r, "taskstats is unavailable: incidents will carry pressure and task states "
-                                     "but no per-process delays");
-                rt->taskstats = NULL;
-        } else if (!(caps & CAP_BIT(CAP_NET_ADMIN_BIT)))
-                log_warning("no CAP_NET_ADMIN: the kernel will refuse taskstats requests, incidents will carry no "
-                            "per-process delays");
+        if (r >= 0) {
+                /* One request for ourselves tells whether the kernel will answer at all: it refuses
+                 * (EPERM) without CAP_NET_ADMIN or outside the host's user and PID namespaces, and
+                 * then every thread of every sample would fail the same way. */
+                TaskStats self;
+
+                r = taskstats_get_tid(rt->taskstats, getpid(), &self);
+                if (r < 0)
+                        rt->taskstats = taskstats_source_free(rt->taskstats);
+                else
+                        log_debug("taskstats answers with struct version %u", self.version);
+        }
+        if (r < 0)
+                log_warning_errno(r, "taskstats is unavailable%s: incidents will carry pressure and task states but "
+                                     "no per-process delays",
+                                  r == -EPERM ? " (it needs CAP_NET_ADMIN in the host's PID namespace)" : "");
 
         host_info_read(rt->sysroot, &rt->host);
         return 0;
@@ -264,6 +272,8 @@ static void on_trigger_io(struct ev_loop *loop, ev_io *io, int revents) {
                         log_warning("cgroup %s was removed: its triggers are closed", w->name);
                 w->gone = true;
                 watch_drop_sample(w, "cgroup removed");
+                if (a->armed == 0)
+                        log_warning("no trigger is armed any more; psidiag keeps running until stopped");
                 return;
         }
 

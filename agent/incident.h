@@ -51,7 +51,7 @@ typedef struct IncidentInput {
 
         usec_t sample_start_real_us;
         uint64_t sample_duration_ms;
-        unsigned tasks, exited, errors;
+        unsigned tasks, exited, errors; /* tasks: threads listed at the start */
         bool has_stall;
         uint64_t stall_us;
 

@@ -75,7 +75,7 @@ int report_build_line(const Report *rep, char **ret, size_t *ret_len) {
                 .pressure_from = rep->a,
                 .sample_start_real_us = rep->a->real_us,
                 .sample_duration_ms = (rep->b->mono_us - rep->a->mono_us + USEC_PER_MSEC / 2) / USEC_PER_MSEC,
-                .tasks = (unsigned) rep->a->n,
+                .tasks = rep->a->listed,
                 .errors = rep->a->errors + rep->b->errors,
                 .states = rep->a->has_states ? &rep->a->states : NULL,
                 .ranking = rep->ranking,

@@ -57,7 +57,7 @@ int snapshot_take(Snapshot *s, const SampleScope *scope, bool count_states) {
         int r;
 
         s->n = 0;
-        s->exited = s->errors = 0;
+        s->listed = s->exited = s->errors = 0;
         s->first_error = 0;
         s->has_states = false;
         tid_list_clear(&s->tids);
@@ -95,6 +95,7 @@ int snapshot_take(Snapshot *s, const SampleScope *scope, bool count_states) {
                 /* Our own (single) thread; other threads of ours are caught by tgid below. */
                 if (self > 0 && tid == self)
                         continue;
+                s->listed++;
 
                 if (procfs_states) {
                         ProcStat st;
@@ -118,8 +119,10 @@ int snapshot_take(Snapshot *s, const SampleScope *scope, bool count_states) {
                         count_error(s, r);
                         continue;
                 }
-                if (self > 0 && ts.tgid == self)
+                if (self > 0 && ts.tgid == self) {
+                        s->listed--;
                         continue;
+                }
                 s->taskstats_version = ts.version;
                 *t = (ThreadDelays) {
                         .tid = tid,

@@ -32,6 +32,7 @@ typedef struct Snapshot {
         size_t n, cap;
         TidList tids; /* scratch: the listing */
         usec_t mono_us, real_us;
+        unsigned listed; /* threads listed, the agent's own excluded */
         unsigned exited; /* listed, then gone before taskstats answered (ESRCH) */
         unsigned errors; /* other failures: listing, taskstats, parse */
         int first_error; /* the first of those, for one log line */

@@ -61,6 +61,7 @@ static void test_cgroup_snapshot(void **state) {
         assert_int_equal(s.threads[1].tid, 101);
         assert_int_equal(s.threads[1].tgid, 100);
         assert_int_equal(s.threads[2].tid, 201);
+        assert_int_equal(s.listed, 5);
         assert_int_equal(s.exited, 1);
         assert_int_equal(s.errors, 1);
         assert_int_equal(s.first_error, -EPERM);
@@ -102,6 +103,7 @@ static void test_excludes_the_agent(void **state) {
         assert_int_equal(snapshot_take(&s, &scope, true), 0);
         /* 100 by tid, 101 by its tgid; 102 exited. */
         assert_int_equal(s.n, 0);
+        assert_int_equal(s.listed, 1);
         assert_int_equal(s.exited, 1);
         snapshot_done(&s);
         close(fd);
@@ -121,6 +123,7 @@ static void test_node_wide_and_without_taskstats(void **state) {
         scope.taskstats = NULL;
         assert_int_equal(snapshot_take(&s, &scope, true), 0);
         assert_int_equal(s.n, 0);
+        assert_int_equal(s.listed, 6);
         assert_int_equal(s.errors, 0);
         assert_int_equal(s.taskstats_version, 16); /* kept from the last reply */
         assert_int_equal(s.states.running, 2);
