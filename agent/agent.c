@@ -106,7 +106,6 @@ struct Watch {
         size_t n_triggers;
         OutputSink *sink;
 
-        bool sampling;
         Trigger *fired;
         ev_timer timer;
         usec_t wakeup_real_us;
@@ -307,7 +306,11 @@ static void on_sighup(struct ev_loop *loop, ev_signal *sig, int revents) {
         Agent *a = sig->data;
 
         for (size_t i = 0; i < a->n_sinks; i++) {
-                int r = output_reopen(a->sinks[i]);
+                int r;
+
+                if (strcmp(a->sinks[i]->path, "-") == 0)
+                        continue;
+                r = output_reopen(a->sinks[i]);
                 if (r < 0)
                         log_error_errno(r, "cannot reopen %s; still writing to the old file", a->sinks[i]->path);
                 else
