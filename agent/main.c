@@ -59,7 +59,6 @@ enum {
         ARG_RESOURCE,
         ARG_SAMPLE_MS,
         ARG_TOP,
-        ARG_ROOT,
 };
 
 static const struct option options[] = {
@@ -72,15 +71,13 @@ static const struct option options[] = {
         { "resource", required_argument, NULL, ARG_RESOURCE },
         { "sample-ms", required_argument, NULL, ARG_SAMPLE_MS },
         { "top", required_argument, NULL, ARG_TOP },
-        /* Undocumented: measure another root tree (tests). */
-        { "root", required_argument, NULL, ARG_ROOT },
         {},
 };
 
 typedef struct Args {
         const char *command; /* NULL: the agent */
         const char *operand;
-        const char *config, *output, *root;
+        const char *config, *output;
         bool enable_delayacct;
         bool have_resource, have_sample_ms, have_top;
         int resource;
@@ -103,7 +100,7 @@ _printf_(1, 2) static int usage_error(const char *fmt, ...) {
 static int parse_args(int argc, char **argv, Args *args) {
         int c;
 
-        *args = (Args) { .root = "/", .resource = -1, .sample_ms = CONFIG_DEFAULT_SAMPLE_MS, .top = CONFIG_DEFAULT_TOP };
+        *args = (Args) { .resource = -1, .sample_ms = CONFIG_DEFAULT_SAMPLE_MS, .top = CONFIG_DEFAULT_TOP };
         while ((c = getopt_long(argc, argv, "+hVc:o:", options, NULL)) >= 0 || optind < argc) {
                 uint64_t u;
 
@@ -160,9 +157,6 @@ static int parse_args(int argc, char **argv, Args *args) {
                                 return usage_error("--top must be a whole number from 1 to 1000, not '%s'", optarg);
                         args->top = (unsigned) u;
                         args->have_top = true;
-                        break;
-                case ARG_ROOT:
-                        args->root = optarg;
                         break;
                 default:
                         fputs("Try 'psidiag --help'.\n", stderr);
@@ -238,7 +232,7 @@ int main(int argc, char **argv) {
                         .config_path = args.config,
                         .output = args.output,
                         .enable_delayacct = args.enable_delayacct,
-                        .root = args.root,
+                        .root = "/",
                 });
         if (strcmp(args.command, "validate") == 0)
                 return validate(args.operand);
@@ -254,6 +248,6 @@ int main(int argc, char **argv) {
                 .sample_ms = args.sample_ms,
                 .top = args.top,
                 .enable_delayacct = args.enable_delayacct,
-                .root = args.root,
+                .root = "/",
         });
 }

@@ -1,8 +1,10 @@
 /* SPDX-License-Identifier: MIT */
-/* Workloads for the integration tests: spin (burn cpu), sleep (wake every N ms, do a little work).
- * Usage: psidiag-workload spin|sleep [COMM [THREADS]]. Runs until killed. COMM becomes the task's
- * name (prctl), so tests can tell workloads apart, hostile names included. */
+/* Workloads for the integration tests and benchmarks: spin (burn cpu), sleep (wake every 50 ms,
+ * do a little work), park (block in pause(): many threads that cost nothing).
+ * Usage: psidiag-workload spin|sleep|park [COMM [THREADS]]. Runs until killed. COMM becomes the
+ * task's name (prctl), so tests can tell workloads apart, hostile names included. */
 #include <pthread.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -15,6 +17,12 @@ static volatile unsigned long sink;
 static void *spin(void *arg) {
         for (;;)
                 sink++;
+        return NULL;
+}
+
+static void *park(void *arg) {
+        for (;;)
+                pause();
         return NULL;
 }
 
@@ -33,11 +41,20 @@ int main(int argc, char **argv) {
         void *(*fn)(void *);
         int threads = argc > 3 ? atoi(argv[3]) : 1;
 
-        if (argc < 2 || (strcmp(argv[1], "spin") != 0 && strcmp(argv[1], "sleep") != 0)) {
-                fprintf(stderr, "usage: %s spin|sleep [COMM [THREADS]]\n", argv[0]);
+        if (argc < 2) {
+                fprintf(stderr, "usage: %s spin|sleep|park [COMM [THREADS]]\n", argv[0]);
                 return 2;
         }
-        fn = strcmp(argv[1], "spin") == 0 ? spin : nap;
+        if (strcmp(argv[1], "spin") == 0)
+                fn = spin;
+        else if (strcmp(argv[1], "sleep") == 0)
+                fn = nap;
+        else if (strcmp(argv[1], "park") == 0)
+                fn = park;
+        else {
+                fprintf(stderr, "usage: %s spin|sleep|park [COMM [THREADS]]\n", argv[0]);
+                return 2;
+        }
         if (argc > 2)
                 prctl(PR_SET_NAME, argv[2], 0, 0, 0);
         for (int i = 1; i < threads; i++) {
