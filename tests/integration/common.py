@@ -145,10 +145,26 @@ def read_lines(path):
     return [json.loads(l) for l in data.split(b"\n") if l]
 
 
+DELAYACCT = "/proc/sys/kernel/task_delayacct"
+
+
 def run(main):
+    """Runs a test; kernel.task_delayacct (which --enable-delayacct changes) is put back as it was."""
+    try:
+        with open(DELAYACCT) as f:
+            delayacct = f.read()
+    except OSError:
+        delayacct = None
     try:
         main()
     except Failed as e:
         print(f"FAIL: {e}")
         sys.exit(1)
+    finally:
+        if delayacct is not None:
+            try:
+                with open(DELAYACCT, "w") as f:
+                    f.write(delayacct)
+            except OSError as e:
+                print(f"warning: could not restore {DELAYACCT}: {e}", file=sys.stderr)
     print("PASS")
