@@ -2,6 +2,7 @@
 #include <errno.h>
 #include <ev.h>
 #include <fcntl.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
@@ -34,19 +35,27 @@ static void on_io(struct ev_loop *loop, ev_io *io, int revents) {
         }
 }
 
+/* A pipe's read end in a private epoll instance (EPOLLIN standing in for EPOLLPRI), watched by an
+ * ev_io on that instance exactly as the agent watches a trigger. */
+static void bridge_open(struct ev_loop *loop, Counts *c, ev_io *io, int p[2], bool drain) {
+        *c = (Counts) { .drain_fd = -1 };
+        assert_int_equal(pipe2(p, O_CLOEXEC | O_NONBLOCK), 0);
+        assert_int_equal(psi_watch_new(p[0], EPOLLIN, &c->efd), 0);
+        if (drain)
+                c->drain_fd = p[0];
+        ev_io_init(io, on_io, c->efd, EV_READ);
+        io->data = c;
+        ev_io_start(loop, io);
+}
+
 /* The loop only wakes for the fire mask, once per event, and does not spin while idle. */
 static void test_bridge_fires_once_per_event(void **state) {
         struct ev_loop *loop = ev_loop_new(EVFLAG_AUTO);
-        Counts c = { .drain_fd = -1 };
+        Counts c;
         ev_io io;
         int p[2];
 
-        assert_int_equal(pipe2(p, O_CLOEXEC | O_NONBLOCK), 0);
-        assert_int_equal(psi_watch_new(p[0], EPOLLIN, &c.efd), 0);
-        c.drain_fd = p[0];
-        ev_io_init(&io, on_io, c.efd, EV_READ);
-        io.data = &c;
-        ev_io_start(loop, &io);
+        bridge_open(loop, &c, &io, p, true);
 
         ev_run(loop, EVRUN_NOWAIT);
         assert_int_equal(c.callbacks, 0);
@@ -75,15 +84,11 @@ static void test_bridge_fires_once_per_event(void **state) {
  * watcher, as the agent does, instead of looping on a state that never clears. */
 static void test_bridge_err_wins(void **state) {
         struct ev_loop *loop = ev_loop_new(EVFLAG_AUTO);
-        Counts c = { .drain_fd = -1 };
+        Counts c;
         ev_io io;
         int p[2];
 
-        assert_int_equal(pipe2(p, O_CLOEXEC | O_NONBLOCK), 0);
-        assert_int_equal(psi_watch_new(p[0], EPOLLIN, &c.efd), 0);
-        ev_io_init(&io, on_io, c.efd, EV_READ);
-        io.data = &c;
-        ev_io_start(loop, &io);
+        bridge_open(loop, &c, &io, p, false);
 
         assert_int_equal(write(p[1], "x", 1), 1);
         close(p[1]); /* the read end now reports IN|HUP */
