@@ -55,8 +55,9 @@ int runtime_open(Runtime *rt, const char *root, bool enable_delayacct) {
         r = taskstats_netlink_new(&rt->taskstats);
         if (r >= 0) {
                 /* One request for ourselves tells whether the kernel will answer at all: it refuses
-                 * (EPERM) without CAP_NET_ADMIN or outside the host's user and PID namespaces, and
-                 * then every thread of every sample would fail the same way. */
+                 * (EPERM) without CAP_NET_ADMIN (DESIGN.md says also outside the host's PID
+                 * namespace; 6.18 answers there, resolving pids in the caller's namespace), and then
+                 * every thread of every sample would fail the same way. */
                 TaskStats self;
 
                 r = taskstats_get_tid(rt->taskstats, getpid(), &self);
@@ -68,7 +69,7 @@ int runtime_open(Runtime *rt, const char *root, bool enable_delayacct) {
         if (r < 0)
                 log_warning_errno(r, "taskstats is unavailable%s: incidents will carry pressure and task states but "
                                      "no per-process delays",
-                                  r == -EPERM ? " (it needs CAP_NET_ADMIN in the host's PID namespace)" : "");
+                                  r == -EPERM ? " (the kernel refused it: CAP_NET_ADMIN is needed)" : "");
 
         host_info_read(rt->sysroot, &rt->host);
         return 0;
