@@ -20,17 +20,17 @@
 #define CAP_SYS_RESOURCE_BIT 24
 #define OUTPUT_COMPLAINT_INTERVAL_US (10 * USEC_PER_SEC)
 
-int runtime_open(Runtime *rt, const char *root, bool enable_delayacct) {
+int runtime_open(Runtime *rt, bool enable_delayacct) {
         uint64_t caps = 0;
         int r;
 
         *rt = (Runtime) {};
-        r = sysroot_open(root, &rt->sysroot);
+        r = sysroot_open("/", &rt->sysroot);
         if (r < 0)
-                return log_error_errno(r, "cannot open %s/proc", root);
+                return log_error_errno(r, "cannot open /proc");
         if (rt->sysroot->pressure_fd < 0)
-                log_warning("%s/proc/pressure is missing: this kernel has no PSI (CONFIG_PSI, or psi=0 on the "
-                            "command line); no trigger can be armed", root);
+                log_warning("/proc/pressure is missing: this kernel has no PSI (CONFIG_PSI, or psi=0 on the "
+                            "command line); no trigger can be armed");
         if (rt->sysroot->cgroup2_fd < 0)
                 log_warning("no cgroup2 mount found in /proc/self/mountinfo: only node-wide watches work");
 
@@ -446,7 +446,7 @@ int agent_run(const AgentOptions *opts) {
                 goto finish;
         }
 
-        if (runtime_open(&a->rt, opts->root, opts->enable_delayacct) < 0)
+        if (runtime_open(&a->rt, opts->enable_delayacct) < 0)
                 goto finish;
 
         /* A closed pipe on the output must be an EPIPE we count, not a signal that kills us. */

@@ -18,9 +18,9 @@ typedef struct Runtime {
         bool privileged; /* CAP_SYS_RESOURCE: PSI windows need not be multiples of 2 s */
 } Runtime;
 
-/* Opens the sysroot, checks and optionally switches on delay accounting, opens taskstats (a
+/* Opens the sysroot at "/", checks and optionally switches on delay accounting, opens taskstats (a
  * warning, not an error, when that fails). Returns 0 or -errno (logged). */
-int runtime_open(Runtime *rt, const char *root, bool enable_delayacct);
+int runtime_open(Runtime *rt, bool enable_delayacct);
 void runtime_close(Runtime *rt);
 /* Current kernel.task_delayacct (false when unreadable). */
 bool runtime_delayacct(const Runtime *rt);
@@ -29,7 +29,6 @@ typedef struct AgentOptions {
         const char *config_path; /* NULL: the embedded default */
         const char *output;      /* NULL: as configured */
         bool enable_delayacct;
-        const char *root; /* "/" */
 } AgentOptions;
 
 /* Runs until SIGINT/SIGTERM. Returns the process exit code: 0, 1 (runtime failure), 2 (config). */
@@ -41,7 +40,6 @@ typedef struct SnapshotOptions {
         uint64_t sample_ms;
         unsigned top;
         bool enable_delayacct;
-        const char *root;
 } SnapshotOptions;
 
 /* `psidiag snapshot`: one incident of type "snapshot" on stdout. Returns the exit code. */

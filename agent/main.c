@@ -232,7 +232,6 @@ int main(int argc, char **argv) {
                         .config_path = args.config,
                         .output = args.output,
                         .enable_delayacct = args.enable_delayacct,
-                        .root = "/",
                 });
         if (strcmp(args.command, "validate") == 0)
                 return validate(args.operand);
@@ -248,6 +247,5 @@ int main(int argc, char **argv) {
                 .sample_ms = args.sample_ms,
                 .top = args.top,
                 .enable_delayacct = args.enable_delayacct,
-                .root = "/",
         });
 }

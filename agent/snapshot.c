@@ -29,7 +29,7 @@ int snapshot_run(const SnapshotOptions *opts) {
         size_t len;
         int r, exit_code = 1;
 
-        if (runtime_open(&rt, opts->root, opts->enable_delayacct) < 0)
+        if (runtime_open(&rt, opts->enable_delayacct) < 0)
                 return 1;
 
         if (opts->cgroup) {
