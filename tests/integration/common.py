@@ -17,14 +17,21 @@ def skip(reason):
     sys.exit(SKIP)
 
 
-def cgroup2_mount():
+def find_mount(fstype, superopt=None):
+    """The first mount point of fstype (whose super options include superopt, if given)."""
     with open("/proc/self/mountinfo") as f:
         for line in f:
             fields = line.split()
             sep = fields.index("-")
-            if fields[sep + 1] == "cgroup2":
+            if fields[sep + 1] == fstype and (superopt is None or superopt in fields[sep + 3].split(",")):
                 return fields[4].replace("\\040", " ")
     return None
+
+
+def cap_eff():
+    """Our effective capability mask."""
+    with open("/proc/self/status") as f:
+        return next(int(l.split()[1], 16) for l in f if l.startswith("CapEff:"))
 
 
 def check_kernel():
@@ -33,12 +40,10 @@ def check_kernel():
         skip("integration tests need root (they create cgroups)")
     if not os.path.exists("/proc/pressure/cpu"):
         skip("the kernel has no PSI (/proc/pressure is missing; CONFIG_PSI or psi=1 needed)")
-    mount = cgroup2_mount()
+    mount = find_mount("cgroup2")
     if not mount:
         skip("no cgroup2 mount in /proc/self/mountinfo")
-    with open("/proc/self/status") as f:
-        caps = next(int(l.split()[1], 16) for l in f if l.startswith("CapEff:"))
-    if not caps & (1 << 12):
+    if not cap_eff() & (1 << 12):
         skip("no CAP_NET_ADMIN: taskstats requests would be refused")
     return mount
 

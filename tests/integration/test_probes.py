@@ -14,19 +14,9 @@ import sys
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from common import check, check_kernel, run, skip  # noqa: E402
+from common import check, check_kernel, find_mount, run, skip  # noqa: E402
 
 PROBE, WORKLOAD = sys.argv[1:3]
-
-
-def v1_mount(controller):
-    with open("/proc/self/mountinfo") as f:
-        for line in f:
-            fields = line.split()
-            sep = fields.index("-")
-            if fields[sep + 1] == "cgroup" and controller in fields[sep + 3].split(","):
-                return fields[4]
-    return None
 
 
 def probe(path):
@@ -39,7 +29,7 @@ def main():
     code, out = probe(mount2)
     check(code == 1 and out == "error EINVAL", f"cgroupstats on cgroup2: {code} {out!r}")
 
-    v1 = v1_mount("cpu") or v1_mount("memory") or v1_mount("pids")
+    v1 = find_mount("cgroup", "cpu") or find_mount("cgroup", "memory") or find_mount("cgroup", "pids")
     if not v1:
         skip("no cgroup-v1 hierarchy is mounted here (a pure cgroup2 host); cgroupstats has nothing to answer for")
     path = os.path.join(v1, f"psidiag-it-cgstats-{os.getpid()}")
