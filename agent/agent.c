@@ -18,7 +18,6 @@
 #include "triggers/psi.h"
 
 #define CAP_SYS_RESOURCE_BIT 24
-#define OUTPUT_COMPLAINT_INTERVAL_US (10 * USEC_PER_SEC)
 
 int runtime_open(Runtime *rt, bool enable_delayacct) {
         uint64_t caps = 0;
@@ -156,19 +155,6 @@ static void watch_drop_sample(Watch *w, const char *why) {
         log_info("dropped the sample in flight for %s (%s)", w->name, why);
 }
 
-static void output_complain(OutputSink *o, int r) {
-        usec_t now = now_usec(CLOCK_MONOTONIC);
-
-        o->failed_since_complaint++;
-        if (o->last_complaint_us && now - o->last_complaint_us < OUTPUT_COMPLAINT_INTERVAL_US)
-                return;
-        log_error_errno(r, "cannot write incident to %s (%llu lost since the last report, %llu in all)",
-                        strcmp(o->path, "-") == 0 ? "stdout" : o->path,
-                        (unsigned long long) o->failed_since_complaint, (unsigned long long) o->failed);
-        o->last_complaint_us = now;
-        o->failed_since_complaint = 0;
-}
-
 static void watch_finish_sample(Watch *w) {
         Agent *a = w->agent;
         SampleScope scope = watch_scope(w);
@@ -218,9 +204,7 @@ static void watch_finish_sample(Watch *w) {
                 log_error_errno(r, "cannot build the incident for %s", w->name);
                 return;
         }
-        r = output_write(w->sink, line, len);
-        if (r < 0)
-                output_complain(w->sink, r);
+        (void) output_write(w->sink, line, len); /* counts and reports failures itself */
         w->timing.has_incident = true;
         w->timing.last_incident_mono_us = now_usec(CLOCK_MONOTONIC);
 }
@@ -311,15 +295,17 @@ static void on_sighup(struct ev_loop *loop, ev_signal *sig, int revents) {
 
                 if (strcmp(a->sinks[i]->path, "-") == 0)
                         continue;
-                r = output_reopen(a->sinks[i]);
+                char why[160];
+
+                r = output_reopen(a->sinks[i], why, sizeof why);
                 if (r < 0)
-                        log_error_errno(r, "cannot reopen %s; still writing to the old file", a->sinks[i]->path);
+                        log_error_errno(r, "cannot reopen %s (%s); still writing to the old file", a->sinks[i]->path, why);
                 else
                         log_info("reopened %s", a->sinks[i]->path);
         }
 }
 
-static int agent_get_sink(Agent *a, const char *path, OutputSink **ret) {
+static int agent_get_sink(Agent *a, const char *path, OutputSink **ret, char *why, size_t why_size) {
         OutputSink **p;
         int r;
 
@@ -332,7 +318,7 @@ static int agent_get_sink(Agent *a, const char *path, OutputSink **ret) {
         if (!p)
                 return -ENOMEM;
         a->sinks = p;
-        r = output_open(path, &a->sinks[a->n_sinks]);
+        r = output_open(path, &a->sinks[a->n_sinks], why, why_size);
         if (r < 0)
                 return r;
         *ret = a->sinks[a->n_sinks++];
@@ -449,8 +435,10 @@ int agent_run(const AgentOptions *opts) {
         if (runtime_open(&a->rt, opts->enable_delayacct) < 0)
                 goto finish;
 
-        /* A closed pipe on the output must be an EPIPE we count, not a signal that kills us. */
+        /* A closed pipe or a file size limit on the output must be an error we count (EPIPE, EFBIG),
+         * not a signal that kills us. */
         signal(SIGPIPE, SIG_IGN);
+        signal(SIGXFSZ, SIG_IGN);
 
         a->loop = ev_loop_new(EVFLAG_AUTO | EVFLAG_NOSIGMASK);
         if (!a->loop) {
@@ -488,9 +476,11 @@ int agent_run(const AgentOptions *opts) {
                         };
                         w->n_triggers++;
                 }
-                r = agent_get_sink(a, w->cfg->output, &w->sink);
+                char why[160] = "out of memory";
+
+                r = agent_get_sink(a, w->cfg->output, &w->sink, why, sizeof why);
                 if (r < 0) {
-                        log_error_errno(r, "cannot open output %s", w->cfg->output);
+                        log_error_errno(r, "cannot open output %s: %s", w->cfg->output, why);
                         goto finish;
                 }
                 watch_arm(a, w);
@@ -511,6 +501,11 @@ int agent_run(const AgentOptions *opts) {
         ev_signal_start(a->loop, &a->sig_hup);
 
         ev_run(a->loop, 0);
+        for (size_t i = 0; i < a->n_sinks; i++) {
+                OutputSink *o = a->sinks[i];
+                log_info("%s: %llu incident%s written, %llu lost", strcmp(o->path, "-") == 0 ? "stdout" : o->path,
+                         (unsigned long long) o->written, o->written == 1 ? "" : "s", (unsigned long long) o->failed);
+        }
         exit_code = 0;
 finish:
         agent_free(a);

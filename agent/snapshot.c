@@ -93,15 +93,15 @@ int snapshot_run(const SnapshotOptions *opts) {
         }
         {
                 OutputSink *out = NULL;
+                char why[160];
 
-                r = output_open("-", &out);
+                /* output_write says on stderr why a line could not be written. */
+                r = output_open("-", &out, why, sizeof why);
                 if (r >= 0)
                         r = output_write(out, line, len);
                 output_free(out);
-                if (r < 0) {
-                        log_error_errno(r, "cannot write to stdout");
+                if (r < 0)
                         goto finish;
-                }
         }
         exit_code = 0;
 finish:

@@ -1,0 +1,317 @@
+/* SPDX-License-Identifier: MIT */
+/* The output sink against real files, FIFOs and devices in a scratch directory: whole lines or
+ * nothing, failures counted, recovery, recreation after removal, and the symlink and ownership
+ * rules for world-writable directories. */
+#include <errno.h>
+#include <fcntl.h>
+#include <ftw.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "agent/base/log.h"
+#include "agent/output.h"
+#include "tests/unit/test-util.h"
+
+#define LINE "{\"type\":\"pressure\",\"id\":\"x\"}\n"
+#define NOBODY 65534
+
+static char dir[64];
+
+static int rm_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw) {
+        return remove(path);
+}
+
+static int setup(void **state) {
+        strcpy(dir, "/tmp/psidiag-test-XXXXXX");
+        if (!mkdtemp(dir))
+                return -1;
+        signal(SIGPIPE, SIG_IGN);
+        signal(SIGXFSZ, SIG_IGN);
+        return 0;
+}
+
+static int teardown(void **state) {
+        return nftw(dir, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
+}
+
+/* Paths inside the scratch directory; a ring of buffers so a few can be live at once. */
+static char *path_in(const char *name) {
+        static char ring[8][256];
+        static unsigned next;
+        char *p = ring[next++ % 8];
+
+        snprintf(p, sizeof ring[0], "%s/%s", dir, name);
+        return p;
+}
+
+static size_t slurp(const char *path, char *buf, size_t size) {
+        FILE *f = fopen(path, "re");
+        size_t n;
+
+        assert_non_null(f);
+        n = fread(buf, 1, size - 1, f);
+        buf[n] = '\0';
+        fclose(f);
+        return n;
+}
+
+static OutputSink *open_ok(const char *path) {
+        OutputSink *o = NULL;
+        char why[160];
+
+        assert_int_equal(output_open(path, &o, why, sizeof why), 0);
+        return o;
+}
+
+static int open_fails(const char *path, char *why, size_t size) {
+        OutputSink *o = NULL;
+        int r = output_open(path, &o, why, size);
+
+        assert_null(o);
+        return r;
+}
+
+static void test_creates_0640_and_appends(void **state) {
+        char buf[256];
+        struct stat st;
+        mode_t old = umask(022);
+        OutputSink *o = open_ok(path_in("out.ndjson"));
+
+        umask(old);
+        assert_int_equal(output_write(o, LINE, strlen(LINE)), 0);
+        assert_int_equal(output_write(o, LINE, strlen(LINE)), 0);
+        assert_int_equal(o->written, 2);
+        assert_int_equal(stat(path_in("out.ndjson"), &st), 0);
+        assert_int_equal(st.st_mode & 07777, 0640);
+        slurp(path_in("out.ndjson"), buf, sizeof buf);
+        assert_string_equal(buf, LINE LINE);
+        output_free(o);
+}
+
+static void test_full_disk_counts(void **state) {
+        OutputSink *o = open_ok("/dev/full");
+
+        for (int i = 0; i < 3; i++)
+                assert_int_equal(output_write(o, LINE, strlen(LINE)), -ENOSPC);
+        assert_int_equal(o->failed, 3);
+        assert_int_equal(o->written, 0);
+        /* One complaint for the first, the next two wait for the interval. */
+        assert_int_equal(o->failed_since_complaint, 2);
+        output_free(o);
+}
+
+/* A file that can take only part of the line (RLIMIT_FSIZE stands in for a disk filling up
+ * mid-write) keeps whole lines only; writing resumes when there is room. */
+static void test_partial_write_is_taken_back(void **state) {
+        struct rlimit old, lim;
+        char buf[256];
+        OutputSink *o = open_ok(path_in("limited"));
+
+        assert_int_equal(output_write(o, LINE, strlen(LINE)), 0);
+        assert_int_equal(getrlimit(RLIMIT_FSIZE, &old), 0);
+        lim = old;
+        lim.rlim_cur = strlen(LINE) + 10;
+        assert_int_equal(setrlimit(RLIMIT_FSIZE, &lim), 0);
+        int r = output_write(o, LINE, strlen(LINE));
+        assert_int_equal(setrlimit(RLIMIT_FSIZE, &old), 0);
+        assert_int_equal(r, -EFBIG);
+        assert_int_equal(o->failed, 1);
+        assert_int_equal(o->torn, 0);
+        slurp(path_in("limited"), buf, sizeof buf);
+        assert_string_equal(buf, LINE);
+
+        assert_int_equal(output_write(o, LINE, strlen(LINE)), 0);
+        assert_int_equal(o->failed_since_success, 0);
+        slurp(path_in("limited"), buf, sizeof buf);
+        assert_string_equal(buf, LINE LINE);
+        output_free(o);
+}
+
+static void test_fifo_reader_goes_and_comes_back(void **state) {
+        char buf[256], why[160];
+        const char *fifo = path_in("fifo");
+        int reader;
+        OutputSink *o;
+
+        assert_int_equal(mkfifo(fifo, 0600), 0);
+        assert_int_equal(open_fails(fifo, why, sizeof why), -ENXIO);
+        assert_non_null(strstr(why, "no reader"));
+
+        reader = open(fifo, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+        assert_true(reader >= 0);
+        o = open_ok(fifo);
+        assert_int_equal(output_write(o, LINE, strlen(LINE)), 0);
+        assert_int_equal(read(reader, buf, sizeof buf), strlen(LINE));
+        close(reader);
+        assert_int_equal(output_write(o, LINE, strlen(LINE)), -EPIPE);
+        assert_int_equal(o->failed, 1);
+        output_free(o);
+}
+
+static void test_closed_pipe_on_stdout(void **state) {
+        int p[2], saved = dup(STDOUT_FILENO);
+        OutputSink *o;
+
+        assert_int_equal(pipe(p), 0);
+        assert_int_equal(dup2(p[1], STDOUT_FILENO), STDOUT_FILENO);
+        close(p[1]);
+        close(p[0]);
+        o = open_ok("-");
+        int r = output_write(o, LINE, strlen(LINE));
+        dup2(saved, STDOUT_FILENO);
+        close(saved);
+        assert_int_equal(r, -EPIPE);
+        assert_int_equal(o->failed, 1);
+        output_free(o);
+}
+
+static void test_removed_file_is_recreated(void **state) {
+        char buf[256];
+        const char *p = path_in("gone");
+        OutputSink *o = open_ok(p);
+
+        assert_int_equal(output_write(o, "a\n", 2), 0);
+        assert_int_equal(unlink(p), 0);
+        assert_int_equal(output_write(o, "b\n", 2), 0);
+        slurp(p, buf, sizeof buf);
+        assert_string_equal(buf, "b\n");
+
+        /* Renamed away (logrotate without SIGHUP): the next line goes to a new file at the path. */
+        assert_int_equal(rename(p, path_in("gone.1")), 0);
+        assert_int_equal(output_write(o, "c\n", 2), 0);
+        slurp(p, buf, sizeof buf);
+        assert_string_equal(buf, "c\n");
+        slurp(path_in("gone.1"), buf, sizeof buf);
+        assert_string_equal(buf, "b\n");
+        assert_int_equal(o->written, 3);
+        output_free(o);
+}
+
+static void test_removed_directory_counts_then_resumes(void **state) {
+        char buf[256];
+        OutputSink *o;
+
+        assert_int_equal(mkdir(path_in("logs"), 0755), 0);
+        o = open_ok(path_in("logs/out"));
+        assert_int_equal(unlink(path_in("logs/out")), 0);
+        assert_int_equal(rmdir(path_in("logs")), 0);
+        assert_int_equal(output_write(o, "a\n", 2), -ENOENT);
+        assert_int_equal(o->failed, 1);
+        assert_int_equal(mkdir(path_in("logs"), 0755), 0);
+        assert_int_equal(output_write(o, "b\n", 2), 0);
+        slurp(path_in("logs/out"), buf, sizeof buf);
+        assert_string_equal(buf, "b\n");
+        output_free(o);
+}
+
+static void test_reopen_after_rotation(void **state) {
+        char buf[256], why[160];
+        const char *p = path_in("rot");
+        OutputSink *o = open_ok(p);
+
+        assert_int_equal(output_write(o, "a\n", 2), 0);
+        assert_int_equal(rename(p, path_in("rot.1")), 0);
+        assert_int_equal(output_reopen(o, why, sizeof why), 0);
+        assert_int_equal(output_write(o, "b\n", 2), 0);
+        slurp(p, buf, sizeof buf);
+        assert_string_equal(buf, "b\n");
+        output_free(o);
+}
+
+static void test_refuses_last_symlink_and_odd_paths(void **state) {
+        char why[160];
+
+        assert_int_equal(symlink("/etc/passwd", path_in("link")), 0);
+        assert_int_equal(open_fails(path_in("link"), why, sizeof why), -ELOOP);
+        assert_non_null(strstr(why, "symlink"));
+        assert_int_equal(open_fails(path_in(""), why, sizeof why), -EINVAL);
+        assert_int_equal(open_fails(path_in(".."), why, sizeof why), -EINVAL);
+        assert_int_equal(mkdir(path_in("d"), 0755), 0);
+        assert_int_equal(open_fails(path_in("d/."), why, sizeof why), -EINVAL);
+        assert_int_equal(open_fails(path_in("d/missing/out"), why, sizeof why), -ENOENT);
+        assert_non_null(strstr(why, "missing"));
+        assert_int_equal(mkfifo(path_in("d/sock-like"), 0600), 0); /* a FIFO is fine once read */
+}
+
+/* A trusted directory symlink (ours, in a directory only we can write) is followed. */
+static void test_follows_trusted_directory_symlink(void **state) {
+        char buf[64];
+        OutputSink *o;
+
+        assert_int_equal(mkdir(path_in("real"), 0755), 0);
+        assert_int_equal(symlink("real", path_in("alias")), 0);
+        o = open_ok(path_in("alias/out"));
+        assert_int_equal(output_write(o, "a\n", 2), 0);
+        output_free(o);
+        slurp(path_in("real/out"), buf, sizeof buf);
+        assert_string_equal(buf, "a\n");
+}
+
+/* What an attacker can plant in a sticky world-writable directory like /tmp. Needs root (chown). */
+static void test_world_writable_directory(void **state) {
+        char why[160];
+        const char *ww = path_in("ww");
+        OutputSink *o;
+        int fd;
+
+        if (geteuid() != 0)
+                skip();
+        assert_int_equal(mkdir(path_in("victim"), 0755), 0);
+        assert_int_equal(mkdir(ww, 0755), 0);
+        assert_int_equal(chmod(ww, 01777), 0);
+
+        /* Someone else's symlink on the way is not followed; our own is. */
+        assert_int_equal(symlink("../victim", path_in("ww/planted")), 0);
+        assert_int_equal(lchown(path_in("ww/planted"), NOBODY, NOBODY), 0);
+        assert_int_equal(open_fails(path_in("ww/planted/out"), why, sizeof why), -ELOOP);
+        assert_non_null(strstr(why, "world-writable"));
+        assert_int_equal(access(path_in("victim/out"), F_OK), -1);
+        assert_int_equal(symlink("../victim", path_in("ww/mine")), 0);
+        o = open_ok(path_in("ww/mine/out"));
+        output_free(o);
+
+        /* A file someone else created in advance is not ours to write. */
+        fd = open(path_in("ww/precreated"), O_CREAT | O_WRONLY | O_CLOEXEC, 0666);
+        assert_true(fd >= 0);
+        close(fd);
+        assert_int_equal(chown(path_in("ww/precreated"), NOBODY, NOBODY), 0);
+        assert_int_equal(open_fails(path_in("ww/precreated"), why, sizeof why), -EPERM);
+        assert_non_null(strstr(why, "owned by uid 65534"));
+
+        /* Nor a hard link to a file elsewhere. */
+        fd = open(path_in("victim/secret"), O_CREAT | O_WRONLY | O_CLOEXEC, 0600);
+        assert_true(fd >= 0);
+        close(fd);
+        assert_int_equal(link(path_in("victim/secret"), path_in("ww/hardlink")), 0);
+        assert_int_equal(open_fails(path_in("ww/hardlink"), why, sizeof why), -EPERM);
+        assert_non_null(strstr(why, "hard links"));
+
+        /* A fresh file of ours there is fine. */
+        o = open_ok(path_in("ww/fresh"));
+        assert_int_equal(output_write(o, "a\n", 2), 0);
+        output_free(o);
+}
+
+int main(void) {
+        const struct CMUnitTest tests[] = {
+                cmocka_unit_test_setup_teardown(test_creates_0640_and_appends, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_full_disk_counts, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_partial_write_is_taken_back, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_fifo_reader_goes_and_comes_back, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_closed_pipe_on_stdout, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_removed_file_is_recreated, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_removed_directory_counts_then_resumes, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_reopen_after_rotation, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_refuses_last_symlink_and_odd_paths, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_follows_trusted_directory_symlink, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_world_writable_directory, setup, teardown),
+        };
+
+        log_set_level(LOG_LEVEL_ERROR);
+        return cmocka_run_group_tests(tests, NULL, NULL);
+}
