@@ -434,6 +434,12 @@ int agent_run(const AgentOptions *opts) {
 
         if (runtime_open(&a->rt, opts->enable_delayacct) < 0)
                 goto finish;
+        r = config_resolve_cgroups(a->config, a->rt.sysroot, &error);
+        if (r < 0) {
+                log_error("%s", error ? error : "out of memory");
+                exit_code = r == -EINVAL ? 2 : 1;
+                goto finish;
+        }
 
         /* A closed pipe or a file size limit on the output must be an error we count (EPIPE, EFBIG),
          * not a signal that kills us. */

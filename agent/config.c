@@ -153,6 +153,17 @@ static int parse_watch(ParseState *st, Config *c, json_t *w, size_t wi, WatchCon
                                 r = -ENOMEM;
                                 goto fail;
                         }
+                        /* Where it was written, for errors found later against the host. */
+                        unsigned line, col;
+                        free(wc.cgroup_where);
+                        wc.cgroup_where = NULL;
+                        if (json_locate(st->text, st->len, path, 3, &line, &col) < 0 ?
+                                    asprintf(&wc.cgroup_where, "%s", st->name) < 0 :
+                                    asprintf(&wc.cgroup_where, "%s:%u:%u", st->name, line, col) < 0) {
+                                wc.cgroup_where = NULL;
+                                r = -ENOMEM;
+                                goto fail;
+                        }
                 } else if (strcmp(key, "triggers") == 0)
                         triggers = v;
                 else {
@@ -217,6 +228,7 @@ fail:
                 free(wc.triggers[i].text);
         free(wc.triggers);
         free(wc.cgroup);
+        free(wc.cgroup_where);
         free(wc.output);
         return r;
 }
@@ -231,6 +243,7 @@ Config *config_free(Config *c) {
                         free(w->triggers[j].text);
                 free(w->triggers);
                 free(w->cgroup);
+                free(w->cgroup_where);
                 free(w->output);
         }
         free(c->watches);
@@ -403,6 +416,38 @@ int config_override_output(Config *c, const char *output) {
                         return -ENOMEM;
                 free(c->watches[i].output);
                 c->watches[i].output = w;
+        }
+        return 0;
+}
+
+int config_resolve_cgroups(const Config *c, const Sysroot *s, char **ret_error) {
+        for (size_t i = 0; i < c->n_watches; i++) {
+                const WatchConfig *w = &c->watches[i];
+                const char *mount = s->cgroup2_path;
+                int fd = -EBADF, r;
+
+                if (!w->cgroup)
+                        continue;
+                r = sysroot_open_cgroup(s, w->cgroup, &fd);
+                safe_close(fd);
+                if (r == -ELOOP || r == -EXDEV)
+                        return asprintf(ret_error,
+                                        "%s: cgroup \"%s\" leads through a %s; psidiag opens cgroups only "
+                                        "beneath the cgroup2 mount and never follows symlinks",
+                                        w->cgroup_where, w->cgroup, r == -ELOOP ? "symlink" : "mount point") < 0
+                                       ? -ENOMEM
+                                       : -EINVAL;
+                /* "/sys/fs/cgroup/x" written for "x": the path is relative to the mount. */
+                size_t ml = mount ? strlen(mount) : 0;
+                if (r == -ENOENT && ml > 1 && strncmp(w->cgroup, mount + 1, ml - 1) == 0 &&
+                    (w->cgroup[ml - 1] == '/' || w->cgroup[ml - 1] == '\0'))
+                        return asprintf(ret_error,
+                                        "%s: cgroup paths are relative to the cgroup2 mount (%s): write \"%s\", "
+                                        "not \"/%s\"",
+                                        w->cgroup_where, mount, w->cgroup[ml - 1] ? w->cgroup + ml : "/",
+                                        w->cgroup) < 0
+                                       ? -ENOMEM
+                                       : -EINVAL;
         }
         return 0;
 }

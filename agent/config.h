@@ -1,13 +1,14 @@
 /* SPDX-License-Identifier: MIT */
 /* The agent's JSON config: loading (jansson), validation, defaults, and error messages that name
- * file:line:column. Does not arm anything or touch the kernel; cgroup paths are only checked for
- * shape here (sysroot.h resolves them). */
+ * file:line:column. Does not arm anything; cgroup paths are checked for shape when parsed, and
+ * against the host's cgroup2 mount by config_resolve_cgroups(). */
 #pragma once
 
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
+#include "probes/sysroot.h"
 #include "triggers/trigger.h"
 
 #define CONFIG_TOP_MAX 1000
@@ -23,6 +24,7 @@ typedef struct WatchTrigger {
 
 typedef struct WatchConfig {
         char *cgroup; /* relative to the cgroup2 mount, without leading '/'; NULL: node-wide */
+        char *cgroup_where; /* "FILE:LINE:COLUMN" of the cgroup value, for errors found later */
         WatchTrigger *triggers;
         size_t n_triggers;
         /* Resolved: the watch's own value or the global default. */
@@ -61,3 +63,9 @@ int config_load_default(Config **ret);
 int config_override_output(Config *c, const char *output);
 
 Config *config_free(Config *c);
+
+/* Checks every watch's cgroup against the host before anything is armed: a path that leads
+ * through a symlink or another mount, or that repeats the mount point ("/sys/fs/cgroup/x" for "x")
+ * and does not exist, is a config error (-EINVAL with "FILE:LINE:COLUMN: message" in *ret_error).
+ * A cgroup that simply does not exist yet is fine. 0, -EINVAL or -ENOMEM. */
+int config_resolve_cgroups(const Config *c, const Sysroot *s, char **ret_error);

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* Command line: the agent, `snapshot`, `validate`. Exit codes: 0 ok, 1 runtime failure, 2 usage or
+/* Command line: the agent, `snapshot`, `validate`, `check`. Exit codes: 0 ok, 1 runtime failure, 2 usage or
  * config error. */
 #include <errno.h>
 #include <getopt.h>
@@ -10,6 +10,7 @@
 
 #include "agent/agent.h"
 #include "agent/base/log.h"
+#include "agent/check.h"
 #include "agent/base/macro.h"
 #include "agent/base/timeutil.h"
 #include "agent/config.h"
@@ -25,6 +26,7 @@ static void help(FILE *f) {
               "  psidiag snapshot [CGROUP] [--resource cpu|memory|io|irq] [--sample-ms N] [--top N]\n"
               "                   [--enable-delayacct]\n"
               "  psidiag validate FILE\n"
+              "  psidiag check\n"
               "  psidiag --help | --version\n"
               "\n"
               "Arms PSI triggers on /proc/pressure and cgroup2 *.pressure files; when one fires, measures\n"
@@ -46,6 +48,10 @@ static void help(FILE *f) {
               "      --top N              processes to report, 1-1000 (default 10)\n"
               "\n"
               "validate: check a config file; prints the triggers as they would be armed.\n"
+              "\n"
+              "check: what the agent needs from this host (PSI, cgroup2, taskstats, delay accounting,\n"
+              "capabilities, /proc, /dev/kmsg), one line each: ok, warn (works, with the stated limit)\n"
+              "or fail. Exit 0 when nothing fails, 1 otherwise.\n"
               "\n"
               "Signals: SIGINT/SIGTERM stop (a sample in flight is dropped, and logged);\n"
               "SIGHUP reopens output files.\n"
@@ -109,7 +115,8 @@ static int parse_args(int argc, char **argv, Args *args) {
                         const char *word = argv[optind++];
 
                         if (!args->command && !args->operand &&
-                            (strcmp(word, "snapshot") == 0 || strcmp(word, "validate") == 0))
+                            (strcmp(word, "snapshot") == 0 || strcmp(word, "validate") == 0 ||
+                             strcmp(word, "check") == 0))
                                 args->command = word;
                         else if (args->command && !args->operand)
                                 args->operand = word;
@@ -173,6 +180,8 @@ static int parse_args(int argc, char **argv, Args *args) {
                         return usage_error("--config and --output belong to the agent, not to '%s'", args->command);
                 if (strcmp(args->command, "validate") == 0 && !args->operand)
                         return usage_error("%s", "validate needs a FILE");
+                if (strcmp(args->command, "check") == 0 && (args->operand || args->enable_delayacct))
+                        return usage_error("%s", "check takes no arguments");
         }
         return 1;
 }
@@ -194,8 +203,17 @@ static int validate(const char *path) {
                         fprintf(stderr, "%s: %s\n", path, strerror(-r));
                 return r == -ENOMEM ? EXIT_RUNTIME : EXIT_USAGE;
         }
-        if (sysroot_open("/", &s) >= 0 && system_read_cap_eff(s->proc_fd, &caps) >= 0)
-                privileged = caps & CAP_BIT(24);
+        if (sysroot_open("/", &s) >= 0) {
+                if (system_read_cap_eff(s->proc_fd, &caps) >= 0)
+                        privileged = caps & CAP_BIT(24);
+                r = config_resolve_cgroups(c, s, &error);
+                if (r < 0) {
+                        fprintf(stderr, "%s\n", error ? error : "out of memory");
+                        sysroot_free(s);
+                        config_free(c);
+                        return r == -EINVAL ? EXIT_USAGE : EXIT_RUNTIME;
+                }
+        }
         sysroot_free(s);
 
         for (size_t i = 0; i < c->n_watches; i++) {
@@ -235,6 +253,8 @@ int main(int argc, char **argv) {
                 });
         if (strcmp(args.command, "validate") == 0)
                 return validate(args.operand);
+        if (strcmp(args.command, "check") == 0)
+                return check_run();
 
         if (args.operand && cgroup_path_validate(args.operand) < 0) {
                 usage_error("CGROUP '%s' must be a path relative to the cgroup2 mount, without '.' or '..'",

@@ -9,7 +9,7 @@ import sys
 import tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from common import cap_eff, check, run  # noqa: E402
+from common import cap_eff, check, find_mount, run  # noqa: E402
 
 PSIDIAG = sys.argv[1]
 EXAMPLES = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "schemas", "examples")
@@ -22,14 +22,15 @@ def psidiag(*args):
 
 def write(tmp, name, text):
     path = os.path.join(tmp, name)
-    with open(path, "w") as f:
+    with open(path, "wb" if isinstance(text, bytes) else "w") as f:
         f.write(text)
     return path
 
 
 def main():
     code, out, _ = psidiag("--help")
-    check(code == 0 and "psidiag snapshot [CGROUP]" in out and "Exit status" in out, "--help")
+    check(code == 0 and "psidiag snapshot [CGROUP]" in out and "psidiag check" in out and "Exit status" in out,
+          "--help")
     code, out, _ = psidiag("--version")
     check(code == 0 and out.startswith("psidiag "), "--version")
 
@@ -38,7 +39,8 @@ def main():
                        (["snapshot", "--resource", "disk"], "--resource"), (["--top", "3"], "belong to"),
                        (["validate"], "needs a FILE"), (["snapshot", "a/../b"], "must be a path"),
                        (["snapshot", "a", "b"], "unexpected argument"), (["frobnicate"], "unexpected argument"),
-                       (["validate", "x", "--config", "y"], "belong to the agent")]:
+                       (["validate", "x", "--config", "y"], "belong to the agent"),
+                       (["check", "now"], "check takes no arguments")]:
         code, _, err = psidiag(*args)
         check(code == 2, f"{args}: exit {code}, want 2")
         check(what in err, f"{args}: stderr {err!r} does not mention {what!r}")
@@ -55,7 +57,17 @@ def main():
             ('{"watch": [{"triggers": ["cpu some 1s 2s"]}], "sampel_ms": 5}', "unknown key \"sampel_ms\""),
             ('', "the config file is empty"),
             ('{', "end of file"),
+            ('{"watch": [{"triggers": ["cpu some 1s 2s"]}], "top": 1e999}', "real number overflow"),
+            ('{"watch": [{"triggers": ["cpu some 1s 2s"]}], "top": 99999999999999999999999}', "too big integer"),
+            ('{"watch": [{"triggers": ["cpu some 1s 2s"]}], "top": "10"}', "top must be an integer"),
+            ('{"watch": [{"triggers": ["cpu some 1s 2s"]}], "output": "/tmp/\\u0000x"}', "u0000 is not allowed"),
+            (b'{"watch": [{"cgroup": "a\xffb", "triggers": ["cpu some 1s 2s"]}]}', "unable to decode byte 0xff"),
         ]
+        mount = find_mount("cgroup2")
+        if mount:
+            # The mount point written into a path that is relative to it (and does not exist there).
+            cases.append(('{"watch": [{"cgroup": "%s/psidiag-nope", "triggers": ["cpu some 1s 2s"]}]}' % mount,
+                          ':1:23: cgroup paths are relative to the cgroup2 mount (%s): write "psidiag-nope"' % mount))
         for text, want in cases:
             path = write(tmp, "c.json", text)
             code, _, err = psidiag("validate", path)

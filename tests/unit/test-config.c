@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -110,6 +111,50 @@ static void test_errors_with_positions(void **state) {
         parse_fails("{\"output\": 3, \"watch\": []}", "t.json:1:12: output must be a string");
 }
 
+static int resolve(const char *cgroup, char **ret_error) {
+        char text[256];
+        Config *c = NULL;
+        Sysroot *s = NULL;
+        char *error = NULL;
+        int r;
+
+        snprintf(text, sizeof text, "{\"watch\": [{\"triggers\": [\"cpu some 1s 2s\"],\n \"cgroup\": \"%s\"}]}", cgroup);
+        assert_int_equal(config_parse(text, strlen(text), "t.json", &c, &error), 0);
+        assert_int_equal(sysroot_open(fixture("hybrid"), &s), 0);
+        *ret_error = NULL;
+        r = config_resolve_cgroups(c, s, ret_error);
+        config_free(c);
+        sysroot_free(s);
+        return r;
+}
+
+/* Paths that look fine but lead elsewhere on the host are config errors with a place. */
+static void test_resolve_cgroups(void **state) {
+        char *error;
+
+        assert_int_equal(resolve("app/web", &error), 0);
+        assert_null(error);
+        assert_int_equal(resolve("app/not-yet", &error), 0); /* armed when it appears: not an error */
+        assert_int_equal(resolve("/", &error), 0);
+
+        assert_int_equal(resolve("app/escape", &error), -EINVAL);
+        assert_string_equal(error, "t.json:2:12: cgroup \"app/escape\" leads through a symlink; psidiag opens "
+                                   "cgroups only beneath the cgroup2 mount and never follows symlinks");
+        free(error);
+        assert_int_equal(resolve("app/escape/1", &error), -EINVAL);
+        free(error);
+
+        assert_int_equal(resolve("/sys/fs/cgroup/unified/app/web", &error), -EINVAL);
+        assert_string_equal(error, "t.json:2:12: cgroup paths are relative to the cgroup2 mount "
+                                   "(/sys/fs/cgroup/unified): write \"app/web\", not \"/sys/fs/cgroup/unified/app/web\"");
+        free(error);
+        assert_int_equal(resolve("sys/fs/cgroup/unified", &error), -EINVAL);
+        assert_non_null(strstr(error, "write \"/\""));
+        free(error);
+        /* A prefix that is not a whole segment is just a missing cgroup. */
+        assert_int_equal(resolve("sys/fs/cgroup/unifiedx", &error), 0);
+}
+
 static void test_syntax_errors(void **state) {
         /* jansson's own positions. */
         parse_fails("{\"watch\": [}", "t.json:1:12: ");
@@ -157,6 +202,7 @@ int main(void) {
                 cmocka_unit_test(test_default_config),
                 cmocka_unit_test(test_errors_with_positions),
                 cmocka_unit_test(test_syntax_errors),
+                cmocka_unit_test(test_resolve_cgroups),
                 cmocka_unit_test(test_load_file_errors),
                 cmocka_unit_test(test_json_locate),
         };

@@ -1,0 +1,137 @@
+/* SPDX-License-Identifier: MIT */
+/* The verdicts of `psidiag check` on made-up hosts: fail only where the agent cannot do its full
+ * job, warn where it can with a stated limit. */
+#include <errno.h>
+#include <string.h>
+
+#include "agent/check.h"
+#include "probes/system.h"
+#include "tests/unit/test-util.h"
+
+static CheckFacts good_host(void) {
+        CheckFacts f = {
+                .pressure = { true, true, true, true },
+                .cgroup2_pressure = true,
+                .taskstats_version = 16,
+                .delayacct = 1,
+                .cap_eff = CAP_BIT(12) | CAP_BIT(24),
+        };
+        strcpy(f.cgroup2_path, "/sys/fs/cgroup");
+        return f;
+}
+
+static const CheckLine *find(const CheckLine *lines, size_t n, const char *what) {
+        for (size_t i = 0; i < n; i++)
+                if (strcmp(lines[i].what, what) == 0)
+                        return &lines[i];
+        fail_msg("no line %s", what);
+        return &lines[0]; /* not reached */
+}
+
+static CheckStatus worst(const CheckLine *lines, size_t n) {
+        CheckStatus w = CHECK_OK;
+        for (size_t i = 0; i < n; i++)
+                if (lines[i].status > w)
+                        w = lines[i].status;
+        return w;
+}
+
+static void test_good_host_all_ok(void **state) {
+        CheckFacts f = good_host();
+        CheckLine lines[CHECK_LINES_MAX];
+        size_t n = check_evaluate(&f, lines);
+
+        assert_true(n >= 10 && n <= CHECK_LINES_MAX);
+        assert_int_equal(worst(lines, n), CHECK_OK);
+        assert_non_null(strstr(find(lines, n, "taskstats")->text, "struct version 16"));
+        assert_non_null(strstr(find(lines, n, "cgroup-v1")->text, "pure cgroup2"));
+}
+
+static void test_hybrid_host_named(void **state) {
+        CheckFacts f = good_host();
+        CheckLine lines[CHECK_LINES_MAX];
+
+        strcpy(f.cgroup2_path, "/sys/fs/cgroup/unified");
+        strcpy(f.v1_controllers, "cpu memory blkio");
+        strcpy(f.memory_v1_path, "/sys/fs/cgroup/memory");
+        size_t n = check_evaluate(&f, lines);
+        assert_int_equal(worst(lines, n), CHECK_OK);
+        assert_non_null(strstr(find(lines, n, "cgroup2")->text, "/sys/fs/cgroup/unified (hybrid host)"));
+        assert_non_null(strstr(find(lines, n, "cgroup-v1")->text, "memory.limit_in_bytes under /sys/fs/cgroup/memory"));
+}
+
+static void test_missing_net_admin_fails(void **state) {
+        CheckFacts f = good_host();
+        CheckLine lines[CHECK_LINES_MAX];
+
+        f.cap_eff = 0;
+        f.taskstats_err = -EPERM;
+        size_t n = check_evaluate(&f, lines);
+        assert_int_equal(find(lines, n, "taskstats")->status, CHECK_FAIL);
+        assert_non_null(strstr(find(lines, n, "taskstats")->text, "CAP_NET_ADMIN"));
+        assert_int_equal(find(lines, n, "cap-net-admin")->status, CHECK_FAIL);
+        assert_int_equal(find(lines, n, "cap-sys-resource")->status, CHECK_WARN);
+}
+
+/* Limits the agent works around are warnings, not failures. */
+static void test_degraded_but_working_is_warn(void **state) {
+        CheckFacts f = good_host();
+        CheckLine lines[CHECK_LINES_MAX];
+
+        f.cap_eff = CAP_BIT(12);
+        f.delayacct = 0;
+        f.delayacct_switchable = true;
+        f.kmsg_err = -EPERM;
+        f.pressure[PSI_RESOURCE_IRQ] = false;
+        f.cgroup2_write_err = -EACCES;
+        size_t n = check_evaluate(&f, lines);
+        assert_int_equal(worst(lines, n), CHECK_WARN);
+        assert_non_null(strstr(find(lines, n, "delayacct")->text, "--enable-delayacct"));
+        assert_non_null(strstr(find(lines, n, "kmsg")->text, "CAP_SYSLOG"));
+        assert_non_null(strstr(find(lines, n, "psi")->text, "no irq"));
+        assert_non_null(strstr(find(lines, n, "cap-sys-resource")->text, "multiples of 2s"));
+        assert_non_null(strstr(find(lines, n, "cgroup2")->text, "delegated"));
+        f.delayacct_switchable = false;
+        n = check_evaluate(&f, lines);
+        assert_non_null(strstr(find(lines, n, "delayacct")->text, "CAP_SYS_ADMIN"));
+}
+
+static void test_no_psi_no_cgroup2_fail(void **state) {
+        CheckFacts f = good_host();
+        CheckLine lines[CHECK_LINES_MAX];
+
+        f.pressure_err = -ENOENT;
+        f.cgroup2_path[0] = '\0';
+        f.procfs_err = -EACCES;
+        size_t n = check_evaluate(&f, lines);
+        assert_int_equal(find(lines, n, "psi")->status, CHECK_FAIL);
+        assert_non_null(strstr(find(lines, n, "psi")->text, "CONFIG_PSI"));
+        assert_int_equal(find(lines, n, "cgroup2")->status, CHECK_FAIL);
+        assert_int_equal(find(lines, n, "procfs")->status, CHECK_FAIL);
+
+        f = good_host();
+        f.arm_err = -EINVAL;
+        n = check_evaluate(&f, lines);
+        assert_int_equal(find(lines, n, "psi-trigger")->status, CHECK_FAIL);
+        f = good_host();
+        f.taskstats_err = -EPROTONOSUPPORT;
+        n = check_evaluate(&f, lines);
+        assert_non_null(strstr(find(lines, n, "taskstats")->text, "CONFIG_TASKSTATS"));
+        f = good_host();
+        f.taskstats_version = 99;
+        n = check_evaluate(&f, lines);
+        assert_int_equal(find(lines, n, "taskstats")->status, CHECK_OK);
+        assert_non_null(strstr(find(lines, n, "taskstats")->text, "newer than psidiag knows"));
+}
+
+int main(void) {
+        const struct CMUnitTest tests[] = {
+                cmocka_unit_test(test_good_host_all_ok),
+                cmocka_unit_test(test_hybrid_host_named),
+                cmocka_unit_test(test_missing_net_admin_fails),
+                cmocka_unit_test(test_degraded_but_working_is_warn),
+                cmocka_unit_test(test_no_psi_no_cgroup2_fail),
+        };
+
+        return cmocka_run_group_tests(tests, NULL, NULL);
+}
