@@ -4,6 +4,7 @@
 #include <linux/openat2.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -222,13 +223,18 @@ int cgroup_path_validate(const char *path) {
         }
 }
 
-static int open_nofollow_walk(int dirfd, const char *path, int *ret_fd) {
+int cgroup_open_walk(int dirfd, const char *path, int *ret_fd) {
         _cleanup_close_ int cur = -EBADF;
         const char *p = path;
+        struct stat root, st;
 
+        if (fstat(dirfd, &root) < 0)
+                return negative_errno();
         cur = fcntl(dirfd, F_DUPFD_CLOEXEC, 3);
         if (cur < 0)
                 return negative_errno();
+        while (*p == '/')
+                p++;
         while (*p) {
                 char name[256];
                 size_t len = strcspn(p, "/");
@@ -239,10 +245,19 @@ static int open_nofollow_walk(int dirfd, const char *path, int *ret_fd) {
                 memcpy(name, p, len);
                 name[len] = '\0';
                 next = openat(cur, name, O_DIRECTORY | O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
-                if (next < 0)
-                        return negative_errno();
+                if (next < 0) {
+                        int r = negative_errno();
+                        /* O_DIRECTORY|O_NOFOLLOW on a symlink says ENOTDIR; say what openat2 says. */
+                        if (r == -ENOTDIR && fstatat(cur, name, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISLNK(st.st_mode))
+                                r = -ELOOP;
+                        return r;
+                }
                 safe_close(cur);
                 cur = next;
+                if (fstat(cur, &st) < 0)
+                        return negative_errno();
+                if (st.st_dev != root.st_dev)
+                        return -EXDEV; /* another mount on the way, as RESOLVE_NO_XDEV refuses */
                 p += len;
                 while (*p == '/')
                         p++;
@@ -275,5 +290,5 @@ int sysroot_open_cgroup(const Sysroot *s, const char *path, int *ret_fd) {
                 return negative_errno();
         /* Kernels before 5.6 (or seccomp filters that refuse openat2): the path was validated to have
          * no "..", so a component-wise O_NOFOLLOW walk cannot leave the mount through a symlink. */
-        return open_nofollow_walk(s->cgroup2_fd, path, ret_fd);
+        return cgroup_open_walk(s->cgroup2_fd, path, ret_fd);
 }

@@ -39,3 +39,8 @@ int cgroup_path_validate(const char *path);
  * Returns 0 or -errno: ENOENT (no such cgroup), ENODEV (no cgroup2 mount), EINVAL (bad path),
  * ELOOP/EXDEV (a symlink or another mount in the way). */
 int sysroot_open_cgroup(const Sysroot *s, const char *path, int *ret_fd);
+
+/* The fallback of sysroot_open_cgroup for kernels (and valgrind) without openat2: one
+ * openat(O_NOFOLLOW) per component, with the same errors (ELOOP for a symlink, EXDEV for another
+ * mount). Exposed for tests. */
+int cgroup_open_walk(int dirfd, const char *path, int *ret_fd);

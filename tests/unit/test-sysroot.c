@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 #include <errno.h>
+#include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -88,6 +89,32 @@ static void test_open_hybrid(void **state) {
         sysroot_free(s);
 }
 
+/* The walk used where openat2 is missing (kernels before 5.6, valgrind) refuses the same things
+ * with the same errors. */
+static void test_walk_matches_openat2(void **state) {
+        int root, fd = -1;
+
+        root = open(fixture("hybrid/sys/fs/cgroup/unified"), O_DIRECTORY | O_RDONLY | O_CLOEXEC);
+        assert_true(root >= 0);
+        assert_int_equal(cgroup_open_walk(root, "app/web", &fd), 0);
+        close(fd);
+        assert_int_equal(cgroup_open_walk(root, "/app//web/", &fd), 0);
+        close(fd);
+        assert_int_equal(cgroup_open_walk(root, "", &fd), 0);
+        close(fd);
+        assert_int_equal(cgroup_open_walk(root, "app/escape", &fd), -ELOOP);
+        assert_int_equal(cgroup_open_walk(root, "app/escape/self", &fd), -ELOOP);
+        assert_int_equal(cgroup_open_walk(root, "app/missing", &fd), -ENOENT);
+        assert_int_equal(cgroup_open_walk(root, "app/web/cgroup.threads", &fd), -ENOTDIR);
+        close(root);
+
+        /* Another mount on the way: /proc under /. */
+        root = open("/", O_DIRECTORY | O_RDONLY | O_CLOEXEC);
+        assert_true(root >= 0);
+        assert_int_equal(cgroup_open_walk(root, "proc/sys", &fd), -EXDEV);
+        close(root);
+}
+
 static void test_open_without_psi_or_cgroup2(void **state) {
         Sysroot *s = NULL;
         int fd;
@@ -109,6 +136,7 @@ int main(void) {
                 cmocka_unit_test(test_mountinfo_cgroup2_and_escapes),
                 cmocka_unit_test(test_path_validate),
                 cmocka_unit_test(test_open_hybrid),
+                cmocka_unit_test(test_walk_matches_openat2),
                 cmocka_unit_test(test_open_without_psi_or_cgroup2),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
