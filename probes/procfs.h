@@ -29,6 +29,7 @@ int proc_status_parse_uid(const char *buf, size_t len, uid_t *ret);
  * size bytes including the NUL. 0, -ENOENT when there is no unified line, -ENOBUFS when too long. */
 int proc_cgroup_parse_unified(const char *buf, size_t len, char *out, size_t size);
 
+/* Reads the thread's own stat (<tid>/task/<tid>/stat), never the thread group's. */
 int proc_read_stat(int proc_fd, pid_t tid, ProcStat *ret);
 int proc_read_uid(int proc_fd, pid_t pid, uid_t *ret);
 int proc_read_cgroup(int proc_fd, pid_t pid, char *out, size_t size);

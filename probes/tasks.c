@@ -115,7 +115,7 @@ static int read_threads_file(int dirfd, TidList *l) {
 
 /* opendir() relative to a directory fd; the DIR owns the new fd. 0 or -errno. */
 static int opendir_at(int dirfd, const char *path, DIR **ret) {
-        int fd = openat(dirfd, path, O_DIRECTORY | O_RDONLY | O_CLOEXEC);
+        int fd = openat(dirfd, path, O_DIRECTORY | O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
         DIR *d;
 
         if (fd < 0)
