@@ -198,6 +198,7 @@ json_t *incident_build(const IncidentInput *in) {
 
         r |= set_new(sample, "start", time_string(in->sample_start_real_us));
         r |= set_new(sample, "duration_ms", json_u64(in->sample_duration_ms));
+        r |= set_new(sample, "basis", json_string(in->lifetime ? "lifetime" : "delta"));
         r |= set_new(sample, "tasks", json_integer(in->tasks));
         r |= set_new(sample, "exited", json_integer(in->exited));
         r |= set_new(sample, "errors", json_integer(in->errors));
@@ -210,6 +211,8 @@ json_t *incident_build(const IncidentInput *in) {
         r |= set_new(states, "uninterruptible", json_u64(st->uninterruptible));
         r |= set_new(states, "stopped", json_u64(st->stopped));
         r |= set_new(states, "io_wait", st->io_wait >= 0 ? json_integer(st->io_wait) : json_null());
+        r |= set_new(states, "read", st->source == TASK_STATE_SOURCE_PROCFS ? json_u64(st->read) : json_null());
+        r |= set_new(states, "scaled", json_boolean(st->scaled));
         r |= set_new(o, "states", states);
 
         for (size_t i = 0; in->ranking && i < in->n_procs && i < in->ranking->n_procs; i++)

@@ -51,6 +51,7 @@ typedef struct IncidentInput {
 
         usec_t sample_start_real_us;
         uint64_t sample_duration_ms;
+        bool lifetime; /* one snapshot, delays since each thread began (sample_ms 0) */
         unsigned tasks, exited, errors; /* tasks: threads listed at the start */
         bool has_stall;
         uint64_t stall_us;

@@ -60,6 +60,7 @@ static int grow(void **p, size_t *cap, size_t need, size_t size) {
 
         if (need <= *cap)
                 return 0;
+        need += need / 4; /* headroom, as for snapshots */
         q = realloc(*p, need * size);
         if (!q)
                 return -ENOMEM;
@@ -68,8 +69,14 @@ static int grow(void **p, size_t *cap, size_t need, size_t size) {
         return 0;
 }
 
+int ranking_reserve(Ranking *r, size_t n) {
+        int k = grow((void **) &r->threads, &r->cap_threads, n, sizeof *r->threads);
+
+        return k < 0 ? k : grow((void **) &r->procs, &r->cap_procs, n, sizeof *r->procs);
+}
+
 int ranking_build(Ranking *r, const Snapshot *a, const Snapshot *b, int resource) {
-        uint64_t a_sec = a->real_us / USEC_PER_SEC;
+        uint64_t a_sec = a ? a->real_us / USEC_PER_SEC : 0;
         int k;
 
         r->n_threads = r->n_procs = 0;
@@ -82,7 +89,7 @@ int ranking_build(Ranking *r, const Snapshot *a, const Snapshot *b, int resource
 
         for (size_t i = 0; i < b->n; i++) {
                 const ThreadDelays *tb = &b->threads[i];
-                const ThreadDelays *ta = snapshot_find(a, tb->tid);
+                const ThreadDelays *ta = a ? snapshot_find(a, tb->tid) : NULL;
                 ThreadDelta *d = &r->threads[r->n_threads];
 
                 /* Same tid but another begin time: the tid was reused by a new thread. The kernel
@@ -90,7 +97,7 @@ int ranking_build(Ranking *r, const Snapshot *a, const Snapshot *b, int resource
                  * (kernel/tsacct.c bacct_add_tsk), so one thread's value jitters by a second. */
                 if (ta && ta->btime_s && tb->btime_s && btime_differs(ta->btime_s, tb->btime_s))
                         ta = NULL;
-                if (!ta && tb->btime_s + BTIME_JITTER_S < a_sec)
+                if (a && !ta && tb->btime_s + BTIME_JITTER_S < a_sec)
                         continue;
 
                 *d = (ThreadDelta) { .tid = tb->tid, .tgid = tb->tgid };
@@ -105,7 +112,7 @@ int ranking_build(Ranking *r, const Snapshot *a, const Snapshot *b, int resource
                 r->present |= tb->present;
                 r->n_threads++;
         }
-        for (size_t i = 0; i < a->n; i++)
+        for (size_t i = 0; a && i < a->n; i++)
                 if (!snapshot_find(b, a->threads[i].tid))
                         r->exited++;
 

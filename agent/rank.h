@@ -40,7 +40,9 @@ typedef struct Ranking {
 /* Builds the ranking of b - a. A thread only in b counts with its whole totals when it began at or
  * after a was taken (it was born during the sample), and is ignored otherwise (it moved in, and
  * its totals are not from this sample); begin times are compared with a second of slack, as the
- * kernel recomputes them on every query. A counter that went backwards counts as zero.
- * 0 or -ENOMEM. */
+ * kernel recomputes them on every query. A counter that went backwards counts as zero. With a
+ * NULL, every thread of b counts with its lifetime totals (a sample of 0 ms). 0 or -ENOMEM. */
 int ranking_build(Ranking *r, const Snapshot *a, const Snapshot *b, int resource);
 void ranking_done(Ranking *r);
+/* Allocates r's buffers for n threads ahead of a sample. 0 or -ENOMEM. */
+int ranking_reserve(Ranking *r, size_t n);

@@ -58,6 +58,8 @@ static bool pressure_total(const Snapshot *s, PsiResource res, PsiStall stall, u
 }
 
 int report_build_line(const Report *rep, char **ret, size_t *ret_len) {
+        /* Without a, one snapshot (b) stands for the whole sample and delays are lifetime totals. */
+        const Snapshot *first = rep->a ? rep->a : rep->b;
         IncidentInput in = {
                 .type = rep->type,
                 .id = rep->id,
@@ -66,18 +68,19 @@ int report_build_line(const Report *rep, char **ret, size_t *ret_len) {
                 .agent_version = PSIDIAG_VERSION,
                 .delayacct = rep->delayacct,
                 .taskstats_version = rep->b->taskstats_version ? rep->b->taskstats_version
-                                     : rep->a->taskstats_version ? rep->a->taskstats_version
-                                                                 : -1,
+                                     : first->taskstats_version ? first->taskstats_version
+                                                                : -1,
                 .has_trigger = rep->has_trigger,
                 .trigger_cgroup = rep->trigger_cgroup,
                 .trigger = rep->trigger,
                 .trigger_spec = rep->trigger_spec,
-                .pressure_from = rep->a,
-                .sample_start_real_us = rep->a->real_us,
-                .sample_duration_ms = (rep->b->mono_us - rep->a->mono_us + USEC_PER_MSEC / 2) / USEC_PER_MSEC,
-                .tasks = rep->a->listed,
-                .errors = rep->a->errors + rep->b->errors,
-                .states = rep->a->has_states ? &rep->a->states : NULL,
+                .pressure_from = first,
+                .sample_start_real_us = first->real_us,
+                .sample_duration_ms = (rep->b->mono_us - first->mono_us + USEC_PER_MSEC / 2) / USEC_PER_MSEC,
+                .lifetime = !rep->a,
+                .tasks = first->listed,
+                .errors = rep->a ? rep->a->errors + rep->b->errors : rep->b->errors,
+                .states = first->has_states ? &first->states : NULL,
                 .ranking = rep->ranking,
                 .procs = rep->procs,
         };
@@ -89,9 +92,9 @@ int report_build_line(const Report *rep, char **ret, size_t *ret_len) {
         if (r < 0)
                 return r;
         /* Listed in A but gone before taskstats answered, plus measured in A and gone by B. */
-        in.exited = rep->a->exited + rep->ranking->exited;
+        in.exited = first->exited + rep->ranking->exited;
 
-        if (rep->has_stall && pressure_total(rep->a, (PsiResource) rep->resource, rep->stall, &before) &&
+        if (rep->a && rep->has_stall && pressure_total(rep->a, (PsiResource) rep->resource, rep->stall, &before) &&
             pressure_total(rep->b, (PsiResource) rep->resource, rep->stall, &after)) {
                 in.has_stall = true;
                 in.stall_us = after >= before ? after - before : 0;

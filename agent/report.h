@@ -34,7 +34,7 @@ typedef struct Report {
         PsiStall stall; /* which total= grew (with resource) */
         unsigned top;
 
-        const Snapshot *a, *b;
+        const Snapshot *a, *b; /* a NULL: a sample of 0 ms, b alone with lifetime totals */
         Ranking *ranking;    /* scratch, reused */
         ProcessInfo *procs;  /* scratch of at least top entries */
 } Report;

@@ -35,12 +35,19 @@ static int reserve_threads(Snapshot *s, size_t n) {
 
         if (n <= s->cap)
                 return 0;
+        n += n / 4; /* headroom, so a slowly growing cgroup does not reallocate every sample */
         p = realloc(s->threads, n * sizeof *p);
         if (!p)
                 return -ENOMEM;
         s->threads = p;
         s->cap = n;
         return 0;
+}
+
+int snapshot_reserve(Snapshot *s, size_t n) {
+        int r = reserve_threads(s, n);
+
+        return r < 0 ? r : tid_list_reserve(&s->tids, n + n / 4);
 }
 
 /* CGROUPSTATS_CMD_GET answers only for cgroup-v1 directories (EINVAL on cgroup2 by the cgroup
@@ -87,6 +94,11 @@ int snapshot_take(Snapshot *s, const SampleScope *scope, bool count_states) {
                 s->has_states = true;
         }
 
+        /* Every stride-th listed thread has its state read (stride 1 up to SAMPLE_STATES_MAX). */
+        size_t stride = (s->tids.n + SAMPLE_STATES_MAX - 1) / SAMPLE_STATES_MAX;
+        if (stride == 0)
+                stride = 1;
+
         for (size_t i = 0; i < s->tids.n; i++) {
                 pid_t tid = s->tids.tids[i];
                 ThreadDelays *t = &s->threads[s->n];
@@ -97,7 +109,7 @@ int snapshot_take(Snapshot *s, const SampleScope *scope, bool count_states) {
                         continue;
                 s->listed++;
 
-                if (procfs_states) {
+                if (procfs_states && i % stride == 0) {
                         ProcStat st;
 
                         r = proc_read_stat(scope->sysroot->proc_fd, tid, &st);
@@ -136,6 +148,8 @@ int snapshot_take(Snapshot *s, const SampleScope *scope, bool count_states) {
                 s->n++;
         }
 
+        if (procfs_states)
+                task_state_counts_scale(&s->states, s->listed - s->exited);
         if (s->n > 0)
                 qsort(s->threads, s->n, sizeof *s->threads, cmp_tid);
         return 0;

@@ -59,11 +59,14 @@ int snapshot_run(const SnapshotOptions *opts) {
                 log_error_errno(r, "cannot list the threads of %s", opts->cgroup ? opts->cgroup : "the host");
                 goto finish;
         }
-        sleep_ms(opts->sample_ms);
-        r = snapshot_take(&b, &scope, false);
-        if (r < 0) {
-                log_error_errno(r, "cannot list the threads of %s", opts->cgroup ? opts->cgroup : "the host");
-                goto finish;
+        /* --sample-ms 0: one snapshot, lifetime totals (no second pass, no window). */
+        if (opts->sample_ms > 0) {
+                sleep_ms(opts->sample_ms);
+                r = snapshot_take(&b, &scope, false);
+                if (r < 0) {
+                        log_error_errno(r, "cannot list the threads of %s", opts->cgroup ? opts->cgroup : "the host");
+                        goto finish;
+                }
         }
         if (a.errors + b.errors > 0)
                 log_warning_errno(a.errors ? a.first_error : b.first_error, "%u threads could not be measured",
@@ -81,8 +84,8 @@ int snapshot_run(const SnapshotOptions *opts) {
                                       .has_stall = opts->resource >= 0,
                                       .stall = opts->resource == PSI_RESOURCE_IRQ ? PSI_STALL_FULL : PSI_STALL_SOME,
                                       .top = opts->top,
-                                      .a = &a,
-                                      .b = &b,
+                                      .a = opts->sample_ms > 0 ? &a : NULL,
+                                      .b = opts->sample_ms > 0 ? &b : &a,
                                       .ranking = &ranking,
                                       .procs = procs,
                               },

@@ -16,6 +16,7 @@ void task_state_counts_init_procfs(TaskStateCounts *c) {
 }
 
 void task_state_counts_add(TaskStateCounts *c, char state) {
+        c->read++;
         switch (state) {
         case 'R':
                 c->running++;
@@ -34,6 +35,21 @@ void task_state_counts_add(TaskStateCounts *c, char state) {
         default:
                 break;
         }
+}
+
+static uint64_t scale(uint64_t n, uint64_t total, uint64_t read) {
+        /* n <= read <= total, so n * total fits unless total is beyond 2^32 threads. */
+        return (n * total + read / 2) / read;
+}
+
+void task_state_counts_scale(TaskStateCounts *c, uint64_t total) {
+        if (c->read == 0 || c->read >= total)
+                return;
+        c->running = scale(c->running, total, c->read);
+        c->sleeping = scale(c->sleeping, total, c->read);
+        c->uninterruptible = scale(c->uninterruptible, total, c->read);
+        c->stopped = scale(c->stopped, total, c->read);
+        c->scaled = true;
 }
 
 int cgroupstats_parse_payload(const void *data, size_t len, TaskStateCounts *ret) {

@@ -3,6 +3,7 @@
  * letters of /proc/<tid>/stat. Pure counting and payload parsing; never logs. */
 #pragma once
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -15,6 +16,8 @@ typedef struct TaskStateCounts {
         TaskStateSource source;
         uint64_t running, sleeping, uninterruptible, stopped;
         int64_t io_wait; /* cgroupstats only; -1 when unknown (procfs has no io-wait flag) */
+        uint64_t read;   /* procfs: threads whose state letter was read (0 for cgroupstats) */
+        bool scaled;     /* procfs: counts scaled up from an evenly spaced sample of `read` threads */
 } TaskStateCounts;
 
 const char *task_state_source_to_string(TaskStateSource s);
@@ -26,6 +29,10 @@ void task_state_counts_init_procfs(TaskStateCounts *c);
  * D uninterruptible, T/t stopped. I (idle kernel threads, TASK_IDLE) counts as sleeping;
  * Z, X and unknown letters are not counted. */
 void task_state_counts_add(TaskStateCounts *c, char state);
+
+/* Scales procfs counts read from a sample of c->read threads up to total threads (rounded), and
+ * marks them scaled. No-op when every thread was read or none was. */
+void task_state_counts_scale(TaskStateCounts *c, uint64_t total);
 
 /* Parses a struct cgroupstats payload (5 x u64: sleeping, running, stopped, uninterruptible,
  * io_wait). Returns 0 or -EBADMSG when shorter than that. */

@@ -22,6 +22,19 @@ void tid_list_done(TidList *l) {
         *l = (TidList) {};
 }
 
+int tid_list_reserve(TidList *l, size_t n) {
+        pid_t *p;
+
+        if (n <= l->cap)
+                return 0;
+        p = realloc(l->tids, n * sizeof *p);
+        if (!p)
+                return -ENOMEM;
+        l->tids = p;
+        l->cap = n;
+        return 0;
+}
+
 int tid_list_push(TidList *l, pid_t tid) {
         if (l->n == l->cap) {
                 size_t cap = l->cap ? l->cap * 2 : 256;

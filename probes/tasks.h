@@ -15,6 +15,8 @@ typedef struct TidList {
 void tid_list_clear(TidList *l);
 void tid_list_done(TidList *l);
 int tid_list_push(TidList *l, pid_t tid);
+/* Makes room for n tids without a later allocation. 0 or -ENOMEM. */
+int tid_list_reserve(TidList *l, size_t n);
 
 /* Parses one cgroup.threads (or cgroup.procs) buffer, appending every tid. Malformed lines are
  * -EINVAL. */

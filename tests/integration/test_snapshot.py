@@ -47,11 +47,28 @@ def main():
         check(top[0]["delay_us"]["cpu"] > 0, "no cpu delay")
         check(len(top[0]["threads"]) == 2, f"threads {top[0]['threads']}")
 
+        check(inc["sample"]["basis"] == "delta", f"basis {inc['sample']}")
+        check(inc["states"]["read"] == 5 and inc["states"]["scaled"] is False, f"states {inc['states']}")
+
+        # A 0 ms sample: one snapshot, lifetime totals, said so; the spinners still lead.
+        inc = snapshot(cg.rel, "--resource", "cpu", "--sample-ms", "0", "--top", "3")
+        validate(inc)
+        check(inc["sample"]["basis"] == "lifetime" and inc["sample"]["duration_ms"] == 0, f"sample {inc['sample']}")
+        check(inc["sample"]["stall_us"] is None, "a lifetime snapshot has no stall growth")
+        check(inc["most_delayed"] and inc["most_delayed"][0]["pid"] in {p.pid for p in spin},
+              f"lifetime ranking: {[(p['comm'], p['score_us']) for p in inc['most_delayed']]}")
+
         # Node-wide, ranked by all delays: our cgroup's spinners are among the processes named.
         inc = snapshot("--sample-ms", "300", "--top", "20")
         validate(inc)
         check(inc["sample"]["stall_us"] is None, "stall_us without --resource")
         check(inc["sample"]["tasks"] > 5, "node-wide snapshot measured too few threads")
+        # Above 256 threads the states come from an evenly spaced sample, scaled to the whole.
+        st = inc["states"]
+        if inc["sample"]["tasks"] > 256:
+            check(st["scaled"] and 250 <= st["read"] <= 256, f"states {st}")
+        check(abs(st["running"] + st["sleeping"] + st["uninterruptible"] + st["stopped"] - inc["sample"]["tasks"])
+              <= inc["sample"]["tasks"] // 10 + 4, f"states {st} do not add up to {inc['sample']['tasks']}")
         check(any(p["cgroup"] == "/" + cg.rel for p in inc["most_delayed"]),
               "node-wide snapshot does not name the busy cgroup")
         check(not any(PSIDIAG in (p["cmdline"] or "") and "snapshot" in (p["cmdline"] or "")

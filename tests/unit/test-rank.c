@@ -147,6 +147,25 @@ static void test_btime_jitter(void **state) {
         free(b.threads);
 }
 
+/* A sample of 0 ms: no A, every thread of B with its lifetime totals, old threads included. */
+static void test_lifetime(void **state) {
+        Snapshot b = { .real_us = 5000 * USEC_PER_SEC };
+        Ranking r = {};
+
+        add(&b, 10, 10, "spin", 1000, 100 * MS, 0, 0, 0);
+        add(&b, 11, 10, "spin-w", 1000, 50 * MS, 0, 0, 0);
+        add(&b, 20, 20, "reader", 4999, 1 * MS, 0, 0, 0);
+        assert_int_equal(ranking_build(&r, NULL, &b, PSI_RESOURCE_CPU), 0);
+        assert_int_equal(r.n_threads, 3);
+        assert_int_equal(r.n_procs, 2);
+        assert_int_equal(r.procs[0].tgid, 10);
+        assert_int_equal(r.procs[0].score_ns, 150 * MS);
+        assert_int_equal(r.procs[1].score_ns, 1 * MS);
+        assert_int_equal(r.exited, 0);
+        ranking_done(&r);
+        free(b.threads);
+}
+
 static void test_scores(void **state) {
         uint64_t d[_TASK_DELAY_MAX] = { 1, 2, 4, 8, 16, 32, 64, 128 };
 
@@ -173,6 +192,7 @@ int main(void) {
                 cmocka_unit_test(test_memory_io_all),
                 cmocka_unit_test(test_counter_going_backwards),
                 cmocka_unit_test(test_btime_jitter),
+                cmocka_unit_test(test_lifetime),
                 cmocka_unit_test(test_scores),
                 cmocka_unit_test(test_empty),
         };

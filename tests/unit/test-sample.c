@@ -2,10 +2,14 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <stdlib.h>
+#include <sys/stat.h>
+#include <string.h>
+#include <stdio.h>
 #include <unistd.h>
 
 #include "agent/sample.h"
 #include "tests/unit/fake-taskstats.h"
+#include "tests/unit/fake-tree.h"
 #include "tests/unit/test-util.h"
 
 #define MS 1000000ULL
@@ -145,12 +149,86 @@ static void test_cgroup_gone(void **state) {
         snapshot_done(&s);
 }
 
+/* The state letter the generated tree gives a tid: pseudo-random, so an evenly spaced sample is
+ * not aliased with a pattern in the tids. 20% R, 10% D, the rest S. */
+static char state_of(int tid) {
+        unsigned h = (unsigned) tid * 2654435761u >> 16;
+        return h % 10 < 2 ? 'R' : h % 10 == 2 ? 'D' : 'S';
+}
+
+/* A generated cgroup of n threads, its states counted. */
+static void state_counts_of(int n, TaskStateCounts *ret, unsigned expect[3]) {
+        char dir[] = "/tmp/psidiag-test-XXXXXX", path[256];
+        Sysroot sysroot = { .root_fd = -1, .pressure_fd = -1, .cgroup2_fd = -1 };
+        SampleScope scope = { .sysroot = &sysroot };
+        Snapshot s = {};
+
+        expect[0] = expect[1] = expect[2] = 0;
+        for (int tid = 1000; tid < 1000 + n; tid++) {
+                char st = state_of(tid);
+                expect[st == 'R' ? 0 : st == 'D' ? 1 : 2]++;
+        }
+        assert_int_equal(fake_tree_make(dir, 1000, n, state_of), 0);
+        snprintf(path, sizeof path, "%s/proc", dir);
+        sysroot.proc_fd = open(path, O_DIRECTORY | O_RDONLY | O_CLOEXEC);
+        scope.cgroup_fd = open(dir, O_DIRECTORY | O_RDONLY | O_CLOEXEC);
+        assert_int_equal(snapshot_take(&s, &scope, true), 0);
+        assert_true(s.has_states);
+        assert_int_equal(s.listed, n);
+        *ret = s.states;
+        snapshot_done(&s);
+        close(sysroot.proc_fd);
+        close(scope.cgroup_fd);
+        fake_tree_remove(dir);
+}
+
+static void test_states_exact_then_sampled(void **state) {
+        TaskStateCounts c;
+        unsigned want[3];
+
+        /* Up to SAMPLE_STATES_MAX threads every state is read. */
+        state_counts_of(200, &c, want);
+        assert_int_equal(c.read, 200);
+        assert_false(c.scaled);
+        assert_int_equal(c.running, want[0]);
+        assert_int_equal(c.uninterruptible, want[1]);
+        assert_int_equal(c.sleeping, want[2]);
+
+        /* Above it, an evenly spaced sample (every 4th of 1,000) scaled to the whole. */
+        state_counts_of(1000, &c, want);
+        assert_int_equal(c.read, 250);
+        assert_true(c.scaled);
+        assert_in_range(c.running + c.uninterruptible + c.sleeping, 998, 1002);
+        assert_in_range(c.running, want[0] - 60, want[0] + 60);
+        assert_in_range(c.uninterruptible, want[1] - 45, want[1] + 45);
+        assert_in_range(c.sleeping, want[2] - 60, want[2] + 60);
+}
+
+static void test_scale(void **state) {
+        TaskStateCounts c;
+
+        task_state_counts_init_procfs(&c);
+        for (int i = 0; i < 256; i++)
+                task_state_counts_add(&c, i < 10 ? 'R' : i < 16 ? 'D' : i < 17 ? 'Z' : 'S');
+        assert_int_equal(c.read, 256);
+        task_state_counts_scale(&c, 256); /* everything read: unchanged */
+        assert_false(c.scaled);
+        task_state_counts_scale(&c, 1024);
+        assert_true(c.scaled);
+        assert_int_equal(c.running, 40);
+        assert_int_equal(c.uninterruptible, 24);
+        assert_int_equal(c.sleeping, 956);
+        assert_int_equal(c.stopped, 0);
+}
+
 int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_cgroup_snapshot),
                 cmocka_unit_test(test_excludes_the_agent),
                 cmocka_unit_test(test_node_wide_and_without_taskstats),
                 cmocka_unit_test(test_cgroup_gone),
+                cmocka_unit_test(test_states_exact_then_sampled),
+                cmocka_unit_test(test_scale),
         };
         return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -1,0 +1,11 @@
+/* SPDX-License-Identifier: MIT */
+/* A generated cgroup of many threads for unit tests: DIR/cgroup.threads lists tids first..first+n-1
+ * and DIR/proc/<tid>/task/<tid>/stat gives each the state letter state(tid). */
+#pragma once
+
+typedef char (*FakeTreeState)(int tid);
+
+/* template is a mkdtemp template, rewritten in place. 0 or -errno. */
+int fake_tree_make(char *template, int first, int n, FakeTreeState state);
+/* Removes the tree. */
+void fake_tree_remove(const char *dir);
