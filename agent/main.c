@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* Command line: the agent, `snapshot`, `validate`, `check`. Exit codes: 0 ok, 1 runtime failure, 2 usage or
+/* Command line: the agent, `snapshot`, `validate`, `check`, `show`. Exit codes: 0 ok, 1 runtime failure, 2 usage or
  * config error. */
 #include <errno.h>
 #include <getopt.h>
@@ -11,6 +11,7 @@
 #include "agent/agent.h"
 #include "agent/base/log.h"
 #include "agent/check.h"
+#include "agent/show.h"
 #include "agent/base/macro.h"
 #include "agent/base/timeutil.h"
 #include "agent/config.h"
@@ -27,6 +28,7 @@ static void help(FILE *f) {
               "                   [--enable-delayacct]\n"
               "  psidiag validate FILE\n"
               "  psidiag check\n"
+              "  psidiag show [FILE]\n"
               "  psidiag --help | --version\n"
               "\n"
               "Arms PSI triggers on /proc/pressure and cgroup2 *.pressure files; when one fires, measures\n"
@@ -53,6 +55,9 @@ static void help(FILE *f) {
               "check: what the agent needs from this host (PSI, cgroup2, taskstats, delay accounting,\n"
               "capabilities, /proc, /dev/kmsg), one line each: ok, warn (works, with the stated limit)\n"
               "or fail. Exit 0 when nothing fails, 1 otherwise.\n"
+              "\n"
+              "show: incident lines from FILE (or stdin) as a compact view for a terminal: time,\n"
+              "trigger, pressure, states and the most delayed processes with their dominant delay.\n"
               "\n"
               "Signals: SIGINT/SIGTERM stop (a sample in flight is dropped, and logged);\n"
               "SIGHUP reopens output files.\n"
@@ -117,7 +122,7 @@ static int parse_args(int argc, char **argv, Args *args) {
 
                         if (!args->command && !args->operand &&
                             (strcmp(word, "snapshot") == 0 || strcmp(word, "validate") == 0 ||
-                             strcmp(word, "check") == 0))
+                             strcmp(word, "check") == 0 || strcmp(word, "show") == 0))
                                 args->command = word;
                         else if (args->command && !args->operand)
                                 args->operand = word;
@@ -256,6 +261,8 @@ int main(int argc, char **argv) {
                 return validate(args.operand);
         if (strcmp(args.command, "check") == 0)
                 return check_run();
+        if (strcmp(args.command, "show") == 0)
+                return show_run(args.operand);
 
         if (args.operand && cgroup_path_validate(args.operand) < 0) {
                 usage_error("CGROUP '%s' must be a path relative to the cgroup2 mount, without '.' or '..'",

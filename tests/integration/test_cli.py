@@ -80,6 +80,19 @@ def main():
         code, _, err = psidiag("validate", os.path.join(tmp, "missing.json"))
         check(code == 2 and "No such file" in err, f"missing config: {code} {err!r}")
 
+        # show: good lines are shown, a broken one is named by its line number, exit 1.
+        example = open(os.path.join(EXAMPLES, "incident-pressure.json")).read().strip()
+        p = subprocess.run([PSIDIAG, "show"], input=(example + "\n{broken\n\n" + example + "\n").encode(),
+                           capture_output=True, timeout=30)
+        out, err = p.stdout.decode(), p.stderr.decode()
+        check(p.returncode == 1, f"show with a broken line exited {p.returncode}")
+        check(out.count("pressure  /demo") == 2 and "api-worker" in out, f"show output:\n{out}")
+        check("stdin:2: not JSON" in err, f"show stderr: {err!r}")
+        code, out, err = psidiag("show", os.path.join(EXAMPLES, "incident-snapshot.json"))
+        check(code == 0 and "snapshot" in out, f"show FILE: {code} {err!r}")
+        code, _, err = psidiag("show", os.path.join(tmp, "missing.ndjson"))
+        check(code == 2 and "No such file" in err, f"show missing file: {code} {err!r}")
+
         # Rounding without CAP_SYS_RESOURCE is shown, not hidden (privileged hosts keep the spec).
         path = write(tmp, "r.json", '{"watch": [{"cgroup": "a", "triggers": ["cpu some 50ms 1s"]}]}')
         code, out, _ = psidiag("validate", path)

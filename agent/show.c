@@ -1,0 +1,214 @@
+/* SPDX-License-Identifier: MIT */
+#include <errno.h>
+#include <jansson.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "agent/base/macro.h"
+#include "agent/show.h"
+
+#define CMDLINE_WIDTH 60
+
+static const char *const delay_names[] = { "cpu", "blkio", "swapin", "reclaim", "thrashing", "compact", "wpcopy", "irq" };
+
+char *show_format_us(long long us, char *buf, size_t size) {
+        if (us < 0)
+                snprintf(buf, size, "-");
+        else if (us >= 10 * 1000 * 1000)
+                snprintf(buf, size, "%.0fs", us / 1e6);
+        else if (us >= 1000 * 1000)
+                snprintf(buf, size, "%.2fs", us / 1e6);
+        else if (us >= 10 * 1000)
+                snprintf(buf, size, "%.0fms", us / 1e3);
+        else if (us >= 1000)
+                snprintf(buf, size, "%.1fms", us / 1e3);
+        else
+                snprintf(buf, size, "%lldus", us);
+        return buf;
+}
+
+char *show_terminal_safe(const char *s, char *out, size_t size) {
+        size_t o = 0;
+
+        if (size == 0)
+                return out;
+        for (const unsigned char *p = (const unsigned char *) (s ? s : ""); *p && o + 1 < size;) {
+                size_t n = *p < 0x80 ? 1 : (*p & 0xE0) == 0xC0 ? 2 : (*p & 0xF0) == 0xE0 ? 3 : (*p & 0xF8) == 0xF0 ? 4 : 1;
+
+                if (*p < 0x20 || *p == 0x7F || (*p == 0xC2 && p[1] >= 0x80 && p[1] <= 0x9F)) {
+                        out[o++] = '?';
+                        p += *p == 0xC2 ? 2 : 1;
+                        continue;
+                }
+                if (o + n >= size)
+                        break; /* never cut a character in half */
+                for (size_t i = 0; i < n; i++) {
+                        if (!p[i]) /* truncated sequence at the end of the string */
+                                goto done;
+                        out[o++] = (char) p[i];
+                }
+                p += n;
+        }
+done:
+        out[o] = '\0';
+        return out;
+}
+
+static long long get_int(json_t *o, const char *key) {
+        json_t *v = json_object_get(o, key);
+        return json_is_integer(v) ? (long long) json_integer_value(v) : -1;
+}
+
+static const char *get_str(json_t *o, const char *key) {
+        json_t *v = json_object_get(o, key);
+        return json_is_string(v) ? json_string_value(v) : NULL;
+}
+
+static double get_avg10(json_t *pressure, const char *resource, const char *stall) {
+        json_t *v = json_object_get(json_object_get(json_object_get(pressure, resource), stall), "avg10");
+        return json_is_number(v) ? json_number_value(v) : -1;
+}
+
+static void show_pressure(json_t *inc, FILE *out) {
+        json_t *p = json_object_get(inc, "pressure"), *sample = json_object_get(inc, "sample");
+        static const char *const res[] = { "cpu", "memory", "io" };
+        char a[32], b[32];
+
+        fputs("  pressure  ", out);
+        for (size_t i = 0; i < ELEMENTSOF(res); i++) {
+                double some = get_avg10(p, res[i], "some"), full = get_avg10(p, res[i], "full");
+                if (some < 0)
+                        fprintf(out, "%s%s -", i ? " | " : "", res[i]);
+                else
+                        fprintf(out, "%s%s %.1f%% some, %.1f%% full", i ? " | " : "", res[i], some, full < 0 ? 0 : full);
+        }
+        fputs(" (avg10)\n", out);
+        const char *basis = get_str(sample, "basis");
+        long long stall = get_int(sample, "stall_us"), ms = get_int(sample, "duration_ms");
+        fprintf(out, "  sample    %s", basis && strcmp(basis, "lifetime") == 0 ? "lifetime totals (0 ms)" : "");
+        if (!basis || strcmp(basis, "lifetime") != 0)
+                fprintf(out, "%s", show_format_us(ms < 0 ? -1 : ms * 1000, a, sizeof a));
+        if (stall >= 0)
+                fprintf(out, ", stall +%s", show_format_us(stall, b, sizeof b));
+        fprintf(out, "; %lld tasks, %lld exited, %lld errors\n", get_int(sample, "tasks"), get_int(sample, "exited"),
+                get_int(sample, "errors"));
+
+        json_t *st = json_object_get(inc, "states");
+        if (json_is_object(st)) {
+                json_t *scaled = json_object_get(st, "scaled");
+                fprintf(out, "  states    %lld running, %lld sleeping, %lld blocked (D), %lld stopped%s\n",
+                        get_int(st, "running"), get_int(st, "sleeping"), get_int(st, "uninterruptible"),
+                        get_int(st, "stopped"), json_is_true(scaled) ? " (scaled from a sample)" : "");
+        }
+}
+
+/* The largest single delay of a process and its share of the process's total. */
+static void dominant(json_t *delays, char *buf, size_t size) {
+        long long best = -1, total = 0;
+        const char *name = "-";
+        char d[32];
+
+        for (size_t i = 0; i < ELEMENTSOF(delay_names); i++) {
+                long long v = get_int(delays, delay_names[i]);
+                if (v < 0)
+                        continue;
+                total += v;
+                if (v > best) {
+                        best = v;
+                        name = delay_names[i];
+                }
+        }
+        if (best <= 0)
+                snprintf(buf, size, "-");
+        else
+                snprintf(buf, size, "%s %s %lld%%", name, show_format_us(best, d, sizeof d), best * 100 / total);
+}
+
+static void show_processes(json_t *inc, FILE *out) {
+        json_t *top = json_object_get(inc, "most_delayed"), *p;
+        size_t i;
+
+        if (!json_is_array(top) || json_array_size(top) == 0) {
+                fputs("  no process was delayed in the sample\n", out);
+                return;
+        }
+        fprintf(out, "  %-8s %-8s %-20s %-24s %s\n", "PID", "DELAY", "DOMINANT", "CGROUP", "COMM  CMDLINE");
+        json_array_foreach(top, i, p) {
+                char score[32], dom[64], comm[64], cg[256], cmd[CMDLINE_WIDTH + 8];
+                const char *cmdline = get_str(p, "cmdline");
+
+                dominant(json_object_get(p, "delay_us"), dom, sizeof dom);
+                show_terminal_safe(get_str(p, "comm"), comm, sizeof comm);
+                show_terminal_safe(get_str(p, "cgroup") ? get_str(p, "cgroup") : "-", cg, sizeof cg);
+                show_terminal_safe(cmdline ? cmdline : "(exited)", cmd, CMDLINE_WIDTH);
+                fprintf(out, "  %-8lld %-8s %-20s %-24s %s  %s%s\n", get_int(p, "pid"),
+                        show_format_us(get_int(p, "score_us"), score, sizeof score), dom, cg, comm, cmd,
+                        cmdline && strlen(cmdline) >= CMDLINE_WIDTH - 1 ? "..." : "");
+        }
+}
+
+int show_line(const char *line, size_t len, FILE *out, char *error, size_t error_size) {
+        json_error_t jerr;
+        json_t *inc = json_loadb(line, len, 0, &jerr), *t;
+        char type[32], spec[128], cg[256], host[256];
+
+        if (!inc) {
+                snprintf(error, error_size, "not JSON: %s", jerr.text);
+                return -EINVAL;
+        }
+        if (!json_is_object(inc) || !get_str(inc, "type") || !get_str(inc, "time")) {
+                snprintf(error, error_size, "not an incident (no type or time)");
+                json_decref(inc);
+                return -EINVAL;
+        }
+        t = json_object_get(inc, "trigger");
+        show_terminal_safe(get_str(inc, "type"), type, sizeof type);
+        show_terminal_safe(get_str(json_object_get(inc, "host"), "hostname"), host, sizeof host);
+        if (json_is_object(t)) {
+                const char *c = get_str(t, "cgroup");
+                show_terminal_safe(c ? c : "node", cg, sizeof cg);
+                show_terminal_safe(get_str(t, "spec"), spec, sizeof spec);
+                fprintf(out, "%s  %s  %s  \"%s\"  on %s\n", get_str(inc, "time"), type, cg, spec, host);
+        } else
+                fprintf(out, "%s  %s  on %s\n", get_str(inc, "time"), type, host);
+        show_pressure(inc, out);
+        show_processes(inc, out);
+        json_decref(inc);
+        return 0;
+}
+
+int show_run(const char *path) {
+        FILE *in = stdin;
+        char *line = NULL, error[256];
+        size_t cap = 0;
+        ssize_t n;
+        unsigned long lineno = 0, bad = 0, shown = 0;
+
+        if (path && strcmp(path, "-") != 0) {
+                in = fopen(path, "re");
+                if (!in) {
+                        fprintf(stderr, "psidiag: %s: %s\n", path, strerror(errno));
+                        return 2;
+                }
+        }
+        while ((n = getline(&line, &cap, in)) >= 0) {
+                lineno++;
+                while (n > 0 && (line[n - 1] == '\n' || line[n - 1] == '\r'))
+                        line[--n] = '\0';
+                if (n == 0)
+                        continue;
+                if (shown > 0)
+                        fputc('\n', stdout);
+                if (show_line(line, (size_t) n, stdout, error, sizeof error) < 0) {
+                        fprintf(stderr, "psidiag: %s:%lu: %s\n", path ? path : "stdin", lineno, error);
+                        bad++;
+                        continue;
+                }
+                shown++;
+        }
+        free(line);
+        if (in != stdin)
+                fclose(in);
+        return bad ? 1 : 0;
+}

@@ -1,0 +1,102 @@
+/* SPDX-License-Identifier: MIT */
+/* `psidiag show`: the view of real and hostile incidents, durations, and what a terminal gets. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "agent/show.h"
+#include "tests/unit/test-util.h"
+
+#define EXAMPLE SCHEMA_DIR "/examples/incident-pressure.json"
+
+static char *render(const char *line, int *ret) {
+        char *buf = NULL, error[256];
+        size_t size = 0;
+        FILE *out = open_memstream(&buf, &size);
+
+        assert_non_null(out);
+        *ret = show_line(line, strlen(line), out, error, sizeof error);
+        fclose(out);
+        return buf;
+}
+
+static void test_format_us(void **state) {
+        char b[32];
+
+        assert_string_equal(show_format_us(120, b, sizeof b), "120us");
+        assert_string_equal(show_format_us(5626, b, sizeof b), "5.6ms");
+        assert_string_equal(show_format_us(983921, b, sizeof b), "984ms");
+        assert_string_equal(show_format_us(1025349, b, sizeof b), "1.03s");
+        assert_string_equal(show_format_us(42000000, b, sizeof b), "42s");
+        assert_string_equal(show_format_us(-1, b, sizeof b), "-");
+}
+
+static void test_terminal_safe(void **state) {
+        char b[32];
+
+        /* ESC, BEL, newline, DEL and a C1 CSI (U+009B) never reach the terminal. */
+        assert_string_equal(show_terminal_safe("\x1b[31mred\x07\n\x7f\xc2\x9b" "2J", b, sizeof b), "?[31mred????2J");
+        /* Multi-byte characters are kept whole, and cut only between characters. */
+        assert_string_equal(show_terminal_safe("h\xc3\xa9llo \xe2\x82\xac", b, sizeof b), "h\xc3\xa9llo \xe2\x82\xac");
+        assert_string_equal(show_terminal_safe("ab\xe2\x82\xac", b, 5), "ab");
+        assert_string_equal(show_terminal_safe(NULL, b, sizeof b), "");
+}
+
+static void test_example_incident(void **state) {
+        char line[16384];
+        FILE *f = fopen(EXAMPLE, "re");
+        int r;
+
+        assert_non_null(f);
+        assert_non_null(fgets(line, sizeof line, f));
+        fclose(f);
+        char *out = render(line, &r);
+        assert_int_equal(r, 0);
+        assert_non_null(strstr(out, "pressure  /demo  \"cpu some 20% 2s\"  on vm"));
+        assert_non_null(strstr(out, "cpu 13.4% some"));
+        assert_non_null(strstr(out, "stall +973ms"));
+        assert_non_null(strstr(out, "4 running, 1 sleeping"));
+        assert_non_null(strstr(out, "7570     1.03s    cpu 1.03s 100%"));
+        assert_non_null(strstr(out, "health-check"));
+        free(out);
+}
+
+static void test_hostile_and_broken(void **state) {
+        int r;
+        char *out = render("{\"type\":\"snapshot\",\"time\":\"t\",\"trigger\":null,\"sample\":{\"basis\":\"lifetime\"},"
+                           "\"most_delayed\":[{\"pid\":1,\"comm\":\"\\u001b]0;owned\\u0007\",\"cgroup\":\"/a\\nb\","
+                           "\"cmdline\":null,\"score_us\":10,\"delay_us\":{\"cpu\":3,\"blkio\":7}}]}",
+                           &r);
+
+        assert_int_equal(r, 0);
+        assert_null(strchr(out, '\x1b'));
+        assert_null(strchr(out, '\x07'));
+        assert_non_null(strstr(out, "?]0;owned?"));
+        assert_non_null(strstr(out, "/a?b"));
+        assert_non_null(strstr(out, "blkio 7us 70%"));
+        assert_non_null(strstr(out, "(exited)"));
+        assert_non_null(strstr(out, "lifetime totals"));
+        free(out);
+
+        out = render("{\"type\":\"pressure\"", &r);
+        assert_int_equal(r, -EINVAL);
+        free(out);
+        out = render("[1,2]", &r);
+        assert_int_equal(r, -EINVAL);
+        free(out);
+        out = render("{\"time\":\"t\"}", &r);
+        assert_int_equal(r, -EINVAL);
+        free(out);
+}
+
+int main(void) {
+        const struct CMUnitTest tests[] = {
+                cmocka_unit_test(test_format_us),
+                cmocka_unit_test(test_terminal_safe),
+                cmocka_unit_test(test_example_incident),
+                cmocka_unit_test(test_hostile_and_broken),
+        };
+
+        return cmocka_run_group_tests(tests, NULL, NULL);
+}
