@@ -1,0 +1,69 @@
+#!/usr/bin/python3
+# SPDX-License-Identifier: MIT
+"""`meson install` into a scratch DESTDIR: the binary, the man page, the hardened unit (its
+ExecStart pointing at the installed binary and config), the sysctl that switches on delay
+accounting, the default config (which validates) and the logrotate snippet. The unit is judged
+by systemd-analyze security (offline) when systemd-analyze is there."""
+
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from common import check, run  # noqa: E402
+
+BUILD = sys.argv[1]
+
+
+def main():
+    dest = tempfile.mkdtemp(prefix="psidiag-install-")
+    try:
+        p = subprocess.run(["meson", "install", "-C", BUILD, "--destdir", dest, "--no-rebuild", "--quiet"],
+                           capture_output=True, text=True, timeout=120)
+        check(p.returncode == 0, f"meson install failed: {p.stderr}")
+        files = {os.path.relpath(os.path.join(d, f), dest) for d, _, fs in os.walk(dest) for f in fs}
+        print("\n".join(sorted(files)))
+
+        def one(pattern):
+            hits = [f for f in files if re.search(pattern, f)]
+            check(len(hits) == 1, f"expected one file matching {pattern}, got {hits}")
+            return os.path.join(dest, hits[0]), "/" + hits[0]
+
+        binary, binary_path = one(r"sbin/psidiag$")
+        one(r"man8/psidiag\.8$")
+        unit, _ = one(r"system/psidiag\.service$")
+        sysctl, sysctl_path = one(r"sysctl\.d/50-psidiag\.conf$")
+        config, config_path = one(r"psidiag/config\.json$")
+        logrotate, _ = one(r"logrotate\.d/psidiag$")
+
+        text = open(unit).read()
+        check(f"ExecStart={binary_path} --config {config_path}\n" in text, f"ExecStart does not match:\n{text}")
+        check(sysctl_path in text, "the unit does not name the installed sysctl file")
+        for line in ("CapabilityBoundingSet=CAP_NET_ADMIN", "NoNewPrivileges=yes", "ProtectSystem=strict",
+                     "ReadWritePaths=/sys/fs/cgroup", "LogsDirectory=psidiag", "OOMScoreAdjust=-900", "MemoryMin="):
+            check(line in text, f"the unit lacks {line}")
+        check("@" not in re.sub(r"#.*", "", text), "an unsubstituted @VAR@ is left in the unit")
+        check("kernel.task_delayacct = 1" in open(sysctl).read(), "sysctl file")
+        check("create 0640" in open(logrotate).read() and "/var/log/psidiag/incidents.ndjson" in open(logrotate).read(),
+              "logrotate snippet")
+
+        p = subprocess.run([binary, "validate", config], capture_output=True, text=True, timeout=30)
+        check(p.returncode == 0, f"the installed config does not validate: {p.stderr}")
+        check("/var/log/psidiag/incidents.ndjson" in p.stdout, f"default output: {p.stdout}")
+
+        if shutil.which("systemd-analyze"):
+            p = subprocess.run(["systemd-analyze", "security", "--offline=true", f"--root={dest}", "--threshold=50",
+                                unit], capture_output=True, text=True, timeout=60)
+            score = re.search(r"Overall exposure level for psidiag.service: ([\d.]+)", p.stdout)
+            check(p.returncode == 0 and score, f"systemd-analyze security: {p.returncode}\n{p.stdout[-2000:]}")
+            print(f"systemd-analyze security: exposure {score.group(1)} (threshold 5.0)")
+        else:
+            print("systemd-analyze is not installed: the unit's exposure was not judged")
+    finally:
+        shutil.rmtree(dest, ignore_errors=True)
+
+
+run(main)
