@@ -13,6 +13,7 @@
 #include "agent/base/log.h"
 #include "agent/base/macro.h"
 #include "agent/config.h"
+#include "agent/metrics.h"
 #include "agent/output.h"
 #include "agent/report.h"
 #include "agent/wakeup.h"
@@ -131,7 +132,51 @@ struct Agent {
         size_t n_sinks;
         uint64_t seq;
         unsigned armed;
+
+        /* Health counters for the metrics file. */
+        unsigned triggers_configured;
+        uint64_t start_time_s;
+        uint64_t wakeups[_WAKEUP_VERDICT_MAX];
+        uint64_t samples, sample_thread_errors, cgroups_gone;
+        MetricsOutput *metric_outputs; /* one per sink, allocated once */
+        usec_t metrics_complaint_us;
 };
+
+/* Rewrites the metrics file after a counter changed (no timer: an idle agent stays idle). */
+static void agent_metrics_update(Agent *a) {
+        char why[160];
+        int r;
+
+        if (!a->config->metrics_file || !a->metric_outputs)
+                return;
+        for (size_t i = 0; i < a->n_sinks; i++)
+                a->metric_outputs[i] = (MetricsOutput) {
+                        .path = strcmp(a->sinks[i]->path, "-") == 0 ? "stdout" : a->sinks[i]->path,
+                        .written = a->sinks[i]->written,
+                        .failed = a->sinks[i]->failed,
+                };
+        Metrics m = {
+                                  .version = PSIDIAG_VERSION,
+                                  .start_time_s = a->start_time_s,
+                                  .watches = (unsigned) a->n_watches,
+                                  .triggers_configured = a->triggers_configured,
+                                  .triggers_armed = a->armed,
+                                  .samples = a->samples,
+                                  .sample_thread_errors = a->sample_thread_errors,
+                                  .cgroups_gone = a->cgroups_gone,
+                                  .outputs = a->metric_outputs,
+                                  .n_outputs = a->n_sinks,
+        };
+        memcpy(m.wakeups, a->wakeups, sizeof m.wakeups);
+        r = metrics_write(a->config->metrics_file, &m, why, sizeof why);
+        if (r < 0) {
+                usec_t now = now_usec(CLOCK_MONOTONIC);
+                if (!a->metrics_complaint_us || now - a->metrics_complaint_us >= OUTPUT_COMPLAINT_INTERVAL_US) {
+                        log_error_errno(r, "cannot write the metrics file %s: %s", a->config->metrics_file, why);
+                        a->metrics_complaint_us = now;
+                }
+        }
+}
 
 static SampleScope watch_scope(const Watch *w) {
         return (SampleScope) {
@@ -252,6 +297,9 @@ static void watch_finish_sample(Watch *w) {
                 return;
         }
         (void) output_write(w->sink, line, len); /* counts and reports failures itself */
+        a->samples++;
+        a->sample_thread_errors += lifetime ? w->a.errors : w->a.errors + w->b.errors;
+        agent_metrics_update(a);
         usec_t done = now_usec(CLOCK_MONOTONIC);
         /* The agent's own time for this incident, the sample window left out (benchmarks read it). */
         log_debug("incident %s for %s: %u threads, agent time %llu us (snapshot A %llu, B %llu, report and write %llu)",
@@ -312,12 +360,15 @@ static void on_trigger_io(struct ev_loop *loop, ev_io *io, int revents) {
         if (r == PSI_WATCH_GONE) {
                 /* Never treat ERR as a firing: it stays set, and would loop. */
                 trigger_close(a, t);
-                if (!w->gone)
+                if (!w->gone) {
                         log_warning("cgroup %s was removed: its triggers are closed", w->name);
+                        a->cgroups_gone++;
+                }
                 w->gone = true;
                 watch_drop_sample(w, "cgroup removed");
                 if (a->armed == 0)
                         log_warning("no trigger is armed any more; psidiag keeps running until stopped");
+                agent_metrics_update(a);
                 return;
         }
 
@@ -331,7 +382,9 @@ static void on_trigger_io(struct ev_loop *loop, ev_io *io, int revents) {
         }
         total = ps.line[t->effective.stall].total_us;
         verdict = wakeup_decide(&t->total, &w->timing, total, now_usec(CLOCK_MONOTONIC));
+        a->wakeups[verdict]++;
         if (verdict != WAKEUP_SAMPLE) {
+                agent_metrics_update(a);
                 log_debug("trigger \"%s\" on %s %s; ignored", t->cfg->text, w->name, wakeup_verdict_to_string(verdict));
                 return;
         }
@@ -465,6 +518,7 @@ static void agent_free(Agent *a) {
         for (size_t i = 0; i < a->n_sinks; i++)
                 output_free(a->sinks[i]);
         free(a->sinks);
+        free(a->metric_outputs);
         config_free(a->config);
         runtime_close(&a->rt);
         if (a->loop)
@@ -559,6 +613,17 @@ int agent_run(const AgentOptions *opts) {
                 log_error("no trigger could be armed; nothing to watch");
                 goto finish;
         }
+        a->start_time_s = now_usec(CLOCK_REALTIME) / USEC_PER_SEC;
+        for (size_t i = 0; i < a->n_watches; i++)
+                a->triggers_configured += (unsigned) a->watches[i].n_triggers;
+        if (a->config->metrics_file) {
+                a->metric_outputs = calloc(a->n_sinks, sizeof *a->metric_outputs);
+                if (!a->metric_outputs) {
+                        log_error("out of memory");
+                        goto finish;
+                }
+                agent_metrics_update(a);
+        }
         log_info("watching: %u trigger%s armed on %zu watch%s", a->armed, a->armed == 1 ? "" : "s", a->n_watches,
                  a->n_watches == 1 ? "" : "es");
 
@@ -571,6 +636,7 @@ int agent_run(const AgentOptions *opts) {
         ev_signal_start(a->loop, &a->sig_hup);
 
         ev_run(a->loop, 0);
+        agent_metrics_update(a);
         for (size_t i = 0; i < a->n_sinks; i++) {
                 OutputSink *o = a->sinks[i];
                 log_info("%s: %llu incident%s written, %llu lost", strcmp(o->path, "-") == 0 ? "stdout" : o->path,

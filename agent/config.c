@@ -248,6 +248,7 @@ Config *config_free(Config *c) {
         }
         free(c->watches);
         free(c->output);
+        free(c->metrics_file);
         free(c);
         return NULL;
 }
@@ -294,9 +295,26 @@ int config_parse(const char *text, size_t len, const char *name, Config **ret, c
                         watch = v;
                 else if (strcmp(key, "$schema") == 0)
                         continue;
-                else {
+                else if (strcmp(key, "metrics_file") == 0) {
+                        const char *m = json_string_value(v);
+                        size_t ml = m ? strlen(m) : 0;
+
+                        if (!m || json_string_length(v) != ml || m[0] != '/' || ml < 7 || strcmp(m + ml - 5, ".prom") != 0 ||
+                            m[ml - 6] == '/') {
+                                r = fail_at(&st, path, 1, "metrics_file must be an absolute path ending in \".prom\" "
+                                                          "(what node_exporter's textfile collector reads)");
+                                goto fail;
+                        }
+                        free(c->metrics_file);
+                        c->metrics_file = strdup(m);
+                        if (!c->metrics_file) {
+                                r = -ENOMEM;
+                                goto fail;
+                        }
+                } else {
                         r = fail_at(&st, path, 1,
-                                    "unknown key \"%s\" (expected output, top, sample_ms, cooldown_ms, watch)", key);
+                                    "unknown key \"%s\" (expected output, top, sample_ms, cooldown_ms, metrics_file, "
+                                    "watch)", key);
                         goto fail;
                 }
         }

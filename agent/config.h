@@ -36,6 +36,7 @@ typedef struct WatchConfig {
 
 typedef struct Config {
         char *output;
+        char *metrics_file; /* Prometheus textfile of health counters, or NULL */
         unsigned top;
         uint64_t sample_ms;
         uint64_t cooldown_ms;

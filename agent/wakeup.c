@@ -26,6 +26,8 @@ const char *wakeup_verdict_to_string(WakeupVerdict v) {
                 return "fired during a sample";
         case WAKEUP_COOLDOWN:
                 return "fired during its cooldown";
+        case _WAKEUP_VERDICT_MAX:
+                break;
         }
         return "unknown";
 }

@@ -13,6 +13,7 @@ typedef enum WakeupVerdict {
         WAKEUP_NO_GROWTH, /* total= did not grow: the spurious first event of an unprivileged trigger */
         WAKEUP_BUSY,      /* this watch is already sampling */
         WAKEUP_COOLDOWN,  /* the watch's last incident is younger than its cooldown */
+        _WAKEUP_VERDICT_MAX,
 } WakeupVerdict;
 
 typedef struct TriggerTotal {

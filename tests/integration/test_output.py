@@ -68,8 +68,9 @@ def full_disk(mount, tmp, cg, validate):
     try:
         out = os.path.join(disk, "incidents.ndjson")
         err_path = os.path.join(tmp, "disk.log")
+        prom = os.path.join(tmp, "psidiag.prom")
         agent = start(os.path.join(tmp, "disk.json"),
-                      {"output": out, "sample_ms": 100, "cooldown_ms": 0,
+                      {"output": out, "sample_ms": 100, "cooldown_ms": 0, "metrics_file": prom,
                        "watch": [{"cgroup": cg.rel, "triggers": ["cpu some 50ms 2s"]}]}, err_path)
         try:
             wait_for(lambda: os.path.exists(out) and os.path.getsize(out) > 0, 20, "no first incident", err_path)
@@ -123,6 +124,13 @@ def full_disk(mount, tmp, cg, validate):
         lines = whole_lines(out, validate)
         # The first file (removed) held lines too, so written counts at least what is left.
         check(written >= len(lines) and lost_total >= lost, f"totals {totals[0]!r}: {len(lines)} lines, {lost} lost")
+        # The metrics file agrees with the log's totals (it is rewritten at exit too).
+        metrics = dict(l.rsplit(" ", 1) for l in open(prom).read().splitlines() if not l.startswith("#"))
+        check(int(metrics[f'psidiag_incidents_written_total{{output="{out}"}}']) == written, f"metrics {metrics}")
+        check(int(metrics[f'psidiag_incidents_lost_total{{output="{out}"}}']) == lost_total, f"metrics {metrics}")
+        check(int(metrics["psidiag_triggers_armed"]) == 1 and int(metrics["psidiag_samples_total"]) == written + lost_total,
+              f"metrics {metrics}")
+        check(int(metrics['psidiag_wakeups_total{verdict="sample"}']) == written + lost_total, f"metrics {metrics}")
         print(f"full disk: {len(lines)} lines written whole, {lost} lost and counted")
     finally:
         subprocess.run(["umount", "-l", disk], check=False)

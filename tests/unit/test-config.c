@@ -109,6 +109,10 @@ static void test_errors_with_positions(void **state) {
         parse_fails("{\"cooldown_ms\": 99999999999, \"watch\": []}", "t.json:1:17: cooldown_ms must be between");
         parse_fails("{\"output\": \"relative.log\", \"watch\": []}", "t.json:1:12: output must be an absolute path");
         parse_fails("{\"output\": 3, \"watch\": []}", "t.json:1:12: output must be a string");
+        parse_fails("{\"metrics_file\": \"m.prom\", \"watch\": []}", "t.json:1:18: metrics_file must be an absolute path");
+        parse_fails("{\"metrics_file\": \"/var/lib/m.txt\", \"watch\": []}", "t.json:1:18: metrics_file must be");
+        parse_fails("{\"metrics_file\": \"/x/.prom\", \"watch\": []}", "t.json:1:18: metrics_file must be");
+        parse_fails("{\"metrics_file\": 1, \"watch\": []}", "t.json:1:18: metrics_file must be");
 }
 
 static int resolve(const char *cgroup, char **ret_error) {

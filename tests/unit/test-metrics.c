@@ -1,0 +1,102 @@
+/* SPDX-License-Identifier: MIT */
+/* The Prometheus textfile: exposition text, label escaping, and the atomic rewrite. */
+#include <errno.h>
+#include <ftw.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "agent/metrics.h"
+#include "tests/unit/test-util.h"
+
+static const MetricsOutput outputs[] = {
+        { .path = "/var/log/psidiag/incidents.ndjson", .written = 7, .failed = 2 },
+        { .path = "/tmp/odd\"name\\\n", .written = 1 },
+};
+
+static const Metrics sample_metrics = {
+        .version = "0.2.0",
+        .start_time_s = 1795000000,
+        .watches = 2,
+        .triggers_configured = 4,
+        .triggers_armed = 3,
+        .wakeups = { 9, 1, 2, 5 },
+        .samples = 9,
+        .sample_thread_errors = 4,
+        .cgroups_gone = 1,
+        .outputs = outputs,
+        .n_outputs = 2,
+};
+
+static void test_format(void **state) {
+        char *text = NULL;
+
+        assert_int_equal(metrics_format(&sample_metrics, &text), 0);
+        assert_non_null(strstr(text, "# TYPE psidiag_triggers_armed gauge\npsidiag_triggers_armed 3\n"));
+        assert_non_null(strstr(text, "psidiag_info{version=\"0.2.0\"} 1\n"));
+        assert_non_null(strstr(text, "psidiag_wakeups_total{verdict=\"sample\"} 9\n"));
+        assert_non_null(strstr(text, "psidiag_wakeups_total{verdict=\"cooldown\"} 5\n"));
+        assert_non_null(strstr(text, "psidiag_incidents_written_total{output=\"/var/log/psidiag/incidents.ndjson\"} 7\n"));
+        assert_non_null(strstr(text, "psidiag_incidents_lost_total{output=\"/var/log/psidiag/incidents.ndjson\"} 2\n"));
+        assert_non_null(strstr(text, "{output=\"/tmp/odd\\\"name\\\\\\n\"} 1\n"));
+        assert_non_null(strstr(text, "psidiag_cgroups_gone_total 1\n"));
+        /* Every line is a comment or "name[{labels}] value". */
+        for (char *l = strtok(text, "\n"); l; l = strtok(NULL, "\n"))
+                assert_true(l[0] == '#' || strncmp(l, "psidiag_", 8) == 0);
+        free(text);
+}
+
+static int rm_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw) {
+        return remove(path);
+}
+
+static void test_write_atomic(void **state) {
+        char dir[] = "/tmp/psidiag-test-XXXXXX", path[128], link_path[128], buf[4096], why[160];
+        FILE *f;
+
+        assert_non_null(mkdtemp(dir));
+        snprintf(path, sizeof path, "%s/psidiag.prom", dir);
+        assert_int_equal(metrics_write(path, &sample_metrics, why, sizeof why), 0);
+        assert_int_equal(metrics_write(path, &sample_metrics, why, sizeof why), 0);
+        f = fopen(path, "re");
+        assert_non_null(f);
+        size_t n = fread(buf, 1, sizeof buf - 1, f);
+        buf[n] = '\0';
+        fclose(f);
+        assert_non_null(strstr(buf, "psidiag_samples_total 9\n"));
+        /* No temporary file is left behind. */
+        snprintf(link_path, sizeof link_path, "%s/.psidiag.prom.%d.tmp", dir, (int) getpid());
+        assert_int_equal(access(link_path, F_OK), -1);
+
+        /* A symlink at the path is replaced, never written through. */
+        snprintf(link_path, sizeof link_path, "%s/victim", dir);
+        f = fopen(link_path, "we");
+        assert_non_null(f);
+        fputs("precious\n", f);
+        fclose(f);
+        assert_int_equal(unlink(path), 0);
+        assert_int_equal(symlink("victim", path), 0);
+        assert_int_equal(metrics_write(path, &sample_metrics, why, sizeof why), 0);
+        f = fopen(link_path, "re");
+        assert_non_null(fgets(buf, sizeof buf, f));
+        fclose(f);
+        assert_string_equal(buf, "precious\n");
+        struct stat st;
+        assert_int_equal(lstat(path, &st), 0);
+        assert_true(S_ISREG(st.st_mode));
+
+        snprintf(path, sizeof path, "%s/missing/psidiag.prom", dir);
+        assert_int_equal(metrics_write(path, &sample_metrics, why, sizeof why), -ENOENT);
+        nftw(dir, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
+}
+
+int main(void) {
+        const struct CMUnitTest tests[] = {
+                cmocka_unit_test(test_format),
+                cmocka_unit_test(test_write_atomic),
+        };
+
+        return cmocka_run_group_tests(tests, NULL, NULL);
+}
