@@ -11,6 +11,7 @@
 
 #include "agent/base/macro.h"
 #include "agent/config.h"
+#include "agent/journal.h"
 #include "agent/jsonpos.h"
 #include "probes/sysroot.h"
 
@@ -78,8 +79,11 @@ static int get_output(ParseState *st, json_t *v, const JsonPathElem *path, size_
         s = json_string_value(v);
         if (json_string_length(v) != strlen(s) || s[0] == '\0')
                 return fail_at(st, path, n, "output must be a non-empty path without NUL bytes");
-        if (strcmp(s, "-") != 0 && s[0] != '/')
-                return fail_at(st, path, n, "output must be an absolute path or \"-\"");
+        if (strcmp(s, "journal") == 0 && !journal_supported())
+                return fail_at(st, path, n, "output \"journal\": this psidiag was built without journald support "
+                                            "(libsystemd; meson -Djournal=enabled)");
+        if (strcmp(s, "-") != 0 && strcmp(s, "journal") != 0 && s[0] != '/')
+                return fail_at(st, path, n, "output must be an absolute path, \"-\" (stdout) or \"journal\"");
         copy = strdup(s);
         if (!copy)
                 return -ENOMEM;

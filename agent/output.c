@@ -10,14 +10,24 @@
 #include "agent/base/log.h"
 #include "agent/base/macro.h"
 #include "agent/base/safepath.h"
+#include "agent/journal.h"
 #include "agent/output.h"
 
 static bool is_stdout(const OutputSink *o) {
         return strcmp(o->path, "-") == 0;
 }
 
+static bool is_journal(const OutputSink *o) {
+        return strcmp(o->path, OUTPUT_JOURNAL) == 0;
+}
+
+/* Sinks without a file of their own: nothing to open, follow or reopen. */
+static bool is_stream(const OutputSink *o) {
+        return is_stdout(o) || is_journal(o);
+}
+
 static const char *display_name(const OutputSink *o) {
-        return is_stdout(o) ? "stdout" : o->path;
+        return strcmp(o->path, "-") == 0 ? "stdout" : o->path;
 }
 
 static int open_file(const char *path, struct stat *ret_st, char *why, size_t why_size) {
@@ -79,7 +89,15 @@ int output_open(const char *path, OutputSink **ret, char *why, size_t why_size) 
         }
         if (is_stdout(o))
                 fd = STDOUT_FILENO;
-        else {
+        else if (is_journal(o)) {
+                if (!journal_supported()) {
+                        snprintf(why, why_size, "psidiag was built without journald support (libsystemd)");
+                        free(o->path);
+                        free(o);
+                        return -EOPNOTSUPP;
+                }
+                fd = -EBADF;
+        } else {
                 fd = open_file(path, &st, why, why_size);
                 if (fd < 0) {
                         free(o->path);
@@ -98,7 +116,7 @@ int output_reopen(OutputSink *o, char *why, size_t why_size) {
         struct stat st;
         int fd;
 
-        if (is_stdout(o))
+        if (is_stream(o))
                 return 0;
         fd = open_file(o->path, &st, why, why_size);
         if (fd < 0)
@@ -117,7 +135,7 @@ static int follow_path(OutputSink *o) {
         char why[160];
         int r;
 
-        if (is_stdout(o))
+        if (is_stream(o))
                 return 0;
         if (fstatat(AT_FDCWD, o->path, &st, AT_SYMLINK_NOFOLLOW) == 0 && st.st_dev == o->dev && st.st_ino == o->ino)
                 return 0;
@@ -179,7 +197,7 @@ int output_write(OutputSink *o, const char *line, size_t len) {
         int r = follow_path(o);
 
         if (r >= 0)
-                r = write_all(o, line, len);
+                r = is_journal(o) ? journal_send_incident(line, len) : write_all(o, line, len);
         if (r < 0) {
                 o->failed++;
                 o->failed_since_success++;
@@ -200,7 +218,7 @@ int output_write(OutputSink *o, const char *line, size_t len) {
 OutputSink *output_free(OutputSink *o) {
         if (!o)
                 return NULL;
-        if (!is_stdout(o))
+        if (!is_stream(o))
                 safe_close(o->fd);
         free(o->path);
         free(o);

@@ -15,6 +15,8 @@
 #include "agent/base/timeutil.h"
 
 #define OUTPUT_COMPLAINT_INTERVAL_US (10 * USEC_PER_SEC)
+/* The output value that sends incidents to the systemd journal (journal.h). */
+#define OUTPUT_JOURNAL "journal"
 
 typedef struct OutputSink {
         char *path; /* "-" for stdout */
@@ -30,7 +32,8 @@ typedef struct OutputSink {
 /* Opens path for appending: created 0640; never through a symlink at the last component, nor
  * through one planted by someone else in a world-writable directory on the way (safepath.h); an
  * existing file in a world-writable directory must be ours and not hard-linked elsewhere. Only
- * regular files, FIFOs (that have a reader) and character devices are accepted. "-" wraps stdout.
+ * regular files, FIFOs (that have a reader) and character devices are accepted. "-" wraps stdout;
+ * "journal" sends to the systemd journal (-EOPNOTSUPP when built without it).
  * 0, or -errno with a sentence in why. */
 int output_open(const char *path, OutputSink **ret, char *why, size_t why_size);
 

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "agent/journal.h"
 #include "agent/show.h"
 #include "tests/unit/test-util.h"
 
@@ -90,12 +91,41 @@ static void test_hostile_and_broken(void **state) {
         free(out);
 }
 
+static void test_journal_summary(void **state) {
+        char line[16384], message[1024], type[32], id[128];
+        const char *message_id;
+        FILE *f = fopen(EXAMPLE, "re");
+
+        assert_non_null(f);
+        assert_non_null(fgets(line, sizeof line, f));
+        fclose(f);
+        assert_int_equal(journal_summary(line, strlen(line), message, sizeof message, type, sizeof type, id, sizeof id,
+                                         &message_id),
+                         0);
+        assert_string_equal(message, "pressure on /demo \"cpu some 20% 2s\": api-worker[7570] 1.03s, "
+                                     "api-worker[7569] 984ms, health-check[7571] 5.6ms");
+        assert_string_equal(message_id, JOURNAL_MESSAGE_ID_PRESSURE);
+        assert_string_equal(type, "pressure");
+        assert_string_equal(id, "7840f08a-660d9ba4c38d4-1d8f-1");
+
+        const char *hostile = "{\"type\":\"snapshot\",\"id\":\"x\",\"trigger\":null,\"most_delayed\":"
+                              "[{\"pid\":1,\"comm\":\"\\u001b[2Jx\",\"score_us\":5}]}";
+        assert_int_equal(journal_summary(hostile, strlen(hostile), message, sizeof message, type, sizeof type, id,
+                                         sizeof id, &message_id),
+                         0);
+        assert_string_equal(message, "snapshot: ?[2Jx[1] 5us");
+        assert_string_equal(message_id, JOURNAL_MESSAGE_ID_SNAPSHOT);
+        assert_int_equal(journal_summary("[]", 2, message, sizeof message, type, sizeof type, id, sizeof id, &message_id),
+                         -EINVAL);
+}
+
 int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_format_us),
                 cmocka_unit_test(test_terminal_safe),
                 cmocka_unit_test(test_example_incident),
                 cmocka_unit_test(test_hostile_and_broken),
+                cmocka_unit_test(test_journal_summary),
         };
 
         return cmocka_run_group_tests(tests, NULL, NULL);

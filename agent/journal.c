@@ -1,0 +1,83 @@
+/* SPDX-License-Identifier: MIT */
+#include <errno.h>
+#include <jansson.h>
+#include <stdio.h>
+#include <string.h>
+#include <syslog.h>
+
+#if HAVE_JOURNAL
+#define SD_JOURNAL_SUPPRESS_LOCATION
+#include <systemd/sd-journal.h>
+#endif
+
+#include "agent/journal.h"
+#include "agent/show.h"
+
+bool journal_supported(void) {
+        return HAVE_JOURNAL;
+}
+
+static const char *string_at(json_t *o, const char *key) {
+        json_t *v = json_object_get(o, key);
+        return json_is_string(v) ? json_string_value(v) : NULL;
+}
+
+int journal_summary(const char *line, size_t len, char *message, size_t message_size, char *type,
+                    size_t type_size, char *id, size_t id_size, const char **ret_message_id) {
+        json_t *inc = json_loadb(line, len, 0, NULL), *top, *p, *trigger;
+        char safe[256], dur[32];
+        size_t i, o;
+
+        if (!json_is_object(inc) || !string_at(inc, "type")) {
+                json_decref(inc);
+                return -EINVAL;
+        }
+        show_terminal_safe(string_at(inc, "type"), type, type_size);
+        show_terminal_safe(string_at(inc, "id"), id, id_size);
+        *ret_message_id = strcmp(type, "pressure") == 0   ? JOURNAL_MESSAGE_ID_PRESSURE
+                          : strcmp(type, "snapshot") == 0 ? JOURNAL_MESSAGE_ID_SNAPSHOT
+                                                          : JOURNAL_MESSAGE_ID_OTHER;
+        trigger = json_object_get(inc, "trigger");
+        o = (size_t) snprintf(message, message_size, "%s", type);
+        if (json_is_object(trigger) && o < message_size) {
+                const char *cg = string_at(trigger, "cgroup");
+                char spec[128];
+                show_terminal_safe(cg ? cg : "node", safe, sizeof safe);
+                show_terminal_safe(string_at(trigger, "spec"), spec, sizeof spec);
+                o += (size_t) snprintf(message + o, message_size - o, " on %s \"%s\"", safe, spec);
+        }
+        top = json_object_get(inc, "most_delayed");
+        json_array_foreach(top, i, p) {
+                json_t *score = json_object_get(p, "score_us");
+                if (i == 3 || o >= message_size)
+                        break;
+                show_terminal_safe(string_at(p, "comm"), safe, sizeof safe);
+                o += (size_t) snprintf(message + o, message_size - o, "%s%s[%lld] %s", i ? ", " : ": ", safe,
+                                       (long long) json_integer_value(json_object_get(p, "pid")),
+                                       show_format_us(json_is_integer(score) ? (long long) json_integer_value(score) : -1,
+                                                      dur, sizeof dur));
+        }
+        if (o < message_size && json_array_size(top) == 0)
+                snprintf(message + o, message_size - o, ": no process was delayed");
+        json_decref(inc);
+        return 0;
+}
+
+int journal_send_incident(const char *line, size_t len) {
+#if HAVE_JOURNAL
+        char message[1024], type[32], id[128];
+        const char *message_id;
+        int r;
+
+        r = journal_summary(line, len, message, sizeof message, type, sizeof type, id, sizeof id, &message_id);
+        if (r < 0)
+                return r;
+        while (len > 0 && line[len - 1] == '\n')
+                len--;
+        return sd_journal_send("MESSAGE=psidiag: %s", message, "MESSAGE_ID=%s", message_id, "PRIORITY=%i", LOG_WARNING,
+                               "SYSLOG_IDENTIFIER=psidiag", "PSIDIAG_TYPE=%s", type, "PSIDIAG_INCIDENT_ID=%s", id,
+                               "PSIDIAG_INCIDENT=%.*s", (int) len, line, NULL);
+#else
+        return -EOPNOTSUPP;
+#endif
+}
