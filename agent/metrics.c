@@ -57,6 +57,10 @@ int metrics_format(const Metrics *m, char **ret) {
         for (WakeupVerdict v = 0; v < _WAKEUP_VERDICT_MAX; v++)
                 fprintf(f, "psidiag_wakeups_total{verdict=\"%s\"} %llu\n", verdict_label[v],
                         (unsigned long long) m->wakeups[v]);
+        metric(f, "psidiag_incidents_suppressed_total", "counter",
+               "Incidents not taken because a rate limit held them back, by reason (cooldown: the watch's cooldown_ms).");
+        fprintf(f, "psidiag_incidents_suppressed_total{reason=\"cooldown\"} %llu\n",
+                (unsigned long long) m->wakeups[WAKEUP_COOLDOWN]);
         metric(f, "psidiag_samples_total", "counter", "Samples taken.");
         fprintf(f, "psidiag_samples_total %llu\n", (unsigned long long) m->samples);
         metric(f, "psidiag_sample_thread_errors_total", "counter",

@@ -42,6 +42,7 @@ static void test_format(void **state) {
         assert_non_null(strstr(text, "psidiag_incidents_lost_total{output=\"/var/log/psidiag/incidents.ndjson\"} 2\n"));
         assert_non_null(strstr(text, "{output=\"/tmp/odd\\\"name\\\\\\n\"} 1\n"));
         assert_non_null(strstr(text, "psidiag_cgroups_gone_total 1\n"));
+        assert_non_null(strstr(text, "psidiag_incidents_suppressed_total{reason=\"cooldown\"} 5\n"));
         /* Every line is a comment or "name[{labels}] value". */
         for (char *l = strtok(text, "\n"); l; l = strtok(NULL, "\n"))
                 assert_true(l[0] == '#' || strncmp(l, "psidiag_", 8) == 0);
