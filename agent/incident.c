@@ -8,6 +8,7 @@
 #include "agent/base/macro.h"
 #include "agent/base/utf8.h"
 #include "agent/incident.h"
+#include "probes/cgmeta.h"
 
 /* Every jansson call can fail on allocation; set_new() returns -ENOMEM (and drops v) when it does,
  * so builders can chain `r |= set(...)` and check once. */
@@ -112,6 +113,33 @@ static json_t *delays_object(const uint64_t d[_TASK_DELAY_MAX], uint32_t present
         return o;
 }
 
+static json_t *string_or_null(const char *s) {
+        return s && s[0] ? json_string_from_bytes(s, strlen(s)) : json_null();
+}
+
+/* What the cgroup path says: systemd unit and slice, Kubernetes pod and QoS, container. */
+json_t *incident_cgroup_meta(const char *path) {
+        CgroupMeta m;
+        json_t *o;
+        int r = 0;
+
+        if (!path)
+                return json_null();
+        cgroup_meta_parse(path, &m);
+        o = json_object();
+        r |= set_new(o, "unit", string_or_null(m.unit));
+        r |= set_new(o, "slice", string_or_null(m.slice));
+        r |= set_new(o, "pod_uid", string_or_null(m.pod_uid));
+        r |= set_new(o, "qos", string_or_null(cgroup_qos_to_string(m.qos)));
+        r |= set_new(o, "container_runtime", string_or_null(m.runtime));
+        r |= set_new(o, "container_id", string_or_null(m.container_id));
+        if (r < 0) {
+                json_decref(o);
+                return NULL;
+        }
+        return o;
+}
+
 static json_t *process_object(const Ranking *rk, const ProcessDelta *p, const ProcessInfo *info) {
         json_t *o = json_object(), *threads = json_array();
         int r = 0;
@@ -124,6 +152,7 @@ static json_t *process_object(const Ranking *rk, const ProcessDelta *p, const Pr
         r |= set_new(o, "uid", info->uid >= 0 ? json_integer(info->uid) : json_null());
         r |= set_new(o, "cgroup", info->has_cgroup ? json_string_from_bytes(info->cgroup, strlen(info->cgroup))
                                                    : json_null());
+        r |= set_new(o, "meta", incident_cgroup_meta(info->has_cgroup ? info->cgroup : NULL));
         r |= set_new(o, "score_us", json_u64(p->score_ns / NSEC_PER_USEC));
         r |= set_new(o, "delay_us", delays_object(p->delay_ns, rk->present));
 

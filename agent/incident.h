@@ -67,6 +67,10 @@ typedef struct IncidentInput {
 json_t *incident_build(const IncidentInput *in);
 
 /* Dumps compact JSON plus '\n' into a malloc'ed buffer. 0 or -ENOMEM. */
+/* {unit, slice, pod_uid, qos, container_runtime, container_id} of a cgroup path (each null when
+ * the path does not say), or JSON null for a NULL path. NULL on allocation failure. */
+json_t *incident_cgroup_meta(const char *path);
+
 int incident_dump_line(const json_t *incident, char **ret, size_t *ret_len);
 
 /* "<boot id prefix>-<time us hex>-<pid hex>-<seq>": unique on the host across agent restarts. */

@@ -88,6 +88,10 @@ static void test_pressure_incident(void **state) {
         assert_true(json_is_null(json_object_get(json_object_get(j, "states"), "io_wait")));
 
         p = json_array_get(json_object_get(j, "most_delayed"), 0);
+        t = json_object_get(p, "meta");
+        assert_string_equal(json_string_value(json_object_get(t, "unit")), "nginx.service");
+        assert_string_equal(json_string_value(json_object_get(t, "slice")), "system.slice");
+        assert_true(json_is_null(json_object_get(t, "pod_uid")) && json_is_null(json_object_get(t, "qos")));
         assert_int_equal(json_integer_value(json_object_get(p, "pid")), 100);
         /* Invalid UTF-8 replaced, quotes and control characters escaped by the encoder. */
         assert_string_equal(json_string_value(json_object_get(p, "comm")), "\xef\xbf\xbd\xef\xbf\xbd\"bad\\name\"");

@@ -1,0 +1,34 @@
+/* SPDX-License-Identifier: MIT */
+/* What a cgroup path says about its owner, by the naming conventions of systemd and of the
+ * Kubernetes kubelet with either cgroup driver:
+ *   systemd   kubepods.slice/kubepods-burstable.slice/kubepods-burstable-pod<uid_with_underscores>.slice/
+ *             cri-containerd-<id>.scope  (crio-<id>.scope, docker-<id>.scope)
+ *   cgroupfs  kubepods/burstable/pod<uid>/<id>   (guaranteed pods sit right under kubepods),
+ *             docker/<id>
+ * plus systemd units (*.service, *.scope, *.slice) anywhere. Pure: takes a path, never touches the
+ * host, never logs. */
+#pragma once
+
+#include <stdbool.h>
+#include <stddef.h>
+
+typedef enum CgroupQos {
+        CGROUP_QOS_NONE,
+        CGROUP_QOS_GUARANTEED,
+        CGROUP_QOS_BURSTABLE,
+        CGROUP_QOS_BESTEFFORT,
+} CgroupQos;
+
+typedef struct CgroupMeta {
+        char unit[256];      /* the innermost *.service or *.scope, "" if none */
+        char slice[256];     /* the innermost *.slice, "" if none */
+        char pod_uid[40];    /* with dashes, "" if not a Kubernetes pod */
+        CgroupQos qos;
+        char runtime[16];    /* "containerd", "crio", "docker", "" when unknown */
+        char container_id[72]; /* hex id, "" if none */
+} CgroupMeta;
+
+const char *cgroup_qos_to_string(CgroupQos q); /* NULL for NONE */
+
+/* Decodes path ("/a/b" or "a/b"). Returns true when anything was recognized. */
+bool cgroup_meta_parse(const char *path, CgroupMeta *ret);
