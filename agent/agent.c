@@ -117,6 +117,7 @@ struct Watch {
         usec_t wakeup_real_us;
         Snapshot a, b;
         Ranking ranking;
+        HotCgroups hot;
         ProcessInfo *procs;
         WatchTiming timing;
 };
@@ -245,6 +246,9 @@ static void watch_finish_sample(Watch *w) {
         Agent *a = w->agent;
         SampleScope scope = watch_scope(w);
         Trigger *t = w->fired;
+
+        scope.walk_cgroups = true;
+        scope.cgroups_resource = t->effective.resource;
         _cleanup_free_ char *line = NULL;
         char id[96];
         size_t len;
@@ -289,6 +293,8 @@ static void watch_finish_sample(Watch *w) {
                                       .a = lifetime ? NULL : &w->a,
                                       .b = lifetime ? &w->a : &w->b,
                                       .ranking = &w->ranking,
+                                      .hot = &w->hot,
+                                      .scope_cgroup = w->cfg->cgroup,
                                       .procs = w->procs,
                               },
                               &line, &len);
@@ -317,6 +323,10 @@ static void on_sample_timer(struct ev_loop *loop, ev_timer *timer, int revents) 
 static void watch_start_sample(Watch *w, Trigger *t) {
         SampleScope scope = watch_scope(w);
         int r;
+
+        /* The fired resource's totals of every descendant cgroup, for the hottest cgroups. */
+        scope.walk_cgroups = true;
+        scope.cgroups_resource = t->effective.resource;
 
         usec_t start = now_usec(CLOCK_MONOTONIC);
 
@@ -507,6 +517,7 @@ static void agent_free(Agent *a) {
                 snapshot_done(&w->a);
                 snapshot_done(&w->b);
                 ranking_done(&w->ranking);
+                hot_cgroups_done(&w->hot);
                 free(w->procs);
         }
         free(a->watches);

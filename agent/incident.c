@@ -244,6 +244,29 @@ json_t *incident_build(const IncidentInput *in) {
         r |= set_new(states, "scaled", json_boolean(st->scaled));
         r |= set_new(o, "states", states);
 
+        if (in->has_hot) {
+                json_t *cgroups = json_array();
+                const char *prefix = in->hot_prefix ? in->hot_prefix : "";
+
+                while (*prefix == '/')
+                        prefix++;
+                for (size_t i = 0; i < in->n_hot; i++) {
+                        const HotCgroup *h = &in->hot[i];
+                        char path[4096];
+                        int n = prefix[0] ? snprintf(path, sizeof path, "/%s/%s", prefix, h->path)
+                                          : snprintf(path, sizeof path, "/%s", h->path);
+                        json_t *c = json_object();
+
+                        r |= set_new(c, "path", json_string_from_bytes(path, (size_t) MIN(n, (int) sizeof path - 1)));
+                        r |= set_new(c, "stall_us", json_u64(h->stall_us));
+                        r |= set_new(c, "some_us", json_u64(h->some_us));
+                        r |= set_new(c, "full_us", h->has_full ? json_u64(h->full_us) : json_null());
+                        r |= set_new(c, "meta", incident_cgroup_meta(path));
+                        r |= append_new(cgroups, c);
+                }
+                r |= set_new(o, "cgroups", cgroups);
+        }
+
         for (size_t i = 0; in->ranking && i < in->n_procs && i < in->ranking->n_procs; i++)
                 r |= append_new(top, process_object(in->ranking, &in->ranking->procs[i], &in->procs[i]));
         r |= set_new(o, "most_delayed", top);

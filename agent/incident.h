@@ -10,6 +10,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "agent/hot.h"
 #include "agent/rank.h"
 #include "agent/sample.h"
 #include "triggers/trigger.h"
@@ -52,6 +53,10 @@ typedef struct IncidentInput {
         usec_t sample_start_real_us;
         uint64_t sample_duration_ms;
         bool lifetime; /* one snapshot, delays since each thread began (sample_ms 0) */
+        bool has_hot;  /* the descendant cgroups were walked: "cgroups" is written */
+        const HotCgroup *hot;
+        size_t n_hot;
+        const char *hot_prefix; /* the sampled cgroup ("a/b"), NULL node-wide */
         unsigned tasks, exited, errors; /* tasks: threads listed at the start */
         bool has_stall;
         uint64_t stall_us;

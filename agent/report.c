@@ -100,6 +100,17 @@ int report_build_line(const Report *rep, char **ret, size_t *ret_len) {
                 in.stall_us = after >= before ? after - before : 0;
         }
 
+        if (rep->hot && first->has_cgroups && rep->b->has_cgroups) {
+                r = hot_cgroups_build(rep->hot, rep->a ? &rep->a->cgroups : NULL, &rep->b->cgroups,
+                                      rep->has_stall ? rep->stall : PSI_STALL_SOME, HOT_CGROUPS_MAX);
+                if (r < 0)
+                        return r;
+                in.has_hot = true;
+                in.hot = rep->hot->items;
+                in.n_hot = rep->hot->n;
+                in.hot_prefix = rep->scope_cgroup;
+        }
+
         in.n_procs = MIN((size_t) rep->top, rep->ranking->n_procs);
         for (size_t i = 0; i < in.n_procs; i++) {
                 const ProcessDelta *p = &rep->ranking->procs[i];

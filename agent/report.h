@@ -6,6 +6,7 @@
 
 #include <stdbool.h>
 
+#include "agent/hot.h"
 #include "agent/incident.h"
 #include "agent/rank.h"
 #include "agent/sample.h"
@@ -36,6 +37,8 @@ typedef struct Report {
 
         const Snapshot *a, *b; /* a NULL: a sample of 0 ms, b alone with lifetime totals */
         Ranking *ranking;    /* scratch, reused */
+        HotCgroups *hot;     /* scratch for the hottest descendant cgroups (when the snapshots walked them) */
+        const char *scope_cgroup; /* the sampled cgroup ("a/b", "" root), NULL node-wide: prefixes hot paths */
         ProcessInfo *procs;  /* scratch of at least top entries */
 } Report;
 

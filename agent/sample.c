@@ -72,6 +72,12 @@ int snapshot_take(Snapshot *s, const SampleScope *scope, bool count_states) {
         s->real_us = now_usec(CLOCK_REALTIME);
 
         snapshot_read_pressure(s, scope);
+        s->has_cgroups = false;
+        if (scope->walk_cgroups) {
+                int dirfd = scope->cgroup_fd >= 0 ? scope->cgroup_fd : scope->sysroot->cgroup2_fd;
+                cgroup_totals_clear(&s->cgroups);
+                s->has_cgroups = dirfd >= 0 && cgroup_totals_read(dirfd, scope->cgroups_resource, &s->cgroups) >= 0;
+        }
 
         if (scope->cgroup_fd >= 0)
                 r = cgroup_list_threads(scope->cgroup_fd, &s->tids);
@@ -166,5 +172,6 @@ const ThreadDelays *snapshot_find(const Snapshot *s, pid_t tid) {
 void snapshot_done(Snapshot *s) {
         free(s->threads);
         tid_list_done(&s->tids);
+        cgroup_totals_done(&s->cgroups);
         *s = (Snapshot) {};
 }

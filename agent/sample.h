@@ -9,6 +9,7 @@
 #include <sys/types.h>
 
 #include "agent/base/timeutil.h"
+#include "probes/cgtree.h"
 #include "probes/states.h"
 #include "probes/sysroot.h"
 #include "probes/taskstats.h"
@@ -46,6 +47,8 @@ typedef struct Snapshot {
         TaskStateCounts states;
         bool has_pressure[SAMPLE_PRESSURE_RESOURCES];
         PressureStats pressure[SAMPLE_PRESSURE_RESOURCES];
+        bool has_cgroups;
+        CgroupTotals cgroups; /* one resource's totals of every descendant cgroup */
 } Snapshot;
 
 typedef struct SampleScope {
@@ -53,6 +56,8 @@ typedef struct SampleScope {
         TaskstatsSource *taskstats; /* NULL: no taskstats (no CAP_NET_ADMIN); threads are listed only */
         int cgroup_fd;              /* the cgroup's directory, or -1 for the whole host */
         pid_t exclude_tgid;         /* the agent itself; 0 for none */
+        bool walk_cgroups;          /* also read cgroups_resource's totals of every descendant cgroup */
+        PsiResource cgroups_resource;
 } SampleScope;
 
 /* Takes a snapshot into s (reusing its buffers). Failures of single threads are counted, not

@@ -21,6 +21,7 @@ int snapshot_run(const SnapshotOptions *opts) {
         Runtime rt;
         Snapshot a = {}, b = {};
         Ranking ranking = {};
+        HotCgroups hot = {};
         _cleanup_free_ ProcessInfo *procs = NULL;
         _cleanup_free_ char *line = NULL;
         _cleanup_close_ int cgroup_fd = -EBADF;
@@ -52,6 +53,9 @@ int snapshot_run(const SnapshotOptions *opts) {
                 .taskstats = rt.taskstats,
                 .cgroup_fd = opts->cgroup ? cgroup_fd : -1,
                 .exclude_tgid = getpid(),
+                /* With --resource, also the hottest descendant cgroups by that resource's stall. */
+                .walk_cgroups = opts->resource >= 0,
+                .cgroups_resource = opts->resource >= 0 ? (PsiResource) opts->resource : PSI_RESOURCE_CPU,
         };
         usec_t wakeup = now_usec(CLOCK_REALTIME);
         r = snapshot_take(&a, &scope, true);
@@ -87,6 +91,8 @@ int snapshot_run(const SnapshotOptions *opts) {
                                       .a = opts->sample_ms > 0 ? &a : NULL,
                                       .b = opts->sample_ms > 0 ? &b : &a,
                                       .ranking = &ranking,
+                                      .hot = &hot,
+                                      .scope_cgroup = opts->cgroup,
                                       .procs = procs,
                               },
                               &line, &len);
@@ -111,6 +117,7 @@ finish:
         snapshot_done(&a);
         snapshot_done(&b);
         ranking_done(&ranking);
+        hot_cgroups_done(&hot);
         runtime_close(&rt);
         return exit_code;
 }

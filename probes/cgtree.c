@@ -1,0 +1,106 @@
+/* SPDX-License-Identifier: MIT */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "agent/base/macro.h"
+#include "probes/cgtree.h"
+#include "triggers/pressure.h"
+
+#define CGROUP_TREE_MAX_DEPTH 64
+#define CGROUP_PATH_MAX 4096
+
+void cgroup_totals_clear(CgroupTotals *t) {
+        t->n = 0;
+        t->names_len = 0;
+}
+
+void cgroup_totals_done(CgroupTotals *t) {
+        free(t->items);
+        free(t->names);
+        *t = (CgroupTotals) {};
+}
+
+static int push(CgroupTotals *t, const char *path, size_t len, const PressureStats *ps) {
+        if (t->n == t->cap) {
+                size_t cap = t->cap ? t->cap * 2 : 64;
+                CgroupTotal *p = realloc(t->items, cap * sizeof *p);
+                if (!p)
+                        return -ENOMEM;
+                t->items = p;
+                t->cap = cap;
+        }
+        if (t->names_len + len + 1 > t->names_cap) {
+                size_t cap = MAX(t->names_cap * 2, t->names_len + len + 1 + 1024);
+                char *p = realloc(t->names, cap);
+                if (!p)
+                        return -ENOMEM;
+                t->names = p;
+                t->names_cap = cap;
+        }
+        CgroupTotal *c = &t->items[t->n++];
+        *c = (CgroupTotal) { .path = t->names_len };
+        for (int s = 0; s < _PSI_STALL_MAX; s++) {
+                c->has[s] = ps->has[s];
+                c->total_us[s] = ps->line[s].total_us;
+        }
+        memcpy(t->names + t->names_len, path, len);
+        t->names[t->names_len + len] = '\0';
+        t->names_len += len + 1;
+        return 0;
+}
+
+static int walk(int dirfd, char *path, size_t len, unsigned depth, PsiResource resource, CgroupTotals *t) {
+        int fd;
+        DIR *d;
+        struct dirent *de;
+        int r = 0;
+
+        if (depth >= CGROUP_TREE_MAX_DEPTH)
+                return 0;
+        fd = openat(dirfd, ".", O_DIRECTORY | O_RDONLY | O_CLOEXEC);
+        if (fd < 0)
+                return negative_errno();
+        d = fdopendir(fd);
+        if (!d) {
+                r = negative_errno();
+                safe_close(fd);
+                return r;
+        }
+        while ((de = readdir(d))) {
+                size_t n = strlen(de->d_name), sub;
+                PressureStats ps;
+                int child;
+
+                if (de->d_type != DT_DIR || de->d_name[0] == '.' || len + n + 2 > CGROUP_PATH_MAX)
+                        continue;
+                child = openat(dirfd, de->d_name, O_DIRECTORY | O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+                if (child < 0)
+                        continue; /* removed since readdir */
+                sub = len;
+                if (sub)
+                        path[sub++] = '/';
+                memcpy(path + sub, de->d_name, n + 1);
+                sub += n;
+                if (pressure_read_at(child, pressure_file_name(resource, true), &ps) >= 0)
+                        r = push(t, path, sub, &ps);
+                if (r >= 0)
+                        r = walk(child, path, sub, depth + 1, resource, t);
+                safe_close(child);
+                path[len] = '\0';
+                if (r == -ENOMEM)
+                        break;
+                r = 0; /* a child that vanished mid-walk is not an error */
+        }
+        closedir(d);
+        return r;
+}
+
+int cgroup_totals_read(int dirfd, PsiResource resource, CgroupTotals *t) {
+        char path[CGROUP_PATH_MAX] = "";
+
+        return walk(dirfd, path, 0, 0, resource, t);
+}

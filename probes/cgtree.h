@@ -1,0 +1,36 @@
+/* SPDX-License-Identifier: MIT */
+/* One resource's pressure totals for every cgroup below a cgroup2 directory, so an incident can
+ * say which descendant's stall grew. Buffers are reused between samples. Never logs. */
+#pragma once
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "triggers/trigger.h"
+
+typedef struct CgroupTotal {
+        size_t path;       /* offset of its NUL-terminated path (relative, "a/b") in names */
+        uint64_t total_us[_PSI_STALL_MAX];
+        bool has[_PSI_STALL_MAX];
+} CgroupTotal;
+
+typedef struct CgroupTotals {
+        CgroupTotal *items;
+        size_t n, cap;
+        char *names;
+        size_t names_len, names_cap;
+} CgroupTotals;
+
+static inline const char *cgroup_total_path(const CgroupTotals *t, const CgroupTotal *c) {
+        return t->names + c->path;
+}
+
+void cgroup_totals_clear(CgroupTotals *t);
+void cgroup_totals_done(CgroupTotals *t);
+
+/* Appends every descendant of the cgroup at dirfd (not dirfd itself), depth-first, to t with its
+ * resource's some and full totals. Cgroups removed while walking, or without a readable pressure
+ * file (PSI off for them), are skipped. Depth is bounded like thread listing. 0 or -errno
+ * (-ENOMEM). */
+int cgroup_totals_read(int dirfd, PsiResource resource, CgroupTotals *t);

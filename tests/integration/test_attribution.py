@@ -1,0 +1,94 @@
+#!/usr/bin/python3
+# SPDX-License-Identifier: MIT
+"""Attribution on the real kernel: a node-wide cpu trigger fires while one deep leaf cgroup
+(P/busy/inner/leaf) spins among quiet siblings (P/quiet-a, P/quiet-b with sleepers). The incident
+names that leaf as the hottest cgroup (not its parents, which contain it, nor the quiet ones),
+and names a spinner first in most_delayed with the leaf as its cgroup. `snapshot P --resource cpu`
+says the same for a cgroup watch."""
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from common import ScratchCgroup, check, check_kernel, read_lines, run, validator  # noqa: E402
+
+PSIDIAG, WORKLOAD, SCHEMAS = sys.argv[1:4]
+
+
+class Child(ScratchCgroup):
+    def __init__(self, parent, rel):
+        self.rel = f"{parent.rel}/{rel}"
+        self.path = os.path.join(parent.path, rel)
+        self.procs = []
+
+
+def main():
+    mount = check_kernel()
+    validate = validator(SCHEMAS)
+    tmp = tempfile.mkdtemp(prefix="psidiag-it-")
+    with ScratchCgroup(mount, "attr") as top:
+        busy = Child(top, "busy")
+        inner = Child(busy, "inner")
+        leaf = Child(inner, "leaf")
+        quiet = [Child(top, "quiet-a"), Child(top, "quiet-b")]
+        kids = [busy, inner, leaf] + quiet
+        try:
+            for c in kids:
+                c.__enter__()
+            for q in quiet:
+                q.spawn([WORKLOAD, "sleep", "psidiag-nap"])
+            spinners = {leaf.spawn([WORKLOAD, "spin", "psidiag-spin"]).pid for _ in range(4)}
+
+            out = os.path.join(tmp, "node.ndjson")
+            cfg = os.path.join(tmp, "node.json")
+            with open(cfg, "w") as f:
+                json.dump({"output": out, "sample_ms": 500, "cooldown_ms": 0, "top": 5,
+                           "watch": [{"triggers": ["cpu some 50ms 2s"]}]}, f)
+            err_path = os.path.join(tmp, "agent.log")
+            with open(err_path, "w") as err:
+                agent = subprocess.Popen([PSIDIAG, "--config", cfg], stderr=err)
+            try:
+                deadline = time.time() + 20
+                while time.time() < deadline and not read_lines(out):
+                    time.sleep(0.5)
+            finally:
+                agent.send_signal(signal.SIGTERM)
+                agent.wait(10)
+            incidents = read_lines(out)
+            check(incidents, f"no node-wide incident:\n{open(err_path).read()}")
+            inc = incidents[0]
+            validate(inc)
+            check(inc["trigger"]["cgroup"] is None, "not a node-wide trigger")
+            hot = inc["cgroups"]
+            names = [c["path"] for c in hot]
+            check(hot and names[0] == "/" + leaf.rel, f"hottest cgroups: {[(c['path'], c['stall_us']) for c in hot]}")
+            for parent in (top, busy, inner):
+                check("/" + parent.rel not in names, f"{parent.rel} listed though its leaf explains it: {names}")
+            for q in quiet:
+                check("/" + q.rel not in names[:1], f"a quiet cgroup ranks first: {names}")
+            check(hot[0]["stall_us"] > 0 and hot[0]["some_us"] >= hot[0]["stall_us"], f"{hot[0]}")
+            first = inc["most_delayed"][0]
+            check(first["pid"] in spinners and first["cgroup"] == "/" + leaf.rel,
+                  f"most delayed: {[(p['comm'], p['cgroup']) for p in inc['most_delayed']]}")
+            check(first["meta"] is not None, "no meta")
+            print(f"node-wide: hottest {names[0]} (+{hot[0]['stall_us']} us), then {names[1:4]}; "
+                  f"first process {first['comm']} in {first['cgroup']}")
+
+            # The same answer from a snapshot of the parent cgroup, ranked by cpu.
+            p = subprocess.run([PSIDIAG, "snapshot", top.rel, "--resource", "cpu", "--sample-ms", "500"],
+                               capture_output=True, timeout=60)
+            check(p.returncode == 0, f"snapshot: {p.stderr!r}")
+            snap = json.loads(p.stdout)
+            validate(snap)
+            check(snap["cgroups"] and snap["cgroups"][0]["path"] == "/" + leaf.rel, f"snapshot cgroups {snap['cgroups']}")
+        finally:
+            for c in reversed(kids):
+                c.__exit__(None, None, None)
+
+
+run(main)
