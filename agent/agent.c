@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "agent/agent.h"
+#include "agent/base/fileio.h"
 #include "agent/base/log.h"
 #include "agent/base/macro.h"
 #include "agent/config.h"
@@ -76,7 +77,27 @@ int runtime_open(Runtime *rt, bool enable_delayacct) {
                                   r == -EPERM ? " (the kernel refused it: CAP_NET_ADMIN is needed)" : "");
 
         host_info_read(rt->sysroot, &rt->host);
+        ssize_t n = read_file_at(rt->sysroot->root_fd, "sys/devices/system/cpu/online", rt->cpus_online,
+                                 sizeof rt->cpus_online);
+        while (n > 0 && (rt->cpus_online[n - 1] == '\n' || rt->cpus_online[n - 1] == ' '))
+                rt->cpus_online[--n] = '\0';
+        if (n <= 0)
+                rt->cpus_online[0] = '\0';
         return 0;
+}
+
+TaskstatsExitListener *runtime_exit_listener(const Runtime *rt) {
+        TaskstatsExitListener *l = NULL;
+        int r;
+
+        if (!rt->taskstats || !rt->cpus_online[0])
+                return NULL;
+        r = taskstats_exit_listener_new(rt->cpus_online, &l);
+        if (r < 0) {
+                log_debug_errno(r, "cannot listen for exit records on cpus %s", rt->cpus_online);
+                return NULL;
+        }
+        return l;
 }
 
 void runtime_close(Runtime *rt) {
@@ -118,6 +139,9 @@ struct Watch {
         Snapshot a, b;
         Ranking ranking;
         HotCgroups hot;
+        TaskstatsExitListener *exit_listener; /* registered only while a sample runs */
+        ev_io exit_io;
+        ExitRecords exits;
         ProcessInfo *procs;
         WatchTiming timing;
 };
@@ -234,10 +258,42 @@ static void trigger_close(Agent *a, Trigger *t) {
         t->fd = safe_close(t->fd);
 }
 
+static void on_exit_record(const TaskStats *ts, void *userdata) {
+        ExitRecords *e = userdata;
+
+        if (exit_records_add(e, ts) < 0)
+                e->lost++;
+}
+
+static void watch_drain_exits(Watch *w) {
+        int r;
+
+        if (!w->exit_listener)
+                return;
+        r = taskstats_exit_listener_drain(w->exit_listener, on_exit_record, &w->exits, &w->exits.lost);
+        if (r < 0) {
+                log_debug_errno(r, "the exit listener of %s failed; exits are not followed in this sample", w->name);
+                ev_io_stop(w->agent->loop, &w->exit_io);
+                w->exit_listener = taskstats_exit_listener_free(w->exit_listener);
+        }
+}
+
+static void on_exit_io(struct ev_loop *loop, ev_io *io, int revents) {
+        watch_drain_exits(io->data);
+}
+
+static void watch_stop_exits(Watch *w) {
+        if (!w->exit_listener)
+                return;
+        ev_io_stop(w->agent->loop, &w->exit_io);
+        w->exit_listener = taskstats_exit_listener_free(w->exit_listener);
+}
+
 static void watch_drop_sample(Watch *w, const char *why) {
         if (!w->timing.sampling)
                 return;
         ev_timer_stop(w->agent->loop, &w->timer);
+        watch_stop_exits(w);
         w->timing.sampling = false;
         log_info("dropped the sample in flight for %s (%s)", w->name, why);
 }
@@ -259,6 +315,10 @@ static void watch_finish_sample(Watch *w) {
 
         w->timing.sampling = false;
         if (!lifetime) {
+                /* Exit records up to now; threads that exit after B are in B anyway. */
+                watch_drain_exits(w);
+                bool listened = w->exit_listener != NULL;
+                watch_stop_exits(w);
                 r = snapshot_take(&w->b, &scope, false);
                 if (r == -ENOENT || r == -ENODEV) {
                         log_info("cgroup %s disappeared during its sample; no incident", w->name);
@@ -268,6 +328,8 @@ static void watch_finish_sample(Watch *w) {
                         log_error_errno(r, "cannot take the second snapshot of %s", w->name);
                         return;
                 }
+                if (listened && snapshot_merge_exits(&w->b, &w->a, &w->exits) < 0)
+                        log_warning("out of memory: the exits of this sample of %s are not counted", w->name);
         }
         took_b = now_usec(CLOCK_MONOTONIC);
         if (w->a.errors + w->b.errors > 0)
@@ -330,15 +392,27 @@ static void watch_start_sample(Watch *w, Trigger *t) {
 
         usec_t start = now_usec(CLOCK_MONOTONIC);
 
+        /* Listen for exits from before A, so a thread A reads and that exits at once is caught. */
+        exit_records_clear(&w->exits);
+        if (w->cfg->sample_ms > 0) {
+                w->exit_listener = runtime_exit_listener(&w->agent->rt);
+                if (w->exit_listener) {
+                        ev_io_init(&w->exit_io, on_exit_io, taskstats_exit_listener_fd(w->exit_listener), EV_READ);
+                        w->exit_io.data = w;
+                        ev_io_start(w->agent->loop, &w->exit_io);
+                }
+        }
         w->wakeup_real_us = now_usec(CLOCK_REALTIME);
         r = snapshot_take(&w->a, &scope, true);
         w->a_cost_us = now_usec(CLOCK_MONOTONIC) - start;
         if (r == -ENOENT || r == -ENODEV) {
                 log_info("cgroup %s disappeared as its trigger fired; no incident", w->name);
+                watch_stop_exits(w);
                 return;
         }
         if (r < 0) {
                 log_error_errno(r, "cannot take a snapshot of %s", w->name);
+                watch_stop_exits(w);
                 return;
         }
         log_debug("trigger \"%s\" on %s fired: sampling %u threads for %llu ms", t->cfg->text, w->name,
@@ -518,6 +592,8 @@ static void agent_free(Agent *a) {
                 snapshot_done(&w->b);
                 ranking_done(&w->ranking);
                 hot_cgroups_done(&w->hot);
+                watch_stop_exits(w);
+                exit_records_done(&w->exits);
                 free(w->procs);
         }
         free(a->watches);

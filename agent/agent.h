@@ -16,7 +16,12 @@ typedef struct Runtime {
         TaskstatsSource *taskstats; /* NULL when taskstats is unavailable (degraded) */
         HostInfo host;
         bool privileged; /* CAP_SYS_RESOURCE: PSI windows need not be multiples of 2 s */
+        char cpus_online[256]; /* /sys/devices/system/cpu/online, for the exit listener's cpumask */
 } Runtime;
+
+/* Registers an exit listener for one sample (NULL when taskstats or the cpu list is missing, or the
+ * kernel refused; the refusal is logged at debug). */
+TaskstatsExitListener *runtime_exit_listener(const Runtime *rt);
 
 /* Opens the sysroot at "/", checks and optionally switches on delay accounting, opens taskstats (a
  * warning, not an error, when that fails). Returns 0 or -errno (logged). */

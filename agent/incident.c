@@ -231,6 +231,9 @@ json_t *incident_build(const IncidentInput *in) {
         r |= set_new(sample, "tasks", json_integer(in->tasks));
         r |= set_new(sample, "exited", json_integer(in->exited));
         r |= set_new(sample, "errors", json_integer(in->errors));
+        r |= set_new(sample, "exit_records", in->has_exit_listener ? json_integer(in->exit_records) : json_null());
+        r |= set_new(sample, "lost_exit_records",
+                     in->has_exit_listener ? json_integer(in->lost_exit_records) : json_null());
         r |= set_new(sample, "stall_us", in->has_stall ? json_u64(in->stall_us) : json_null());
         r |= set_new(o, "sample", sample);
 

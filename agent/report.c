@@ -92,7 +92,10 @@ int report_build_line(const Report *rep, char **ret, size_t *ret_len) {
         if (r < 0)
                 return r;
         /* Listed in A but gone before taskstats answered, plus measured in A and gone by B. */
-        in.exited = first->exited + rep->ranking->exited;
+        in.exited = first->exited + rep->ranking->exited + (rep->a ? rep->b->exit_records : 0);
+        in.has_exit_listener = rep->a && rep->b->has_exit_listener;
+        in.exit_records = rep->b->exit_records;
+        in.lost_exit_records = rep->b->lost_exit_records;
 
         if (rep->a && rep->has_stall && pressure_total(rep->a, (PsiResource) rep->resource, rep->stall, &before) &&
             pressure_total(rep->b, (PsiResource) rep->resource, rep->stall, &after)) {

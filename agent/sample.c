@@ -175,3 +175,62 @@ void snapshot_done(Snapshot *s) {
         cgroup_totals_done(&s->cgroups);
         *s = (Snapshot) {};
 }
+
+int exit_records_add(ExitRecords *e, const TaskStats *ts) {
+        if (e->n == e->cap) {
+                size_t cap = e->cap ? e->cap * 2 : 64;
+                ThreadDelays *p = realloc(e->items, cap * sizeof *p);
+                if (!p)
+                        return -ENOMEM;
+                e->items = p;
+                e->cap = cap;
+        }
+        ThreadDelays *t = &e->items[e->n++];
+        *t = (ThreadDelays) {
+                .tid = ts->pid,
+                .tgid = ts->tgid > 0 ? ts->tgid : ts->pid,
+                .btime_s = ts->btime_s,
+                .present = ts->present,
+        };
+        memcpy(t->delay_ns, ts->delay_ns, sizeof t->delay_ns);
+        memcpy(t->comm, ts->comm, sizeof t->comm);
+        return 0;
+}
+
+void exit_records_clear(ExitRecords *e) {
+        e->n = 0;
+        e->lost = 0;
+}
+
+void exit_records_done(ExitRecords *e) {
+        free(e->items);
+        *e = (ExitRecords) {};
+}
+
+int snapshot_merge_exits(Snapshot *b, const Snapshot *a, const ExitRecords *e) {
+        size_t n = b->n;
+        int r;
+
+        b->has_exit_listener = true;
+        b->exit_records = 0;
+        b->lost_exit_records = e->lost;
+        for (size_t i = 0; i < e->n; i++) {
+                const ThreadDelays *x = &e->items[i], *ta = snapshot_find(a, x->tid);
+
+                /* Not one of a's threads, or its tid was reused (begin times a second apart at most:
+                 * the kernel recomputes them on every query). Still in b: b has newer counters. */
+                if (!ta || (ta->btime_s && x->btime_s &&
+                            (ta->btime_s > x->btime_s ? ta->btime_s - x->btime_s : x->btime_s - ta->btime_s) > 1))
+                        continue;
+                if (bsearch(x, b->threads, n, sizeof *b->threads, cmp_tid))
+                        continue;
+                r = reserve_threads(b, b->n + 1);
+                if (r < 0)
+                        return r;
+                b->threads[b->n++] = *x;
+                b->exit_records++;
+        }
+        if (b->n > n)
+                qsort(b->threads, b->n, sizeof *b->threads, cmp_tid);
+        return 0;
+}

@@ -49,7 +49,29 @@ typedef struct Snapshot {
         PressureStats pressure[SAMPLE_PRESSURE_RESOURCES];
         bool has_cgroups;
         CgroupTotals cgroups; /* one resource's totals of every descendant cgroup */
+        bool has_exit_listener;     /* exit records were listened for during the sample */
+        unsigned exit_records;      /* threads whose final counters came from an exit record */
+        unsigned lost_exit_records; /* ENOBUFS: records the kernel dropped */
 } Snapshot;
+
+/* Exit records gathered while a sample runs (taskstats_exit_listener_drain), reused. */
+typedef struct ExitRecords {
+        ThreadDelays *items;
+        size_t n, cap;
+        unsigned lost;
+} ExitRecords;
+
+/* Keeps one record (the thread's final counters). 0 or -ENOMEM. */
+int exit_records_add(ExitRecords *e, const TaskStats *ts);
+void exit_records_clear(ExitRecords *e);
+void exit_records_done(ExitRecords *e);
+
+/* Puts into b the final counters of the threads of a that exited during the sample (same tid,
+ * same begin time, no longer in b), so their delay is not lost. Records of other tasks (the
+ * listener hears the whole host) are ignored, and so are threads born and gone within the
+ * sample: an exit record does not say which cgroup the thread was in. Sets b's exit counters.
+ * 0 or -ENOMEM. */
+int snapshot_merge_exits(Snapshot *b, const Snapshot *a, const ExitRecords *e);
 
 typedef struct SampleScope {
         const Sysroot *sysroot;

@@ -17,11 +17,21 @@ static void sleep_ms(uint64_t ms) {
                 ;
 }
 
+static void on_exit_record(const TaskStats *ts, void *userdata) {
+        ExitRecords *e = userdata;
+
+        if (exit_records_add(e, ts) < 0)
+                e->lost++;
+}
+
 int snapshot_run(const SnapshotOptions *opts) {
         Runtime rt;
         Snapshot a = {}, b = {};
         Ranking ranking = {};
         HotCgroups hot = {};
+        TaskstatsExitListener *listener = NULL;
+        ExitRecords exits = {};
+        bool listened = false;
         _cleanup_free_ ProcessInfo *procs = NULL;
         _cleanup_free_ char *line = NULL;
         _cleanup_close_ int cgroup_fd = -EBADF;
@@ -57,6 +67,9 @@ int snapshot_run(const SnapshotOptions *opts) {
                 .walk_cgroups = opts->resource >= 0,
                 .cgroups_resource = opts->resource >= 0 ? (PsiResource) opts->resource : PSI_RESOURCE_CPU,
         };
+        /* Exits during the sample keep their delay: listen from before A until B. */
+        if (opts->sample_ms > 0)
+                listener = runtime_exit_listener(&rt);
         usec_t wakeup = now_usec(CLOCK_REALTIME);
         r = snapshot_take(&a, &scope, true);
         if (r < 0) {
@@ -66,9 +79,20 @@ int snapshot_run(const SnapshotOptions *opts) {
         /* --sample-ms 0: one snapshot, lifetime totals (no second pass, no window). */
         if (opts->sample_ms > 0) {
                 sleep_ms(opts->sample_ms);
+                if (listener) {
+                        r = taskstats_exit_listener_drain(listener, on_exit_record, &exits, &exits.lost);
+                        if (r < 0)
+                                log_debug_errno(r, "the exit listener failed; exits are not followed");
+                        listener = taskstats_exit_listener_free(listener);
+                        listened = r >= 0;
+                }
                 r = snapshot_take(&b, &scope, false);
                 if (r < 0) {
                         log_error_errno(r, "cannot list the threads of %s", opts->cgroup ? opts->cgroup : "the host");
+                        goto finish;
+                }
+                if (listened && snapshot_merge_exits(&b, &a, &exits) < 0) {
+                        log_error("out of memory");
                         goto finish;
                 }
         }
@@ -118,6 +142,8 @@ finish:
         snapshot_done(&b);
         ranking_done(&ranking);
         hot_cgroups_done(&hot);
+        taskstats_exit_listener_free(listener);
+        exit_records_done(&exits);
         runtime_close(&rt);
         return exit_code;
 }

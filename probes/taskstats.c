@@ -7,6 +7,7 @@
 #include <netlink/genl/ctrl.h>
 #include <netlink/genl/genl.h>
 #include <netlink/netlink.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -345,4 +346,125 @@ int taskstats_netlink_new(TaskstatsSource **ret) {
 fail:
         netlink_free(&n->base);
         return r;
+}
+
+struct TaskstatsExitListener {
+        struct nl_sock *sock;
+        int fd;
+        uint16_t family;
+        char cpumask[256];
+        uint8_t *rx;
+        size_t rx_size;
+};
+
+static int exit_listener_register(TaskstatsExitListener *l, int attr) {
+        struct nl_msg *msg = nlmsg_alloc();
+        int r = -ENOMEM;
+
+        if (!msg)
+                return r;
+        if (genlmsg_put(msg, NL_AUTO_PORT, NL_AUTO_SEQ, l->family, 0, 0, TASKSTATS_CMD_GET, TASKSTATS_GENL_VERSION) &&
+            nla_put_string(msg, attr, l->cpumask) >= 0)
+                r = nl_send_auto(l->sock, msg) < 0 ? -EIO : 0;
+        nlmsg_free(msg);
+        return r;
+}
+
+int taskstats_exit_listener_new(const char *cpumask, TaskstatsExitListener **ret) {
+        TaskstatsExitListener *l = calloc(1, sizeof *l);
+        int r, size = 4 * 1024 * 1024;
+
+        if (!l)
+                return -ENOMEM;
+        snprintf(l->cpumask, sizeof l->cpumask, "%s", cpumask);
+        l->rx_size = 16384;
+        l->rx = malloc(l->rx_size);
+        l->sock = nl_socket_alloc();
+        if (!l->rx || !l->sock) {
+                r = -ENOMEM;
+                goto fail;
+        }
+        nl_socket_disable_seq_check(l->sock);
+        if (genl_connect(l->sock) < 0) {
+                r = -EPROTONOSUPPORT;
+                goto fail;
+        }
+        l->fd = nl_socket_get_fd(l->sock);
+        (void) fcntl(l->fd, F_SETFD, FD_CLOEXEC);
+        r = genl_ctrl_resolve(l->sock, TASKSTATS_GENL_NAME);
+        if (r < 0) {
+                r = r == -NLE_OBJ_NOTFOUND ? -EPROTONOSUPPORT : -EIO;
+                goto fail;
+        }
+        l->family = (uint16_t) r;
+        /* Room for bursts of exits (each record is about 600 bytes); beyond it records are lost
+         * and counted. RCVBUFFORCE needs CAP_NET_ADMIN, which taskstats needs anyway. */
+        if (setsockopt(l->fd, SOL_SOCKET, SO_RCVBUFFORCE, &size, sizeof size) < 0)
+                (void) setsockopt(l->fd, SOL_SOCKET, SO_RCVBUF, &size, sizeof size);
+        r = exit_listener_register(l, TASKSTATS_CMD_ATTR_REGISTER_CPUMASK);
+        if (r < 0)
+                goto fail;
+        if (fcntl(l->fd, F_SETFL, fcntl(l->fd, F_GETFL) | O_NONBLOCK) < 0) {
+                r = negative_errno();
+                goto fail;
+        }
+        *ret = l;
+        return 0;
+fail:
+        nl_socket_free(l->sock);
+        free(l->rx);
+        free(l);
+        return r;
+}
+
+int taskstats_exit_listener_fd(const TaskstatsExitListener *l) {
+        return l->fd;
+}
+
+int taskstats_exit_listener_drain(TaskstatsExitListener *l, void (*cb)(const TaskStats *ts, void *userdata),
+                                  void *userdata, unsigned *lost) {
+        int n = 0;
+
+        for (;;) {
+                ssize_t k = recv(l->fd, l->rx, l->rx_size, MSG_TRUNC);
+
+                if (k < 0) {
+                        if (errno == EINTR)
+                                continue;
+                        if (errno == ENOBUFS) { /* the kernel dropped records: count, keep reading */
+                                (*lost)++;
+                                continue;
+                        }
+                        return errno == EAGAIN ? n : negative_errno();
+                }
+                if ((size_t) k > l->rx_size)
+                        continue; /* larger than any record: not ours */
+                for (const struct nlmsghdr *nlh = (const struct nlmsghdr *) l->rx; NLMSG_OK(nlh, (size_t) k);
+                     nlh = NLMSG_NEXT(nlh, k)) {
+                        TaskStats ts;
+
+                        /* A refused registration comes back as NLMSG_ERROR (sent even without
+                         * NLM_F_ACK when there is an error). */
+                        if (nlh->nlmsg_type == NLMSG_ERROR && nlh->nlmsg_len >= NLMSG_LENGTH(sizeof(struct nlmsgerr))) {
+                                const struct nlmsgerr *e = NLMSG_DATA(nlh);
+                                if (e->error < 0)
+                                        return e->error;
+                                continue;
+                        }
+                        if (taskstats_parse_reply(nlh, nlh->nlmsg_len, l->family, &ts) == 0) {
+                                cb(&ts, userdata);
+                                n++;
+                        }
+                }
+        }
+}
+
+TaskstatsExitListener *taskstats_exit_listener_free(TaskstatsExitListener *l) {
+        if (!l)
+                return NULL;
+        (void) exit_listener_register(l, TASKSTATS_CMD_ATTR_DEREGISTER_CPUMASK);
+        nl_socket_free(l->sock);
+        free(l->rx);
+        free(l);
+        return NULL;
 }

@@ -86,6 +86,25 @@ static inline int taskstats_cgroupstats(TaskstatsSource *s, int cgroup_fd, TaskS
 
 TaskstatsSource *taskstats_source_free(TaskstatsSource *s);
 
+/* Exit records: while registered for a cpumask, the kernel sends every exiting task's final
+ * taskstats (TASKSTATS_CMD_NEW with AGGR_PID) to this socket. Registered for one sample at a time,
+ * so it costs nothing while idle. */
+typedef struct TaskstatsExitListener TaskstatsExitListener;
+
+/* Registers for exits on cpus (the kernel's cpulist format, e.g. "0-3" from
+ * /sys/devices/system/cpu/online). The socket is non-blocking; its fd can be polled. 0 or -errno
+ * (-EPERM without CAP_NET_ADMIN). */
+int taskstats_exit_listener_new(const char *cpumask, TaskstatsExitListener **ret);
+int taskstats_exit_listener_fd(const TaskstatsExitListener *l);
+
+/* Reads every record queued now and calls cb for each. A full socket buffer (ENOBUFS: the kernel
+ * dropped records) adds one to *lost and reading goes on. Returns the number of records or -errno. */
+int taskstats_exit_listener_drain(TaskstatsExitListener *l, void (*cb)(const TaskStats *ts, void *userdata),
+                                  void *userdata, unsigned *lost);
+
+/* Deregisters and closes. */
+TaskstatsExitListener *taskstats_exit_listener_free(TaskstatsExitListener *l);
+
 /* Opens a generic netlink socket and resolves the TASKSTATS family. Returns 0, -EPROTONOSUPPORT when
  * the kernel has no taskstats, or -errno. Requests fail later with -EPERM without CAP_NET_ADMIN. */
 int taskstats_netlink_new(TaskstatsSource **ret);

@@ -50,6 +50,8 @@ def main():
         check(inc["sample"]["basis"] == "delta", f"basis {inc['sample']}")
         check(inc["states"]["read"] == 5 and inc["states"]["scaled"] is False, f"states {inc['states']}")
 
+        check(inc["sample"]["exit_records"] == 0 and inc["sample"]["lost_exit_records"] == 0, f"{inc['sample']}")
+
         # A 0 ms sample: one snapshot, lifetime totals, said so; the spinners still lead.
         inc = snapshot(cg.rel, "--resource", "cpu", "--sample-ms", "0", "--top", "3")
         validate(inc)
@@ -77,6 +79,31 @@ def main():
         bad = subprocess.run([PSIDIAG, "snapshot", "no-such-cgroup-here"], capture_output=True)
         check(bad.returncode == 1, f"missing cgroup exit {bad.returncode}")
         check(b"no-such-cgroup-here" in bad.stderr, "missing cgroup not named")
+
+    # Workers that die mid-sample keep their delay: the exit listener hands over their final
+    # counters. Without it they would vanish from the ranking.
+    with ScratchCgroup(mount, "exits") as cg:
+        env = dict(os.environ, PSIDIAG_EXIT_MS="700")
+        dying = set()
+        for _ in range(4):
+            path = cg.path
+
+            def enter():
+                with open(os.path.join(path, "cgroup.procs"), "w") as f:
+                    f.write(str(os.getpid()))
+            p = subprocess.Popen([WORKLOAD, "spin-exit", "psidiag-dying"], preexec_fn=enter, env=env)
+            cg.procs.append(p)
+            dying.add(p.pid)
+        time.sleep(0.1)
+        inc = snapshot(cg.rel, "--resource", "cpu", "--sample-ms", "1500", "--enable-delayacct")
+        validate(inc)
+        s = inc["sample"]
+        check(s["tasks"] == 4 and s["exited"] == 4 and s["exit_records"] == 4 and s["lost_exit_records"] == 0,
+              f"exits not followed: {s}")
+        named = {p["pid"] for p in inc["most_delayed"]}
+        check(named == dying, f"the dead workers are not all named: {named} vs {dying}")
+        check(all(p["delay_us"]["cpu"] > 0 for p in inc["most_delayed"]),
+              f"{[(p['pid'], p['delay_us']['cpu']) for p in inc['most_delayed']]}")
 
     # Without CAP_NET_ADMIN the kernel refuses taskstats: one warning, a valid incident with pressure
     # and states, no per-process delays, and no per-thread error flood.

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /* Workloads for the integration tests and benchmarks: spin (burn cpu), sleep (wake every 50 ms,
- * do a little work), park (block in pause(): many threads that cost nothing).
- * Usage: psidiag-workload spin|sleep|park [COMM [THREADS]]. Runs until killed. COMM becomes the
+ * do a little work), park (block in pause(): many threads that cost nothing), and spin-exit
+ * (spin, then exit after PSIDIAG_EXIT_MS milliseconds: a crashing worker).
+ * Usage: psidiag-workload spin|sleep|park|spin-exit [COMM [THREADS]]. Runs until killed. COMM becomes the
  * task's name (prctl), so tests can tell workloads apart, hostile names included. */
 #include <pthread.h>
 #include <signal.h>
@@ -9,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
+#include <sys/time.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -42,7 +44,7 @@ int main(int argc, char **argv) {
         int threads = argc > 3 ? atoi(argv[3]) : 1;
 
         if (argc < 2) {
-                fprintf(stderr, "usage: %s spin|sleep|park [COMM [THREADS]]\n", argv[0]);
+                fprintf(stderr, "usage: %s spin|sleep|park|spin-exit [COMM [THREADS]]\n", argv[0]);
                 return 2;
         }
         if (strcmp(argv[1], "spin") == 0)
@@ -51,8 +53,16 @@ int main(int argc, char **argv) {
                 fn = nap;
         else if (strcmp(argv[1], "park") == 0)
                 fn = park;
+        else if (strcmp(argv[1], "spin-exit") == 0) {
+                const char *ms = getenv("PSIDIAG_EXIT_MS");
+                fn = spin;
+                /* SIGALRM's default action ends the process: a worker that dies mid-sample. */
+                struct itimerval it = { .it_value = { .tv_sec = (ms ? atoi(ms) : 1000) / 1000,
+                                                      .tv_usec = (ms ? atoi(ms) : 1000) % 1000 * 1000 } };
+                setitimer(ITIMER_REAL, &it, NULL);
+        }
         else {
-                fprintf(stderr, "usage: %s spin|sleep|park [COMM [THREADS]]\n", argv[0]);
+                fprintf(stderr, "usage: %s spin|sleep|park|spin-exit [COMM [THREADS]]\n", argv[0]);
                 return 2;
         }
         if (argc > 2)

@@ -204,6 +204,50 @@ static void test_states_exact_then_sampled(void **state) {
         assert_in_range(c.sleeping, want[2] - 60, want[2] + 60);
 }
 
+/* Exit records: a's threads that died during the sample get their final counters in b; other
+ * tasks of the host, reused tids, and threads b still has are ignored. */
+static void test_merge_exits(void **state) {
+        static const uint64_t d1[_TASK_DELAY_MAX] = { 10 * MS }, d2[_TASK_DELAY_MAX] = { 90 * MS };
+        Snapshot a = {}, b = {};
+        ExitRecords e = {};
+        TaskStats t;
+
+        assert_int_equal(snapshot_reserve(&a, 4), 0);
+        assert_int_equal(snapshot_reserve(&b, 4), 0);
+        a.threads[a.n++] = (ThreadDelays) { .tid = 10, .tgid = 10, .btime_s = 1000 };
+        a.threads[a.n++] = (ThreadDelays) { .tid = 20, .tgid = 20, .btime_s = 1000 };
+        a.threads[a.n++] = (ThreadDelays) { .tid = 30, .tgid = 30, .btime_s = 1000 };
+        b.threads[b.n++] = (ThreadDelays) { .tid = 10, .tgid = 10, .btime_s = 1000 };
+
+        t = fake_task_stats(20, 20, "dying", d2); /* died: kept */
+        t.btime_s = 1001;                         /* the kernel's one-second jitter */
+        assert_int_equal(exit_records_add(&e, &t), 0);
+        t = fake_task_stats(30, 30, "reused", d1); /* same tid, another thread */
+        t.btime_s = 1500;
+        assert_int_equal(exit_records_add(&e, &t), 0);
+        t = fake_task_stats(99, 99, "elsewhere", d1); /* not ours */
+        assert_int_equal(exit_records_add(&e, &t), 0);
+        t = fake_task_stats(10, 10, "alive", d1); /* b has newer counters */
+        t.btime_s = 1000;
+        assert_int_equal(exit_records_add(&e, &t), 0);
+        e.lost = 2;
+
+        assert_int_equal(snapshot_merge_exits(&b, &a, &e), 0);
+        assert_true(b.has_exit_listener);
+        assert_int_equal(b.exit_records, 1);
+        assert_int_equal(b.lost_exit_records, 2);
+        assert_int_equal(b.n, 2);
+        const ThreadDelays *x = snapshot_find(&b, 20);
+        assert_non_null(x);
+        assert_int_equal(x->delay_ns[TASK_DELAY_CPU], 90 * MS);
+        assert_string_equal(x->comm, "dying");
+        assert_null(snapshot_find(&b, 30));
+
+        exit_records_done(&e);
+        snapshot_done(&a);
+        snapshot_done(&b);
+}
+
 static void test_scale(void **state) {
         TaskStateCounts c;
 
@@ -229,6 +273,7 @@ int main(void) {
                 cmocka_unit_test(test_cgroup_gone),
                 cmocka_unit_test(test_states_exact_then_sampled),
                 cmocka_unit_test(test_scale),
+                cmocka_unit_test(test_merge_exits),
         };
         return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -284,6 +284,28 @@ static void test_error_and_malformed_replies(void **state) {
         nlmsg_free(msg);
 }
 
+/* The exit record of a process's last thread: one message with AGGR_PID (the thread) and
+ * AGGR_TGID (the whole group); the thread's counters are the ones read. */
+static void test_exit_record_with_group(void **state) {
+        struct taskstats thread, group;
+        struct nl_msg *msg;
+        struct nlattr *nest;
+        TaskStats ts;
+
+        fill_v13(&thread, 13);
+        fill_v13(&group, 13);
+        group.cpu_delay_total = 999999999;
+        msg = build_reply(&thread, sizeof thread, TASKSTATS_TYPE_AGGR_PID);
+        nest = nla_nest_start(msg, TASKSTATS_TYPE_AGGR_TGID);
+        assert_non_null(nest);
+        assert_int_equal(nla_put_u32(msg, TASKSTATS_TYPE_TGID, 4300), 0);
+        assert_int_equal(nla_put(msg, TASKSTATS_TYPE_STATS, sizeof group, &group), 0);
+        nla_nest_end(msg, nest);
+        assert_int_equal(parse_msg(msg, &ts), 0);
+        expect_common(&ts, 13);
+        nlmsg_free(msg);
+}
+
 static void test_cgroupstats_reply(void **state) {
         struct cgroupstats cs = { .nr_sleeping = 5, .nr_running = 2, .nr_stopped = 1, .nr_uninterruptible = 3, .nr_io_wait = 1 };
         struct nl_msg *msg = nlmsg_alloc();
@@ -321,6 +343,7 @@ int main(void) {
                 cmocka_unit_test(test_payload_edges),
                 cmocka_unit_test(test_error_and_malformed_replies),
                 cmocka_unit_test(test_cgroupstats_reply),
+                cmocka_unit_test(test_exit_record_with_group),
                 cmocka_unit_test(test_delay_names),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
