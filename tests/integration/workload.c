@@ -1,9 +1,11 @@
 /* SPDX-License-Identifier: MIT */
 /* Workloads for the integration tests and benchmarks: spin (burn cpu), sleep (wake every 50 ms,
  * do a little work), park (block in pause(): many threads that cost nothing), and spin-exit
- * (spin, then exit after PSIDIAG_EXIT_MS milliseconds: a crashing worker).
- * Usage: psidiag-workload spin|sleep|park|spin-exit [COMM [THREADS]]. Runs until killed. COMM becomes the
+ * (spin, then exit after PSIDIAG_EXIT_MS milliseconds: a crashing worker), thrash and dio-read
+ * (read the file PSIDIAG_FILE through the page cache, or with O_DIRECT).
+ * Usage: psidiag-workload spin|sleep|park|spin-exit|thrash|dio-read [COMM [THREADS]]. Runs until killed. COMM becomes the
  * task's name (prctl), so tests can tell workloads apart, hostile names included. */
+#include <fcntl.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
@@ -28,6 +30,42 @@ static void *park(void *arg) {
         return NULL;
 }
 
+/* Reads a file over and over: in a cgroup whose memory limit is below the file's size, every
+ * pass evicts what the next one needs (reclaim, then refaults: thrashing). */
+static const char *thrash_file;
+
+static void *thrash(void *arg) {
+        static char buf[1 << 20];
+
+        for (;;) {
+                int fd = open(thrash_file, O_RDONLY | O_CLOEXEC);
+                if (fd < 0)
+                        _exit(3);
+                while (read(fd, buf, sizeof buf) > 0)
+                        sink++;
+                close(fd);
+        }
+        return NULL;
+}
+
+/* O_DIRECT reads of a file, one 64 KiB block after another: every read waits for the disk (or
+ * for a blkio throttle), which is io pressure and blkio delay. */
+static void *dio_read(void *arg) {
+        void *buf;
+
+        if (posix_memalign(&buf, 4096, 65536) != 0)
+                _exit(3);
+        for (;;) {
+                int fd = open(thrash_file, O_RDONLY | O_DIRECT | O_CLOEXEC);
+                if (fd < 0)
+                        _exit(3);
+                while (read(fd, buf, 65536) > 0)
+                        sink++;
+                close(fd);
+        }
+        return NULL;
+}
+
 static void *nap(void *arg) {
         struct timespec ts = { .tv_nsec = 50 * 1000 * 1000 };
 
@@ -44,7 +82,7 @@ int main(int argc, char **argv) {
         int threads = argc > 3 ? atoi(argv[3]) : 1;
 
         if (argc < 2) {
-                fprintf(stderr, "usage: %s spin|sleep|park|spin-exit [COMM [THREADS]]\n", argv[0]);
+                fprintf(stderr, "usage: %s spin|sleep|park|spin-exit|thrash|dio-read [COMM [THREADS]]\n", argv[0]);
                 return 2;
         }
         if (strcmp(argv[1], "spin") == 0)
@@ -53,7 +91,14 @@ int main(int argc, char **argv) {
                 fn = nap;
         else if (strcmp(argv[1], "park") == 0)
                 fn = park;
-        else if (strcmp(argv[1], "spin-exit") == 0) {
+        else if (strcmp(argv[1], "thrash") == 0 || strcmp(argv[1], "dio-read") == 0) {
+                thrash_file = getenv("PSIDIAG_FILE");
+                if (!thrash_file) {
+                        fprintf(stderr, "%s needs PSIDIAG_FILE\n", argv[1]);
+                        return 2;
+                }
+                fn = argv[1][0] == 't' ? thrash : dio_read;
+        } else if (strcmp(argv[1], "spin-exit") == 0) {
                 const char *ms = getenv("PSIDIAG_EXIT_MS");
                 fn = spin;
                 /* SIGALRM's default action ends the process: a worker that dies mid-sample. */
@@ -62,7 +107,7 @@ int main(int argc, char **argv) {
                 setitimer(ITIMER_REAL, &it, NULL);
         }
         else {
-                fprintf(stderr, "usage: %s spin|sleep|park|spin-exit [COMM [THREADS]]\n", argv[0]);
+                fprintf(stderr, "usage: %s spin|sleep|park|spin-exit|thrash|dio-read [COMM [THREADS]]\n", argv[0]);
                 return 2;
         }
         if (argc > 2)

@@ -1,0 +1,219 @@
+#!/usr/bin/python3
+# SPDX-License-Identifier: MIT
+"""Memory and io incidents made by real pressure, with delay accounting on:
+- memory: a page-cache thrasher (4 threads) reads a 128 MiB file over and over in a cgroup limited to 48 MiB
+  (memory.max where cgroup2 has the memory controller; on hybrid hosts a cgroup-v1 memcg holding
+  the same tasks). A "memory some" trigger fires and the incident names the thrasher first by its
+  reclaim and thrashing delay, above a sleeper of the same cgroup.
+- io: an O_DIRECT reader under a 1 MiB/s read throttle (io.max, or blkio.throttle on hybrid
+  hosts). An "io some" trigger fires and the incident names the reader by its blkio delay. Where
+  no throttle can be set, the io part says why and is skipped; the memory part still runs."""
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from common import ScratchCgroup, check, check_kernel, find_mount, read_lines, run, validator  # noqa: E402
+
+PSIDIAG, WORKLOAD, SCHEMAS = sys.argv[1:4]
+LIMIT = 48 << 20
+FILE_SIZE = 128 << 20
+
+
+class V1Group:
+    """A cgroup-v1 directory (memcg or blkio) that is removed on exit, its tasks moved out first."""
+
+    def __init__(self, mount, name):
+        self.path = os.path.join(mount, f"psidiag-it-{name}-{os.getpid()}")
+
+    def __enter__(self):
+        os.mkdir(self.path)
+        return self
+
+    def __exit__(self, *exc):
+        deadline = time.time() + 5
+        while os.path.exists(self.path):
+            try:
+                os.rmdir(self.path)
+            except OSError:
+                if time.time() > deadline:
+                    print(f"warning: could not remove {self.path}", file=sys.stderr)
+                    break
+                time.sleep(0.1)
+
+
+def spawn(cg, argv, env, extra_procs=()):
+    """A workload in the cgroup2 scratch cgroup and in the given v1 cgroup.procs files."""
+    paths = [os.path.join(cg.path, "cgroup.procs")] + [os.path.join(p, "cgroup.procs") for p in extra_procs]
+
+    def enter():
+        for p in paths:
+            with open(p, "w") as f:
+                f.write(str(os.getpid()))
+    p = subprocess.Popen(argv, preexec_fn=enter, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    cg.procs.append(p)
+    return p
+
+
+def enable_controller(mount, cg, name):
+    """cgroup2: enable a controller for the scratch cgroup's parent (the root). False if absent."""
+    with open(os.path.join(mount, "cgroup.controllers")) as f:
+        if name not in f.read().split():
+            return False
+    with open(os.path.join(mount, "cgroup.subtree_control"), "w") as f:
+        f.write(f"+{name}")
+    return os.path.exists(os.path.join(cg.path, f"{name}.max" if name != "io" else "io.max"))
+
+
+def run_agent(tmp, cg, trigger, name):
+    out = os.path.join(tmp, f"{name}.ndjson")
+    cfg = os.path.join(tmp, f"{name}.json")
+    with open(cfg, "w") as f:
+        json.dump({"output": out, "sample_ms": 1000, "cooldown_ms": 0, "top": 5,
+                   "watch": [{"cgroup": cg.rel, "triggers": [trigger]}]}, f)
+    err_path = os.path.join(tmp, f"{name}.log")
+    with open(err_path, "w") as err:
+        agent = subprocess.Popen([PSIDIAG, "--config", cfg, "--enable-delayacct"], stderr=err)
+    return agent, out, err_path
+
+
+def wait_incident(agent, out, err_path, timeout=40):
+    try:
+        deadline = time.time() + timeout
+        while time.time() < deadline and not read_lines(out):
+            time.sleep(0.5)
+    finally:
+        agent.send_signal(signal.SIGTERM)
+        agent.wait(10)
+    incidents = read_lines(out)
+    check(incidents, f"no incident within {timeout} s:\n{open(err_path).read()}")
+    return incidents
+
+
+def make_file(tmp_dir):
+    path = os.path.join(tmp_dir, f"psidiag-it-data-{os.getpid()}")
+    block = b"\xa5" * (1 << 20)
+    with open(path, "wb") as f:
+        for _ in range(FILE_SIZE >> 20):
+            f.write(block)
+        f.flush()
+        os.fsync(f.fileno())
+        # Out of the page cache: cached pages stay charged to whoever wrote them, and the
+        # thrasher's cgroup must pay for every page it reads.
+        os.posix_fadvise(f.fileno(), 0, 0, os.POSIX_FADV_DONTNEED)
+    return path
+
+
+def memory_part(mount, tmp, data, validate):
+    with ScratchCgroup(mount, "mem") as cg:
+        env = dict(os.environ, PSIDIAG_FILE=data)
+        memcg = None
+        if enable_controller(mount, cg, "memory"):
+            with open(os.path.join(cg.path, "memory.max"), "w") as f:
+                f.write(str(LIMIT))
+            how = "cgroup2 memory.max"
+        else:
+            v1 = find_mount("cgroup", "memory")
+            check(v1, "neither a cgroup2 memory controller nor a cgroup-v1 memcg")
+            memcg = V1Group(v1, "mem").__enter__()
+            with open(os.path.join(memcg.path, "memory.limit_in_bytes"), "w") as f:
+                f.write(str(LIMIT))
+            how = f"cgroup-v1 memcg {memcg.path}"
+        try:
+            # Delay accounting before the tasks start: tasks begun earlier report no delays.
+            agent, out, err_path = run_agent(tmp, cg, "memory some 50ms 2s", "memory")
+            time.sleep(0.5)
+            extra = [memcg.path] if memcg else []
+            thrasher = spawn(cg, [WORKLOAD, "thrash", "psidiag-thrash", "4"], env, extra)
+            sleeper = spawn(cg, [WORKLOAD, "sleep", "psidiag-nap"], env, extra)
+            incidents = wait_incident(agent, out, err_path)
+            inc = incidents[0]
+            validate(inc)
+            check(inc["trigger"]["resource"] == "memory", f"trigger {inc['trigger']}")
+            check(inc["pressure"]["memory"]["some"]["total_us"] > 0, "no memory pressure in the incident")
+            top = inc["most_delayed"]
+            check(top and top[0]["pid"] == thrasher.pid,
+                  f"the thrasher is not first: {[(p['comm'], p['score_us'], p['delay_us']) for p in top]}")
+            d = top[0]["delay_us"]
+            check(d["reclaim"] > 0 and d["thrashing"] > 0, f"no reclaim and thrashing delay: {d}")
+            parts = d["reclaim"] + d["thrashing"] + d["swapin"] + d["compact"]
+            # Each field is rounded down to microseconds on its own, the score from the ns sum.
+            check(0 <= top[0]["score_us"] - parts <= 3, f"memory score {top[0]['score_us']} vs parts {d}")
+            check(all(p["pid"] != sleeper.pid or p["score_us"] < top[0]["score_us"] for p in top), "sleeper ranks first")
+            print(f"memory ({how}): {top[0]['comm']} reclaim {d['reclaim']} us, thrashing {d['thrashing']} us, "
+                  f"stall {inc['sample']['stall_us']} us")
+        finally:
+            cg.kill_all()
+            if memcg:
+                memcg.__exit__(None, None, None)
+
+
+def disk_of(path):
+    """major:minor of the whole disk holding path (throttles apply to disks, not partitions)."""
+    st = os.stat(path)
+    dev = f"{os.major(st.st_dev)}:{os.minor(st.st_dev)}"
+    sys_path = os.path.realpath(f"/sys/dev/block/{dev}")
+    if os.path.exists(os.path.join(sys_path, "partition")):
+        with open(os.path.join(os.path.dirname(sys_path), "dev")) as f:
+            dev = f.read().strip()
+    return dev
+
+
+def io_part(mount, tmp, data, validate):
+    with ScratchCgroup(mount, "io") as cg:
+        env = dict(os.environ, PSIDIAG_FILE=data)
+        dev = disk_of(data)
+        blkio = None
+        if enable_controller(mount, cg, "io"):
+            with open(os.path.join(cg.path, "io.max"), "w") as f:
+                f.write(f"{dev} rbps={1 << 20}")
+            how = "cgroup2 io.max"
+        else:
+            v1 = find_mount("cgroup", "blkio")
+            if not v1:
+                print("io part skipped: no cgroup2 io controller and no cgroup-v1 blkio to throttle reads, and "
+                      "this disk is too fast to make io pressure on its own")
+                return
+            blkio = V1Group(v1, "io").__enter__()
+            with open(os.path.join(blkio.path, "blkio.throttle.read_bps_device"), "w") as f:
+                f.write(f"{dev} {1 << 20}")
+            how = f"cgroup-v1 blkio throttle on {dev}"
+        try:
+            agent, out, err_path = run_agent(tmp, cg, "io some 50ms 2s", "io")
+            time.sleep(0.5)
+            reader = spawn(cg, [WORKLOAD, "dio-read", "psidiag-reader"], env, [blkio.path] if blkio else [])
+            spawn(cg, [WORKLOAD, "sleep", "psidiag-nap"], env, [blkio.path] if blkio else [])
+            inc = wait_incident(agent, out, err_path)[0]
+            validate(inc)
+            check(inc["trigger"]["resource"] == "io", f"trigger {inc['trigger']}")
+            top = inc["most_delayed"]
+            check(top and top[0]["pid"] == reader.pid,
+                  f"the reader is not first: {[(p['comm'], p['score_us']) for p in top]}")
+            check(top[0]["delay_us"]["blkio"] > 0 and top[0]["score_us"] == top[0]["delay_us"]["blkio"],
+                  f"io score: {top[0]['delay_us']}")
+            print(f"io ({how}): {top[0]['comm']} blkio {top[0]['delay_us']['blkio']} us, "
+                  f"stall {inc['sample']['stall_us']} us")
+        finally:
+            cg.kill_all()
+            if blkio:
+                blkio.__exit__(None, None, None)
+
+
+def main():
+    mount = check_kernel()
+    validate = validator(SCHEMAS)
+    tmp = tempfile.mkdtemp(prefix="psidiag-it-")
+    data = make_file("/var/tmp")  # a real disk: tmpfs pages could not be reclaimed, nor read directly
+    try:
+        memory_part(mount, tmp, data, validate)
+        io_part(mount, tmp, data, validate)
+    finally:
+        os.unlink(data)
+
+
+run(main)
