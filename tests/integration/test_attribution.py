@@ -64,6 +64,9 @@ def main():
             inc = incidents[0]
             validate(inc)
             check(inc["trigger"]["cgroup"] is None, "not a node-wide trigger")
+            # The agent listened for exit records during its sample (none of ours exited).
+            check(inc["sample"]["exit_records"] is not None and inc["sample"]["lost_exit_records"] == 0,
+                  f"no exit listener in the agent's sample: {inc['sample']}")
             hot = inc["cgroups"]
             names = [c["path"] for c in hot]
             check(hot and names[0] == "/" + leaf.rel, f"hottest cgroups: {[(c['path'], c['stall_us']) for c in hot]}")
