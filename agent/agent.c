@@ -1,6 +1,8 @@
 /* SPDX-License-Identifier: MIT */
+#include <dirent.h>
 #include <errno.h>
 #include <ev.h>
+#include <limits.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
@@ -142,7 +144,6 @@ struct Watch {
         TaskstatsExitListener *exit_listener; /* registered only while a sample runs */
         ev_io exit_io;
         ExitRecords exits;
-        ProcessInfo *procs;
         WatchTiming timing;
 };
 
@@ -157,6 +158,12 @@ struct Agent {
         size_t n_sinks;
         uint64_t seq;
         unsigned armed;
+        unsigned sampling; /* watches with a sample in flight */
+        ProcessInfo *procs; /* report scratch shared by all watches (reports are built one at a time) */
+        unsigned fd_starved; /* triggers not armed for lack of file descriptors */
+        long fd_budget;      /* descriptors triggers may still take (fd_budget()) */
+        RateLimit rate;
+        usec_t rate_warned_us;
 
         /* Health counters for the metrics file. */
         unsigned triggers_configured;
@@ -222,7 +229,7 @@ static void watch_preallocate(Watch *w) {
 
         tid_list_clear(l);
         r = scope.cgroup_fd >= 0 ? cgroup_list_threads(scope.cgroup_fd, l) : proc_list_threads(scope.sysroot->proc_fd, l);
-        n = MAX(r >= 0 ? l->n : 0, (size_t) 64);
+        n = MAX(r >= 0 ? l->n : 0, (size_t) 16);
         tid_list_clear(l);
         if (snapshot_reserve(&w->a, n) < 0 || snapshot_reserve(&w->b, n) < 0 || ranking_reserve(&w->ranking, n) < 0)
                 log_warning("cannot allocate sample buffers for %s ahead of time (%zu threads)", w->name, n);
@@ -246,6 +253,65 @@ static void protect_self(const Runtime *rt) {
         int nice = getpriority(PRIO_PROCESS, 0);
         if (errno == 0 && nice == 0 && setpriority(PRIO_PROCESS, 0, AGENT_NICE) < 0)
                 log_debug_errno(-errno, "cannot raise the agent's priority to nice %d (CAP_SYS_NICE)", AGENT_NICE);
+}
+
+/* Two fds per trigger and one per cgroup: a node watching 1,000 cgroups needs thousands. The soft
+ * limit goes up to the hard one (raising the hard limit needs CAP_SYS_RESOURCE). */
+static void raise_fd_limit(void) {
+        struct rlimit rl;
+
+        if (getrlimit(RLIMIT_NOFILE, &rl) < 0 || rl.rlim_cur >= rl.rlim_max)
+                return;
+        rl.rlim_cur = rl.rlim_max;
+        if (setrlimit(RLIMIT_NOFILE, &rl) < 0)
+                log_debug_errno(-errno, "cannot raise the open-file limit to %llu", (unsigned long long) rl.rlim_max);
+}
+
+/* Descriptors the triggers may still take: the limit, less those open now, less a reserve for
+ * what a sample opens (/proc files, the exit listener, output and metrics files). */
+#define FD_RESERVE 16
+
+static long fd_budget(void) {
+        struct rlimit rl;
+        DIR *d = opendir("/proc/self/fd");
+        long open_now = 0;
+
+        if (getrlimit(RLIMIT_NOFILE, &rl) < 0 || !d) {
+                if (d)
+                        closedir(d);
+                return LONG_MAX;
+        }
+        while (readdir(d))
+                open_now++;
+        closedir(d);
+        open_now -= 2; /* "." and ".." */
+        return rl.rlim_cur == RLIM_INFINITY ? LONG_MAX : (long) rl.rlim_cur - open_now - FD_RESERVE;
+}
+
+/* Takes n descriptors from the budget, or says there are none left (as EMFILE would). */
+static int fd_take(Agent *a, long n) {
+        if (a->fd_budget < n)
+                return -EMFILE;
+        a->fd_budget -= n;
+        return 0;
+}
+
+/* EMFILE/ENFILE while arming: one clear error for all of them, not one per trigger. */
+static bool out_of_fds(Agent *a, int r, size_t n_triggers) {
+        struct rlimit rl = {};
+
+        if (r != -EMFILE && r != -ENFILE)
+                return false;
+        if (a->fd_starved == 0) {
+                (void) getrlimit(RLIMIT_NOFILE, &rl);
+                log_error("out of file descriptors (%s, open-file limit %llu): psidiag needs 2 per trigger and 1 per "
+                          "cgroup; raise LimitNOFILE= (ulimit -n) or watch fewer cgroups. Triggers not armed are "
+                          "counted below",
+                          r == -ENFILE ? "the system's table is full" : "this process's limit",
+                          (unsigned long long) rl.rlim_cur);
+        }
+        a->fd_starved += (unsigned) n_triggers;
+        return true;
 }
 
 static void trigger_close(Agent *a, Trigger *t) {
@@ -295,6 +361,7 @@ static void watch_drop_sample(Watch *w, const char *why) {
         ev_timer_stop(w->agent->loop, &w->timer);
         watch_stop_exits(w);
         w->timing.sampling = false;
+        w->agent->sampling--;
         log_info("dropped the sample in flight for %s (%s)", w->name, why);
 }
 
@@ -314,6 +381,7 @@ static void watch_finish_sample(Watch *w) {
         usec_t start = now_usec(CLOCK_MONOTONIC), took_b;
 
         w->timing.sampling = false;
+        a->sampling--;
         if (!lifetime) {
                 /* Exit records up to now; threads that exit after B are in B anyway. */
                 watch_drain_exits(w);
@@ -357,7 +425,9 @@ static void watch_finish_sample(Watch *w) {
                                       .ranking = &w->ranking,
                                       .hot = &w->hot,
                                       .scope_cgroup = w->cfg->cgroup,
-                                      .procs = w->procs,
+                                      .procs = a->procs,
+                                      .has_suppressed = true,
+                                      .suppressed = a->rate.suppressed_since_incident,
                               },
                               &line, &len);
         if (r < 0) {
@@ -365,6 +435,7 @@ static void watch_finish_sample(Watch *w) {
                 return;
         }
         (void) output_write(w->sink, line, len); /* counts and reports failures itself */
+        a->rate.suppressed_since_incident = 0;
         a->samples++;
         a->sample_thread_errors += lifetime ? w->a.errors : w->a.errors + w->b.errors;
         agent_metrics_update(a);
@@ -419,6 +490,7 @@ static void watch_start_sample(Watch *w, Trigger *t) {
                   (unsigned) w->a.n, (unsigned long long) w->cfg->sample_ms);
         w->fired = t;
         w->timing.sampling = true;
+        w->agent->sampling++;
         if (w->cfg->sample_ms == 0) {
                 watch_finish_sample(w); /* no window: the incident is written now */
                 return;
@@ -466,6 +538,22 @@ static void on_trigger_io(struct ev_loop *loop, ev_io *io, int revents) {
         }
         total = ps.line[t->effective.stall].total_us;
         verdict = wakeup_decide(&t->total, &w->timing, total, now_usec(CLOCK_MONOTONIC));
+        /* The global limits come after the watch's own: a wakeup its cooldown ignores is not an
+         * incident the rate limit has to count. */
+        if (verdict == WAKEUP_SAMPLE && a->sampling >= a->config->max_concurrent_samples) {
+                verdict = WAKEUP_CAPACITY;
+                a->rate.suppressed_since_incident++;
+        }
+        else if (verdict == WAKEUP_SAMPLE && !rate_limit_admit(&a->rate, now_usec(CLOCK_MONOTONIC))) {
+                usec_t now = now_usec(CLOCK_MONOTONIC);
+                verdict = WAKEUP_RATE_LIMIT;
+                /* Once a minute at most: the metrics and the next incident carry the counts. */
+                if (!a->rate_warned_us || now - a->rate_warned_us >= 60 * USEC_PER_SEC) {
+                        a->rate_warned_us = now;
+                        log_warning("more than %u incidents in a minute (max_incidents_per_minute): dropping and "
+                                    "counting the next ones", a->config->max_incidents_per_minute);
+                }
+        }
         a->wakeups[verdict]++;
         if (verdict != WAKEUP_SAMPLE) {
                 agent_metrics_update(a);
@@ -527,7 +615,11 @@ static int watch_arm(Agent *a, Watch *w) {
         int dirfd, r;
 
         if (cgroup) {
-                r = sysroot_open_cgroup(a->rt.sysroot, w->cfg->cgroup, &w->cgroup_fd);
+                r = fd_take(a, 1);
+                if (r >= 0)
+                        r = sysroot_open_cgroup(a->rt.sysroot, w->cfg->cgroup, &w->cgroup_fd);
+                if (r < 0 && out_of_fds(a, r, w->n_triggers))
+                        return 0;
                 if (r < 0) {
                         log_warning_errno(r, "cannot open cgroup %s under %s; its watch stays inactive", w->name,
                                           a->rt.sysroot->cgroup2_path ? a->rt.sysroot->cgroup2_path : "(no cgroup2)");
@@ -551,9 +643,13 @@ static int watch_arm(Agent *a, Watch *w) {
                                     "that are multiples of 2s; armed as \"%s\"",
                                     t->cfg->text, w->name, psi_trigger_spec_format(&t->effective, buf, sizeof buf));
                 }
-                r = psi_trigger_open(dirfd, file, &t->effective, &t->fd);
+                r = fd_take(a, 2); /* the trigger and its epoll instance */
+                if (r >= 0)
+                        r = psi_trigger_open(dirfd, file, &t->effective, &t->fd);
                 if (r < 0) {
                         t->fd = -EBADF;
+                        if (out_of_fds(a, r, 1))
+                                continue;
                         if (r == -EOPNOTSUPP)
                                 log_error("cannot arm \"%s\" on %s: PSI is disabled for it (psi=0, or "
                                           "cgroup.pressure=0)", t->cfg->text, w->name);
@@ -565,7 +661,8 @@ static int watch_arm(Agent *a, Watch *w) {
                         t->total = (TriggerTotal) { .known = true, .total_us = ps.line[t->effective.stall].total_us };
                 r = psi_watch_new(t->fd, EPOLLPRI, &t->epoll_fd);
                 if (r < 0) {
-                        log_error_errno(r, "cannot watch the trigger fd of \"%s\" on %s", t->cfg->text, w->name);
+                        if (!out_of_fds(a, r, 1))
+                                log_error_errno(r, "cannot watch the trigger fd of \"%s\" on %s", t->cfg->text, w->name);
                         t->fd = safe_close(t->fd);
                         continue;
                 }
@@ -594,9 +691,9 @@ static void agent_free(Agent *a) {
                 hot_cgroups_done(&w->hot);
                 watch_stop_exits(w);
                 exit_records_done(&w->exits);
-                free(w->procs);
         }
         free(a->watches);
+        free(a->procs);
         if (a->loop) {
                 ev_signal_stop(a->loop, &a->sig_int);
                 ev_signal_stop(a->loop, &a->sig_term);
@@ -607,6 +704,7 @@ static void agent_free(Agent *a) {
         free(a->sinks);
         free(a->metric_outputs);
         config_free(a->config);
+        rate_limit_done(&a->rate);
         runtime_close(&a->rt);
         if (a->loop)
                 ev_loop_destroy(a->loop);
@@ -643,6 +741,11 @@ int agent_run(const AgentOptions *opts) {
         }
 
         protect_self(&a->rt);
+        raise_fd_limit();
+        if (rate_limit_init(&a->rate, a->config->max_incidents_per_minute) < 0) {
+                log_error("out of memory");
+                goto finish;
+        }
 
         /* A closed pipe or a file size limit on the output must be an error we count (EPIPE, EFBIG),
          * not a signal that kills us. */
@@ -655,10 +758,25 @@ int agent_run(const AgentOptions *opts) {
                 goto finish;
         }
         a->watches = calloc(a->config->n_watches, sizeof *a->watches);
-        if (!a->watches) {
+        unsigned top = 1;
+        for (size_t i = 0; i < a->config->n_watches; i++)
+                top = MAX(top, a->config->watches[i].top);
+        a->procs = calloc(top, sizeof *a->procs);
+        if (!a->watches || !a->procs) {
                 log_error("out of memory");
                 goto finish;
         }
+        /* Signals first: libev opens its own descriptors for them, which must not be the ones the
+         * triggers used up. */
+        ev_signal_init(&a->sig_int, on_stop_signal, SIGINT);
+        ev_signal_init(&a->sig_term, on_stop_signal, SIGTERM);
+        ev_signal_init(&a->sig_hup, on_sighup, SIGHUP);
+        a->sig_int.data = a->sig_term.data = a->sig_hup.data = a;
+        ev_signal_start(a->loop, &a->sig_int);
+        ev_signal_start(a->loop, &a->sig_term);
+        ev_signal_start(a->loop, &a->sig_hup);
+
+        a->fd_budget = fd_budget();
         for (size_t i = 0; i < a->config->n_watches; i++) {
                 Watch *w = &a->watches[i];
 
@@ -671,8 +789,7 @@ int agent_run(const AgentOptions *opts) {
                 ev_timer_init(&w->timer, on_sample_timer, 0., 0.);
                 w->timer.data = w;
                 w->triggers = calloc(w->cfg->n_triggers, sizeof *w->triggers);
-                w->procs = calloc(w->cfg->top, sizeof *w->procs);
-                if (!w->triggers || !w->procs) {
+                if (!w->triggers) {
                         log_error("out of memory");
                         goto finish;
                 }
@@ -696,6 +813,9 @@ int agent_run(const AgentOptions *opts) {
                 if (w->n_triggers > 0 && (w->cgroup_fd >= 0 || !w->cfg->cgroup))
                         watch_preallocate(w);
         }
+        if (a->fd_starved > 0)
+                log_error("%u of %u triggers are not armed: out of file descriptors (see above)", a->fd_starved,
+                          a->fd_starved + a->armed);
         if (a->armed == 0) {
                 log_error("no trigger could be armed; nothing to watch");
                 goto finish;
@@ -713,14 +833,6 @@ int agent_run(const AgentOptions *opts) {
         }
         log_info("watching: %u trigger%s armed on %zu watch%s", a->armed, a->armed == 1 ? "" : "s", a->n_watches,
                  a->n_watches == 1 ? "" : "es");
-
-        ev_signal_init(&a->sig_int, on_stop_signal, SIGINT);
-        ev_signal_init(&a->sig_term, on_stop_signal, SIGTERM);
-        ev_signal_init(&a->sig_hup, on_sighup, SIGHUP);
-        a->sig_int.data = a->sig_term.data = a->sig_hup.data = a;
-        ev_signal_start(a->loop, &a->sig_int);
-        ev_signal_start(a->loop, &a->sig_term);
-        ev_signal_start(a->loop, &a->sig_hup);
 
         ev_run(a->loop, 0);
         agent_metrics_update(a);

@@ -282,6 +282,8 @@ int config_parse(const char *text, size_t len, const char *name, Config **ret, c
         c->top = CONFIG_DEFAULT_TOP;
         c->sample_ms = CONFIG_DEFAULT_SAMPLE_MS;
         c->cooldown_ms = CONFIG_DEFAULT_COOLDOWN_MS;
+        c->max_incidents_per_minute = CONFIG_DEFAULT_MAX_INCIDENTS_PER_MINUTE;
+        c->max_concurrent_samples = CONFIG_DEFAULT_MAX_CONCURRENT_SAMPLES;
 
         if (!json_is_object(root)) {
                 r = fail_at(&st, NULL, 0, "the config must be a JSON object");
@@ -299,7 +301,19 @@ int config_parse(const char *text, size_t len, const char *name, Config **ret, c
                         watch = v;
                 else if (strcmp(key, "$schema") == 0)
                         continue;
-                else if (strcmp(key, "metrics_file") == 0) {
+                else if (strcmp(key, "max_incidents_per_minute") == 0) {
+                        uint64_t u;
+                        r = get_uint(&st, v, path, 1, "max_incidents_per_minute", CONFIG_MAX_INCIDENTS_PER_MINUTE_MAX, 0, &u);
+                        if (r < 0)
+                                goto fail;
+                        c->max_incidents_per_minute = (unsigned) u;
+                } else if (strcmp(key, "max_concurrent_samples") == 0) {
+                        uint64_t u;
+                        r = get_uint(&st, v, path, 1, "max_concurrent_samples", CONFIG_MAX_CONCURRENT_SAMPLES_MAX, 1, &u);
+                        if (r < 0)
+                                goto fail;
+                        c->max_concurrent_samples = (unsigned) u;
+                } else if (strcmp(key, "metrics_file") == 0) {
                         const char *m = json_string_value(v);
                         size_t ml = m ? strlen(m) : 0;
 
@@ -317,8 +331,8 @@ int config_parse(const char *text, size_t len, const char *name, Config **ret, c
                         }
                 } else {
                         r = fail_at(&st, path, 1,
-                                    "unknown key \"%s\" (expected output, top, sample_ms, cooldown_ms, metrics_file, "
-                                    "watch)", key);
+                                    "unknown key \"%s\" (expected output, top, sample_ms, cooldown_ms, "
+                                    "max_incidents_per_minute, max_concurrent_samples, metrics_file, watch)", key);
                         goto fail;
                 }
         }

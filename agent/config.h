@@ -37,6 +37,8 @@ typedef struct WatchConfig {
 typedef struct Config {
         char *output;
         char *metrics_file; /* Prometheus textfile of health counters, or NULL */
+        unsigned max_incidents_per_minute; /* over all watches; 0: no limit */
+        unsigned max_concurrent_samples;
         unsigned top;
         uint64_t sample_ms;
         uint64_t cooldown_ms;
@@ -47,6 +49,10 @@ typedef struct Config {
 #define CONFIG_DEFAULT_TOP 10
 #define CONFIG_DEFAULT_SAMPLE_MS 1000
 #define CONFIG_DEFAULT_COOLDOWN_MS 10000
+#define CONFIG_DEFAULT_MAX_INCIDENTS_PER_MINUTE 60
+#define CONFIG_MAX_INCIDENTS_PER_MINUTE_MAX 100000
+#define CONFIG_DEFAULT_MAX_CONCURRENT_SAMPLES 4
+#define CONFIG_MAX_CONCURRENT_SAMPLES_MAX 1024
 
 /* The config used without --config: node-wide cpu, memory and io triggers, NDJSON on stdout. */
 extern const char config_default_json[];

@@ -236,6 +236,8 @@ json_t *incident_build(const IncidentInput *in) {
                      in->has_exit_listener ? json_integer(in->lost_exit_records) : json_null());
         r |= set_new(sample, "stall_us", in->has_stall ? json_u64(in->stall_us) : json_null());
         r |= set_new(o, "sample", sample);
+        if (in->has_suppressed)
+                r |= set_new(o, "suppressed", json_u64(in->suppressed));
 
         r |= set_new(states, "source", json_string(task_state_source_to_string(st->source)));
         r |= set_new(states, "running", json_u64(st->running));

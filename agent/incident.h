@@ -53,6 +53,8 @@ typedef struct IncidentInput {
         usec_t sample_start_real_us;
         uint64_t sample_duration_ms;
         bool lifetime; /* one snapshot, delays since each thread began (sample_ms 0) */
+        bool has_suppressed; /* write "suppressed" (the agent's incidents) */
+        uint64_t suppressed;
         bool has_exit_listener; /* exit records were listened for */
         unsigned exit_records, lost_exit_records;
         bool has_hot;  /* the descendant cgroups were walked: "cgroups" is written */

@@ -27,6 +27,8 @@ static const char *const verdict_label[_WAKEUP_VERDICT_MAX] = {
         [WAKEUP_NO_GROWTH] = "no_growth",
         [WAKEUP_BUSY] = "busy",
         [WAKEUP_COOLDOWN] = "cooldown",
+        [WAKEUP_CAPACITY] = "capacity",
+        [WAKEUP_RATE_LIMIT] = "rate_limit",
 };
 
 static void metric(FILE *f, const char *name, const char *type, const char *help) {
@@ -53,14 +55,17 @@ int metrics_format(const Metrics *m, char **ret) {
         metric(f, "psidiag_triggers_armed", "gauge", "Triggers armed now.");
         fprintf(f, "psidiag_triggers_armed %u\n", m->triggers_armed);
         metric(f, "psidiag_wakeups_total", "counter",
-               "Trigger wakeups by what the agent did: sampled, or ignored (no_growth, busy, cooldown).");
+               "Trigger wakeups by what the agent did: sampled, or ignored (no_growth, busy, cooldown, "
+               "capacity, rate_limit).");
         for (WakeupVerdict v = 0; v < _WAKEUP_VERDICT_MAX; v++)
                 fprintf(f, "psidiag_wakeups_total{verdict=\"%s\"} %llu\n", verdict_label[v],
                         (unsigned long long) m->wakeups[v]);
         metric(f, "psidiag_incidents_suppressed_total", "counter",
-               "Incidents not taken because a rate limit held them back, by reason (cooldown: the watch's cooldown_ms).");
-        fprintf(f, "psidiag_incidents_suppressed_total{reason=\"cooldown\"} %llu\n",
-                (unsigned long long) m->wakeups[WAKEUP_COOLDOWN]);
+               "Incidents not taken because a limit held them back, by reason: cooldown (the watch's cooldown_ms), "
+               "rate_limit (max_incidents_per_minute), capacity (max_concurrent_samples).");
+        for (WakeupVerdict v = WAKEUP_COOLDOWN; v <= WAKEUP_RATE_LIMIT; v++)
+                fprintf(f, "psidiag_incidents_suppressed_total{reason=\"%s\"} %llu\n", verdict_label[v],
+                        (unsigned long long) m->wakeups[v]);
         metric(f, "psidiag_samples_total", "counter", "Samples taken.");
         fprintf(f, "psidiag_samples_total %llu\n", (unsigned long long) m->samples);
         metric(f, "psidiag_sample_thread_errors_total", "counter",

@@ -78,6 +78,8 @@ int report_build_line(const Report *rep, char **ret, size_t *ret_len) {
                 .sample_start_real_us = first->real_us,
                 .sample_duration_ms = (rep->b->mono_us - first->mono_us + USEC_PER_MSEC / 2) / USEC_PER_MSEC,
                 .lifetime = !rep->a,
+                .has_suppressed = rep->has_suppressed,
+                .suppressed = rep->suppressed,
                 .tasks = first->listed,
                 .errors = rep->a ? rep->a->errors + rep->b->errors : rep->b->errors,
                 .states = first->has_states ? &first->states : NULL,

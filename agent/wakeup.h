@@ -13,6 +13,8 @@ typedef enum WakeupVerdict {
         WAKEUP_NO_GROWTH, /* total= did not grow: the spurious first event of an unprivileged trigger */
         WAKEUP_BUSY,      /* this watch is already sampling */
         WAKEUP_COOLDOWN,  /* the watch's last incident is younger than its cooldown */
+        WAKEUP_CAPACITY,  /* max_concurrent_samples samples of other watches are in flight */
+        WAKEUP_RATE_LIMIT, /* max_incidents_per_minute were taken in the last minute */
         _WAKEUP_VERDICT_MAX,
 } WakeupVerdict;
 
@@ -33,3 +35,18 @@ typedef struct WatchTiming {
 WakeupVerdict wakeup_decide(TriggerTotal *t, const WatchTiming *w, uint64_t total_us, usec_t now_mono_us);
 
 const char *wakeup_verdict_to_string(WakeupVerdict v);
+
+/* The global limit on incidents per minute: a ring of the last `max` admission times. */
+typedef struct RateLimit {
+        unsigned max;   /* 0: no limit */
+        usec_t *times;  /* ring of max entries */
+        size_t n, next;
+        uint64_t suppressed_since_incident; /* dropped since the last incident was written */
+} RateLimit;
+
+/* 0 or -ENOMEM. */
+int rate_limit_init(RateLimit *r, unsigned max_per_minute);
+/* True when one more incident may be taken at now (and records it); false when max were taken in
+ * the last 60 s (and counts it as suppressed). */
+bool rate_limit_admit(RateLimit *r, usec_t now_mono_us);
+void rate_limit_done(RateLimit *r);
