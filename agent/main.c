@@ -61,7 +61,7 @@ static void help(FILE *f) {
               "trigger, pressure, states and the most delayed processes with their dominant delay.\n"
               "\n"
               "Signals: SIGINT/SIGTERM stop (a sample in flight is dropped, and logged);\n"
-              "SIGHUP reopens output files.\n"
+              "SIGHUP reopens output files and reloads the config (a bad one is refused).\n"
               "Exit status: 0 success, 1 runtime failure, 2 usage or config error.\n",
               f);
 }
