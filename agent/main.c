@@ -42,6 +42,7 @@ static void help(FILE *f) {
               "                           systemd journal), for every watch\n"
               "      --enable-delayacct   set kernel.task_delayacct=1 at start\n"
               "      --log-level LEVEL    error, warning, info (default) or debug; logs go to stderr\n"
+              "      --check-config       check the --config file as `validate` does, and exit\n"
               "\n"
               "snapshot: one incident of type \"snapshot\" now, no trigger. CGROUP is relative to the\n"
               "cgroup2 mount; without it the whole host is measured.\n"
@@ -72,6 +73,7 @@ enum {
         ARG_RESOURCE,
         ARG_SAMPLE_MS,
         ARG_TOP,
+        ARG_CHECK_CONFIG,
 };
 
 static const struct option options[] = {
@@ -84,6 +86,7 @@ static const struct option options[] = {
         { "resource", required_argument, NULL, ARG_RESOURCE },
         { "sample-ms", required_argument, NULL, ARG_SAMPLE_MS },
         { "top", required_argument, NULL, ARG_TOP },
+        { "check-config", no_argument, NULL, ARG_CHECK_CONFIG },
         {},
 };
 
@@ -92,6 +95,7 @@ typedef struct Args {
         const char *operand;
         const char *config, *output;
         bool enable_delayacct;
+        bool check_config;
         bool have_resource, have_sample_ms, have_top;
         int resource;
         uint64_t sample_ms;
@@ -165,6 +169,9 @@ static int parse_args(int argc, char **argv, Args *args) {
                                 return usage_error("--sample-ms must be a whole number from 0 to 60000, not '%s'", optarg);
                         args->sample_ms = u;
                         args->have_sample_ms = true;
+                        break;
+                case ARG_CHECK_CONFIG:
+                        args->check_config = true;
                         break;
                 case ARG_TOP:
                         if (parse_uint64(optarg, &u) < 0 || u < 1 || u > CONFIG_TOP_MAX)
@@ -252,6 +259,14 @@ int main(int argc, char **argv) {
         if (r <= 0)
                 return r < 0 ? EXIT_USAGE : 0;
 
+        /* --check-config: what `validate` does, for the file the agent would load. */
+        if (!args.command && args.check_config) {
+                if (!args.config) {
+                        usage_error("%s", "--check-config needs --config FILE");
+                        return EXIT_USAGE;
+                }
+                return validate(args.config);
+        }
         if (!args.command)
                 return agent_run(&(AgentOptions) {
                         .config_path = args.config,

@@ -40,7 +40,8 @@ def main():
                        (["validate"], "needs a FILE"), (["snapshot", "a/../b"], "must be a path"),
                        (["snapshot", "a", "b"], "unexpected argument"), (["frobnicate"], "unexpected argument"),
                        (["validate", "x", "--config", "y"], "belong to the agent"),
-                       (["check", "now"], "check takes no arguments")]:
+                       (["check", "now"], "check takes no arguments"),
+                       (["--check-config"], "needs --config FILE")]:
         code, _, err = psidiag(*args)
         check(code == 2, f"{args}: exit {code}, want 2")
         check(what in err, f"{args}: stderr {err!r} does not mention {what!r}")
@@ -73,6 +74,9 @@ def main():
             code, _, err = psidiag("validate", path)
             check(code == 2, f"{text!r}: exit {code}")
             check(want in err and err.startswith(path), f"{text!r}: {err!r} lacks {want!r}")
+            # --check-config says the same with the same exit code.
+            code, _, err3 = psidiag("--config", path, "--check-config")
+            check(code == 2 and want in err3, f"--check-config with {text!r}: exit {code} {err3!r}")
             # The agent refuses the same config with the same message, before arming anything.
             code, _, err2 = psidiag("--config", path)
             check(code == 2 and want in err2, f"agent with {text!r}: exit {code} {err2!r}")
