@@ -222,7 +222,8 @@ int snapshot_merge_exits(Snapshot *b, const Snapshot *a, const ExitRecords *e) {
                 if (!ta || (ta->btime_s && x->btime_s &&
                             (ta->btime_s > x->btime_s ? ta->btime_s - x->btime_s : x->btime_s - ta->btime_s) > 1))
                         continue;
-                if (bsearch(x, b->threads, n, sizeof *b->threads, cmp_tid))
+                /* bsearch's array must not be NULL, even for zero elements. */
+                if (n > 0 && bsearch(x, b->threads, n, sizeof *b->threads, cmp_tid))
                         continue;
                 r = reserve_threads(b, b->n + 1);
                 if (r < 0)

@@ -243,6 +243,13 @@ static void test_merge_exits(void **state) {
         assert_string_equal(x->comm, "dying");
         assert_null(snapshot_find(&b, 30));
 
+        /* Every thread gone by B: b has no buffer at all yet (UBSan caught bsearch on NULL). */
+        Snapshot empty = {};
+        assert_int_equal(snapshot_merge_exits(&empty, &a, &e), 0);
+        assert_int_equal(empty.exit_records, 1);
+        assert_non_null(snapshot_find(&empty, 20));
+        snapshot_done(&empty);
+
         exit_records_done(&e);
         snapshot_done(&a);
         snapshot_done(&b);
