@@ -151,7 +151,7 @@ static void show_processes(json_t *inc, FILE *out) {
 int show_line(const char *line, size_t len, FILE *out, char *error, size_t error_size) {
         json_error_t jerr;
         json_t *inc = json_loadb(line, len, 0, &jerr), *t;
-        char type[32], spec[128], cg[256], host[256];
+        char type[32], spec[128], cg[256], host[256], when[64];
 
         if (!inc) {
                 snprintf(error, error_size, "not JSON: %s", jerr.text);
@@ -164,14 +164,15 @@ int show_line(const char *line, size_t len, FILE *out, char *error, size_t error
         }
         t = json_object_get(inc, "trigger");
         show_terminal_safe(get_str(inc, "type"), type, sizeof type);
+        show_terminal_safe(get_str(inc, "time"), when, sizeof when);
         show_terminal_safe(get_str(json_object_get(inc, "host"), "hostname"), host, sizeof host);
         if (json_is_object(t)) {
                 const char *c = get_str(t, "cgroup");
                 show_terminal_safe(c ? c : "node", cg, sizeof cg);
                 show_terminal_safe(get_str(t, "spec"), spec, sizeof spec);
-                fprintf(out, "%s  %s  %s  \"%s\"  on %s\n", get_str(inc, "time"), type, cg, spec, host);
+                fprintf(out, "%s  %s  %s  \"%s\"  on %s\n", when, type, cg, spec, host);
         } else
-                fprintf(out, "%s  %s  on %s\n", get_str(inc, "time"), type, host);
+                fprintf(out, "%s  %s  on %s\n", when, type, host);
         show_pressure(inc, out);
         show_processes(inc, out);
         json_decref(inc);

@@ -65,13 +65,14 @@ static void test_example_incident(void **state) {
 
 static void test_hostile_and_broken(void **state) {
         int r;
-        char *out = render("{\"type\":\"snapshot\",\"time\":\"t\",\"trigger\":null,\"sample\":{\"basis\":\"lifetime\"},"
+        char *out = render("{\"type\":\"snapshot\",\"time\":\"t\\u007f\\u001b\",\"trigger\":null,\"sample\":{\"basis\":\"lifetime\"},"
                            "\"most_delayed\":[{\"pid\":1,\"comm\":\"\\u001b]0;owned\\u0007\",\"cgroup\":\"/a\\nb\","
                            "\"cmdline\":null,\"score_us\":10,\"delay_us\":{\"cpu\":3,\"blkio\":7}}]}",
                            &r);
 
         assert_int_equal(r, 0);
         assert_null(strchr(out, '\x1b'));
+        assert_null(strchr(out, '\x7f')); /* the time string too (found by fuzz-show) */
         assert_null(strchr(out, '\x07'));
         assert_non_null(strstr(out, "?]0;owned?"));
         assert_non_null(strstr(out, "/a?b"));
