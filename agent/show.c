@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 #include <errno.h>
+#include <limits.h>
 #include <jansson.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -88,7 +89,7 @@ static void show_pressure(json_t *inc, FILE *out) {
         long long stall = get_int(sample, "stall_us"), ms = get_int(sample, "duration_ms");
         fprintf(out, "  sample    %s", basis && strcmp(basis, "lifetime") == 0 ? "lifetime totals (0 ms)" : "");
         if (!basis || strcmp(basis, "lifetime") != 0)
-                fprintf(out, "%s", show_format_us(ms < 0 ? -1 : ms * 1000, a, sizeof a));
+                fprintf(out, "%s", show_format_us(ms < 0 || ms > LLONG_MAX / 1000 ? -1 : ms * 1000, a, sizeof a));
         if (stall >= 0)
                 fprintf(out, ", stall +%s", show_format_us(stall, b, sizeof b));
         fprintf(out, "; %lld tasks, %lld exited, %lld errors\n", get_int(sample, "tasks"), get_int(sample, "exited"),
@@ -105,7 +106,8 @@ static void show_pressure(json_t *inc, FILE *out) {
 
 /* The largest single delay of a process and its share of the process's total. */
 static void dominant(json_t *delays, char *buf, size_t size) {
-        long long best = -1, total = 0;
+        long long best = -1;
+        double total = 0; /* a sum of hostile values must not overflow (fuzz-show) */
         const char *name = "-";
         char d[32];
 
@@ -113,7 +115,7 @@ static void dominant(json_t *delays, char *buf, size_t size) {
                 long long v = get_int(delays, delay_names[i]);
                 if (v < 0)
                         continue;
-                total += v;
+                total += (double) v;
                 if (v > best) {
                         best = v;
                         name = delay_names[i];
@@ -122,7 +124,7 @@ static void dominant(json_t *delays, char *buf, size_t size) {
         if (best <= 0)
                 snprintf(buf, size, "-");
         else
-                snprintf(buf, size, "%s %s %lld%%", name, show_format_us(best, d, sizeof d), best * 100 / total);
+                snprintf(buf, size, "%s %s %.0f%%", name, show_format_us(best, d, sizeof d), (double) best * 100 / total);
 }
 
 static void show_processes(json_t *inc, FILE *out) {
