@@ -13,6 +13,7 @@
 #define JOURNAL_MESSAGE_ID_SNAPSHOT "4c51017f4ed14fa79f2a1f07fb2c88b0"
 #define JOURNAL_MESSAGE_ID_OTHER "6b7e8aade658436896ff3b7584d57122"
 
+/* True when built with journal support and libsystemd.so.0 can be loaded (dlopen, on first use). */
 bool journal_supported(void);
 
 /* Builds the one-line summary of an incident line ("pressure on /demo \"cpu some 20% 2s\":

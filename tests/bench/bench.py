@@ -8,7 +8,7 @@ CAP_NET_ADMIN (exits 77 saying why otherwise). Always removes its cgroups and wo
    parked threads, beside the floor (tests/bench/floor.c: read cgroup.threads and one raw
    TASKSTATS_CMD_GET per thread, nothing else) and beside the floor plus every thread's
    /proc/<tid>/task/<tid>/stat (what procfs scraping adds). Wall time of the whole command,
-   median of 7 runs each, interleaved.
+   median of 15 runs each, interleaved.
 2. Idle cost: the agent with 300 armed triggers (100 cgroups x cpu, memory, io) and no pressure,
    for IDLE_S seconds: CPU ticks, voluntary and involuntary context switches, RSS, fds.
 3. Agent time per incident: from the trigger's wakeup to the incident written, the sample window
@@ -30,7 +30,7 @@ from common import ScratchCgroup, check, check_kernel, run  # noqa: E402
 
 PSIDIAG, WORKLOAD, FLOOR = sys.argv[1:4]
 SIZES = [1000, 4000, 10000]
-RUNS = 7
+RUNS = 15
 IDLE_S = int(os.environ.get("PSIDIAG_BENCH_IDLE_S", "60"))
 INCIDENTS = int(os.environ.get("PSIDIAG_BENCH_INCIDENTS", "40"))
 
