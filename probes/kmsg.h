@@ -1,0 +1,57 @@
+/* SPDX-License-Identifier: MIT */
+/* /dev/kmsg records and the kernel's OOM kill messages. Pure: takes bytes, never logs. Watching
+ * the device itself belongs to the OOM incidents of issue 5; this is the parser it will use.
+ *
+ * A record is "PRIO,SEQ,TIMESTAMP_US,FLAGS[,...];MESSAGE\n" optionally followed by continuation
+ * lines (" KEY=VALUE\n"). An OOM kill is two messages (since 4.19/5.0):
+ *   oom-kill:constraint=CONSTRAINT_MEMCG,nodemask=(null),cpuset=/,mems_allowed=0,oom_memcg=/a,
+ *            task_memcg=/a/b,task=COMM,pid=PID,uid=UID
+ *   Memory cgroup out of memory: Killed process PID (COMM) total-vm:NkB, anon-rss:NkB,
+ *            file-rss:NkB, shmem-rss:NkB, UID:N pgtables:NkB oom_score_adj:N
+ * ("Out of memory: Killed process ..." for a global OOM; older kernels lack "UID:" and what
+ * follows). COMM and cgroup names are arbitrary bytes, commas and parentheses included, so
+ * fields are found from the fixed text around them, the last occurrence where that matters. */
+#pragma once
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+typedef struct KmsgRecord {
+        unsigned priority; /* facility * 8 + level, as the kernel writes it */
+        uint64_t seq;
+        uint64_t timestamp_us; /* since boot */
+        const char *message;   /* points into the buffer; not NUL-terminated */
+        size_t message_len;
+} KmsgRecord;
+
+/* Parses one record read from /dev/kmsg (one read(2) returns one record). 0 or -EINVAL. */
+int kmsg_parse_record(const char *buf, size_t len, KmsgRecord *ret);
+
+#define OOM_COMM_MAX 64
+#define OOM_CGROUP_MAX 512
+
+typedef struct OomKill {
+        bool has_header; /* the oom-kill: line was seen */
+        char constraint[32];
+        char oom_memcg[OOM_CGROUP_MAX];  /* the memcg whose limit was hit; "" for a global OOM */
+        char task_memcg[OOM_CGROUP_MAX]; /* the victim's memcg */
+        pid_t pid;
+        int64_t uid; /* -1: unknown */
+        char comm[OOM_COMM_MAX];
+        size_t comm_len;
+        bool killed;  /* the "Killed process" line was seen */
+        bool global;  /* "Out of memory:" rather than "Memory cgroup out of memory:" */
+        bool has_rss;
+        uint64_t total_vm_kib, anon_rss_kib, file_rss_kib, shmem_rss_kib;
+} OomKill;
+
+typedef enum OomLine {
+        OOM_LINE_NONE,   /* not an OOM kill message */
+        OOM_LINE_HEADER, /* an oom-kill: line; *state was reset and filled */
+        OOM_LINE_KILLED, /* a Killed process line; merged into *state (reset first when its pid differs) */
+} OomLine;
+
+/* Feeds one kmsg message (the part after ';'). Returns what it was. */
+OomLine oom_parse_message(const char *msg, size_t len, OomKill *state);
