@@ -41,6 +41,7 @@ int agent_run(const AgentOptions *opts);
 
 typedef struct SnapshotOptions {
         const char *cgroup; /* NULL: node-wide */
+        pid_t pid;          /* > 0: one process and all its threads (--pid) */
         int resource;       /* PsiResource, or -1 for all delays */
         uint64_t sample_ms;
         unsigned top;

@@ -140,7 +140,7 @@ json_t *incident_cgroup_meta(const char *path) {
         return o;
 }
 
-static json_t *process_object(const Ranking *rk, const ProcessDelta *p, const ProcessInfo *info) {
+static json_t *process_object(const Ranking *rk, const ProcessDelta *p, const ProcessInfo *info, unsigned max_threads) {
         json_t *o = json_object(), *threads = json_array();
         int r = 0;
 
@@ -156,7 +156,7 @@ static json_t *process_object(const Ranking *rk, const ProcessDelta *p, const Pr
         r |= set_new(o, "score_us", json_u64(p->score_ns / NSEC_PER_USEC));
         r |= set_new(o, "delay_us", delays_object(p->delay_ns, rk->present));
 
-        for (size_t i = 0; i < p->n && i < INCIDENT_THREADS_PER_PROCESS; i++) {
+        for (size_t i = 0; i < p->n && i < max_threads; i++) {
                 const ThreadDelta *t = &rk->threads[p->first + i];
                 json_t *to;
 
@@ -273,7 +273,9 @@ json_t *incident_build(const IncidentInput *in) {
         }
 
         for (size_t i = 0; in->ranking && i < in->n_procs && i < in->ranking->n_procs; i++)
-                r |= append_new(top, process_object(in->ranking, &in->ranking->procs[i], &in->procs[i]));
+                r |= append_new(top, process_object(in->ranking, &in->ranking->procs[i], &in->procs[i],
+                                                    in->threads_per_process ? in->threads_per_process
+                                                                            : INCIDENT_THREADS_PER_PROCESS));
         r |= set_new(o, "most_delayed", top);
 
         if (r < 0) {

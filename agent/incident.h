@@ -49,6 +49,7 @@ typedef struct IncidentInput {
         const char *trigger_spec;   /* as configured */
 
         const Snapshot *pressure_from; /* pressure of cpu, memory, io */
+        unsigned threads_per_process;  /* 0: INCIDENT_THREADS_PER_PROCESS */
 
         usec_t sample_start_real_us;
         uint64_t sample_duration_ms;

@@ -24,7 +24,7 @@
 static void help(FILE *f) {
         fputs("Usage:\n"
               "  psidiag [--config FILE] [--output PATH] [--enable-delayacct] [--log-level LEVEL]\n"
-              "  psidiag snapshot [CGROUP] [--resource cpu|memory|io|irq] [--sample-ms N] [--top N]\n"
+              "  psidiag snapshot [CGROUP | --pid PID] [--resource cpu|memory|io|irq] [--sample-ms N] [--top N]\n"
               "                   [--enable-delayacct]\n"
               "  psidiag validate FILE\n"
               "  psidiag check\n"
@@ -51,6 +51,7 @@ static void help(FILE *f) {
               "      --sample-ms N        sample length in ms, 0-60000 (default 1000); 0: one snapshot,\n"
               "                           delays are each thread's totals since it began\n"
               "      --top N              processes to report, 1-1000 (default 10)\n"
+              "      --pid PID            one process and every delayed thread of it (as getdelays -p/-t)\n"
               "\n"
               "validate: check a config file; prints the triggers as they would be armed.\n"
               "\n"
@@ -74,6 +75,7 @@ enum {
         ARG_SAMPLE_MS,
         ARG_TOP,
         ARG_CHECK_CONFIG,
+        ARG_PID,
 };
 
 static const struct option options[] = {
@@ -87,6 +89,7 @@ static const struct option options[] = {
         { "sample-ms", required_argument, NULL, ARG_SAMPLE_MS },
         { "top", required_argument, NULL, ARG_TOP },
         { "check-config", no_argument, NULL, ARG_CHECK_CONFIG },
+        { "pid", required_argument, NULL, ARG_PID },
         {},
 };
 
@@ -96,6 +99,7 @@ typedef struct Args {
         const char *config, *output;
         bool enable_delayacct;
         bool check_config;
+        pid_t pid;
         bool have_resource, have_sample_ms, have_top;
         int resource;
         uint64_t sample_ms;
@@ -170,6 +174,11 @@ static int parse_args(int argc, char **argv, Args *args) {
                         args->sample_ms = u;
                         args->have_sample_ms = true;
                         break;
+                case ARG_PID:
+                        if (parse_uint64(optarg, &u) < 0 || u < 1 || u > INT32_MAX)
+                                return usage_error("--pid must be a process id, not '%s'", optarg);
+                        args->pid = (pid_t) u;
+                        break;
                 case ARG_CHECK_CONFIG:
                         args->check_config = true;
                         break;
@@ -186,8 +195,8 @@ static int parse_args(int argc, char **argv, Args *args) {
         }
 
         if (!args->command || strcmp(args->command, "snapshot") != 0) {
-                if (args->have_resource || args->have_sample_ms || args->have_top)
-                        return usage_error("%s", "--resource, --sample-ms and --top belong to 'psidiag snapshot'");
+                if (args->have_resource || args->have_sample_ms || args->have_top || args->pid)
+                        return usage_error("%s", "--resource, --sample-ms, --top and --pid belong to 'psidiag snapshot'");
         }
         if (args->command) {
                 if (args->config || args->output)
@@ -280,6 +289,10 @@ int main(int argc, char **argv) {
         if (strcmp(args.command, "show") == 0)
                 return show_run(args.operand);
 
+        if (args.operand && args.pid) {
+                usage_error("%s", "snapshot takes a CGROUP or --pid, not both");
+                return EXIT_USAGE;
+        }
         if (args.operand && cgroup_path_validate(args.operand) < 0) {
                 usage_error("CGROUP '%s' must be a path relative to the cgroup2 mount, without '.' or '..'",
                             args.operand);
@@ -290,6 +303,7 @@ int main(int argc, char **argv) {
                 .resource = args.resource,
                 .sample_ms = args.sample_ms,
                 .top = args.top,
+                .pid = args.pid,
                 .enable_delayacct = args.enable_delayacct,
         });
 }

@@ -39,6 +39,7 @@ typedef struct Report {
         Ranking *ranking;    /* scratch, reused */
         HotCgroups *hot;     /* scratch for the hottest descendant cgroups (when the snapshots walked them) */
         const char *scope_cgroup; /* the sampled cgroup ("a/b", "" root), NULL node-wide: prefixes hot paths */
+        unsigned threads_per_process; /* 0: the default (3) */
         bool has_suppressed;      /* the agent: incidents dropped by its global limits since the last one */
         uint64_t suppressed;
         ProcessInfo *procs;  /* scratch of at least top entries */

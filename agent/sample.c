@@ -79,7 +79,9 @@ int snapshot_take(Snapshot *s, const SampleScope *scope, bool count_states) {
                 s->has_cgroups = dirfd >= 0 && cgroup_totals_read(dirfd, scope->cgroups_resource, &s->cgroups) >= 0;
         }
 
-        if (scope->cgroup_fd >= 0)
+        if (scope->pid > 0)
+                r = proc_list_process_threads(scope->sysroot->proc_fd, scope->pid, &s->tids);
+        else if (scope->cgroup_fd >= 0)
                 r = cgroup_list_threads(scope->cgroup_fd, &s->tids);
         else
                 r = proc_list_threads(scope->sysroot->proc_fd, &s->tids);

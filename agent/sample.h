@@ -78,6 +78,7 @@ typedef struct SampleScope {
         TaskstatsSource *taskstats; /* NULL: no taskstats (no CAP_NET_ADMIN); threads are listed only */
         int cgroup_fd;              /* the cgroup's directory, or -1 for the whole host */
         pid_t exclude_tgid;         /* the agent itself; 0 for none */
+        pid_t pid;                  /* > 0: only this process's threads (cgroup_fd is then ignored) */
         bool walk_cgroups;          /* also read cgroups_resource's totals of every descendant cgroup */
         PsiResource cgroups_resource;
 } SampleScope;

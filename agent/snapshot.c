@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include "agent/agent.h"
+#include "probes/procfs.h"
 #include "agent/base/log.h"
 #include "agent/base/macro.h"
 #include "agent/output.h"
@@ -43,9 +44,23 @@ int snapshot_run(const SnapshotOptions *opts) {
         if (runtime_open(&rt, opts->enable_delayacct) < 0)
                 return 1;
 
-        if (opts->cgroup) {
-                r = sysroot_open_cgroup(rt.sysroot, opts->cgroup, &cgroup_fd);
-                if (r < 0) {
+        /* --pid: the process's own cgroup gives the pressure (and, with --resource, the cgroups). */
+        char pid_cgroup[1024];
+        const char *cgroup = opts->cgroup;
+        if (opts->pid > 0) {
+                r = proc_read_cgroup(rt.sysroot->proc_fd, opts->pid, pid_cgroup, sizeof pid_cgroup);
+                if (r == -ESRCH) {
+                        log_error("no process %d", (int) opts->pid);
+                        goto finish;
+                }
+                cgroup = r >= 0 ? pid_cgroup : NULL;
+        }
+        if (cgroup) {
+                r = sysroot_open_cgroup(rt.sysroot, cgroup, &cgroup_fd);
+                if (r < 0 && opts->pid > 0) {
+                        cgroup = NULL; /* pressure from /proc/pressure instead */
+                        r = 0;
+                } else if (r < 0) {
                         log_error_errno(r, "cannot open cgroup %s under %s", opts->cgroup,
                                         rt.sysroot->cgroup2_path ? rt.sysroot->cgroup2_path : "(no cgroup2 mount)");
                         exit_code = r == -EINVAL ? 2 : 1;
@@ -61,7 +76,8 @@ int snapshot_run(const SnapshotOptions *opts) {
         scope = (SampleScope) {
                 .sysroot = rt.sysroot,
                 .taskstats = rt.taskstats,
-                .cgroup_fd = opts->cgroup ? cgroup_fd : -1,
+                .cgroup_fd = cgroup ? cgroup_fd : -1,
+                .pid = opts->pid,
                 .exclude_tgid = getpid(),
                 /* With --resource, also the hottest descendant cgroups by that resource's stall. */
                 .walk_cgroups = opts->resource >= 0,
@@ -73,7 +89,7 @@ int snapshot_run(const SnapshotOptions *opts) {
         usec_t wakeup = now_usec(CLOCK_REALTIME);
         r = snapshot_take(&a, &scope, true);
         if (r < 0) {
-                log_error_errno(r, "cannot list the threads of %s", opts->cgroup ? opts->cgroup : "the host");
+                log_error_errno(r, "cannot list the threads of %s", opts->pid > 0 ? "the process" : opts->cgroup ? opts->cgroup : "the host");
                 goto finish;
         }
         /* --sample-ms 0: one snapshot, lifetime totals (no second pass, no window). */
@@ -88,7 +104,7 @@ int snapshot_run(const SnapshotOptions *opts) {
                 }
                 r = snapshot_take(&b, &scope, false);
                 if (r < 0) {
-                        log_error_errno(r, "cannot list the threads of %s", opts->cgroup ? opts->cgroup : "the host");
+                        log_error_errno(r, "cannot list the threads of %s", opts->pid > 0 ? "the process" : opts->cgroup ? opts->cgroup : "the host");
                         goto finish;
                 }
                 if (listened && snapshot_merge_exits(&b, &a, &exits) < 0) {
@@ -116,7 +132,9 @@ int snapshot_run(const SnapshotOptions *opts) {
                                       .b = opts->sample_ms > 0 ? &b : &a,
                                       .ranking = &ranking,
                                       .hot = &hot,
-                                      .scope_cgroup = opts->cgroup,
+                                      .scope_cgroup = cgroup,
+                                      /* --pid: every delayed thread, as getdelays -t would list them */
+                                      .threads_per_process = opts->pid > 0 ? 100000 : 0,
                                       .procs = procs,
                               },
                               &line, &len);

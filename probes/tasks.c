@@ -191,6 +191,27 @@ static bool is_pid_name(const char *s, pid_t *ret) {
         return parse_pid(s, strlen(s), ret) >= 0;
 }
 
+int proc_list_process_threads(int proc_fd, pid_t pid, TidList *l) {
+        char path[32];
+        DIR *d;
+        struct dirent *de;
+        pid_t tid;
+        int r = 0;
+
+        snprintf(path, sizeof path, "%d/task", (int) pid);
+        r = opendir_at(proc_fd, path, &d);
+        if (r < 0)
+                return r == -ENOENT ? -ESRCH : r;
+        while ((de = readdir(d)))
+                if (is_pid_name(de->d_name, &tid)) {
+                        r = tid_list_push(l, tid);
+                        if (r < 0)
+                                break;
+                }
+        closedir(d);
+        return r < 0 ? r : 0;
+}
+
 int proc_list_threads(int proc_fd, TidList *l) {
         DIR *d;
         struct dirent *de;

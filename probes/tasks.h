@@ -26,6 +26,9 @@ int tid_list_parse_buf(TidList *l, const char *buf, size_t len);
  * removed while walking is skipped (ENOENT/ENODEV race). Returns 0 or -errno. */
 int cgroup_list_threads(int cgroup_fd, TidList *l);
 
+/* Appends the threads of process pid (/proc/<pid>/task). -ESRCH when it does not exist. */
+int proc_list_process_threads(int proc_fd, pid_t pid, TidList *l);
+
 /* Appends every thread on the host from proc_fd (/proc). Tasks that exit while listing are
  * skipped. Returns 0 or -errno. */
 int proc_list_threads(int proc_fd, TidList *l);

@@ -29,7 +29,7 @@ def write(tmp, name, text):
 
 def main():
     code, out, _ = psidiag("--help")
-    check(code == 0 and "psidiag snapshot [CGROUP]" in out and "psidiag check" in out and "Exit status" in out,
+    check(code == 0 and "psidiag snapshot [CGROUP | --pid PID]" in out and "psidiag check" in out and "Exit status" in out,
           "--help")
     code, out, _ = psidiag("--version")
     check(code == 0 and out.startswith("psidiag "), "--version")
@@ -41,7 +41,9 @@ def main():
                        (["snapshot", "a", "b"], "unexpected argument"), (["frobnicate"], "unexpected argument"),
                        (["validate", "x", "--config", "y"], "belong to the agent"),
                        (["check", "now"], "check takes no arguments"),
-                       (["--check-config"], "needs --config FILE")]:
+                       (["--check-config"], "needs --config FILE"),
+                       (["snapshot", "a", "--pid", "1"], "not both"), (["snapshot", "--pid", "x"], "--pid must be"),
+                       (["--pid", "1"], "belong to 'psidiag snapshot'")]:
         code, _, err = psidiag(*args)
         check(code == 2, f"{args}: exit {code}, want 2")
         check(what in err, f"{args}: stderr {err!r} does not mention {what!r}")

@@ -80,6 +80,20 @@ def main():
         check(bad.returncode == 1, f"missing cgroup exit {bad.returncode}")
         check(b"no-such-cgroup-here" in bad.stderr, "missing cgroup not named")
 
+    # --pid: one process and every delayed thread of it, with its cgroup's pressure.
+    with ScratchCgroup(mount, "pid") as cg:
+        p = cg.spawn([WORKLOAD, "spin", "psidiag-pid", "5"])
+        time.sleep(0.3)
+        inc = snapshot("--pid", str(p.pid), "--resource", "cpu", "--sample-ms", "500")
+        validate(inc)
+        top = inc["most_delayed"]
+        check(inc["sample"]["tasks"] == 5 and len(top) == 1 and top[0]["pid"] == p.pid, f"--pid: {inc['sample']} {top}")
+        check(len(top[0]["threads"]) == 5 and all(t["delay_us"]["cpu"] > 0 for t in top[0]["threads"]),
+              f"--pid threads: {top[0]['threads']}")
+        check(inc["pressure"]["cpu"]["some"]["total_us"] > 0 and top[0]["cgroup"] == "/" + cg.rel, "--pid cgroup")
+        bad = subprocess.run([PSIDIAG, "snapshot", "--pid", "999999999"], capture_output=True)
+        check(bad.returncode == 1 and b"no process 999999999" in bad.stderr, f"--pid missing: {bad}")
+
     # Workers that die mid-sample keep their delay: the exit listener hands over their final
     # counters. Without it they would vanish from the ranking.
     with ScratchCgroup(mount, "exits") as cg:
