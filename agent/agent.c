@@ -367,19 +367,12 @@ static void trigger_free(Agent *a, Trigger *t) {
         free(t);
 }
 
-static void on_exit_record(const TaskStats *ts, void *userdata) {
-        ExitRecords *e = userdata;
-
-        if (exit_records_add(e, ts) < 0)
-                e->lost++;
-}
-
 static void watch_drain_exits(Watch *w) {
         int r;
 
         if (!w->exit_listener)
                 return;
-        r = taskstats_exit_listener_drain(w->exit_listener, on_exit_record, &w->exits, &w->exits.lost);
+        r = taskstats_exit_listener_drain(w->exit_listener, exit_records_collect, &w->exits, &w->exits.lost);
         if (r < 0) {
                 log_debug_errno(r, "the exit listener of %s failed; exits are not followed in this sample", w->name);
                 ev_io_stop(w->agent->loop, &w->exit_io);

@@ -3,22 +3,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "agent/base/array.h"
 #include "agent/base/macro.h"
 #include "agent/hot.h"
-
-static int reserve(void **p, size_t *cap, size_t n, size_t size) {
-        void *q;
-
-        if (n <= *cap)
-                return 0;
-        n += n / 4;
-        q = realloc(*p, n * size);
-        if (!q)
-                return -ENOMEM;
-        *p = q;
-        *cap = n;
-        return 0;
-}
 
 /* Path order with '/' before every other byte, so a cgroup's descendants follow it directly
  * ("a", "a/b", "a-x" rather than strcmp's "a", "a-x", "a/b"). */
@@ -67,9 +54,9 @@ int hot_cgroups_build(HotCgroups *h, const CgroupTotals *a, const CgroupTotals *
         int r;
 
         h->n = 0;
-        if ((r = reserve((void **) &h->order_b, &h->cap_b, b->n, sizeof *h->order_b)) < 0 ||
-            (r = reserve((void **) &h->items, &h->cap, b->n, sizeof *h->items)) < 0 ||
-            (a && (r = reserve((void **) &h->order_a, &h->cap_a, a->n, sizeof *h->order_a)) < 0))
+        if ((r = array_reserve((void **) &h->order_b, &h->cap_b, b->n, sizeof *h->order_b)) < 0 ||
+            (r = array_reserve((void **) &h->items, &h->cap, b->n, sizeof *h->items)) < 0 ||
+            (a && (r = array_reserve((void **) &h->order_a, &h->cap_a, a->n, sizeof *h->order_a)) < 0))
                 return r;
         sort_by_path(b, h->order_b);
         if (a)

@@ -6,6 +6,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "agent/base/fileio.h"
 #include "agent/base/macro.h"
 #include "agent/base/safepath.h"
 #include "agent/metrics.h"
@@ -115,21 +116,13 @@ int metrics_write(const char *path, const Metrics *m, char *why, size_t why_size
                 snprintf(why, why_size, "cannot create %s", tmp);
                 return negative_errno();
         }
-        size_t len = strlen(text), done = 0;
-        while (done < len) {
-                ssize_t k = write(fd, text + done, len - done);
-                if (k < 0 && errno == EINTR)
-                        continue;
-                if (k <= 0) {
-                        r = k < 0 ? negative_errno() : -EIO;
-                        snprintf(why, why_size, "cannot write %s", tmp);
-                        safe_close(fd);
-                        (void) unlinkat(dirfd, tmp, 0);
-                        return r;
-                }
-                done += (size_t) k;
-        }
+        r = write_all_fd(fd, text, strlen(text), NULL);
         safe_close(fd);
+        if (r < 0) {
+                snprintf(why, why_size, "cannot write %s", tmp);
+                (void) unlinkat(dirfd, tmp, 0);
+                return r;
+        }
         if (renameat(dirfd, tmp, dirfd, base) < 0) {
                 r = negative_errno();
                 snprintf(why, why_size, "cannot rename %s over %s", tmp, base);

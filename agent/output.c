@@ -7,6 +7,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "agent/base/fileio.h"
 #include "agent/base/log.h"
 #include "agent/base/macro.h"
 #include "agent/base/safepath.h"
@@ -151,20 +152,9 @@ static int follow_path(OutputSink *o) {
 static int write_all(OutputSink *o, const char *line, size_t len) {
         struct stat st;
         bool regular = fstat(o->fd, &st) == 0 && S_ISREG(st.st_mode);
-        size_t done = 0;
-        int r = 0;
+        size_t done;
+        int r = write_all_fd(o->fd, line, len, &done);
 
-        while (done < len) {
-                ssize_t k = write(o->fd, line + done, len - done);
-
-                if (k < 0 && errno == EINTR)
-                        continue;
-                if (k <= 0) {
-                        r = k < 0 ? negative_errno() : -EIO;
-                        break;
-                }
-                done += (size_t) k;
-        }
         if (r == 0 || done == 0)
                 return r;
 

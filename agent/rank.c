@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "agent/base/array.h"
 #include "agent/base/macro.h"
 #include "agent/rank.h"
 #include "triggers/trigger.h"
@@ -55,24 +56,10 @@ static int cmp_process(const void *a, const void *b) {
         return (x->tgid > y->tgid) - (x->tgid < y->tgid);
 }
 
-static int grow(void **p, size_t *cap, size_t need, size_t size) {
-        void *q;
-
-        if (need <= *cap)
-                return 0;
-        need += need / 4; /* headroom, as for snapshots */
-        q = realloc(*p, need * size);
-        if (!q)
-                return -ENOMEM;
-        *p = q;
-        *cap = need;
-        return 0;
-}
-
 int ranking_reserve(Ranking *r, size_t n) {
-        int k = grow((void **) &r->threads, &r->cap_threads, n, sizeof *r->threads);
+        int k = array_reserve((void **) &r->threads, &r->cap_threads, n, sizeof *r->threads);
 
-        return k < 0 ? k : grow((void **) &r->procs, &r->cap_procs, n, sizeof *r->procs);
+        return k < 0 ? k : array_reserve((void **) &r->procs, &r->cap_procs, n, sizeof *r->procs);
 }
 
 int ranking_build(Ranking *r, const Snapshot *a, const Snapshot *b, int resource) {
@@ -83,7 +70,7 @@ int ranking_build(Ranking *r, const Snapshot *a, const Snapshot *b, int resource
         r->present = 0;
         r->exited = 0;
 
-        k = grow((void **) &r->threads, &r->cap_threads, b->n, sizeof *r->threads);
+        k = array_reserve((void **) &r->threads, &r->cap_threads, b->n, sizeof *r->threads);
         if (k < 0)
                 return k;
 
@@ -121,7 +108,7 @@ int ranking_build(Ranking *r, const Snapshot *a, const Snapshot *b, int resource
                 qsort(r->threads, r->n_threads, sizeof *r->threads, cmp_thread);
 
         /* There are never more processes than threads. */
-        k = grow((void **) &r->procs, &r->cap_procs, r->n_threads, sizeof *r->procs);
+        k = array_reserve((void **) &r->procs, &r->cap_procs, r->n_threads, sizeof *r->procs);
         if (k < 0)
                 return k;
 

@@ -6,6 +6,7 @@
 #include <sys/vfs.h>
 #include <unistd.h>
 
+#include "agent/base/array.h"
 #include "agent/base/macro.h"
 #include "agent/sample.h"
 #include "probes/procfs.h"
@@ -31,17 +32,7 @@ static int cmp_tid(const void *a, const void *b) {
 }
 
 static int reserve_threads(Snapshot *s, size_t n) {
-        ThreadDelays *p;
-
-        if (n <= s->cap)
-                return 0;
-        n += n / 4; /* headroom, so a slowly growing cgroup does not reallocate every sample */
-        p = realloc(s->threads, n * sizeof *p);
-        if (!p)
-                return -ENOMEM;
-        s->threads = p;
-        s->cap = n;
-        return 0;
+        return array_reserve((void **) &s->threads, &s->cap, n, sizeof *s->threads);
 }
 
 int snapshot_reserve(Snapshot *s, size_t n) {
@@ -197,6 +188,13 @@ int exit_records_add(ExitRecords *e, const TaskStats *ts) {
         memcpy(t->delay_ns, ts->delay_ns, sizeof t->delay_ns);
         memcpy(t->comm, ts->comm, sizeof t->comm);
         return 0;
+}
+
+void exit_records_collect(const TaskStats *ts, void *userdata) {
+        ExitRecords *e = userdata;
+
+        if (exit_records_add(e, ts) < 0)
+                e->lost++;
 }
 
 void exit_records_clear(ExitRecords *e) {

@@ -63,6 +63,9 @@ typedef struct ExitRecords {
 
 /* Keeps one record (the thread's final counters). 0 or -ENOMEM. */
 int exit_records_add(ExitRecords *e, const TaskStats *ts);
+/* The same as a taskstats_exit_listener_drain() callback (userdata: the ExitRecords); a record
+ * that cannot be kept counts as lost. */
+void exit_records_collect(const TaskStats *ts, void *userdata);
 void exit_records_clear(ExitRecords *e);
 void exit_records_done(ExitRecords *e);
 

@@ -18,13 +18,6 @@ static void sleep_ms(uint64_t ms) {
                 ;
 }
 
-static void on_exit_record(const TaskStats *ts, void *userdata) {
-        ExitRecords *e = userdata;
-
-        if (exit_records_add(e, ts) < 0)
-                e->lost++;
-}
-
 int snapshot_run(const SnapshotOptions *opts) {
         Runtime rt;
         Snapshot a = {}, b = {};
@@ -96,7 +89,7 @@ int snapshot_run(const SnapshotOptions *opts) {
         if (opts->sample_ms > 0) {
                 sleep_ms(opts->sample_ms);
                 if (listener) {
-                        r = taskstats_exit_listener_drain(listener, on_exit_record, &exits, &exits.lost);
+                        r = taskstats_exit_listener_drain(listener, exit_records_collect, &exits, &exits.lost);
                         if (r < 0)
                                 log_debug_errno(r, "the exit listener failed; exits are not followed");
                         listener = taskstats_exit_listener_free(listener);

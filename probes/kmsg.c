@@ -145,9 +145,9 @@ OomLine oom_parse_message(const char *msg, size_t len, OomKill *state) {
 
         if (len >= 9 && memcmp(msg, "oom-kill:", 9) == 0)
                 return parse_header(msg, end, state);
-        if (memmem(msg, len, "Killed process ", 15) && memmem(msg, len, "out of memory", 13))
-                return parse_killed(msg, end, state);
-        if (memmem(msg, len, "Killed process ", 15) && memmem(msg, len, "Out of memory", 13))
+        /* "Memory cgroup out of memory: Killed process ..." or "Out of memory: Killed process ..." */
+        if (memmem(msg, len, "Killed process ", 15) &&
+            (memmem(msg, len, "out of memory", 13) || memmem(msg, len, "Out of memory", 13)))
                 return parse_killed(msg, end, state);
         return OOM_LINE_NONE;
 }

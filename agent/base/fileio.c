@@ -52,3 +52,23 @@ int write_string_at(int dirfd, const char *path, const char *s) {
                 return -EIO;
         return 0;
 }
+
+int write_all_fd(int fd, const void *buf, size_t len, size_t *ret_done) {
+        size_t done = 0;
+        int r = 0;
+
+        while (done < len) {
+                ssize_t k = write(fd, (const char *) buf + done, len - done);
+
+                if (k < 0 && errno == EINTR)
+                        continue;
+                if (k <= 0) {
+                        r = k < 0 ? negative_errno() : -EIO;
+                        break;
+                }
+                done += (size_t) k;
+        }
+        if (ret_done)
+                *ret_done = done;
+        return r;
+}

@@ -14,5 +14,9 @@ ssize_t read_file_at(int dirfd, const char *path, char *buf, size_t size);
 /* Reads everything from an open fd the same way (used for fds a caller keeps open). */
 ssize_t read_fd_full(int fd, char *buf, size_t size);
 
+/* Writes all of buf[0..len) to fd, continuing short writes and EINTR. Returns 0, or -errno (-EIO
+ * when write returns 0); *ret_done (may be NULL) says how much got in either way. */
+int write_all_fd(int fd, const void *buf, size_t len, size_t *ret_done);
+
 /* Writes data with its trailing NUL counted by the caller; returns 0 or -errno. */
 int write_string_at(int dirfd, const char *path, const char *s);
