@@ -122,6 +122,28 @@ class ScratchCgroup:
         return False
 
 
+class ChildCgroup(ScratchCgroup):
+    """A cgroup below another scratch cgroup: created on enter, emptied and removed on exit."""
+
+    def __init__(self, parent, name):
+        self.rel = f"{parent.rel}/{name}"
+        self.path = os.path.join(parent.path, name)
+        self.procs = []
+
+
+def stop_agent(agent, timeout=10):
+    """SIGTERM, then the exit code; killed and None if it does not stop within timeout."""
+    if agent.poll() is None:
+        agent.send_signal(signal.SIGTERM)
+        try:
+            return agent.wait(timeout)
+        except subprocess.TimeoutExpired:
+            agent.kill()
+            agent.wait()
+            return None
+    return agent.returncode
+
+
 def validator(schema_dir):
     try:
         import jsonschema

@@ -14,21 +14,9 @@ import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from common import ScratchCgroup, check, check_kernel, read_lines, run, validator  # noqa: E402
+from common import ScratchCgroup, check, check_kernel, read_lines, run, stop_agent, validator  # noqa: E402
 
 PSIDIAG, WORKLOAD, SCHEMAS = sys.argv[1:4]
-
-
-def stop(agent):
-    if agent.poll() is None:
-        agent.send_signal(signal.SIGTERM)
-        try:
-            return agent.wait(10)
-        except subprocess.TimeoutExpired:
-            agent.kill()
-            agent.wait()
-            return None
-    return agent.returncode
 
 
 def main():
@@ -128,7 +116,7 @@ def main():
             after = len(read_lines(out))
             check(after - before <= 1, "incidents kept coming after the cgroup was removed")
         finally:
-            code = stop(agent)
+            code = stop_agent(agent)
         check(code == 0, f"the agent exited with {code} on SIGTERM")
         check("received Terminated, stopping" in open(err_path).read(), "no stop message")
         print(f"{len(incidents)} incidents; first: {first['comm']} cpu delay {first['delay_us']['cpu']} us, "
@@ -152,7 +140,7 @@ def main():
                 time.sleep(0.2)
             check("fired: sampling" in open(err_path).read(), f"no sample started:\n{open(err_path).read()}")
         finally:
-            code = stop(agent)
+            code = stop_agent(agent)
         log = open(err_path).read()
         check(code == 0, f"exit {code} on SIGTERM during a sample")
         check(f"dropped the sample in flight for {cg.rel} (stopping)" in log, f"drop not logged:\n{log}")

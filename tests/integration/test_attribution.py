@@ -15,16 +15,9 @@ import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from common import ScratchCgroup, check, check_kernel, read_lines, run, validator  # noqa: E402
+from common import ChildCgroup, ScratchCgroup, check, check_kernel, read_lines, run, validator  # noqa: E402
 
 PSIDIAG, WORKLOAD, SCHEMAS = sys.argv[1:4]
-
-
-class Child(ScratchCgroup):
-    def __init__(self, parent, rel):
-        self.rel = f"{parent.rel}/{rel}"
-        self.path = os.path.join(parent.path, rel)
-        self.procs = []
 
 
 def main():
@@ -32,10 +25,10 @@ def main():
     validate = validator(SCHEMAS)
     tmp = tempfile.mkdtemp(prefix="psidiag-it-")
     with ScratchCgroup(mount, "attr") as top:
-        busy = Child(top, "busy")
-        inner = Child(busy, "inner")
-        leaf = Child(inner, "leaf")
-        quiet = [Child(top, "quiet-a"), Child(top, "quiet-b")]
+        busy = ChildCgroup(top, "busy")
+        inner = ChildCgroup(busy, "inner")
+        leaf = ChildCgroup(inner, "leaf")
+        quiet = [ChildCgroup(top, "quiet-a"), ChildCgroup(top, "quiet-b")]
         kids = [busy, inner, leaf] + quiet
         try:
             for c in kids:

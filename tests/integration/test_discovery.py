@@ -19,16 +19,9 @@ import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from common import ScratchCgroup, check, check_kernel, read_lines, run, validator  # noqa: E402
+from common import ChildCgroup, ScratchCgroup, check, check_kernel, read_lines, run, validator  # noqa: E402
 
 PSIDIAG, WORKLOAD, SCHEMAS = sys.argv[1:4]
-
-
-class Child(ScratchCgroup):
-    def __init__(self, parent, rel):
-        self.rel = f"{parent.rel}/{rel}"
-        self.path = os.path.join(parent.path, rel)
-        self.procs = []
 
 
 def wait_log(err_path, pattern, timeout, start=0):
@@ -59,7 +52,7 @@ def main():
     validate = validator(SCHEMAS)
     tmp = tempfile.mkdtemp(prefix="psidiag-it-")
     with ScratchCgroup(mount, "disc") as top:
-        first = Child(top, "first").__enter__()
+        first = ChildCgroup(top, "first").__enter__()
         kids = [first]
         out = os.path.join(tmp, "disc.ndjson")
         cfg_path = os.path.join(tmp, "disc.json")
@@ -78,7 +71,7 @@ def main():
 
             # A new match of the glob: armed within a second, and its incidents follow.
             mark = len(open(err_path).read())
-            second = Child(top, "second")
+            second = ChildCgroup(top, "second")
             t0 = time.time()
             second.__enter__()
             kids.append(second)
@@ -111,9 +104,9 @@ def main():
             check(len(read_lines(out)) == before, "an incident was written for a removed cgroup")
 
             # The concrete path appears (parent first, then the cgroup itself).
-            later = Child(top, "later").__enter__()
+            later = ChildCgroup(top, "later").__enter__()
             kids.append(later)  # matched by the glob too: armed as P/later
-            inner = Child(later, "inner")
+            inner = ChildCgroup(later, "inner")
             mark = len(open(err_path).read())
             t1 = time.time()
             inner.__enter__()

@@ -10,28 +10,15 @@
 
 import json
 import os
-import signal
 import subprocess
 import sys
 import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from common import ScratchCgroup, check, check_kernel, run, validator  # noqa: E402
+from common import ScratchCgroup, check, check_kernel, run, stop_agent, validator  # noqa: E402
 
 PSIDIAG, WORKLOAD, SCHEMAS = sys.argv[1:4]
-
-
-def stop(agent):
-    if agent.poll() is None:
-        agent.send_signal(signal.SIGTERM)
-        try:
-            return agent.wait(10)
-        except subprocess.TimeoutExpired:
-            agent.kill()
-            agent.wait()
-            return None
-    return agent.returncode
 
 
 def whole_lines(path, validate):
@@ -114,7 +101,7 @@ def full_disk(mount, tmp, cg, validate):
             lost = int(log.split("again (")[1].split(" lost")[0])
             check(lost >= 2, f"only {lost} lost incidents counted over 5 s of full disk")
         finally:
-            code = stop(agent)
+            code = stop_agent(agent)
         check(code == 0, f"exit {code} on SIGTERM")
         log = open(err_path).read()
         totals = [l for l in log.splitlines() if f"{out}: " in l and " written, " in l]
@@ -153,7 +140,7 @@ def dev_full_and_closed_pipe(tmp, cg):
         check(a1.poll() is None, f"the agent died writing to /dev/full:\n{open(err_full).read()}")
         check(a2.poll() is None, f"the agent died on a closed pipe:\n{open(err_pipe).read()}")
     finally:
-        c1, c2 = stop(a1), stop(a2)
+        c1, c2 = stop_agent(a1), stop_agent(a2)
     for code, log, what in ((c1, open(err_full).read(), "/dev/full"), (c2, open(err_pipe).read(), "stdout")):
         check(code == 0, f"{what}: exit {code}")
         check(log.count("cannot write incident to") == 1, f"{what}: complaints not rate-limited:\n{log}")

@@ -13,14 +13,13 @@ import json
 import os
 import re
 import resource
-import signal
 import subprocess
 import sys
 import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from common import ScratchCgroup, check, check_kernel, read_lines, run, validator  # noqa: E402
+from common import ChildCgroup, ScratchCgroup, check, check_kernel, read_lines, run, stop_agent, validator  # noqa: E402
 
 PSIDIAG, WORKLOAD, SCHEMAS = sys.argv[1:4]
 N = 1000
@@ -34,15 +33,6 @@ def start(tmp, name, config, **kw):
     with open(err_path, "w") as err:
         agent = subprocess.Popen([PSIDIAG, "--config", cfg], stderr=err, **kw)
     return agent, err_path
-
-
-def stop(agent):
-    agent.send_signal(signal.SIGTERM)
-    try:
-        return agent.wait(20)
-    except subprocess.TimeoutExpired:
-        agent.kill()
-        return agent.wait()
 
 
 def wait_log(err_path, pattern, timeout):
@@ -80,8 +70,7 @@ def main():
                 fds = len(os.listdir(f"/proc/{agent.pid}/fd"))
                 with open(f"/proc/{agent.pid}/status") as f:
                     rss = int(re.search(r"VmRSS:\s+(\d+)", f.read()).group(1))
-                busy = ScratchCgroup.__new__(ScratchCgroup)
-                busy.rel, busy.path, busy.procs = kids[N // 2], os.path.join(mount, kids[N // 2]), []
+                busy = ChildCgroup(top, f"c{N // 2}")  # exists already; only its tasks are ours
                 try:
                     for _ in range(4):
                         busy.spawn([WORKLOAD, "spin", "psidiag-spin"])
@@ -95,7 +84,7 @@ def main():
                 validate(incidents[0])
                 check(incidents[0]["trigger"]["cgroup"] == "/" + busy.rel, f"{incidents[0]['trigger']}")
             finally:
-                code = stop(agent)
+                code = stop_agent(agent, 20)
             check(code == 0, f"exit {code}")
             print(f"scale: {3 * N} triggers on {N} cgroups armed, {fds} fds, RSS {rss / 1024:.1f} MiB; "
                   f"incident from {incidents[0]['trigger']['cgroup']}")
@@ -110,7 +99,7 @@ def main():
                 time.sleep(0.5)
                 check(agent.poll() is None, "the agent died out of descriptors")
             finally:
-                stop(agent)
+                stop_agent(agent, 20)
             log = open(err_path).read()
             check(log.count("out of file descriptors (this process's limit, open-file limit 64)") == 1,
                   f"not one clear error:\n{log[-2000:]}")
@@ -135,7 +124,7 @@ def main():
             while time.time() < deadline and len(read_lines(out)) < 3:
                 time.sleep(0.5)
         finally:
-            stop(agent)
+            stop_agent(agent, 20)
         incidents = read_lines(out)
         check(len(incidents) >= 2, f"{len(incidents)} incidents:\n{open(err_path).read()[-2000:]}")
         for inc in incidents:
@@ -157,7 +146,7 @@ def main():
         try:
             time.sleep(9)
         finally:
-            stop(agent)
+            stop_agent(agent, 20)
         incidents = read_lines(out)
         log = open(err_path).read()
         met = metrics(prom)

@@ -50,6 +50,6 @@ static int rm_entry(const char *path, const struct stat *st, int flag, struct FT
         return remove(path);
 }
 
-void fake_tree_remove(const char *dir) {
-        nftw(dir, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
+int fake_tree_remove(const char *dir) {
+        return nftw(dir, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
 }

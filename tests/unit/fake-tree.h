@@ -7,5 +7,5 @@ typedef char (*FakeTreeState)(int tid);
 
 /* template is a mkdtemp template, rewritten in place. 0 or -errno. */
 int fake_tree_make(char *template, int first, int n, FakeTreeState state);
-/* Removes the tree. */
-void fake_tree_remove(const char *dir);
+/* Removes a scratch directory tree (a fake tree or any other). 0, or -1 when something stayed. */
+int fake_tree_remove(const char *dir);

@@ -1,7 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /* The Prometheus textfile: exposition text, label escaping, and the atomic rewrite. */
 #include <errno.h>
-#include <ftw.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -9,6 +8,7 @@
 #include <unistd.h>
 
 #include "agent/metrics.h"
+#include "tests/unit/fake-tree.h"
 #include "tests/unit/test-util.h"
 
 static const MetricsOutput outputs[] = {
@@ -49,10 +49,6 @@ static void test_format(void **state) {
         free(text);
 }
 
-static int rm_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw) {
-        return remove(path);
-}
-
 static void test_write_atomic(void **state) {
         char dir[] = "/tmp/psidiag-test-XXXXXX", path[128], link_path[128], buf[4096], why[160];
         FILE *f;
@@ -90,7 +86,7 @@ static void test_write_atomic(void **state) {
 
         snprintf(path, sizeof path, "%s/missing/psidiag.prom", dir);
         assert_int_equal(metrics_write(path, &sample_metrics, why, sizeof why), -ENOENT);
-        nftw(dir, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
+        assert_int_equal(fake_tree_remove(dir), 0);
 }
 
 int main(void) {

@@ -4,7 +4,6 @@
  * rules for world-writable directories. */
 #include <errno.h>
 #include <fcntl.h>
-#include <ftw.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -15,16 +14,13 @@
 
 #include "agent/base/log.h"
 #include "agent/output.h"
+#include "tests/unit/fake-tree.h"
 #include "tests/unit/test-util.h"
 
 #define LINE "{\"type\":\"pressure\",\"id\":\"x\"}\n"
 #define NOBODY 65534
 
 static char dir[64];
-
-static int rm_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw) {
-        return remove(path);
-}
 
 static int setup(void **state) {
         strcpy(dir, "/tmp/psidiag-test-XXXXXX");
@@ -36,7 +32,7 @@ static int setup(void **state) {
 }
 
 static int teardown(void **state) {
-        return nftw(dir, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
+        return fake_tree_remove(dir);
 }
 
 /* Paths inside the scratch directory; a ring of buffers so a few can be live at once. */
