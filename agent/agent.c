@@ -21,8 +21,13 @@
 #include "agent/config.h"
 #include "agent/metrics.h"
 #include "agent/output.h"
+#include "agent/history.h"
 #include "agent/report.h"
+#include "agent/sampler.h"
 #include "agent/wakeup.h"
+#include "probes/kmsg.h"
+#include "probes/memcg.h"
+#include "probes/procfs.h"
 #include "probes/system.h"
 #include "triggers/psi.h"
 
@@ -116,6 +121,7 @@ bool runtime_delayacct(const Runtime *rt) {
 
 typedef struct Agent Agent;
 typedef struct Watch Watch;
+typedef struct OomIncident OomIncident;
 
 /* One armed trigger. Heap-allocated one by one: libev keeps a pointer to its ev_io, so a trigger
  * kept across a reload must not move. */
@@ -143,16 +149,15 @@ struct Watch {
         bool claimed;     /* reload bookkeeping */
 
         Trigger *fired;
-        ev_timer timer;
-        usec_t a_cost_us; /* how long snapshot A took */
-        usec_t wakeup_real_us;
-        Snapshot a, b;
-        Ranking ranking;
-        HotCgroups hot;
-        TaskstatsExitListener *exit_listener; /* registered only while a sample runs */
-        ev_io exit_io;
-        ExitRecords exits;
+        Sampler sampler;
         WatchTiming timing;
+
+        /* Without /dev/kmsg: the cgroup's oom_kill counter (probes/memcg.h). */
+        bool has_oomc;
+        MemcgCounterKind oomc_kind;
+        int oomc_fd, oomc_event_fd, oomc_wd;
+        uint64_t oomc_count;
+        ev_io oomc_io; /* the v1 eventfd */
 };
 
 /* A directory under inotify watch: somewhere a configured cgroup (or a glob's match) may appear. */
@@ -182,6 +187,21 @@ struct Agent {
         long fd_budget;      /* descriptors triggers may still take (fd_budget()) */
         RateLimit rate;
         usec_t rate_warned_us;
+        History history; /* recent pressure incidents, for the related ids of oom incidents */
+
+        /* OOM kills (issue 5): /dev/kmsg, or the memory cgroups' kill counters without it. */
+        int kmsg_fd;
+        ev_io kmsg_io;
+        char *kmsg_buf;      /* KMSG_RECORD_MAX */
+        OomKill kmsg_kill;   /* the parser's state: an oom-kill: line waits for its Killed process line */
+        OomIncident *ooms;   /* in flight (sampling), freed as they are written */
+        unsigned oom_sampling;
+        uint64_t oom_kills, kmsg_lost;
+        bool oom_counting;     /* kmsg is closed to us: kills are counted from memory cgroups */
+        int oomc_inotify_fd;   /* memory.events changes */
+        ev_io oomc_inotify_io;
+        ev_timer oomc_recheck; /* a v1 OOM is announced before its kill: look again shortly */
+        unsigned oomc_rechecks;
 
         int inotify_fd;
         ev_io inotify_io;
@@ -198,6 +218,9 @@ struct Agent {
         size_t cap_metric_outputs;
         usec_t metrics_complaint_us;
 };
+
+static void watch_counter_open(Agent *a, Watch *w);
+static void watch_counter_close(Agent *a, Watch *w);
 
 static unsigned triggers_configured(const Agent *a) {
         unsigned n = 0;
@@ -235,6 +258,8 @@ static void agent_metrics_update(Agent *a) {
                 .samples = a->samples,
                 .sample_thread_errors = a->sample_thread_errors,
                 .cgroups_gone = a->cgroups_gone,
+                .oom_kills = a->oom_kills,
+                .kmsg_lost = a->kmsg_lost,
                 .outputs = a->metric_outputs,
                 .n_outputs = a->n_sinks,
         };
@@ -256,22 +281,6 @@ static SampleScope watch_scope(const Watch *w) {
                 .cgroup_fd = w->cgroup_fd,
                 .exclude_tgid = getpid(),
         };
-}
-
-/* Sizes a watch's sample buffers to its cgroup's threads now, so the wakeup does not have to
- * allocate while the node may be short of memory (they grow later only if the cgroup does). */
-static void watch_preallocate(Watch *w) {
-        SampleScope scope = watch_scope(w);
-        TidList *l = &w->a.tids;
-        size_t n;
-        int r;
-
-        tid_list_clear(l);
-        r = scope.cgroup_fd >= 0 ? cgroup_list_threads(scope.cgroup_fd, l) : proc_list_threads(scope.sysroot->proc_fd, l);
-        n = MAX(r >= 0 ? l->n : 0, (size_t) 16);
-        tid_list_clear(l);
-        if (snapshot_reserve(&w->a, n) < 0 || snapshot_reserve(&w->b, n) < 0 || ranking_reserve(&w->ranking, n) < 0)
-                log_warning("cannot allocate sample buffers for %s ahead of time (%zu threads)", w->name, n);
 }
 
 /* A diagnostician the load starves or reclaim pages out reports late, when it is needed most:
@@ -367,35 +376,10 @@ static void trigger_free(Agent *a, Trigger *t) {
         free(t);
 }
 
-static void watch_drain_exits(Watch *w) {
-        int r;
-
-        if (!w->exit_listener)
-                return;
-        r = taskstats_exit_listener_drain(w->exit_listener, exit_records_collect, &w->exits, &w->exits.lost);
-        if (r < 0) {
-                log_debug_errno(r, "the exit listener of %s failed; exits are not followed in this sample", w->name);
-                ev_io_stop(w->agent->loop, &w->exit_io);
-                w->exit_listener = taskstats_exit_listener_free(w->exit_listener);
-        }
-}
-
-static void on_exit_io(struct ev_loop *loop, ev_io *io, int revents) {
-        watch_drain_exits(io->data);
-}
-
-static void watch_stop_exits(Watch *w) {
-        if (!w->exit_listener)
-                return;
-        ev_io_stop(w->agent->loop, &w->exit_io);
-        w->exit_listener = taskstats_exit_listener_free(w->exit_listener);
-}
-
 static void watch_drop_sample(Watch *w, const char *why) {
         if (!w->timing.sampling)
                 return;
-        ev_timer_stop(w->agent->loop, &w->timer);
-        watch_stop_exits(w);
+        sampler_cancel(&w->sampler);
         w->timing.sampling = false;
         w->agent->sampling--;
         log_info("dropped the sample in flight for %s (%s)", w->name, why);
@@ -409,8 +393,7 @@ static void watch_remove(Agent *a, Watch *w) {
                         break;
                 }
         watch_drop_sample(w, "its cgroup is no longer watched");
-        if (a->loop)
-                ev_timer_stop(a->loop, &w->timer);
+        watch_counter_close(a, w);
         for (size_t j = 0; j < w->n_triggers; j++)
                 trigger_free(a, w->triggers[j]);
         free(w->triggers);
@@ -418,62 +401,44 @@ static void watch_remove(Agent *a, Watch *w) {
                 safe_close(w->cgroup_fd);
                 a->fd_budget++;
         }
-        snapshot_done(&w->a);
-        snapshot_done(&w->b);
-        ranking_done(&w->ranking);
-        hot_cgroups_done(&w->hot);
-        watch_stop_exits(w);
-        exit_records_done(&w->exits);
+        sampler_free(&w->sampler);
         free(w->path);
         free(w->name);
         free(w);
 }
 
-static void watch_finish_sample(Watch *w) {
+static void watch_finish_sample(Sampler *s, int r) {
+        Watch *w = s->userdata;
         Agent *a = w->agent;
-        SampleScope scope = watch_scope(w);
         Trigger *t = w->fired;
         _cleanup_free_ char *line = NULL;
-        char id[96];
+        char id[HISTORY_ID_MAX];
         size_t len;
-        int r;
 
-        scope.walk_cgroups = true;
-        scope.cgroups_resource = t->effective.resource;
-        bool lifetime = w->cfg->sample_ms == 0;
-        usec_t start = now_usec(CLOCK_MONOTONIC), took_b;
-
+        bool lifetime = s->sample_ms == 0;
         w->timing.sampling = false;
         a->sampling--;
-        if (!lifetime) {
-                /* Exit records up to now; threads that exit after B are in B anyway. */
-                watch_drain_exits(w);
-                bool listened = w->exit_listener != NULL;
-                watch_stop_exits(w);
-                r = snapshot_take(&w->b, &scope, false);
-                if (r == -ENOENT || r == -ENODEV) {
-                        log_info("cgroup %s disappeared during its sample; no incident", w->name);
-                        return;
-                }
-                if (r < 0) {
-                        log_error_errno(r, "cannot take the second snapshot of %s", w->name);
-                        return;
-                }
-                if (listened && snapshot_merge_exits(&w->b, &w->a, &w->exits) < 0)
-                        log_warning("out of memory: the exits of this sample of %s are not counted", w->name);
+        if (r == -ENOENT || r == -ENODEV) {
+                log_info("cgroup %s disappeared during its sample; no incident", w->name);
+                return;
         }
-        took_b = now_usec(CLOCK_MONOTONIC);
-        if (w->a.errors + w->b.errors > 0)
-                log_debug_errno(w->a.errors ? w->a.first_error : w->b.first_error,
-                                "%u threads of %s could not be measured", w->a.errors + w->b.errors, w->name);
+        if (r == -ENOMEM)
+                log_warning("out of memory: the exits of this sample of %s are not counted", w->name);
+        else if (r < 0) {
+                log_error_errno(r, "cannot take the second snapshot of %s", w->name);
+                return;
+        }
+        if (s->a.errors + s->b.errors > 0)
+                log_debug_errno(s->a.errors ? s->a.first_error : s->b.first_error,
+                                "%u threads of %s could not be measured", s->a.errors + s->b.errors, w->name);
 
-        incident_format_id(&a->rt.host, w->wakeup_real_us, getpid(), ++a->seq, id, sizeof id);
+        incident_format_id(&a->rt.host, s->wakeup_real_us, getpid(), ++a->seq, id, sizeof id);
         r = report_build_line(&(Report) {
                                       .sysroot = a->rt.sysroot,
                                       .host = &a->rt.host,
                                       .type = "pressure",
                                       .id = id,
-                                      .wakeup_real_us = w->wakeup_real_us,
+                                      .wakeup_real_us = s->wakeup_real_us,
                                       .delayacct = runtime_delayacct(&a->rt),
                                       .has_trigger = true,
                                       .trigger_cgroup = w->path,
@@ -483,10 +448,10 @@ static void watch_finish_sample(Watch *w) {
                                       .has_stall = true,
                                       .stall = t->effective.stall,
                                       .top = w->cfg->top,
-                                      .a = lifetime ? NULL : &w->a,
-                                      .b = lifetime ? &w->a : &w->b,
-                                      .ranking = &w->ranking,
-                                      .hot = &w->hot,
+                                      .a = lifetime ? NULL : &s->a,
+                                      .b = lifetime ? &s->a : &s->b,
+                                      .ranking = &s->ranking,
+                                      .hot = &s->hot,
                                       .scope_cgroup = w->path,
                                       .procs = a->procs,
                                       .has_suppressed = true,
@@ -498,22 +463,20 @@ static void watch_finish_sample(Watch *w) {
                 return;
         }
         (void) output_write(w->sink, line, len); /* counts and reports failures itself */
+        if (history_add(&a->history, w->path, id, now_usec(CLOCK_MONOTONIC)) < 0)
+                log_warning("out of memory: incident %s will not be linked to a later oom kill", id);
         a->rate.suppressed_since_incident = 0;
         a->samples++;
-        a->sample_thread_errors += lifetime ? w->a.errors : w->a.errors + w->b.errors;
+        a->sample_thread_errors += lifetime ? s->a.errors : s->a.errors + s->b.errors;
         agent_metrics_update(a);
         usec_t done = now_usec(CLOCK_MONOTONIC);
         /* The agent's own time for this incident, the sample window left out (benchmarks read it). */
         log_debug("incident %s for %s: %u threads, agent time %llu us (snapshot A %llu, B %llu, report and write %llu)",
-                  id, w->name, w->a.listed,
-                  (unsigned long long) (w->a_cost_us + done - start), (unsigned long long) w->a_cost_us,
-                  (unsigned long long) (took_b - start), (unsigned long long) (done - took_b));
+                  id, w->name, s->a.listed,
+                  (unsigned long long) (s->a_cost_us + done - s->b_start_us), (unsigned long long) s->a_cost_us,
+                  (unsigned long long) (s->b_end_us - s->b_start_us), (unsigned long long) (done - s->b_end_us));
         w->timing.has_incident = true;
         w->timing.last_incident_mono_us = now_usec(CLOCK_MONOTONIC);
-}
-
-static void on_sample_timer(struct ev_loop *loop, ev_timer *timer, int revents) {
-        watch_finish_sample(timer->data);
 }
 
 static void watch_start_sample(Watch *w, Trigger *t) {
@@ -523,43 +486,22 @@ static void watch_start_sample(Watch *w, Trigger *t) {
         /* The fired resource's totals of every descendant cgroup, for the hottest cgroups. */
         scope.walk_cgroups = true;
         scope.cgroups_resource = t->effective.resource;
-
-        usec_t start = now_usec(CLOCK_MONOTONIC);
-
-        /* Listen for exits from before A, so a thread A reads and that exits at once is caught. */
-        exit_records_clear(&w->exits);
-        if (w->cfg->sample_ms > 0) {
-                w->exit_listener = runtime_exit_listener(&w->agent->rt);
-                if (w->exit_listener) {
-                        ev_io_init(&w->exit_io, on_exit_io, taskstats_exit_listener_fd(w->exit_listener), EV_READ);
-                        w->exit_io.data = w;
-                        ev_io_start(w->agent->loop, &w->exit_io);
-                }
-        }
-        w->wakeup_real_us = now_usec(CLOCK_REALTIME);
-        r = snapshot_take(&w->a, &scope, true);
-        w->a_cost_us = now_usec(CLOCK_MONOTONIC) - start;
-        if (r == -ENOENT || r == -ENODEV) {
-                log_info("cgroup %s disappeared as its trigger fired; no incident", w->name);
-                watch_stop_exits(w);
-                return;
-        }
-        if (r < 0) {
-                log_error_errno(r, "cannot take a snapshot of %s", w->name);
-                watch_stop_exits(w);
-                return;
-        }
-        log_debug("trigger \"%s\" on %s fired: sampling %u threads for %llu ms", t->cfg->text, w->name,
-                  (unsigned) w->a.n, (unsigned long long) w->cfg->sample_ms);
         w->fired = t;
         w->timing.sampling = true;
         w->agent->sampling++;
-        if (w->cfg->sample_ms == 0) {
-                watch_finish_sample(w); /* no window: the incident is written now */
+        r = sampler_start(&w->sampler, &scope, w->cfg->sample_ms);
+        if (r < 0) {
+                w->timing.sampling = false;
+                w->agent->sampling--;
+                if (r == -ENOENT || r == -ENODEV)
+                        log_info("cgroup %s disappeared as its trigger fired; no incident", w->name);
+                else
+                        log_error_errno(r, "cannot take a snapshot of %s", w->name);
                 return;
         }
-        ev_timer_set(&w->timer, (double) w->cfg->sample_ms / 1000.0, 0.);
-        ev_timer_start(w->agent->loop, &w->timer);
+        if (w->timing.sampling)
+                log_debug("trigger \"%s\" on %s fired: sampling %u threads for %llu ms", t->cfg->text, w->name,
+                          (unsigned) w->sampler.a.n, (unsigned long long) w->cfg->sample_ms);
 }
 
 static void on_trigger_io(struct ev_loop *loop, ev_io *io, int revents) {
@@ -620,6 +562,577 @@ static void on_trigger_io(struct ev_loop *loop, ev_io *io, int revents) {
                 return;
         }
         watch_start_sample(w, t);
+}
+
+/* ---- OOM kills ----------------------------------------------------------------------------- */
+
+/* At most this many oom incidents measure their cgroup at once; kills beyond it (an OOM storm) are
+ * still written, at once, with the cgroup's pressure and no task measurements (sample.basis
+ * "none"). */
+#define OOM_SAMPLING_MAX 4
+#define OOM_RELATED_MAX 64
+
+/* One oom incident: the kill, where it is written, and the sample of its cgroup taken after it. */
+struct OomIncident {
+        Agent *agent;
+        OomIncident *next;
+        Sampler sampler;
+        OomKill kill;
+        bool has_kill;      /* false: counted from a kill counter, the victim unknown */
+        const char *source; /* "kmsg", "memory.events" or "memory.oom_control" */
+        uint64_t kills;
+        char *victim_cgroup; /* "a/b" as our watches name it; NULL unknown */
+        char *cgroup;        /* the cgroup measured; NULL node-wide */
+        int cgroup_fd;
+        unsigned top;
+        OutputSink *sinks[8]; /* distinct outputs of the watches that cover the kill */
+        size_t n_sinks;
+        bool more_sinks;      /* more than fit: the rest are found again at write time */
+        char related[OOM_RELATED_MAX][HISTORY_ID_MAX];
+        size_t n_related;
+        bool has_victim_delay;
+        uint64_t victim_delay_ns[_TASK_DELAY_MAX];
+        uint32_t victim_present;
+        const char *victim_delay_source;
+};
+
+static void oom_incident_free(OomIncident *o) {
+        Agent *a;
+
+        if (!o)
+                return;
+        a = o->agent;
+        for (OomIncident **p = &a->ooms; *p; p = &(*p)->next)
+                if (*p == o) {
+                        *p = o->next;
+                        break;
+                }
+        if (o->sampler.running)
+                a->oom_sampling--;
+        sampler_free(&o->sampler);
+        if (o->cgroup_fd >= 0) {
+                safe_close(o->cgroup_fd);
+                a->fd_budget++;
+        }
+        free(o->victim_cgroup);
+        free(o->cgroup);
+        free(o);
+}
+
+/* The watches that cover a kill in cgroup (NULL: unknown, only node-wide and root watches). */
+static bool watch_covers(const Watch *w, const char *cgroup) {
+        return history_covers(w->path, cgroup);
+}
+
+/* Where the kill's final delays come from: an exit record any running or just finished sample
+ * heard (the best: the victim's last counters), else what taskstats said right after the kill. */
+static void oom_victim_delays(OomIncident *o) {
+        Agent *a = o->agent;
+        pid_t pid = o->kill.pid;
+
+        if (!o->has_kill || pid <= 0)
+                return;
+        if (sampler_exit_delays(&o->sampler, pid, o->victim_delay_ns, &o->victim_present)) {
+                o->has_victim_delay = true;
+                o->victim_delay_source = "exit_record";
+                return;
+        }
+        for (size_t i = 0; i < a->n_watches; i++)
+                if (sampler_exit_delays(&a->watches[i]->sampler, pid, o->victim_delay_ns, &o->victim_present)) {
+                        o->has_victim_delay = true;
+                        o->victim_delay_source = "exit_record";
+                        return;
+                }
+        for (OomIncident *p = a->ooms; p; p = p->next)
+                if (p != o && sampler_exit_delays(&p->sampler, pid, o->victim_delay_ns, &o->victim_present)) {
+                        o->has_victim_delay = true;
+                        o->victim_delay_source = "exit_record";
+                        return;
+                }
+}
+
+typedef enum OomBasis {
+        OOM_BASIS_DELTA,    /* A and B around the window */
+        OOM_BASIS_LIFETIME, /* A alone (a window of 0, or B failed) */
+        OOM_BASIS_NONE,     /* pressure only */
+} OomBasis;
+
+static void oom_write(OomIncident *o, OomBasis basis) {
+        Agent *a = o->agent;
+        Sampler *s = &o->sampler;
+        _cleanup_free_ char *line = NULL;
+        const char *related[OOM_RELATED_MAX];
+        char id[HISTORY_ID_MAX];
+        size_t len;
+        int r;
+
+        bool lifetime = basis != OOM_BASIS_DELTA;
+        if (!o->has_victim_delay || strcmp(o->victim_delay_source, "exit_record") != 0) {
+                bool had = o->has_victim_delay;
+                uint64_t keep[_TASK_DELAY_MAX];
+                uint32_t keep_present = o->victim_present;
+                memcpy(keep, o->victim_delay_ns, sizeof keep);
+                oom_victim_delays(o);
+                if (!o->has_victim_delay && had) {
+                        /* Nothing better than the taskstats reading taken at the kill. */
+                        o->has_victim_delay = true;
+                        memcpy(o->victim_delay_ns, keep, sizeof keep);
+                        o->victim_present = keep_present;
+                }
+        }
+        for (size_t i = 0; i < o->n_related; i++)
+                related[i] = o->related[i];
+        OomReport rep = {
+                .source = o->source,
+                .kill = o->has_kill ? &o->kill : NULL,
+                .kills = o->kills,
+                .cgroup = o->cgroup,
+                .victim_cgroup = o->victim_cgroup,
+                .has_victim_delay = o->has_victim_delay,
+                .victim_present = o->victim_present,
+                .victim_delay_source = o->victim_delay_source,
+                .related = related,
+                .n_related = o->n_related,
+        };
+        memcpy(rep.victim_delay_ns, o->victim_delay_ns, sizeof rep.victim_delay_ns);
+
+        incident_format_id(&a->rt.host, s->wakeup_real_us, getpid(), ++a->seq, id, sizeof id);
+        r = report_build_line(&(Report) {
+                                      .sysroot = a->rt.sysroot,
+                                      .host = &a->rt.host,
+                                      .type = "oom",
+                                      .id = id,
+                                      .wakeup_real_us = s->wakeup_real_us,
+                                      .delayacct = runtime_delayacct(&a->rt),
+                                      .resource = PSI_RESOURCE_MEMORY,
+                                      .has_stall = true,
+                                      .stall = PSI_STALL_SOME,
+                                      .top = o->top,
+                                      .a = lifetime ? NULL : &s->a,
+                                      .b = lifetime ? &s->a : &s->b,
+                                      .unmeasured = basis == OOM_BASIS_NONE,
+                                      .ranking = &s->ranking,
+                                      .hot = basis == OOM_BASIS_NONE ? NULL : &s->hot,
+                                      .scope_cgroup = o->cgroup,
+                                      .procs = a->procs,
+                                      .oom = &rep,
+                              },
+                              &line, &len);
+        if (r < 0) {
+                log_error_errno(r, "cannot build the oom incident of pid %d", (int) o->kill.pid);
+                return;
+        }
+        for (size_t i = 0; i < o->n_sinks; i++)
+                (void) output_write(o->sinks[i], line, len);
+        a->oom_kills += o->kills;
+        agent_metrics_update(a);
+        if (o->has_kill)
+                log_info("oom kill of pid %d (%.*s) in /%s: incident %s, %zu related", (int) o->kill.pid,
+                         (int) o->kill.comm_len, o->kill.comm, o->victim_cgroup ? o->victim_cgroup : "?", id, o->n_related);
+        else
+                log_info("%llu oom kill%s counted in /%s (%s): incident %s, %zu related", (unsigned long long) o->kills,
+                         o->kills == 1 ? "" : "s", o->victim_cgroup ? o->victim_cgroup : "?", o->source, id, o->n_related);
+}
+
+static void oom_sample_done(Sampler *s, int r) {
+        OomIncident *o = s->userdata;
+
+        o->agent->oom_sampling--;
+        if (r < 0 && r != -ENOMEM)
+                log_debug_errno(r, "the cgroup of an oom kill could not be measured after its window; "
+                                   "reporting the first snapshot");
+        oom_write(o, (r >= 0 || r == -ENOMEM) && s->sample_ms > 0 ? OOM_BASIS_DELTA : OOM_BASIS_LIFETIME);
+        oom_incident_free(o);
+}
+
+/* Opens the cgroup to measure: the victim's own, or the nearest ancestor there is, up to (and
+ * including) the deepest watch that covers it. */
+static int oom_open_cgroup(OomIncident *o, const Watch *deepest) {
+        Agent *a = o->agent;
+        _cleanup_free_ char *p = NULL;
+        size_t floor = deepest->path ? strlen(deepest->path) : 0;
+        int r;
+
+        if (!o->victim_cgroup)
+                return deepest->path ? -ENOENT : 0;
+        p = strdup(o->victim_cgroup);
+        if (!p)
+                return -ENOMEM;
+        for (;;) {
+                size_t n = strlen(p);
+                if (n < floor || (n == 0 && !deepest->path))
+                        return deepest->path ? -ENOENT : 0; /* node-wide */
+                if (fd_take(a, 1) < 0)
+                        return -EMFILE;
+                r = sysroot_open_cgroup(a->rt.sysroot, p, &o->cgroup_fd);
+                if (r >= 0) {
+                        o->cgroup = TAKE_PTR(p);
+                        return 0;
+                }
+                a->fd_budget++;
+                if (n == 0)
+                        return r;
+                char *slash = strrchr(p, '/');
+                if (slash)
+                        *slash = '\0';
+                else
+                        p[0] = '\0';
+        }
+}
+
+/* A kill (from kmsg, or counted: kill NULL) in victim_cgroup ("a/b"; NULL unknown). */
+static void agent_oom(Agent *a, const OomKill *kill, const char *victim_cgroup, const char *source, uint64_t kills) {
+        OomIncident *o;
+        const Watch *deepest = NULL;
+        const char *related[OOM_RELATED_MAX];
+        int r;
+
+        for (size_t i = 0; i < a->n_watches; i++) {
+                const Watch *w = a->watches[i];
+                if (!watch_covers(w, victim_cgroup))
+                        continue;
+                if (!deepest || (w->path && (!deepest->path || strlen(w->path) > strlen(deepest->path))))
+                        deepest = w;
+        }
+        if (!deepest) {
+                log_debug("an oom kill in %s%s: not watched", victim_cgroup ? "/" : "", victim_cgroup ? victim_cgroup : "an unknown cgroup");
+                return;
+        }
+        o = calloc(1, sizeof *o);
+        if (!o) {
+                log_error("out of memory: an oom kill is not reported");
+                return;
+        }
+        o->agent = a;
+        o->cgroup_fd = -EBADF;
+        o->source = source;
+        o->kills = kills;
+        o->top = deepest->cfg->top;
+        o->has_kill = kill != NULL;
+        if (kill)
+                o->kill = *kill;
+        if (victim_cgroup && !(o->victim_cgroup = strdup(victim_cgroup))) {
+                log_error("out of memory: an oom kill is not reported");
+                free(o);
+                return;
+        }
+        o->next = a->ooms;
+        a->ooms = o;
+        sampler_init(&o->sampler, a->loop, &a->rt, oom_sample_done, o);
+
+        for (size_t i = 0; i < a->n_watches; i++) {
+                const Watch *w = a->watches[i];
+                bool have = false;
+                if (!watch_covers(w, victim_cgroup))
+                        continue;
+                for (size_t k = 0; k < o->n_sinks; k++)
+                        have = have || o->sinks[k] == w->sink;
+                if (!have && o->n_sinks < ELEMENTSOF(o->sinks))
+                        o->sinks[o->n_sinks++] = w->sink;
+        }
+        o->n_related = history_related(&a->history, victim_cgroup, now_usec(CLOCK_MONOTONIC), related, OOM_RELATED_MAX);
+        for (size_t i = 0; i < o->n_related; i++)
+                snprintf(o->related[i], sizeof o->related[i], "%s", related[i]);
+
+        /* The victim's delays: an exit record already heard, else taskstats now (it is dying). */
+        oom_victim_delays(o);
+        if (kill && !o->has_victim_delay && a->rt.taskstats) {
+                TaskStats ts;
+                if (taskstats_get_tid(a->rt.taskstats, kill->pid, &ts) >= 0 && ts.pid == kill->pid) {
+                        o->has_victim_delay = true;
+                        o->victim_delay_source = "taskstats";
+                        o->victim_present = ts.present;
+                        memcpy(o->victim_delay_ns, ts.delay_ns, sizeof o->victim_delay_ns);
+                }
+        }
+
+        r = oom_open_cgroup(o, deepest);
+        SampleScope scope = {
+                .sysroot = a->rt.sysroot,
+                .taskstats = a->rt.taskstats,
+                .cgroup_fd = o->cgroup_fd,
+                .exclude_tgid = getpid(),
+                .walk_cgroups = true,
+                .cgroups_resource = PSI_RESOURCE_MEMORY,
+        };
+        if (r >= 0 && a->oom_sampling < OOM_SAMPLING_MAX) {
+                a->oom_sampling++;
+                r = sampler_start(&o->sampler, &scope, deepest->cfg->sample_ms);
+                if (r >= 0)
+                        return; /* oom_sample_done writes it */
+                a->oom_sampling--;
+        }
+        if (r < 0 && r != -ENOENT && r != -ENODEV)
+                log_debug_errno(r, "cannot measure the cgroup of an oom kill");
+        /* Not measured: the pressure of what could be opened, written now. */
+        o->sampler.wakeup_real_us = now_usec(CLOCK_REALTIME);
+        o->sampler.a.mono_us = now_usec(CLOCK_MONOTONIC);
+        o->sampler.a.real_us = o->sampler.wakeup_real_us;
+        snapshot_read_pressure(&o->sampler.a, &scope);
+        oom_write(o, OOM_BASIS_NONE);
+        oom_incident_free(o);
+}
+
+/* The victim's cgroup as our watches name it ("a/b"): from /proc/<pid>/cgroup while the dying
+ * process is still there (on a hybrid host that is the cgroup2 path; the kernel's task_memcg is the
+ * cgroup-v1 memcg's), else the kernel's task_memcg. NULL when neither says. */
+static char *oom_victim_cgroup(Agent *a, const OomKill *k) {
+        char buf[OOM_CGROUP_MAX];
+        const char *p = NULL;
+
+        if (k->pid > 0 && proc_read_cgroup(a->rt.sysroot->proc_fd, k->pid, buf, sizeof buf) >= 0)
+                p = buf;
+        else if (k->has_header && k->task_memcg[0])
+                p = k->task_memcg;
+        if (!p)
+                return NULL;
+        while (*p == '/')
+                p++;
+        return strdup(p);
+}
+
+/* ---- Counting kills without kmsg ------------------------------------------------------------ */
+
+#define OOMC_RECHECK_S 0.1
+#define OOMC_RECHECKS_MAX 10
+
+static void watch_counter_close(Agent *a, Watch *w) {
+        if (!w->has_oomc)
+                return;
+        if (w->oomc_event_fd >= 0) {
+                ev_io_stop(a->loop, &w->oomc_io);
+                w->oomc_event_fd = safe_close(w->oomc_event_fd);
+                a->fd_budget++;
+        }
+        if (w->oomc_wd >= 0 && a->oomc_inotify_fd >= 0)
+                (void) inotify_rm_watch(a->oomc_inotify_fd, w->oomc_wd);
+        w->oomc_fd = safe_close(w->oomc_fd);
+        a->fd_budget++;
+        w->has_oomc = false;
+}
+
+static void oom_counters_scan(Agent *a, bool announced);
+
+static void on_oomc_event(struct ev_loop *loop, ev_io *io, int revents) {
+        Watch *w = io->data;
+        uint64_t v;
+
+        (void) read(w->oomc_event_fd, &v, sizeof v);
+        oom_counters_scan(w->agent, true);
+}
+
+/* Opens the kill counter of a cgroup watch (once per cgroup), when kmsg is closed to us. */
+static void watch_counter_open(Agent *a, Watch *w) {
+        char proc_path[64];
+        int r;
+
+        w->oomc_fd = w->oomc_event_fd = w->oomc_wd = -EBADF;
+        if (!a->oom_counting || !w->path)
+                return;
+        for (size_t i = 0; i < a->n_watches; i++)
+                if (a->watches[i] != w && a->watches[i]->has_oomc && strcmp(a->watches[i]->path, w->path) == 0)
+                        return; /* another config watch of the same cgroup counts it */
+        r = fd_take(a, 2);
+        if (r < 0)
+                return;
+        r = memcg_open_oom_counter(a->rt.sysroot, w->path, &w->oomc_kind, &w->oomc_fd, &w->oomc_event_fd);
+        if (r < 0) {
+                a->fd_budget += 2;
+                log_debug_errno(r, "no oom_kill counter for %s", w->name);
+                return;
+        }
+        w->has_oomc = true;
+        if (w->oomc_event_fd < 0)
+                a->fd_budget++;
+        if (memcg_read_oom_kill(w->oomc_fd, &w->oomc_count) < 0)
+                w->oomc_count = 0;
+        if (w->oomc_kind == MEMCG_COUNTER_EVENTS) {
+                snprintf(proc_path, sizeof proc_path, "/proc/self/fd/%d", w->oomc_fd);
+                w->oomc_wd = a->oomc_inotify_fd >= 0 ? inotify_add_watch(a->oomc_inotify_fd, proc_path, IN_MODIFY) : -1;
+                if (w->oomc_wd < 0) {
+                        log_warning_errno(-errno, "cannot follow the oom_kill counter of %s", w->name);
+                        watch_counter_close(a, w);
+                        return;
+                }
+        } else {
+                ev_io_init(&w->oomc_io, on_oomc_event, w->oomc_event_fd, EV_READ);
+                w->oomc_io.data = w;
+                ev_io_start(a->loop, &w->oomc_io);
+        }
+        log_debug("counting oom kills of %s from %s (now %llu)", w->name, memcg_counter_kind_to_string(w->oomc_kind),
+                  (unsigned long long) w->oomc_count);
+}
+
+/* The counted watch nearest above w whose counter includes w's kills (cgroup2 counts a kill in
+ * every ancestor; v1 memcgs count their own only). NULL when none. */
+static const Watch *counter_parent(const Agent *a, const Watch *w) {
+        const Watch *best = NULL;
+
+        for (size_t i = 0; i < a->n_watches; i++) {
+                const Watch *p = a->watches[i];
+                if (p == w || !p->has_oomc || p->oomc_kind != MEMCG_COUNTER_EVENTS || w->oomc_kind != MEMCG_COUNTER_EVENTS ||
+                    strcmp(p->path, w->path) == 0 || !history_covers(p->path, w->path))
+                        continue;
+                if (!best || strlen(p->path) > strlen(best->path))
+                        best = p;
+        }
+        return best;
+}
+
+/* Reads every counter; each kill is reported once, in the deepest counted cgroup that saw it.
+ * announced: a v1 eventfd said an OOM began, and its kill may not be counted yet. */
+static void oom_counters_scan(Agent *a, bool announced) {
+        _cleanup_free_ uint64_t *growth = calloc(a->n_watches ? a->n_watches : 1, sizeof *growth);
+        _cleanup_free_ uint64_t *own = calloc(a->n_watches ? a->n_watches : 1, sizeof *own);
+        bool any = false;
+
+        if (!growth || !own) {
+                log_error("out of memory: oom kill counters not read");
+                return;
+        }
+        for (size_t i = 0; i < a->n_watches; i++) {
+                Watch *w = a->watches[i];
+                uint64_t v;
+                if (!w->has_oomc || memcg_read_oom_kill(w->oomc_fd, &v) < 0)
+                        continue;
+                if (v > w->oomc_count) {
+                        growth[i] = own[i] = v - w->oomc_count;
+                        any = true;
+                }
+                w->oomc_count = v;
+        }
+        for (size_t i = 0; i < a->n_watches; i++) {
+                const Watch *p;
+                if (growth[i] == 0 || !(p = counter_parent(a, a->watches[i])))
+                        continue;
+                for (size_t k = 0; k < a->n_watches; k++)
+                        if (a->watches[k] == p)
+                                own[k] -= MIN(own[k], growth[i]);
+        }
+        for (size_t i = 0; i < a->n_watches; i++)
+                if (own[i] > 0)
+                        agent_oom(a, NULL, a->watches[i]->path, memcg_counter_kind_to_string(a->watches[i]->oomc_kind),
+                                  own[i]);
+
+        if (any)
+                a->oomc_rechecks = 0;
+        else if (announced || a->oomc_rechecks > 0) {
+                if (a->oomc_rechecks++ < OOMC_RECHECKS_MAX) {
+                        ev_timer_set(&a->oomc_recheck, OOMC_RECHECK_S, 0.);
+                        ev_timer_start(a->loop, &a->oomc_recheck);
+                } else
+                        a->oomc_rechecks = 0;
+        }
+}
+
+static void on_oomc_recheck(struct ev_loop *loop, ev_timer *t, int revents) {
+        oom_counters_scan(t->data, false);
+}
+
+static void on_oomc_inotify(struct ev_loop *loop, ev_io *io, int revents) {
+        Agent *a = io->data;
+        char buf[4096] __attribute__((aligned(__alignof__(struct inotify_event))));
+
+        while (read(a->oomc_inotify_fd, buf, sizeof buf) > 0)
+                ;
+        oom_counters_scan(a, false);
+}
+
+/* kmsg is closed to us: count kills from the watched cgroups' memory counters instead. */
+static void oom_counting_start(Agent *a) {
+        unsigned n = 0;
+
+        a->oom_counting = true;
+        a->oomc_inotify_fd = inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
+        if (a->oomc_inotify_fd >= 0) {
+                ev_io_init(&a->oomc_inotify_io, on_oomc_inotify, a->oomc_inotify_fd, EV_READ);
+                a->oomc_inotify_io.data = a;
+                ev_io_start(a->loop, &a->oomc_inotify_io);
+        }
+        ev_timer_init(&a->oomc_recheck, on_oomc_recheck, 0., 0.);
+        a->oomc_recheck.data = a;
+        for (size_t i = 0; i < a->n_watches; i++) {
+                watch_counter_open(a, a->watches[i]);
+                n += a->watches[i]->has_oomc;
+        }
+        if (n > 0)
+                log_info("counting oom kills from the memory cgroups of %u watch%s instead (no victim details; "
+                         "node-wide watches are not covered)", n, n == 1 ? "" : "es");
+}
+
+static void on_kmsg_io(struct ev_loop *loop, ev_io *io, int revents) {
+        Agent *a = io->data;
+
+        /* Bounded per wakeup, so a flood of kernel messages cannot starve the triggers. */
+        for (unsigned i = 0; i < 256; i++) {
+                KmsgRecord rec;
+                ssize_t n = kmsg_read_record(a->kmsg_fd, a->kmsg_buf, KMSG_RECORD_MAX);
+
+                if (n == -EAGAIN)
+                        return;
+                if (n == -EPIPE) {
+                        /* The ring overwrote records we had not read: an oom-kill: line may be
+                         * among them, so the next Killed process line stands alone. */
+                        a->kmsg_lost++;
+                        a->kmsg_kill.has_header = false;
+                        agent_metrics_update(a);
+                        log_debug("kernel messages were overwritten before psidiag read them");
+                        continue;
+                }
+                if (n < 0) {
+                        log_error_errno((int) n, "cannot read /dev/kmsg; oom kills are no longer reported");
+                        ev_io_stop(a->loop, &a->kmsg_io);
+                        a->kmsg_fd = safe_close(a->kmsg_fd);
+                        return;
+                }
+                if (kmsg_parse_record(a->kmsg_buf, (size_t) n, &rec) < 0)
+                        continue;
+                if (oom_parse_message(rec.message, rec.message_len, &a->kmsg_kill) != OOM_LINE_KILLED)
+                        continue;
+                _cleanup_free_ char *cg = oom_victim_cgroup(a, &a->kmsg_kill);
+                agent_oom(a, &a->kmsg_kill, cg, "kmsg", 1);
+                a->kmsg_kill = (OomKill) {};
+        }
+}
+
+static void oom_watch_start(Agent *a) {
+        int fd = kmsg_open_end("/dev/kmsg");
+
+        if (fd < 0) {
+                log_warning_errno(fd, "cannot read /dev/kmsg%s: oom kills are not read from the kernel log",
+                                  fd == -EPERM ? " (kernel.dmesg_restrict is set and CAP_SYSLOG is missing)" : "");
+                oom_counting_start(a);
+                return;
+        }
+        a->kmsg_buf = malloc(KMSG_RECORD_MAX);
+        if (!a->kmsg_buf) {
+                log_error("out of memory: oom kills are not reported");
+                safe_close(fd);
+                return;
+        }
+        a->kmsg_fd = fd;
+        ev_io_init(&a->kmsg_io, on_kmsg_io, fd, EV_READ);
+        a->kmsg_io.data = a;
+        ev_io_start(a->loop, &a->kmsg_io);
+}
+
+static void oom_watch_stop(Agent *a) {
+        while (a->ooms)
+                oom_incident_free(a->ooms);
+        for (size_t i = 0; i < a->n_watches; i++)
+                watch_counter_close(a, a->watches[i]);
+        if (a->oom_counting) {
+                ev_timer_stop(a->loop, &a->oomc_recheck);
+                if (a->oomc_inotify_fd >= 0)
+                        ev_io_stop(a->loop, &a->oomc_inotify_io);
+                a->oomc_inotify_fd = safe_close(a->oomc_inotify_fd);
+        }
+        if (a->kmsg_fd >= 0) {
+                ev_io_stop(a->loop, &a->kmsg_io);
+                a->kmsg_fd = safe_close(a->kmsg_fd);
+        }
+        free(a->kmsg_buf);
+        a->kmsg_buf = NULL;
 }
 
 static int agent_get_sink(Agent *a, const char *path, OutputSink **ret, char *why, size_t why_size) {
@@ -742,12 +1255,12 @@ static Watch *watch_new(Agent *a, const WatchConfig *cfg, const char *path) {
         }
         w->agent = a;
         w->cgroup_fd = -EBADF;
+        w->oomc_fd = w->oomc_event_fd = w->oomc_wd = -EBADF;
         w->path = path ? strdup(path) : NULL;
         if (asprintf(&w->name, "%s", path ? (path[0] ? path : "/") : "node") < 0)
                 w->name = NULL;
         w->triggers = calloc(cfg->n_triggers, sizeof *w->triggers);
-        ev_timer_init(&w->timer, on_sample_timer, 0., 0.);
-        w->timer.data = w;
+        sampler_init(&w->sampler, a->loop, &a->rt, watch_finish_sample, w);
         a->watches[a->n_watches++] = w;
         if ((path && !w->path) || !w->name || !w->triggers) {
                 log_error("out of memory");
@@ -782,7 +1295,9 @@ static Watch *watch_new(Agent *a, const WatchConfig *cfg, const char *path) {
                 watch_remove(a, w);
                 return NULL;
         }
-        watch_preallocate(w);
+        SampleScope scope = watch_scope(w);
+        sampler_preallocate(&w->sampler, &scope);
+        watch_counter_open(a, w);
         if (a->started)
                 log_info("armed %u trigger%s on %s", a->armed - armed_before, a->armed - armed_before == 1 ? "" : "s",
                          w->name);
@@ -1106,6 +1621,7 @@ static void reload(Agent *a) {
                 i++;
         }
         a->config = nc;
+        a->history.lookback_us = (usec_t) nc->oom_lookback_s * USEC_PER_SEC; /* older entries go at the next add */
         free(a->missing_warned);
         a->missing_warned = warned;
         if (procs) {
@@ -1142,6 +1658,8 @@ static void on_quiet(struct ev_loop *loop, ev_periodic *p, int revents) {
 }
 
 static void agent_free(Agent *a) {
+        if (a->loop)
+                oom_watch_stop(a);
         while (a->n_watches > 0)
                 watch_remove(a, a->watches[a->n_watches - 1]);
         free(a->watches);
@@ -1165,13 +1683,14 @@ static void agent_free(Agent *a) {
         free(a->metric_outputs);
         config_free(a->config);
         rate_limit_done(&a->rate);
+        history_done(&a->history);
         runtime_close(&a->rt);
         if (a->loop)
                 ev_loop_destroy(a->loop);
 }
 
 int agent_run(const AgentOptions *opts) {
-        Agent agent = { .opts = opts, .inotify_fd = -EBADF }, *a = &agent;
+        Agent agent = { .opts = opts, .inotify_fd = -EBADF, .kmsg_fd = -EBADF, .oomc_inotify_fd = -EBADF }, *a = &agent;
         _cleanup_free_ char *error = NULL;
         int r, exit_code = 1;
 
@@ -1202,7 +1721,8 @@ int agent_run(const AgentOptions *opts) {
 
         protect_self(&a->rt);
         raise_fd_limit();
-        if (rate_limit_init(&a->rate, a->config->max_incidents_per_minute) < 0) {
+        if (rate_limit_init(&a->rate, a->config->max_incidents_per_minute) < 0 ||
+            history_init(&a->history, (usec_t) a->config->oom_lookback_s * USEC_PER_SEC) < 0) {
                 log_error("out of memory");
                 goto finish;
         }
@@ -1268,6 +1788,7 @@ int agent_run(const AgentOptions *opts) {
                 log_error("no trigger could be armed; nothing to watch");
                 goto finish;
         }
+        oom_watch_start(a);
         a->start_time_s = now_usec(CLOCK_REALTIME) / USEC_PER_SEC;
         agent_metrics_update(a);
         log_info("watching: %u trigger%s armed on %zu watch%s", a->armed, a->armed == 1 ? "" : "s", a->n_watches,

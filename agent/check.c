@@ -115,7 +115,8 @@ size_t check_evaluate(const CheckFacts *f, CheckLine *lines) {
                 LINE(CHECK_OK, "procfs", "other tasks' stat and cmdline are readable");
 
         if (f->kmsg_err < 0)
-                LINE(CHECK_WARN, "kmsg", "cannot read /dev/kmsg: %s%s", strerror(-f->kmsg_err),
+                LINE(CHECK_WARN, "kmsg", "cannot read /dev/kmsg: %s%s; oom kills are counted from cgroup watches' memory "
+                     "counters, without the victim", strerror(-f->kmsg_err),
                      f->kmsg_err == -EPERM ? " (CAP_SYSLOG is needed while kernel.dmesg_restrict=1)" : "");
         else
                 LINE(CHECK_OK, "kmsg", "/dev/kmsg is readable (the kernel's OOM kill records)");

@@ -284,6 +284,7 @@ int config_parse(const char *text, size_t len, const char *name, Config **ret, c
         c->cooldown_ms = CONFIG_DEFAULT_COOLDOWN_MS;
         c->max_incidents_per_minute = CONFIG_DEFAULT_MAX_INCIDENTS_PER_MINUTE;
         c->max_concurrent_samples = CONFIG_DEFAULT_MAX_CONCURRENT_SAMPLES;
+        c->oom_lookback_s = CONFIG_DEFAULT_OOM_LOOKBACK_S;
 
         if (!json_is_object(root)) {
                 r = fail_at(&st, NULL, 0, "the config must be a JSON object");
@@ -313,6 +314,12 @@ int config_parse(const char *text, size_t len, const char *name, Config **ret, c
                         if (r < 0)
                                 goto fail;
                         c->max_concurrent_samples = (unsigned) u;
+                } else if (strcmp(key, "oom_lookback_s") == 0) {
+                        uint64_t u;
+                        r = get_uint(&st, v, path, 1, "oom_lookback_s", CONFIG_OOM_LOOKBACK_S_MAX, 0, &u);
+                        if (r < 0)
+                                goto fail;
+                        c->oom_lookback_s = (unsigned) u;
                 } else if (strcmp(key, "metrics_file") == 0) {
                         const char *m = json_string_value(v);
                         size_t ml = m ? strlen(m) : 0;
@@ -332,7 +339,8 @@ int config_parse(const char *text, size_t len, const char *name, Config **ret, c
                 } else {
                         r = fail_at(&st, path, 1,
                                     "unknown key \"%s\" (expected output, top, sample_ms, cooldown_ms, "
-                                    "max_incidents_per_minute, max_concurrent_samples, metrics_file, watch)", key);
+                                    "max_incidents_per_minute, max_concurrent_samples, oom_lookback_s, metrics_file, watch)",
+                                    key);
                         goto fail;
                 }
         }

@@ -39,6 +39,7 @@ typedef struct Config {
         char *metrics_file; /* Prometheus textfile of health counters, or NULL */
         unsigned max_incidents_per_minute; /* over all watches; 0: no limit */
         unsigned max_concurrent_samples;
+        unsigned oom_lookback_s; /* an oom incident links the pressure incidents of this many seconds before it */
         unsigned top;
         uint64_t sample_ms;
         uint64_t cooldown_ms;
@@ -53,6 +54,8 @@ typedef struct Config {
 #define CONFIG_MAX_INCIDENTS_PER_MINUTE_MAX 100000
 #define CONFIG_DEFAULT_MAX_CONCURRENT_SAMPLES 4
 #define CONFIG_MAX_CONCURRENT_SAMPLES_MAX 1024
+#define CONFIG_DEFAULT_OOM_LOOKBACK_S 300
+#define CONFIG_OOM_LOOKBACK_S_MAX 86400
 
 /* The config used without --config: node-wide cpu, memory and io triggers, NDJSON on stdout. */
 extern const char config_default_json[];

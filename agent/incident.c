@@ -177,6 +177,75 @@ static json_t *process_object(const Ranking *rk, const ProcessDelta *p, const Pr
         return o;
 }
 
+/* "/a/b" from "a/b" (and "/" from ""), the form /proc/<pid>/cgroup uses. */
+static json_t *cgroup_string(const char *rel) {
+        char path[4096];
+        int n;
+
+        if (!rel)
+                return json_null();
+        while (*rel == '/')
+                rel++;
+        n = snprintf(path, sizeof path, "/%s", rel);
+        return json_string_from_bytes(path, (size_t) MIN(n, (int) sizeof path - 1));
+}
+
+static json_t *oom_victim_object(const OomReport *oom) {
+        const OomKill *k = oom->kill;
+        json_t *o, *rss;
+        int r = 0;
+
+        if (!k)
+                return json_null();
+        o = json_object();
+        r |= set_new(o, "pid", json_integer(k->pid));
+        r |= set_new(o, "comm", json_string_from_bytes(k->comm, k->comm_len));
+        r |= set_new(o, "uid", k->uid >= 0 ? json_integer(k->uid) : json_null());
+        r |= set_new(o, "cgroup", cgroup_string(oom->victim_cgroup));
+        r |= set_new(o, "memcg", k->has_header && k->task_memcg[0] ? json_string_from_bytes(k->task_memcg, strlen(k->task_memcg))
+                                                                   : json_null());
+        if (k->has_rss) {
+                rss = json_object();
+                r |= set_new(rss, "anon", json_u64(k->anon_rss_kib));
+                r |= set_new(rss, "file", json_u64(k->file_rss_kib));
+                r |= set_new(rss, "shmem", json_u64(k->shmem_rss_kib));
+                r |= set_new(o, "rss_kib", rss);
+                r |= set_new(o, "total_vm_kib", json_u64(k->total_vm_kib));
+        } else {
+                r |= set_new(o, "rss_kib", json_null());
+                r |= set_new(o, "total_vm_kib", json_null());
+        }
+        r |= set_new(o, "delay_us", oom->has_victim_delay ? delays_object(oom->victim_delay_ns, oom->victim_present)
+                                                          : json_null());
+        r |= set_new(o, "delay_source", oom->has_victim_delay ? json_string(oom->victim_delay_source) : json_null());
+        if (r < 0) {
+                json_decref(o);
+                return NULL;
+        }
+        return o;
+}
+
+static int oom_add(json_t *incident, const OomReport *oom) {
+        const OomKill *k = oom->kill;
+        json_t *o = json_object(), *related = json_array();
+        int r = 0;
+
+        r |= set_new(o, "source", json_string(oom->source));
+        r |= set_new(o, "kills", json_u64(oom->kills));
+        r |= set_new(o, "constraint", k && k->has_header && k->constraint[0] ? json_string_from_bytes(k->constraint, strlen(k->constraint))
+                                                                            : json_null());
+        r |= set_new(o, "oom_memcg", k && k->has_header && k->oom_memcg[0] ? json_string_from_bytes(k->oom_memcg, strlen(k->oom_memcg))
+                                                                          : json_null());
+        r |= set_new(o, "global", k ? json_boolean(k->global) : json_null());
+        r |= set_new(o, "cgroup", cgroup_string(oom->cgroup));
+        r |= set_new(o, "victim", oom_victim_object(oom));
+        r |= set_new(incident, "oom", o);
+        for (size_t i = 0; i < oom->n_related; i++)
+                r |= append_new(related, json_string_from_bytes(oom->related[i], strlen(oom->related[i])));
+        r |= set_new(incident, "related", related);
+        return r;
+}
+
 json_t *incident_build(const IncidentInput *in) {
         json_t *o = json_object(), *host = json_object(), *agent = json_object(), *sample = json_object(),
                *states = json_object(), *top = json_array(), *trigger;
@@ -227,7 +296,7 @@ json_t *incident_build(const IncidentInput *in) {
 
         r |= set_new(sample, "start", time_string(in->sample_start_real_us));
         r |= set_new(sample, "duration_ms", json_u64(in->sample_duration_ms));
-        r |= set_new(sample, "basis", json_string(in->lifetime ? "lifetime" : "delta"));
+        r |= set_new(sample, "basis", json_string(in->unmeasured ? "none" : in->lifetime ? "lifetime" : "delta"));
         r |= set_new(sample, "tasks", json_integer(in->tasks));
         r |= set_new(sample, "exited", json_integer(in->exited));
         r |= set_new(sample, "errors", json_integer(in->errors));
@@ -277,6 +346,8 @@ json_t *incident_build(const IncidentInput *in) {
                                                     in->threads_per_process ? in->threads_per_process
                                                                             : INCIDENT_THREADS_PER_PROCESS));
         r |= set_new(o, "most_delayed", top);
+        if (in->oom)
+                r |= oom_add(o, in->oom);
 
         if (r < 0) {
                 json_decref(o);

@@ -13,6 +13,7 @@
 #include "agent/hot.h"
 #include "agent/rank.h"
 #include "agent/sample.h"
+#include "probes/kmsg.h"
 #include "triggers/trigger.h"
 
 #define INCIDENT_SCHEMA_VERSION 1
@@ -34,8 +35,23 @@ typedef struct ProcessInfo {
         bool has_cgroup;
 } ProcessInfo;
 
+/* What an oom incident says about the kill ("oom" and "related" in the schema). */
+typedef struct OomReport {
+        const char *source;  /* "kmsg", or the counter file for a kill counted without kmsg */
+        const OomKill *kill; /* from kmsg; NULL when counted: the victim is unknown */
+        uint64_t kills;      /* kills this incident stands for (counter growth; 1 from kmsg) */
+        const char *cgroup;  /* the cgroup measured, "a/b" relative to the cgroup2 mount; NULL node-wide */
+        const char *victim_cgroup; /* "a/b" as the watches name it; NULL unknown */
+        bool has_victim_delay;
+        uint64_t victim_delay_ns[_TASK_DELAY_MAX];
+        uint32_t victim_present;
+        const char *victim_delay_source; /* "exit_record" or "taskstats" */
+        const char *const *related; /* ids, newest first */
+        size_t n_related;
+} OomReport;
+
 typedef struct IncidentInput {
-        const char *type; /* "pressure" or "snapshot" */
+        const char *type; /* "pressure", "snapshot" or "oom" */
         const char *id;
         usec_t time_real_us; /* the wakeup */
         const HostInfo *host;
@@ -54,6 +70,7 @@ typedef struct IncidentInput {
         usec_t sample_start_real_us;
         uint64_t sample_duration_ms;
         bool lifetime; /* one snapshot, delays since each thread began (sample_ms 0) */
+        bool unmeasured; /* no tasks measured, pressure only: basis "none" */
         bool has_suppressed; /* write "suppressed" (the agent's incidents) */
         uint64_t suppressed;
         bool has_exit_listener; /* exit records were listened for */
@@ -71,6 +88,8 @@ typedef struct IncidentInput {
         const Ranking *ranking;
         const ProcessInfo *procs; /* one per ranking->procs[i], i < n_procs */
         size_t n_procs;           /* already capped at top */
+
+        const OomReport *oom; /* type "oom": writes "oom" and "related" */
 } IncidentInput;
 
 /* Returns a new reference, or NULL when memory ran out. */

@@ -59,6 +59,7 @@ int journal_summary(const char *line, size_t len, char *message, size_t message_
         show_terminal_safe(string_at(inc, "id"), id, id_size);
         *ret_message_id = strcmp(type, "pressure") == 0   ? JOURNAL_MESSAGE_ID_PRESSURE
                           : strcmp(type, "snapshot") == 0 ? JOURNAL_MESSAGE_ID_SNAPSHOT
+                          : strcmp(type, "oom") == 0      ? JOURNAL_MESSAGE_ID_OOM
                                                           : JOURNAL_MESSAGE_ID_OTHER;
         trigger = json_object_get(inc, "trigger");
         o = (size_t) snprintf(message, message_size, "%s", type);
@@ -68,6 +69,23 @@ int journal_summary(const char *line, size_t len, char *message, size_t message_
                 show_terminal_safe(cg ? cg : "node", safe, sizeof safe);
                 show_terminal_safe(string_at(trigger, "spec"), spec, sizeof spec);
                 o += (size_t) snprintf(message + o, message_size - o, " on %s \"%s\"", safe, spec);
+        }
+        json_t *oom = json_object_get(inc, "oom");
+        if (json_is_object(oom) && o < message_size) {
+                json_t *victim = json_object_get(oom, "victim"), *related = json_object_get(inc, "related");
+                const char *cg = string_at(oom, "cgroup");
+                show_terminal_safe(cg ? cg : "node", safe, sizeof safe);
+                o += (size_t) snprintf(message + o, message_size - o, " in %s: ", safe);
+                if (json_is_object(victim) && o < message_size) {
+                        show_terminal_safe(string_at(victim, "comm"), safe, sizeof safe);
+                        o += (size_t) snprintf(message + o, message_size - o, "killed %s[%lld]", safe,
+                                               (long long) json_integer_value(json_object_get(victim, "pid")));
+                } else if (o < message_size)
+                        o += (size_t) snprintf(message + o, message_size - o, "%lld kill(s) counted",
+                                               (long long) json_integer_value(json_object_get(oom, "kills")));
+                if (o < message_size)
+                        o += (size_t) snprintf(message + o, message_size - o, ", %zu related",
+                                               json_is_array(related) ? json_array_size(related) : 0);
         }
         top = json_object_get(inc, "most_delayed");
         json_array_foreach(top, i, p) {
@@ -99,7 +117,8 @@ int journal_send_incident(const char *line, size_t len) {
                 len--;
         if (!journal_load())
                 return -EOPNOTSUPP;
-        return sd_journal_send_fn("MESSAGE=psidiag: %s", message, "MESSAGE_ID=%s", message_id, "PRIORITY=%i", LOG_WARNING,
+        return sd_journal_send_fn("MESSAGE=psidiag: %s", message, "MESSAGE_ID=%s", message_id, "PRIORITY=%i",
+                               strcmp(type, "oom") == 0 ? LOG_ERR : LOG_WARNING,
                                "SYSLOG_IDENTIFIER=psidiag", "PSIDIAG_TYPE=%s", type, "PSIDIAG_INCIDENT_ID=%s", id,
                                "PSIDIAG_INCIDENT=%.*s", (int) len, line, NULL);
 #else

@@ -74,6 +74,11 @@ int metrics_format(const Metrics *m, char **ret) {
         fprintf(f, "psidiag_sample_thread_errors_total %llu\n", (unsigned long long) m->sample_thread_errors);
         metric(f, "psidiag_cgroups_gone_total", "counter", "Watched cgroups that were removed.");
         fprintf(f, "psidiag_cgroups_gone_total %llu\n", (unsigned long long) m->cgroups_gone);
+        metric(f, "psidiag_oom_kills_total", "counter", "OOM kills written as oom incidents.");
+        fprintf(f, "psidiag_oom_kills_total %llu\n", (unsigned long long) m->oom_kills);
+        metric(f, "psidiag_kmsg_lost_total", "counter",
+               "Times the kernel's message ring overwrote messages before psidiag read them.");
+        fprintf(f, "psidiag_kmsg_lost_total %llu\n", (unsigned long long) m->kmsg_lost);
         metric(f, "psidiag_incidents_written_total", "counter", "Incident lines written, by output.");
         for (size_t i = 0; i < m->n_outputs; i++) {
                 fputs("psidiag_incidents_written_total{output=\"", f);

@@ -20,6 +20,7 @@ typedef struct Metrics {
         unsigned watches, triggers_configured, triggers_armed;
         uint64_t wakeups[_WAKEUP_VERDICT_MAX]; /* by verdict: sample, no_growth, busy, cooldown */
         uint64_t samples, sample_thread_errors, cgroups_gone;
+        uint64_t oom_kills, kmsg_lost;
         const MetricsOutput *outputs;
         size_t n_outputs;
 } Metrics;

@@ -78,6 +78,7 @@ int report_build_line(const Report *rep, char **ret, size_t *ret_len) {
                 .sample_start_real_us = first->real_us,
                 .sample_duration_ms = (rep->b->mono_us - first->mono_us + USEC_PER_MSEC / 2) / USEC_PER_MSEC,
                 .lifetime = !rep->a,
+                .unmeasured = rep->unmeasured,
                 .threads_per_process = rep->threads_per_process,
                 .has_suppressed = rep->has_suppressed,
                 .suppressed = rep->suppressed,
@@ -86,6 +87,7 @@ int report_build_line(const Report *rep, char **ret, size_t *ret_len) {
                 .states = first->has_states ? &first->states : NULL,
                 .ranking = rep->ranking,
                 .procs = rep->procs,
+                .oom = rep->oom,
         };
         json_t *j;
         uint64_t before, after;

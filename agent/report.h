@@ -36,6 +36,7 @@ typedef struct Report {
         unsigned top;
 
         const Snapshot *a, *b; /* a NULL: a sample of 0 ms, b alone with lifetime totals */
+        bool unmeasured;       /* b holds pressure only: no tasks were measured (sample.basis "none") */
         Ranking *ranking;    /* scratch, reused */
         HotCgroups *hot;     /* scratch for the hottest descendant cgroups (when the snapshots walked them) */
         const char *scope_cgroup; /* the sampled cgroup ("a/b", "" root), NULL node-wide: prefixes hot paths */
@@ -43,6 +44,7 @@ typedef struct Report {
         bool has_suppressed;      /* the agent: incidents dropped by its global limits since the last one */
         uint64_t suppressed;
         ProcessInfo *procs;  /* scratch of at least top entries */
+        const OomReport *oom; /* type "oom" */
 } Report;
 
 /* Builds the incident line (malloc'ed, ending in '\n'). 0 or -ENOMEM. */

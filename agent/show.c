@@ -150,6 +150,39 @@ static void show_processes(json_t *inc, FILE *out) {
         }
 }
 
+/* The kill of an oom incident: victim, where, how big, and the pressure incidents that led to it. */
+static void show_oom(json_t *inc, FILE *out) {
+        json_t *o = json_object_get(inc, "oom"), *v, *rss, *related = json_object_get(inc, "related");
+        char comm[64], cg[256], memcg[256], src[32], first[128];
+
+        if (!json_is_object(o))
+                return;
+        v = json_object_get(o, "victim");
+        show_terminal_safe(get_str(o, "source") ? get_str(o, "source") : "-", src, sizeof src);
+        if (json_is_object(v)) {
+                rss = json_object_get(v, "rss_kib");
+                show_terminal_safe(get_str(v, "comm") ? get_str(v, "comm") : "-", comm, sizeof comm);
+                show_terminal_safe(get_str(v, "cgroup") ? get_str(v, "cgroup") : "-", cg, sizeof cg);
+                show_terminal_safe(get_str(o, "oom_memcg") ? get_str(o, "oom_memcg")
+                                   : json_is_true(json_object_get(o, "global")) ? "(global)" : "-",
+                                   memcg, sizeof memcg);
+                fprintf(out, "  killed    pid %lld %s in %s (limit hit: %s), anon %lld KiB, file %lld KiB\n",
+                        get_int(v, "pid"), comm, cg, memcg, get_int(rss, "anon"), get_int(rss, "file"));
+        } else {
+                const char *c = get_str(o, "cgroup");
+                show_terminal_safe(c ? c : "node", cg, sizeof cg);
+                fprintf(out, "  killed    %lld task(s) in %s, counted from %s (victim unknown)\n", get_int(o, "kills"), cg, src);
+        }
+        size_t n = json_is_array(related) ? json_array_size(related) : 0;
+        if (n == 0)
+                fputs("  related   no pressure incident before it\n", out);
+        else {
+                const char *id = json_string_value(json_array_get(related, 0));
+                show_terminal_safe(id ? id : "-", first, sizeof first);
+                fprintf(out, "  related   %zu pressure incident%s, newest %s\n", n, n == 1 ? "" : "s", first);
+        }
+}
+
 int show_line(const char *line, size_t len, FILE *out, char *error, size_t error_size) {
         json_error_t jerr;
         json_t *inc = json_loadb(line, len, 0, &jerr), *t;
@@ -173,8 +206,13 @@ int show_line(const char *line, size_t len, FILE *out, char *error, size_t error
                 show_terminal_safe(c ? c : "node", cg, sizeof cg);
                 show_terminal_safe(get_str(t, "spec"), spec, sizeof spec);
                 fprintf(out, "%s  %s  %s  \"%s\"  on %s\n", when, type, cg, spec, host);
+        } else if (json_is_object(json_object_get(inc, "oom"))) {
+                const char *c = get_str(json_object_get(inc, "oom"), "cgroup");
+                show_terminal_safe(c ? c : "node", cg, sizeof cg);
+                fprintf(out, "%s  %s  %s  on %s\n", when, type, cg, host);
         } else
                 fprintf(out, "%s  %s  on %s\n", when, type, host);
+        show_oom(inc, out);
         show_pressure(inc, out);
         show_processes(inc, out);
         json_decref(inc);

@@ -1,6 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 #include <errno.h>
+#include <fcntl.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "probes/kmsg.h"
 
@@ -150,4 +152,28 @@ OomLine oom_parse_message(const char *msg, size_t len, OomKill *state) {
             (memmem(msg, len, "out of memory", 13) || memmem(msg, len, "Out of memory", 13)))
                 return parse_killed(msg, end, state);
         return OOM_LINE_NONE;
+}
+
+int kmsg_open_end(const char *path) {
+        int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
+
+        if (fd < 0)
+                return -errno;
+        /* SEEK_END on /dev/kmsg moves this reader past every record logged so far. */
+        if (lseek(fd, 0, SEEK_END) < 0) {
+                int r = -errno;
+                close(fd);
+                return r;
+        }
+        return fd;
+}
+
+ssize_t kmsg_read_record(int fd, char *buf, size_t size) {
+        for (;;) {
+                ssize_t n = read(fd, buf, size);
+                if (n >= 0)
+                        return n;
+                if (errno != EINTR)
+                        return errno == EWOULDBLOCK ? -EAGAIN : -errno;
+        }
 }

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
-/* /dev/kmsg records and the kernel's OOM kill messages. Pure: takes bytes, never logs. Watching
- * the device itself belongs to the OOM incidents of issue 5; this is the parser it will use.
+/* /dev/kmsg records and the kernel's OOM kill messages. The parsers are pure (bytes in, never
+ * logs); kmsg_open_end() and kmsg_read_record() are the two calls the agent reads the device with.
  *
  * A record is "PRIO,SEQ,TIMESTAMP_US,FLAGS[,...];MESSAGE\n" optionally followed by continuation
  * lines (" KEY=VALUE\n"). An OOM kill is two messages (since 4.19/5.0):
@@ -25,6 +25,18 @@ typedef struct KmsgRecord {
         const char *message;   /* points into the buffer; not NUL-terminated */
         size_t message_len;
 } KmsgRecord;
+
+/* Larger than any record the kernel hands out (a read with a smaller buffer fails with EINVAL). */
+#define KMSG_RECORD_MAX 16384
+
+/* Opens path (/dev/kmsg) non-blocking for reading, positioned after the newest record: only what
+ * the kernel logs from now on is read. fd or -errno (EPERM: dmesg_restrict without CAP_SYSLOG). */
+int kmsg_open_end(const char *path);
+
+/* Reads the next record into buf (KMSG_RECORD_MAX bytes). Returns its length, -EAGAIN when none is
+ * waiting, -EPIPE when the ring overwrote records before they were read (the next read goes on
+ * with the oldest record kept; the ones in between are lost), or another -errno. */
+ssize_t kmsg_read_record(int fd, char *buf, size_t size);
 
 /* Parses one record read from /dev/kmsg (one read(2) returns one record). 0 or -EINVAL. */
 int kmsg_parse_record(const char *buf, size_t len, KmsgRecord *ret);

@@ -57,6 +57,18 @@ def check(cond, msg):
         raise Failed(msg)
 
 
+def rmdir_retry(path, timeout=5):
+    """Removes a cgroup directory, retrying while its last tasks finish exiting; raises after timeout."""
+    deadline = time.time() + timeout
+    while os.path.exists(path):
+        try:
+            os.rmdir(path)
+        except OSError:
+            if time.time() > deadline:
+                raise
+            time.sleep(0.05)
+
+
 class ScratchCgroup:
     """A cgroup under the cgroup2 mount that is removed, with every task in it killed, on exit."""
 
@@ -105,14 +117,7 @@ class ScratchCgroup:
 
     def remove(self):
         self.kill_all()
-        deadline = time.time() + 5
-        while os.path.exists(self.path):
-            try:
-                os.rmdir(self.path)
-            except OSError:
-                if time.time() > deadline:
-                    raise
-                time.sleep(0.05)
+        rmdir_retry(self.path)
 
     def __exit__(self, *exc):
         try:
@@ -129,6 +134,62 @@ class ChildCgroup(ScratchCgroup):
         self.rel = f"{parent.rel}/{name}"
         self.path = os.path.join(parent.path, name)
         self.procs = []
+
+
+class V1Group:
+    """A cgroup-v1 directory (memcg or blkio) that is removed on exit, its tasks moved out first."""
+
+    def __init__(self, mount, name):
+        self.path = os.path.join(mount, f"psidiag-it-{name}-{os.getpid()}")
+
+    def __enter__(self):
+        os.mkdir(self.path)
+        return self
+
+    def __exit__(self, *exc):
+        try:
+            rmdir_retry(self.path)
+        except OSError as e:
+            print(f"warning: could not remove {self.path}: {e}", file=sys.stderr)
+        return False
+
+
+def spawn(cg, argv, env, extra_procs=()):
+    """A workload in the cgroup2 scratch cgroup and in the given v1 cgroup.procs files."""
+    paths = [os.path.join(cg.path, "cgroup.procs")] + [os.path.join(p, "cgroup.procs") for p in extra_procs]
+
+    def enter():
+        for p in paths:
+            with open(p, "w") as f:
+                f.write(str(os.getpid()))
+    p = subprocess.Popen(argv, preexec_fn=enter, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    cg.procs.append(p)
+    return p
+
+
+def enable_controller(mount, cg, name):
+    """cgroup2: enable a controller for the scratch cgroup's parent (the root). False if absent."""
+    with open(os.path.join(mount, "cgroup.controllers")) as f:
+        if name not in f.read().split():
+            return False
+    with open(os.path.join(mount, "cgroup.subtree_control"), "w") as f:
+        f.write(f"+{name}")
+    return os.path.exists(os.path.join(cg.path, f"{name}.max" if name != "io" else "io.max"))
+
+
+def make_file(tmp_dir, size=128 << 20):
+    """A file of size bytes on tmp_dir's disk, out of the page cache, for thrash and dio-read."""
+    path = os.path.join(tmp_dir, f"psidiag-it-data-{os.getpid()}")
+    block = b"\xa5" * (1 << 20)
+    with open(path, "wb") as f:
+        for _ in range(size >> 20):
+            f.write(block)
+        f.flush()
+        os.fsync(f.fileno())
+        # Out of the page cache: cached pages stay charged to whoever wrote them, and the
+        # thrasher's cgroup must pay for every page it reads.
+        os.posix_fadvise(f.fileno(), 0, 0, os.POSIX_FADV_DONTNEED)
+    return path
 
 
 def stop_agent(agent, timeout=10):

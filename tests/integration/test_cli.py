@@ -3,13 +3,14 @@
 """The command line without the kernel: help, version, usage errors and config validation, with
 their exit codes (0 ok, 1 runtime failure, 2 usage or config error) and messages."""
 
+import json
 import os
 import subprocess
 import sys
 import tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from common import cap_eff, check, find_mount, run  # noqa: E402
+from common import cap_eff, check, find_mount, run, validator  # noqa: E402
 
 PSIDIAG = sys.argv[1]
 EXAMPLES = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "schemas", "examples")
@@ -96,6 +97,14 @@ def main():
         check("stdin:2: not JSON" in err, f"show stderr: {err!r}")
         code, out, err = psidiag("show", os.path.join(EXAMPLES, "incident-snapshot.json"))
         check(code == 0 and "snapshot" in out, f"show FILE: {code} {err!r}")
+        code, out, err = psidiag("show", os.path.join(EXAMPLES, "incident-oom.json"))
+        check(code == 0 and "killed    pid 2194 h,pid=1) (x in /psidiag-it-oom-2149" in out and
+              "related   2 pressure incidents" in out, f"show oom: {code} {out!r} {err!r}")
+        # The examples the README points at are what the schema says.
+        validate = validator(os.path.join(EXAMPLES, ".."))
+        for name in ("incident-pressure.json", "incident-snapshot.json", "incident-oom.json"):
+            with open(os.path.join(EXAMPLES, name)) as f:
+                validate(json.loads(f.read()))
         code, _, err = psidiag("show", os.path.join(tmp, "missing.ndjson"))
         check(code == 2 and "No such file" in err, f"show missing file: {code} {err!r}")
 

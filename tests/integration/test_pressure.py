@@ -18,56 +18,11 @@ import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from common import ScratchCgroup, check, check_kernel, find_mount, read_lines, run, validator  # noqa: E402
+from common import (ScratchCgroup, V1Group, check, check_kernel, enable_controller, find_mount,  # noqa: E402
+                    make_file, read_lines, run, spawn, validator)
 
 PSIDIAG, WORKLOAD, SCHEMAS = sys.argv[1:4]
 LIMIT = 48 << 20
-FILE_SIZE = 128 << 20
-
-
-class V1Group:
-    """A cgroup-v1 directory (memcg or blkio) that is removed on exit, its tasks moved out first."""
-
-    def __init__(self, mount, name):
-        self.path = os.path.join(mount, f"psidiag-it-{name}-{os.getpid()}")
-
-    def __enter__(self):
-        os.mkdir(self.path)
-        return self
-
-    def __exit__(self, *exc):
-        deadline = time.time() + 5
-        while os.path.exists(self.path):
-            try:
-                os.rmdir(self.path)
-            except OSError:
-                if time.time() > deadline:
-                    print(f"warning: could not remove {self.path}", file=sys.stderr)
-                    break
-                time.sleep(0.1)
-
-
-def spawn(cg, argv, env, extra_procs=()):
-    """A workload in the cgroup2 scratch cgroup and in the given v1 cgroup.procs files."""
-    paths = [os.path.join(cg.path, "cgroup.procs")] + [os.path.join(p, "cgroup.procs") for p in extra_procs]
-
-    def enter():
-        for p in paths:
-            with open(p, "w") as f:
-                f.write(str(os.getpid()))
-    p = subprocess.Popen(argv, preexec_fn=enter, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    cg.procs.append(p)
-    return p
-
-
-def enable_controller(mount, cg, name):
-    """cgroup2: enable a controller for the scratch cgroup's parent (the root). False if absent."""
-    with open(os.path.join(mount, "cgroup.controllers")) as f:
-        if name not in f.read().split():
-            return False
-    with open(os.path.join(mount, "cgroup.subtree_control"), "w") as f:
-        f.write(f"+{name}")
-    return os.path.exists(os.path.join(cg.path, f"{name}.max" if name != "io" else "io.max"))
 
 
 def run_agent(tmp, cg, trigger, name):
@@ -93,20 +48,6 @@ def wait_incident(agent, out, err_path, timeout=40):
     incidents = read_lines(out)
     check(incidents, f"no incident within {timeout} s:\n{open(err_path).read()}")
     return incidents
-
-
-def make_file(tmp_dir):
-    path = os.path.join(tmp_dir, f"psidiag-it-data-{os.getpid()}")
-    block = b"\xa5" * (1 << 20)
-    with open(path, "wb") as f:
-        for _ in range(FILE_SIZE >> 20):
-            f.write(block)
-        f.flush()
-        os.fsync(f.fileno())
-        # Out of the page cache: cached pages stay charged to whoever wrote them, and the
-        # thrasher's cgroup must pay for every page it reads.
-        os.posix_fadvise(f.fileno(), 0, 0, os.POSIX_FADV_DONTNEED)
-    return path
 
 
 def memory_part(mount, tmp, data, validate):

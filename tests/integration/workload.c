@@ -2,8 +2,9 @@
 /* Workloads for the integration tests and benchmarks: spin (burn cpu), sleep (wake every 50 ms,
  * do a little work), park (block in pause(): many threads that cost nothing), and spin-exit
  * (spin, then exit after PSIDIAG_EXIT_MS milliseconds: a crashing worker), thrash and dio-read
- * (read the file PSIDIAG_FILE through the page cache, or with O_DIRECT).
- * Usage: psidiag-workload spin|sleep|park|spin-exit|thrash|dio-read [COMM [THREADS]]. Runs until killed. COMM becomes the
+ * (read the file PSIDIAG_FILE through the page cache, or with O_DIRECT), and alloc (touch 1 MiB
+ * of anonymous memory every 20 ms until the OOM killer ends it).
+ * Usage: psidiag-workload spin|sleep|park|spin-exit|thrash|dio-read|alloc [COMM [THREADS]]. Runs until killed. COMM becomes the
  * task's name (prctl), so tests can tell workloads apart, hostile names included. */
 #include <fcntl.h>
 #include <pthread.h>
@@ -66,6 +67,21 @@ static void *dio_read(void *arg) {
         return NULL;
 }
 
+/* Anonymous memory, written so it is really charged, 1 MiB at a time; in a memory-limited cgroup
+ * this ends with the OOM killer choosing us (the largest resident set). */
+static void *alloc(void *arg) {
+        struct timespec ts = { .tv_nsec = 20 * 1000 * 1000 };
+
+        for (;;) {
+                char *p = malloc(1 << 20);
+                if (!p)
+                        _exit(4);
+                memset(p, 0x5a, 1 << 20);
+                nanosleep(&ts, NULL);
+        }
+        return NULL;
+}
+
 static void *nap(void *arg) {
         struct timespec ts = { .tv_nsec = 50 * 1000 * 1000 };
 
@@ -82,7 +98,7 @@ int main(int argc, char **argv) {
         int threads = argc > 3 ? atoi(argv[3]) : 1;
 
         if (argc < 2) {
-                fprintf(stderr, "usage: %s spin|sleep|park|spin-exit|thrash|dio-read [COMM [THREADS]]\n", argv[0]);
+                fprintf(stderr, "usage: %s spin|sleep|park|spin-exit|thrash|dio-read|alloc [COMM [THREADS]]\n", argv[0]);
                 return 2;
         }
         if (strcmp(argv[1], "spin") == 0)
@@ -91,6 +107,8 @@ int main(int argc, char **argv) {
                 fn = nap;
         else if (strcmp(argv[1], "park") == 0)
                 fn = park;
+        else if (strcmp(argv[1], "alloc") == 0)
+                fn = alloc;
         else if (strcmp(argv[1], "thrash") == 0 || strcmp(argv[1], "dio-read") == 0) {
                 thrash_file = getenv("PSIDIAG_FILE");
                 if (!thrash_file) {
@@ -107,7 +125,7 @@ int main(int argc, char **argv) {
                 setitimer(ITIMER_REAL, &it, NULL);
         }
         else {
-                fprintf(stderr, "usage: %s spin|sleep|park|spin-exit|thrash|dio-read [COMM [THREADS]]\n", argv[0]);
+                fprintf(stderr, "usage: %s spin|sleep|park|spin-exit|thrash|dio-read|alloc [COMM [THREADS]]\n", argv[0]);
                 return 2;
         }
         if (argc > 2)

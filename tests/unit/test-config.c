@@ -60,6 +60,7 @@ static void test_defaults_and_overrides(void **state) {
 
         assert_int_equal(c->top, CONFIG_DEFAULT_TOP);
         assert_int_equal(c->sample_ms, CONFIG_DEFAULT_SAMPLE_MS);
+        assert_int_equal(c->oom_lookback_s, 300);
         assert_string_equal(c->output, "-");
         assert_string_equal(c->watches[0].cgroup, "a/b");
         assert_string_equal(c->watches[0].output, "/var/log/x.ndjson");
@@ -113,6 +114,13 @@ static void test_errors_with_positions(void **state) {
         parse_fails("{\"metrics_file\": \"/var/lib/m.txt\", \"watch\": []}", "t.json:1:18: metrics_file must be");
         parse_fails("{\"metrics_file\": \"/x/.prom\", \"watch\": []}", "t.json:1:18: metrics_file must be");
         parse_fails("{\"metrics_file\": 1, \"watch\": []}", "t.json:1:18: metrics_file must be");
+        parse_fails("{\"oom_lookback_s\": 86401, \"watch\": []}", "t.json:1:20: oom_lookback_s must be between 0 and 86400");
+        parse_fails("{\"oom_lookback_s\": \"5m\", \"watch\": []}", "t.json:1:20: oom_lookback_s must be an integer");
+        {
+                Config *c = parse_ok("{\"oom_lookback_s\": 0, \"watch\": [{\"triggers\": [\"cpu some 1s 2s\"]}]}");
+                assert_int_equal(c->oom_lookback_s, 0);
+                config_free(c);
+        }
 }
 
 static int resolve(const char *cgroup, char **ret_error) {

@@ -145,6 +145,89 @@ static void test_snapshot_without_anything(void **state) {
         json_decref(j);
 }
 
+static void test_oom(void **state) {
+        Snapshot a = {};
+        OomKill k = {
+                .has_header = true, .constraint = "CONSTRAINT_MEMCG", .oom_memcg = "/kubepods", .task_memcg = "/kubepods/pod1",
+                .pid = 4242, .uid = 1000, .comm = "bad\xff(x) ", .comm_len = 8, .killed = true,
+                .has_rss = true, .total_vm_kib = 50492, .anon_rss_kib = 40704, .file_rss_kib = 6100,
+        };
+        const char *related[] = { "new", "old" };
+        OomReport oom = {
+                .source = "kmsg", .kill = &k, .kills = 1, .cgroup = "kubepods/pod1", .victim_cgroup = "kubepods/pod1",
+                .has_victim_delay = true, .victim_present = TASK_DELAY_MASK(TASK_DELAY_CPU) | TASK_DELAY_MASK(TASK_DELAY_RECLAIM),
+                .victim_delay_source = "exit_record", .related = related, .n_related = 2,
+        };
+        oom.victim_delay_ns[TASK_DELAY_CPU] = 3 * MS;
+        oom.victim_delay_ns[TASK_DELAY_RECLAIM] = 7 * MS + 999;
+        IncidentInput in = {
+                .type = "oom", .id = "x", .host = &host, .agent_version = "0.3.0",
+                .taskstats_version = 16, .pressure_from = &a, .oom = &oom,
+        };
+        json_t *j, *o, *v;
+        char *line;
+
+        j = build_and_reparse(&in, &line);
+        assert_string_equal(json_string_value(json_object_get(j, "type")), "oom");
+        assert_true(json_is_null(json_object_get(j, "trigger")));
+        o = json_object_get(j, "oom");
+        assert_string_equal(json_string_value(json_object_get(o, "source")), "kmsg");
+        assert_int_equal(json_integer_value(json_object_get(o, "kills")), 1);
+        assert_string_equal(json_string_value(json_object_get(o, "constraint")), "CONSTRAINT_MEMCG");
+        assert_string_equal(json_string_value(json_object_get(o, "oom_memcg")), "/kubepods");
+        assert_true(json_is_false(json_object_get(o, "global")));
+        assert_string_equal(json_string_value(json_object_get(o, "cgroup")), "/kubepods/pod1");
+        v = json_object_get(o, "victim");
+        assert_int_equal(json_integer_value(json_object_get(v, "pid")), 4242);
+        /* A hostile name is made valid UTF-8, nothing else changed. */
+        assert_string_equal(json_string_value(json_object_get(v, "comm")), "bad\xef\xbf\xbd(x) ");
+        assert_int_equal(json_integer_value(json_object_get(v, "uid")), 1000);
+        assert_string_equal(json_string_value(json_object_get(v, "cgroup")), "/kubepods/pod1");
+        assert_string_equal(json_string_value(json_object_get(v, "memcg")), "/kubepods/pod1");
+        assert_int_equal(json_integer_value(json_object_get(json_object_get(v, "rss_kib"), "anon")), 40704);
+        assert_int_equal(json_integer_value(json_object_get(json_object_get(v, "rss_kib"), "shmem")), 0);
+        assert_int_equal(json_integer_value(json_object_get(v, "total_vm_kib")), 50492);
+        assert_int_equal(json_integer_value(json_object_get(json_object_get(v, "delay_us"), "cpu")), 3000);
+        assert_int_equal(json_integer_value(json_object_get(json_object_get(v, "delay_us"), "reclaim")), 7000);
+        assert_true(json_is_null(json_object_get(json_object_get(v, "delay_us"), "blkio")));
+        assert_string_equal(json_string_value(json_object_get(v, "delay_source")), "exit_record");
+        assert_int_equal(json_array_size(json_object_get(j, "related")), 2);
+        assert_string_equal(json_string_value(json_array_get(json_object_get(j, "related"), 0)), "new");
+        free(line);
+        json_decref(j);
+
+        /* Counted without kmsg, not measured, node-wide: victim null, basis none, related empty. */
+        oom = (OomReport) { .source = "memory.oom_control", .kills = 3 };
+        in.unmeasured = true;
+        in.lifetime = true;
+        j = build_and_reparse(&in, &line);
+        o = json_object_get(j, "oom");
+        assert_true(json_is_null(json_object_get(o, "victim")));
+        assert_true(json_is_null(json_object_get(o, "constraint")));
+        assert_true(json_is_null(json_object_get(o, "global")));
+        assert_true(json_is_null(json_object_get(o, "cgroup")));
+        assert_int_equal(json_integer_value(json_object_get(o, "kills")), 3);
+        assert_int_equal(json_array_size(json_object_get(j, "related")), 0);
+        assert_string_equal(json_string_value(json_object_get(json_object_get(j, "sample"), "basis")), "none");
+        free(line);
+        json_decref(j);
+
+        /* A Killed process line alone (its oom-kill line rate-limited away): no memcg, rss known. */
+        k.has_header = false;
+        oom = (OomReport) { .source = "kmsg", .kill = &k, .kills = 1 };
+        in.unmeasured = false;
+        j = build_and_reparse(&in, &line);
+        v = json_object_get(json_object_get(j, "oom"), "victim");
+        assert_true(json_is_null(json_object_get(v, "memcg")));
+        assert_true(json_is_null(json_object_get(v, "cgroup")));
+        assert_true(json_is_null(json_object_get(v, "delay_us")));
+        assert_true(json_is_null(json_object_get(v, "delay_source")));
+        assert_true(json_is_null(json_object_get(json_object_get(j, "oom"), "oom_memcg")));
+        assert_int_equal(json_integer_value(json_object_get(json_object_get(v, "rss_kib"), "file")), 6100);
+        free(line);
+        json_decref(j);
+}
+
 static void test_id(void **state) {
         char a[96], b[96];
 
@@ -169,6 +252,7 @@ int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_pressure_incident),
                 cmocka_unit_test(test_snapshot_without_anything),
+                cmocka_unit_test(test_oom),
                 cmocka_unit_test(test_id),
                 cmocka_unit_test(test_string_from_bytes),
         };

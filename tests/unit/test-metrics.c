@@ -17,7 +17,7 @@ static const MetricsOutput outputs[] = {
 };
 
 static const Metrics sample_metrics = {
-        .version = "0.2.0",
+        .version = "0.3.0",
         .start_time_s = 1795000000,
         .watches = 2,
         .triggers_configured = 4,
@@ -26,6 +26,8 @@ static const Metrics sample_metrics = {
         .samples = 9,
         .sample_thread_errors = 4,
         .cgroups_gone = 1,
+        .oom_kills = 2,
+        .kmsg_lost = 3,
         .outputs = outputs,
         .n_outputs = 2,
 };
@@ -35,13 +37,15 @@ static void test_format(void **state) {
 
         assert_int_equal(metrics_format(&sample_metrics, &text), 0);
         assert_non_null(strstr(text, "# TYPE psidiag_triggers_armed gauge\npsidiag_triggers_armed 3\n"));
-        assert_non_null(strstr(text, "psidiag_info{version=\"0.2.0\"} 1\n"));
+        assert_non_null(strstr(text, "psidiag_info{version=\"0.3.0\"} 1\n"));
         assert_non_null(strstr(text, "psidiag_wakeups_total{verdict=\"sample\"} 9\n"));
         assert_non_null(strstr(text, "psidiag_wakeups_total{verdict=\"cooldown\"} 5\n"));
         assert_non_null(strstr(text, "psidiag_incidents_written_total{output=\"/var/log/psidiag/incidents.ndjson\"} 7\n"));
         assert_non_null(strstr(text, "psidiag_incidents_lost_total{output=\"/var/log/psidiag/incidents.ndjson\"} 2\n"));
         assert_non_null(strstr(text, "{output=\"/tmp/odd\\\"name\\\\\\n\"} 1\n"));
         assert_non_null(strstr(text, "psidiag_cgroups_gone_total 1\n"));
+        assert_non_null(strstr(text, "psidiag_oom_kills_total 2\n"));
+        assert_non_null(strstr(text, "# TYPE psidiag_kmsg_lost_total counter\npsidiag_kmsg_lost_total 3\n"));
         assert_non_null(strstr(text, "psidiag_incidents_suppressed_total{reason=\"cooldown\"} 5\n"));
         /* Every line is a comment or "name[{labels}] value". */
         for (char *l = strtok(text, "\n"); l; l = strtok(NULL, "\n"))

@@ -10,6 +10,7 @@
 #include "tests/unit/test-util.h"
 
 #define EXAMPLE SCHEMA_DIR "/examples/incident-pressure.json"
+#define OOM_EXAMPLE SCHEMA_DIR "/examples/incident-oom.json"
 
 static char *render(const char *line, int *ret) {
         char *buf = NULL, error[256];
@@ -44,14 +45,20 @@ static void test_terminal_safe(void **state) {
         assert_string_equal(show_terminal_safe(NULL, b, sizeof b), "");
 }
 
-static void test_example_incident(void **state) {
-        char line[16384];
-        FILE *f = fopen(EXAMPLE, "re");
-        int r;
+/* The first line of a schema example. */
+static void read_example(const char *path, char *line, size_t size) {
+        FILE *f = fopen(path, "re");
 
         assert_non_null(f);
-        assert_non_null(fgets(line, sizeof line, f));
+        assert_non_null(fgets(line, (int) size, f));
         fclose(f);
+}
+
+static void test_example_incident(void **state) {
+        char line[16384];
+        int r;
+
+        read_example(EXAMPLE, line, sizeof line);
         char *out = render(line, &r);
         assert_int_equal(r, 0);
         assert_non_null(strstr(out, "pressure  /demo  \"cpu some 20% 2s\"  on vm"));
@@ -92,14 +99,34 @@ static void test_hostile_and_broken(void **state) {
         free(out);
 }
 
+static void test_oom_incident(void **state) {
+        char line[16384];
+        int r;
+
+        read_example(OOM_EXAMPLE, line, sizeof line);
+        char *out = render(line, &r);
+        assert_int_equal(r, 0);
+        assert_non_null(strstr(out, "oom  /psidiag-it-oom-2149  on vm\n"));
+        assert_non_null(strstr(out, "  killed    pid 2194 h,pid=1) (x in /psidiag-it-oom-2149 (limit hit: "
+                                    "/psidiag-it-oom-2149), anon 47360 KiB, file 1024 KiB\n"));
+        assert_non_null(strstr(out, "  related   2 pressure incidents, newest 7840f08a-660dbb7bd9553-88e-2\n"));
+        free(out);
+
+        /* Counted, node-wide, nothing related. */
+        out = render("{\"type\":\"oom\",\"time\":\"t\",\"trigger\":null,\"oom\":{\"source\":\"memory.events\","
+                     "\"kills\":2,\"cgroup\":null,\"victim\":null},\"related\":[]}", &r);
+        assert_int_equal(r, 0);
+        assert_non_null(strstr(out, "oom  node  on"));
+        assert_non_null(strstr(out, "killed    2 task(s) in node, counted from memory.events (victim unknown)"));
+        assert_non_null(strstr(out, "related   no pressure incident before it"));
+        free(out);
+}
+
 static void test_journal_summary(void **state) {
         char line[16384], message[1024], type[32], id[128];
         const char *message_id;
-        FILE *f = fopen(EXAMPLE, "re");
 
-        assert_non_null(f);
-        assert_non_null(fgets(line, sizeof line, f));
-        fclose(f);
+        read_example(EXAMPLE, line, sizeof line);
         assert_int_equal(journal_summary(line, strlen(line), message, sizeof message, type, sizeof type, id, sizeof id,
                                          &message_id),
                          0);
@@ -116,6 +143,14 @@ static void test_journal_summary(void **state) {
                          0);
         assert_string_equal(message, "snapshot: ?[2Jx[1] 5us");
         assert_string_equal(message_id, JOURNAL_MESSAGE_ID_SNAPSHOT);
+        /* An oom incident: the victim, where, how many related, then the cgroup after the kill. */
+        read_example(OOM_EXAMPLE, line, sizeof line);
+        assert_int_equal(journal_summary(line, strlen(line), message, sizeof message, type, sizeof type, id, sizeof id,
+                                         &message_id),
+                         0);
+        assert_string_equal(message, "oom in /psidiag-it-oom-2149: killed h,pid=1) (x[2194], 2 related: "
+                                     "psidiag-thrash[2191] 96ms, h,pid=1) (x[2194] 1.6ms");
+        assert_string_equal(message_id, JOURNAL_MESSAGE_ID_OOM);
         assert_int_equal(journal_summary("[]", 2, message, sizeof message, type, sizeof type, id, sizeof id, &message_id),
                          -EINVAL);
 }
@@ -126,6 +161,7 @@ int main(void) {
                 cmocka_unit_test(test_terminal_safe),
                 cmocka_unit_test(test_example_incident),
                 cmocka_unit_test(test_hostile_and_broken),
+                cmocka_unit_test(test_oom_incident),
                 cmocka_unit_test(test_journal_summary),
         };
 

@@ -1,0 +1,61 @@
+/* SPDX-License-Identifier: MIT */
+/* One sample on the event loop: snapshot A now, exit records listened for during the window, a
+ * timer, snapshot B, exits merged. Used by a watch when its trigger fires and by an oom incident
+ * after a kill; what is made of A and B is the owner's (the done callback). Logs nothing. */
+#pragma once
+
+#include <ev.h>
+#include <stdbool.h>
+
+#include "agent/hot.h"
+#include "agent/rank.h"
+#include "agent/sample.h"
+#include "probes/taskstats.h"
+
+typedef struct Runtime Runtime;
+typedef struct Sampler Sampler;
+
+/* Called when the sample is complete: r is 0 (a and b hold it; with a window of 0, a alone holds
+ * lifetime totals), -ENOENT or -ENODEV (the cgroup went away), or another -errno. */
+typedef void (*SamplerDone)(Sampler *s, int r);
+
+struct Sampler {
+        struct ev_loop *loop;
+        const Runtime *rt;
+        SamplerDone done;
+        void *userdata;
+
+        SampleScope scope;
+        uint64_t sample_ms;
+        bool running;
+        usec_t wakeup_real_us;
+        usec_t a_cost_us; /* how long snapshot A took */
+        usec_t b_start_us, b_end_us; /* monotonic: around snapshot B */
+        Snapshot a, b;
+        Ranking ranking;
+        HotCgroups hot;
+        TaskstatsExitListener *exit_listener; /* registered only while a sample runs */
+        ev_io exit_io;
+        ExitRecords exits;
+        ev_timer timer;
+};
+
+void sampler_init(Sampler *s, struct ev_loop *loop, const Runtime *rt, SamplerDone done, void *userdata);
+
+/* Sizes the buffers to the scope's threads now, so a sample taken while the node is short of
+ * memory does not have to allocate (they grow later only if the cgroup does). */
+void sampler_preallocate(Sampler *s, const SampleScope *scope);
+
+/* Takes snapshot A of scope and starts the window of sample_ms (0: done is called before this
+ * returns). Returns 0 (done will be called), or -errno when A could not be taken (done is not
+ * called; -ENOENT/-ENODEV: the cgroup is gone). */
+int sampler_start(Sampler *s, const SampleScope *scope, uint64_t sample_ms);
+
+/* Stops a running sample without calling done. */
+void sampler_cancel(Sampler *s);
+
+/* The victim of an oom kill: the final delays of process pid (its threads' exit records, summed)
+ * when the listener heard them exit. False when it did not. */
+bool sampler_exit_delays(const Sampler *s, pid_t pid, uint64_t ret_ns[_TASK_DELAY_MAX], uint32_t *ret_present);
+
+void sampler_free(Sampler *s); /* the buffers; the Sampler itself is the owner's */

@@ -1,0 +1,110 @@
+/* SPDX-License-Identifier: MIT */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
+
+#include "agent/base/fileio.h"
+#include "agent/base/macro.h"
+#include "probes/memcg.h"
+
+const char *memcg_counter_kind_to_string(MemcgCounterKind k) {
+        return k == MEMCG_COUNTER_EVENTS ? "memory.events" : "memory.oom_control";
+}
+
+int memcg_parse_oom_kill(const char *buf, size_t len, uint64_t *ret) {
+        static const char key[] = "oom_kill ";
+        const char *p = buf, *end = buf + len;
+
+        while (p < end) {
+                const char *nl = memchr(p, '\n', (size_t) (end - p));
+                const char *line_end = nl ? nl : end;
+
+                if ((size_t) (line_end - p) >= sizeof key - 1 && memcmp(p, key, sizeof key - 1) == 0) {
+                        uint64_t v = 0;
+                        const char *q = p + sizeof key - 1;
+                        if (q == line_end)
+                                return -EINVAL;
+                        for (; q < line_end; q++) {
+                                if (*q < '0' || *q > '9' || v > (UINT64_MAX - (uint64_t) (*q - '0')) / 10)
+                                        return -EINVAL;
+                                v = v * 10 + (uint64_t) (*q - '0');
+                        }
+                        *ret = v;
+                        return 0;
+                }
+                p = line_end + 1;
+        }
+        return -ENOENT;
+}
+
+int memcg_read_oom_kill(int fd, uint64_t *ret) {
+        char buf[1024];
+        ssize_t n;
+
+        do
+                n = pread(fd, buf, sizeof buf, 0);
+        while (n < 0 && errno == EINTR);
+        if (n < 0)
+                return -errno;
+        return memcg_parse_oom_kill(buf, (size_t) n, ret);
+}
+
+static int open_v1(const Sysroot *s, const char *path, int *ret_fd, int *ret_event_fd) {
+        _cleanup_close_ int mount_fd = -EBADF, dir_fd = -EBADF, ctl_fd = -EBADF, fd = -EBADF, efd = -EBADF;
+        char line[64];
+        int r, n;
+
+        if (!s->memory_v1_path)
+                return -ENOENT;
+        mount_fd = openat(s->root_fd, s->memory_v1_path[0] == '/' ? s->memory_v1_path + 1 : s->memory_v1_path,
+                          O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        if (mount_fd < 0)
+                return -errno;
+        r = cgroup_open_walk(mount_fd, path, &dir_fd);
+        if (r < 0)
+                return r;
+        fd = openat(dir_fd, "memory.oom_control", O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+        if (fd < 0)
+                return -errno;
+        ctl_fd = openat(dir_fd, "cgroup.event_control", O_WRONLY | O_CLOEXEC | O_NOFOLLOW);
+        if (ctl_fd < 0)
+                return -errno;
+        efd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+        if (efd < 0)
+                return -errno;
+        /* "<event fd> <memory.oom_control fd>": the kernel signals efd at every OOM of the memcg. */
+        n = snprintf(line, sizeof line, "%d %d", efd, fd);
+        ssize_t w = write(ctl_fd, line, (size_t) n);
+        if (w < 0)
+                return -errno;
+        if (w != n)
+                return -EIO;
+        *ret_fd = TAKE_FD(fd);
+        *ret_event_fd = TAKE_FD(efd);
+        return 0;
+}
+
+int memcg_open_oom_counter(const Sysroot *s, const char *path, MemcgCounterKind *ret_kind, int *ret_fd,
+                           int *ret_event_fd) {
+        _cleanup_close_ int dir_fd = -EBADF;
+        int fd, r;
+
+        r = sysroot_open_cgroup(s, path, &dir_fd);
+        if (r >= 0) {
+                fd = openat(dir_fd, "memory.events", O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+                if (fd >= 0) {
+                        *ret_kind = MEMCG_COUNTER_EVENTS;
+                        *ret_fd = fd;
+                        *ret_event_fd = -EBADF;
+                        return 0;
+                }
+        }
+        r = open_v1(s, path, ret_fd, ret_event_fd);
+        if (r < 0)
+                return r;
+        *ret_kind = MEMCG_COUNTER_OOM_CONTROL;
+        return 0;
+}
