@@ -667,19 +667,10 @@ static void oom_write(OomIncident *o, OomBasis basis) {
         int r;
 
         bool lifetime = basis != OOM_BASIS_DELTA;
-        if (!o->has_victim_delay || strcmp(o->victim_delay_source, "exit_record") != 0) {
-                bool had = o->has_victim_delay;
-                uint64_t keep[_TASK_DELAY_MAX];
-                uint32_t keep_present = o->victim_present;
-                memcpy(keep, o->victim_delay_ns, sizeof keep);
+        /* An exit record heard since the kill beats the taskstats reading taken at it, which is
+         * kept otherwise. */
+        if (!o->has_victim_delay || strcmp(o->victim_delay_source, "exit_record") != 0)
                 oom_victim_delays(o);
-                if (!o->has_victim_delay && had) {
-                        /* Nothing better than the taskstats reading taken at the kill. */
-                        o->has_victim_delay = true;
-                        memcpy(o->victim_delay_ns, keep, sizeof keep);
-                        o->victim_present = keep_present;
-                }
-        }
         for (size_t i = 0; i < o->n_related; i++)
                 related[i] = o->related[i];
         OomReport rep = {
@@ -743,6 +734,24 @@ static void oom_sample_done(Sampler *s, int r) {
                                    "reporting the first snapshot");
         oom_write(o, (r >= 0 || r == -ENOMEM) && s->sample_ms > 0 ? OOM_BASIS_DELTA : OOM_BASIS_LIFETIME);
         oom_incident_free(o);
+}
+
+/* The victim's delays right after the kill: an exit record some sample already heard, else
+ * what taskstats says now (the victim is dying or a zombie; gone: nothing). */
+static void oom_query_victim(OomIncident *o) {
+        TaskStats ts;
+
+        if (!o->has_kill)
+                return;
+        oom_victim_delays(o);
+        if (o->has_victim_delay || !o->agent->rt.taskstats)
+                return;
+        if (taskstats_get_tid(o->agent->rt.taskstats, o->kill.pid, &ts) >= 0 && ts.pid == o->kill.pid) {
+                o->has_victim_delay = true;
+                o->victim_delay_source = "taskstats";
+                o->victim_present = ts.present;
+                memcpy(o->victim_delay_ns, ts.delay_ns, sizeof o->victim_delay_ns);
+        }
 }
 
 /* Opens the cgroup to measure: the victim's own, or the nearest ancestor there is, up to (and
@@ -834,18 +843,6 @@ static void agent_oom(Agent *a, const OomKill *kill, const char *victim_cgroup, 
         for (size_t i = 0; i < o->n_related; i++)
                 snprintf(o->related[i], sizeof o->related[i], "%s", related[i]);
 
-        /* The victim's delays: an exit record already heard, else taskstats now (it is dying). */
-        oom_victim_delays(o);
-        if (kill && !o->has_victim_delay && a->rt.taskstats) {
-                TaskStats ts;
-                if (taskstats_get_tid(a->rt.taskstats, kill->pid, &ts) >= 0 && ts.pid == kill->pid) {
-                        o->has_victim_delay = true;
-                        o->victim_delay_source = "taskstats";
-                        o->victim_present = ts.present;
-                        memcpy(o->victim_delay_ns, ts.delay_ns, sizeof o->victim_delay_ns);
-                }
-        }
-
         r = oom_open_cgroup(o, deepest);
         SampleScope scope = {
                 .sysroot = a->rt.sysroot,
@@ -856,14 +853,27 @@ static void agent_oom(Agent *a, const OomKill *kill, const char *victim_cgroup, 
                 .cgroups_resource = PSI_RESOURCE_MEMORY,
         };
         if (r >= 0 && a->oom_sampling < OOM_SAMPLING_MAX) {
+                uint64_t ms = deepest->cfg->sample_ms;
+                /* With no window, o is written and freed inside sampler_start: ask now. */
+                if (ms == 0)
+                        oom_query_victim(o);
                 a->oom_sampling++;
-                r = sampler_start(&o->sampler, &scope, deepest->cfg->sample_ms);
-                if (r >= 0)
-                        return; /* oom_sample_done writes it */
+                r = sampler_start(&o->sampler, &scope, ms);
+                if (r >= 0) {
+                        if (ms > 0) {
+                                /* After the sample's exit listener is registered: if the victim
+                                 * exits from here on, its exit record is heard and preferred. */
+                                oom_query_victim(o);
+                                log_debug("sampling /%s after an oom kill for %llu ms", o->cgroup ? o->cgroup : "(node)",
+                                          (unsigned long long) ms);
+                        }
+                        return; /* oom_sample_done writes it (and frees o) */
+                }
                 a->oom_sampling--;
         }
         if (r < 0 && r != -ENOENT && r != -ENODEV)
                 log_debug_errno(r, "cannot measure the cgroup of an oom kill");
+        oom_query_victim(o);
         /* Not measured: the pressure of what could be opened, written now. */
         o->sampler.wakeup_real_us = now_usec(CLOCK_REALTIME);
         o->sampler.a.mono_us = now_usec(CLOCK_MONOTONIC);
@@ -1089,6 +1099,9 @@ static void on_kmsg_io(struct ev_loop *loop, ev_io *io, int revents) {
                         continue;
                 if (oom_parse_message(rec.message, rec.message_len, &a->kmsg_kill) != OOM_LINE_KILLED)
                         continue;
+                /* Both clocks count from boot (suspend aside): how late the kill is read. */
+                log_debug("oom kill of pid %d read %lld us after the kernel logged it", (int) a->kmsg_kill.pid,
+                          (long long) now_usec(CLOCK_MONOTONIC) - (long long) rec.timestamp_us);
                 _cleanup_free_ char *cg = oom_victim_cgroup(a, &a->kmsg_kill);
                 agent_oom(a, &a->kmsg_kill, cg, "kmsg", 1);
                 a->kmsg_kill = (OomKill) {};
@@ -1117,8 +1130,17 @@ static void oom_watch_start(Agent *a) {
 }
 
 static void oom_watch_stop(Agent *a) {
-        while (a->ooms)
-                oom_incident_free(a->ooms);
+        /* A kill is never dropped at exit: one still in its sample is written with what snapshot A
+         * saw (lifetime totals, labelled so). */
+        while (a->ooms) {
+                OomIncident *o = a->ooms;
+                if (o->sampler.running) {
+                        sampler_cancel(&o->sampler);
+                        a->oom_sampling--;
+                        oom_write(o, OOM_BASIS_LIFETIME);
+                }
+                oom_incident_free(o);
+        }
         for (size_t i = 0; i < a->n_watches; i++)
                 watch_counter_close(a, a->watches[i]);
         if (a->oom_counting) {

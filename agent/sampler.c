@@ -113,18 +113,22 @@ void sampler_cancel(Sampler *s) {
 }
 
 bool sampler_exit_delays(const Sampler *s, pid_t pid, uint64_t ret_ns[_TASK_DELAY_MAX], uint32_t *ret_present) {
+        uint64_t sum[_TASK_DELAY_MAX] = {};
+        uint32_t present = 0;
         bool found = false;
 
-        memset(ret_ns, 0, _TASK_DELAY_MAX * sizeof ret_ns[0]);
-        *ret_present = 0;
         for (size_t i = 0; i < s->exits.n; i++) {
                 const ThreadDelays *t = &s->exits.items[i];
                 if (t->tgid != pid)
                         continue;
                 found = true;
-                *ret_present |= t->present;
+                present |= t->present;
                 for (TaskDelay d = 0; d < _TASK_DELAY_MAX; d++)
-                        ret_ns[d] += t->delay_ns[d];
+                        sum[d] += t->delay_ns[d];
+        }
+        if (found) { /* the outputs are left alone otherwise */
+                memcpy(ret_ns, sum, sizeof sum);
+                *ret_present = present;
         }
         return found;
 }

@@ -55,7 +55,7 @@ int sampler_start(Sampler *s, const SampleScope *scope, uint64_t sample_ms);
 void sampler_cancel(Sampler *s);
 
 /* The victim of an oom kill: the final delays of process pid (its threads' exit records, summed)
- * when the listener heard them exit. False when it did not. */
+ * when the listener heard them exit. False when it did not (ret_ns and ret_present untouched). */
 bool sampler_exit_delays(const Sampler *s, pid_t pid, uint64_t ret_ns[_TASK_DELAY_MAX], uint32_t *ret_present);
 
 void sampler_free(Sampler *s); /* the buffers; the Sampler itself is the owner's */

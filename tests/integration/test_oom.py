@@ -10,9 +10,13 @@ and writes an incident of type oom: the victim's pid, comm, uid, cgroup and resi
 constraint and memcg, the cgroup measured after the kill (the thrasher still in it), and in
 `related` the pressure incidents written before the kill, newest first.
 
+Before the kill the agent is stopped while more than the kernel's log ring holds is written to
+/dev/kmsg: when it runs again its reads fail with EPIPE, which it must count and survive.
+
 A second run takes CAP_SYSLOG away from the agent with kernel.dmesg_restrict=1, so /dev/kmsg is
 closed to it: the kill is then counted from the memcg's oom_kill counter (memory.events, or
-memory.oom_control on cgroup v1) and still written, with the victim unknown."""
+memory.oom_control on cgroup v1) and still written, with the victim unknown. That agent is stopped
+in the middle of its minute-long sample of the cgroup, and must write the kill as it exits."""
 
 import datetime
 import json
@@ -74,11 +78,12 @@ class LimitedCgroup:
         return False
 
 
-def start_agent(tmp, cg, name, drop_syslog=False):
+def start_agent(tmp, cg, name, drop_syslog=False, sample_ms=500):
     out = os.path.join(tmp, f"{name}.ndjson")
     cfg = os.path.join(tmp, f"{name}.json")
     with open(cfg, "w") as f:
-        json.dump({"output": out, "sample_ms": 500, "cooldown_ms": 0, "top": 5, "oom_lookback_s": 300,
+        json.dump({"output": out, "sample_ms": sample_ms, "cooldown_ms": 0, "top": 5, "oom_lookback_s": 300,
+                   "metrics_file": os.path.join(tmp, f"{name}.prom"),
                    "watch": [{"cgroup": cg.rel, "triggers": ["memory some 50ms 2s"]}]}, f)
     log = open(os.path.join(tmp, f"{name}.log"), "w")
     argv = [PSIDIAG, "--config", cfg, "--enable-delayacct", "--log-level", "debug"]
@@ -101,6 +106,37 @@ def wait_for(pred, out, timeout, what, log):
                          f"{open(log).read()[-3000:]}")
 
 
+def flood_kmsg(total=3 * 131072):
+    """Writes more than the kernel's log ring holds (128 KiB here; more is written if it is bigger),
+    so records a stopped reader had not read are overwritten. kernel.printk_devkmsg is set to on
+    for it (its default, ratelimit, allows 10 writes per 5 s) and put back."""
+    import ctypes
+    size = max(ctypes.CDLL(None).klogctl(10, None, 0), 131072)  # SYSLOG_ACTION_SIZE_BUFFER
+    sysctl = "/proc/sys/kernel/printk_devkmsg"
+    with open(sysctl) as f:
+        saved = f.read().strip()
+    try:
+        with open(sysctl, "w") as f:
+            f.write("on\n")
+        fd = os.open("/dev/kmsg", os.O_WRONLY)
+        try:
+            for i in range(max(total, 3 * size) // 800):
+                os.write(fd, f"<7>psidiag-it: overwriting the ring {i} {'.' * 760}\n".encode())
+        finally:
+            os.close(fd)
+    finally:
+        with open(sysctl, "w") as f:
+            f.write(saved + "\n")
+
+
+def metric(path, name):
+    with open(path) as f:
+        for line in f:
+            if line.startswith(name + " "):
+                return int(line.split()[1])
+    return None
+
+
 def oom_hog(cg, env, extra):
     hog = spawn(cg, [WORKLOAD, "alloc", COMM], env, extra)
     try:
@@ -120,11 +156,20 @@ def kmsg_part(mount, tmp, data, validate):
             thrasher = spawn(cg, [WORKLOAD, "thrash", "psidiag-thrash", "2"], env, lim.extra)
             wait_for(lambda ls: sum(i["type"] == "pressure" for i in ls) >= 2, out, 40,
                      "no two pressure incidents", log)
+            # The ring overwrites what the stopped agent had not read: it must go on (EPIPE).
+            agent.send_signal(signal.SIGSTOP)
+            try:
+                flood_kmsg()
+            finally:
+                agent.send_signal(signal.SIGCONT)
             hog = oom_hog(cg, env, lim.extra)
             lines = wait_for(lambda ls: any(i["type"] == "oom" for i in ls), out, 20, "no oom incident", log)
         finally:
             code = stop_agent(agent)
         check(code == 0, f"the agent exited with {code}")
+        lost = metric(out.replace(".ndjson", ".prom"), "psidiag_kmsg_lost_total")
+        check(lost and lost >= 1, f"psidiag_kmsg_lost_total {lost} after the ring was overwritten")
+        check(metric(out.replace(".ndjson", ".prom"), "psidiag_oom_kills_total") == 1, "psidiag_oom_kills_total")
         for inc in lines:
             validate(inc)
         ooms = [i for i in lines if i["type"] == "oom"]
@@ -159,9 +204,32 @@ def kmsg_part(mount, tmp, data, validate):
         missing = [i for i, t in ended.items() if t < kill_t - 0.2 and i not in related]
         check(not missing, f"pressure incidents before the kill not related: {missing}")
         d = victim["delay_us"]
-        print(f"kmsg ({lim.how}): victim {victim['pid']} {victim['comm']!r} anon {victim['rss_kib']['anon']} KiB, "
+        # taskstats answers here, so the victim's delays come from its exit record or from taskstats
+        # right after the kill; cpu delay is in every struct version, so it is never null.
+        check(victim["delay_source"] in ("exit_record", "taskstats") and d["cpu"] is not None,
+              f"victim delays {victim['delay_source']}: {d}")
+        print(f"kmsg ({lim.how}): ring overwritten {lost} time(s) and survived; victim {victim['pid']} {victim['comm']!r} anon {victim['rss_kib']['anon']} KiB, "
               f"{len(related)} related, victim delays from {victim['delay_source']}: "
               f"{'none' if d is None else {k: v for k, v in d.items() if v}}")
+
+
+def lifetime_part(mount, tmp, validate):
+    """sample_ms 0: the incident is written as the kill is read, from one snapshot."""
+    with ScratchCgroup(mount, "ooml") as cg, LimitedCgroup(mount, cg, "ooml") as lim:
+        agent, out, log = start_agent(tmp, cg, "lifetime", sample_ms=0)
+        try:
+            time.sleep(1)
+            hog = oom_hog(cg, dict(os.environ), lim.extra)
+            lines = wait_for(lambda ls: any(i["type"] == "oom" for i in ls), out, 20, "no oom incident", log)
+        finally:
+            code = stop_agent(agent)
+        check(code == 0, f"the agent exited with {code}")
+        inc = [i for i in lines if i["type"] == "oom"][0]
+        validate(inc)
+        check(inc["oom"]["victim"]["pid"] == hog.pid, f"victim {inc['oom']['victim']}")
+        check(inc["sample"]["basis"] == "lifetime" and inc["sample"]["duration_ms"] == 0, f"sample {inc['sample']}")
+        print(f"lifetime ({lim.how}): victim {hog.pid} written at once, delays from "
+              f"{inc['oom']['victim']['delay_source']}")
 
 
 def counter_part(mount, tmp, validate):
@@ -172,14 +240,19 @@ def counter_part(mount, tmp, validate):
         try:
             with open("/proc/sys/kernel/dmesg_restrict", "w") as f:
                 f.write("1")
-            agent, out, log = start_agent(tmp, cg, "counter", drop_syslog=True)
+            # A long sample: the agent is stopped in the middle of it, and must still write the kill.
+            agent, out, log = start_agent(tmp, cg, "counter", drop_syslog=True, sample_ms=60000)
             time.sleep(1)
             hog = oom_hog(cg, dict(os.environ), lim.extra)
-            lines = wait_for(lambda ls: any(i["type"] == "oom" for i in ls), out, 20, "no counted oom incident", log)
+            deadline = time.time() + 20
+            while "after an oom kill" not in open(log).read():
+                check(time.time() < deadline, f"no sample after the counted kill:\n{open(log).read()[-2000:]}")
+                time.sleep(0.1)
         finally:
             with open("/proc/sys/kernel/dmesg_restrict", "w") as f:
                 f.write(restrict)
             code = stop_agent(agent)
+        lines = read_lines(out)
         check(code == 0, f"the agent exited with {code}")
         text = open(log).read()
         check("cannot read /dev/kmsg" in text, f"the agent read /dev/kmsg without CAP_SYSLOG:\n{text[-2000:]}")
@@ -190,7 +263,10 @@ def counter_part(mount, tmp, validate):
         want = "memory.events" if not lim.memcg else "memory.oom_control"
         check(oom["source"] == want and oom["kills"] >= 1 and oom["victim"] is None, f"oom {oom}")
         check(oom["cgroup"] == "/" + cg.rel, f"measured {oom['cgroup']}")
-        print(f"counter ({lim.how}): {oom['kills']} kill counted from {oom['source']} after the hog {hog.pid} died")
+        # Stopped mid-sample: written at exit from the first snapshot, labelled as lifetime totals.
+        check(inc["sample"]["basis"] == "lifetime", f"sample at exit: {inc['sample']}")
+        print(f"counter ({lim.how}): {oom['kills']} kill counted from {oom['source']} after the hog {hog.pid} died, "
+              f"written at exit mid-sample")
 
 
 def main():
@@ -204,6 +280,7 @@ def main():
         kmsg_part(mount, tmp, data, validate)
     finally:
         os.unlink(data)
+    lifetime_part(mount, tmp, validate)
     counter_part(mount, tmp, validate)
 
 

@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include "agent/sample.h"
+#include "agent/sampler.h"
 #include "tests/unit/fake-taskstats.h"
 #include "tests/unit/fake-tree.h"
 #include "tests/unit/test-util.h"
@@ -256,6 +257,33 @@ static void test_merge_exits(void **state) {
         snapshot_done(&b);
 }
 
+/* An oom victim's final delays: its threads' exit records summed; nothing written when none. */
+static void test_victim_exit_delays(void **state) {
+        static const uint64_t d1[_TASK_DELAY_MAX] = { 10 * MS, 0, 0, 5 * MS }, d2[_TASK_DELAY_MAX] = { 90 * MS, 0, 0, 1 * MS };
+        Sampler s = {};
+        TaskStats t;
+        uint64_t got[_TASK_DELAY_MAX] = { 7 };
+        uint32_t present = 0xabc;
+
+        t = fake_task_stats(40, 40, "hog", d1);
+        assert_int_equal(exit_records_add(&s.exits, &t), 0);
+        t = fake_task_stats(41, 40, "hog-worker", d2);
+        assert_int_equal(exit_records_add(&s.exits, &t), 0);
+        t = fake_task_stats(50, 50, "other", d2);
+        assert_int_equal(exit_records_add(&s.exits, &t), 0);
+
+        /* Not heard: the caller's values stay as they were (a taskstats reading, say). */
+        assert_false(sampler_exit_delays(&s, 60, got, &present));
+        assert_int_equal(got[0], 7);
+        assert_int_equal(present, 0xabc);
+
+        assert_true(sampler_exit_delays(&s, 40, got, &present));
+        assert_int_equal(got[TASK_DELAY_CPU], 100 * MS);
+        assert_int_equal(got[TASK_DELAY_RECLAIM], 6 * MS);
+        assert_int_equal(present, t.present);
+        exit_records_done(&s.exits);
+}
+
 static void test_scale(void **state) {
         TaskStateCounts c;
 
@@ -276,6 +304,7 @@ static void test_scale(void **state) {
 int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_cgroup_snapshot),
+                cmocka_unit_test(test_victim_exit_delays),
                 cmocka_unit_test(test_excludes_the_agent),
                 cmocka_unit_test(test_node_wide_and_without_taskstats),
                 cmocka_unit_test(test_cgroup_gone),
