@@ -197,6 +197,7 @@ struct Agent {
         OomIncident *ooms;   /* in flight (sampling), freed as they are written */
         unsigned oom_sampling;
         uint64_t oom_kills, kmsg_lost;
+        usec_t kmsg_lost_warned_us;
         bool oom_counting;     /* kmsg is closed to us: kills are counted from memory cgroups */
         int oomc_inotify_fd;   /* memory.events changes */
         ev_io oomc_inotify_io;
@@ -1083,10 +1084,16 @@ static void on_kmsg_io(struct ev_loop *loop, ev_io *io, int revents) {
                 if (n == -EPIPE) {
                         /* The ring overwrote records we had not read: an oom-kill: line may be
                          * among them, so the next Killed process line stands alone. */
+                        usec_t now = now_usec(CLOCK_MONOTONIC);
                         a->kmsg_lost++;
                         a->kmsg_kill.has_header = false;
                         agent_metrics_update(a);
-                        log_debug("kernel messages were overwritten before psidiag read them");
+                        /* Once a minute at most; psidiag_kmsg_lost_total counts them all. */
+                        if (!a->kmsg_lost_warned_us || now - a->kmsg_lost_warned_us >= 60 * USEC_PER_SEC) {
+                                a->kmsg_lost_warned_us = now;
+                                log_warning("kernel messages were overwritten before psidiag read them; an oom kill "
+                                            "among them is not reported");
+                        }
                         continue;
                 }
                 if (n < 0) {

@@ -169,6 +169,7 @@ def kmsg_part(mount, tmp, data, validate):
         check(code == 0, f"the agent exited with {code}")
         lost = metric(out.replace(".ndjson", ".prom"), "psidiag_kmsg_lost_total")
         check(lost and lost >= 1, f"psidiag_kmsg_lost_total {lost} after the ring was overwritten")
+        check("kernel messages were overwritten" in open(log).read(), "no warning about overwritten kernel messages")
         check(metric(out.replace(".ndjson", ".prom"), "psidiag_oom_kills_total") == 1, "psidiag_oom_kills_total")
         for inc in lines:
             validate(inc)
