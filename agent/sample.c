@@ -170,14 +170,8 @@ void snapshot_done(Snapshot *s) {
 }
 
 int exit_records_add(ExitRecords *e, const TaskStats *ts) {
-        if (e->n == e->cap) {
-                size_t cap = e->cap ? e->cap * 2 : 64;
-                ThreadDelays *p = realloc(e->items, cap * sizeof *p);
-                if (!p)
-                        return -ENOMEM;
-                e->items = p;
-                e->cap = cap;
-        }
+        if (array_grow((void **) &e->items, &e->cap, e->n, 64, sizeof *e->items) < 0)
+                return -ENOMEM;
         ThreadDelays *t = &e->items[e->n++];
         *t = (ThreadDelays) {
                 .tid = ts->pid,

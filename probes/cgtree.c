@@ -6,6 +6,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "agent/base/array.h"
 #include "agent/base/macro.h"
 #include "probes/cgtree.h"
 #include "triggers/pressure.h"
@@ -25,14 +26,8 @@ void cgroup_totals_done(CgroupTotals *t) {
 }
 
 static int push(CgroupTotals *t, const char *path, size_t len, const PressureStats *ps) {
-        if (t->n == t->cap) {
-                size_t cap = t->cap ? t->cap * 2 : 64;
-                CgroupTotal *p = realloc(t->items, cap * sizeof *p);
-                if (!p)
-                        return -ENOMEM;
-                t->items = p;
-                t->cap = cap;
-        }
+        if (array_grow((void **) &t->items, &t->cap, t->n, 64, sizeof *t->items) < 0)
+                return -ENOMEM;
         if (t->names_len + len + 1 > t->names_cap) {
                 size_t cap = MAX(t->names_cap * 2, t->names_len + len + 1 + 1024);
                 char *p = realloc(t->names, cap);

@@ -8,6 +8,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "agent/base/array.h"
 #include "agent/base/macro.h"
 #include "probes/tasks.h"
 
@@ -36,15 +37,8 @@ int tid_list_reserve(TidList *l, size_t n) {
 }
 
 int tid_list_push(TidList *l, pid_t tid) {
-        if (l->n == l->cap) {
-                size_t cap = l->cap ? l->cap * 2 : 256;
-                pid_t *p = realloc(l->tids, cap * sizeof *p);
-
-                if (!p)
-                        return -ENOMEM;
-                l->tids = p;
-                l->cap = cap;
-        }
+        if (array_grow((void **) &l->tids, &l->cap, l->n, 256, sizeof *l->tids) < 0)
+                return -ENOMEM;
         l->tids[l->n++] = tid;
         return 0;
 }

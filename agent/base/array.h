@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* Growing a reused buffer: sample buffers live across samples, so they grow to the largest need
- * seen, with a quarter of headroom so a slowly growing cgroup does not reallocate every sample.
- * No I/O, no dependencies beyond libc. */
+ * seen, with a quarter of headroom so a slowly growing cgroup does not reallocate every sample;
+ * lists filled one element at a time double. No I/O, no dependencies beyond libc. */
 #pragma once
 
 #include <errno.h>
@@ -20,5 +20,22 @@ static inline int array_reserve(void **p, size_t *cap, size_t need, size_t size)
                 return -ENOMEM;
         *p = q;
         *cap = need;
+        return 0;
+}
+
+/* Makes room for one more element after the n in use (appending one at a time): the capacity
+ * doubles, starting at initial elements. 0 or -ENOMEM (*p is kept then). */
+static inline int array_grow(void **p, size_t *cap, size_t n, size_t initial, size_t size) {
+        void *q;
+        size_t c;
+
+        if (n < *cap)
+                return 0;
+        c = *cap ? *cap * 2 : initial;
+        q = realloc(*p, c * size);
+        if (!q)
+                return -ENOMEM;
+        *p = q;
+        *cap = c;
         return 0;
 }
