@@ -277,12 +277,7 @@ json_t *incident_build(const IncidentInput *in) {
         if (in->has_trigger) {
                 trigger = json_object();
                 /* "/a/b", the form /proc/<pid>/cgroup uses, so it joins with most_delayed[].cgroup. */
-                if (in->trigger_cgroup) {
-                        char path[4096];
-                        int n = snprintf(path, sizeof path, "/%s", in->trigger_cgroup);
-                        r |= set_new(trigger, "cgroup", json_string_from_bytes(path, (size_t) MIN(n, (int) sizeof path - 1)));
-                } else
-                        r |= set_new(trigger, "cgroup", json_null());
+                r |= set_new(trigger, "cgroup", cgroup_string(in->trigger_cgroup));
                 r |= set_new(trigger, "resource", json_string(psi_resource_to_string(in->trigger.resource)));
                 r |= set_new(trigger, "stall", json_string(psi_stall_to_string(in->trigger.stall)));
                 r |= set_new(trigger, "threshold_us", json_u64(in->trigger.threshold_us));
