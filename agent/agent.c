@@ -586,9 +586,8 @@ struct OomIncident {
         char *cgroup;        /* the cgroup measured; NULL node-wide */
         int cgroup_fd;
         unsigned top;
-        OutputSink *sinks[8]; /* distinct outputs of the watches that cover the kill */
+        OutputSink **sinks; /* distinct outputs of the watches that cover the kill (of a->n_sinks) */
         size_t n_sinks;
-        bool more_sinks;      /* more than fit: the rest are found again at write time */
         char related[OOM_RELATED_MAX][HISTORY_ID_MAX];
         size_t n_related;
         bool has_victim_delay;
@@ -615,6 +614,7 @@ static void oom_incident_free(OomIncident *o) {
                 safe_close(o->cgroup_fd);
                 a->fd_budget++;
         }
+        free(o->sinks);
         free(o->victim_cgroup);
         free(o->cgroup);
         free(o);
@@ -821,8 +821,10 @@ static void agent_oom(Agent *a, const OomKill *kill, const char *victim_cgroup, 
         o->has_kill = kill != NULL;
         if (kill)
                 o->kill = *kill;
-        if (victim_cgroup && !(o->victim_cgroup = strdup(victim_cgroup))) {
+        o->sinks = calloc(MAX(a->n_sinks, (size_t) 1), sizeof *o->sinks);
+        if (!o->sinks || (victim_cgroup && !(o->victim_cgroup = strdup(victim_cgroup)))) {
                 log_error("out of memory: an oom kill is not reported");
+                free(o->sinks);
                 free(o);
                 return;
         }
@@ -837,8 +839,8 @@ static void agent_oom(Agent *a, const OomKill *kill, const char *victim_cgroup, 
                         continue;
                 for (size_t k = 0; k < o->n_sinks; k++)
                         have = have || o->sinks[k] == w->sink;
-                if (!have && o->n_sinks < ELEMENTSOF(o->sinks))
-                        o->sinks[o->n_sinks++] = w->sink;
+                if (!have)
+                        o->sinks[o->n_sinks++] = w->sink; /* one of a->sinks: room for all */
         }
         o->n_related = history_related(&a->history, victim_cgroup, now_usec(CLOCK_MONOTONIC), related, OOM_RELATED_MAX);
         for (size_t i = 0; i < o->n_related; i++)
