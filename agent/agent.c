@@ -630,26 +630,20 @@ static bool watch_covers(const Watch *w, const char *cgroup) {
 static void oom_victim_delays(OomIncident *o) {
         Agent *a = o->agent;
         pid_t pid = o->kill.pid;
+        bool heard;
 
         if (!o->has_kill || pid <= 0)
                 return;
-        if (sampler_exit_delays(&o->sampler, pid, o->victim_delay_ns, &o->victim_present)) {
+        /* sampler_exit_delays writes only when it heard the exit: the first that did wins. */
+        heard = sampler_exit_delays(&o->sampler, pid, o->victim_delay_ns, &o->victim_present);
+        for (size_t i = 0; !heard && i < a->n_watches; i++)
+                heard = sampler_exit_delays(&a->watches[i]->sampler, pid, o->victim_delay_ns, &o->victim_present);
+        for (OomIncident *p = a->ooms; !heard && p; p = p->next)
+                heard = p != o && sampler_exit_delays(&p->sampler, pid, o->victim_delay_ns, &o->victim_present);
+        if (heard) {
                 o->has_victim_delay = true;
                 o->victim_delay_source = "exit_record";
-                return;
         }
-        for (size_t i = 0; i < a->n_watches; i++)
-                if (sampler_exit_delays(&a->watches[i]->sampler, pid, o->victim_delay_ns, &o->victim_present)) {
-                        o->has_victim_delay = true;
-                        o->victim_delay_source = "exit_record";
-                        return;
-                }
-        for (OomIncident *p = a->ooms; p; p = p->next)
-                if (p != o && sampler_exit_delays(&p->sampler, pid, o->victim_delay_ns, &o->victim_present)) {
-                        o->has_victim_delay = true;
-                        o->victim_delay_source = "exit_record";
-                        return;
-                }
 }
 
 typedef enum OomBasis {
@@ -1327,7 +1321,9 @@ static Watch *watch_new(Agent *a, const WatchConfig *cfg, const char *path) {
                 return NULL;
         }
         SampleScope scope = watch_scope(w);
-        sampler_preallocate(&w->sampler, &scope);
+        size_t n;
+        if (sampler_preallocate(&w->sampler, &scope, &n) < 0)
+                log_warning("cannot allocate sample buffers for %s ahead of time (%zu threads)", w->name, n);
         watch_counter_open(a, w);
         if (a->started)
                 log_info("armed %u trigger%s on %s", a->armed - armed_before, a->armed - armed_before == 1 ? "" : "s",

@@ -14,7 +14,7 @@ void sampler_init(Sampler *s, struct ev_loop *loop, const Runtime *rt, SamplerDo
         s->timer.data = s;
 }
 
-void sampler_preallocate(Sampler *s, const SampleScope *scope) {
+int sampler_preallocate(Sampler *s, const SampleScope *scope, size_t *ret_n) {
         TidList *l = &s->a.tids;
         size_t n;
         int r;
@@ -23,8 +23,10 @@ void sampler_preallocate(Sampler *s, const SampleScope *scope) {
         r = scope->cgroup_fd >= 0 ? cgroup_list_threads(scope->cgroup_fd, l) : proc_list_threads(scope->sysroot->proc_fd, l);
         n = MAX(r >= 0 ? l->n : 0, (size_t) 16);
         tid_list_clear(l);
-        /* Best effort: a failure here only means the sample allocates later. */
-        (void) (snapshot_reserve(&s->a, n) < 0 || snapshot_reserve(&s->b, n) < 0 || ranking_reserve(&s->ranking, n) < 0);
+        *ret_n = n;
+        if (snapshot_reserve(&s->a, n) < 0 || snapshot_reserve(&s->b, n) < 0 || ranking_reserve(&s->ranking, n) < 0)
+                return -ENOMEM;
+        return 0;
 }
 
 static void drain_exits(Sampler *s) {

@@ -42,9 +42,10 @@ struct Sampler {
 
 void sampler_init(Sampler *s, struct ev_loop *loop, const Runtime *rt, SamplerDone done, void *userdata);
 
-/* Sizes the buffers to the scope's threads now, so a sample taken while the node is short of
- * memory does not have to allocate (they grow later only if the cgroup does). */
-void sampler_preallocate(Sampler *s, const SampleScope *scope);
+/* Sizes the buffers to the scope's threads now (*ret_n of them), so a sample taken while the
+ * node is short of memory does not have to allocate (they grow later only if the cgroup does).
+ * 0 or -ENOMEM (the sample then allocates as it goes). */
+int sampler_preallocate(Sampler *s, const SampleScope *scope, size_t *ret_n);
 
 /* Takes snapshot A of scope and starts the window of sample_ms (0: done is called before this
  * returns). Returns 0 (done will be called), or -errno when A could not be taken (done is not
