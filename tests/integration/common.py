@@ -192,6 +192,45 @@ def make_file(tmp_dir, size=128 << 20):
     return path
 
 
+class LimitedCgroup:
+    """A scratch cgroup's memory limit: cgroup2 memory.max where the controller is there, else a
+    cgroup-v1 memcg (hybrid hosts) that the workloads join too; no_swap also keeps it off swap.
+    extra: the v1 cgroup.procs directories to put tasks in; how: which it was. On exit the
+    cgroup's tasks are killed and the memcg removed."""
+
+    def __init__(self, mount, cg, name, limit, no_swap=True):
+        self.mount, self.cg, self.name, self.limit, self.no_swap = mount, cg, name, limit, no_swap
+        self.memcg, self.extra = None, []
+
+    def __enter__(self):
+        if enable_controller(self.mount, self.cg, "memory"):
+            with open(os.path.join(self.cg.path, "memory.max"), "w") as f:
+                f.write(str(self.limit))
+            swap = os.path.join(self.cg.path, "memory.swap.max")
+            if self.no_swap and os.path.exists(swap):
+                with open(swap, "w") as f:
+                    f.write("0")
+            self.how = "cgroup2 memory.max"
+            return self
+        v1 = find_mount("cgroup", "memory")
+        check(v1, "neither a cgroup2 memory controller nor a cgroup-v1 memcg")
+        self.memcg = V1Group(v1, self.name).__enter__()
+        with open(os.path.join(self.memcg.path, "memory.limit_in_bytes"), "w") as f:
+            f.write(str(self.limit))
+        if self.no_swap:
+            with open(os.path.join(self.memcg.path, "memory.swappiness"), "w") as f:
+                f.write("0")
+        self.extra = [self.memcg.path]
+        self.how = f"cgroup-v1 memcg {self.memcg.path}"
+        return self
+
+    def __exit__(self, *exc):
+        self.cg.kill_all()
+        if self.memcg:
+            self.memcg.__exit__(None, None, None)
+        return False
+
+
 def stop_agent(agent, timeout=10):
     """SIGTERM, then the exit code; killed and None if it does not stop within timeout."""
     if agent.poll() is None:
@@ -203,6 +242,28 @@ def stop_agent(agent, timeout=10):
             agent.wait()
             return None
     return agent.returncode
+
+
+def wait_lines(path, pred=bool, timeout=40):
+    """Polls the incident lines of path until pred(lines) holds or timeout runs out; returns what
+    was read last."""
+    deadline = time.time() + timeout
+    while True:
+        lines = read_lines(path)
+        if pred(lines) or time.time() >= deadline:
+            return lines
+        time.sleep(0.25)
+
+
+def wait_incident(agent, out, err_path, timeout=40):
+    """Waits for the agent's first incident in out, stops the agent, and returns every incident."""
+    try:
+        wait_lines(out, timeout=timeout)
+    finally:
+        stop_agent(agent)
+    incidents = read_lines(out)
+    check(incidents, f"no incident within {timeout} s:\n{open(err_path).read()}")
+    return incidents
 
 
 def validator(schema_dir):

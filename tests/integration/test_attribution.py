@@ -8,14 +8,12 @@ says the same for a cgroup watch."""
 
 import json
 import os
-import signal
 import subprocess
 import sys
 import tempfile
-import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from common import ChildCgroup, ScratchCgroup, check, check_kernel, read_lines, run, validator  # noqa: E402
+from common import ChildCgroup, ScratchCgroup, check, check_kernel, run, validator, wait_incident  # noqa: E402
 
 PSIDIAG, WORKLOAD, SCHEMAS = sys.argv[1:4]
 
@@ -45,16 +43,7 @@ def main():
             err_path = os.path.join(tmp, "agent.log")
             with open(err_path, "w") as err:
                 agent = subprocess.Popen([PSIDIAG, "--config", cfg], stderr=err)
-            try:
-                deadline = time.time() + 20
-                while time.time() < deadline and not read_lines(out):
-                    time.sleep(0.5)
-            finally:
-                agent.send_signal(signal.SIGTERM)
-                agent.wait(10)
-            incidents = read_lines(out)
-            check(incidents, f"no node-wide incident:\n{open(err_path).read()}")
-            inc = incidents[0]
+            inc = wait_incident(agent, out, err_path, 20)[0]
             validate(inc)
             check(inc["trigger"]["cgroup"] is None, "not a node-wide trigger")
             # The agent listened for exit records during its sample (none of ours exited).

@@ -15,7 +15,6 @@ import struct
 import subprocess
 import sys
 import tempfile
-import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from common import ScratchCgroup, check, check_kernel, run, skip, validator  # noqa: E402

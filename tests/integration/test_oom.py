@@ -29,8 +29,8 @@ import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from common import (Failed, ScratchCgroup, V1Group, check, check_kernel, enable_controller, find_mount,  # noqa: E402
-                    make_file, read_lines, run, spawn, stop_agent, validator)
+from common import (Failed, LimitedCgroup, ScratchCgroup, check, check_kernel, make_file,  # noqa: E402
+                    read_lines, run, spawn, stop_agent, validator, wait_lines)
 
 PSIDIAG, WORKLOAD, SCHEMAS = sys.argv[1:4]
 LIMIT = 48 << 20
@@ -41,41 +41,6 @@ CAP_SYSLOG = 34
 
 def parse_time(s):
     return datetime.datetime.strptime(s, "%Y-%m-%dT%H:%M:%S.%fZ").replace(tzinfo=datetime.timezone.utc).timestamp()
-
-
-class LimitedCgroup:
-    """The scratch cgroup with a 48 MiB memory limit and no swap: cgroup2 memory.max, or a v1 memcg
-    that the workloads join too. extra: the v1 cgroup.procs directories to put tasks in."""
-
-    def __init__(self, mount, cg, name):
-        self.mount, self.cg, self.name, self.memcg, self.extra = mount, cg, name, None, []
-
-    def __enter__(self):
-        if enable_controller(self.mount, self.cg, "memory"):
-            with open(os.path.join(self.cg.path, "memory.max"), "w") as f:
-                f.write(str(LIMIT))
-            swap = os.path.join(self.cg.path, "memory.swap.max")
-            if os.path.exists(swap):
-                with open(swap, "w") as f:
-                    f.write("0")
-            self.how = "cgroup2 memory.max"
-            return self
-        v1 = find_mount("cgroup", "memory")
-        check(v1, "neither a cgroup2 memory controller nor a cgroup-v1 memcg")
-        self.memcg = V1Group(v1, self.name).__enter__()
-        with open(os.path.join(self.memcg.path, "memory.limit_in_bytes"), "w") as f:
-            f.write(str(LIMIT))
-        with open(os.path.join(self.memcg.path, "memory.swappiness"), "w") as f:
-            f.write("0")
-        self.extra = [self.memcg.path]
-        self.how = f"cgroup-v1 memcg {self.memcg.path}"
-        return self
-
-    def __exit__(self, *exc):
-        self.cg.kill_all()
-        if self.memcg:
-            self.memcg.__exit__(None, None, None)
-        return False
 
 
 def start_agent(tmp, cg, name, drop_syslog=False, sample_ms=500):
@@ -96,14 +61,10 @@ def start_agent(tmp, cg, name, drop_syslog=False, sample_ms=500):
 
 
 def wait_for(pred, out, timeout, what, log):
-    deadline = time.time() + timeout
-    while time.time() < deadline:
-        lines = read_lines(out)
-        if pred(lines):
-            return lines
-        time.sleep(0.25)
-    raise Failed(f"{what} within {timeout} s; incidents {[i['type'] for i in read_lines(out)]}\n"
-                         f"{open(log).read()[-3000:]}")
+    lines = wait_lines(out, pred, timeout)
+    if not pred(lines):
+        raise Failed(f"{what} within {timeout} s; incidents {[i['type'] for i in lines]}\n{open(log).read()[-3000:]}")
+    return lines
 
 
 def flood_kmsg(total=3 * 131072):
@@ -148,7 +109,7 @@ def oom_hog(cg, env, extra):
 
 
 def kmsg_part(mount, tmp, data, validate):
-    with ScratchCgroup(mount, "oom") as cg, LimitedCgroup(mount, cg, "oom") as lim:
+    with ScratchCgroup(mount, "oom") as cg, LimitedCgroup(mount, cg, "oom", LIMIT) as lim:
         env = dict(os.environ, PSIDIAG_FILE=data)
         agent, out, log = start_agent(tmp, cg, "kmsg")
         try:
@@ -216,7 +177,7 @@ def kmsg_part(mount, tmp, data, validate):
 
 def lifetime_part(mount, tmp, validate):
     """sample_ms 0: the incident is written as the kill is read, from one snapshot."""
-    with ScratchCgroup(mount, "ooml") as cg, LimitedCgroup(mount, cg, "ooml") as lim:
+    with ScratchCgroup(mount, "ooml") as cg, LimitedCgroup(mount, cg, "ooml", LIMIT) as lim:
         agent, out, log = start_agent(tmp, cg, "lifetime", sample_ms=0)
         try:
             time.sleep(1)
@@ -237,7 +198,7 @@ def counter_part(mount, tmp, validate):
     """kmsg closed: the kill is counted from the memcg's counter."""
     with open("/proc/sys/kernel/dmesg_restrict") as f:
         restrict = f.read().strip()
-    with ScratchCgroup(mount, "oomc") as cg, LimitedCgroup(mount, cg, "oomc") as lim:
+    with ScratchCgroup(mount, "oomc") as cg, LimitedCgroup(mount, cg, "oomc", LIMIT) as lim:
         try:
             with open("/proc/sys/kernel/dmesg_restrict", "w") as f:
                 f.write("1")

@@ -11,15 +11,14 @@
 
 import json
 import os
-import signal
 import subprocess
 import sys
 import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from common import (ScratchCgroup, V1Group, check, check_kernel, enable_controller, find_mount,  # noqa: E402
-                    make_file, read_lines, run, spawn, validator)
+from common import (LimitedCgroup, ScratchCgroup, V1Group, check, check_kernel, enable_controller,  # noqa: E402
+                    find_mount, make_file, run, spawn, validator, wait_incident)
 
 PSIDIAG, WORKLOAD, SCHEMAS = sys.argv[1:4]
 LIMIT = 48 << 20
@@ -37,63 +36,32 @@ def run_agent(tmp, cg, trigger, name):
     return agent, out, err_path
 
 
-def wait_incident(agent, out, err_path, timeout=40):
-    try:
-        deadline = time.time() + timeout
-        while time.time() < deadline and not read_lines(out):
-            time.sleep(0.5)
-    finally:
-        agent.send_signal(signal.SIGTERM)
-        agent.wait(10)
-    incidents = read_lines(out)
-    check(incidents, f"no incident within {timeout} s:\n{open(err_path).read()}")
-    return incidents
-
-
 def memory_part(mount, tmp, data, validate):
-    with ScratchCgroup(mount, "mem") as cg:
+    with ScratchCgroup(mount, "mem") as cg, LimitedCgroup(mount, cg, "mem", LIMIT, no_swap=False) as lim:
         env = dict(os.environ, PSIDIAG_FILE=data)
-        memcg = None
-        if enable_controller(mount, cg, "memory"):
-            with open(os.path.join(cg.path, "memory.max"), "w") as f:
-                f.write(str(LIMIT))
-            how = "cgroup2 memory.max"
-        else:
-            v1 = find_mount("cgroup", "memory")
-            check(v1, "neither a cgroup2 memory controller nor a cgroup-v1 memcg")
-            memcg = V1Group(v1, "mem").__enter__()
-            with open(os.path.join(memcg.path, "memory.limit_in_bytes"), "w") as f:
-                f.write(str(LIMIT))
-            how = f"cgroup-v1 memcg {memcg.path}"
-        try:
-            # Delay accounting before the tasks start: tasks begun earlier report no delays.
-            agent, out, err_path = run_agent(tmp, cg, "memory some 50ms 2s", "memory")
-            time.sleep(0.5)
-            extra = [memcg.path] if memcg else []
-            thrasher = spawn(cg, [WORKLOAD, "thrash", "psidiag-thrash", "4"], env, extra)
-            sleeper = spawn(cg, [WORKLOAD, "sleep", "psidiag-nap"], env, extra)
-            incidents = wait_incident(agent, out, err_path)
-            inc = incidents[0]
-            validate(inc)
-            check(inc["trigger"]["resource"] == "memory", f"trigger {inc['trigger']}")
-            check(inc["pressure"]["memory"]["some"]["total_us"] > 0, "no memory pressure in the incident")
-            top = inc["most_delayed"]
-            check(top and top[0]["pid"] == thrasher.pid,
-                  f"the thrasher is not first: {[(p['comm'], p['score_us'], p['delay_us']) for p in top]}")
-            d = top[0]["delay_us"]
-            # Reclaim always shows; thrashing (refaults of recently evicted pages) did in most runs
-            # here but not all, so it is reported rather than required.
-            check(d["reclaim"] > 0, f"no reclaim delay: {d}")
-            parts = d["reclaim"] + d["thrashing"] + d["swapin"] + d["compact"]
-            # Each field is rounded down to microseconds on its own, the score from the ns sum.
-            check(0 <= top[0]["score_us"] - parts <= 3, f"memory score {top[0]['score_us']} vs parts {d}")
-            check(all(p["pid"] != sleeper.pid or p["score_us"] < top[0]["score_us"] for p in top), "sleeper ranks first")
-            print(f"memory ({how}): {top[0]['comm']} reclaim {d['reclaim']} us, thrashing {d['thrashing']} us, "
-                  f"stall {inc['sample']['stall_us']} us")
-        finally:
-            cg.kill_all()
-            if memcg:
-                memcg.__exit__(None, None, None)
+        # Delay accounting before the tasks start: tasks begun earlier report no delays.
+        agent, out, err_path = run_agent(tmp, cg, "memory some 50ms 2s", "memory")
+        time.sleep(0.5)
+        thrasher = spawn(cg, [WORKLOAD, "thrash", "psidiag-thrash", "4"], env, lim.extra)
+        sleeper = spawn(cg, [WORKLOAD, "sleep", "psidiag-nap"], env, lim.extra)
+        incidents = wait_incident(agent, out, err_path)
+        inc = incidents[0]
+        validate(inc)
+        check(inc["trigger"]["resource"] == "memory", f"trigger {inc['trigger']}")
+        check(inc["pressure"]["memory"]["some"]["total_us"] > 0, "no memory pressure in the incident")
+        top = inc["most_delayed"]
+        check(top and top[0]["pid"] == thrasher.pid,
+              f"the thrasher is not first: {[(p['comm'], p['score_us'], p['delay_us']) for p in top]}")
+        d = top[0]["delay_us"]
+        # Reclaim always shows; thrashing (refaults of recently evicted pages) did in most runs
+        # here but not all, so it is reported rather than required.
+        check(d["reclaim"] > 0, f"no reclaim delay: {d}")
+        parts = d["reclaim"] + d["thrashing"] + d["swapin"] + d["compact"]
+        # Each field is rounded down to microseconds on its own, the score from the ns sum.
+        check(0 <= top[0]["score_us"] - parts <= 3, f"memory score {top[0]['score_us']} vs parts {d}")
+        check(all(p["pid"] != sleeper.pid or p["score_us"] < top[0]["score_us"] for p in top), "sleeper ranks first")
+        print(f"memory ({lim.how}): {top[0]['comm']} reclaim {d['reclaim']} us, thrashing {d['thrashing']} us, "
+              f"stall {inc['sample']['stall_us']} us")
 
 
 def disk_of(path):
