@@ -19,6 +19,14 @@ WakeupVerdict wakeup_decide(TriggerTotal *t, const WatchTiming *w, uint64_t tota
         return WAKEUP_SAMPLE;
 }
 
+const char *wakeup_verdict_label(WakeupVerdict v) {
+        static const char *const labels[_WAKEUP_VERDICT_MAX] = {
+                [WAKEUP_SAMPLE] = "sample",     [WAKEUP_NO_GROWTH] = "no_growth", [WAKEUP_BUSY] = "busy",
+                [WAKEUP_COOLDOWN] = "cooldown", [WAKEUP_CAPACITY] = "capacity",   [WAKEUP_RATE_LIMIT] = "rate_limit",
+        };
+        return v >= 0 && v < _WAKEUP_VERDICT_MAX ? labels[v] : "unknown";
+}
+
 const char *wakeup_verdict_to_string(WakeupVerdict v) {
         switch (v) {
         case WAKEUP_SAMPLE:

@@ -6,14 +6,14 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "agent/base/timeutil.h"
+#include "base/timeutil.h"
 
 typedef enum WakeupVerdict {
         WAKEUP_SAMPLE,
-        WAKEUP_NO_GROWTH, /* total= did not grow: the spurious first event of an unprivileged trigger */
-        WAKEUP_BUSY,      /* this watch is already sampling */
-        WAKEUP_COOLDOWN,  /* the watch's last incident is younger than its cooldown */
-        WAKEUP_CAPACITY,  /* max_concurrent_samples samples of other watches are in flight */
+        WAKEUP_NO_GROWTH,  /* total= did not grow: the spurious first event of an unprivileged trigger */
+        WAKEUP_BUSY,       /* this watch is already sampling */
+        WAKEUP_COOLDOWN,   /* the watch's last incident is younger than its cooldown */
+        WAKEUP_CAPACITY,   /* max_concurrent_samples samples of other watches are in flight */
         WAKEUP_RATE_LIMIT, /* max_incidents_per_minute were taken in the last minute */
         _WAKEUP_VERDICT_MAX,
 } WakeupVerdict;
@@ -36,10 +36,16 @@ WakeupVerdict wakeup_decide(TriggerTotal *t, const WatchTiming *w, uint64_t tota
 
 const char *wakeup_verdict_to_string(WakeupVerdict v);
 
+/* The metrics label: "sample", "no_growth", "busy", "cooldown", "capacity", "rate_limit". */
+const char *wakeup_verdict_label(WakeupVerdict v);
+
+/* Verdicts that hold an incident back (the metrics' "suppressed" reasons) are the last ones. */
+#define WAKEUP_SUPPRESSED_FIRST WAKEUP_COOLDOWN
+
 /* The global limit on incidents per minute: a ring of the last `max` admission times. */
 typedef struct RateLimit {
-        unsigned max;   /* 0: no limit */
-        usec_t *times;  /* ring of max entries */
+        unsigned max;  /* 0: no limit */
+        usec_t *times; /* ring of max entries */
         size_t n, next;
         uint64_t suppressed_since_incident; /* dropped since the last incident was written */
 } RateLimit;

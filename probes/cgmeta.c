@@ -110,7 +110,8 @@ bool cgroup_meta_parse(const char *path, CgroupMeta *m) {
                                 in_kubepods = true;
                                 const char *pod = memmem(seg, body, "-pod", 4);
                                 if (pod) {
-                                        if (take_pod_uid(pod + 4, (size_t) (seg + body - pod - 4), m) && m->qos == CGROUP_QOS_NONE)
+                                        if (take_pod_uid(pod + 4, (size_t) (seg + body - pod - 4), m) &&
+                                            m->qos == CGROUP_QOS_NONE)
                                                 m->qos = CGROUP_QOS_GUARANTEED;
                                 } else if (body > 9)
                                         m->qos = qos_from(seg + 9, body - 9);

@@ -20,11 +20,11 @@ typedef enum CgroupQos {
 } CgroupQos;
 
 typedef struct CgroupMeta {
-        char unit[256];      /* the innermost *.service or *.scope, "" if none */
-        char slice[256];     /* the innermost *.slice, "" if none */
-        char pod_uid[40];    /* with dashes, "" if not a Kubernetes pod */
+        char unit[256];   /* the innermost *.service or *.scope, "" if none */
+        char slice[256];  /* the innermost *.slice, "" if none */
+        char pod_uid[40]; /* with dashes, "" if not a Kubernetes pod */
         CgroupQos qos;
-        char runtime[16];    /* "containerd", "crio", "docker", "" when unknown */
+        char runtime[16];      /* "containerd", "crio", "docker", "" when unknown */
         char container_id[72]; /* hex id, "" if none */
 } CgroupMeta;
 

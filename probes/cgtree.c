@@ -6,10 +6,10 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "agent/base/array.h"
-#include "agent/base/macro.h"
+#include "base/array.h"
+#include "base/macro.h"
 #include "probes/cgtree.h"
-#include "triggers/pressure.h"
+#include "probes/pressure.h"
 
 #define CGROUP_TREE_MAX_DEPTH 64
 #define CGROUP_PATH_MAX 4096
@@ -28,14 +28,8 @@ void cgroup_totals_done(CgroupTotals *t) {
 static int push(CgroupTotals *t, const char *path, size_t len, const PressureStats *ps) {
         if (array_grow((void **) &t->items, &t->cap, t->n, 64, sizeof *t->items) < 0)
                 return -ENOMEM;
-        if (t->names_len + len + 1 > t->names_cap) {
-                size_t cap = MAX(t->names_cap * 2, t->names_len + len + 1 + 1024);
-                char *p = realloc(t->names, cap);
-                if (!p)
-                        return -ENOMEM;
-                t->names = p;
-                t->names_cap = cap;
-        }
+        if (array_reserve((void **) &t->names, &t->names_cap, t->names_len + len + 1 + 1024, 1) < 0)
+                return -ENOMEM;
         CgroupTotal *c = &t->items[t->n++];
         *c = (CgroupTotal) { .path = t->names_len };
         for (int s = 0; s < _PSI_STALL_MAX; s++) {

@@ -7,10 +7,10 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "triggers/trigger.h"
+#include "probes/pressure.h"
 
 typedef struct CgroupTotal {
-        size_t path;       /* offset of its NUL-terminated path (relative, "a/b") in names */
+        size_t path; /* offset of its NUL-terminated path (relative, "a/b") in names */
         uint64_t total_us[_PSI_STALL_MAX];
         bool has[_PSI_STALL_MAX];
 } CgroupTotal;

@@ -4,24 +4,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "base/parse.h"
 #include "probes/kmsg.h"
-
-static int parse_u64(const char *s, const char *end, uint64_t *ret, const char **rest) {
-        uint64_t v = 0;
-        const char *p = s;
-
-        if (p >= end || *p < '0' || *p > '9')
-                return -EINVAL;
-        for (; p < end && *p >= '0' && *p <= '9'; p++) {
-                if (v > (UINT64_MAX - (uint64_t) (*p - '0')) / 10)
-                        return -EINVAL;
-                v = v * 10 + (uint64_t) (*p - '0');
-        }
-        *ret = v;
-        if (rest)
-                *rest = p;
-        return 0;
-}
 
 int kmsg_parse_record(const char *buf, size_t len, KmsgRecord *ret) {
         const char *end = buf + len, *p, *semi, *nl;
@@ -30,9 +14,9 @@ int kmsg_parse_record(const char *buf, size_t len, KmsgRecord *ret) {
         semi = memchr(buf, ';', len);
         if (!semi)
                 return -EINVAL;
-        if (parse_u64(buf, semi, &prio, &p) < 0 || p >= semi || *p != ',' ||
-            parse_u64(p + 1, semi, &seq, &p) < 0 || p >= semi || *p != ',' ||
-            parse_u64(p + 1, semi, &ts, &p) < 0 || p >= semi || *p != ',' || prio > 1023)
+        if (parse_u64_prefix(buf, semi, &prio, &p) < 0 || p >= semi || *p != ',' ||
+            parse_u64_prefix(p + 1, semi, &seq, &p) < 0 || p >= semi || *p != ',' ||
+            parse_u64_prefix(p + 1, semi, &ts, &p) < 0 || p >= semi || *p != ',' || prio > 1023)
                 return -EINVAL;
         nl = memchr(semi + 1, '\n', (size_t) (end - semi - 1));
         *ret = (KmsgRecord) {
@@ -80,10 +64,10 @@ static OomLine parse_header(const char *msg, const char *end, OomKill *o) {
         if (!task)
                 return OOM_LINE_NONE;
         *o = (OomKill) { .has_header = true, .uid = -1 };
-        if (parse_u64(pid + 5, uid, &v, &p) < 0 || p != uid || v == 0 || v > INT32_MAX)
+        if (parse_u64_prefix(pid + 5, uid, &v, &p) < 0 || p != uid || v == 0 || v > INT32_MAX)
                 return OOM_LINE_NONE;
         o->pid = (pid_t) v;
-        if (parse_u64(uid + 5, end, &v, &p) == 0 && v <= UINT32_MAX)
+        if (parse_u64_prefix(uid + 5, end, &v, &p) == 0 && v <= UINT32_MAX)
                 o->uid = (int64_t) v;
         copy_field(o->comm, sizeof o->comm, task + 6, pid);
         o->comm_len = strnlen(o->comm, sizeof o->comm);
@@ -106,7 +90,7 @@ static bool kib_after(const char *s, const char *end, const char *name, uint64_t
         const char *p = memmem(s, (size_t) (end - s), name, strlen(name));
         const char *q;
 
-        return p && parse_u64(p + strlen(name), end, ret, &q) == 0 && end - q >= 2 && q[0] == 'k' && q[1] == 'B';
+        return p && parse_u64_prefix(p + strlen(name), end, ret, &q) == 0 && end - q >= 2 && q[0] == 'k' && q[1] == 'B';
 }
 
 static OomLine parse_killed(const char *msg, const char *end, OomKill *o) {
@@ -114,7 +98,7 @@ static OomLine parse_killed(const char *msg, const char *end, OomKill *o) {
         const char *k = memmem(msg, (size_t) (end - msg), killed, sizeof killed - 1), *p, *open, *close;
         uint64_t pid;
 
-        if (!k || parse_u64(k + sizeof killed - 1, end, &pid, &p) < 0 || pid == 0 || pid > INT32_MAX ||
+        if (!k || parse_u64_prefix(k + sizeof killed - 1, end, &pid, &p) < 0 || pid == 0 || pid > INT32_MAX ||
             end - p < 2 || p[0] != ' ' || p[1] != '(')
                 return OOM_LINE_NONE;
         open = p + 2;
@@ -137,7 +121,7 @@ static OomLine parse_killed(const char *msg, const char *end, OomKill *o) {
                      kib_after(close, end, "shmem-rss:", &o->shmem_rss_kib);
         const char *u = find_last(close, end, "UID:");
         uint64_t uid;
-        if (o->uid < 0 && u && parse_u64(u + 4, end, &uid, NULL) == 0 && uid <= UINT32_MAX)
+        if (o->uid < 0 && u && parse_u64_prefix(u + 4, end, &uid, NULL) == 0 && uid <= UINT32_MAX)
                 o->uid = (int64_t) uid;
         return OOM_LINE_KILLED;
 }

@@ -53,8 +53,8 @@ typedef struct OomKill {
         int64_t uid; /* -1: unknown */
         char comm[OOM_COMM_MAX];
         size_t comm_len;
-        bool killed;  /* the "Killed process" line was seen */
-        bool global;  /* "Out of memory:" rather than "Memory cgroup out of memory:" */
+        bool killed; /* the "Killed process" line was seen */
+        bool global; /* "Out of memory:" rather than "Memory cgroup out of memory:" */
         bool has_rss;
         uint64_t total_vm_kib, anon_rss_kib, file_rss_kib, shmem_rss_kib;
 } OomKill;

@@ -6,8 +6,9 @@
 #include <sys/eventfd.h>
 #include <unistd.h>
 
-#include "agent/base/fileio.h"
-#include "agent/base/macro.h"
+#include "base/fileio.h"
+#include "base/macro.h"
+#include "base/parse.h"
 #include "probes/memcg.h"
 
 const char *memcg_counter_kind_to_string(MemcgCounterKind k) {
@@ -15,29 +16,11 @@ const char *memcg_counter_kind_to_string(MemcgCounterKind k) {
 }
 
 int memcg_parse_oom_kill(const char *buf, size_t len, uint64_t *ret) {
-        static const char key[] = "oom_kill ";
-        const char *p = buf, *end = buf + len;
+        const char *p, *le;
 
-        while (p < end) {
-                const char *nl = memchr(p, '\n', (size_t) (end - p));
-                const char *line_end = nl ? nl : end;
-
-                if ((size_t) (line_end - p) >= sizeof key - 1 && memcmp(p, key, sizeof key - 1) == 0) {
-                        uint64_t v = 0;
-                        const char *q = p + sizeof key - 1;
-                        if (q == line_end)
-                                return -EINVAL;
-                        for (; q < line_end; q++) {
-                                if (*q < '0' || *q > '9' || v > (UINT64_MAX - (uint64_t) (*q - '0')) / 10)
-                                        return -EINVAL;
-                                v = v * 10 + (uint64_t) (*q - '0');
-                        }
-                        *ret = v;
-                        return 0;
-                }
-                p = line_end + 1;
-        }
-        return -ENOENT;
+        if (line_find(buf, len, "oom_kill ", &p, &le) < 0)
+                return -ENOENT;
+        return parse_u64_exact(p, (size_t) (le - p), ret) < 0 ? -EINVAL : 0;
 }
 
 int memcg_read_oom_kill(int fd, uint64_t *ret) {

@@ -3,32 +3,15 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "agent/base/fileio.h"
-#include "agent/base/macro.h"
+#include "base/fileio.h"
+#include "base/macro.h"
+#include "base/parse.h"
 #include "probes/procfs.h"
-
-static int parse_ull(const char **p, const char *end, unsigned long long *ret) {
-        unsigned long long v = 0;
-        const char *s = *p;
-
-        if (s >= end || *s < '0' || *s > '9')
-                return -EINVAL;
-        for (; s < end && *s >= '0' && *s <= '9'; s++) {
-                unsigned long long d = (unsigned long long) (*s - '0');
-
-                if (v > (~0ULL - d) / 10)
-                        return -ERANGE;
-                v = v * 10 + d;
-        }
-        *p = s;
-        *ret = v;
-        return 0;
-}
 
 int proc_stat_parse_buf(const char *buf, size_t len, ProcStat *ret) {
         const char *end = buf + len, *open, *close, *p;
         ProcStat st = {};
-        unsigned long long v;
+        uint64_t v;
         size_t clen;
 
         open = memchr(buf, '(', len);
@@ -58,7 +41,7 @@ int proc_stat_parse_buf(const char *buf, size_t len, ProcStat *ret) {
         p += 3;
 
         /* field 4: ppid */
-        if (parse_ull(&p, end, &v) < 0)
+        if (parse_u64_prefix(p, end, &v, &p) < 0)
                 return -EINVAL;
         st.ppid = (pid_t) v;
         /* Fields 5..21 (pgrp .. itrealvalue; some may be negative) are skipped as tokens;
@@ -72,7 +55,7 @@ int proc_stat_parse_buf(const char *buf, size_t len, ProcStat *ret) {
                 while (p < end && *p != ' ')
                         p++;
         }
-        if (parse_ull(&p, end, &v) < 0)
+        if (parse_u64_prefix(p, end, &v, &p) < 0)
                 return -EINVAL;
         st.starttime_ticks = v;
 
@@ -81,47 +64,31 @@ int proc_stat_parse_buf(const char *buf, size_t len, ProcStat *ret) {
 }
 
 int proc_status_parse_uid(const char *buf, size_t len, uid_t *ret) {
-        const char *p = buf, *end = buf + len;
+        const char *q, *le;
+        uint64_t v;
 
-        while (p < end) {
-                const char *eol = memchr(p, '\n', (size_t) (end - p));
-                const char *le = eol ? eol : end;
-
-                if (le - p > 4 && memcmp(p, "Uid:", 4) == 0) {
-                        unsigned long long v;
-                        const char *q = p + 4;
-
-                        while (q < le && (*q == '\t' || *q == ' '))
-                                q++;
-                        if (parse_ull(&q, le, &v) < 0 || v > 0xffffffffULL)
-                                return -EINVAL;
-                        *ret = (uid_t) v;
-                        return 0;
-                }
-                p = eol ? eol + 1 : end;
-        }
-        return -EINVAL;
+        if (line_find(buf, len, "Uid:", &q, &le) < 0)
+                return -EINVAL;
+        while (q < le && (*q == '\t' || *q == ' '))
+                q++;
+        if (parse_u64_prefix(q, le, &v, NULL) < 0 || v > 0xffffffffULL)
+                return -EINVAL;
+        *ret = (uid_t) v;
+        return 0;
 }
 
 int proc_cgroup_parse_unified(const char *buf, size_t len, char *out, size_t size) {
-        const char *p = buf, *end = buf + len;
+        const char *p, *le;
+        size_t n;
 
-        while (p < end) {
-                const char *eol = memchr(p, '\n', (size_t) (end - p));
-                const char *le = eol ? eol : end;
-
-                if (le - p >= 3 && memcmp(p, "0::", 3) == 0) {
-                        size_t n = (size_t) (le - p - 3);
-
-                        if (n + 1 > size)
-                                return -ENOBUFS;
-                        memcpy(out, p + 3, n);
-                        out[n] = '\0';
-                        return 0;
-                }
-                p = eol ? eol + 1 : end;
-        }
-        return -ENOENT;
+        if (line_find(buf, len, "0::", &p, &le) < 0)
+                return -ENOENT;
+        n = (size_t) (le - p);
+        if (n + 1 > size)
+                return -ENOBUFS;
+        memcpy(out, p, n);
+        out[n] = '\0';
+        return 0;
 }
 
 /* Reads /proc/<pid>/<name> into buf. A task that exited between listing and reading has lost its

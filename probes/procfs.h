@@ -19,7 +19,7 @@ typedef struct ProcStat {
 } ProcStat;
 
 /* Parses /proc/<tid>/stat: the comm is everything between the first '(' and the LAST ')', since a
- * comm may itself contain ") Z " (fact 7). Returns 0 or -EINVAL. */
+ * comm may itself contain ") Z " (kernel-facts.md: comm-parsing). Returns 0 or -EINVAL. */
 int proc_stat_parse_buf(const char *buf, size_t len, ProcStat *ret);
 
 /* Parses the real uid from a /proc/<pid>/status buffer ("Uid:\t<real>\t<eff>..."). 0 or -EINVAL. */

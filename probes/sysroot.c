@@ -8,8 +8,8 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-#include "agent/base/fileio.h"
-#include "agent/base/macro.h"
+#include "base/fileio.h"
+#include "base/macro.h"
 #include "probes/sysroot.h"
 
 /* Unescapes mountinfo's octal escapes (\040 space, \011 tab, \012 newline, \134 backslash). */
@@ -19,8 +19,8 @@ static char *unescape_mount_field(const char *s, size_t len) {
         if (!out)
                 return NULL;
         for (size_t i = 0; i < len; i++) {
-                if (s[i] == '\\' && i + 3 < len && s[i + 1] >= '0' && s[i + 1] <= '3' && s[i + 2] >= '0' && s[i + 2] <= '7' &&
-                    s[i + 3] >= '0' && s[i + 3] <= '7') {
+                if (s[i] == '\\' && i + 3 < len && s[i + 1] >= '0' && s[i + 1] <= '3' && s[i + 2] >= '0' &&
+                    s[i + 2] <= '7' && s[i + 3] >= '0' && s[i + 3] <= '7') {
                         *o++ = (char) ((s[i + 1] - '0') * 64 + (s[i + 2] - '0') * 8 + (s[i + 3] - '0'));
                         i += 3;
                 } else
@@ -33,8 +33,9 @@ static char *unescape_mount_field(const char *s, size_t len) {
 /* Walks mountinfo lines; for each calls match(fstype, superopts) and returns the mount point of the
  * first that matches. Format (proc(5)): id parent maj:min root mountpoint opts [optional...] - fstype
  * source superopts. */
-static int mountinfo_find(const char *buf, bool (*match)(const char *fstype, size_t flen,
-                                                          const char *sopts, size_t slen, const void *arg),
+static int mountinfo_find(const char *buf,
+                          bool (*match)(const char *fstype, size_t flen, const char *sopts, size_t slen,
+                                        const void *arg),
                           const void *arg, char **ret_path) {
         const char *p = buf;
 

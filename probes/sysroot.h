@@ -1,19 +1,22 @@
 /* SPDX-License-Identifier: MIT */
 /* Where the kernel's files are: a root directory (normally "/", a fixture tree in tests) with fds
- * for /proc, /proc/pressure and the cgroup2 mount found in /proc/self/mountinfo (fact 11: hybrid
+ * for /proc, /proc/pressure and the cgroup2 mount found in /proc/self/mountinfo (kernel-facts.md: cgroup2-mount; hybrid
  * hosts mount it at /sys/fs/cgroup/unified). Also resolves watch paths safely beneath the mount.
  * Never logs above debug. */
 #pragma once
 
+#include <errno.h>
 #include <stdbool.h>
 #include <stddef.h>
 
+#include "base/macro.h"
+
 typedef struct Sysroot {
         int root_fd;
-        int proc_fd;     /* <root>/proc */
-        int pressure_fd; /* <root>/proc/pressure, -1 when the kernel has no PSI */
-        int cgroup2_fd;  /* the cgroup2 mount, -1 when none is mounted */
-        char *cgroup2_path; /* its mount point as seen from the root, e.g. "/sys/fs/cgroup/unified" */
+        int proc_fd;          /* <root>/proc */
+        int pressure_fd;      /* <root>/proc/pressure, -1 when the kernel has no PSI */
+        int cgroup2_fd;       /* the cgroup2 mount, -1 when none is mounted */
+        char *cgroup2_path;   /* its mount point as seen from the root, e.g. "/sys/fs/cgroup/unified" */
         char *memory_v1_path; /* a cgroup-v1 memory controller mount, or NULL (hybrid hosts) */
 } Sysroot;
 
@@ -21,6 +24,7 @@ typedef struct Sysroot {
  * mount or /proc/pressure is not an error (their fds are -1). Returns 0 or -errno. */
 int sysroot_open(const char *root, Sysroot **ret);
 Sysroot *sysroot_free(Sysroot *s);
+DEFINE_TRIVIAL_CLEANUP_FUNC(Sysroot *, sysroot_free);
 
 /* Finds mount points in a mountinfo buffer. Mount points are unescaped (\040 -> space).
  * mountinfo_find_fstype: the first mount of fstype ("cgroup2"); mountinfo_find_cgroup1: the first
@@ -44,3 +48,10 @@ int sysroot_open_cgroup(const Sysroot *s, const char *path, int *ret_fd);
  * openat(O_NOFOLLOW) per component, with the same errors (ELOOP for a symlink, EXDEV for another
  * mount). Exposed for tests. */
 int cgroup_open_walk(int dirfd, const char *path, int *ret_fd);
+
+/* The one test for "the cgroup went away" while we looked: ENOENT (no such directory or file any
+ * more) or ENODEV (a pressure file or directory of a cgroup being removed). An expected race,
+ * handled by name and never logged as an error. r is a negative errno. */
+static inline bool cgroup_is_gone(int r) {
+        return r == -ENOENT || r == -ENODEV;
+}

@@ -1,8 +1,11 @@
 /* SPDX-License-Identifier: MIT */
 #include <errno.h>
+#include <stdio.h>
 #include <string.h>
+#include <sys/utsname.h>
 
-#include "agent/base/fileio.h"
+#include "base/fileio.h"
+#include "base/parse.h"
 #include "probes/system.h"
 
 int system_read_boot_id(int proc_fd, char *out, size_t size) {
@@ -35,40 +38,31 @@ int system_write_delayacct(int proc_fd, bool on) {
 }
 
 int system_parse_cap_eff(const char *buf, size_t len, uint64_t *ret) {
-        const char *p = buf, *end = buf + len;
+        const char *q, *le;
+        uint64_t v = 0;
+        int digits = 0;
 
-        while (p < end) {
-                const char *eol = memchr(p, '\n', (size_t) (end - p));
-                const char *le = eol ? eol : end;
+        if (line_find(buf, len, "CapEff:", &q, &le) < 0)
+                return -EINVAL;
+        while (q < le && (*q == '\t' || *q == ' '))
+                q++;
+        for (; q < le; q++, digits++) {
+                int d;
 
-                if (le - p > 7 && memcmp(p, "CapEff:", 7) == 0) {
-                        const char *q = p + 7;
-                        uint64_t v = 0;
-                        int digits = 0;
-
-                        while (q < le && (*q == '\t' || *q == ' '))
-                                q++;
-                        for (; q < le; q++, digits++) {
-                                int d;
-
-                                if (*q >= '0' && *q <= '9')
-                                        d = *q - '0';
-                                else if (*q >= 'a' && *q <= 'f')
-                                        d = *q - 'a' + 10;
-                                else
-                                        return -EINVAL;
-                                if (digits >= 16)
-                                        return -EINVAL;
-                                v = v << 4 | (uint64_t) d;
-                        }
-                        if (digits == 0)
-                                return -EINVAL;
-                        *ret = v;
-                        return 0;
-                }
-                p = eol ? eol + 1 : end;
+                if (*q >= '0' && *q <= '9')
+                        d = *q - '0';
+                else if (*q >= 'a' && *q <= 'f')
+                        d = *q - 'a' + 10;
+                else
+                        return -EINVAL;
+                if (digits >= 16)
+                        return -EINVAL;
+                v = v << 4 | (uint64_t) d;
         }
-        return -EINVAL;
+        if (digits == 0)
+                return -EINVAL;
+        *ret = v;
+        return 0;
 }
 
 int system_read_cap_eff(int proc_fd, uint64_t *ret) {
@@ -78,4 +72,19 @@ int system_read_cap_eff(int proc_fd, uint64_t *ret) {
         if (n < 0)
                 return (int) n;
         return system_parse_cap_eff(buf, (size_t) n, ret);
+}
+
+void host_info_read(const Sysroot *sysroot, HostInfo *ret) {
+        struct utsname u;
+
+        *ret = (HostInfo) {};
+        if (uname(&u) >= 0) {
+                snprintf(ret->hostname, sizeof ret->hostname, "%s", u.nodename);
+                snprintf(ret->kernel, sizeof ret->kernel, "%s", u.release);
+        } else {
+                snprintf(ret->hostname, sizeof ret->hostname, "unknown");
+                snprintf(ret->kernel, sizeof ret->kernel, "unknown");
+        }
+        if (system_read_boot_id(sysroot->proc_fd, ret->boot_id, sizeof ret->boot_id) < 0)
+                snprintf(ret->boot_id, sizeof ret->boot_id, "unknown");
 }

@@ -1,11 +1,13 @@
 /* SPDX-License-Identifier: MIT */
-/* Host facts from procfs: boot id, the kernel.task_delayacct sysctl, and our effective
- * capabilities (parsed from /proc/self/status). Never logs. */
+/* Host facts: name, kernel release and boot id, the kernel.task_delayacct sysctl, and our
+ * effective capabilities (parsed from /proc/self/status). Never logs. */
 #pragma once
 
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+
+#include "probes/sysroot.h"
 
 /* Reads <proc>/sys/kernel/random/boot_id (36 chars + NUL into out). 0 or -errno. */
 int system_read_boot_id(int proc_fd, char *out, size_t size);
@@ -21,3 +23,13 @@ int system_parse_cap_eff(const char *buf, size_t len, uint64_t *ret);
 int system_read_cap_eff(int proc_fd, uint64_t *ret);
 
 #define CAP_BIT(cap) (UINT64_C(1) << (cap))
+
+/* What an incident says about the host. */
+typedef struct HostInfo {
+        char hostname[256];
+        char kernel[256];
+        char boot_id[64];
+} HostInfo;
+
+/* Fills ret from uname(2) and the sysroot's boot id; "unknown" for what cannot be read. */
+void host_info_read(const Sysroot *sysroot, HostInfo *ret);

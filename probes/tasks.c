@@ -8,8 +8,10 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "agent/base/array.h"
-#include "agent/base/macro.h"
+#include "base/array.h"
+#include "base/macro.h"
+#include "base/parse.h"
+#include "probes/sysroot.h"
 #include "probes/tasks.h"
 
 #define CGROUP_MAX_DEPTH 64
@@ -24,16 +26,7 @@ void tid_list_done(TidList *l) {
 }
 
 int tid_list_reserve(TidList *l, size_t n) {
-        pid_t *p;
-
-        if (n <= l->cap)
-                return 0;
-        p = realloc(l->tids, n * sizeof *p);
-        if (!p)
-                return -ENOMEM;
-        l->tids = p;
-        l->cap = n;
-        return 0;
+        return array_reserve((void **) &l->tids, &l->cap, n, sizeof *l->tids);
 }
 
 int tid_list_push(TidList *l, pid_t tid) {
@@ -44,16 +37,9 @@ int tid_list_push(TidList *l, pid_t tid) {
 }
 
 static int parse_pid(const char *s, size_t len, pid_t *ret) {
-        long v = 0;
+        uint64_t v;
 
-        if (len == 0 || len > 10)
-                return -EINVAL;
-        for (size_t i = 0; i < len; i++) {
-                if (s[i] < '0' || s[i] > '9')
-                        return -EINVAL;
-                v = v * 10 + (s[i] - '0');
-        }
-        if (v <= 0 || v > 0x3fffffff) /* PID_MAX_LIMIT is 4M; anything huge is garbage */
+        if (parse_u64_exact(s, len, &v) < 0 || v == 0 || v > 0x3fffffff) /* PID_MAX_LIMIT is 4M */
                 return -EINVAL;
         *ret = (pid_t) v;
         return 0;
@@ -81,13 +67,13 @@ int tid_list_parse_buf(TidList *l, const char *buf, size_t len) {
         return 0;
 }
 
-/* cgroup.threads can be large; read it in chunks, carrying a partial line over. */
-static int read_threads_file(int dirfd, TidList *l) {
+/* cgroup.threads (or cgroup.procs) can be large; read it in chunks, carrying a partial line over. */
+static int read_ids_file(int dirfd, const char *name, TidList *l) {
         _cleanup_close_ int fd = -EBADF;
         char buf[8192];
         size_t carry = 0;
 
-        fd = openat(dirfd, "cgroup.threads", O_RDONLY | O_CLOEXEC);
+        fd = openat(dirfd, name, O_RDONLY | O_CLOEXEC);
         if (fd < 0)
                 return negative_errno();
         for (;;) {
@@ -137,12 +123,16 @@ static int opendir_at(int dirfd, const char *path, DIR **ret) {
         return 0;
 }
 
-static int list_subtree(int dirfd, TidList *l, unsigned depth) {
+static int list_subtree(int dirfd, const char *name, TidList *l, unsigned depth) {
         DIR *d;
         struct dirent *de;
         int r;
 
-        r = read_threads_file(dirfd, l);
+        r = read_ids_file(dirfd, name, l);
+        /* cgroup.procs of a threaded cgroup cannot be read (EOPNOTSUPP): its processes are listed
+         * at its threaded domain, above it. */
+        if (r == -EOPNOTSUPP)
+                r = 0;
         if (r < 0)
                 return r;
         if (depth >= CGROUP_MAX_DEPTH)
@@ -159,14 +149,14 @@ static int list_subtree(int dirfd, TidList *l, unsigned depth) {
                 child = openat(dirfd, de->d_name, O_DIRECTORY | O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
                 if (child < 0) {
                         /* A child cgroup removed between readdir and open: nothing to count. */
-                        if (errno == ENOENT || errno == ENODEV)
+                        if (cgroup_is_gone(-errno))
                                 continue;
                         r = negative_errno();
                         break;
                 }
-                r = list_subtree(child, l, depth + 1);
+                r = list_subtree(child, name, l, depth + 1);
                 safe_close(child);
-                if (r == -ENOENT || r == -ENODEV) {
+                if (cgroup_is_gone(r)) {
                         r = 0;
                         continue;
                 }
@@ -178,7 +168,11 @@ static int list_subtree(int dirfd, TidList *l, unsigned depth) {
 }
 
 int cgroup_list_threads(int cgroup_fd, TidList *l) {
-        return list_subtree(cgroup_fd, l, 0);
+        return list_subtree(cgroup_fd, "cgroup.threads", l, 0);
+}
+
+int cgroup_list_processes(int cgroup_fd, TidList *l) {
+        return list_subtree(cgroup_fd, "cgroup.procs", l, 0);
 }
 
 static bool is_pid_name(const char *s, pid_t *ret) {

@@ -26,6 +26,10 @@ int tid_list_parse_buf(TidList *l, const char *buf, size_t len);
  * removed while walking is skipped (ENOENT/ENODEV race). Returns 0 or -errno. */
 int cgroup_list_threads(int cgroup_fd, TidList *l);
 
+/* The same for processes (cgroup.procs): one tgid per process of the subtree, for whole-process
+ * taskstats queries. A threaded cgroup's processes are listed at its domain. 0 or -errno. */
+int cgroup_list_processes(int cgroup_fd, TidList *l);
+
 /* Appends the threads of process pid (/proc/<pid>/task). -ESRCH when it does not exist. */
 int proc_list_process_threads(int proc_fd, pid_t pid, TidList *l);
 

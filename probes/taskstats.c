@@ -13,7 +13,7 @@
 #include <sys/socket.h>
 #include <sys/time.h>
 
-#include "agent/base/macro.h"
+#include "base/macro.h"
 #include "probes/taskstats.h"
 
 /* <linux/taskstats.h> is included for the command and attribute numbers only: struct taskstats is
@@ -48,7 +48,7 @@ typedef struct TaskstatsField {
 
 typedef struct TaskstatsLayout {
         TaskstatsField delay[_TASK_DELAY_MAX];
-        TaskstatsField comm, uid, pid, btime64, tgid;
+        TaskstatsField comm, uid, pid, btime64, tgid, cpu_run;
 } TaskstatsLayout;
 
 static const TaskstatsLayout layout_classic = {
@@ -67,6 +67,7 @@ static const TaskstatsLayout layout_classic = {
         .pid = { 2, 128 },
         .btime64 = { 10, 344 },
         .tgid = { 12, 368 },
+        .cpu_run = { 1, 64 },
 };
 
 static const TaskstatsLayout layout_v15 = {
@@ -85,6 +86,7 @@ static const TaskstatsLayout layout_v15 = {
         .pid = { 15, 176 },
         .btime64 = { 15, 424 },
         .tgid = { 15, 464 },
+        .cpu_run = { 15, 112 },
 };
 
 static bool field_present(const TaskstatsField *f, uint16_t version, size_t len, size_t size) {
@@ -134,6 +136,10 @@ int taskstats_parse_payload(const void *data, size_t len, TaskStats *ret) {
                 ts.btime_s = get_u64(p, l->btime64.offset);
         if (field_present(&l->tgid, version, len, 4))
                 ts.tgid = (pid_t) get_u32(p, l->tgid.offset);
+        if (field_present(&l->cpu_run, version, len, 8)) {
+                ts.cpu_run_ns = get_u64(p, l->cpu_run.offset);
+                ts.has_cpu_run = true;
+        }
 
         *ret = ts;
         return 0;
@@ -269,16 +275,25 @@ static int netlink_transact(NetlinkTaskstats *n, uint8_t cmd, uint16_t attr, uin
         }
 }
 
-static int netlink_get_tid(TaskstatsSource *s, pid_t tid, TaskStats *ret) {
+/* One TASKSTATS_CMD_GET for a thread (ATTR_PID) or a whole process (ATTR_TGID). */
+static int netlink_get(TaskstatsSource *s, uint16_t attr, pid_t id, TaskStats *ret) {
         NetlinkTaskstats *n = (NetlinkTaskstats *) s;
         const struct nlmsghdr *nlh;
         size_t len;
         int r;
 
-        r = netlink_transact(n, TASKSTATS_CMD_GET, TASKSTATS_CMD_ATTR_PID, (uint32_t) tid, &nlh, &len);
+        r = netlink_transact(n, TASKSTATS_CMD_GET, attr, (uint32_t) id, &nlh, &len);
         if (r < 0)
                 return r;
         return taskstats_parse_reply(nlh, len, n->family, ret);
+}
+
+static int netlink_get_tid(TaskstatsSource *s, pid_t tid, TaskStats *ret) {
+        return netlink_get(s, TASKSTATS_CMD_ATTR_PID, tid, ret);
+}
+
+static int netlink_get_tgid(TaskstatsSource *s, pid_t tgid, TaskStats *ret) {
+        return netlink_get(s, TASKSTATS_CMD_ATTR_TGID, tgid, ret);
 }
 
 static int netlink_cgroupstats(TaskstatsSource *s, int cgroup_fd, TaskStateCounts *ret) {
@@ -303,9 +318,47 @@ static void netlink_free(TaskstatsSource *s) {
 
 static const TaskstatsSourceOps netlink_ops = {
         .get_tid = netlink_get_tid,
+        .get_tgid = netlink_get_tgid,
         .cgroupstats = netlink_cgroupstats,
         .free = netlink_free,
 };
+
+/* A generic netlink socket connected and resolved to the taskstats family, close-on-exec, with
+ * a receive buffer of rx_size. 0, -ENOMEM, -EPROTONOSUPPORT (no generic netlink or no taskstats
+ * family), -EIO. */
+static int taskstats_socket_open(bool seq_check, size_t rx_size, struct nl_sock **ret_sock, int *ret_fd,
+                                 uint16_t *ret_family, uint8_t **ret_rx) {
+        struct nl_sock *sock = nl_socket_alloc();
+        uint8_t *rx = malloc(rx_size);
+        int r, fd;
+
+        if (!sock || !rx) {
+                r = -ENOMEM;
+                goto fail;
+        }
+        if (!seq_check)
+                nl_socket_disable_seq_check(sock);
+        if (genl_connect(sock) < 0) {
+                r = -EPROTONOSUPPORT;
+                goto fail;
+        }
+        fd = nl_socket_get_fd(sock);
+        (void) fcntl(fd, F_SETFD, FD_CLOEXEC);
+        r = genl_ctrl_resolve(sock, TASKSTATS_GENL_NAME);
+        if (r < 0) {
+                r = r == -NLE_OBJ_NOTFOUND ? -EPROTONOSUPPORT : -EIO;
+                goto fail;
+        }
+        *ret_family = (uint16_t) r;
+        *ret_sock = sock;
+        *ret_fd = fd;
+        *ret_rx = rx;
+        return 0;
+fail:
+        nl_socket_free(sock);
+        free(rx);
+        return r;
+}
 
 int taskstats_netlink_new(TaskstatsSource **ret) {
         /* A reply never times out in practice (the kernel answers inside sendmsg); the bound only
@@ -319,24 +372,9 @@ int taskstats_netlink_new(TaskstatsSource **ret) {
                 return -ENOMEM;
         n->base.ops = &netlink_ops;
         n->rx_size = 16384;
-        n->rx = malloc(n->rx_size);
-        n->sock = nl_socket_alloc();
-        if (!n->rx || !n->sock) {
-                r = -ENOMEM;
+        r = taskstats_socket_open(true, n->rx_size, &n->sock, &n->fd, &n->family, &n->rx);
+        if (r < 0)
                 goto fail;
-        }
-        if (genl_connect(n->sock) < 0) {
-                r = -EPROTONOSUPPORT;
-                goto fail;
-        }
-        n->fd = nl_socket_get_fd(n->sock);
-        (void) fcntl(n->fd, F_SETFD, FD_CLOEXEC);
-        r = genl_ctrl_resolve(n->sock, TASKSTATS_GENL_NAME);
-        if (r < 0) {
-                r = r == -NLE_OBJ_NOTFOUND ? -EPROTONOSUPPORT : -EIO;
-                goto fail;
-        }
-        n->family = (uint16_t) r;
         if (setsockopt(n->fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv) < 0) {
                 r = negative_errno();
                 goto fail;
@@ -378,25 +416,10 @@ int taskstats_exit_listener_new(const char *cpumask, TaskstatsExitListener **ret
                 return -ENOMEM;
         snprintf(l->cpumask, sizeof l->cpumask, "%s", cpumask);
         l->rx_size = 16384;
-        l->rx = malloc(l->rx_size);
-        l->sock = nl_socket_alloc();
-        if (!l->rx || !l->sock) {
-                r = -ENOMEM;
+        /* Records arrive unasked: no sequence numbers to check. */
+        r = taskstats_socket_open(false, l->rx_size, &l->sock, &l->fd, &l->family, &l->rx);
+        if (r < 0)
                 goto fail;
-        }
-        nl_socket_disable_seq_check(l->sock);
-        if (genl_connect(l->sock) < 0) {
-                r = -EPROTONOSUPPORT;
-                goto fail;
-        }
-        l->fd = nl_socket_get_fd(l->sock);
-        (void) fcntl(l->fd, F_SETFD, FD_CLOEXEC);
-        r = genl_ctrl_resolve(l->sock, TASKSTATS_GENL_NAME);
-        if (r < 0) {
-                r = r == -NLE_OBJ_NOTFOUND ? -EPROTONOSUPPORT : -EIO;
-                goto fail;
-        }
-        l->family = (uint16_t) r;
         /* Room for bursts of exits (each record is about 600 bytes); beyond it records are lost
          * and counted. RCVBUFFORCE needs CAP_NET_ADMIN, which taskstats needs anyway. */
         if (setsockopt(l->fd, SOL_SOCKET, SO_RCVBUFFORCE, &size, sizeof size) < 0)

@@ -1,9 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /* Per-thread delay accounting over the TASKSTATS generic netlink family, and cgroup state counts
  * over CGROUPSTATS. struct taskstats is read through our own layout table keyed on the payload's
- * version and length, never through the system header (fact 6: v15 inserted fields mid-struct,
- * v16 moved them to the end, v17 appended more). The source is an interface so tests can use a
- * fake. Never logs above debug. */
+ * version and length, never through the system header (kernel-facts.md: taskstats-layout; v15 inserted fields
+ * mid-struct, v16 moved them to the end, v17 appended more). The source is an interface so tests can use a fake. Never
+ * logs above debug. */
 #pragma once
 
 #include <linux/netlink.h>
@@ -42,7 +42,9 @@ typedef struct TaskStats {
         uint64_t btime_s; /* ac_btime64 (v10+), 0 when absent */
         char comm[TASKSTATS_COMM_MAX + 1];
         uint64_t delay_ns[_TASK_DELAY_MAX];
-        uint32_t present; /* TASK_DELAY_MASK bits of the delays this payload carries */
+        uint32_t present;    /* TASK_DELAY_MASK bits of the delays this payload carries */
+        uint64_t cpu_run_ns; /* cpu_run_real_total: CPU time used (a TGID reply: ended threads too) */
+        bool has_cpu_run;
 } TaskStats;
 
 /* Highest struct version whose layout we know; newer versions are read with the v16+ layout,
@@ -59,7 +61,8 @@ int taskstats_parse_payload(const void *data, size_t len, TaskStats *ret);
  * of another family. */
 int taskstats_parse_reply(const struct nlmsghdr *nlh, size_t len, uint16_t family, TaskStats *ret);
 
-/* Same for a CGROUPSTATS_CMD_GET reply. -EINVAL from the kernel means a cgroup2 directory (fact 7). */
+/* Same for a CGROUPSTATS_CMD_GET reply. -EINVAL from the kernel means a cgroup2 directory (kernel-facts.md:
+ * cgroupstats). */
 int cgroupstats_parse_reply(const struct nlmsghdr *nlh, size_t len, uint16_t family, TaskStateCounts *ret);
 
 typedef struct TaskstatsSource TaskstatsSource;
@@ -67,6 +70,10 @@ typedef struct TaskstatsSource TaskstatsSource;
 typedef struct TaskstatsSourceOps {
         /* Stats of one thread: 0, -ESRCH (exited), or -errno. */
         int (*get_tid)(TaskstatsSource *s, pid_t tid, TaskStats *ret);
+        /* Stats of a whole process (TASKSTATS_CMD_ATTR_TGID): its live threads summed, plus what
+         * the kernel kept of the threads that ended (kernel-facts.md: tgid-totals). pid and comm
+         * are of one of its threads. 0, -ESRCH (exited), or -errno. */
+        int (*get_tgid)(TaskstatsSource *s, pid_t tgid, TaskStats *ret);
         /* State counts of the cgroup-v1 directory open at cgroup_fd: 0 or -errno (-EINVAL on v2). */
         int (*cgroupstats)(TaskstatsSource *s, int cgroup_fd, TaskStateCounts *ret);
         void (*free)(TaskstatsSource *s);
@@ -78,6 +85,10 @@ struct TaskstatsSource {
 
 static inline int taskstats_get_tid(TaskstatsSource *s, pid_t tid, TaskStats *ret) {
         return s->ops->get_tid(s, tid, ret);
+}
+
+static inline int taskstats_get_tgid(TaskstatsSource *s, pid_t tgid, TaskStats *ret) {
+        return s->ops->get_tgid(s, tgid, ret);
 }
 
 static inline int taskstats_cgroupstats(TaskstatsSource *s, int cgroup_fd, TaskStateCounts *ret) {

@@ -2,7 +2,8 @@
 # Shared by scripts/run and scripts/test: the Debian 12 packages psidiag builds and tests with.
 
 PSIDIAG_PACKAGES=(gcc meson ninja-build pkg-config libev-dev libnl-3-dev libnl-genl-3-dev
-                  libjansson-dev libcmocka-dev libsystemd-dev python3 python3-jsonschema python3-yaml)
+                  libjansson-dev libcmocka-dev libsystemd-dev python3 python3-jsonschema python3-yaml
+                  clang-format)
 
 # Installs whatever is missing (one apt-get update, only when something is).
 ensure_packages() {

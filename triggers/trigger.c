@@ -5,42 +5,8 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "agent/base/macro.h"
+#include "base/macro.h"
 #include "triggers/trigger.h"
-
-static const char *const resource_names[_PSI_RESOURCE_MAX] = {
-        [PSI_RESOURCE_CPU] = "cpu",
-        [PSI_RESOURCE_MEMORY] = "memory",
-        [PSI_RESOURCE_IO] = "io",
-        [PSI_RESOURCE_IRQ] = "irq",
-};
-
-static const char *const stall_names[_PSI_STALL_MAX] = {
-        [PSI_STALL_SOME] = "some",
-        [PSI_STALL_FULL] = "full",
-};
-
-const char *psi_resource_to_string(PsiResource r) {
-        return r >= 0 && r < _PSI_RESOURCE_MAX ? resource_names[r] : NULL;
-}
-
-PsiResource psi_resource_from_string(const char *s) {
-        for (int i = 0; s && i < _PSI_RESOURCE_MAX; i++)
-                if (strcmp(s, resource_names[i]) == 0)
-                        return i;
-        return _PSI_RESOURCE_INVALID;
-}
-
-const char *psi_stall_to_string(PsiStall s) {
-        return s >= 0 && s < _PSI_STALL_MAX ? stall_names[s] : NULL;
-}
-
-static PsiStall psi_stall_from_string(const char *s) {
-        for (int i = 0; i < _PSI_STALL_MAX; i++)
-                if (strcmp(s, stall_names[i]) == 0)
-                        return i;
-        return _PSI_STALL_INVALID;
-}
 
 /* Percent with up to four decimals, as parts per million of the window: "20%" -> 200000. */
 static int parse_percent_ppm(const char *s, uint64_t *ret) {
@@ -196,7 +162,7 @@ char *psi_trigger_spec_format(const PsiTriggerSpec *spec, char *buf, size_t size
 
         format_duration(spec->threshold_us, stall, sizeof stall);
         format_duration(spec->window_us, window, sizeof window);
-        snprintf(buf, size, "%s %s %s %s", psi_resource_to_string(spec->resource),
-                 psi_stall_to_string(spec->stall), stall, window);
+        snprintf(buf, size, "%s %s %s %s", psi_resource_to_string(spec->resource), psi_stall_to_string(spec->stall),
+                 stall, window);
         return buf;
 }

@@ -7,23 +7,8 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-#include "agent/base/timeutil.h"
-
-typedef enum PsiResource {
-        PSI_RESOURCE_CPU,
-        PSI_RESOURCE_MEMORY,
-        PSI_RESOURCE_IO,
-        PSI_RESOURCE_IRQ,
-        _PSI_RESOURCE_MAX,
-        _PSI_RESOURCE_INVALID = -22,
-} PsiResource;
-
-typedef enum PsiStall {
-        PSI_STALL_SOME,
-        PSI_STALL_FULL,
-        _PSI_STALL_MAX,
-        _PSI_STALL_INVALID = -22,
-} PsiStall;
+#include "base/timeutil.h"
+#include "probes/pressure.h"
 
 /* Kernel limits from kernel/sched/psi.c (psi_trigger_create). */
 #define PSI_WINDOW_MIN_US (500 * USEC_PER_MSEC)
@@ -39,12 +24,8 @@ typedef struct PsiTriggerSpec {
         usec_t window_us;
 } PsiTriggerSpec;
 
-const char *psi_resource_to_string(PsiResource r);
-PsiResource psi_resource_from_string(const char *s);
-const char *psi_stall_to_string(PsiStall s);
-
 /* Parses a trigger spec. The stall is a duration ("150ms", "0.5s", "200us") or a percent of the
- * window ("20%", fractions allowed). Validates: known resource and stall type, "full" only for
+ * window ("20%", fractions allowed). Validates: known resource and stall type, only "full" for
  * irq, window within 500 ms..10 s, 0 < stall <= window. Returns 0, or -EINVAL with *ret_reason set
  * to a static English sentence saying what is wrong (ret_reason is written on failure only). */
 int psi_trigger_spec_parse(const char *s, PsiTriggerSpec *ret, const char **ret_reason);

@@ -34,7 +34,8 @@ static int family_id(int fd) {
                 char name[12];
         } q = {
                 .n = { .nlmsg_len = NLMSG_LENGTH(GENL_HDRLEN + NLA_HDRLEN + sizeof TASKSTATS_GENL_NAME),
-                       .nlmsg_type = GENL_ID_CTRL, .nlmsg_flags = NLM_F_REQUEST },
+                       .nlmsg_type = GENL_ID_CTRL,
+                       .nlmsg_flags = NLM_F_REQUEST },
                 .g = { .cmd = CTRL_CMD_GETFAMILY, .version = 1 },
                 .a = { .nla_len = NLA_HDRLEN + sizeof TASKSTATS_GENL_NAME, .nla_type = CTRL_ATTR_FAMILY_NAME },
         };
@@ -80,7 +81,8 @@ int main(int argc, char **argv) {
                 return 1;
         }
         struct req q = {
-                .n = { .nlmsg_len = NLMSG_LENGTH(GENL_HDRLEN + NLA_HDRLEN + 4), .nlmsg_type = (uint16_t) fam,
+                .n = { .nlmsg_len = NLMSG_LENGTH(GENL_HDRLEN + NLA_HDRLEN + 4),
+                       .nlmsg_type = (uint16_t) fam,
                        .nlmsg_flags = NLM_F_REQUEST },
                 .g = { .cmd = TASKSTATS_CMD_GET, .version = TASKSTATS_GENL_VERSION },
                 .a = { .nla_len = NLA_HDRLEN + 4, .nla_type = TASKSTATS_CMD_ATTR_PID },

@@ -32,8 +32,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
                 if (!copy)
                         return 0;
                 memcpy(copy, p, len);
-                if (kmsg_parse_record(copy, len, &r) == 0 && oom_parse_message(r.message, r.message_len, &o) != OOM_LINE_NONE &&
-                    (strnlen(o.comm, sizeof o.comm) == sizeof o.comm || strnlen(o.oom_memcg, sizeof o.oom_memcg) == sizeof o.oom_memcg ||
+                if (kmsg_parse_record(copy, len, &r) == 0 &&
+                    oom_parse_message(r.message, r.message_len, &o) != OOM_LINE_NONE &&
+                    (strnlen(o.comm, sizeof o.comm) == sizeof o.comm ||
+                     strnlen(o.oom_memcg, sizeof o.oom_memcg) == sizeof o.oom_memcg ||
                      strnlen(o.task_memcg, sizeof o.task_memcg) == sizeof o.task_memcg || o.pid <= 0))
                         abort();
                 free(copy);

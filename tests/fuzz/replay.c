@@ -9,7 +9,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "agent/base/macro.h"
+#include "base/macro.h"
 #include "tests/fuzz/fuzz.h"
 
 #define INPUT_MAX (1024 * 1024)
@@ -60,8 +60,7 @@ int main(int argc, char **argv) {
                 }
                 for (int j = 0; j < k; j++) {
                         _cleanup_free_ char *p = NULL;
-                        if (names[j]->d_name[0] != '.' &&
-                            asprintf(&p, "%s/%s", argv[i], names[j]->d_name) >= 0 &&
+                        if (names[j]->d_name[0] != '.' && asprintf(&p, "%s/%s", argv[i], names[j]->d_name) >= 0 &&
                             stat(p, &st) == 0 && S_ISREG(st.st_mode)) {
                                 if (replay_file(p) < 0)
                                         return 1;

@@ -4,6 +4,7 @@ workloads placed in them, and incident validation against schemas/incident.schem
 
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -154,15 +155,17 @@ class V1Group:
         return False
 
 
-def spawn(cg, argv, env, extra_procs=()):
-    """A workload in the cgroup2 scratch cgroup and in the given v1 cgroup.procs files."""
+def spawn(cg, argv, env, extra_procs=(), executable=None):
+    """A workload in the cgroup2 scratch cgroup and in the given v1 cgroup.procs files (run as
+    executable with argv as its command line, when given)."""
     paths = [os.path.join(cg.path, "cgroup.procs")] + [os.path.join(p, "cgroup.procs") for p in extra_procs]
 
     def enter():
         for p in paths:
             with open(p, "w") as f:
                 f.write(str(os.getpid()))
-    p = subprocess.Popen(argv, preexec_fn=enter, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    p = subprocess.Popen(argv, executable=executable, preexec_fn=enter, env=env, stdout=subprocess.DEVNULL,
+                         stderr=subprocess.DEVNULL)
     cg.procs.append(p)
     return p
 
@@ -242,6 +245,38 @@ def stop_agent(agent, timeout=10):
             agent.wait()
             return None
     return agent.returncode
+
+
+def start_watching(psidiag, tmp, cg, name, trigger, **config):
+    """The agent with one watch of cg for trigger (and delay accounting on), once it says it is
+    watching: tasks started before delay accounting was on would report no delays. Returns the
+    process, its output file and its log. A slow machine gets a generous deadline."""
+    out = os.path.join(tmp, f"{name}.ndjson")
+    cfg = os.path.join(tmp, f"{name}.json")
+    with open(cfg, "w") as f:
+        json.dump({"output": out, "sample_ms": 1000, "cooldown_ms": 0, **config,
+                   "watch": [{"cgroup": cg.rel, "triggers": [trigger]}]}, f)
+    log = os.path.join(tmp, f"{name}.log")
+    with open(log, "w") as err:
+        agent = subprocess.Popen([psidiag, "--config", cfg, "--enable-delayacct"], stderr=err)
+    deadline = time.time() + 60
+    while "watching:" not in open(log).read():
+        check(agent.poll() is None and time.time() < deadline, f"the agent did not start:\n{open(log).read()}")
+        time.sleep(0.05)
+    return agent, out, log
+
+
+def wait_log(path, pattern, timeout, agent=None):
+    """Polls the log at path until pattern matches and returns the match; fails after timeout, or
+    as soon as agent (when given) has exited."""
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        m = re.search(pattern, open(path).read())
+        if m:
+            return m
+        check(agent is None or agent.poll() is None, f"the agent exited:\n{open(path).read()[-3000:]}")
+        time.sleep(0.1)
+    check(False, f"no {pattern!r} within {timeout} s:\n{open(path).read()[-3000:]}")
 
 
 def wait_lines(path, pred=bool, timeout=40):

@@ -57,9 +57,12 @@ def main():
             for q in quiet:
                 check("/" + q.rel not in names[:1], f"a quiet cgroup ranks first: {names}")
             check(hot[0]["stall_us"] > 0 and hot[0]["some_us"] >= hot[0]["stall_us"], f"{hot[0]}")
-            first = inc["most_delayed"][0]
-            check(first["pid"] in spinners and first["cgroup"] == "/" + leaf.rel,
+            # Node-wide, other processes of the host may rank too (a busy machine delays them):
+            # among ours, a spinner of the leaf comes first.
+            ours = [p for p in inc["most_delayed"] if (p["cgroup"] or "").startswith("/" + top.rel)]
+            check(ours and ours[0]["pid"] in spinners and ours[0]["cgroup"] == "/" + leaf.rel,
                   f"most delayed: {[(p['comm'], p['cgroup']) for p in inc['most_delayed']]}")
+            first = ours[0]
             check(first["meta"] is not None, "no meta")
             print(f"node-wide: hottest {names[0]} (+{hot[0]['stall_us']} us), then {names[1:4]}; "
                   f"first process {first['comm']} in {first['cgroup']}")

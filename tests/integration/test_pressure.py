@@ -9,31 +9,20 @@
   hosts). An "io some" trigger fires and the incident names the reader by its blkio delay. Where
   no throttle can be set, the io part says why and is skipped; the memory part still runs."""
 
-import json
 import os
-import subprocess
 import sys
 import tempfile
-import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from common import (LimitedCgroup, ScratchCgroup, V1Group, check, check_kernel, enable_controller,  # noqa: E402
-                    find_mount, make_file, run, spawn, validator, wait_incident)
+                    find_mount, make_file, run, spawn, start_watching, validator, wait_incident)
 
 PSIDIAG, WORKLOAD, SCHEMAS = sys.argv[1:4]
 LIMIT = 48 << 20
 
 
 def run_agent(tmp, cg, trigger, name):
-    out = os.path.join(tmp, f"{name}.ndjson")
-    cfg = os.path.join(tmp, f"{name}.json")
-    with open(cfg, "w") as f:
-        json.dump({"output": out, "sample_ms": 1000, "cooldown_ms": 0, "top": 5,
-                   "watch": [{"cgroup": cg.rel, "triggers": [trigger]}]}, f)
-    err_path = os.path.join(tmp, f"{name}.log")
-    with open(err_path, "w") as err:
-        agent = subprocess.Popen([PSIDIAG, "--config", cfg, "--enable-delayacct"], stderr=err)
-    return agent, out, err_path
+    return start_watching(PSIDIAG, tmp, cg, name, trigger, top=5)
 
 
 def memory_part(mount, tmp, data, validate):
@@ -41,7 +30,6 @@ def memory_part(mount, tmp, data, validate):
         env = dict(os.environ, PSIDIAG_FILE=data)
         # Delay accounting before the tasks start: tasks begun earlier report no delays.
         agent, out, err_path = run_agent(tmp, cg, "memory some 50ms 2s", "memory")
-        time.sleep(0.5)
         thrasher = spawn(cg, [WORKLOAD, "thrash", "psidiag-thrash", "4"], env, lim.extra)
         sleeper = spawn(cg, [WORKLOAD, "sleep", "psidiag-nap"], env, lim.extra)
         incidents = wait_incident(agent, out, err_path)
@@ -96,7 +84,6 @@ def io_part(mount, tmp, data, validate):
             how = f"cgroup-v1 blkio throttle on {dev}"
         try:
             agent, out, err_path = run_agent(tmp, cg, "io some 50ms 2s", "io")
-            time.sleep(0.5)
             reader = spawn(cg, [WORKLOAD, "dio-read", "psidiag-reader"], env, [blkio.path] if blkio else [])
             spawn(cg, [WORKLOAD, "sleep", "psidiag-nap"], env, [blkio.path] if blkio else [])
             inc = wait_incident(agent, out, err_path)[0]

@@ -4,8 +4,8 @@
  * (spin, then exit after PSIDIAG_EXIT_MS milliseconds: a crashing worker), thrash and dio-read
  * (read the file PSIDIAG_FILE through the page cache, or with O_DIRECT), and alloc (touch 1 MiB
  * of anonymous memory every 20 ms until the OOM killer ends it).
- * Usage: psidiag-workload spin|sleep|park|spin-exit|thrash|dio-read|alloc [COMM [THREADS]]. Runs until killed. COMM becomes the
- * task's name (prctl), so tests can tell workloads apart, hostile names included. */
+ * Usage: psidiag-workload spin|sleep|park|spin-exit|thrash|dio-read|alloc [COMM [THREADS]]. Runs until killed. COMM
+ * becomes the task's name (prctl), so tests can tell workloads apart, hostile names included. */
 #include <fcntl.h>
 #include <pthread.h>
 #include <signal.h>
@@ -23,6 +23,33 @@ static void *spin(void *arg) {
         for (;;)
                 sink++;
         return NULL;
+}
+
+/* Spins for 50 ms of wall time and ends: a thread pool that grows and shrinks. */
+static void *spin_50ms(void *arg) {
+        struct timespec a, b;
+
+        clock_gettime(CLOCK_MONOTONIC, &a);
+        do {
+                sink++;
+                clock_gettime(CLOCK_MONOTONIC, &b);
+        } while ((b.tv_sec - a.tv_sec) * 1000000000L + (b.tv_nsec - a.tv_nsec) < 50000000L);
+        return NULL;
+}
+
+/* Keeps threads short-lived spinners alive, forever: each round starts them and waits for them. */
+static void churn(int threads) {
+        pthread_t t[64];
+
+        if (threads < 1 || threads > 64)
+                threads = 4;
+        for (;;) {
+                int n = 0;
+                for (int i = 0; i < threads; i++)
+                        n += pthread_create(&t[n], NULL, spin_50ms, NULL) == 0;
+                for (int i = 0; i < n; i++)
+                        pthread_join(t[i], NULL);
+        }
 }
 
 static void *park(void *arg) {
@@ -93,12 +120,34 @@ static void *nap(void *arg) {
         return NULL;
 }
 
+/* PSIDIAG_WORKLOAD="MODE [COMM [THREADS]]" stands in for the arguments, so that a workload can be
+ * started with a command line of its own ("/usr/lib/shop/api-worker --port 8080"), as the schema
+ * examples are. */
+static char **args_from_env(int *argc, char **argv) {
+        static char *words[5];
+        static char copy[256];
+        const char *env = getenv("PSIDIAG_WORKLOAD");
+        int n = 1;
+
+        if (!env)
+                return argv;
+        snprintf(copy, sizeof copy, "%s", env);
+        words[0] = argv[0];
+        for (char *save = NULL, *w = strtok_r(copy, " ", &save); w && n < 4; w = strtok_r(NULL, " ", &save))
+                words[n++] = w;
+        words[n] = NULL;
+        *argc = n;
+        return words;
+}
+
 int main(int argc, char **argv) {
         void *(*fn)(void *);
+        argv = args_from_env(&argc, argv);
         int threads = argc > 3 ? atoi(argv[3]) : 1;
 
         if (argc < 2) {
-                fprintf(stderr, "usage: %s spin|sleep|park|spin-exit|thrash|dio-read|alloc [COMM [THREADS]]\n", argv[0]);
+                fprintf(stderr, "usage: %s spin|sleep|park|churn|spin-exit|thrash|dio-read|alloc [COMM [THREADS]]\n",
+                        argv[0]);
                 return 2;
         }
         if (strcmp(argv[1], "spin") == 0)
@@ -116,6 +165,11 @@ int main(int argc, char **argv) {
                         return 2;
                 }
                 fn = argv[1][0] == 't' ? thrash : dio_read;
+        } else if (strcmp(argv[1], "churn") == 0) {
+                if (argc > 2)
+                        prctl(PR_SET_NAME, argv[2], 0, 0, 0);
+                churn(threads);
+                return 0;
         } else if (strcmp(argv[1], "spin-exit") == 0) {
                 const char *ms = getenv("PSIDIAG_EXIT_MS");
                 fn = spin;
@@ -123,9 +177,9 @@ int main(int argc, char **argv) {
                 struct itimerval it = { .it_value = { .tv_sec = (ms ? atoi(ms) : 1000) / 1000,
                                                       .tv_usec = (ms ? atoi(ms) : 1000) % 1000 * 1000 } };
                 setitimer(ITIMER_REAL, &it, NULL);
-        }
-        else {
-                fprintf(stderr, "usage: %s spin|sleep|park|spin-exit|thrash|dio-read|alloc [COMM [THREADS]]\n", argv[0]);
+        } else {
+                fprintf(stderr, "usage: %s spin|sleep|park|churn|spin-exit|thrash|dio-read|alloc [COMM [THREADS]]\n",
+                        argv[0]);
                 return 2;
         }
         if (argc > 2)

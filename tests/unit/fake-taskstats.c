@@ -2,6 +2,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "tests/unit/fake-taskstats.h"
 
@@ -10,12 +11,15 @@ typedef struct Fake {
         FakeTask *tasks;
         size_t n;
         unsigned calls;
+        unsigned delay_us; /* each query takes this long, as a loaded kernel's would */
 } Fake;
 
 static int fake_get_tid(TaskstatsSource *s, pid_t tid, TaskStats *ret) {
         Fake *f = (Fake *) s;
 
         f->calls++;
+        if (f->delay_us)
+                usleep(f->delay_us);
         for (size_t i = 0; i < f->n; i++)
                 if (f->tasks[i].tid == tid) {
                         if (f->tasks[i].error)
@@ -24,6 +28,33 @@ static int fake_get_tid(TaskstatsSource *s, pid_t tid, TaskStats *ret) {
                         return 0;
                 }
         return -ESRCH;
+}
+
+/* A process: the sum of its listed threads, as the kernel sums live threads (the fake has no
+ * ended threads to add). */
+static int fake_get_tgid(TaskstatsSource *s, pid_t tgid, TaskStats *ret) {
+        Fake *f = (Fake *) s;
+        TaskStats sum = {};
+        bool found = false;
+
+        f->calls++;
+        for (size_t i = 0; i < f->n; i++) {
+                const TaskStats *t = &f->tasks[i].stats;
+                if (f->tasks[i].error || t->tgid != tgid)
+                        continue;
+                if (!found)
+                        sum = *t;
+                else {
+                        for (TaskDelay d = 0; d < _TASK_DELAY_MAX; d++)
+                                sum.delay_ns[d] += t->delay_ns[d];
+                        sum.cpu_run_ns += t->cpu_run_ns;
+                }
+                found = true;
+        }
+        if (!found)
+                return -ESRCH;
+        *ret = sum;
+        return 0;
 }
 
 static int fake_cgroupstats(TaskstatsSource *s, int fd, TaskStateCounts *ret) {
@@ -36,6 +67,7 @@ static void fake_free(TaskstatsSource *s) {
 
 static const TaskstatsSourceOps fake_ops = {
         .get_tid = fake_get_tid,
+        .get_tgid = fake_get_tgid,
         .cgroupstats = fake_cgroupstats,
         .free = fake_free,
 };
@@ -49,6 +81,10 @@ TaskstatsSource *fake_taskstats_new(FakeTask *tasks, size_t n) {
         f->tasks = tasks;
         f->n = n;
         return &f->base;
+}
+
+void fake_taskstats_set_delay(TaskstatsSource *s, unsigned delay_us) {
+        ((Fake *) s)->delay_us = delay_us;
 }
 
 unsigned fake_taskstats_calls(TaskstatsSource *s) {

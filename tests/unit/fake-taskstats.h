@@ -13,6 +13,8 @@ typedef struct FakeTask {
 
 /* tasks is borrowed, not copied; the test keeps it alive while the source is used. */
 TaskstatsSource *fake_taskstats_new(FakeTask *tasks, size_t n);
+/* Makes every get_tid call take delay_us (0: none). */
+void fake_taskstats_set_delay(TaskstatsSource *s, unsigned delay_us);
 /* Number of get_tid calls so far. */
 unsigned fake_taskstats_calls(TaskstatsSource *s);
 /* A TaskStats for a thread with the given delays in ns (cpu, blkio, swapin, reclaim, thrashing,

@@ -11,8 +11,8 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "agent/base/log.h"
-#include "agent/report.h"
+#include "base/log.h"
+#include "incident/compose.h"
 #include "tests/unit/fake-taskstats.h"
 #include "tests/unit/fake-tree.h"
 #include "tests/unit/test-util.h"
@@ -64,7 +64,8 @@ static unsigned long sample_allocs(int n) {
         assert_int_equal(fake_tree_make(dir, 1000, n, sleeping), 0);
         snprintf(path, sizeof path, "%s/proc", dir);
         sysroot.proc_fd = open(path, O_DIRECTORY | O_RDONLY | O_CLOEXEC);
-        SampleScope scope = { .sysroot = &sysroot, .taskstats = ts,
+        SampleScope scope = { .sysroot = &sysroot,
+                              .taskstats = ts,
                               .cgroup_fd = open(dir, O_DIRECTORY | O_RDONLY | O_CLOEXEC) };
         assert_true(sysroot.proc_fd >= 0 && scope.cgroup_fd >= 0);
 
@@ -78,9 +79,16 @@ static unsigned long sample_allocs(int n) {
         for (int i = 0; i < n; i++)
                 tasks[i].stats.delay_ns[TASK_DELAY_CPU] += (uint64_t) i * 1000;
         assert_int_equal(snapshot_take(&b, &scope, false), 0);
-        assert_int_equal(report_build_line(&(Report) { .sysroot = &sysroot, .host = &host, .type = "pressure",
-                                                       .id = "x", .resource = PSI_RESOURCE_CPU, .top = 10,
-                                                       .a = &a, .b = &b, .ranking = &ranking, .procs = procs },
+        assert_int_equal(report_build_line(&(Report) { .sysroot = &sysroot,
+                                                       .host = &host,
+                                                       .type = "pressure",
+                                                       .id = "x",
+                                                       .resource = PSI_RESOURCE_CPU,
+                                                       .top = 10,
+                                                       .a = &a,
+                                                       .b = &b,
+                                                       .ranking = &ranking,
+                                                       .procs = procs },
                                            &line, &len),
                          0);
         used = allocs - before;

@@ -2,9 +2,11 @@
 #include <errno.h>
 #include <string.h>
 
-#include "agent/base/log.h"
-#include "agent/base/timeutil.h"
-#include "agent/base/utf8.h"
+#include "base/log.h"
+#include "base/text.h"
+#include "base/parse.h"
+#include "base/timeutil.h"
+#include "base/utf8.h"
 #include "tests/unit/test-util.h"
 
 static void test_utf8_valid_passes_through(void **state) {
@@ -18,10 +20,17 @@ static void test_utf8_valid_passes_through(void **state) {
 static void test_utf8_invalid_replaced(void **state) {
         char out[64];
         /* lone continuation, truncated 2-byte, overlong '/', surrogate, > U+10FFFF, NUL */
-        const char in[] = "a\x80" "b\xc3" "c\xc0\xaf" "d\xed\xa0\x80" "e\xf4\x90\x80\x80" "f\0g";
+        const char in[] = "a\x80"
+                          "b\xc3"
+                          "c\xc0\xaf"
+                          "d\xed\xa0\x80"
+                          "e\xf4\x90\x80\x80"
+                          "f\0g";
         size_t n = utf8_sanitize(in, sizeof in - 1, out, sizeof out);
 
-        assert_string_equal(out, "a\xef\xbf\xbd" "b\xef\xbf\xbd" "c\xef\xbf\xbd\xef\xbf\xbd"
+        assert_string_equal(out, "a\xef\xbf\xbd"
+                                 "b\xef\xbf\xbd"
+                                 "c\xef\xbf\xbd\xef\xbf\xbd"
                                  "d\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd"
                                  "e\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd"
                                  "f g");
@@ -90,6 +99,83 @@ static void test_log_level(void **state) {
         assert_int_equal(log_error_errno(ENOENT, "x"), -ENOENT);
 }
 
+static void test_format_us(void **state) {
+        char b[32];
+
+        assert_string_equal(text_format_us(120, b, sizeof b), "120us");
+        assert_string_equal(text_format_us(5626, b, sizeof b), "5.6ms");
+        assert_string_equal(text_format_us(983921, b, sizeof b), "984ms");
+        assert_string_equal(text_format_us(1025349, b, sizeof b), "1.03s");
+        assert_string_equal(text_format_us(42000000, b, sizeof b), "42s");
+        assert_string_equal(text_format_us(-1, b, sizeof b), "-");
+}
+
+static void test_terminal_safe(void **state) {
+        char b[32];
+
+        /* ESC, BEL, newline, DEL and a C1 CSI (U+009B) never reach the terminal. */
+        assert_string_equal(text_terminal_safe("\x1b[31mred\x07\n\x7f\xc2\x9b"
+                                               "2J",
+                                               b, sizeof b),
+                            "?[31mred????2J");
+        /* Multi-byte characters are kept whole, and cut only between characters. */
+        assert_string_equal(text_terminal_safe("h\xc3\xa9llo \xe2\x82\xac", b, sizeof b), "h\xc3\xa9llo \xe2\x82\xac");
+        assert_string_equal(text_terminal_safe("ab\xe2\x82\xac", b, 5), "ab");
+        assert_string_equal(text_terminal_safe(NULL, b, sizeof b), "");
+}
+
+static void test_parse_u64_prefix_and_exact(void **state) {
+        const char s[] = "1234 rest", big[] = "18446744073709551616";
+        const char *rest = NULL;
+        uint64_t v = 7;
+
+        assert_int_equal(parse_u64_prefix(s, s + sizeof s - 1, &v, &rest), 0);
+        assert_int_equal(v, 1234);
+        assert_ptr_equal(rest, s + 4);
+        assert_int_equal(parse_u64_prefix(s, s + 2, &v, NULL), 0); /* stops at the end given */
+        assert_int_equal(v, 12);
+        v = 7;
+        assert_int_equal(parse_u64_prefix(s + 4, s + 6, &v, NULL), -EINVAL); /* " r": no leading space allowed */
+        assert_int_equal(parse_u64_prefix(s, s, &v, NULL), -EINVAL);         /* empty */
+        assert_int_equal(parse_u64_prefix(big, big + sizeof big - 1, &v, NULL), -ERANGE);
+        assert_int_equal(v, 7); /* untouched on failure */
+
+        assert_int_equal(parse_u64_exact("42", 2, &v), 0);
+        assert_int_equal(v, 42);
+        assert_int_equal(parse_u64_exact("42x", 3, &v), -EINVAL);
+        assert_int_equal(parse_u64_exact("", 0, &v), -EINVAL);
+        assert_int_equal(parse_u64_exact(big, sizeof big - 1, &v), -ERANGE);
+}
+
+static void test_line_find(void **state) {
+        const char buf[] = "oom 1\noom_kill_disable 0\noom_kill 3\nlast no newline";
+        const char *v, *e;
+
+        assert_int_equal(line_find(buf, sizeof buf - 1, "oom_kill ", &v, &e), 0);
+        assert_int_equal(e - v, 1);
+        assert_memory_equal(v, "3", 1);
+        assert_int_equal(line_find(buf, sizeof buf - 1, "oom ", &v, &e), 0); /* the first line */
+        assert_memory_equal(v, "1", 1);
+        assert_int_equal(line_find(buf, sizeof buf - 1, "last ", &v, &e), 0);
+        assert_int_equal(e - v, 10);
+        assert_int_equal(line_find(buf, sizeof buf - 1, "kill", &v, &e), -ENOENT); /* only at a line's start */
+        assert_int_equal(line_find(buf, 3, "oom 1", &v, &e), -ENOENT);             /* not past len */
+        assert_int_equal(line_find("", 0, "x", &v, &e), -ENOENT);
+}
+
+static void test_log_ratelimit(void **state) {
+        LogRateLimit rl = { .interval_us = 10 * USEC_PER_SEC };
+        usec_t t = 1000 * USEC_PER_SEC;
+
+        assert_true(log_ratelimit_pass(&rl, t));
+        assert_false(log_ratelimit_pass(&rl, t + 1));
+        assert_false(log_ratelimit_pass(&rl, t + 10 * USEC_PER_SEC - 1));
+        assert_true(log_ratelimit_pass(&rl, t + 10 * USEC_PER_SEC));
+        assert_false(log_ratelimit_pass(&rl, t + 11 * USEC_PER_SEC));
+        log_ratelimit_reset(&rl);
+        assert_true(log_ratelimit_pass(&rl, t + 12 * USEC_PER_SEC));
+}
+
 int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_utf8_valid_passes_through),
@@ -97,8 +183,13 @@ int main(void) {
                 cmocka_unit_test(test_utf8_never_overflows),
                 cmocka_unit_test(test_parse_duration),
                 cmocka_unit_test(test_parse_uint64),
+                cmocka_unit_test(test_parse_u64_prefix_and_exact),
+                cmocka_unit_test(test_line_find),
+                cmocka_unit_test(test_log_ratelimit),
                 cmocka_unit_test(test_rfc3339),
                 cmocka_unit_test(test_log_level),
+                cmocka_unit_test(test_format_us),
+                cmocka_unit_test(test_terminal_safe),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }

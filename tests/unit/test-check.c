@@ -4,7 +4,7 @@
 #include <errno.h>
 #include <string.h>
 
-#include "agent/check.h"
+#include "cmd/check.h"
 #include "probes/system.h"
 #include "tests/unit/test-util.h"
 
@@ -126,10 +126,8 @@ static void test_no_psi_no_cgroup2_fail(void **state) {
 
 int main(void) {
         const struct CMUnitTest tests[] = {
-                cmocka_unit_test(test_good_host_all_ok),
-                cmocka_unit_test(test_hybrid_host_named),
-                cmocka_unit_test(test_missing_net_admin_fails),
-                cmocka_unit_test(test_degraded_but_working_is_warn),
+                cmocka_unit_test(test_good_host_all_ok),        cmocka_unit_test(test_hybrid_host_named),
+                cmocka_unit_test(test_missing_net_admin_fails), cmocka_unit_test(test_degraded_but_working_is_warn),
                 cmocka_unit_test(test_no_psi_no_cgroup2_fail),
         };
 

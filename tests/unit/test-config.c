@@ -4,8 +4,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "agent/config.h"
-#include "agent/jsonpos.h"
+#include "config/config.h"
+#include "config/jsonpos.h"
 #include "tests/unit/test-util.h"
 
 static Config *parse_ok(const char *text) {
@@ -32,11 +32,11 @@ static void parse_fails(const char *text, const char *want) {
 }
 
 static void test_issue_example(void **state) {
-        Config *c = parse_ok(
-                "{ \"output\": \"-\", \"top\": 10, \"sample_ms\": 1000, \"cooldown_ms\": 10000,\n"
-                "  \"watch\": [\n"
-                "    { \"triggers\": [\"memory some 150ms 2s\", \"io full 100ms 2s\"] },\n"
-                "    { \"cgroup\": \"system.slice/nginx.service\", \"triggers\": [\"cpu some 20% 2s\"], \"top\": 5 } ] }\n");
+        Config *c = parse_ok("{ \"output\": \"-\", \"top\": 10, \"sample_ms\": 1000, \"cooldown_ms\": 10000,\n"
+                             "  \"watch\": [\n"
+                             "    { \"triggers\": [\"memory some 150ms 2s\", \"io full 100ms 2s\"] },\n"
+                             "    { \"cgroup\": \"system.slice/nginx.service\", \"triggers\": [\"cpu some 20% 2s\"], "
+                             "\"top\": 5 } ] }\n");
 
         assert_int_equal(c->n_watches, 2);
         assert_null(c->watches[0].cgroup);
@@ -96,9 +96,12 @@ static void test_errors_with_positions(void **state) {
         parse_fails("{\n  \"wacth\": []\n}", "t.json:2:12: unknown key \"wacth\"");
         parse_fails("{\"watch\":[{\"cgroup\":\"a/../../etc\",\"triggers\":[\"cpu some 1s 2s\"]}]}",
                     "t.json:1:21: cgroup \"a/../../etc\" must be a path relative");
-        parse_fails("{\"watch\":[{\"triggers\":[\"cpu some 3s 2s\"]}]}", "t.json:1:24: bad trigger \"cpu some 3s 2s\": stall must not exceed");
-        parse_fails("{\"watch\":[{\"triggers\":[\"cpu some 1ms 20s\"]}]}", "t.json:1:24: bad trigger \"cpu some 1ms 20s\": window must be between");
-        parse_fails("{\"watch\":[{\"triggers\":[\"cpu some 1ms 2s\"], \"colour\": 1}]}", "t.json:1:54: unknown key \"colour\" in watch");
+        parse_fails("{\"watch\":[{\"triggers\":[\"cpu some 3s 2s\"]}]}",
+                    "t.json:1:24: bad trigger \"cpu some 3s 2s\": stall must not exceed");
+        parse_fails("{\"watch\":[{\"triggers\":[\"cpu some 1ms 20s\"]}]}",
+                    "t.json:1:24: bad trigger \"cpu some 1ms 20s\": window must be between");
+        parse_fails("{\"watch\":[{\"triggers\":[\"cpu some 1ms 2s\"], \"colour\": 1}]}",
+                    "t.json:1:54: unknown key \"colour\" in watch");
         parse_fails("{\"watch\":[{\"cgroup\":\"x\"}]}", "t.json:1:11: watch has no \"triggers\"");
         parse_fails("{\"watch\":[{\"triggers\":[]}]}", "t.json:1:23: triggers must be a non-empty array");
         parse_fails("{\"watch\":[{\"triggers\":[42]}]}", "t.json:1:24: a trigger must be a string");
@@ -110,11 +113,13 @@ static void test_errors_with_positions(void **state) {
         parse_fails("{\"cooldown_ms\": 99999999999, \"watch\": []}", "t.json:1:17: cooldown_ms must be between");
         parse_fails("{\"output\": \"relative.log\", \"watch\": []}", "t.json:1:12: output must be an absolute path");
         parse_fails("{\"output\": 3, \"watch\": []}", "t.json:1:12: output must be a string");
-        parse_fails("{\"metrics_file\": \"m.prom\", \"watch\": []}", "t.json:1:18: metrics_file must be an absolute path");
+        parse_fails("{\"metrics_file\": \"m.prom\", \"watch\": []}",
+                    "t.json:1:18: metrics_file must be an absolute path");
         parse_fails("{\"metrics_file\": \"/var/lib/m.txt\", \"watch\": []}", "t.json:1:18: metrics_file must be");
         parse_fails("{\"metrics_file\": \"/x/.prom\", \"watch\": []}", "t.json:1:18: metrics_file must be");
         parse_fails("{\"metrics_file\": 1, \"watch\": []}", "t.json:1:18: metrics_file must be");
-        parse_fails("{\"oom_lookback_s\": 86401, \"watch\": []}", "t.json:1:20: oom_lookback_s must be between 0 and 86400");
+        parse_fails("{\"oom_lookback_s\": 86401, \"watch\": []}",
+                    "t.json:1:20: oom_lookback_s must be between 0 and 86400");
         parse_fails("{\"oom_lookback_s\": \"5m\", \"watch\": []}", "t.json:1:20: oom_lookback_s must be an integer");
         {
                 Config *c = parse_ok("{\"oom_lookback_s\": 0, \"watch\": [{\"triggers\": [\"cpu some 1s 2s\"]}]}");
@@ -130,7 +135,8 @@ static int resolve(const char *cgroup, char **ret_error) {
         char *error = NULL;
         int r;
 
-        snprintf(text, sizeof text, "{\"watch\": [{\"triggers\": [\"cpu some 1s 2s\"],\n \"cgroup\": \"%s\"}]}", cgroup);
+        snprintf(text, sizeof text, "{\"watch\": [{\"triggers\": [\"cpu some 1s 2s\"],\n \"cgroup\": \"%s\"}]}",
+                 cgroup);
         assert_int_equal(config_parse(text, strlen(text), "t.json", &c, &error), 0);
         assert_int_equal(sysroot_open(fixture("hybrid"), &s), 0);
         *ret_error = NULL;
@@ -157,8 +163,9 @@ static void test_resolve_cgroups(void **state) {
         free(error);
 
         assert_int_equal(resolve("/sys/fs/cgroup/unified/app/web", &error), -EINVAL);
-        assert_string_equal(error, "t.json:2:12: cgroup paths are relative to the cgroup2 mount "
-                                   "(/sys/fs/cgroup/unified): write \"app/web\", not \"/sys/fs/cgroup/unified/app/web\"");
+        assert_string_equal(error,
+                            "t.json:2:12: cgroup paths are relative to the cgroup2 mount "
+                            "(/sys/fs/cgroup/unified): write \"app/web\", not \"/sys/fs/cgroup/unified/app/web\"");
         free(error);
         assert_int_equal(resolve("sys/fs/cgroup/unified", &error), -EINVAL);
         assert_non_null(strstr(error, "write \"/\""));
@@ -196,27 +203,27 @@ static void test_json_locate(void **state) {
         const char *t = "{\"a\": [1, {\"b\": \"x\\\"y\", \"c\": [true, null]}],\n \"d\": {}}";
         unsigned line, col;
 
-        assert_int_equal(json_locate(t, strlen(t), (JsonPathElem[]) { JSON_KEY("a"), JSON_INDEX(1), JSON_KEY("c"), JSON_INDEX(1) }, 4, &line, &col), 0);
+        assert_int_equal(json_locate(t, strlen(t),
+                                     (JsonPathElem[]) { JSON_KEY("a"), JSON_INDEX(1), JSON_KEY("c"), JSON_INDEX(1) }, 4,
+                                     &line, &col),
+                         0);
         assert_int_equal(line, 1);
         assert_int_equal(col, 37);
         assert_int_equal(json_locate(t, strlen(t), (JsonPathElem[]) { JSON_KEY("d") }, 1, &line, &col), 0);
         assert_int_equal(line, 2);
         assert_int_equal(col, 7);
         assert_int_equal(json_locate(t, strlen(t), (JsonPathElem[]) { JSON_KEY("z") }, 1, &line, &col), -ENOENT);
-        assert_int_equal(json_locate(t, strlen(t), (JsonPathElem[]) { JSON_KEY("a"), JSON_INDEX(5) }, 2, &line, &col), -ENOENT);
+        assert_int_equal(json_locate(t, strlen(t), (JsonPathElem[]) { JSON_KEY("a"), JSON_INDEX(5) }, 2, &line, &col),
+                         -ENOENT);
         assert_int_equal(json_locate(t, strlen(t), (JsonPathElem[]) { JSON_INDEX(0) }, 1, &line, &col), -ENOENT);
 }
 
 int main(void) {
         const struct CMUnitTest tests[] = {
-                cmocka_unit_test(test_issue_example),
-                cmocka_unit_test(test_defaults_and_overrides),
-                cmocka_unit_test(test_default_config),
-                cmocka_unit_test(test_errors_with_positions),
-                cmocka_unit_test(test_syntax_errors),
-                cmocka_unit_test(test_resolve_cgroups),
-                cmocka_unit_test(test_load_file_errors),
-                cmocka_unit_test(test_json_locate),
+                cmocka_unit_test(test_issue_example),    cmocka_unit_test(test_defaults_and_overrides),
+                cmocka_unit_test(test_default_config),   cmocka_unit_test(test_errors_with_positions),
+                cmocka_unit_test(test_syntax_errors),    cmocka_unit_test(test_resolve_cgroups),
+                cmocka_unit_test(test_load_file_errors), cmocka_unit_test(test_json_locate),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }

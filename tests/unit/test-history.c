@@ -4,20 +4,20 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "agent/history.h"
+#include "incident/history.h"
 #include "tests/unit/test-util.h"
 
 #define S USEC_PER_SEC
 
 static void test_covers(void **state) {
-        assert_true(history_covers(NULL, "a/b"));   /* node-wide */
-        assert_true(history_covers("", "a/b"));     /* the root cgroup */
+        assert_true(history_covers(NULL, "a/b")); /* node-wide */
+        assert_true(history_covers("", "a/b"));   /* the root cgroup */
         assert_true(history_covers("a", "a/b"));
         assert_true(history_covers("a/b", "a/b"));
-        assert_false(history_covers("a/b", "a"));   /* a child does not explain its parent's kill */
+        assert_false(history_covers("a/b", "a"));    /* a child does not explain its parent's kill */
         assert_false(history_covers("a/b", "a/bc")); /* a sibling that shares a prefix */
         assert_false(history_covers("x", "a/b"));
-        assert_true(history_covers(NULL, NULL));    /* unknown cgroup: only node-wide and root */
+        assert_true(history_covers(NULL, NULL)); /* unknown cgroup: only node-wide and root */
         assert_true(history_covers("", NULL));
         assert_false(history_covers("a", NULL));
 }

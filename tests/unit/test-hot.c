@@ -7,7 +7,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "agent/hot.h"
+#include "sampling/hot.h"
 #include "tests/unit/test-util.h"
 
 static void add(CgroupTotals *t, const char *path, uint64_t some, uint64_t full) {

@@ -3,7 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "agent/incident.h"
+#include "incident/incident.h"
 #include "tests/unit/test-util.h"
 
 #define MS 1000000ULL
@@ -40,11 +40,17 @@ static void test_pressure_incident(void **state) {
                 { .tid = 101, .tgid = 100, .comm = "w\"k\n\x01", .score_ns = 400 * MS, .total_ns = 400 * MS },
                 { .tid = 102, .tgid = 100, .comm = "idle", .score_ns = 0, .total_ns = 0 },
         };
-        ProcessDelta procs[1] = { { .tgid = 100, .score_ns = 1000 * MS + 999, .total_ns = 1000 * MS, .first = 0, .n = 3 } };
+        ProcessDelta procs[1] = {
+                { .tgid = 100, .score_ns = 1000 * MS + 999, .total_ns = 1000 * MS, .first = 0, .n = 3 }
+        };
         ProcessInfo info[1] = { {
-                .comm = "\xff\xfe\"bad\\name\"", .comm_len = 12,
-                .cmdline = "nginx -g \"daemon off;\"\n\t\x1b[31m\xc3", .cmdline_len = 30,
-                .uid = 33, .cgroup = "/system.slice/nginx.service", .has_cgroup = true,
+                .comm = "\xff\xfe\"bad\\name\"",
+                .comm_len = 12,
+                .cmdline = "nginx -g \"daemon off;\"\n\t\x1b[31m\xc3",
+                .cmdline_len = 30,
+                .uid = 33,
+                .cgroup = "/system.slice/nginx.service",
+                .has_cgroup = true,
         } };
         Snapshot a = { .real_us = 1795337041123456ULL, .mono_us = 5000000 };
         TaskStateCounts states = { .source = TASK_STATE_SOURCE_PROCFS, .running = 4, .sleeping = 2, .io_wait = -1 };
@@ -55,7 +61,10 @@ static void test_pressure_incident(void **state) {
         threads[0].delay_ns[TASK_DELAY_CPU] = 600 * MS;
         threads[1].delay_ns[TASK_DELAY_CPU] = 400 * MS;
         procs[0].delay_ns[TASK_DELAY_CPU] = 1000 * MS + 999;
-        rk = (Ranking) { .threads = threads, .n_threads = 3, .procs = procs, .n_procs = 1,
+        rk = (Ranking) { .threads = threads,
+                         .n_threads = 3,
+                         .procs = procs,
+                         .n_procs = 1,
                          .present = TASK_DELAY_ALL & ~TASK_DELAY_MASK(TASK_DELAY_IRQ) };
         a.has_pressure[PSI_RESOURCE_CPU] = true;
         a.pressure[PSI_RESOURCE_CPU] = (PressureStats) {
@@ -63,13 +72,29 @@ static void test_pressure_incident(void **state) {
                 .has = { true, true },
         };
         in = (IncidentInput) {
-                .type = "pressure", .id = "7840f08a-1-2-3", .time_real_us = a.real_us, .host = &host,
-                .agent_version = "0.1.0", .delayacct = true, .taskstats_version = 16,
-                .has_trigger = true, .trigger_cgroup = "system.slice/nginx.service",
-                .trigger = { PSI_RESOURCE_CPU, PSI_STALL_SOME, 100000, 2000000 }, .trigger_spec = "cpu some 50ms 1s",
-                .pressure_from = &a, .sample_start_real_us = a.real_us, .sample_duration_ms = 503,
-                .tasks = 6, .exited = 1, .errors = 0, .has_stall = true, .stall_us = 457832,
-                .states = &states, .ranking = &rk, .procs = info, .n_procs = 1,
+                .type = "pressure",
+                .id = "7840f08a-1-2-3",
+                .time_real_us = a.real_us,
+                .host = &host,
+                .agent_version = "0.1.0",
+                .delayacct = true,
+                .taskstats_version = 16,
+                .has_trigger = true,
+                .trigger_cgroup = "system.slice/nginx.service",
+                .trigger = { PSI_RESOURCE_CPU, PSI_STALL_SOME, 100000, 2000000 },
+                .trigger_spec = "cpu some 50ms 1s",
+                .pressure_from = &a,
+                .sample_start_real_us = a.real_us,
+                .sample_duration_ms = 503,
+                .tasks = 6,
+                .exited = 1,
+                .errors = 0,
+                .has_stall = true,
+                .stall_us = 457832,
+                .states = &states,
+                .ranking = &rk,
+                .procs = info,
+                .n_procs = 1,
         };
 
         j = build_and_reparse(&in, &line);
@@ -81,9 +106,10 @@ static void test_pressure_incident(void **state) {
         assert_int_equal(json_integer_value(json_object_get(t, "window_us")), 2000000);
         assert_string_equal(json_string_value(json_object_get(t, "spec")), "cpu some 50ms 1s");
         assert_true(json_is_null(json_object_get(json_object_get(j, "pressure"), "memory")));
-        assert_int_equal(json_integer_value(json_object_get(
-                                 json_object_get(json_object_get(json_object_get(j, "pressure"), "cpu"), "full"), "total_us")),
-                         279339);
+        assert_int_equal(
+                json_integer_value(json_object_get(
+                        json_object_get(json_object_get(json_object_get(j, "pressure"), "cpu"), "full"), "total_us")),
+                279339);
         assert_int_equal(json_integer_value(json_object_get(json_object_get(j, "sample"), "stall_us")), 457832);
         assert_true(json_is_null(json_object_get(json_object_get(j, "states"), "io_wait")));
 
@@ -95,15 +121,17 @@ static void test_pressure_incident(void **state) {
         assert_int_equal(json_integer_value(json_object_get(p, "pid")), 100);
         /* Invalid UTF-8 replaced, quotes and control characters escaped by the encoder. */
         assert_string_equal(json_string_value(json_object_get(p, "comm")), "\xef\xbf\xbd\xef\xbf\xbd\"bad\\name\"");
-        assert_string_equal(json_string_value(json_object_get(p, "cmdline")), "nginx -g \"daemon off;\"\n\t\x1b[31m\xef\xbf\xbd");
+        assert_string_equal(json_string_value(json_object_get(p, "cmdline")),
+                            "nginx -g \"daemon off;\"\n\t\x1b[31m\xef\xbf\xbd");
         assert_int_equal(json_integer_value(json_object_get(p, "score_us")), 1000000); /* ns truncated to us */
         assert_int_equal(json_integer_value(json_object_get(json_object_get(p, "delay_us"), "cpu")), 1000000);
         /* irq is not in this kernel's struct: null, not 0. */
         assert_true(json_is_null(json_object_get(json_object_get(p, "delay_us"), "irq")));
         /* Threads: the two with delay, not the idle one. */
         assert_int_equal(json_array_size(json_object_get(p, "threads")), 2);
-        assert_string_equal(json_string_value(json_object_get(json_array_get(json_object_get(p, "threads"), 1), "comm")),
-                            "w\"k\n\x01");
+        assert_string_equal(
+                json_string_value(json_object_get(json_array_get(json_object_get(p, "threads"), 1), "comm")),
+                "w\"k\n\x01");
         assert_non_null(strstr(line, "\\u0001"));
         free(line);
         json_decref(j);
@@ -112,8 +140,12 @@ static void test_pressure_incident(void **state) {
 static void test_snapshot_without_anything(void **state) {
         Snapshot a = {};
         IncidentInput in = {
-                .type = "snapshot", .id = "x", .host = &host, .agent_version = "0.1.0",
-                .taskstats_version = -1, .pressure_from = &a,
+                .type = "snapshot",
+                .id = "x",
+                .host = &host,
+                .agent_version = "0.1.0",
+                .taskstats_version = -1,
+                .pressure_from = &a,
         };
         ProcessInfo none = { .comm = "", .cmdline_len = -1, .uid = -1 };
         Ranking rk = {};
@@ -148,21 +180,43 @@ static void test_snapshot_without_anything(void **state) {
 static void test_oom(void **state) {
         Snapshot a = {};
         OomKill k = {
-                .has_header = true, .constraint = "CONSTRAINT_MEMCG", .oom_memcg = "/kubepods", .task_memcg = "/kubepods/pod1",
-                .pid = 4242, .uid = 1000, .comm = "bad\xff(x) ", .comm_len = 8, .killed = true,
-                .has_rss = true, .total_vm_kib = 50492, .anon_rss_kib = 40704, .file_rss_kib = 6100,
+                .has_header = true,
+                .constraint = "CONSTRAINT_MEMCG",
+                .oom_memcg = "/kubepods",
+                .task_memcg = "/kubepods/pod1",
+                .pid = 4242,
+                .uid = 1000,
+                .comm = "bad\xff(x) ",
+                .comm_len = 8,
+                .killed = true,
+                .has_rss = true,
+                .total_vm_kib = 50492,
+                .anon_rss_kib = 40704,
+                .file_rss_kib = 6100,
         };
         const char *related[] = { "new", "old" };
         OomReport oom = {
-                .source = "kmsg", .kill = &k, .kills = 1, .cgroup = "kubepods/pod1", .victim_cgroup = "kubepods/pod1",
-                .has_victim_delay = true, .victim_present = TASK_DELAY_MASK(TASK_DELAY_CPU) | TASK_DELAY_MASK(TASK_DELAY_RECLAIM),
-                .victim_delay_source = "exit_record", .related = related, .n_related = 2,
+                .source = "kmsg",
+                .kill = &k,
+                .kills = 1,
+                .cgroup = "kubepods/pod1",
+                .victim_cgroup = "kubepods/pod1",
+                .has_victim_delay = true,
+                .victim_present = TASK_DELAY_MASK(TASK_DELAY_CPU) | TASK_DELAY_MASK(TASK_DELAY_RECLAIM),
+                .victim_delay_source = "exit_record",
+                .related = related,
+                .n_related = 2,
         };
         oom.victim_delay_ns[TASK_DELAY_CPU] = 3 * MS;
         oom.victim_delay_ns[TASK_DELAY_RECLAIM] = 7 * MS + 999;
         IncidentInput in = {
-                .type = "oom", .id = "x", .host = &host, .agent_version = "0.3.0",
-                .taskstats_version = 16, .pressure_from = &a, .oom = &oom,
+                .type = "oom",
+                .id = "x",
+                .host = &host,
+                .agent_version = "0.3.0",
+                .taskstats_version = 16,
+                .pressure_from = &a,
+                .oom = &oom,
         };
         json_t *j, *o, *v;
         char *line;

@@ -9,8 +9,12 @@
 #include "tests/unit/test-util.h"
 
 /* Captured on this VM (6.18.44) from a 32 MiB cgroup-v1 memcg. */
-#define REAL_HEADER "6,419,7171637818,-;oom-kill:constraint=CONSTRAINT_MEMCG,nodemask=(null),cpuset=/,mems_allowed=0,oom_memcg=/oomt,task_memcg=/oomt,task=python3,pid=16702,uid=0\n"
-#define REAL_KILLED "3,420,7171637832,-;Memory cgroup out of memory: Killed process 16702 (python3) total-vm:42264kB, anon-rss:32256kB, file-rss:6556kB, shmem-rss:0kB, UID:0 pgtables:132kB oom_score_adj:0\n"
+#define REAL_HEADER                                                                                                    \
+        "6,419,7171637818,-;oom-kill:constraint=CONSTRAINT_MEMCG,nodemask=(null),cpuset=/,mems_allowed=0,oom_memcg=/"  \
+        "oomt,task_memcg=/oomt,task=python3,pid=16702,uid=0\n"
+#define REAL_KILLED                                                                                                    \
+        "3,420,7171637832,-;Memory cgroup out of memory: Killed process 16702 (python3) total-vm:42264kB, "            \
+        "anon-rss:32256kB, file-rss:6556kB, shmem-rss:0kB, UID:0 pgtables:132kB oom_score_adj:0\n"
 
 static OomLine feed(const char *record, OomKill *o) {
         KmsgRecord r;

@@ -11,7 +11,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "agent/base/fileio.h"
+#include "base/fileio.h"
 #include "probes/memcg.h"
 #include "tests/unit/fake-tree.h"
 #include "tests/unit/test-util.h"
@@ -62,9 +62,18 @@ static void dir(const char *root, const char *rel) {
 
 static void test_open(void **state) {
         char root[] = "/tmp/psidiag-memcg-XXXXXX";
-        static const char *dirs[] = { "proc", "proc/self", "sys", "sys/fs", "sys/fs/cgroup", "sys/fs/cgroup/unified",
-                                      "sys/fs/cgroup/unified/a", "sys/fs/cgroup/unified/b", "sys/fs/cgroup/memory",
-                                      "sys/fs/cgroup/memory/b", "sys/fs/cgroup/memory/c", "sys/fs/cgroup/memory/d" };
+        static const char *dirs[] = { "proc",
+                                      "proc/self",
+                                      "sys",
+                                      "sys/fs",
+                                      "sys/fs/cgroup",
+                                      "sys/fs/cgroup/unified",
+                                      "sys/fs/cgroup/unified/a",
+                                      "sys/fs/cgroup/unified/b",
+                                      "sys/fs/cgroup/memory",
+                                      "sys/fs/cgroup/memory/b",
+                                      "sys/fs/cgroup/memory/c",
+                                      "sys/fs/cgroup/memory/d" };
         Sysroot *s = NULL;
         MemcgCounterKind kind;
         int fd = -1, efd = -1;

@@ -7,7 +7,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "agent/metrics.h"
+#include "sinks/metrics.h"
 #include "tests/unit/fake-tree.h"
 #include "tests/unit/test-util.h"
 
@@ -16,13 +16,20 @@ static const MetricsOutput outputs[] = {
         { .path = "/tmp/odd\"name\\\n", .written = 1 },
 };
 
+static const MetricsCount wakeups[] = {
+        { "sample", 9 }, { "no_growth", 1 }, { "busy", 2 }, { "cooldown", 5 }, { "capacity", 0 }, { "rate_limit", 0 },
+};
+
 static const Metrics sample_metrics = {
         .version = "0.3.0",
         .start_time_s = 1795000000,
         .watches = 2,
         .triggers_configured = 4,
         .triggers_armed = 3,
-        .wakeups = { 9, 1, 2, 5 },
+        .wakeups = wakeups,
+        .n_wakeups = 6,
+        .suppressed = wakeups + 3,
+        .n_suppressed = 3,
         .samples = 9,
         .sample_thread_errors = 4,
         .cgroups_gone = 1,
@@ -40,7 +47,8 @@ static void test_format(void **state) {
         assert_non_null(strstr(text, "psidiag_info{version=\"0.3.0\"} 1\n"));
         assert_non_null(strstr(text, "psidiag_wakeups_total{verdict=\"sample\"} 9\n"));
         assert_non_null(strstr(text, "psidiag_wakeups_total{verdict=\"cooldown\"} 5\n"));
-        assert_non_null(strstr(text, "psidiag_incidents_written_total{output=\"/var/log/psidiag/incidents.ndjson\"} 7\n"));
+        assert_non_null(
+                strstr(text, "psidiag_incidents_written_total{output=\"/var/log/psidiag/incidents.ndjson\"} 7\n"));
         assert_non_null(strstr(text, "psidiag_incidents_lost_total{output=\"/var/log/psidiag/incidents.ndjson\"} 2\n"));
         assert_non_null(strstr(text, "{output=\"/tmp/odd\\\"name\\\\\\n\"} 1\n"));
         assert_non_null(strstr(text, "psidiag_cgroups_gone_total 1\n"));

@@ -5,7 +5,7 @@
 #include <unistd.h>
 
 #include "tests/unit/test-util.h"
-#include "triggers/pressure.h"
+#include "probes/pressure.h"
 
 static int parse(const char *s, PressureStats *ps) {
         return pressure_parse_buf(s, strlen(s), ps);
@@ -15,7 +15,9 @@ static void test_some_and_full(void **state) {
         PressureStats ps;
 
         assert_int_equal(parse("some avg10=1.50 avg60=0.75 avg300=0.10 total=123456\n"
-                               "full avg10=0.00 avg60=0.00 avg300=0.00 total=18446744073709551615\n", &ps), 0);
+                               "full avg10=0.00 avg60=0.00 avg300=0.00 total=18446744073709551615\n",
+                               &ps),
+                         0);
         assert_true(ps.has[PSI_STALL_SOME] && ps.has[PSI_STALL_FULL]);
         assert_int_equal(ps.line[PSI_STALL_SOME].total_us, 123456);
         assert_true(ps.line[PSI_STALL_SOME].avg10 == 1.5);
@@ -39,7 +41,9 @@ static void test_forward_compatible(void **state) {
         PressureStats ps;
 
         assert_int_equal(parse("some avg10=1.00 avg60=2.00 avg300=3.00 total=7 avg1=9.99\n"
-                               "peak avg10=1 total=1\n", &ps), 0);
+                               "peak avg10=1 total=1\n",
+                               &ps),
+                         0);
         assert_int_equal(ps.line[PSI_STALL_SOME].total_us, 7);
         assert_false(ps.has[PSI_STALL_FULL]);
 }
@@ -93,12 +97,9 @@ static void test_file_names(void **state) {
 
 int main(void) {
         const struct CMUnitTest tests[] = {
-                cmocka_unit_test(test_some_and_full),
-                cmocka_unit_test(test_some_only_and_full_only),
-                cmocka_unit_test(test_forward_compatible),
-                cmocka_unit_test(test_malformed),
-                cmocka_unit_test(test_read_fixture),
-                cmocka_unit_test(test_read_fd_rereads_from_start),
+                cmocka_unit_test(test_some_and_full),      cmocka_unit_test(test_some_only_and_full_only),
+                cmocka_unit_test(test_forward_compatible), cmocka_unit_test(test_malformed),
+                cmocka_unit_test(test_read_fixture),       cmocka_unit_test(test_read_fd_rereads_from_start),
                 cmocka_unit_test(test_file_names),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);

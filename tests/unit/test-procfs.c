@@ -16,7 +16,9 @@ static void test_stat_plain(void **state) {
         ProcStat st;
 
         assert_int_equal(parse_stat("42 (bash) S 1 42 42 34816 42 4194560 2000 0 0 0 10 5 0 0 20 0 1 0 987654 "
-                                    "10000 500 18446744073709551615\n", &st), 0);
+                                    "10000 500 18446744073709551615\n",
+                                    &st),
+                         0);
         assert_string_equal(st.comm, "bash");
         assert_int_equal(st.state, 'S');
         assert_int_equal(st.ppid, 1);
@@ -27,7 +29,8 @@ static void test_stat_hostile_comm(void **state) {
         ProcStat st;
 
         /* A comm can hold ") Z " and parentheses: the state is after the LAST ')'. */
-        assert_int_equal(parse_stat("100 (web) Z 1 (x) R 1 1 1 0 -1 4194560 100 0 0 0 5 3 0 0 20 0 1 0 1100 0\n", &st), 0);
+        assert_int_equal(parse_stat("100 (web) Z 1 (x) R 1 1 1 0 -1 4194560 100 0 0 0 5 3 0 0 20 0 1 0 1100 0\n", &st),
+                         0);
         assert_string_equal(st.comm, "web) Z 1 (x");
         assert_int_equal(st.state, 'R');
         assert_int_equal(st.starttime_ticks, 1100);
@@ -130,12 +133,9 @@ static void test_system_facts(void **state) {
 
 int main(void) {
         const struct CMUnitTest tests[] = {
-                cmocka_unit_test(test_stat_plain),
-                cmocka_unit_test(test_stat_hostile_comm),
-                cmocka_unit_test(test_stat_malformed),
-                cmocka_unit_test(test_status_and_cgroup),
-                cmocka_unit_test(test_readers_on_fixture),
-                cmocka_unit_test(test_system_facts),
+                cmocka_unit_test(test_stat_plain),         cmocka_unit_test(test_stat_hostile_comm),
+                cmocka_unit_test(test_stat_malformed),     cmocka_unit_test(test_status_and_cgroup),
+                cmocka_unit_test(test_readers_on_fixture), cmocka_unit_test(test_system_facts),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 #include <errno.h>
-#include <ev.h>
+#include <poll.h>
 #include <fcntl.h>
 #include <stdbool.h>
 #include <stdlib.h>
@@ -8,120 +8,190 @@
 #include <sys/epoll.h>
 #include <unistd.h>
 
-#include "agent/base/fileio.h"
+#include "base/fileio.h"
+#include "base/macro.h"
 #include "tests/unit/test-util.h"
 #include "triggers/psi.h"
 
-typedef struct Counts {
-        int efd, drain_fd;
-        unsigned callbacks, fired, gone;
-} Counts;
+/* Waits for the set to have events, up to a generous deadline; false if it never does. */
+static bool wait_events(PsiSet *s, int timeout_ms) {
+        struct pollfd p = { .fd = psi_set_notify_fd(s), .events = POLLIN };
+        int r;
 
-static void on_io(struct ev_loop *loop, ev_io *io, int revents) {
-        Counts *c = io->data;
-        int r = psi_watch_check(c->efd);
+        do
+                r = poll(&p, 1, timeout_ms);
+        while (r < 0 && errno == EINTR);
+        return r > 0;
+}
 
-        c->callbacks++;
-        assert_true(r >= 0);
-        if (r == PSI_WATCH_GONE) {
-                c->gone++;
-                ev_io_stop(loop, io);
-        } else {
-                char buf[64];
-                c->fired++;
-                /* A real trigger's event is consumed by the poll; a pipe's data must be read. */
-                if (c->drain_fd >= 0)
-                        (void) !read(c->drain_fd, buf, sizeof buf);
+#define DEADLINE_MS 10000
+
+/* Each write to a member's pipe is one event with the member's userdata; nothing spins between. */
+static void test_set_fires_once_per_event(void **state) {
+        PsiSet *s;
+        PsiEvent ev[4];
+        int p[2], tag;
+
+        assert_int_equal(psi_set_new(&s), 0);
+        assert_int_equal(pipe2(p, O_CLOEXEC | O_NONBLOCK), 0);
+        assert_true(psi_set_add(s, p[0], EPOLLIN, &tag) >= 0);
+        assert_int_equal(psi_set_size(s), 1);
+        assert_false(wait_events(s, 0));
+        assert_int_equal(psi_set_take(s, ev, 4), 0);
+
+        for (int round = 0; round < 3; round++) {
+                char buf[8];
+                assert_int_equal(write(p[1], "x", 1), 1);
+                assert_true(wait_events(s, DEADLINE_MS));
+                /* A trigger's event is consumed by the waiter's poll; a pipe's data must be read. */
+                assert_int_equal(read(p[0], buf, sizeof buf), 1);
+                assert_int_equal(psi_set_take(s, ev, 4), 1);
+                assert_ptr_equal(ev[0].userdata, &tag);
+                assert_false(ev[0].gone);
+                assert_int_equal(psi_set_take(s, ev, 4), 0);
+        }
+
+        psi_set_free(s);
+        close(p[0]);
+        close(p[1]);
+}
+
+/* HUP with the fire event is reported as gone, once: the member is not re-enabled, so the waiter
+ * does not spin on a state that never clears. */
+static void test_set_gone_wins_once(void **state) {
+        PsiSet *s;
+        PsiEvent ev[4];
+        int p[2], tag;
+
+        assert_int_equal(psi_set_new(&s), 0);
+        assert_int_equal(pipe2(p, O_CLOEXEC | O_NONBLOCK), 0);
+        /* Both before the member is added, so the waiter cannot see the write alone. */
+        assert_int_equal(write(p[1], "x", 1), 1);
+        close(p[1]); /* the read end now reports IN|HUP */
+        int64_t h = psi_set_add(s, p[0], EPOLLIN, &tag);
+        assert_true(h >= 0);
+        assert_true(wait_events(s, DEADLINE_MS));
+        assert_int_equal(psi_set_take(s, ev, 4), 1);
+        assert_true(ev[0].gone);
+        assert_ptr_equal(ev[0].userdata, &tag);
+        assert_false(wait_events(s, 200));
+        assert_int_equal(psi_set_take(s, ev, 4), 0);
+        assert_int_equal(psi_set_remove(s, h), 0);
+        assert_int_equal(psi_set_remove(s, h), -ENOENT);
+        assert_int_equal(psi_set_size(s), 0);
+
+        psi_set_free(s);
+        close(p[0]);
+}
+
+/* EPOLLERR on a write end whose reader went away, with a fire mask that never fires. */
+static void test_set_err_on_write_end(void **state) {
+        PsiSet *s;
+        PsiEvent ev[4];
+        int p[2], tag;
+
+        assert_int_equal(psi_set_new(&s), 0);
+        assert_int_equal(pipe2(p, O_CLOEXEC | O_NONBLOCK), 0);
+        assert_true(psi_set_add(s, p[1], EPOLLPRI, &tag) >= 0);
+        assert_false(wait_events(s, 0));
+        close(p[0]);
+        assert_true(wait_events(s, DEADLINE_MS));
+        assert_int_equal(psi_set_take(s, ev, 4), 1);
+        assert_true(ev[0].gone);
+        psi_set_free(s);
+        close(p[1]);
+}
+
+/* An event queued for a member that was removed is dropped, also when a new member took its
+ * slot: the new member's userdata never receives the old member's event. */
+static void test_set_removed_member_dropped(void **state) {
+        PsiSet *s;
+        PsiEvent ev[4];
+        int a[2], b[2], tag_a, tag_b;
+        char buf[8];
+
+        assert_int_equal(psi_set_new(&s), 0);
+        assert_int_equal(pipe2(a, O_CLOEXEC | O_NONBLOCK), 0);
+        assert_int_equal(pipe2(b, O_CLOEXEC | O_NONBLOCK), 0);
+        int64_t ha = psi_set_add(s, a[0], EPOLLIN, &tag_a);
+        assert_true(ha >= 0);
+        assert_int_equal(write(a[1], "x", 1), 1);
+        assert_true(wait_events(s, DEADLINE_MS));
+        assert_int_equal(psi_set_remove(s, ha), 0);
+        int64_t hb = psi_set_add(s, b[0], EPOLLIN, &tag_b);
+        assert_true(hb >= 0);
+        assert_int_not_equal(hb, ha);
+        assert_int_equal(psi_set_take(s, ev, 4), 0);
+
+        assert_int_equal(write(b[1], "y", 1), 1);
+        assert_true(wait_events(s, DEADLINE_MS));
+        assert_int_equal(read(b[0], buf, sizeof buf), 1);
+        assert_int_equal(psi_set_take(s, ev, 4), 1);
+        assert_ptr_equal(ev[0].userdata, &tag_b);
+        assert_int_equal(psi_set_remove(s, ha), -ENOENT); /* a stale handle removes nothing */
+        assert_int_equal(psi_set_size(s), 1);
+
+        psi_set_free(s);
+        close(a[0]);
+        close(a[1]);
+        close(b[0]);
+        close(b[1]);
+}
+
+/* Many members firing at once: every member's event arrives, with its own userdata, also when
+ * take() is given less room than there are events. (A pipe stays readable until it is read, and
+ * take() re-enables a member before the test reads it, so a member may report twice here; a
+ * trigger's event is consumed by the waiter's own poll.) */
+#define MANY 400 /* 800 pipe fds: under the usual soft limit of 1,024 */
+static void test_set_many(void **state) {
+        static int p[MANY][2];
+        static bool seen[MANY];
+        PsiSet *s;
+        PsiEvent ev[7];
+        unsigned distinct = 0;
+
+        assert_int_equal(psi_set_new(&s), 0);
+        for (int i = 0; i < MANY; i++) {
+                assert_int_equal(pipe2(p[i], O_CLOEXEC | O_NONBLOCK), 0);
+                assert_true(psi_set_add(s, p[i][0], EPOLLIN, &p[i]) >= 0);
+                seen[i] = false;
+        }
+        assert_int_equal(psi_set_size(s), MANY);
+        for (int i = 0; i < MANY; i++)
+                assert_int_equal(write(p[i][1], "x", 1), 1);
+        while (distinct < MANY && wait_events(s, DEADLINE_MS)) {
+                size_t n = psi_set_take(s, ev, ELEMENTSOF(ev));
+                assert_true(n <= ELEMENTSOF(ev));
+                for (size_t k = 0; k < n; k++) {
+                        int i = (int) ((int(*)[2]) ev[k].userdata - p);
+                        char buf[8];
+                        assert_true(i >= 0 && i < MANY);
+                        assert_false(ev[k].gone);
+                        distinct += !seen[i];
+                        seen[i] = true;
+                        (void) !read(p[i][0], buf, sizeof buf);
+                }
+        }
+        assert_int_equal(distinct, MANY);
+        psi_set_free(s);
+        for (int i = 0; i < MANY; i++) {
+                close(p[i][0]);
+                close(p[i][1]);
         }
 }
 
-/* A pipe's read end in a private epoll instance (EPOLLIN standing in for EPOLLPRI), watched by an
- * ev_io on that instance exactly as the agent watches a trigger. */
-static void bridge_open(struct ev_loop *loop, Counts *c, ev_io *io, int p[2], bool drain) {
-        *c = (Counts) { .drain_fd = -1 };
-        assert_int_equal(pipe2(p, O_CLOEXEC | O_NONBLOCK), 0);
-        assert_int_equal(psi_watch_new(p[0], EPOLLIN, &c->efd), 0);
-        if (drain)
-                c->drain_fd = p[0];
-        ev_io_init(io, on_io, c->efd, EV_READ);
-        io->data = c;
-        ev_io_start(loop, io);
-}
+static void test_set_bad_fd(void **state) {
+        PsiSet *s;
+        int tag;
 
-/* The loop only wakes for the fire mask, once per event, and does not spin while idle. */
-static void test_bridge_fires_once_per_event(void **state) {
-        struct ev_loop *loop = ev_loop_new(EVFLAG_AUTO);
-        Counts c;
-        ev_io io;
-        int p[2];
-
-        bridge_open(loop, &c, &io, p, true);
-
-        ev_run(loop, EVRUN_NOWAIT);
-        assert_int_equal(c.callbacks, 0);
-
-        assert_int_equal(write(p[1], "x", 1), 1);
-        ev_run(loop, EVRUN_ONCE);
-        assert_int_equal(c.fired, 1);
-
-        for (int i = 0; i < 100; i++)
-                ev_run(loop, EVRUN_NOWAIT);
-        assert_int_equal(c.callbacks, 1);
-
-        assert_int_equal(write(p[1], "yy", 2), 2);
-        ev_run(loop, EVRUN_ONCE);
-        assert_int_equal(c.fired, 2);
-        assert_int_equal(c.gone, 0);
-
-        ev_io_stop(loop, &io);
-        close(c.efd);
-        close(p[0]);
-        close(p[1]);
-        ev_loop_destroy(loop);
-}
-
-/* HUP/ERR together with the fire event is reported as GONE, and only once: the handler stops the
- * watcher, as the agent does, instead of looping on a state that never clears. */
-static void test_bridge_err_wins(void **state) {
-        struct ev_loop *loop = ev_loop_new(EVFLAG_AUTO);
-        Counts c;
-        ev_io io;
-        int p[2];
-
-        bridge_open(loop, &c, &io, p, false);
-
-        assert_int_equal(write(p[1], "x", 1), 1);
-        close(p[1]); /* the read end now reports IN|HUP */
-        ev_run(loop, EVRUN_ONCE);
-        for (int i = 0; i < 10; i++)
-                ev_run(loop, EVRUN_NOWAIT);
-        assert_int_equal(c.gone, 1);
-        assert_int_equal(c.fired, 0);
-        assert_int_equal(c.callbacks, 1);
-
-        close(c.efd);
-        close(p[0]);
-        ev_loop_destroy(loop);
-}
-
-/* EPOLLERR on a write end whose reader went away. */
-static void test_bridge_err_on_write_end(void **state) {
-        int p[2], efd;
-
-        assert_int_equal(pipe2(p, O_CLOEXEC | O_NONBLOCK), 0);
-        assert_int_equal(psi_watch_new(p[1], EPOLLPRI, &efd), 0);
-        assert_int_equal(psi_watch_check(efd), PSI_WATCH_FIRED); /* nothing pending: the caller was woken */
-        close(p[0]);
-        assert_int_equal(psi_watch_check(efd), PSI_WATCH_GONE);
-        close(efd);
-        close(p[1]);
-}
-
-static void test_watch_new_bad_fd(void **state) {
-        int efd = -1;
-
-        assert_int_equal(psi_watch_new(-1, EPOLLPRI, &efd), -EBADF);
-        assert_int_equal(efd, -1);
+        assert_int_equal(psi_set_new(&s), 0);
+        assert_int_equal(psi_set_add(s, -1, EPOLLIN, &tag), -EBADF);
+        assert_int_equal(psi_set_add(s, 999999, EPOLLIN, &tag), -EBADF);
+        assert_int_equal(psi_set_size(s), 0);
+        assert_int_equal(psi_set_remove(s, 0), -ENOENT);
+        assert_int_equal(psi_set_remove(s, -5), -ENOENT);
+        assert_null(psi_set_free(s));
+        assert_null(psi_set_free(NULL));
 }
 
 /* The trigger is written with its NUL (the kernel overwrites the buffer's last byte). */
@@ -154,10 +224,12 @@ static void test_trigger_written_with_nul(void **state) {
 
 int main(void) {
         const struct CMUnitTest tests[] = {
-                cmocka_unit_test(test_bridge_fires_once_per_event),
-                cmocka_unit_test(test_bridge_err_wins),
-                cmocka_unit_test(test_bridge_err_on_write_end),
-                cmocka_unit_test(test_watch_new_bad_fd),
+                cmocka_unit_test(test_set_fires_once_per_event),
+                cmocka_unit_test(test_set_gone_wins_once),
+                cmocka_unit_test(test_set_err_on_write_end),
+                cmocka_unit_test(test_set_removed_member_dropped),
+                cmocka_unit_test(test_set_many),
+                cmocka_unit_test(test_set_bad_fd),
                 cmocka_unit_test(test_trigger_written_with_nul),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);

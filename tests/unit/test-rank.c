@@ -2,14 +2,14 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "agent/rank.h"
+#include "sampling/rank.h"
 #include "tests/unit/test-util.h"
 #include "triggers/trigger.h"
 
 #define MS 1000000ULL
 
-static void add(Snapshot *s, pid_t tid, pid_t tgid, const char *comm, uint64_t btime,
-                uint64_t cpu, uint64_t blkio, uint64_t reclaim, uint64_t thrashing) {
+static void add(Snapshot *s, pid_t tid, pid_t tgid, const char *comm, uint64_t btime, uint64_t cpu, uint64_t blkio,
+                uint64_t reclaim, uint64_t thrashing) {
         ThreadDelays *t;
 
         if (s->n == s->cap) {
@@ -39,15 +39,15 @@ static void make_pair(Snapshot *a, Snapshot *b) {
         add(a, 60, 60, "gone", 1000, 1 * MS, 0, 0, 0);
         add(a, 70, 70, "old", 1000, 900 * MS, 0, 0, 0);
 
-        add(b, 10, 10, "spin", 1000, 700 * MS, 0, 0, 0);   /* +600 */
-        add(b, 11, 10, "spin-w", 1000, 500 * MS, 0, 0, 0); /* +400 */
-        add(b, 20, 20, "reader", 1000, 2 * MS, 900 * MS, 0, 0); /* cpu +1, blkio +400 */
+        add(b, 10, 10, "spin", 1000, 700 * MS, 0, 0, 0);          /* +600 */
+        add(b, 11, 10, "spin-w", 1000, 500 * MS, 0, 0, 0);        /* +400 */
+        add(b, 20, 20, "reader", 1000, 2 * MS, 900 * MS, 0, 0);   /* cpu +1, blkio +400 */
         add(b, 30, 30, "thrash", 1000, 0, 0, 210 * MS, 110 * MS); /* reclaim +200, thrashing +100 */
-        add(b, 40, 40, "sleeper", 1000, 6 * MS, 0, 0, 0); /* +1 */
-        add(b, 50, 50, "idle", 1000, 7 * MS, 0, 0, 0);    /* +0 */
-        add(b, 70, 70, "new", 2000, 3 * MS, 0, 0, 0);     /* a new thread: all 3 ms count */
-        add(b, 80, 80, "born", 2000, 2 * MS, 0, 0, 0);    /* born during the sample */
-        add(b, 90, 90, "moved", 1500, 999 * MS, 0, 0, 0); /* moved in; old totals do not count */
+        add(b, 40, 40, "sleeper", 1000, 6 * MS, 0, 0, 0);         /* +1 */
+        add(b, 50, 50, "idle", 1000, 7 * MS, 0, 0, 0);            /* +0 */
+        add(b, 70, 70, "new", 2000, 3 * MS, 0, 0, 0);             /* a new thread: all 3 ms count */
+        add(b, 80, 80, "born", 2000, 2 * MS, 0, 0, 0);            /* born during the sample */
+        add(b, 90, 90, "moved", 1500, 999 * MS, 0, 0, 0);         /* moved in; old totals do not count */
 }
 
 static void test_cpu_ranking(void **state) {

@@ -7,8 +7,8 @@
 #include <stdio.h>
 #include <unistd.h>
 
-#include "agent/sample.h"
-#include "agent/sampler.h"
+#include "sampling/snapshot.h"
+#include "sampling/sampler.h"
 #include "tests/unit/fake-taskstats.h"
 #include "tests/unit/fake-tree.h"
 #include "tests/unit/test-util.h"
@@ -23,8 +23,7 @@ typedef struct Env {
 
 static int setup(void **state) {
         static Env env;
-        static const uint64_t busy[_TASK_DELAY_MAX] = { 300 * MS, 0, 0, 5 * MS },
-                              calm[_TASK_DELAY_MAX] = { 1 * MS };
+        static const uint64_t busy[_TASK_DELAY_MAX] = { 300 * MS, 0, 0, 5 * MS }, calm[_TASK_DELAY_MAX] = { 1 * MS };
 
         env = (Env) {
                 .tasks = {
@@ -259,7 +258,8 @@ static void test_merge_exits(void **state) {
 
 /* An oom victim's final delays: its threads' exit records summed; nothing written when none. */
 static void test_victim_exit_delays(void **state) {
-        static const uint64_t d1[_TASK_DELAY_MAX] = { 10 * MS, 0, 0, 5 * MS }, d2[_TASK_DELAY_MAX] = { 90 * MS, 0, 0, 1 * MS };
+        static const uint64_t d1[_TASK_DELAY_MAX] = { 10 * MS, 0, 0, 5 * MS },
+                              d2[_TASK_DELAY_MAX] = { 90 * MS, 0, 0, 1 * MS };
         Sampler s = {};
         TaskStats t;
         uint64_t got[_TASK_DELAY_MAX] = { 7 };
@@ -301,6 +301,37 @@ static void test_scale(void **state) {
         assert_int_equal(c.stopped, 0);
 }
 
+static void on_sample_done(Sampler *s, int r) {
+        int *ret = s->userdata;
+
+        *ret = r;
+}
+
+/* The window runs sample_ms from the end of snapshot A, however long A took: libev counts timers
+ * from its cached time, which a slow A (here 3 threads at 60 ms a query) leaves behind. */
+static void test_sampler_window_after_a(void **state) {
+        Env *env = *state;
+        struct ev_loop *loop = ev_loop_new(EVFLAG_AUTO);
+        SampleScope scope = { .sysroot = env->sysroot, .taskstats = env->ts };
+        Sampler s;
+        int fd, r = 1;
+
+        assert_int_equal(sysroot_open_cgroup(env->sysroot, "app/web", &fd), 0);
+        scope.cgroup_fd = fd;
+        fake_taskstats_set_delay(env->ts, 60 * 1000);
+        sampler_init(&s, loop, NULL, on_sample_done, &r);
+        assert_int_equal(sampler_start(&s, &scope, 100), 0);
+        usec_t a_end = now_usec(CLOCK_MONOTONIC);
+        assert_true(s.a_cost_us >= 150 * 1000);
+        ev_run(loop, 0);
+        fake_taskstats_set_delay(env->ts, 0);
+        assert_int_equal(r, 0);
+        assert_true(s.b_start_us >= a_end + 95 * 1000);
+        sampler_free(&s);
+        ev_loop_destroy(loop);
+        close(fd);
+}
+
 int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_cgroup_snapshot),
@@ -311,6 +342,7 @@ int main(void) {
                 cmocka_unit_test(test_states_exact_then_sampled),
                 cmocka_unit_test(test_scale),
                 cmocka_unit_test(test_merge_exits),
+                cmocka_unit_test(test_sampler_window_after_a),
         };
         return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -5,7 +5,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "agent/base/fileio.h"
+#include "base/fileio.h"
 #include "probes/sysroot.h"
 #include "tests/unit/test-util.h"
 
@@ -132,12 +132,9 @@ static void test_open_without_psi_or_cgroup2(void **state) {
 
 int main(void) {
         const struct CMUnitTest tests[] = {
-                cmocka_unit_test(test_mountinfo_hybrid),
-                cmocka_unit_test(test_mountinfo_cgroup2_and_escapes),
-                cmocka_unit_test(test_path_validate),
-                cmocka_unit_test(test_open_hybrid),
-                cmocka_unit_test(test_walk_matches_openat2),
-                cmocka_unit_test(test_open_without_psi_or_cgroup2),
+                cmocka_unit_test(test_mountinfo_hybrid),     cmocka_unit_test(test_mountinfo_cgroup2_and_escapes),
+                cmocka_unit_test(test_path_validate),        cmocka_unit_test(test_open_hybrid),
+                cmocka_unit_test(test_walk_matches_openat2), cmocka_unit_test(test_open_without_psi_or_cgroup2),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }

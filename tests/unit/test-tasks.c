@@ -38,6 +38,26 @@ static void test_cgroup_subtree(void **state) {
         tid_list_done(&l);
 }
 
+/* One id per process: web's three threads are one process. */
+static void test_cgroup_processes(void **state) {
+        static const pid_t all[] = { 1, 100, 200, 201 }, web[] = { 100 };
+        TidList l = {};
+        int fd;
+
+        fd = open(fixture("hybrid/sys/fs/cgroup/unified"), O_DIRECTORY | O_RDONLY | O_CLOEXEC);
+        assert_true(fd >= 0);
+        assert_int_equal(cgroup_list_processes(fd, &l), 0);
+        assert_tids(&l, all, 4);
+        close(fd);
+
+        tid_list_clear(&l);
+        fd = open(fixture("hybrid/sys/fs/cgroup/unified/app/web"), O_DIRECTORY | O_RDONLY | O_CLOEXEC);
+        assert_int_equal(cgroup_list_processes(fd, &l), 0);
+        assert_tids(&l, web, 1);
+        close(fd);
+        tid_list_done(&l);
+}
+
 static void test_proc_threads(void **state) {
         static const pid_t all[] = { 1, 100, 101, 102, 200, 201 };
         TidList l = {};
@@ -79,9 +99,8 @@ static void test_growth(void **state) {
 
 int main(void) {
         const struct CMUnitTest tests[] = {
-                cmocka_unit_test(test_cgroup_subtree),
-                cmocka_unit_test(test_proc_threads),
-                cmocka_unit_test(test_parse_buf),
+                cmocka_unit_test(test_cgroup_subtree), cmocka_unit_test(test_cgroup_processes),
+                cmocka_unit_test(test_proc_threads),   cmocka_unit_test(test_parse_buf),
                 cmocka_unit_test(test_growth),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);

@@ -71,6 +71,7 @@ static void fill_v13(struct taskstats *t, __u16 version) {
         t->thrashing_delay_total = 5000005;
         t->compact_delay_total = 6000006;
         t->wpcopy_delay_total = 7000007;
+        t->cpu_run_real_total = 9000009;
         strcpy(t->ac_comm, "stress-ng-vm");
         t->ac_uid = 1000;
         t->ac_pid = 4321;
@@ -92,6 +93,8 @@ static void expect_common(const TaskStats *ts, uint16_t version) {
         assert_int_equal(ts->pid, 4321);
         assert_int_equal(ts->tgid, 4300);
         assert_int_equal(ts->btime_s, 1795000000);
+        assert_true(ts->has_cpu_run);
+        assert_int_equal(ts->cpu_run_ns, 9000009);
 }
 
 /* A TASKSTATS_CMD_NEW reply as the kernel builds it: AGGR_PID { PID, STATS }. */
@@ -114,6 +117,26 @@ static int parse_msg(struct nl_msg *msg, TaskStats *ts) {
         return taskstats_parse_reply(nlh, nlh->nlmsg_len, FAMILY, ts);
 }
 
+/* A TGID query's reply (AGGR_TGID { TGID, STATS }) carries the same struct as a thread's: every
+ * version must read the same from either. */
+static void expect_same_as_tgid(const void *payload, size_t len, const TaskStats *want) {
+        struct nl_msg *msg = build_reply(payload, len, TASKSTATS_TYPE_AGGR_TGID);
+        TaskStats ts;
+
+        assert_int_equal(parse_msg(msg, &ts), 0);
+        assert_int_equal(ts.version, want->version);
+        assert_int_equal(ts.pid, want->pid);
+        assert_int_equal(ts.tgid, want->tgid);
+        assert_int_equal(ts.uid, want->uid);
+        assert_int_equal(ts.btime_s, want->btime_s);
+        assert_string_equal(ts.comm, want->comm);
+        assert_memory_equal(ts.delay_ns, want->delay_ns, sizeof ts.delay_ns);
+        assert_int_equal(ts.present, want->present);
+        assert_int_equal(ts.cpu_run_ns, want->cpu_run_ns);
+        assert_int_equal(ts.has_cpu_run, want->has_cpu_run);
+        nlmsg_free(msg);
+}
+
 static void test_v13_system_header(void **state) {
         struct taskstats t;
         TaskStats ts;
@@ -122,6 +145,7 @@ static void test_v13_system_header(void **state) {
         fill_v13(&t, 13);
         msg = build_reply(&t, sizeof t, TASKSTATS_TYPE_AGGR_PID);
         assert_int_equal(parse_msg(msg, &ts), 0);
+        expect_same_as_tgid(&t, sizeof t, &ts);
         expect_common(&ts, 13);
         assert_false(ts.present & TASK_DELAY_MASK(TASK_DELAY_IRQ));
         assert_int_equal(ts.present, TASK_DELAY_ALL & ~TASK_DELAY_MASK(TASK_DELAY_IRQ));
@@ -140,6 +164,7 @@ static void test_v14(void **state) {
         t.v14.irq_delay_total = 8000008;
         msg = build_reply(&t, sizeof t, TASKSTATS_TYPE_AGGR_PID);
         assert_int_equal(parse_msg(msg, &ts), 0);
+        expect_same_as_tgid(&t, sizeof t, &ts);
         expect_common(&ts, 14);
         assert_int_equal(ts.present, TASK_DELAY_ALL);
         assert_int_equal(ts.delay_ns[TASK_DELAY_IRQ], 8000008);
@@ -148,6 +173,7 @@ static void test_v14(void **state) {
         /* A v14 payload cut before the irq fields: irq is absent, not garbage. */
         msg = build_reply(&t, sizeof t.v13 + 4, TASKSTATS_TYPE_AGGR_PID);
         assert_int_equal(parse_msg(msg, &ts), 0);
+        expect_same_as_tgid(&t, sizeof t.v13 + 4, &ts);
         assert_false(ts.present & TASK_DELAY_MASK(TASK_DELAY_IRQ));
         assert_int_equal(ts.delay_ns[TASK_DELAY_IRQ], 0);
         nlmsg_free(msg);
@@ -156,15 +182,23 @@ static void test_v14(void **state) {
 static void test_v15_mid_struct_fields(void **state) {
         struct ts_v15 t = {
                 .version = 15,
-                .cpu_delay_total = 1000001, .cpu_delay_max = 99, .cpu_delay_min = 98,
-                .blkio_delay_total = 2000002, .blkio_delay_max = 97,
+                .cpu_delay_total = 1000001,
+                .cpu_delay_max = 99,
+                .cpu_delay_min = 98,
+                .blkio_delay_total = 2000002,
+                .blkio_delay_max = 97,
                 .swapin_delay_total = 3000003,
                 .freepages_delay_total = 4000004,
                 .thrashing_delay_total = 5000005,
                 .compact_delay_total = 6000006,
                 .wpcopy_delay_total = 7000007,
                 .irq_delay_total = 8000008,
-                .ac_uid = 1000, .ac_pid = 4321, .ac_tgid = 4300, .ac_btime64 = 1795000000,
+                .cpu_run_real_total = 9000009,
+                .cpu_run_virtual_total = 96,
+                .ac_uid = 1000,
+                .ac_pid = 4321,
+                .ac_tgid = 4300,
+                .ac_btime64 = 1795000000,
         };
         TaskStats ts;
         struct nl_msg *msg;
@@ -173,6 +207,7 @@ static void test_v15_mid_struct_fields(void **state) {
         assert_int_equal(sizeof t, 560);
         msg = build_reply(&t, sizeof t, TASKSTATS_TYPE_AGGR_PID);
         assert_int_equal(parse_msg(msg, &ts), 0);
+        expect_same_as_tgid(&t, sizeof t, &ts);
         expect_common(&ts, 15);
         assert_int_equal(ts.delay_ns[TASK_DELAY_IRQ], 8000008);
         assert_int_equal(ts.present, TASK_DELAY_ALL);
@@ -192,6 +227,7 @@ static void test_v16_same_size_as_v15(void **state) {
         assert_int_equal(sizeof t, 560);
         msg = build_reply(&t, sizeof t, TASKSTATS_TYPE_AGGR_PID);
         assert_int_equal(parse_msg(msg, &ts), 0);
+        expect_same_as_tgid(&t, sizeof t, &ts);
         expect_common(&ts, 16);
         assert_int_equal(ts.delay_ns[TASK_DELAY_IRQ], 8000008);
         nlmsg_free(msg);
@@ -223,6 +259,7 @@ static void test_v17_and_unknown_newer(void **state) {
         t18.v17.v16.v13.version = 18;
         msg = build_reply(&t18, sizeof t18, TASKSTATS_TYPE_AGGR_PID);
         assert_int_equal(parse_msg(msg, &ts), 0);
+        expect_same_as_tgid(&t18, sizeof t18, &ts);
         expect_common(&ts, 18);
         nlmsg_free(msg);
 }
@@ -240,6 +277,7 @@ static void test_payload_edges(void **state) {
         assert_int_equal(ts.delay_ns[TASK_DELAY_CPU], 5);
         assert_string_equal(ts.comm, "");
         assert_int_equal(ts.tgid, 0);
+        assert_false(ts.has_cpu_run); /* at offset 64: past these 32 bytes */
 }
 
 static void test_error_and_malformed_replies(void **state) {
@@ -307,7 +345,9 @@ static void test_exit_record_with_group(void **state) {
 }
 
 static void test_cgroupstats_reply(void **state) {
-        struct cgroupstats cs = { .nr_sleeping = 5, .nr_running = 2, .nr_stopped = 1, .nr_uninterruptible = 3, .nr_io_wait = 1 };
+        struct cgroupstats cs = {
+                .nr_sleeping = 5, .nr_running = 2, .nr_stopped = 1, .nr_uninterruptible = 3, .nr_io_wait = 1
+        };
         struct nl_msg *msg = nlmsg_alloc();
         struct nlmsghdr *nlh;
         TaskStateCounts c;
@@ -335,16 +375,11 @@ static void test_delay_names(void **state) {
 
 int main(void) {
         const struct CMUnitTest tests[] = {
-                cmocka_unit_test(test_v13_system_header),
-                cmocka_unit_test(test_v14),
-                cmocka_unit_test(test_v15_mid_struct_fields),
-                cmocka_unit_test(test_v16_same_size_as_v15),
-                cmocka_unit_test(test_v17_and_unknown_newer),
-                cmocka_unit_test(test_payload_edges),
-                cmocka_unit_test(test_error_and_malformed_replies),
-                cmocka_unit_test(test_cgroupstats_reply),
-                cmocka_unit_test(test_exit_record_with_group),
-                cmocka_unit_test(test_delay_names),
+                cmocka_unit_test(test_v13_system_header),           cmocka_unit_test(test_v14),
+                cmocka_unit_test(test_v15_mid_struct_fields),       cmocka_unit_test(test_v16_same_size_as_v15),
+                cmocka_unit_test(test_v17_and_unknown_newer),       cmocka_unit_test(test_payload_edges),
+                cmocka_unit_test(test_error_and_malformed_replies), cmocka_unit_test(test_cgroupstats_reply),
+                cmocka_unit_test(test_exit_record_with_group),      cmocka_unit_test(test_delay_names),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,0 +1,185 @@
+/* SPDX-License-Identifier: MIT */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <fnmatch.h>
+#include <limits.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/inotify.h>
+#include <unistd.h>
+
+#include "agent/daemon.h"
+#include "base/array.h"
+#include "base/log.h"
+#include "base/macro.h"
+#include "base/fileio.h"
+
+/* inotify on a directory of the cgroup2 tree (relative path), once. */
+static void dir_watch(Agent *a, const char *path) {
+        _cleanup_free_ char *abs = NULL;
+        int wd;
+
+        if (!a->cgroup_watch || asprintf(&abs, "%s/%s", a->rt.sysroot->cgroup2_path, path) < 0)
+                return;
+        wd = dirwatch_add(a->cgroup_watch, abs,
+                          IN_CREATE | IN_DELETE | IN_MOVED_TO | IN_MOVED_FROM | IN_ONLYDIR | IN_DONT_FOLLOW);
+        if (wd < 0) {
+                if (wd == -ENOSPC && !a->inotify_full_warned) {
+                        log_warning("out of inotify watches (fs.inotify.max_user_watches): new cgroups under %s are "
+                                    "not noticed until the next reload",
+                                    abs);
+                        a->inotify_full_warned = true;
+                }
+                return;
+        }
+        for (size_t i = 0; i < a->n_dirs; i++)
+                if (a->dirs[i].wd == wd)
+                        return;
+        if (array_grow((void **) &a->dirs, &a->cap_dirs, a->n_dirs, 16, sizeof *a->dirs) < 0)
+                return;
+        a->dirs[a->n_dirs] = (WatchedDir) { .wd = wd, .path = strdup(path) };
+        if (a->dirs[a->n_dirs].path)
+                a->n_dirs++;
+}
+
+static bool has_glob(const char *s, size_t n) {
+        for (size_t i = 0; i < n; i++)
+                if (s[i] == '*' || s[i] == '?' || s[i] == '[')
+                        return true;
+        return false;
+}
+
+/* Walks the pattern's segments from dirfd (at path, depth segments in): arms a watch on every
+ * match, and puts inotify on every directory where a match may appear later. Returns how many
+ * cgroups match. */
+static unsigned discover_walk(Agent *a, const WatchConfig *cfg, const char *rest, int dirfd, const char *path) {
+        const char *seg, *slash;
+        size_t seg_len;
+        unsigned n = 0;
+
+        while (*rest == '/')
+                rest++;
+        if (!*rest) {
+                if (!watch_find(a, cfg, path))
+                        (void) watch_new(a, cfg, path);
+                return 1;
+        }
+        dir_watch(a, path);
+        seg = rest;
+        slash = strchrnul(seg, '/');
+        seg_len = (size_t) (slash - seg);
+        char pattern[256];
+        if (seg_len >= sizeof pattern)
+                return 0;
+        memcpy(pattern, seg, seg_len);
+        pattern[seg_len] = '\0';
+
+        if (!has_glob(pattern, seg_len)) {
+                _cleanup_free_ char *child_path = NULL;
+                int child = openat(dirfd, pattern, O_DIRECTORY | O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+                if (child < 0)
+                        return 0;
+                if (asprintf(&child_path, "%s%s%s", path, path[0] ? "/" : "", pattern) >= 0)
+                        n = discover_walk(a, cfg, slash, child, child_path);
+                safe_close(child);
+                return n;
+        }
+        int dup = openat(dirfd, ".", O_DIRECTORY | O_RDONLY | O_CLOEXEC);
+        DIR *d = dup >= 0 ? fdopendir(dup) : NULL;
+        struct dirent *de;
+
+        if (!d) {
+                safe_close(dup);
+                return 0;
+        }
+        while ((de = readdir(d))) {
+                _cleanup_free_ char *child_path = NULL;
+                int child;
+
+                if (de->d_type != DT_DIR || de->d_name[0] == '.' || fnmatch(pattern, de->d_name, FNM_PERIOD) != 0)
+                        continue;
+                child = openat(dirfd, de->d_name, O_DIRECTORY | O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+                if (child < 0)
+                        continue;
+                if (asprintf(&child_path, "%s%s%s", path, path[0] ? "/" : "", de->d_name) >= 0)
+                        n += discover_walk(a, cfg, slash, child, child_path);
+                safe_close(child);
+        }
+        closedir(d);
+        return n;
+}
+
+/* Arms whatever the config asks for and is not armed yet: node-wide watches, concrete cgroups that
+ * now exist, and every current match of a glob. */
+void discover(Agent *a) {
+        for (size_t i = 0; i < a->config->n_watches; i++) {
+                const WatchConfig *cfg = &a->config->watches[i];
+                unsigned n;
+
+                if (!cfg->cgroup) {
+                        if (!watch_find(a, cfg, NULL))
+                                (void) watch_new(a, cfg, NULL);
+                        continue;
+                }
+                if (a->rt.sysroot->cgroup2_fd < 0)
+                        continue;
+                n = discover_walk(a, cfg, cfg->cgroup, a->rt.sysroot->cgroup2_fd, "");
+                if (n == 0 && !a->missing_warned[i]) {
+                        if (has_glob(cfg->cgroup, strlen(cfg->cgroup)))
+                                log_info("no cgroup matches %s yet; matches are armed as they appear", cfg->cgroup);
+                        else
+                                log_warning("cgroup %s does not exist (yet); it is armed when it appears", cfg->cgroup);
+                        a->missing_warned[i] = true;
+                } else if (n > 0)
+                        a->missing_warned[i] = false;
+        }
+}
+
+void discovery_event(Dirwatch *d, const struct inotify_event *e, void *userdata) {
+        Agent *a = ASSERT_PTR(userdata);
+        const WatchedDir *dir = NULL;
+
+        if (!e) { /* the end of a burst: act once on what it said */
+                if (a->rediscover)
+                        discover(a);
+                if (a->rediscover || a->watches_changed)
+                        agent_metrics_update(a);
+                a->rediscover = a->watches_changed = false;
+                return;
+        }
+        if (e->mask & IN_Q_OVERFLOW) {
+                a->rediscover = true;
+                return;
+        }
+        for (size_t i = 0; i < a->n_dirs; i++)
+                if (a->dirs[i].wd == e->wd)
+                        dir = &a->dirs[i];
+        if (!dir)
+                return;
+        if (e->mask & IN_IGNORED) { /* the directory itself is gone */
+                size_t i = (size_t) (dir - a->dirs);
+                free(a->dirs[i].path);
+                a->dirs[i] = a->dirs[--a->n_dirs];
+                return;
+        }
+        if (!(e->mask & IN_ISDIR) || e->len == 0)
+                return;
+        if (e->mask & (IN_CREATE | IN_MOVED_TO))
+                a->rediscover = true;
+        if (e->mask & (IN_DELETE | IN_MOVED_FROM)) {
+                _cleanup_free_ char *gone = NULL;
+                if (asprintf(&gone, "%s%s%s", dir->path, dir->path[0] ? "/" : "", e->name) < 0)
+                        return;
+                for (size_t i = 0; i < a->n_watches;) {
+                        Watch *w = a->watches[i];
+                        if (w->path && strcmp(w->path, gone) == 0) {
+                                log_info("cgroup %s was removed: its triggers are closed", w->name);
+                                a->cgroups_gone++;
+                                watch_remove(a, w); /* swaps the last watch into i */
+                                a->watches_changed = true;
+                        } else
+                                i++;
+                }
+        }
+}

@@ -1,0 +1,351 @@
+/* SPDX-License-Identifier: MIT */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "agent/daemon.h"
+#include "base/log.h"
+#include "base/macro.h"
+#include "probes/procfs.h"
+#include "probes/system.h"
+
+/* ---- OOM kills ----------------------------------------------------------------------------- */
+
+#define OOM_RELATED_MAX 64
+
+/* One oom incident: the kill, where it is written, and the sample of its cgroup taken after it. */
+struct OomIncident {
+        Agent *agent;
+        OomIncident *next;
+        Sampler sampler;
+        OomKill kill;
+        bool has_kill;      /* false: counted from a kill counter, the victim unknown */
+        const char *source; /* "kmsg", "memory.events" or "memory.oom_control" */
+        uint64_t kills;
+        char *victim_cgroup; /* "a/b" as our watches name it; NULL unknown */
+        char *cgroup;        /* the cgroup measured; NULL node-wide */
+        int cgroup_fd;
+        unsigned top;
+        OutputSink **sinks; /* distinct outputs of the watches that cover the kill (of a->n_sinks) */
+        size_t n_sinks;
+        char related[OOM_RELATED_MAX][HISTORY_ID_MAX];
+        size_t n_related;
+        bool has_victim_delay;
+        uint64_t victim_delay_ns[_TASK_DELAY_MAX];
+        uint32_t victim_present;
+        const char *victim_delay_source;
+};
+
+static void oom_incident_free(OomIncident *o) {
+        Agent *a;
+
+        if (!o)
+                return;
+        a = o->agent;
+        for (OomIncident **p = &a->ooms; *p; p = &(*p)->next)
+                if (*p == o) {
+                        *p = o->next;
+                        break;
+                }
+        if (o->sampler.running)
+                a->oom_sampling--;
+        sampler_free(&o->sampler);
+        safe_close(o->cgroup_fd);
+        free(o->sinks);
+        free(o->victim_cgroup);
+        free(o->cgroup);
+        free(o);
+}
+
+/* The watches that cover a kill in cgroup (NULL: unknown, only node-wide and root watches). */
+static bool watch_covers(const Watch *w, const char *cgroup) {
+        return history_covers(w->path, cgroup);
+}
+
+/* Where the kill's final delays come from: an exit record any running or just finished sample
+ * heard (the best: the victim's last counters), else what taskstats said right after the kill. */
+static void oom_victim_delays(OomIncident *o) {
+        Agent *a = o->agent;
+        pid_t pid = o->kill.pid;
+        bool heard;
+
+        if (!o->has_kill || pid <= 0)
+                return;
+        /* sampler_exit_delays writes only when it heard the exit: the first that did wins. */
+        heard = sampler_exit_delays(&o->sampler, pid, o->victim_delay_ns, &o->victim_present);
+        for (size_t i = 0; !heard && i < a->n_watches; i++)
+                heard = sampler_exit_delays(&a->watches[i]->sampler, pid, o->victim_delay_ns, &o->victim_present);
+        for (OomIncident *p = a->ooms; !heard && p; p = p->next)
+                heard = p != o && sampler_exit_delays(&p->sampler, pid, o->victim_delay_ns, &o->victim_present);
+        if (heard) {
+                o->has_victim_delay = true;
+                o->victim_delay_source = "exit_record";
+        }
+}
+
+typedef enum OomBasis {
+        OOM_BASIS_DELTA,    /* A and B around the window */
+        OOM_BASIS_LIFETIME, /* A alone (a window of 0, or B failed) */
+        OOM_BASIS_NONE,     /* pressure only */
+} OomBasis;
+
+static void oom_write(OomIncident *o, OomBasis basis) {
+        Agent *a = o->agent;
+        Sampler *s = &o->sampler;
+        _cleanup_free_ char *line = NULL;
+        const char *related[OOM_RELATED_MAX];
+        char id[HISTORY_ID_MAX];
+        size_t len;
+        int r;
+
+        bool lifetime = basis != OOM_BASIS_DELTA;
+        /* An exit record heard since the kill beats the taskstats reading taken at it, which is
+         * kept otherwise. */
+        if (!o->has_victim_delay || strcmp(o->victim_delay_source, "exit_record") != 0)
+                oom_victim_delays(o);
+        for (size_t i = 0; i < o->n_related; i++)
+                related[i] = o->related[i];
+        OomReport rep = {
+                .source = o->source,
+                .kill = o->has_kill ? &o->kill : NULL,
+                .kills = o->kills,
+                .cgroup = o->cgroup,
+                .victim_cgroup = o->victim_cgroup,
+                .has_victim_delay = o->has_victim_delay,
+                .victim_present = o->victim_present,
+                .victim_delay_source = o->victim_delay_source,
+                .related = related,
+                .n_related = o->n_related,
+        };
+        memcpy(rep.victim_delay_ns, o->victim_delay_ns, sizeof rep.victim_delay_ns);
+
+        r = report_compose(
+                &(Report) {
+                        .sysroot = a->rt.sysroot,
+                        .host = &a->rt.host,
+                        .type = "oom",
+                        .wakeup_real_us = s->wakeup_real_us,
+                        .delayacct = runtime_delayacct(&a->rt),
+                        .resource = PSI_RESOURCE_MEMORY,
+                        .has_stall = true,
+                        .stall = PSI_STALL_SOME,
+                        .top = o->top,
+                        .a = lifetime ? NULL : &s->a,
+                        .b = lifetime ? &s->a : &s->b,
+                        .unmeasured = basis == OOM_BASIS_NONE,
+                        .ranking = &s->ranking,
+                        .hot = basis == OOM_BASIS_NONE ? NULL : &s->hot,
+                        .scope_cgroup = o->cgroup,
+                        .procs = a->procs,
+                        .oom = &rep,
+                },
+                ++a->seq, id, sizeof id, &line, &len);
+        if (r < 0) {
+                log_error_errno(r, "cannot build the oom incident of pid %d", (int) o->kill.pid);
+                return;
+        }
+        for (size_t i = 0; i < o->n_sinks; i++)
+                (void) output_write(o->sinks[i], line, len);
+        a->oom_kills += o->kills;
+        agent_metrics_update(a);
+        if (o->has_kill)
+                log_info("oom kill of pid %d (%.*s) in /%s: incident %s, %zu related", (int) o->kill.pid,
+                         (int) o->kill.comm_len, o->kill.comm, o->victim_cgroup ? o->victim_cgroup : "?", id,
+                         o->n_related);
+        else
+                log_info("%llu oom kill%s counted in /%s (%s): incident %s, %zu related", (unsigned long long) o->kills,
+                         o->kills == 1 ? "" : "s", o->victim_cgroup ? o->victim_cgroup : "?", o->source, id,
+                         o->n_related);
+}
+
+static void oom_sample_done(Sampler *s, int r) {
+        OomIncident *o = ASSERT_PTR(s->userdata);
+
+        o->agent->oom_sampling--;
+        if (r < 0 && r != -ENOMEM)
+                log_debug_errno(r, "the cgroup of an oom kill could not be measured after its window; "
+                                   "reporting the first snapshot");
+        oom_write(o, (r >= 0 || r == -ENOMEM) && s->sample_ms > 0 ? OOM_BASIS_DELTA : OOM_BASIS_LIFETIME);
+        oom_incident_free(o);
+}
+
+/* The victim's delays right after the kill: an exit record some sample already heard, else
+ * what taskstats says now (the victim is dying or a zombie; gone: nothing). */
+static void oom_query_victim(OomIncident *o) {
+        TaskStats ts;
+
+        if (!o->has_kill)
+                return;
+        oom_victim_delays(o);
+        if (o->has_victim_delay || !o->agent->rt.taskstats)
+                return;
+        if (taskstats_get_tid(o->agent->rt.taskstats, o->kill.pid, &ts) >= 0 && ts.pid == o->kill.pid) {
+                o->has_victim_delay = true;
+                o->victim_delay_source = "taskstats";
+                o->victim_present = ts.present;
+                memcpy(o->victim_delay_ns, ts.delay_ns, sizeof o->victim_delay_ns);
+        }
+}
+
+/* Opens the cgroup to measure: the victim's own, or the nearest ancestor there is, up to (and
+ * including) the deepest watch that covers it. */
+static int oom_open_cgroup(OomIncident *o, const Watch *deepest) {
+        Agent *a = o->agent;
+        _cleanup_free_ char *p = NULL;
+        size_t floor = deepest->path ? strlen(deepest->path) : 0;
+        int r;
+
+        if (!o->victim_cgroup)
+                return deepest->path ? -ENOENT : 0;
+        p = strdup(o->victim_cgroup);
+        if (!p)
+                return -ENOMEM;
+        for (;;) {
+                size_t n = strlen(p);
+                if (n < floor || (n == 0 && !deepest->path))
+                        return deepest->path ? -ENOENT : 0; /* node-wide */
+                /* Out of the reserve (fd_budget_reserve()), as a watch's sample. */
+                r = sysroot_open_cgroup(a->rt.sysroot, p, &o->cgroup_fd);
+                if (r >= 0) {
+                        o->cgroup = TAKE_PTR(p);
+                        return 0;
+                }
+                if (n == 0)
+                        return r;
+                char *slash = strrchr(p, '/');
+                if (slash)
+                        *slash = '\0';
+                else
+                        p[0] = '\0';
+        }
+}
+
+/* A kill (from kmsg, or counted: kill NULL) in victim_cgroup ("a/b"; NULL unknown). */
+void agent_oom(Agent *a, const OomKill *kill, const char *victim_cgroup, const char *source, uint64_t kills) {
+        OomIncident *o;
+        const Watch *deepest = NULL;
+        const char *related[OOM_RELATED_MAX];
+        int r;
+
+        for (size_t i = 0; i < a->n_watches; i++) {
+                const Watch *w = a->watches[i];
+                if (!watch_covers(w, victim_cgroup))
+                        continue;
+                if (!deepest || (w->path && (!deepest->path || strlen(w->path) > strlen(deepest->path))))
+                        deepest = w;
+        }
+        if (!deepest) {
+                log_debug("an oom kill in %s%s: not watched", victim_cgroup ? "/" : "",
+                          victim_cgroup ? victim_cgroup : "an unknown cgroup");
+                return;
+        }
+        o = calloc(1, sizeof *o);
+        if (!o) {
+                log_error("out of memory: an oom kill is not reported");
+                return;
+        }
+        o->agent = a;
+        o->cgroup_fd = -EBADF;
+        o->source = source;
+        o->kills = kills;
+        o->top = deepest->cfg->top;
+        o->has_kill = kill != NULL;
+        if (kill)
+                o->kill = *kill;
+        o->sinks = calloc(MAX(a->n_sinks, (size_t) 1), sizeof *o->sinks);
+        if (!o->sinks || (victim_cgroup && !(o->victim_cgroup = strdup(victim_cgroup)))) {
+                log_error("out of memory: an oom kill is not reported");
+                free(o->sinks);
+                free(o);
+                return;
+        }
+        o->next = a->ooms;
+        a->ooms = o;
+        sampler_init(&o->sampler, a->loop, runtime_exit_cpus(&a->rt), oom_sample_done, o);
+
+        for (size_t i = 0; i < a->n_watches; i++) {
+                const Watch *w = a->watches[i];
+                bool have = false;
+                if (!watch_covers(w, victim_cgroup))
+                        continue;
+                for (size_t k = 0; k < o->n_sinks; k++)
+                        have = have || o->sinks[k] == w->sink;
+                if (!have)
+                        o->sinks[o->n_sinks++] = w->sink; /* one of a->sinks: room for all */
+        }
+        o->n_related = history_related(&a->history, victim_cgroup, now_usec(CLOCK_MONOTONIC), related, OOM_RELATED_MAX);
+        for (size_t i = 0; i < o->n_related; i++)
+                snprintf(o->related[i], sizeof o->related[i], "%s", related[i]);
+
+        r = oom_open_cgroup(o, deepest);
+        SampleScope scope = {
+                .sysroot = a->rt.sysroot,
+                .taskstats = a->rt.taskstats,
+                .cgroup_fd = o->cgroup_fd,
+                .exclude_tgid = getpid(),
+                .walk_cgroups = true,
+                .cgroups_resource = PSI_RESOURCE_MEMORY,
+        };
+        if (r >= 0 && a->oom_sampling < OOM_SAMPLING_MAX) {
+                uint64_t ms = deepest->cfg->sample_ms;
+                /* With no window, o is written and freed inside sampler_start: ask now. */
+                if (ms == 0)
+                        oom_query_victim(o);
+                a->oom_sampling++;
+                r = sampler_start(&o->sampler, &scope, ms);
+                if (r >= 0) {
+                        if (ms > 0) {
+                                /* After the sample's exit listener is registered: if the victim
+                                 * exits from here on, its exit record is heard and preferred. */
+                                oom_query_victim(o);
+                                log_debug("sampling /%s after an oom kill for %llu ms",
+                                          o->cgroup ? o->cgroup : "(node)", (unsigned long long) ms);
+                        }
+                        return; /* oom_sample_done writes it (and frees o) */
+                }
+                a->oom_sampling--;
+        }
+        if (r < 0 && !cgroup_is_gone(r))
+                log_debug_errno(r, "cannot measure the cgroup of an oom kill");
+        oom_query_victim(o);
+        /* Not measured: the pressure of what could be opened, written now. */
+        o->sampler.wakeup_real_us = now_usec(CLOCK_REALTIME);
+        o->sampler.a.mono_us = now_usec(CLOCK_MONOTONIC);
+        o->sampler.a.real_us = o->sampler.wakeup_real_us;
+        snapshot_read_pressure(&o->sampler.a, &scope);
+        oom_write(o, OOM_BASIS_NONE);
+        oom_incident_free(o);
+}
+
+/* The victim's cgroup as our watches name it ("a/b"): from /proc/<pid>/cgroup while the dying
+ * process is still there (on a hybrid host that is the cgroup2 path; the kernel's task_memcg is the
+ * cgroup-v1 memcg's), else the kernel's task_memcg. NULL when neither says. */
+char *oom_victim_cgroup(Agent *a, const OomKill *k) {
+        char buf[OOM_CGROUP_MAX];
+        const char *p = NULL;
+
+        if (k->pid > 0 && proc_read_cgroup(a->rt.sysroot->proc_fd, k->pid, buf, sizeof buf) >= 0)
+                p = buf;
+        else if (k->has_header && k->task_memcg[0])
+                p = k->task_memcg;
+        if (!p)
+                return NULL;
+        while (*p == '/')
+                p++;
+        return strdup(p);
+}
+
+void oom_flush(Agent *a) {
+        /* A kill is never dropped at exit: one still in its sample is written with what snapshot A
+         * saw (lifetime totals, labelled so). */
+        while (a->ooms) {
+                OomIncident *o = a->ooms;
+                if (o->sampler.running) {
+                        sampler_cancel(&o->sampler);
+                        a->oom_sampling--;
+                        oom_write(o, OOM_BASIS_LIFETIME);
+                }
+                oom_incident_free(o);
+        }
+}

@@ -1,0 +1,416 @@
+/* SPDX-License-Identifier: MIT */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <unistd.h>
+
+#include "agent/daemon.h"
+#include "base/array.h"
+#include "base/log.h"
+#include "base/macro.h"
+#include "probes/procfs.h"
+#include "probes/system.h"
+
+static SampleScope watch_scope(const Watch *w, int cgroup_fd) {
+        return (SampleScope) {
+                .sysroot = w->agent->rt.sysroot,
+                .taskstats = w->agent->rt.taskstats,
+                .cgroup_fd = cgroup_fd,
+                .exclude_tgid = getpid(),
+        };
+}
+
+/* Out of the set first (no event may name it once it is freed), then to the closer: the close
+ * waits for an RCU grace period, which the loop must not (kernel-facts.md: trigger-close). */
+void trigger_free(Agent *a, Trigger *t) {
+        if (!t)
+                return;
+        (void) psi_set_remove(a->psi, t->handle);
+        closer_push(a->closer, t->fd);
+        a->armed--;
+        fd_budget_give(&a->fds, 1);
+        free(t);
+}
+
+static void watch_close_sample_fd(Watch *w) {
+        w->sample_fd = safe_close(w->sample_fd);
+}
+
+void watch_drop_sample(Watch *w, const char *why) {
+        if (!w->timing.sampling)
+                return;
+        sampler_cancel(&w->sampler);
+        watch_close_sample_fd(w);
+        w->timing.sampling = false;
+        w->agent->sampling--;
+        log_info("dropped the sample in flight for %s (%s)", w->name, why);
+}
+
+/* Disarms and frees a watch, and takes it out of the agent's list. */
+void watch_remove(Agent *a, Watch *w) {
+        for (size_t i = 0; i < a->n_watches; i++)
+                if (a->watches[i] == w) {
+                        a->watches[i] = a->watches[--a->n_watches];
+                        break;
+                }
+        watch_drop_sample(w, "its cgroup is no longer watched");
+        watch_counter_close(a, w);
+        for (size_t j = 0; j < w->n_triggers; j++)
+                trigger_free(a, w->triggers[j]);
+        free(w->triggers);
+        sampler_free(&w->sampler);
+        free(w->path);
+        free(w->name);
+        free(w);
+}
+
+static void watch_finish_sample(Sampler *s, int r) {
+        Watch *w = ASSERT_PTR(s->userdata);
+        Agent *a = w->agent;
+        Trigger *t = w->fired;
+        _cleanup_free_ char *line = NULL;
+        char id[HISTORY_ID_MAX];
+        size_t len;
+
+        bool lifetime = s->sample_ms == 0;
+        w->timing.sampling = false;
+        a->sampling--;
+        watch_close_sample_fd(w);
+        if (cgroup_is_gone(r)) {
+                log_info("cgroup %s disappeared during its sample; no incident", w->name);
+                return;
+        }
+        if (r == -ENOMEM)
+                log_warning("out of memory: the exits of this sample of %s are not counted", w->name);
+        else if (r < 0) {
+                log_error_errno(r, "cannot take the second snapshot of %s", w->name);
+                return;
+        }
+        if (s->a.errors + s->b.errors > 0)
+                log_debug_errno(s->a.errors ? s->a.first_error : s->b.first_error,
+                                "%u threads of %s could not be measured", s->a.errors + s->b.errors, w->name);
+
+        r = report_compose(
+                &(Report) {
+                        .sysroot = a->rt.sysroot,
+                        .host = &a->rt.host,
+                        .type = "pressure",
+                        .wakeup_real_us = s->wakeup_real_us,
+                        .delayacct = runtime_delayacct(&a->rt),
+                        .has_trigger = true,
+                        .trigger_cgroup = w->path,
+                        .trigger = t->effective,
+                        .trigger_spec = t->cfg->text,
+                        .resource = t->effective.resource,
+                        .has_stall = true,
+                        .stall = t->effective.stall,
+                        .top = w->cfg->top,
+                        .a = lifetime ? NULL : &s->a,
+                        .b = lifetime ? &s->a : &s->b,
+                        .ranking = &s->ranking,
+                        .hot = &s->hot,
+                        .scope_cgroup = w->path,
+                        .procs = a->procs,
+                        .has_suppressed = true,
+                        .suppressed = a->rate.suppressed_since_incident,
+                },
+                ++a->seq, id, sizeof id, &line, &len);
+        if (r < 0) {
+                log_error_errno(r, "cannot build the incident for %s", w->name);
+                return;
+        }
+        (void) output_write(w->sink, line, len); /* counts and reports failures itself */
+        if (history_add(&a->history, w->path, id, now_usec(CLOCK_MONOTONIC)) < 0)
+                log_warning("out of memory: incident %s will not be linked to a later oom kill", id);
+        a->rate.suppressed_since_incident = 0;
+        a->samples++;
+        a->sample_thread_errors += lifetime ? s->a.errors : s->a.errors + s->b.errors;
+        agent_metrics_update(a);
+        usec_t done = now_usec(CLOCK_MONOTONIC);
+        /* The agent's own time for this incident, the sample window left out (benchmarks read it). */
+        log_debug("incident %s for %s: %u threads, agent time %llu us (snapshot A %llu, B %llu, report and write %llu)",
+                  id, w->name, s->a.listed, (unsigned long long) (s->a_cost_us + done - s->b_start_us),
+                  (unsigned long long) s->a_cost_us, (unsigned long long) (s->b_end_us - s->b_start_us),
+                  (unsigned long long) (done - s->b_end_us));
+        w->timing.has_incident = true;
+        w->timing.last_incident_mono_us = now_usec(CLOCK_MONOTONIC);
+}
+
+/* The cgroup's directory, opened now: between samples a watch holds no descriptor but its
+ * triggers'. -1 for a node-wide watch. It comes out of the reserve (fd_budget_reserve()), not the
+ * triggers' budget, so a node whose triggers took every descriptor can still sample. */
+int watch_open_cgroup(Watch *w, int *ret_fd) {
+        *ret_fd = -EBADF;
+        if (!w->path)
+                return 0;
+        return sysroot_open_cgroup(w->agent->rt.sysroot, w->path, ret_fd);
+}
+
+static void watch_start_sample(Watch *w, Trigger *t) {
+        SampleScope scope;
+        int r;
+
+        w->fired = t;
+        w->timing.sampling = true;
+        w->agent->sampling++;
+        r = watch_open_cgroup(w, &w->sample_fd);
+        if (r >= 0) {
+                scope = watch_scope(w, w->sample_fd);
+                /* The fired resource's totals of every descendant cgroup, for the hottest cgroups. */
+                scope.walk_cgroups = true;
+                scope.cgroups_resource = t->effective.resource;
+                r = sampler_start(&w->sampler, &scope, w->cfg->sample_ms);
+        }
+        if (r < 0) {
+                watch_close_sample_fd(w);
+                w->timing.sampling = false;
+                w->agent->sampling--;
+                if (cgroup_is_gone(r))
+                        log_info("cgroup %s disappeared as its trigger fired; no incident", w->name);
+                else
+                        log_error_errno(r, "cannot take a snapshot of %s", w->name);
+                return;
+        }
+        if (w->timing.sampling)
+                log_debug("trigger \"%s\" on %s fired: sampling %u threads for %llu ms", t->cfg->text, w->name,
+                          (unsigned) w->sampler.a.n, (unsigned long long) w->cfg->sample_ms);
+}
+
+static void trigger_event(Trigger *t, bool gone) {
+        Watch *w = t->watch;
+        Agent *a = w->agent;
+        PressureStats ps;
+        WakeupVerdict verdict;
+        uint64_t total;
+        int r;
+
+        if (gone) {
+                /* Never treat ERR as a firing: it stays set, and would loop. The cgroup is gone:
+                 * disarm the whole watch; if the cgroup comes back, discovery arms it again. */
+                log_info("cgroup %s was removed: its triggers are closed", w->name);
+                a->cgroups_gone++;
+                watch_remove(a, w);
+                if (a->armed == 0)
+                        log_warning("no trigger is armed any more; psidiag keeps running until stopped");
+                agent_metrics_update(a);
+                return;
+        }
+
+        /* The spurious first event of an unprivileged trigger, and any wakeup without new stall
+         * time, shows no growth of the fired line's total=. */
+        r = pressure_read_fd(t->fd, &ps);
+        if (r < 0 || !ps.has[t->effective.stall]) {
+                log_debug_errno(r, "cannot read %s pressure of %s", psi_resource_to_string(t->effective.resource),
+                                w->name);
+                return;
+        }
+        total = ps.line[t->effective.stall].total_us;
+        verdict = wakeup_decide(&t->total, &w->timing, total, now_usec(CLOCK_MONOTONIC));
+        /* The global limits come after the watch's own: a wakeup its cooldown ignores is not an
+         * incident the rate limit has to count. */
+        if (verdict == WAKEUP_SAMPLE && a->sampling >= a->config->max_concurrent_samples) {
+                verdict = WAKEUP_CAPACITY;
+                a->rate.suppressed_since_incident++;
+        } else if (verdict == WAKEUP_SAMPLE && !rate_limit_admit(&a->rate, now_usec(CLOCK_MONOTONIC))) {
+                usec_t now = now_usec(CLOCK_MONOTONIC);
+                verdict = WAKEUP_RATE_LIMIT;
+                /* Once a minute at most: the metrics and the next incident carry the counts. */
+                if (log_ratelimit_pass(&a->rate_warned, now))
+                        log_warning("more than %u incidents in a minute (max_incidents_per_minute): dropping and "
+                                    "counting the next ones",
+                                    a->config->max_incidents_per_minute);
+        }
+        a->wakeups[verdict]++;
+        if (verdict != WAKEUP_SAMPLE) {
+                agent_metrics_update(a);
+                log_debug("trigger \"%s\" on %s %s; ignored", t->cfg->text, w->name, wakeup_verdict_to_string(verdict));
+                return;
+        }
+        watch_start_sample(w, t);
+}
+
+/* Events are taken one at a time: handling one can free other triggers (a removed cgroup takes
+ * its watch's triggers with it), and the set drops their events only when they are still queued.
+ * A burst is handled in slices so that the loop's other watchers are not kept waiting. */
+#define TRIGGER_EVENTS_PER_WAKEUP 256
+
+void on_trigger_set(struct ev_loop *loop, ev_io *io, int revents) {
+        Agent *a = ASSERT_PTR(io->data);
+        PsiEvent ev;
+
+        for (unsigned i = 0; i < TRIGGER_EVENTS_PER_WAKEUP && psi_set_take(a->psi, &ev, 1) == 1; i++)
+                trigger_event(ASSERT_PTR(ev.userdata), ev.gone);
+        int r = psi_set_error(a->psi);
+        if (r < 0 && !a->psi_error_logged) {
+                a->psi_error_logged = true;
+                if (r == -ENOMEM)
+                        log_error("out of memory: a trigger's event was lost, and that trigger stays silent");
+                else
+                        log_error_errno(r, "waiting for triggers failed: no trigger reports any more");
+        }
+}
+
+static int agent_get_sink(Agent *a, const char *path, OutputSink **ret, char *why, size_t why_size) {
+        int r;
+
+        for (size_t i = 0; i < a->n_sinks; i++)
+                if (strcmp(a->sinks[i]->path, path) == 0) {
+                        *ret = a->sinks[i];
+                        return 0;
+                }
+        if (array_grow((void **) &a->sinks, &a->cap_sinks, a->n_sinks, 4, sizeof *a->sinks) < 0)
+                return -ENOMEM;
+        r = output_open(path, &a->sinks[a->n_sinks], why, why_size);
+        if (r < 0)
+                return r;
+        *ret = a->sinks[a->n_sinks++];
+        return 0;
+}
+
+/* Arms one trigger of w; cgroup_fd is w's cgroup directory (-1 for a node-wide watch). Returns the
+ * trigger, or NULL when it could not be armed (logged). */
+Trigger *trigger_arm(Agent *a, Watch *w, int cgroup_fd, const WatchTrigger *cfg) {
+        bool cgroup = w->path != NULL;
+        int dirfd = cgroup ? cgroup_fd : a->rt.sysroot->pressure_fd;
+        const char *file = pressure_file_name(cfg->spec.resource, cgroup);
+        Trigger *t;
+        PressureStats ps;
+        int r;
+
+        if (dirfd < 0)
+                return NULL;
+        t = calloc(1, sizeof *t);
+        if (!t) {
+                log_error("out of memory");
+                return NULL;
+        }
+        *t = (Trigger) { .watch = w, .cfg = cfg, .fd = -EBADF, .handle = -1 };
+        if (psi_trigger_spec_effective(&cfg->spec, a->rt.privileged, &t->effective) > 0 && !a->started) {
+                char buf[96];
+                log_warning("trigger \"%s\" on %s: without CAP_SYS_RESOURCE the kernel accepts only windows "
+                            "that are multiples of 2s; armed as \"%s\"",
+                            cfg->text, w->name, psi_trigger_spec_format(&t->effective, buf, sizeof buf));
+        }
+        r = fd_budget_take(&a->fds, 1);
+        if (r >= 0) {
+                r = psi_trigger_open(dirfd, file, &t->effective, &t->fd);
+                if (r < 0)
+                        fd_budget_give(&a->fds, 1);
+        }
+        if (r < 0) {
+                if (!fd_budget_starved(&a->fds, r, 1)) {
+                        if (r == -EOPNOTSUPP)
+                                log_error("cannot arm \"%s\" on %s: PSI is disabled for it (psi=0, or "
+                                          "cgroup.pressure=0)",
+                                          cfg->text, w->name);
+                        else if (cgroup_is_gone(r))
+                                log_debug("cannot arm \"%s\" on %s: the cgroup is going away", cfg->text, w->name);
+                        else
+                                log_error_errno(r, "cannot arm \"%s\" on %s (%s)", cfg->text, w->name, file);
+                }
+                free(t);
+                return NULL;
+        }
+        if (pressure_read_fd(t->fd, &ps) >= 0 && ps.has[t->effective.stall])
+                t->total = (TriggerTotal) { .known = true, .total_us = ps.line[t->effective.stall].total_us };
+        t->handle = psi_set_add(a->psi, t->fd, EPOLLPRI, t);
+        if (t->handle < 0) {
+                log_error_errno((int) t->handle, "cannot watch the trigger fd of \"%s\" on %s", cfg->text, w->name);
+                closer_push(a->closer, t->fd);
+                fd_budget_give(&a->fds, 1);
+                free(t);
+                return NULL;
+        }
+        a->armed++;
+        log_debug("armed \"%s\" on %s", cfg->text, w->name);
+        return t;
+}
+
+int watch_set_config(Agent *a, Watch *w, const WatchConfig *cfg) {
+        char why[160] = "out of memory";
+        OutputSink *sink;
+        int r = agent_get_sink(a, cfg->output, &sink, why, sizeof why);
+
+        if (r < 0) {
+                log_error_errno(r, "cannot open output %s: %s", cfg->output, why);
+                return r;
+        }
+        w->cfg = cfg;
+        w->sink = sink;
+        w->timing.cooldown_us = cfg->cooldown_ms * USEC_PER_MSEC;
+        return 0;
+}
+
+/* A watch of cfg on path (NULL: node-wide), armed. NULL when the cgroup could not be opened or no
+ * trigger could be armed (logged). */
+Watch *watch_new(Agent *a, const WatchConfig *cfg, const char *path) {
+        Watch *w = calloc(1, sizeof *w);
+        unsigned armed_before = a->armed;
+        int r;
+
+        if (w && array_grow((void **) &a->watches, &a->cap_watches, a->n_watches, 16, sizeof *a->watches) < 0)
+                w = mfree(w);
+        if (!w) {
+                log_error("out of memory");
+                return NULL;
+        }
+        w->agent = a;
+        w->sample_fd = -EBADF;
+        w->oomc_fd = w->oomc_event_fd = w->oomc_wd = -EBADF;
+        w->path = path ? strdup(path) : NULL;
+        if (asprintf(&w->name, "%s", path ? (path[0] ? path : "/") : "node") < 0)
+                w->name = NULL;
+        w->triggers = calloc(cfg->n_triggers, sizeof *w->triggers);
+        sampler_init(&w->sampler, a->loop, runtime_exit_cpus(&a->rt), watch_finish_sample, w);
+        a->watches[a->n_watches++] = w;
+        if ((path && !w->path) || !w->name || !w->triggers) {
+                log_error("out of memory");
+                watch_remove(a, w);
+                return NULL;
+        }
+        if (watch_set_config(a, w, cfg) < 0) {
+                watch_remove(a, w);
+                return NULL;
+        }
+        /* The cgroup's directory only while arming: afterwards the watch holds its triggers' fds
+         * alone, and a sample opens the directory again. */
+        int cgroup_fd;
+        r = watch_open_cgroup(w, &cgroup_fd);
+        if (r < 0) {
+                if (!fd_budget_starved(&a->fds, r, cfg->n_triggers) && !cgroup_is_gone(r))
+                        log_warning_errno(r, "cannot open cgroup %s under %s", w->name,
+                                          a->rt.sysroot->cgroup2_path ? a->rt.sysroot->cgroup2_path : "(no cgroup2)");
+                watch_remove(a, w);
+                return NULL;
+        }
+        for (size_t i = 0; i < cfg->n_triggers; i++) {
+                Trigger *t = trigger_arm(a, w, cgroup_fd, &cfg->triggers[i]);
+                if (t)
+                        w->triggers[w->n_triggers++] = t;
+        }
+        if (w->n_triggers == 0) {
+                cgroup_fd = safe_close(cgroup_fd);
+                watch_remove(a, w);
+                return NULL;
+        }
+        SampleScope scope = watch_scope(w, cgroup_fd);
+        size_t n;
+        if (sampler_preallocate(&w->sampler, &scope, &n) < 0)
+                log_warning("cannot allocate sample buffers for %s ahead of time (%zu threads)", w->name, n);
+        cgroup_fd = safe_close(cgroup_fd);
+        watch_counter_open(a, w);
+        if (a->started)
+                log_info("armed %u trigger%s on %s", a->armed - armed_before, a->armed - armed_before == 1 ? "" : "s",
+                         w->name);
+        return w;
+}
+
+Watch *watch_find(Agent *a, const WatchConfig *cfg, const char *path) {
+        for (size_t i = 0; i < a->n_watches; i++) {
+                Watch *w = a->watches[i];
+                if (w->cfg == cfg && (path ? w->path && strcmp(w->path, path) == 0 : !w->path))
+                        return w;
+        }
+        return NULL;
+}

@@ -1,0 +1,23 @@
+/* SPDX-License-Identifier: MIT */
+/* Bounded reads of small kernel files relative to a directory fd, so a sysroot (or a test fixture)
+ * stands in for / . Never allocates, never logs. */
+#pragma once
+
+#include <stddef.h>
+#include <sys/types.h>
+
+/* Reads at most size-1 bytes of dirfd/path into buf and NUL-terminates it. Returns the number of
+ * bytes read (truncated silently at size-1; callers that must see the whole file compare with
+ * size-1), or -errno: ENOENT/ESRCH when the file or task is gone. */
+ssize_t read_file_at(int dirfd, const char *path, char *buf, size_t size);
+
+/* The same from an open fd, from its current offset. */
+ssize_t read_fd_full(int fd, char *buf, size_t size);
+
+/* Writes all of buf[0..len) to fd, continuing short writes and EINTR. Returns 0, or -errno (-EIO
+ * when write returns 0); *ret_done (may be NULL) says how much got in either way. */
+int write_all_fd(int fd, const void *buf, size_t len, size_t *ret_done);
+
+/* Writes the string s (without its NUL) to dirfd/path in one write(2). 0, or -errno (-EIO on a
+ * short write). */
+int write_string_at(int dirfd, const char *path, const char *s);

@@ -1,0 +1,60 @@
+/* SPDX-License-Identifier: MIT */
+#include <errno.h>
+#include <string.h>
+
+#include "base/parse.h"
+
+int parse_u64_prefix(const char *s, const char *end, uint64_t *ret, const char **ret_rest) {
+        uint64_t v = 0;
+        const char *p = s;
+
+        if (p >= end || *p < '0' || *p > '9')
+                return -EINVAL;
+        for (; p < end && *p >= '0' && *p <= '9'; p++) {
+                uint64_t d = (uint64_t) (*p - '0');
+
+                if (v > (UINT64_MAX - d) / 10)
+                        return -ERANGE;
+                v = v * 10 + d;
+        }
+        *ret = v;
+        if (ret_rest)
+                *ret_rest = p;
+        return 0;
+}
+
+int parse_u64_exact(const char *s, size_t len, uint64_t *ret) {
+        const char *rest;
+        uint64_t v;
+        int r;
+
+        r = parse_u64_prefix(s, s + len, &v, &rest);
+        if (r < 0)
+                return r;
+        if (rest != s + len)
+                return -EINVAL;
+        *ret = v;
+        return 0;
+}
+
+int parse_uint64(const char *s, uint64_t *ret) {
+        return s ? parse_u64_exact(s, strlen(s), ret) : -EINVAL;
+}
+
+int line_find(const char *buf, size_t len, const char *key, const char **ret_value, const char **ret_end) {
+        const char *p = buf, *end = buf + len;
+        size_t klen = strlen(key);
+
+        while (p < end) {
+                const char *nl = memchr(p, '\n', (size_t) (end - p));
+                const char *le = nl ? nl : end;
+
+                if ((size_t) (le - p) >= klen && memcmp(p, key, klen) == 0) {
+                        *ret_value = p + klen;
+                        *ret_end = le;
+                        return 0;
+                }
+                p = nl ? nl + 1 : end;
+        }
+        return -ENOENT;
+}

@@ -1,0 +1,23 @@
+/* SPDX-License-Identifier: MIT */
+/* The number and line scanners every kernel-text parser shares: unsigned decimals with overflow
+ * checks (no sign, no spaces, no locale), and the line of a buffer that starts with a key. Pure:
+ * no I/O, no dependencies beyond libc. Outputs are written only on success. */
+#pragma once
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* The decimal digits at the start of [s, end): 0 and the value, with *ret_rest (may be NULL) at
+ * the first byte that is not a digit; -EINVAL when s does not start with a digit; -ERANGE when
+ * the value does not fit in 64 bits. */
+int parse_u64_prefix(const char *s, const char *end, uint64_t *ret, const char **ret_rest);
+
+/* All of s[0..len) as a decimal: 0, -EINVAL (empty, or anything but digits), -ERANGE. */
+int parse_u64_exact(const char *s, size_t len, uint64_t *ret);
+
+/* A NUL-terminated decimal ("42"), as parse_u64_exact(). */
+int parse_uint64(const char *s, uint64_t *ret);
+
+/* Finds the first line of buf[0..len) that begins with key (lines end at '\n' or at the end of
+ * the buffer). 0 with [*ret_value, *ret_end) the rest of that line after key, or -ENOENT. */
+int line_find(const char *buf, size_t len, const char *key, const char **ret_value, const char **ret_end);

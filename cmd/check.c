@@ -1,0 +1,232 @@
+/* SPDX-License-Identifier: MIT */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "base/fileio.h"
+#include "base/macro.h"
+#include "cmd/check.h"
+#include "probes/procfs.h"
+#include "probes/sysroot.h"
+#include "probes/system.h"
+#include "probes/taskstats.h"
+#include "probes/pressure.h"
+#include "triggers/psi.h"
+
+#define CAP_NET_ADMIN_BIT 12
+#define CAP_SYS_ADMIN_BIT 21
+#define CAP_SYS_RESOURCE_BIT 24
+
+const char *check_status_to_string(CheckStatus s) {
+        return s == CHECK_OK ? "ok" : s == CHECK_WARN ? "warn" : "fail";
+}
+
+static CheckLine *line(CheckLine *lines, size_t *n, CheckStatus status, const char *what) {
+        CheckLine *l = &lines[(*n)++];
+
+        l->status = status;
+        l->what = what;
+        l->text[0] = '\0';
+        return l;
+}
+
+#define LINE(status, what, ...) snprintf(line(lines, &n, (status), (what))->text, sizeof lines[0].text, __VA_ARGS__)
+
+size_t check_evaluate(const CheckFacts *f, CheckLine *lines) {
+        size_t n = 0;
+
+        /* PSI */
+        if (f->pressure_err < 0)
+                LINE(CHECK_FAIL, "psi",
+                     "/proc/pressure: %s (the kernel needs CONFIG_PSI, and psi=1 where it "
+                     "defaults to off)",
+                     strerror(-f->pressure_err));
+        else {
+                char have[64] = "";
+                for (PsiResource r = 0; r < _PSI_RESOURCE_MAX; r++)
+                        if (f->pressure[r]) {
+                                strcat(have, have[0] ? " " : "");
+                                strcat(have, psi_resource_to_string(r));
+                        }
+                bool core = f->pressure[PSI_RESOURCE_CPU] && f->pressure[PSI_RESOURCE_MEMORY] &&
+                            f->pressure[PSI_RESOURCE_IO];
+                LINE(core ? CHECK_OK : CHECK_FAIL, "psi", "/proc/pressure: %s%s", have[0] ? have : "empty",
+                     f->pressure[PSI_RESOURCE_IRQ] ? ""
+                                                   : " (no irq pressure on this kernel, which needs "
+                                                     "CONFIG_IRQ_TIME_ACCOUNTING: irq triggers cannot be armed)");
+                if (f->arm_err < 0)
+                        LINE(CHECK_FAIL, "psi-trigger", "cannot arm a trigger on /proc/pressure/cpu: %s",
+                             strerror(-f->arm_err));
+                else
+                        LINE(CHECK_OK, "psi-trigger", "armed and closed a test trigger on /proc/pressure/cpu");
+        }
+
+        /* cgroup2 and the v1 controllers of hybrid hosts */
+        if (!f->cgroup2_path[0])
+                LINE(CHECK_FAIL, "cgroup2", "no cgroup2 mount in /proc/self/mountinfo: only node-wide watches work");
+        else if (!f->cgroup2_pressure)
+                LINE(CHECK_FAIL, "cgroup2",
+                     "mounted at %s, but without *.pressure files (cgroup.pressure=0 or an old kernel)",
+                     f->cgroup2_path);
+        else if (f->cgroup2_write_err < 0)
+                LINE(CHECK_WARN, "cgroup2",
+                     "mounted at %s, but the root cgroup's pressure files are not writable (%s): "
+                     "cgroup watches need root, CAP_DAC_OVERRIDE, or the watched cgroups delegated to the agent's user",
+                     f->cgroup2_path, strerror(-f->cgroup2_write_err));
+        else
+                LINE(CHECK_OK, "cgroup2", "mounted at %s%s, pressure files writable", f->cgroup2_path,
+                     f->v1_controllers[0] ? " (hybrid host)" : "");
+        if (f->v1_controllers[0])
+                LINE(CHECK_OK, "cgroup-v1", "controllers on cgroup v1: %s%s%s", f->v1_controllers,
+                     f->memory_v1_path[0] ? "; memory limits come from memory.limit_in_bytes under " : "",
+                     f->memory_v1_path);
+        else
+                LINE(CHECK_OK, "cgroup-v1", "none mounted: a pure cgroup2 host (memory limits from memory.max)");
+
+        /* taskstats, delay accounting, capabilities */
+        if (f->taskstats_err < 0)
+                LINE(CHECK_FAIL, "taskstats", "%s: incidents will name no processes",
+                     f->taskstats_err == -EPERM             ? "the kernel refused the request (CAP_NET_ADMIN is needed)"
+                     : f->taskstats_err == -EPROTONOSUPPORT ? "no TASKSTATS netlink family (CONFIG_TASKSTATS is off)"
+                                                            : strerror(-f->taskstats_err));
+        else
+                LINE(CHECK_OK, "taskstats", "answers with struct version %u%s", f->taskstats_version,
+                     f->taskstats_version > TASKSTATS_VERSION_KNOWN
+                             ? " (newer than psidiag knows; known fields are read)"
+                             : "");
+
+        if (f->delayacct == 1)
+                LINE(CHECK_OK, "delayacct", "kernel.task_delayacct=1");
+        else if (f->delayacct == 0)
+                LINE(CHECK_WARN, "delayacct", "kernel.task_delayacct=0: only cpu delays are measured; %s",
+                     f->delayacct_switchable ? "run the agent with --enable-delayacct, or set the sysctl"
+                                             : "set the sysctl at boot (switching it needs root with CAP_SYS_ADMIN)");
+        else
+                LINE(CHECK_WARN, "delayacct", "cannot read kernel.task_delayacct: %s", strerror(-f->delayacct));
+
+        if (f->caps_err < 0)
+                LINE(CHECK_WARN, "capabilities", "cannot read CapEff: %s", strerror(-f->caps_err));
+        else {
+                bool net = f->cap_eff & CAP_BIT(CAP_NET_ADMIN_BIT), res = f->cap_eff & CAP_BIT(CAP_SYS_RESOURCE_BIT);
+                LINE(net ? CHECK_OK : CHECK_FAIL, "cap-net-admin", "%s",
+                     net ? "present (taskstats)" : "missing: taskstats will refuse every request");
+                LINE(res ? CHECK_OK : CHECK_WARN, "cap-sys-resource", "%s",
+                     res ? "present: any PSI window from 500ms to 10s can be armed"
+                         : "missing: PSI windows are rounded up to multiples of 2s, the stall in proportion");
+        }
+
+        if (f->procfs_err < 0)
+                LINE(CHECK_FAIL, "procfs", "cannot read another task's /proc entries: %s (hidepid, or no /proc)",
+                     strerror(-f->procfs_err));
+        else
+                LINE(CHECK_OK, "procfs", "other tasks' stat and cmdline are readable");
+
+        if (f->kmsg_err < 0)
+                LINE(CHECK_WARN, "kmsg",
+                     "cannot read /dev/kmsg: %s%s; oom kills are counted from cgroup watches' memory "
+                     "counters, without the victim",
+                     strerror(-f->kmsg_err),
+                     f->kmsg_err == -EPERM ? " (CAP_SYSLOG is needed while kernel.dmesg_restrict=1)" : "");
+        else
+                LINE(CHECK_OK, "kmsg", "/dev/kmsg is readable (the kernel's OOM kill records)");
+        return n;
+}
+
+static void gather_pressure(CheckFacts *f, const Sysroot *s) {
+        PsiTriggerSpec spec = { PSI_RESOURCE_CPU, PSI_STALL_SOME, 500 * USEC_PER_MSEC, 2 * USEC_PER_SEC };
+        int fd = -EBADF;
+
+        f->pressure_err = s->pressure_fd < 0 ? -ENOENT : 0;
+        if (s->pressure_fd < 0)
+                return;
+        for (PsiResource r = 0; r < _PSI_RESOURCE_MAX; r++)
+                f->pressure[r] = faccessat(s->pressure_fd, pressure_file_name(r, false), F_OK, 0) == 0;
+        f->arm_err = psi_trigger_open(s->pressure_fd, pressure_file_name(PSI_RESOURCE_CPU, false), &spec, &fd);
+        safe_close(fd);
+}
+
+static void gather_cgroups(CheckFacts *f, const Sysroot *s) {
+        static const char *const v1[] = { "cpu", "cpuacct", "memory", "blkio", "io", "pids", "cpuset", "freezer" };
+        _cleanup_free_ char *mountinfo = malloc(1 << 20);
+        ssize_t k;
+
+        snprintf(f->cgroup2_path, sizeof f->cgroup2_path, "%s", s->cgroup2_path ? s->cgroup2_path : "");
+        snprintf(f->memory_v1_path, sizeof f->memory_v1_path, "%s", s->memory_v1_path ? s->memory_v1_path : "");
+        if (s->cgroup2_fd >= 0) {
+                int fd = openat(s->cgroup2_fd, "cpu.pressure", O_WRONLY | O_CLOEXEC | O_NOFOLLOW);
+                f->cgroup2_pressure = fd >= 0 || errno != ENOENT;
+                f->cgroup2_write_err = fd >= 0 ? 0 : -errno;
+                safe_close(fd);
+        }
+        if (!mountinfo)
+                return;
+        k = read_file_at(s->proc_fd, "self/mountinfo", mountinfo, 1 << 20);
+        if (k < 0)
+                return;
+        for (size_t i = 0; i < ELEMENTSOF(v1); i++) {
+                _cleanup_free_ char *path = NULL;
+                if (mountinfo_find_cgroup1(mountinfo, v1[i], &path) >= 0 &&
+                    strlen(f->v1_controllers) + strlen(v1[i]) + 2 < sizeof f->v1_controllers) {
+                        strcat(f->v1_controllers, f->v1_controllers[0] ? " " : "");
+                        strcat(f->v1_controllers, v1[i]);
+                }
+        }
+}
+
+void check_gather(CheckFacts *f) {
+        Sysroot *s = NULL;
+        TaskstatsSource *ts = NULL;
+        ProcStat st;
+        char cmdline[64];
+
+        *f = (CheckFacts) {};
+        f->proc_err = sysroot_open("/", &s);
+        if (f->proc_err < 0) {
+                f->pressure_err = f->taskstats_err = f->delayacct = f->caps_err = f->procfs_err = f->proc_err;
+                f->kmsg_err = -ENOENT;
+                return;
+        }
+        gather_pressure(f, s);
+        gather_cgroups(f, s);
+
+        f->taskstats_err = taskstats_netlink_new(&ts);
+        if (f->taskstats_err >= 0) {
+                TaskStats self;
+                f->taskstats_err = taskstats_get_tid(ts, getpid(), &self);
+                if (f->taskstats_err >= 0)
+                        f->taskstats_version = self.version;
+        }
+        taskstats_source_free(ts);
+
+        f->delayacct = system_read_delayacct(s->proc_fd);
+        f->caps_err = system_read_cap_eff(s->proc_fd, &f->cap_eff);
+        f->delayacct_switchable = f->caps_err >= 0 && geteuid() == 0 && (f->cap_eff & CAP_BIT(CAP_SYS_ADMIN_BIT));
+
+        f->procfs_err = proc_read_stat(s->proc_fd, 1, &st);
+        if (f->procfs_err >= 0) {
+                ssize_t n = proc_read_cmdline(s->proc_fd, 1, cmdline, sizeof cmdline);
+                f->procfs_err = n < 0 ? (int) n : 0;
+        }
+
+        int fd = open("/dev/kmsg", O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
+        f->kmsg_err = fd < 0 ? -errno : 0;
+        safe_close(fd);
+        sysroot_free(s);
+}
+
+int check_run(void) {
+        CheckFacts f;
+        CheckLine lines[CHECK_LINES_MAX];
+        size_t n;
+        bool failed = false;
+
+        check_gather(&f);
+        n = check_evaluate(&f, lines);
+        for (size_t i = 0; i < n; i++) {
+                printf("%-4s  %-16s  %s\n", check_status_to_string(lines[i].status), lines[i].what, lines[i].text);
+                failed = failed || lines[i].status == CHECK_FAIL;
+        }
+        return failed ? 1 : 0;
+}

@@ -1,0 +1,57 @@
+/* SPDX-License-Identifier: MIT */
+/* `psidiag check`: what the agent needs from this host and whether it has it, one line each
+ * (ok / warn / fail). Gathering the facts touches the host; judging them is a pure function so the
+ * verdicts are unit-tested. fail means the agent cannot do its full job; warn means it can, with
+ * the limitation the line states. */
+#pragma once
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "triggers/trigger.h"
+
+typedef enum CheckStatus {
+        CHECK_OK,
+        CHECK_WARN,
+        CHECK_FAIL,
+} CheckStatus;
+
+typedef struct CheckFacts {
+        int proc_err;                     /* opening /proc */
+        int pressure_err;                 /* opening /proc/pressure */
+        bool pressure[_PSI_RESOURCE_MAX]; /* which pressure files exist */
+        int arm_err;                      /* arming a test trigger on /proc/pressure/cpu */
+        char cgroup2_path[256];           /* "": no cgroup2 mount */
+        bool cgroup2_pressure;            /* cpu.pressure at the mount's root */
+        int cgroup2_write_err;            /* opening that file for writing (arming needs it) */
+        char v1_controllers[128];         /* "cpu memory blkio" mounted as cgroup v1, "" none */
+        char memory_v1_path[256];         /* hybrid: where memory limits come from, or "" */
+        int taskstats_err;                /* asking taskstats about ourselves */
+        unsigned taskstats_version;
+        int delayacct;             /* 1, 0 or -errno */
+        bool delayacct_switchable; /* euid 0 with CAP_SYS_ADMIN: --enable-delayacct works */
+        int caps_err;
+        uint64_t cap_eff;
+        int procfs_err; /* reading another task's stat and cmdline (pid 1) */
+        int kmsg_err;   /* opening /dev/kmsg for reading */
+} CheckFacts;
+
+typedef struct CheckLine {
+        CheckStatus status;
+        const char *what;
+        char text[768];
+} CheckLine;
+
+#define CHECK_LINES_MAX 16
+
+/* Judges the facts. Fills lines (at most CHECK_LINES_MAX) and returns how many. */
+size_t check_evaluate(const CheckFacts *f, CheckLine *lines);
+
+/* Gathers the facts from this host. Never fails: what cannot be learned is an error in the facts. */
+void check_gather(CheckFacts *f);
+
+const char *check_status_to_string(CheckStatus s);
+
+/* `psidiag check`: prints the lines; returns 0 when nothing failed, 1 otherwise. */
+int check_run(void);

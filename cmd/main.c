@@ -1,0 +1,265 @@
+/* SPDX-License-Identifier: MIT */
+/* Command line: the agent, `snapshot`, `validate`, `check`, `show`. Exit codes: 0 ok, 1 runtime failure, 2 usage or
+ * config error. */
+#include <errno.h>
+#include <getopt.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "agent/agent.h"
+#include "base/log.h"
+#include "base/macro.h"
+#include "base/parse.h"
+#include "base/timeutil.h"
+#include "cmd/check.h"
+#include "cmd/show.h"
+#include "cmd/snapshot.h"
+#include "cmd/validate.h"
+#include "config/config.h"
+#include "probes/sysroot.h"
+#include "probes/system.h"
+
+#define EXIT_RUNTIME 1
+#define EXIT_USAGE 2
+
+static void help(FILE *f) {
+        fputs("Usage:\n"
+              "  psidiag [--config FILE] [--output PATH] [--enable-delayacct] [--log-level LEVEL]\n"
+              "  psidiag snapshot [CGROUP | --pid PID] [--resource cpu|memory|io|irq] [--sample-ms N] [--top N]\n"
+              "                   [--enable-delayacct]\n"
+              "  psidiag validate FILE\n"
+              "  psidiag check\n"
+              "  psidiag show [FILE]\n"
+              "  psidiag --help | --version\n"
+              "\n"
+              "Arms PSI triggers on /proc/pressure and cgroup2 *.pressure files; when one fires, measures\n"
+              "the cgroup's threads with taskstats delay accounting and writes one JSON incident per line\n"
+              "naming the most-delayed processes. An OOM kill in a watched cgroup becomes an incident of\n"
+              "type \"oom\" naming the victim and the pressure incidents that led to it (from /dev/kmsg).\n"
+              "\n"
+              "Agent options:\n"
+              "  -c, --config FILE        JSON config (default: node-wide cpu, memory and io triggers,\n"
+              "                           incidents on stdout)\n"
+              "  -o, --output PATH        write incidents to PATH (\"-\" for stdout, \"journal\" for the\n"
+              "                           systemd journal), for every watch\n"
+              "      --enable-delayacct   set kernel.task_delayacct=1 at start\n"
+              "      --log-level LEVEL    error, warning, info (default) or debug; logs go to stderr\n"
+              "      --check-config       check the --config file as `validate` does, and exit\n"
+              "\n"
+              "snapshot: one incident of type \"snapshot\" now, no trigger. CGROUP is relative to the\n"
+              "cgroup2 mount; without it the whole host is measured.\n"
+              "      --resource RES       rank by RES's delays and report its stall growth\n"
+              "                           (default: rank by all delays summed)\n"
+              "      --sample-ms N        sample length in ms, 0-60000 (default 1000); 0: one snapshot,\n"
+              "                           delays are each thread's totals since it began\n"
+              "      --top N              processes to report, 1-1000 (default 10)\n"
+              "      --pid PID            one process and every delayed thread of it (as getdelays -p/-t)\n"
+              "\n"
+              "validate: check a config file; prints the triggers as they would be armed.\n"
+              "\n"
+              "check: what the agent needs from this host (PSI, cgroup2, taskstats, delay accounting,\n"
+              "capabilities, /proc, /dev/kmsg), one line each: ok, warn (works, with the stated limit)\n"
+              "or fail. Exit 0 when nothing fails, 1 otherwise.\n"
+              "\n"
+              "show: incident lines from FILE (or stdin) as a compact view for a terminal: time,\n"
+              "trigger, pressure, states and the most delayed processes with their dominant delay.\n"
+              "\n"
+              "Signals: SIGINT/SIGTERM stop (a sample in flight is dropped, and logged);\n"
+              "SIGHUP reopens output files and reloads the config (a bad one is refused).\n"
+              "Exit status: 0 success, 1 runtime failure, 2 usage or config error.\n",
+              f);
+}
+
+enum {
+        ARG_ENABLE_DELAYACCT = 0x100,
+        ARG_LOG_LEVEL,
+        ARG_RESOURCE,
+        ARG_SAMPLE_MS,
+        ARG_TOP,
+        ARG_CHECK_CONFIG,
+        ARG_PID,
+};
+
+static const struct option options[] = {
+        { "help", no_argument, NULL, 'h' },
+        { "version", no_argument, NULL, 'V' },
+        { "config", required_argument, NULL, 'c' },
+        { "output", required_argument, NULL, 'o' },
+        { "enable-delayacct", no_argument, NULL, ARG_ENABLE_DELAYACCT },
+        { "log-level", required_argument, NULL, ARG_LOG_LEVEL },
+        { "resource", required_argument, NULL, ARG_RESOURCE },
+        { "sample-ms", required_argument, NULL, ARG_SAMPLE_MS },
+        { "top", required_argument, NULL, ARG_TOP },
+        { "check-config", no_argument, NULL, ARG_CHECK_CONFIG },
+        { "pid", required_argument, NULL, ARG_PID },
+        {},
+};
+
+typedef struct Args {
+        const char *command; /* NULL: the agent */
+        const char *operand;
+        const char *config, *output;
+        bool enable_delayacct;
+        bool check_config;
+        pid_t pid;
+        bool have_resource, have_sample_ms, have_top;
+        int resource;
+        uint64_t sample_ms;
+        unsigned top;
+} Args;
+
+_printf_(1, 2) static int usage_error(const char *fmt, ...) {
+        va_list ap;
+
+        fputs("psidiag: ", stderr);
+        va_start(ap, fmt);
+        vfprintf(stderr, fmt, ap);
+        va_end(ap);
+        fputs("\nTry 'psidiag --help'.\n", stderr);
+        return -EINVAL;
+}
+
+/* Returns 1 to continue, 0 to exit 0 (help/version printed), -EINVAL for a usage error. */
+static int parse_args(int argc, char **argv, Args *args) {
+        int c;
+
+        *args = (Args) { .resource = -1, .sample_ms = CONFIG_DEFAULT_SAMPLE_MS, .top = CONFIG_DEFAULT_TOP };
+        while ((c = getopt_long(argc, argv, "+hVc:o:", options, NULL)) >= 0 || optind < argc) {
+                uint64_t u;
+
+                if (c < 0) {
+                        /* A positional word: the command, then its operand; options may follow. */
+                        const char *word = argv[optind++];
+
+                        if (!args->command && !args->operand &&
+                            (strcmp(word, "snapshot") == 0 || strcmp(word, "validate") == 0 ||
+                             strcmp(word, "check") == 0 || strcmp(word, "show") == 0))
+                                args->command = word;
+                        else if (args->command && !args->operand)
+                                args->operand = word;
+                        else
+                                return usage_error("unexpected argument '%s'", word);
+                        continue;
+                }
+                switch (c) {
+                case 'h':
+                        help(stdout);
+                        return 0;
+                case 'V':
+                        printf("psidiag %s\n", PSIDIAG_VERSION);
+                        return 0;
+                case 'c':
+                        args->config = optarg;
+                        break;
+                case 'o':
+                        args->output = optarg;
+                        break;
+                case ARG_ENABLE_DELAYACCT:
+                        args->enable_delayacct = true;
+                        break;
+                case ARG_LOG_LEVEL: {
+                        LogLevel l = log_level_from_string(optarg);
+                        if (l < 0)
+                                return usage_error("--log-level must be error, warning, info or debug, not '%s'",
+                                                   optarg);
+                        log_set_level(l);
+                        break;
+                }
+                case ARG_RESOURCE:
+                        args->resource = psi_resource_from_string(optarg);
+                        if (args->resource < 0)
+                                return usage_error("--resource must be cpu, memory, io or irq, not '%s'", optarg);
+                        args->have_resource = true;
+                        break;
+                case ARG_SAMPLE_MS:
+                        if (parse_uint64(optarg, &u) < 0 || u > CONFIG_SAMPLE_MS_MAX)
+                                return usage_error("--sample-ms must be a whole number from 0 to 60000, not '%s'",
+                                                   optarg);
+                        args->sample_ms = u;
+                        args->have_sample_ms = true;
+                        break;
+                case ARG_PID:
+                        if (parse_uint64(optarg, &u) < 0 || u < 1 || u > INT32_MAX)
+                                return usage_error("--pid must be a process id, not '%s'", optarg);
+                        args->pid = (pid_t) u;
+                        break;
+                case ARG_CHECK_CONFIG:
+                        args->check_config = true;
+                        break;
+                case ARG_TOP:
+                        if (parse_uint64(optarg, &u) < 0 || u < 1 || u > CONFIG_TOP_MAX)
+                                return usage_error("--top must be a whole number from 1 to 1000, not '%s'", optarg);
+                        args->top = (unsigned) u;
+                        args->have_top = true;
+                        break;
+                default:
+                        fputs("Try 'psidiag --help'.\n", stderr);
+                        return -EINVAL;
+                }
+        }
+
+        if (!args->command || strcmp(args->command, "snapshot") != 0) {
+                if (args->have_resource || args->have_sample_ms || args->have_top || args->pid)
+                        return usage_error("%s",
+                                           "--resource, --sample-ms, --top and --pid belong to 'psidiag snapshot'");
+        }
+        if (args->command) {
+                if (args->config || args->output)
+                        return usage_error("--config and --output belong to the agent, not to '%s'", args->command);
+                if (strcmp(args->command, "validate") == 0 && !args->operand)
+                        return usage_error("%s", "validate needs a FILE");
+                if (strcmp(args->command, "check") == 0 && (args->operand || args->enable_delayacct))
+                        return usage_error("%s", "check takes no arguments");
+        }
+        return 1;
+}
+
+int main(int argc, char **argv) {
+        Args args;
+        int r;
+
+        r = parse_args(argc, argv, &args);
+        if (r <= 0)
+                return r < 0 ? EXIT_USAGE : 0;
+
+        /* --check-config: what `validate` does, for the file the agent would load. */
+        if (!args.command && args.check_config) {
+                if (!args.config) {
+                        usage_error("%s", "--check-config needs --config FILE");
+                        return EXIT_USAGE;
+                }
+                return validate_run(args.config);
+        }
+        if (!args.command)
+                return agent_run(&(AgentOptions) {
+                        .config_path = args.config,
+                        .output = args.output,
+                        .enable_delayacct = args.enable_delayacct,
+                });
+        if (strcmp(args.command, "validate") == 0)
+                return validate_run(args.operand);
+        if (strcmp(args.command, "check") == 0)
+                return check_run();
+        if (strcmp(args.command, "show") == 0)
+                return show_run(args.operand);
+
+        if (args.operand && args.pid) {
+                usage_error("%s", "snapshot takes a CGROUP or --pid, not both");
+                return EXIT_USAGE;
+        }
+        if (args.operand && cgroup_path_validate(args.operand) < 0) {
+                usage_error("CGROUP '%s' must be a path relative to the cgroup2 mount, without '.' or '..'",
+                            args.operand);
+                return EXIT_USAGE;
+        }
+        return snapshot_cmd_run(&(SnapshotCmdOptions) {
+                .cgroup = args.operand,
+                .resource = args.resource,
+                .sample_ms = args.sample_ms,
+                .top = args.top,
+                .pid = args.pid,
+                .enable_delayacct = args.enable_delayacct,
+        });
+}

@@ -1,0 +1,219 @@
+/* SPDX-License-Identifier: MIT */
+#include <errno.h>
+#include <limits.h>
+#include <jansson.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/macro.h"
+#include "base/text.h"
+#include "cmd/show.h"
+
+#define CMDLINE_WIDTH 60
+
+static const char *const delay_names[] = {
+        "cpu", "blkio", "swapin", "reclaim", "thrashing", "compact", "wpcopy", "irq"
+};
+
+static long long get_int(json_t *o, const char *key) {
+        json_t *v = json_object_get(o, key);
+        return json_is_integer(v) ? (long long) json_integer_value(v) : -1;
+}
+
+static const char *get_str(json_t *o, const char *key) {
+        json_t *v = json_object_get(o, key);
+        return json_is_string(v) ? json_string_value(v) : NULL;
+}
+
+static double get_avg10(json_t *pressure, const char *resource, const char *stall) {
+        json_t *v = json_object_get(json_object_get(json_object_get(pressure, resource), stall), "avg10");
+        return json_is_number(v) ? json_number_value(v) : -1;
+}
+
+static void show_pressure(json_t *inc, FILE *out) {
+        json_t *p = json_object_get(inc, "pressure"), *sample = json_object_get(inc, "sample");
+        static const char *const res[] = { "cpu", "memory", "io" };
+        char a[32], b[32];
+
+        fputs("  pressure  ", out);
+        for (size_t i = 0; i < ELEMENTSOF(res); i++) {
+                double some = get_avg10(p, res[i], "some"), full = get_avg10(p, res[i], "full");
+                if (some < 0)
+                        fprintf(out, "%s%s -", i ? " | " : "", res[i]);
+                else
+                        fprintf(out, "%s%s %.1f%% some, %.1f%% full", i ? " | " : "", res[i], some,
+                                full < 0 ? 0 : full);
+        }
+        fputs(" (avg10)\n", out);
+        const char *basis = get_str(sample, "basis");
+        long long stall = get_int(sample, "stall_us"), ms = get_int(sample, "duration_ms");
+        fprintf(out, "  sample    %s", basis && strcmp(basis, "lifetime") == 0 ? "lifetime totals (0 ms)" : "");
+        if (!basis || strcmp(basis, "lifetime") != 0)
+                fprintf(out, "%s", text_format_us(ms < 0 || ms > LLONG_MAX / 1000 ? -1 : ms * 1000, a, sizeof a));
+        if (stall >= 0)
+                fprintf(out, ", stall +%s", text_format_us(stall, b, sizeof b));
+        fprintf(out, "; %lld tasks, %lld exited, %lld errors\n", get_int(sample, "tasks"), get_int(sample, "exited"),
+                get_int(sample, "errors"));
+
+        json_t *st = json_object_get(inc, "states");
+        if (json_is_object(st)) {
+                json_t *scaled = json_object_get(st, "scaled");
+                fprintf(out, "  states    %lld running, %lld sleeping, %lld blocked (D), %lld stopped%s\n",
+                        get_int(st, "running"), get_int(st, "sleeping"), get_int(st, "uninterruptible"),
+                        get_int(st, "stopped"), json_is_true(scaled) ? " (scaled from a sample)" : "");
+        }
+}
+
+/* The largest single delay of a process and its share of the process's total. */
+static void dominant(json_t *delays, char *buf, size_t size) {
+        long long best = -1;
+        double total = 0; /* a sum of hostile values must not overflow (fuzz-show) */
+        const char *name = "-";
+        char d[32];
+
+        for (size_t i = 0; i < ELEMENTSOF(delay_names); i++) {
+                long long v = get_int(delays, delay_names[i]);
+                if (v < 0)
+                        continue;
+                total += (double) v;
+                if (v > best) {
+                        best = v;
+                        name = delay_names[i];
+                }
+        }
+        if (best <= 0)
+                snprintf(buf, size, "-");
+        else
+                snprintf(buf, size, "%s %s %.0f%%", name, text_format_us(best, d, sizeof d),
+                         (double) best * 100 / total);
+}
+
+static void show_processes(json_t *inc, FILE *out) {
+        json_t *top = json_object_get(inc, "most_delayed"), *p;
+        size_t i;
+
+        if (!json_is_array(top) || json_array_size(top) == 0) {
+                fputs("  no process was delayed in the sample\n", out);
+                return;
+        }
+        fprintf(out, "  %-8s %-8s %-20s %-24s %s\n", "PID", "DELAY", "DOMINANT", "CGROUP", "COMM  CMDLINE");
+        json_array_foreach(top, i, p) {
+                char score[32], dom[64], comm[64], cg[256], cmd[CMDLINE_WIDTH + 8];
+                const char *cmdline = get_str(p, "cmdline");
+
+                dominant(json_object_get(p, "delay_us"), dom, sizeof dom);
+                text_terminal_safe(get_str(p, "comm"), comm, sizeof comm);
+                text_terminal_safe(get_str(p, "cgroup") ? get_str(p, "cgroup") : "-", cg, sizeof cg);
+                text_terminal_safe(cmdline ? cmdline : "(exited)", cmd, CMDLINE_WIDTH);
+                fprintf(out, "  %-8lld %-8s %-20s %-24s %s  %s%s\n", get_int(p, "pid"),
+                        text_format_us(get_int(p, "score_us"), score, sizeof score), dom, cg, comm, cmd,
+                        cmdline && strlen(cmdline) >= CMDLINE_WIDTH - 1 ? "..." : "");
+        }
+}
+
+/* The kill of an oom incident: victim, where, how big, and the pressure incidents that led to it. */
+static void show_oom(json_t *inc, FILE *out) {
+        json_t *o = json_object_get(inc, "oom"), *v, *rss, *related = json_object_get(inc, "related");
+        char comm[64], cg[256], memcg[256], src[32], first[128];
+
+        if (!json_is_object(o))
+                return;
+        v = json_object_get(o, "victim");
+        text_terminal_safe(get_str(o, "source") ? get_str(o, "source") : "-", src, sizeof src);
+        if (json_is_object(v)) {
+                rss = json_object_get(v, "rss_kib");
+                text_terminal_safe(get_str(v, "comm") ? get_str(v, "comm") : "-", comm, sizeof comm);
+                text_terminal_safe(get_str(v, "cgroup") ? get_str(v, "cgroup") : "-", cg, sizeof cg);
+                text_terminal_safe(get_str(o, "oom_memcg")                      ? get_str(o, "oom_memcg")
+                                   : json_is_true(json_object_get(o, "global")) ? "(global)"
+                                                                                : "-",
+                                   memcg, sizeof memcg);
+                fprintf(out, "  killed    pid %lld %s in %s (limit hit: %s), anon %lld KiB, file %lld KiB\n",
+                        get_int(v, "pid"), comm, cg, memcg, get_int(rss, "anon"), get_int(rss, "file"));
+        } else {
+                const char *c = get_str(o, "cgroup");
+                text_terminal_safe(c ? c : "node", cg, sizeof cg);
+                fprintf(out, "  killed    %lld task(s) in %s, counted from %s (victim unknown)\n", get_int(o, "kills"),
+                        cg, src);
+        }
+        size_t n = json_is_array(related) ? json_array_size(related) : 0;
+        if (n == 0)
+                fputs("  related   no pressure incident before it\n", out);
+        else {
+                const char *id = json_string_value(json_array_get(related, 0));
+                text_terminal_safe(id ? id : "-", first, sizeof first);
+                fprintf(out, "  related   %zu pressure incident%s, newest %s\n", n, n == 1 ? "" : "s", first);
+        }
+}
+
+int show_line(const char *line, size_t len, FILE *out, char *error, size_t error_size) {
+        json_error_t jerr;
+        json_t *inc = json_loadb(line, len, 0, &jerr), *t;
+        char type[32], spec[128], cg[256], host[256], when[64];
+
+        if (!inc) {
+                snprintf(error, error_size, "not JSON: %s", jerr.text);
+                return -EINVAL;
+        }
+        if (!json_is_object(inc) || !get_str(inc, "type") || !get_str(inc, "time")) {
+                snprintf(error, error_size, "not an incident (no type or time)");
+                json_decref(inc);
+                return -EINVAL;
+        }
+        t = json_object_get(inc, "trigger");
+        text_terminal_safe(get_str(inc, "type"), type, sizeof type);
+        text_terminal_safe(get_str(inc, "time"), when, sizeof when);
+        text_terminal_safe(get_str(json_object_get(inc, "host"), "hostname"), host, sizeof host);
+        if (json_is_object(t)) {
+                const char *c = get_str(t, "cgroup");
+                text_terminal_safe(c ? c : "node", cg, sizeof cg);
+                text_terminal_safe(get_str(t, "spec"), spec, sizeof spec);
+                fprintf(out, "%s  %s  %s  \"%s\"  on %s\n", when, type, cg, spec, host);
+        } else if (json_is_object(json_object_get(inc, "oom"))) {
+                const char *c = get_str(json_object_get(inc, "oom"), "cgroup");
+                text_terminal_safe(c ? c : "node", cg, sizeof cg);
+                fprintf(out, "%s  %s  %s  on %s\n", when, type, cg, host);
+        } else
+                fprintf(out, "%s  %s  on %s\n", when, type, host);
+        show_oom(inc, out);
+        show_pressure(inc, out);
+        show_processes(inc, out);
+        json_decref(inc);
+        return 0;
+}
+
+int show_run(const char *path) {
+        FILE *in = stdin;
+        char *line = NULL, error[256];
+        size_t cap = 0;
+        ssize_t n;
+        unsigned long lineno = 0, bad = 0, shown = 0;
+
+        if (path && strcmp(path, "-") != 0) {
+                in = fopen(path, "re");
+                if (!in) {
+                        fprintf(stderr, "psidiag: %s: %s\n", path, strerror(errno));
+                        return 2;
+                }
+        }
+        while ((n = getline(&line, &cap, in)) >= 0) {
+                lineno++;
+                while (n > 0 && (line[n - 1] == '\n' || line[n - 1] == '\r'))
+                        line[--n] = '\0';
+                if (n == 0)
+                        continue;
+                if (shown > 0)
+                        fputc('\n', stdout);
+                if (show_line(line, (size_t) n, stdout, error, sizeof error) < 0) {
+                        fprintf(stderr, "psidiag: %s:%lu: %s\n", path ? path : "stdin", lineno, error);
+                        bad++;
+                        continue;
+                }
+                shown++;
+        }
+        free(line);
+        if (in != stdin)
+                fclose(in);
+        return bad ? 1 : 0;
+}

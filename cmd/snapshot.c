@@ -1,0 +1,160 @@
+/* SPDX-License-Identifier: MIT */
+#include <errno.h>
+#include <ev.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+#include "agent/runtime.h"
+#include "base/log.h"
+#include "base/macro.h"
+#include "cmd/snapshot.h"
+#include "incident/compose.h"
+#include "probes/procfs.h"
+#include "sampling/sampler.h"
+#include "sinks/output.h"
+
+/* The sample runs on a loop of its own, as the agent's do: the exit listener is drained as
+ * records arrive, so a long window does not overflow its socket. */
+typedef struct SnapshotDone {
+        bool done;
+        int r;
+} SnapshotDone;
+
+static void on_sample_done(Sampler *s, int r) {
+        SnapshotDone *d = ASSERT_PTR(s->userdata);
+
+        d->done = true;
+        d->r = r;
+        ev_break(s->loop, EVBREAK_ALL);
+}
+
+int snapshot_cmd_run(const SnapshotCmdOptions *opts) {
+        Runtime rt;
+        struct ev_loop *loop = NULL;
+        Sampler sampler = {};
+        SnapshotDone done = {};
+        _cleanup_free_ ProcessInfo *procs = NULL;
+        _cleanup_free_ char *line = NULL;
+        _cleanup_close_ int cgroup_fd = -EBADF;
+        SampleScope scope;
+        char id[96];
+        size_t len;
+        int r, exit_code = 1;
+
+        if (runtime_open(&rt, opts->enable_delayacct) < 0)
+                return 1;
+
+        /* --pid: the process's own cgroup gives the pressure (and, with --resource, the cgroups). */
+        char pid_cgroup[1024];
+        const char *cgroup = opts->cgroup;
+        if (opts->pid > 0) {
+                r = proc_read_cgroup(rt.sysroot->proc_fd, opts->pid, pid_cgroup, sizeof pid_cgroup);
+                if (r == -ESRCH) {
+                        log_error("no process %d", (int) opts->pid);
+                        goto finish;
+                }
+                cgroup = r >= 0 ? pid_cgroup : NULL;
+        }
+        if (cgroup) {
+                r = sysroot_open_cgroup(rt.sysroot, cgroup, &cgroup_fd);
+                if (r < 0 && opts->pid > 0) {
+                        cgroup = NULL; /* pressure from /proc/pressure instead */
+                        r = 0;
+                } else if (r < 0) {
+                        log_error_errno(r, "cannot open cgroup %s under %s", opts->cgroup,
+                                        rt.sysroot->cgroup2_path ? rt.sysroot->cgroup2_path : "(no cgroup2 mount)");
+                        exit_code = r == -EINVAL ? 2 : 1;
+                        goto finish;
+                }
+        }
+        procs = calloc(opts->top, sizeof *procs);
+        if (!procs) {
+                log_error("out of memory");
+                goto finish;
+        }
+
+        scope = (SampleScope) {
+                .sysroot = rt.sysroot,
+                .taskstats = rt.taskstats,
+                .cgroup_fd = cgroup ? cgroup_fd : -1,
+                .pid = opts->pid,
+                .exclude_tgid = getpid(),
+                /* With --resource, also the hottest descendant cgroups by that resource's stall. */
+                .walk_cgroups = opts->resource >= 0,
+                .cgroups_resource = opts->resource >= 0 ? (PsiResource) opts->resource : PSI_RESOURCE_CPU,
+        };
+        loop = ev_loop_new(EVFLAG_AUTO);
+        if (!loop) {
+                log_error("cannot create an event loop");
+                goto finish;
+        }
+        /* Exits during the sample keep their delay (the sampler listens from before A until B);
+         * --sample-ms 0: one snapshot, lifetime totals, done before sampler_start() returns. */
+        sampler_init(&sampler, loop, runtime_exit_cpus(&rt), on_sample_done, &done);
+        r = sampler_start(&sampler, &scope, opts->sample_ms);
+        if (r >= 0 && !done.done)
+                ev_run(loop, 0);
+        if (r >= 0)
+                r = done.r;
+        if (r == -ENOMEM) {
+                log_error("out of memory");
+                goto finish;
+        }
+        if (r < 0) {
+                log_error_errno(r, "cannot list the threads of %s",
+                                opts->pid > 0  ? "the process"
+                                : opts->cgroup ? opts->cgroup
+                                               : "the host");
+                goto finish;
+        }
+        const Snapshot *a = &sampler.a, *b = &sampler.b;
+        if (a->errors + b->errors > 0)
+                log_warning_errno(a->errors ? a->first_error : b->first_error, "%u threads could not be measured",
+                                  a->errors + b->errors);
+
+        usec_t wakeup = sampler.wakeup_real_us;
+        r = report_compose(
+                &(Report) {
+                        .sysroot = rt.sysroot,
+                        .host = &rt.host,
+                        .type = "snapshot",
+                        .wakeup_real_us = wakeup,
+                        .delayacct = runtime_delayacct(&rt),
+                        .resource = opts->resource,
+                        .has_stall = opts->resource >= 0,
+                        .stall = opts->resource == PSI_RESOURCE_IRQ ? PSI_STALL_FULL : PSI_STALL_SOME,
+                        .top = opts->top,
+                        .a = opts->sample_ms > 0 ? a : NULL,
+                        .b = opts->sample_ms > 0 ? b : a,
+                        .ranking = &sampler.ranking,
+                        .hot = &sampler.hot,
+                        .scope_cgroup = cgroup,
+                        /* --pid: every delayed thread, as getdelays -t would list them */
+                        .threads_per_process = opts->pid > 0 ? 100000 : 0,
+                        .procs = procs,
+                },
+                1, id, sizeof id, &line, &len);
+        if (r < 0) {
+                log_error_errno(r, "cannot build the incident");
+                goto finish;
+        }
+        {
+                OutputSink *out = NULL;
+                char why[160];
+
+                /* output_write says on stderr why a line could not be written. */
+                r = output_open("-", &out, why, sizeof why);
+                if (r >= 0)
+                        r = output_write(out, line, len);
+                output_free(out);
+                if (r < 0)
+                        goto finish;
+        }
+        exit_code = 0;
+finish:
+        sampler_free(&sampler);
+        if (loop)
+                ev_loop_destroy(loop);
+        runtime_close(&rt);
+        return exit_code;
+}

@@ -1,0 +1,504 @@
+/* SPDX-License-Identifier: MIT */
+#include <errno.h>
+#include <fcntl.h>
+#include <jansson.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "base/macro.h"
+#include "config/config.h"
+#include "config/jsonpos.h"
+#include "probes/sysroot.h"
+
+const char config_default_json[] =
+        "{\n"
+        "  \"output\": \"-\",\n"
+        "  \"top\": 10,\n"
+        "  \"sample_ms\": 1000,\n"
+        "  \"cooldown_ms\": 10000,\n"
+        "  \"watch\": [\n"
+        "    { \"triggers\": [\"cpu some 500ms 2s\", \"memory some 150ms 2s\", \"io some 400ms 2s\"] }\n"
+        "  ]\n"
+        "}\n";
+
+typedef struct ParseState {
+        const char *text;
+        size_t len;
+        const char *name;
+        char *error;
+} ParseState;
+
+/* Formats "name:line:col: message" for the value at path (or "name: message" if not found). */
+_printf_(4, 5) static int fail_at(ParseState *st, const JsonPathElem *path, size_t n, const char *fmt, ...) {
+        char msg[512];
+        unsigned line, col;
+        va_list ap;
+        int k;
+
+        va_start(ap, fmt);
+        vsnprintf(msg, sizeof msg, fmt, ap);
+        va_end(ap);
+
+        free(st->error);
+        if (json_locate(st->text, st->len, path, n, &line, &col) >= 0)
+                k = asprintf(&st->error, "%s:%u:%u: %s", st->name, line, col, msg);
+        else
+                k = asprintf(&st->error, "%s: %s", st->name, msg);
+        if (k < 0) {
+                st->error = NULL;
+                return -ENOMEM;
+        }
+        return -EINVAL;
+}
+
+static int get_uint(ParseState *st, json_t *v, const JsonPathElem *path, size_t n, const char *what, uint64_t max,
+                    uint64_t min, uint64_t *ret) {
+        json_int_t i;
+
+        if (!json_is_integer(v))
+                return fail_at(st, path, n, "%s must be an integer", what);
+        i = json_integer_value(v);
+        if (i < 0 || (uint64_t) i < min || (uint64_t) i > max)
+                return fail_at(st, path, n, "%s must be between %llu and %llu", what, (unsigned long long) min,
+                               (unsigned long long) max);
+        *ret = (uint64_t) i;
+        return 0;
+}
+
+static int get_output(ParseState *st, json_t *v, const JsonPathElem *path, size_t n, char **ret) {
+        const char *s;
+        char *copy;
+
+        if (!json_is_string(v))
+                return fail_at(st, path, n, "output must be a string (a file path, or \"-\" for stdout)");
+        s = json_string_value(v);
+        if (json_string_length(v) != strlen(s) || s[0] == '\0')
+                return fail_at(st, path, n, "output must be a non-empty path without NUL bytes");
+        /* Whether libsystemd can be loaded is checked by who runs the config
+         * (runtime_check_outputs()): parsing loads nothing. */
+        if (strcmp(s, "journal") == 0 && !HAVE_JOURNAL)
+                return fail_at(st, path, n,
+                               "output \"journal\": this psidiag was built without journald support "
+                               "(libsystemd; meson -Djournal=enabled)");
+        if (strcmp(s, "-") != 0 && strcmp(s, "journal") != 0 && s[0] != '/')
+                return fail_at(st, path, n, "output must be an absolute path, \"-\" (stdout) or \"journal\"");
+        copy = strdup(s);
+        if (!copy)
+                return -ENOMEM;
+        free(*ret);
+        *ret = copy;
+        return 0;
+}
+
+/* Shared keys of the top level and of a watch. Returns 1 if key was one of them, 0 if not. */
+static int parse_common_key(ParseState *st, const char *key, json_t *v, JsonPathElem *path, size_t n, char **output,
+                            unsigned *top, uint64_t *sample_ms, uint64_t *cooldown_ms) {
+        uint64_t u;
+        int r;
+
+        if (strcmp(key, "output") == 0)
+                r = get_output(st, v, path, n, output);
+        else if (strcmp(key, "top") == 0) {
+                r = get_uint(st, v, path, n, "top", CONFIG_TOP_MAX, 1, &u);
+                if (r >= 0)
+                        *top = (unsigned) u;
+        } else if (strcmp(key, "sample_ms") == 0)
+                r = get_uint(st, v, path, n, "sample_ms", CONFIG_SAMPLE_MS_MAX, 0, sample_ms);
+        else if (strcmp(key, "cooldown_ms") == 0)
+                r = get_uint(st, v, path, n, "cooldown_ms", CONFIG_COOLDOWN_MS_MAX, 0, cooldown_ms);
+        else
+                return 0;
+        return r < 0 ? r : 1;
+}
+
+static int parse_watch(ParseState *st, Config *c, json_t *w, size_t wi, WatchConfig *ret) {
+        JsonPathElem path[4] = { JSON_KEY("watch"), JSON_INDEX(wi) };
+        WatchConfig wc = {
+                .top = c->top,
+                .sample_ms = c->sample_ms,
+                .cooldown_ms = c->cooldown_ms,
+        };
+        json_t *triggers = NULL, *v;
+        const char *key;
+        int r;
+
+        if (!json_is_object(w))
+                return fail_at(st, path, 2, "each watch must be an object");
+
+        json_object_foreach(w, key, v) {
+                path[2] = JSON_KEY(key);
+                r = parse_common_key(st, key, v, path, 3, &wc.output, &wc.top, &wc.sample_ms, &wc.cooldown_ms);
+                if (r < 0)
+                        goto fail;
+                if (r > 0)
+                        continue;
+                if (strcmp(key, "cgroup") == 0) {
+                        const char *p;
+
+                        if (!json_is_string(v)) {
+                                r = fail_at(st, path, 3, "cgroup must be a string");
+                                goto fail;
+                        }
+                        p = json_string_value(v);
+                        if (json_string_length(v) != strlen(p) || cgroup_path_validate(p) < 0) {
+                                r = fail_at(st, path, 3,
+                                            "cgroup \"%s\" must be a path relative to the cgroup2 mount, without "
+                                            "\".\" or \"..\" segments or empty segments",
+                                            p);
+                                goto fail;
+                        }
+                        while (*p == '/')
+                                p++;
+                        free(wc.cgroup);
+                        /* "" and "/" mean the root cgroup, which is a cgroup watch, not node-wide. */
+                        wc.cgroup = strdup(p);
+                        if (!wc.cgroup) {
+                                r = -ENOMEM;
+                                goto fail;
+                        }
+                        /* Where it was written, for errors found later against the host. */
+                        unsigned line, col;
+                        free(wc.cgroup_where);
+                        wc.cgroup_where = NULL;
+                        if (json_locate(st->text, st->len, path, 3, &line, &col) < 0
+                                    ? asprintf(&wc.cgroup_where, "%s", st->name) < 0
+                                    : asprintf(&wc.cgroup_where, "%s:%u:%u", st->name, line, col) < 0) {
+                                wc.cgroup_where = NULL;
+                                r = -ENOMEM;
+                                goto fail;
+                        }
+                } else if (strcmp(key, "triggers") == 0)
+                        triggers = v;
+                else {
+                        r = fail_at(st, path, 3,
+                                    "unknown key \"%s\" in watch (expected cgroup, triggers, output, top, "
+                                    "sample_ms, cooldown_ms)",
+                                    key);
+                        goto fail;
+                }
+        }
+
+        path[2] = JSON_KEY("triggers");
+        if (!triggers) {
+                r = fail_at(st, path, 2, "watch has no \"triggers\"");
+                goto fail;
+        }
+        if (!json_is_array(triggers) || json_array_size(triggers) == 0) {
+                r = fail_at(st, path, 3, "triggers must be a non-empty array of trigger strings");
+                goto fail;
+        }
+        if (json_array_size(triggers) > CONFIG_TRIGGERS_PER_WATCH_MAX) {
+                r = fail_at(st, path, 3, "at most %d triggers per watch", CONFIG_TRIGGERS_PER_WATCH_MAX);
+                goto fail;
+        }
+        wc.triggers = calloc(json_array_size(triggers), sizeof *wc.triggers);
+        if (!wc.triggers) {
+                r = -ENOMEM;
+                goto fail;
+        }
+        for (size_t i = 0; i < json_array_size(triggers); i++) {
+                json_t *t = json_array_get(triggers, i);
+                WatchTrigger *wt = &wc.triggers[i];
+                const char *reason;
+
+                path[3] = JSON_INDEX(i);
+                if (!json_is_string(t)) {
+                        r = fail_at(st, path, 4, "a trigger must be a string like \"cpu some 150ms 2s\"");
+                        goto fail;
+                }
+                if (psi_trigger_spec_parse(json_string_value(t), &wt->spec, &reason) < 0) {
+                        r = fail_at(st, path, 4, "bad trigger \"%s\": %s", json_string_value(t), reason);
+                        goto fail;
+                }
+                wt->text = strdup(json_string_value(t));
+                wc.n_triggers++;
+                if (!wt->text) {
+                        r = -ENOMEM;
+                        goto fail;
+                }
+        }
+
+        if (!wc.output) {
+                wc.output = strdup(c->output);
+                if (!wc.output) {
+                        r = -ENOMEM;
+                        goto fail;
+                }
+        }
+        *ret = wc;
+        return 0;
+fail:
+        for (size_t i = 0; i < wc.n_triggers; i++)
+                free(wc.triggers[i].text);
+        free(wc.triggers);
+        free(wc.cgroup);
+        free(wc.cgroup_where);
+        free(wc.output);
+        return r;
+}
+
+Config *config_free(Config *c) {
+        if (!c)
+                return NULL;
+        for (size_t i = 0; i < c->n_watches; i++) {
+                WatchConfig *w = &c->watches[i];
+
+                for (size_t j = 0; j < w->n_triggers; j++)
+                        free(w->triggers[j].text);
+                free(w->triggers);
+                free(w->cgroup);
+                free(w->cgroup_where);
+                free(w->output);
+        }
+        free(c->watches);
+        free(c->output);
+        free(c->metrics_file);
+        free(c);
+        return NULL;
+}
+
+int config_parse(const char *text, size_t len, const char *name, Config **ret, char **ret_error) {
+        ParseState st = { .text = text, .len = len, .name = name };
+        JsonPathElem path[2];
+        json_error_t jerr;
+        json_t *root, *watch = NULL, *v;
+        const char *key;
+        Config *c;
+        int r;
+
+        /* Duplicate keys are an error: with two "top" values, which one did the operator mean? */
+        root = json_loadb(text, len, JSON_REJECT_DUPLICATES, &jerr);
+        if (!root) {
+                if (asprintf(ret_error, "%s:%d:%d: %s", name, jerr.line, jerr.column, jerr.text) < 0)
+                        return -ENOMEM;
+                return -EINVAL;
+        }
+
+        c = calloc(1, sizeof *c);
+        if (!c) {
+                json_decref(root);
+                return -ENOMEM;
+        }
+        c->top = CONFIG_DEFAULT_TOP;
+        c->sample_ms = CONFIG_DEFAULT_SAMPLE_MS;
+        c->cooldown_ms = CONFIG_DEFAULT_COOLDOWN_MS;
+        c->max_incidents_per_minute = CONFIG_DEFAULT_MAX_INCIDENTS_PER_MINUTE;
+        c->max_concurrent_samples = CONFIG_DEFAULT_MAX_CONCURRENT_SAMPLES;
+        c->oom_lookback_s = CONFIG_DEFAULT_OOM_LOOKBACK_S;
+
+        if (!json_is_object(root)) {
+                r = fail_at(&st, NULL, 0, "the config must be a JSON object");
+                goto fail;
+        }
+
+        json_object_foreach(root, key, v) {
+                path[0] = JSON_KEY(key);
+                r = parse_common_key(&st, key, v, path, 1, &c->output, &c->top, &c->sample_ms, &c->cooldown_ms);
+                if (r < 0)
+                        goto fail;
+                if (r > 0)
+                        continue;
+                if (strcmp(key, "watch") == 0)
+                        watch = v;
+                else if (strcmp(key, "$schema") == 0)
+                        continue;
+                else if (strcmp(key, "max_incidents_per_minute") == 0) {
+                        uint64_t u;
+                        r = get_uint(&st, v, path, 1, "max_incidents_per_minute", CONFIG_MAX_INCIDENTS_PER_MINUTE_MAX,
+                                     0, &u);
+                        if (r < 0)
+                                goto fail;
+                        c->max_incidents_per_minute = (unsigned) u;
+                } else if (strcmp(key, "max_concurrent_samples") == 0) {
+                        uint64_t u;
+                        r = get_uint(&st, v, path, 1, "max_concurrent_samples", CONFIG_MAX_CONCURRENT_SAMPLES_MAX, 1,
+                                     &u);
+                        if (r < 0)
+                                goto fail;
+                        c->max_concurrent_samples = (unsigned) u;
+                } else if (strcmp(key, "oom_lookback_s") == 0) {
+                        uint64_t u;
+                        r = get_uint(&st, v, path, 1, "oom_lookback_s", CONFIG_OOM_LOOKBACK_S_MAX, 0, &u);
+                        if (r < 0)
+                                goto fail;
+                        c->oom_lookback_s = (unsigned) u;
+                } else if (strcmp(key, "metrics_file") == 0) {
+                        const char *m = json_string_value(v);
+                        size_t ml = m ? strlen(m) : 0;
+
+                        if (!m || json_string_length(v) != ml || m[0] != '/' || ml < 7 ||
+                            strcmp(m + ml - 5, ".prom") != 0 || m[ml - 6] == '/') {
+                                r = fail_at(&st, path, 1,
+                                            "metrics_file must be an absolute path ending in \".prom\" "
+                                            "(what node_exporter's textfile collector reads)");
+                                goto fail;
+                        }
+                        free(c->metrics_file);
+                        c->metrics_file = strdup(m);
+                        if (!c->metrics_file) {
+                                r = -ENOMEM;
+                                goto fail;
+                        }
+                } else {
+                        r = fail_at(&st, path, 1,
+                                    "unknown key \"%s\" (expected output, top, sample_ms, cooldown_ms, "
+                                    "max_incidents_per_minute, max_concurrent_samples, oom_lookback_s, metrics_file, "
+                                    "watch)",
+                                    key);
+                        goto fail;
+                }
+        }
+        if (!c->output) {
+                c->output = strdup("-");
+                if (!c->output) {
+                        r = -ENOMEM;
+                        goto fail;
+                }
+        }
+
+        path[0] = JSON_KEY("watch");
+        if (!watch) {
+                r = fail_at(&st, NULL, 0, "the config has no \"watch\" list");
+                goto fail;
+        }
+        if (!json_is_array(watch) || json_array_size(watch) == 0) {
+                r = fail_at(&st, path, 1, "watch must be a non-empty array");
+                goto fail;
+        }
+        if (json_array_size(watch) > CONFIG_WATCHES_MAX) {
+                r = fail_at(&st, path, 1, "at most %d watches", CONFIG_WATCHES_MAX);
+                goto fail;
+        }
+        c->watches = calloc(json_array_size(watch), sizeof *c->watches);
+        if (!c->watches) {
+                r = -ENOMEM;
+                goto fail;
+        }
+        for (size_t i = 0; i < json_array_size(watch); i++) {
+                r = parse_watch(&st, c, json_array_get(watch, i), i, &c->watches[i]);
+                if (r < 0)
+                        goto fail;
+                c->n_watches++;
+        }
+
+        json_decref(root);
+        *ret = c;
+        return 0;
+fail:
+        json_decref(root);
+        config_free(c);
+        if (r == -EINVAL && st.error)
+                *ret_error = st.error;
+        else
+                free(st.error);
+        return r;
+}
+
+int config_load_file(const char *path, Config **ret, char **ret_error) {
+        _cleanup_free_ char *buf = NULL;
+        _cleanup_close_ int fd = -EBADF;
+        const size_t max = 4 * 1024 * 1024;
+        size_t n = 0;
+        struct stat stbuf;
+
+        fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
+        if (fd < 0 || fstat(fd, &stbuf) < 0) {
+                int r = negative_errno();
+                if (asprintf(ret_error, "%s: cannot read config: %s", path, strerror(-r)) < 0)
+                        return -ENOMEM;
+                return r;
+        }
+        if (!S_ISREG(stbuf.st_mode)) {
+                if (asprintf(ret_error, "%s: the config must be a regular file", path) < 0)
+                        return -ENOMEM;
+                return -EINVAL;
+        }
+        buf = malloc(max + 1);
+        if (!buf)
+                return -ENOMEM;
+        for (;;) {
+                ssize_t k = read(fd, buf + n, max + 1 - n);
+
+                if (k < 0) {
+                        int r = negative_errno();
+                        if (errno == EINTR)
+                                continue;
+                        if (asprintf(ret_error, "%s: cannot read config: %s", path, strerror(-r)) < 0)
+                                return -ENOMEM;
+                        return r;
+                }
+                if (k == 0)
+                        break;
+                n += (size_t) k;
+                if (n > max) {
+                        if (asprintf(ret_error, "%s: the config is larger than 4 MiB", path) < 0)
+                                return -ENOMEM;
+                        return -EINVAL;
+                }
+        }
+        if (n == 0) {
+                if (asprintf(ret_error, "%s: the config file is empty", path) < 0)
+                        return -ENOMEM;
+                return -EINVAL;
+        }
+        return config_parse(buf, n, path, ret, ret_error);
+}
+
+int config_load_default(Config **ret) {
+        _cleanup_free_ char *error = NULL;
+
+        return config_parse(config_default_json, strlen(config_default_json), "(default config)", ret, &error);
+}
+
+int config_override_output(Config *c, const char *output) {
+        char *g = strdup(output);
+
+        if (!g)
+                return -ENOMEM;
+        free(c->output);
+        c->output = g;
+        for (size_t i = 0; i < c->n_watches; i++) {
+                char *w = strdup(output);
+
+                if (!w)
+                        return -ENOMEM;
+                free(c->watches[i].output);
+                c->watches[i].output = w;
+        }
+        return 0;
+}
+
+int config_resolve_cgroups(const Config *c, const Sysroot *s, char **ret_error) {
+        for (size_t i = 0; i < c->n_watches; i++) {
+                const WatchConfig *w = &c->watches[i];
+                const char *mount = s->cgroup2_path;
+                int fd = -EBADF, r;
+
+                if (!w->cgroup)
+                        continue;
+                r = sysroot_open_cgroup(s, w->cgroup, &fd);
+                safe_close(fd);
+                if (r == -ELOOP || r == -EXDEV)
+                        return asprintf(ret_error,
+                                        "%s: cgroup \"%s\" leads through a %s; psidiag opens cgroups only "
+                                        "beneath the cgroup2 mount and never follows symlinks",
+                                        w->cgroup_where, w->cgroup, r == -ELOOP ? "symlink" : "mount point") < 0
+                                       ? -ENOMEM
+                                       : -EINVAL;
+                /* "/sys/fs/cgroup/x" written for "x": the path is relative to the mount. */
+                size_t ml = mount ? strlen(mount) : 0;
+                if (r == -ENOENT && ml > 1 && strncmp(w->cgroup, mount + 1, ml - 1) == 0 &&
+                    (w->cgroup[ml - 1] == '/' || w->cgroup[ml - 1] == '\0'))
+                        return asprintf(ret_error,
+                                        "%s: cgroup paths are relative to the cgroup2 mount (%s): write \"%s\", "
+                                        "not \"/%s\"",
+                                        w->cgroup_where, mount, w->cgroup[ml - 1] ? w->cgroup + ml : "/", w->cgroup) < 0
+                                       ? -ENOMEM
+                                       : -EINVAL;
+        }
+        return 0;
+}

@@ -1,0 +1,82 @@
+/* SPDX-License-Identifier: MIT */
+/* The agent's JSON config: loading (jansson), validation, defaults, and error messages that name
+ * file:line:column. Does not arm anything; cgroup paths are checked for shape when parsed, and
+ * against the host's cgroup2 mount by config_resolve_cgroups(). */
+#pragma once
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "probes/sysroot.h"
+#include "triggers/trigger.h"
+
+#define CONFIG_TOP_MAX 1000
+#define CONFIG_SAMPLE_MS_MAX 60000
+#define CONFIG_COOLDOWN_MS_MAX 86400000
+#define CONFIG_WATCHES_MAX 4096
+#define CONFIG_TRIGGERS_PER_WATCH_MAX 16
+
+typedef struct WatchTrigger {
+        char *text;          /* as configured: "cpu some 20% 2s" */
+        PsiTriggerSpec spec; /* parsed, before any 2 s rounding */
+} WatchTrigger;
+
+typedef struct WatchConfig {
+        char *cgroup;       /* relative to the cgroup2 mount, without leading '/'; NULL: node-wide */
+        char *cgroup_where; /* "FILE:LINE:COLUMN" of the cgroup value, for errors found later */
+        WatchTrigger *triggers;
+        size_t n_triggers;
+        /* Resolved: the watch's own value or the global default. */
+        char *output;
+        unsigned top;
+        uint64_t sample_ms;
+        uint64_t cooldown_ms;
+} WatchConfig;
+
+typedef struct Config {
+        char *output;
+        char *metrics_file;                /* Prometheus textfile of health counters, or NULL */
+        unsigned max_incidents_per_minute; /* over all watches; 0: no limit */
+        unsigned max_concurrent_samples;
+        unsigned oom_lookback_s; /* an oom incident links the pressure incidents of this many seconds before it */
+        unsigned top;
+        uint64_t sample_ms;
+        uint64_t cooldown_ms;
+        WatchConfig *watches;
+        size_t n_watches;
+} Config;
+
+#define CONFIG_DEFAULT_TOP 10
+#define CONFIG_DEFAULT_SAMPLE_MS 1000
+#define CONFIG_DEFAULT_COOLDOWN_MS 10000
+#define CONFIG_DEFAULT_MAX_INCIDENTS_PER_MINUTE 60
+#define CONFIG_MAX_INCIDENTS_PER_MINUTE_MAX 100000
+#define CONFIG_DEFAULT_MAX_CONCURRENT_SAMPLES 4
+#define CONFIG_MAX_CONCURRENT_SAMPLES_MAX 1024
+#define CONFIG_DEFAULT_OOM_LOOKBACK_S 300
+#define CONFIG_OOM_LOOKBACK_S_MAX 86400
+
+/* The config used without --config: node-wide cpu, memory and io triggers, NDJSON on stdout. */
+extern const char config_default_json[];
+
+/* Parses and validates config text. name is used in messages ("FILE:LINE:COLUMN: what"). Returns 0,
+ * -EINVAL with *ret_error (malloc'ed) on any error, or -ENOMEM. ret_error is written on -EINVAL only. */
+int config_parse(const char *text, size_t len, const char *name, Config **ret, char **ret_error);
+
+/* Reads path (at most 4 MiB) and parses it. -errno from reading comes with a message too. */
+int config_load_file(const char *path, Config **ret, char **ret_error);
+
+int config_load_default(Config **ret);
+
+/* Replaces the global output and every watch's output (the --output flag). 0 or -ENOMEM. */
+int config_override_output(Config *c, const char *output);
+
+Config *config_free(Config *c);
+DEFINE_TRIVIAL_CLEANUP_FUNC(Config *, config_free);
+
+/* Checks every watch's cgroup against the host before anything is armed: a path that leads
+ * through a symlink or another mount, or that repeats the mount point ("/sys/fs/cgroup/x" for "x")
+ * and does not exist, is a config error (-EINVAL with "FILE:LINE:COLUMN: message" in *ret_error).
+ * A cgroup that simply does not exist yet is fine. 0, -EINVAL or -ENOMEM. */
+int config_resolve_cgroups(const Config *c, const Sysroot *s, char **ret_error);

@@ -1,0 +1,53 @@
+/* SPDX-License-Identifier: MIT */
+/* The step shared by the agent and `psidiag snapshot`: from snapshots A and B to one incident
+ * line. Reads comm, cmdline, uid and cgroup once per reported process (not per thread). Logs
+ * nothing. */
+#pragma once
+
+#include <stdbool.h>
+
+#include "sampling/hot.h"
+#include "incident/incident.h"
+#include "sampling/rank.h"
+#include "sampling/snapshot.h"
+
+/* Fills ret for process pid, falling back to fallback_comm (from taskstats) when it exited. */
+void process_info_read(int proc_fd, pid_t pid, const char *fallback_comm, ProcessInfo *ret);
+
+typedef struct Report {
+        const Sysroot *sysroot;
+        const HostInfo *host;
+        const char *type;
+        const char *id;
+        usec_t wakeup_real_us;
+        bool delayacct;
+
+        bool has_trigger;
+        const char *trigger_cgroup;
+        PsiTriggerSpec trigger;
+        const char *trigger_spec;
+
+        int resource; /* the score: a PsiResource or RANK_SCORE_ALL */
+        bool has_stall;
+        PsiStall stall; /* which total= grew (with resource) */
+        unsigned top;
+
+        const Snapshot *a, *b;        /* a NULL: a sample of 0 ms, b alone with lifetime totals */
+        bool unmeasured;              /* b holds pressure only: no tasks were measured (sample.basis "none") */
+        Ranking *ranking;             /* scratch, reused */
+        HotCgroups *hot;              /* scratch for the hottest descendant cgroups (when the snapshots walked them) */
+        const char *scope_cgroup;     /* the sampled cgroup ("a/b", "" root), NULL node-wide: prefixes hot paths */
+        unsigned threads_per_process; /* 0: the default (3) */
+        bool has_suppressed;          /* the agent: incidents dropped by its global limits since the last one */
+        uint64_t suppressed;
+        ProcessInfo *procs;   /* scratch of at least top entries */
+        const OomReport *oom; /* type "oom" */
+} Report;
+
+/* Builds the incident line (malloc'ed, ending in '\n'). 0 or -ENOMEM. */
+int report_build_line(const Report *rep, char **ret, size_t *ret_len);
+
+/* The step every writer of incidents takes: names the incident (incident_format_id() of the
+ * report's host and wakeup time, our pid and seq, into id, and rep->id), then builds its line as
+ * report_build_line(). */
+int report_compose(Report *rep, uint64_t seq, char *id, size_t id_size, char **ret, size_t *ret_len);

@@ -1,0 +1,386 @@
+/* SPDX-License-Identifier: MIT */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/macro.h"
+#include "base/utf8.h"
+#include "incident/incident.h"
+#include "probes/cgmeta.h"
+
+/* Every jansson call can fail on allocation; set_new() returns -ENOMEM (and drops v) when it does,
+ * so builders can chain `r |= set(...)` and check once. */
+static int set_new(json_t *obj, const char *key, json_t *v) {
+        if (!obj || !v || json_object_set_new_nocheck(obj, key, v) < 0) {
+                json_decref(v);
+                return -ENOMEM;
+        }
+        return 0;
+}
+
+static int append_new(json_t *arr, json_t *v) {
+        if (!arr || !v || json_array_append_new(arr, v) < 0) {
+                json_decref(v);
+                return -ENOMEM;
+        }
+        return 0;
+}
+
+json_t *json_string_from_bytes(const char *s, size_t len) {
+        char stack[UTF8_SANITIZED_MAX(128)];
+        _cleanup_free_ char *heap = NULL;
+        char *out = stack;
+        size_t size = sizeof stack, n;
+
+        if (UTF8_SANITIZED_MAX(len) > sizeof stack) {
+                size = UTF8_SANITIZED_MAX(len);
+                heap = malloc(size);
+                if (!heap)
+                        return NULL;
+                out = heap;
+        }
+        n = utf8_sanitize(s, len, out, size);
+        return json_stringn_nocheck(out, n);
+}
+
+static json_t *json_u64(uint64_t v) {
+        /* json_int_t is long long: clamp rather than wrap negative. */
+        return json_integer(v > (uint64_t) INT64_MAX ? INT64_MAX : (json_int_t) v);
+}
+
+static json_t *time_string(usec_t t) {
+        char buf[RFC3339_MAX];
+        return json_string_nocheck(format_rfc3339_us(t, buf, sizeof buf));
+}
+
+static json_t *pressure_line(const PressureStats *p, PsiStall which) {
+        json_t *o;
+        int r = 0;
+
+        if (!p->has[which])
+                return json_null();
+        o = json_object();
+        r |= set_new(o, "avg10", json_real(p->line[which].avg10));
+        r |= set_new(o, "avg60", json_real(p->line[which].avg60));
+        r |= set_new(o, "avg300", json_real(p->line[which].avg300));
+        r |= set_new(o, "total_us", json_u64(p->line[which].total_us));
+        if (r < 0) {
+                json_decref(o);
+                return NULL;
+        }
+        return o;
+}
+
+static json_t *pressure_object(const Snapshot *s) {
+        static const PsiResource reported[] = { PSI_RESOURCE_CPU, PSI_RESOURCE_MEMORY, PSI_RESOURCE_IO };
+        json_t *o = json_object();
+        int r = 0;
+
+        for (size_t k = 0; k < ELEMENTSOF(reported); k++) {
+                PsiResource i = reported[k];
+                const char *name = psi_resource_to_string(i);
+                json_t *res;
+
+                if (!s || !s->has_pressure[i]) {
+                        r |= set_new(o, name, json_null());
+                        continue;
+                }
+                res = json_object();
+                r |= set_new(res, "some", pressure_line(&s->pressure[i], PSI_STALL_SOME));
+                r |= set_new(res, "full", pressure_line(&s->pressure[i], PSI_STALL_FULL));
+                r |= set_new(o, name, res);
+        }
+        if (r < 0) {
+                json_decref(o);
+                return NULL;
+        }
+        return o;
+}
+
+static json_t *delays_object(const uint64_t d[_TASK_DELAY_MAX], uint32_t present) {
+        json_t *o = json_object();
+        int r = 0;
+
+        for (TaskDelay i = 0; i < _TASK_DELAY_MAX; i++)
+                r |= set_new(o, task_delay_to_string(i),
+                             present & TASK_DELAY_MASK(i) ? json_u64(d[i] / NSEC_PER_USEC) : json_null());
+        if (r < 0) {
+                json_decref(o);
+                return NULL;
+        }
+        return o;
+}
+
+static json_t *string_or_null(const char *s) {
+        return s && s[0] ? json_string_from_bytes(s, strlen(s)) : json_null();
+}
+
+/* What the cgroup path says: systemd unit and slice, Kubernetes pod and QoS, container. */
+json_t *incident_cgroup_meta(const char *path) {
+        CgroupMeta m;
+        json_t *o;
+        int r = 0;
+
+        if (!path)
+                return json_null();
+        cgroup_meta_parse(path, &m);
+        o = json_object();
+        r |= set_new(o, "unit", string_or_null(m.unit));
+        r |= set_new(o, "slice", string_or_null(m.slice));
+        r |= set_new(o, "pod_uid", string_or_null(m.pod_uid));
+        r |= set_new(o, "qos", string_or_null(cgroup_qos_to_string(m.qos)));
+        r |= set_new(o, "container_runtime", string_or_null(m.runtime));
+        r |= set_new(o, "container_id", string_or_null(m.container_id));
+        if (r < 0) {
+                json_decref(o);
+                return NULL;
+        }
+        return o;
+}
+
+static json_t *process_object(const Ranking *rk, const ProcessDelta *p, const ProcessInfo *info, unsigned max_threads) {
+        json_t *o = json_object(), *threads = json_array();
+        int r = 0;
+
+        r |= set_new(o, "pid", json_integer(p->tgid));
+        r |= set_new(o, "comm", json_string_from_bytes(info->comm, info->comm_len));
+        r |= set_new(o, "cmdline",
+                     info->cmdline_len >= 0 ? json_string_from_bytes(info->cmdline, (size_t) info->cmdline_len)
+                                            : json_null());
+        r |= set_new(o, "uid", info->uid >= 0 ? json_integer(info->uid) : json_null());
+        r |= set_new(o, "cgroup",
+                     info->has_cgroup ? json_string_from_bytes(info->cgroup, strlen(info->cgroup)) : json_null());
+        r |= set_new(o, "meta", incident_cgroup_meta(info->has_cgroup ? info->cgroup : NULL));
+        r |= set_new(o, "score_us", json_u64(p->score_ns / NSEC_PER_USEC));
+        r |= set_new(o, "delay_us", delays_object(p->delay_ns, rk->present));
+
+        for (size_t i = 0; i < p->n && i < max_threads; i++) {
+                const ThreadDelta *t = &rk->threads[p->first + i];
+                json_t *to;
+
+                if (t->total_ns == 0)
+                        break;
+                to = json_object();
+                r |= set_new(to, "tid", json_integer(t->tid));
+                r |= set_new(to, "comm", json_string_from_bytes(t->comm, strnlen(t->comm, sizeof t->comm)));
+                r |= set_new(to, "score_us", json_u64(t->score_ns / NSEC_PER_USEC));
+                r |= set_new(to, "delay_us", delays_object(t->delay_ns, rk->present));
+                r |= append_new(threads, to);
+        }
+        r |= set_new(o, "threads", threads);
+        if (r < 0) {
+                json_decref(o);
+                return NULL;
+        }
+        return o;
+}
+
+/* "/a/b" from "a/b" (and "/" from ""), the form /proc/<pid>/cgroup uses. */
+static json_t *cgroup_string(const char *rel) {
+        char path[4096];
+        int n;
+
+        if (!rel)
+                return json_null();
+        while (*rel == '/')
+                rel++;
+        n = snprintf(path, sizeof path, "/%s", rel);
+        return json_string_from_bytes(path, (size_t) MIN(n, (int) sizeof path - 1));
+}
+
+static json_t *oom_victim_object(const OomReport *oom) {
+        const OomKill *k = oom->kill;
+        json_t *o, *rss;
+        int r = 0;
+
+        if (!k)
+                return json_null();
+        o = json_object();
+        r |= set_new(o, "pid", json_integer(k->pid));
+        r |= set_new(o, "comm", json_string_from_bytes(k->comm, k->comm_len));
+        r |= set_new(o, "uid", k->uid >= 0 ? json_integer(k->uid) : json_null());
+        r |= set_new(o, "cgroup", cgroup_string(oom->victim_cgroup));
+        r |= set_new(o, "memcg",
+                     k->has_header && k->task_memcg[0] ? json_string_from_bytes(k->task_memcg, strlen(k->task_memcg))
+                                                       : json_null());
+        if (k->has_rss) {
+                rss = json_object();
+                r |= set_new(rss, "anon", json_u64(k->anon_rss_kib));
+                r |= set_new(rss, "file", json_u64(k->file_rss_kib));
+                r |= set_new(rss, "shmem", json_u64(k->shmem_rss_kib));
+                r |= set_new(o, "rss_kib", rss);
+                r |= set_new(o, "total_vm_kib", json_u64(k->total_vm_kib));
+        } else {
+                r |= set_new(o, "rss_kib", json_null());
+                r |= set_new(o, "total_vm_kib", json_null());
+        }
+        r |= set_new(o, "delay_us",
+                     oom->has_victim_delay ? delays_object(oom->victim_delay_ns, oom->victim_present) : json_null());
+        r |= set_new(o, "delay_source", oom->has_victim_delay ? json_string(oom->victim_delay_source) : json_null());
+        if (r < 0) {
+                json_decref(o);
+                return NULL;
+        }
+        return o;
+}
+
+static int oom_add(json_t *incident, const OomReport *oom) {
+        const OomKill *k = oom->kill;
+        json_t *o = json_object(), *related = json_array();
+        int r = 0;
+
+        r |= set_new(o, "source", json_string(oom->source));
+        r |= set_new(o, "kills", json_u64(oom->kills));
+        r |= set_new(o, "constraint",
+                     k && k->has_header && k->constraint[0]
+                             ? json_string_from_bytes(k->constraint, strlen(k->constraint))
+                             : json_null());
+        r |= set_new(o, "oom_memcg",
+                     k && k->has_header && k->oom_memcg[0] ? json_string_from_bytes(k->oom_memcg, strlen(k->oom_memcg))
+                                                           : json_null());
+        r |= set_new(o, "global", k ? json_boolean(k->global) : json_null());
+        r |= set_new(o, "cgroup", cgroup_string(oom->cgroup));
+        r |= set_new(o, "victim", oom_victim_object(oom));
+        r |= set_new(incident, "oom", o);
+        for (size_t i = 0; i < oom->n_related; i++)
+                r |= append_new(related, json_string_from_bytes(oom->related[i], strlen(oom->related[i])));
+        r |= set_new(incident, "related", related);
+        return r;
+}
+
+json_t *incident_build(const IncidentInput *in) {
+        json_t *o = json_object(), *host = json_object(), *agent = json_object(), *sample = json_object(),
+               *states = json_object(), *top = json_array(), *trigger;
+        TaskStateCounts none;
+        const TaskStateCounts *st = in->states;
+        int r = 0;
+
+        if (!st) {
+                task_state_counts_init_procfs(&none);
+                st = &none;
+        }
+
+        r |= set_new(o, "schema_version", json_integer(INCIDENT_SCHEMA_VERSION));
+        r |= set_new(o, "type", json_string(in->type));
+        r |= set_new(o, "id", json_string(in->id));
+        r |= set_new(o, "time", time_string(in->time_real_us));
+
+        r |= set_new(host, "hostname", json_string_from_bytes(in->host->hostname, strlen(in->host->hostname)));
+        r |= set_new(host, "kernel", json_string_from_bytes(in->host->kernel, strlen(in->host->kernel)));
+        r |= set_new(host, "boot_id", json_string_from_bytes(in->host->boot_id, strlen(in->host->boot_id)));
+        r |= set_new(o, "host", host);
+
+        r |= set_new(agent, "version", json_string(in->agent_version));
+        r |= set_new(agent, "delayacct", json_boolean(in->delayacct));
+        r |= set_new(agent, "taskstats_version",
+                     in->taskstats_version >= 0 ? json_integer(in->taskstats_version) : json_null());
+        r |= set_new(o, "agent", agent);
+
+        if (in->has_trigger) {
+                trigger = json_object();
+                /* "/a/b", the form /proc/<pid>/cgroup uses, so it joins with most_delayed[].cgroup. */
+                r |= set_new(trigger, "cgroup", cgroup_string(in->trigger_cgroup));
+                r |= set_new(trigger, "resource", json_string(psi_resource_to_string(in->trigger.resource)));
+                r |= set_new(trigger, "stall", json_string(psi_stall_to_string(in->trigger.stall)));
+                r |= set_new(trigger, "threshold_us", json_u64(in->trigger.threshold_us));
+                r |= set_new(trigger, "window_us", json_u64(in->trigger.window_us));
+                r |= set_new(trigger, "spec", json_string_from_bytes(in->trigger_spec, strlen(in->trigger_spec)));
+        } else
+                trigger = json_null();
+        r |= set_new(o, "trigger", trigger);
+
+        r |= set_new(o, "pressure", pressure_object(in->pressure_from));
+
+        r |= set_new(sample, "start", time_string(in->sample_start_real_us));
+        r |= set_new(sample, "duration_ms", json_u64(in->sample_duration_ms));
+        r |= set_new(sample, "basis", json_string(in->unmeasured ? "none" : in->lifetime ? "lifetime" : "delta"));
+        r |= set_new(sample, "tasks", json_integer(in->tasks));
+        r |= set_new(sample, "exited", json_integer(in->exited));
+        r |= set_new(sample, "errors", json_integer(in->errors));
+        r |= set_new(sample, "exit_records", in->has_exit_listener ? json_integer(in->exit_records) : json_null());
+        r |= set_new(sample, "lost_exit_records",
+                     in->has_exit_listener ? json_integer(in->lost_exit_records) : json_null());
+        r |= set_new(sample, "stall_us", in->has_stall ? json_u64(in->stall_us) : json_null());
+        r |= set_new(o, "sample", sample);
+        if (in->has_suppressed)
+                r |= set_new(o, "suppressed", json_u64(in->suppressed));
+
+        r |= set_new(states, "source", json_string(task_state_source_to_string(st->source)));
+        r |= set_new(states, "running", json_u64(st->running));
+        r |= set_new(states, "sleeping", json_u64(st->sleeping));
+        r |= set_new(states, "uninterruptible", json_u64(st->uninterruptible));
+        r |= set_new(states, "stopped", json_u64(st->stopped));
+        r |= set_new(states, "io_wait", st->io_wait >= 0 ? json_integer(st->io_wait) : json_null());
+        r |= set_new(states, "read", st->source == TASK_STATE_SOURCE_PROCFS ? json_u64(st->read) : json_null());
+        r |= set_new(states, "scaled", json_boolean(st->scaled));
+        r |= set_new(o, "states", states);
+
+        if (in->has_hot) {
+                json_t *cgroups = json_array();
+                const char *prefix = in->hot_prefix ? in->hot_prefix : "";
+
+                while (*prefix == '/')
+                        prefix++;
+                for (size_t i = 0; i < in->n_hot; i++) {
+                        const HotCgroup *h = &in->hot[i];
+                        char path[4096];
+                        int n = prefix[0] ? snprintf(path, sizeof path, "/%s/%s", prefix, h->path)
+                                          : snprintf(path, sizeof path, "/%s", h->path);
+                        json_t *c = json_object();
+
+                        r |= set_new(c, "path", json_string_from_bytes(path, (size_t) MIN(n, (int) sizeof path - 1)));
+                        r |= set_new(c, "stall_us", json_u64(h->stall_us));
+                        r |= set_new(c, "some_us", json_u64(h->some_us));
+                        r |= set_new(c, "full_us", h->has_full ? json_u64(h->full_us) : json_null());
+                        r |= set_new(c, "meta", incident_cgroup_meta(path));
+                        r |= append_new(cgroups, c);
+                }
+                r |= set_new(o, "cgroups", cgroups);
+        }
+
+        for (size_t i = 0; in->ranking && i < in->n_procs && i < in->ranking->n_procs; i++)
+                r |= append_new(top, process_object(in->ranking, &in->ranking->procs[i], &in->procs[i],
+                                                    in->threads_per_process ? in->threads_per_process
+                                                                            : INCIDENT_THREADS_PER_PROCESS));
+        r |= set_new(o, "most_delayed", top);
+        if (in->oom)
+                r |= oom_add(o, in->oom);
+
+        if (r < 0) {
+                json_decref(o);
+                return NULL;
+        }
+        return o;
+}
+
+int incident_dump_line(const json_t *incident, char **ret, size_t *ret_len) {
+        char *s = json_dumps(incident, JSON_COMPACT | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(6));
+        size_t n;
+        char *line;
+
+        if (!s)
+                return -ENOMEM;
+        n = strlen(s);
+        line = realloc(s, n + 2);
+        if (!line) {
+                free(s);
+                return -ENOMEM;
+        }
+        line[n] = '\n';
+        line[n + 1] = '\0';
+        *ret = line;
+        *ret_len = n + 1;
+        return 0;
+}
+
+void incident_format_id(const HostInfo *host, usec_t time_real_us, pid_t pid, uint64_t seq, char *buf, size_t size) {
+        char boot[9] = "00000000";
+        size_t j = 0;
+
+        for (size_t i = 0; host->boot_id[i] && j < 8; i++)
+                if (host->boot_id[i] != '-')
+                        boot[j++] = host->boot_id[i];
+        snprintf(buf, size, "%s-%" PRIx64 "-%x-%" PRIu64, boot, (uint64_t) time_real_us, (unsigned) pid, seq);
+}

@@ -1,0 +1,63 @@
+/* SPDX-License-Identifier: MIT */
+/* One sample on the event loop: snapshot A now, exit records listened for during the window, a
+ * timer, snapshot B, exits merged. Used by a watch when its trigger fires and by an oom incident
+ * after a kill; what is made of A and B is the owner's (the done callback). Logs nothing. */
+#pragma once
+
+#include <ev.h>
+#include <stdbool.h>
+
+#include "sampling/hot.h"
+#include "sampling/rank.h"
+#include "sampling/snapshot.h"
+#include "probes/taskstats.h"
+
+typedef struct Sampler Sampler;
+
+/* Called when the sample is complete: r is 0 (a and b hold it; with a window of 0, a alone holds
+ * lifetime totals), -ENOENT or -ENODEV (the cgroup went away), or another -errno. */
+typedef void (*SamplerDone)(Sampler *s, int r);
+
+struct Sampler {
+        struct ev_loop *loop;
+        const char *exit_cpus; /* where exit records are listened for; NULL: not at all */
+        SamplerDone done;
+        void *userdata;
+
+        SampleScope scope;
+        uint64_t sample_ms;
+        bool running;
+        usec_t wakeup_real_us;
+        usec_t a_cost_us;            /* how long snapshot A took */
+        usec_t b_start_us, b_end_us; /* monotonic: around snapshot B */
+        Snapshot a, b;
+        Ranking ranking;
+        HotCgroups hot;
+        TaskstatsExitListener *exit_listener; /* registered only while a sample runs */
+        ev_io exit_io;
+        ExitRecords exits;
+        ev_timer timer;
+};
+
+/* exit_cpus: the online cpus ("0-3") on which to listen for exit records while a sample runs
+ * (the caller's, kept alive by it), NULL when taskstats is unavailable. */
+void sampler_init(Sampler *s, struct ev_loop *loop, const char *exit_cpus, SamplerDone done, void *userdata);
+
+/* Sizes the buffers to the scope's threads now (*ret_n of them), so a sample taken while the
+ * node is short of memory does not have to allocate (they grow later only if the cgroup does).
+ * 0 or -ENOMEM (the sample then allocates as it goes). */
+int sampler_preallocate(Sampler *s, const SampleScope *scope, size_t *ret_n);
+
+/* Takes snapshot A of scope and starts the window of sample_ms (0: done is called before this
+ * returns). Returns 0 (done will be called), or -errno when A could not be taken (done is not
+ * called; -ENOENT/-ENODEV: the cgroup is gone). */
+int sampler_start(Sampler *s, const SampleScope *scope, uint64_t sample_ms);
+
+/* Stops a running sample without calling done. */
+void sampler_cancel(Sampler *s);
+
+/* The victim of an oom kill: the final delays of process pid (its threads' exit records, summed)
+ * when the listener heard them exit. False when it did not (ret_ns and ret_present untouched). */
+bool sampler_exit_delays(const Sampler *s, pid_t pid, uint64_t ret_ns[_TASK_DELAY_MAX], uint32_t *ret_present);
+
+void sampler_free(Sampler *s); /* the buffers; the Sampler itself is the owner's */

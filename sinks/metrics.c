@@ -1,0 +1,134 @@
+/* SPDX-License-Identifier: MIT */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "base/fileio.h"
+#include "base/macro.h"
+#include "base/safepath.h"
+#include "sinks/metrics.h"
+
+/* A label value with \, " and newline escaped, as the exposition format wants. */
+static void label_value(FILE *f, const char *s) {
+        for (; *s; s++) {
+                if (*s == '\\' || *s == '"')
+                        fputc('\\', f);
+                if (*s == '\n')
+                        fputs("\\n", f);
+                else
+                        fputc(*s, f);
+        }
+}
+
+/* name{key="label"} value, one line per count. */
+static void labelled(FILE *f, const char *name, const char *key, const MetricsCount *counts, size_t n) {
+        for (size_t i = 0; i < n; i++) {
+                fprintf(f, "%s{%s=\"", name, key);
+                label_value(f, counts[i].label);
+                fprintf(f, "\"} %llu\n", (unsigned long long) counts[i].value);
+        }
+}
+
+static void metric(FILE *f, const char *name, const char *type, const char *help) {
+        fprintf(f, "# HELP %s %s\n# TYPE %s %s\n", name, help, name, type);
+}
+
+int metrics_format(const Metrics *m, char **ret) {
+        char *buf = NULL;
+        size_t len = 0;
+        FILE *f = open_memstream(&buf, &len);
+
+        if (!f)
+                return -ENOMEM;
+        metric(f, "psidiag_info", "gauge", "psidiag's version.");
+        fputs("psidiag_info{version=\"", f);
+        label_value(f, m->version);
+        fputs("\"} 1\n", f);
+        metric(f, "psidiag_start_time_seconds", "gauge", "When the agent started, in seconds since the epoch.");
+        fprintf(f, "psidiag_start_time_seconds %llu\n", (unsigned long long) m->start_time_s);
+        metric(f, "psidiag_watches", "gauge", "Watches in the config.");
+        fprintf(f, "psidiag_watches %u\n", m->watches);
+        metric(f, "psidiag_triggers_configured", "gauge", "Triggers in the config.");
+        fprintf(f, "psidiag_triggers_configured %u\n", m->triggers_configured);
+        metric(f, "psidiag_triggers_armed", "gauge", "Triggers armed now.");
+        fprintf(f, "psidiag_triggers_armed %u\n", m->triggers_armed);
+        metric(f, "psidiag_wakeups_total", "counter",
+               "Trigger wakeups by what the agent did: sampled, or ignored (no_growth, busy, cooldown, "
+               "capacity, rate_limit).");
+        labelled(f, "psidiag_wakeups_total", "verdict", m->wakeups, m->n_wakeups);
+        metric(f, "psidiag_incidents_suppressed_total", "counter",
+               "Incidents not taken because a limit held them back, by reason: cooldown (the watch's cooldown_ms), "
+               "rate_limit (max_incidents_per_minute), capacity (max_concurrent_samples).");
+        labelled(f, "psidiag_incidents_suppressed_total", "reason", m->suppressed, m->n_suppressed);
+        metric(f, "psidiag_samples_total", "counter", "Samples taken.");
+        fprintf(f, "psidiag_samples_total %llu\n", (unsigned long long) m->samples);
+        metric(f, "psidiag_sample_thread_errors_total", "counter",
+               "Threads that could not be measured for a reason other than exiting.");
+        fprintf(f, "psidiag_sample_thread_errors_total %llu\n", (unsigned long long) m->sample_thread_errors);
+        metric(f, "psidiag_cgroups_gone_total", "counter", "Watched cgroups that were removed.");
+        fprintf(f, "psidiag_cgroups_gone_total %llu\n", (unsigned long long) m->cgroups_gone);
+        metric(f, "psidiag_oom_kills_total", "counter", "OOM kills written as oom incidents.");
+        fprintf(f, "psidiag_oom_kills_total %llu\n", (unsigned long long) m->oom_kills);
+        metric(f, "psidiag_kmsg_lost_total", "counter",
+               "Times the kernel's message ring overwrote messages before psidiag read them.");
+        fprintf(f, "psidiag_kmsg_lost_total %llu\n", (unsigned long long) m->kmsg_lost);
+        metric(f, "psidiag_incidents_written_total", "counter", "Incident lines written, by output.");
+        for (size_t i = 0; i < m->n_outputs; i++) {
+                fputs("psidiag_incidents_written_total{output=\"", f);
+                label_value(f, m->outputs[i].path);
+                fprintf(f, "\"} %llu\n", (unsigned long long) m->outputs[i].written);
+        }
+        metric(f, "psidiag_incidents_lost_total", "counter", "Incident lines that could not be written, by output.");
+        for (size_t i = 0; i < m->n_outputs; i++) {
+                fputs("psidiag_incidents_lost_total{output=\"", f);
+                label_value(f, m->outputs[i].path);
+                fprintf(f, "\"} %llu\n", (unsigned long long) m->outputs[i].failed);
+        }
+        if (fclose(f) != 0) {
+                free(buf);
+                return -ENOMEM;
+        }
+        *ret = buf;
+        return 0;
+}
+
+int metrics_write(const char *path, const Metrics *m, char *why, size_t why_size) {
+        _cleanup_free_ char *text = NULL;
+        _cleanup_close_ int dirfd = -EBADF;
+        const char *base;
+        char tmp[300];
+        int fd, r;
+
+        r = metrics_format(m, &text);
+        if (r < 0) {
+                snprintf(why, why_size, "out of memory");
+                return r;
+        }
+        dirfd = safepath_open_parent(path, &base, why, why_size);
+        if (dirfd < 0)
+                return dirfd;
+        /* A dot-name, so the textfile collector (which reads *.prom) never sees it half written. */
+        snprintf(tmp, sizeof tmp, ".%s.%d.tmp", base, (int) getpid());
+        fd = openat(dirfd, tmp, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0644);
+        if (fd < 0) {
+                snprintf(why, why_size, "cannot create %s", tmp);
+                return negative_errno();
+        }
+        r = write_all_fd(fd, text, strlen(text), NULL);
+        safe_close(fd);
+        if (r < 0) {
+                snprintf(why, why_size, "cannot write %s", tmp);
+                (void) unlinkat(dirfd, tmp, 0);
+                return r;
+        }
+        if (renameat(dirfd, tmp, dirfd, base) < 0) {
+                r = negative_errno();
+                snprintf(why, why_size, "cannot rename %s over %s", tmp, base);
+                (void) unlinkat(dirfd, tmp, 0);
+                return r;
+        }
+        return 0;
+}

@@ -1,0 +1,40 @@
+/* SPDX-License-Identifier: MIT */
+/* The agent's health counters as a Prometheus textfile (node_exporter's textfile collector):
+ * written whole (a temporary file renamed over the old one) whenever a counter changes, never on
+ * a timer, so an idle agent still makes no wakeups. */
+#pragma once
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* One labelled value of a counter family ("sample" in psidiag_wakeups_total{verdict="sample"}). */
+typedef struct MetricsCount {
+        const char *label;
+        uint64_t value;
+} MetricsCount;
+
+typedef struct MetricsOutput {
+        const char *path; /* the output's path, or "stdout", "journal" */
+        uint64_t written, failed;
+} MetricsOutput;
+
+typedef struct Metrics {
+        const char *version;
+        uint64_t start_time_s;
+        unsigned watches, triggers_configured, triggers_armed;
+        const MetricsCount *wakeups; /* psidiag_wakeups_total{verdict=...} */
+        size_t n_wakeups;
+        const MetricsCount *suppressed; /* psidiag_incidents_suppressed_total{reason=...} */
+        size_t n_suppressed;
+        uint64_t samples, sample_thread_errors, cgroups_gone;
+        uint64_t oom_kills, kmsg_lost;
+        const MetricsOutput *outputs;
+        size_t n_outputs;
+} Metrics;
+
+/* Formats the exposition text into a malloc'ed string. 0 or -ENOMEM. */
+int metrics_format(const Metrics *m, char **ret);
+
+/* Writes the text to path atomically (temporary file in the same directory, then rename), with
+ * the same symlink rules as incident outputs. 0 or -errno, with a sentence in why. */
+int metrics_write(const char *path, const Metrics *m, char *why, size_t why_size);

@@ -1,0 +1,59 @@
+#!/usr/bin/python3
+# SPDX-License-Identifier: MIT
+"""A TGID query counts the threads that already ended (docs/kernel-facts.md: tgid-totals), which
+per-thread queries lose: the ground the process-first snapshots stand on.
+
+A process keeps 4 threads alive that each spin for 50 ms and end, next to spinners that keep the
+cpus contended. Over one second, its TGID totals grow by at least 0.3 s of cpu time used and by
+some cpu delay, while the threads alive at both ends of the second (only the main thread, which
+waits) account for less than half of that."""
+
+import os
+import subprocess
+import sys
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from common import ScratchCgroup, check, check_kernel, run  # noqa: E402
+
+PROBE, WORKLOAD = sys.argv[1:3]
+
+
+def probe(pid):
+    p = subprocess.run([PROBE, str(pid)], capture_output=True, text=True, timeout=30)
+    check(p.returncode == 0, f"probe-taskstats {pid}: {p.returncode} {p.stdout} {p.stderr}")
+    tgid, tids = None, {}
+    for line in p.stdout.splitlines():
+        f = line.split()
+        if f[0] == "tgid":
+            tgid = (int(f[1]), int(f[2]))
+        else:
+            tids[int(f[1])] = (int(f[2]), int(f[3]))
+    return tgid, tids
+
+
+def main():
+    mount = check_kernel()
+    with ScratchCgroup(mount, "tgid") as cg:
+        for _ in range(os.cpu_count() or 2):
+            cg.spawn([WORKLOAD, "spin", "tgid-spin"])
+        churner = cg.spawn([WORKLOAD, "churn", "tgid-churn", "4"])
+        deadline = time.time() + 30
+        while len(os.listdir(f"/proc/{churner.pid}/task")) < 2:
+            check(time.time() < deadline, "the churner started no threads")
+            time.sleep(0.05)
+        (delay_a, run_a), tids_a = probe(churner.pid)
+        time.sleep(1.0)  # the window measured, not a wait for a condition
+        (delay_b, run_b), tids_b = probe(churner.pid)
+        ran, waited = run_b - run_a, delay_b - delay_a
+        both = set(tids_a) & set(tids_b)
+        per_thread = sum(tids_b[t][1] - tids_a[t][1] for t in both)
+        check(ran >= 300_000_000, f"the process used {ran / 1e6:.0f} ms of cpu in the second, by TGID")
+        check(waited > 0, "no cpu delay by TGID under contention")
+        check(per_thread < ran / 2,
+              f"threads alive at both ends account for {per_thread / 1e6:.0f} ms of {ran / 1e6:.0f} ms")
+        print(f"TGID: {ran / 1e6:.0f} ms of cpu used and {waited / 1e6:.0f} ms waited in 1 s; the "
+              f"{len(both)} thread(s) alive at both ends: {per_thread / 1e6:.0f} ms")
+
+
+run(main)
