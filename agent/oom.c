@@ -100,6 +100,10 @@ static void oom_write(OomIncident *o, OomBasis basis) {
         int r;
 
         bool lifetime = basis != OOM_BASIS_DELTA;
+        /* A window whose end was not reached (B failed, or the agent is stopping): A's lifetime
+         * totals are what there is. */
+        if (basis == OOM_BASIS_LIFETIME && s->sample_ms > 0 && sampler_rank_lifetime(s) < 0)
+                log_warning("out of memory: the oom incident of pid %d names no process", (int) o->kill.pid);
         /* An exit record heard since the kill beats the taskstats reading taken at it, which is
          * kept otherwise. */
         if (!o->has_victim_delay || strcmp(o->victim_delay_source, "exit_record") != 0)
@@ -133,6 +137,7 @@ static void oom_write(OomIncident *o, OomBasis basis) {
                         .top = o->top,
                         .a = lifetime ? NULL : &s->a,
                         .b = lifetime ? &s->a : &s->b,
+                        .threads_base = lifetime ? NULL : s->threads_base,
                         .unmeasured = basis == OOM_BASIS_NONE,
                         .ranking = &s->ranking,
                         .hot = basis == OOM_BASIS_NONE ? NULL : &s->hot,
@@ -163,10 +168,12 @@ static void oom_sample_done(Sampler *s, int r) {
         OomIncident *o = ASSERT_PTR(s->userdata);
 
         o->agent->oom_sampling--;
-        if (r < 0 && r != -ENOMEM)
+        if (r < 0)
                 log_debug_errno(r, "the cgroup of an oom kill could not be measured after its window; "
                                    "reporting the first snapshot");
-        oom_write(o, (r >= 0 || r == -ENOMEM) && s->sample_ms > 0 ? OOM_BASIS_DELTA : OOM_BASIS_LIFETIME);
+        if (s->partial)
+                log_warning("out of memory: the oom incident's sample lacks exits, thread detail or processes");
+        oom_write(o, r >= 0 && s->sample_ms > 0 ? OOM_BASIS_DELTA : OOM_BASIS_LIFETIME);
         oom_incident_free(o);
 }
 
@@ -286,6 +293,8 @@ void agent_oom(Agent *a, const OomKill *kill, const char *victim_cgroup, const c
                 .exclude_tgid = getpid(),
                 .walk_cgroups = true,
                 .cgroups_resource = PSI_RESOURCE_MEMORY,
+                .resource = PSI_RESOURCE_MEMORY,
+                .detail = o->top,
         };
         if (r >= 0 && a->oom_sampling < OOM_SAMPLING_MAX) {
                 uint64_t ms = deepest->cfg->sample_ms;

@@ -18,6 +18,8 @@ static SampleScope watch_scope(const Watch *w, int cgroup_fd) {
                 .taskstats = w->agent->rt.taskstats,
                 .cgroup_fd = cgroup_fd,
                 .exclude_tgid = getpid(),
+                .resource = RANK_SCORE_ALL,
+                .detail = w->cfg->top,
         };
 }
 
@@ -81,15 +83,15 @@ static void watch_finish_sample(Sampler *s, int r) {
                 log_info("cgroup %s disappeared during its sample; no incident", w->name);
                 return;
         }
-        if (r == -ENOMEM)
-                log_warning("out of memory: the exits of this sample of %s are not counted", w->name);
-        else if (r < 0) {
+        if (r < 0) {
                 log_error_errno(r, "cannot take the second snapshot of %s", w->name);
                 return;
         }
+        if (s->partial)
+                log_warning("out of memory: the sample of %s lacks exits, thread detail or processes", w->name);
         if (s->a.errors + s->b.errors > 0)
                 log_debug_errno(s->a.errors ? s->a.first_error : s->b.first_error,
-                                "%u threads of %s could not be measured", s->a.errors + s->b.errors, w->name);
+                                "%u processes of %s could not be measured", s->a.errors + s->b.errors, w->name);
 
         r = report_compose(
                 &(Report) {
@@ -108,6 +110,7 @@ static void watch_finish_sample(Sampler *s, int r) {
                         .top = w->cfg->top,
                         .a = lifetime ? NULL : &s->a,
                         .b = lifetime ? &s->a : &s->b,
+                        .threads_base = s->threads_base,
                         .ranking = &s->ranking,
                         .hot = &s->hot,
                         .scope_cgroup = w->path,
@@ -160,6 +163,7 @@ static void watch_start_sample(Watch *w, Trigger *t) {
                 /* The fired resource's totals of every descendant cgroup, for the hottest cgroups. */
                 scope.walk_cgroups = true;
                 scope.cgroups_resource = t->effective.resource;
+                scope.resource = t->effective.resource;
                 r = sampler_start(&w->sampler, &scope, w->cfg->sample_ms);
         }
         if (r < 0) {
@@ -174,7 +178,7 @@ static void watch_start_sample(Watch *w, Trigger *t) {
         }
         if (w->timing.sampling)
                 log_debug("trigger \"%s\" on %s fired: sampling %u threads for %llu ms", t->cfg->text, w->name,
-                          (unsigned) w->sampler.a.n, (unsigned long long) w->cfg->sample_ms);
+                          w->sampler.a.listed, (unsigned long long) w->cfg->sample_ms);
 }
 
 static void trigger_event(Trigger *t, bool gone) {

@@ -37,6 +37,24 @@ ssize_t read_file_at(int dirfd, const char *path, char *buf, size_t size) {
         return read_fd_full(fd, buf, size);
 }
 
+ssize_t read_record_at(int dirfd, const char *path, char *buf, size_t size) {
+        _cleanup_close_ int fd = -EBADF;
+        ssize_t k;
+
+        if (size == 0)
+                return -EINVAL;
+        fd = openat(dirfd, path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
+        if (fd < 0)
+                return negative_errno();
+        do
+                k = read(fd, buf, size - 1);
+        while (k < 0 && errno == EINTR);
+        if (k < 0)
+                return negative_errno();
+        buf[k] = '\0';
+        return k;
+}
+
 int write_string_at(int dirfd, const char *path, const char *s) {
         _cleanup_close_ int fd = -EBADF;
         size_t len = strlen(s);

@@ -11,6 +11,11 @@
  * size-1), or -errno: ENOENT/ESRCH when the file or task is gone. */
 ssize_t read_file_at(int dirfd, const char *path, char *buf, size_t size);
 
+/* The same in one read(2), for a kernel file that hands all it has to one read with room for it
+ * (a procfs record such as /proc/<pid>/task/<tid>/stat, made whole by seq_file's single_open):
+ * saves the read that would only find the end. */
+ssize_t read_record_at(int dirfd, const char *path, char *buf, size_t size);
+
 /* The same from an open fd, from its current offset. */
 ssize_t read_fd_full(int fd, char *buf, size_t size);
 

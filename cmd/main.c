@@ -53,7 +53,7 @@ static void help(FILE *f) {
               "      --resource RES       rank by RES's delays and report its stall growth\n"
               "                           (default: rank by all delays summed)\n"
               "      --sample-ms N        sample length in ms, 0-60000 (default 1000); 0: one snapshot,\n"
-              "                           delays are each thread's totals since it began\n"
+              "                           delays are each process's totals since it began\n"
               "      --top N              processes to report, 1-1000 (default 10)\n"
               "      --pid PID            one process and every delayed thread of it (as getdelays -p/-t)\n"
               "\n"

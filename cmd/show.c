@@ -99,13 +99,22 @@ static void show_processes(json_t *inc, FILE *out) {
         }
         fprintf(out, "  %-8s %-8s %-20s %-24s %s\n", "PID", "DELAY", "DOMINANT", "CGROUP", "COMM  CMDLINE");
         json_array_foreach(top, i, p) {
-                char score[32], dom[64], comm[64], cg[256], cmd[CMDLINE_WIDTH + 8];
+                char score[32], dom[64], comm[64], cg[256], cmd[CMDLINE_WIDTH + 8], gone[48];
                 const char *cmdline = get_str(p, "cmdline");
+                json_t *parent = json_object_get(p, "parent");
+
+                /* Ended during the sample (psidiag 0.4): said so, with the parent that placed a
+                 * process that also started in it. */
+                if (json_is_integer(parent))
+                        snprintf(gone, sizeof gone, "(ended; child of %lld)", (long long) json_integer_value(parent));
+                else
+                        snprintf(gone, sizeof gone, "%s",
+                                 json_is_true(json_object_get(p, "ended")) ? "(ended)" : "(exited)");
 
                 dominant(json_object_get(p, "delay_us"), dom, sizeof dom);
                 text_terminal_safe(get_str(p, "comm"), comm, sizeof comm);
                 text_terminal_safe(get_str(p, "cgroup") ? get_str(p, "cgroup") : "-", cg, sizeof cg);
-                text_terminal_safe(cmdline ? cmdline : "(exited)", cmd, CMDLINE_WIDTH);
+                text_terminal_safe(cmdline ? cmdline : gone, cmd, CMDLINE_WIDTH);
                 fprintf(out, "  %-8lld %-8s %-20s %-24s %s  %s%s\n", get_int(p, "pid"),
                         text_format_us(get_int(p, "score_us"), score, sizeof score), dom, cg, comm, cmd,
                         cmdline && strlen(cmdline) >= CMDLINE_WIDTH - 1 ? "..." : "");

@@ -82,6 +82,8 @@ int snapshot_cmd_run(const SnapshotCmdOptions *opts) {
                 /* With --resource, also the hottest descendant cgroups by that resource's stall. */
                 .walk_cgroups = opts->resource >= 0,
                 .cgroups_resource = opts->resource >= 0 ? (PsiResource) opts->resource : PSI_RESOURCE_CPU,
+                .resource = opts->resource,
+                .detail = opts->top,
         };
         loop = ev_loop_new(EVFLAG_AUTO);
         if (!loop) {
@@ -96,7 +98,7 @@ int snapshot_cmd_run(const SnapshotCmdOptions *opts) {
                 ev_run(loop, 0);
         if (r >= 0)
                 r = done.r;
-        if (r == -ENOMEM) {
+        if (r == -ENOMEM || (r >= 0 && sampler.partial)) {
                 log_error("out of memory");
                 goto finish;
         }
@@ -109,7 +111,7 @@ int snapshot_cmd_run(const SnapshotCmdOptions *opts) {
         }
         const Snapshot *a = &sampler.a, *b = &sampler.b;
         if (a->errors + b->errors > 0)
-                log_warning_errno(a->errors ? a->first_error : b->first_error, "%u threads could not be measured",
+                log_warning_errno(a->errors ? a->first_error : b->first_error, "%u processes could not be measured",
                                   a->errors + b->errors);
 
         usec_t wakeup = sampler.wakeup_real_us;
@@ -126,6 +128,7 @@ int snapshot_cmd_run(const SnapshotCmdOptions *opts) {
                         .top = opts->top,
                         .a = opts->sample_ms > 0 ? a : NULL,
                         .b = opts->sample_ms > 0 ? b : a,
+                        .threads_base = sampler.threads_base,
                         .ranking = &sampler.ranking,
                         .hot = &sampler.hot,
                         .scope_cgroup = cgroup,

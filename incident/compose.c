@@ -29,10 +29,24 @@ void process_info_read(int proc_fd, pid_t pid, const char *fallback_comm, Proces
 }
 
 static const char *leader_comm(const Ranking *rk, const ProcessDelta *p) {
+        if (p->comm[0])
+                return p->comm;
         for (size_t i = 0; i < p->n; i++)
                 if (rk->threads[p->first + i].tid == p->tgid)
                         return rk->threads[p->first + i].comm;
         return p->n > 0 ? rk->threads[p->first].comm : "";
+}
+
+/* What is known of a process that ended during the sample: its exit record, and the cgroup of
+ * its parent for one placed by it. Its pid may already be another process's: /proc is not read
+ * for it. */
+static void ended_process_info(int proc_fd, const ProcessDelta *p, ProcessInfo *ret) {
+        snprintf(ret->comm, sizeof ret->comm, "%s", p->comm);
+        ret->comm_len = strlen(ret->comm);
+        ret->cmdline_len = -1;
+        ret->uid = p->uid;
+        ret->has_cgroup = p->origin == PROCESS_SHORT && p->ppid > 0 &&
+                          proc_read_cgroup(proc_fd, p->ppid, ret->cgroup, sizeof ret->cgroup) >= 0;
 }
 
 static bool pressure_total(const Snapshot *s, PsiResource res, PsiStall stall, uint64_t *ret) {
@@ -69,6 +83,7 @@ int report_build_line(const Report *rep, char **ret, size_t *ret_len) {
                 .has_suppressed = rep->has_suppressed,
                 .suppressed = rep->suppressed,
                 .tasks = first->listed,
+                .processes = first->processes,
                 .errors = rep->a ? rep->a->errors + rep->b->errors : rep->b->errors,
                 .states = first->has_states ? &first->states : NULL,
                 .ranking = rep->ranking,
@@ -79,14 +94,20 @@ int report_build_line(const Report *rep, char **ret, size_t *ret_len) {
         uint64_t before, after;
         int r;
 
-        r = ranking_build(rep->ranking, rep->a, rep->b, rep->resource);
-        if (r < 0)
-                return r;
-        /* Listed in A but gone before taskstats answered, plus measured in A and gone by B. */
-        in.exited = first->exited + rep->ranking->exited + (rep->a ? rep->b->exit_records : 0);
+        /* Processes listed but gone before taskstats answered, the subtree's threads whose exit
+         * records were heard, and processes that ended unheard. */
+        in.exited = first->exited + (rep->a ? rep->b->exit_records + rep->b->ended_unheard : 0);
         in.has_exit_listener = rep->a && rep->b->has_exit_listener;
         in.exit_records = rep->b->exit_records;
         in.lost_exit_records = rep->b->lost_exit_records;
+        in.unattributed = rep->b->unattributed;
+        memcpy(in.unattributed_ns, rep->b->unattributed_ns, sizeof in.unattributed_ns);
+        in.unattributed_present = rep->b->unattributed_present | rep->ranking->present;
+        if (rep->threads_base && rep->b->threads_mono_us >= rep->threads_base->threads_mono_us) {
+                in.has_threads_ms = true;
+                in.threads_ms = (rep->b->threads_mono_us - rep->threads_base->threads_mono_us + USEC_PER_MSEC / 2) /
+                                USEC_PER_MSEC;
+        }
 
         if (rep->a && rep->has_stall && pressure_total(rep->a, (PsiResource) rep->resource, rep->stall, &before) &&
             pressure_total(rep->b, (PsiResource) rep->resource, rep->stall, &after)) {
@@ -108,7 +129,10 @@ int report_build_line(const Report *rep, char **ret, size_t *ret_len) {
         in.n_procs = MIN((size_t) rep->top, rep->ranking->n_procs);
         for (size_t i = 0; i < in.n_procs; i++) {
                 const ProcessDelta *p = &rep->ranking->procs[i];
-                process_info_read(rep->sysroot->proc_fd, p->tgid, leader_comm(rep->ranking, p), &rep->procs[i]);
+                if (p->origin != PROCESS_MEASURED)
+                        ended_process_info(rep->sysroot->proc_fd, p, &rep->procs[i]);
+                else
+                        process_info_read(rep->sysroot->proc_fd, p->tgid, leader_comm(rep->ranking, p), &rep->procs[i]);
         }
 
         j = incident_build(&in);

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
-/* The step shared by the agent and `psidiag snapshot`: from snapshots A and B to one incident
- * line. Reads comm, cmdline, uid and cgroup once per reported process (not per thread). Logs
- * nothing. */
+/* The step shared by the agent and `psidiag snapshot`: from snapshots A and B and their ranking
+ * to one incident line. Reads comm, cmdline, uid and cgroup once per reported process, and for
+ * no other. Logs nothing. */
 #pragma once
 
 #include <stdbool.h>
@@ -33,8 +33,9 @@ typedef struct Report {
         unsigned top;
 
         const Snapshot *a, *b;        /* a NULL: a sample of 0 ms, b alone with lifetime totals */
+        const Snapshot *threads_base; /* where the threads' deltas start (NULL: lifetime, or none measured) */
         bool unmeasured;              /* b holds pressure only: no tasks were measured (sample.basis "none") */
-        Ranking *ranking;             /* scratch, reused */
+        const Ranking *ranking;       /* of a and b, threads attached (the Sampler's) */
         HotCgroups *hot;              /* scratch for the hottest descendant cgroups (when the snapshots walked them) */
         const char *scope_cgroup;     /* the sampled cgroup ("a/b", "" root), NULL node-wide: prefixes hot paths */
         unsigned threads_per_process; /* 0: the default (3) */

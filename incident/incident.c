@@ -153,6 +153,8 @@ static json_t *process_object(const Ranking *rk, const ProcessDelta *p, const Pr
         r |= set_new(o, "cgroup",
                      info->has_cgroup ? json_string_from_bytes(info->cgroup, strlen(info->cgroup)) : json_null());
         r |= set_new(o, "meta", incident_cgroup_meta(info->has_cgroup ? info->cgroup : NULL));
+        r |= set_new(o, "ended", json_boolean(p->origin != PROCESS_MEASURED));
+        r |= set_new(o, "parent", p->origin == PROCESS_SHORT ? json_integer(p->ppid) : json_null());
         r |= set_new(o, "score_us", json_u64(p->score_ns / NSEC_PER_USEC));
         r |= set_new(o, "delay_us", delays_object(p->delay_ns, rk->present));
 
@@ -297,11 +299,20 @@ json_t *incident_build(const IncidentInput *in) {
         r |= set_new(sample, "duration_ms", json_u64(in->sample_duration_ms));
         r |= set_new(sample, "basis", json_string(in->unmeasured ? "none" : in->lifetime ? "lifetime" : "delta"));
         r |= set_new(sample, "tasks", json_integer(in->tasks));
+        r |= set_new(sample, "processes", json_integer(in->processes));
         r |= set_new(sample, "exited", json_integer(in->exited));
         r |= set_new(sample, "errors", json_integer(in->errors));
         r |= set_new(sample, "exit_records", in->has_exit_listener ? json_integer(in->exit_records) : json_null());
         r |= set_new(sample, "lost_exit_records",
                      in->has_exit_listener ? json_integer(in->lost_exit_records) : json_null());
+        if (in->has_exit_listener) {
+                json_t *u = json_object();
+                r |= set_new(u, "processes", json_integer(in->unattributed));
+                r |= set_new(u, "delay_us", delays_object(in->unattributed_ns, in->unattributed_present));
+                r |= set_new(sample, "unattributed", u);
+        } else
+                r |= set_new(sample, "unattributed", json_null());
+        r |= set_new(sample, "threads_ms", in->has_threads_ms ? json_u64(in->threads_ms) : json_null());
         r |= set_new(sample, "stall_us", in->has_stall ? json_u64(in->stall_us) : json_null());
         r |= set_new(o, "sample", sample);
         if (in->has_suppressed)

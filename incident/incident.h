@@ -75,6 +75,12 @@ typedef struct IncidentInput {
         size_t n_hot;
         const char *hot_prefix;         /* the sampled cgroup ("a/b"), NULL node-wide */
         unsigned tasks, exited, errors; /* tasks: threads listed at the start */
+        unsigned processes;             /* processes listed at the start */
+        unsigned unattributed;          /* started and ended in the sample, not placed (with an exit listener) */
+        uint64_t unattributed_ns[_TASK_DELAY_MAX];
+        uint32_t unattributed_present;
+        bool has_threads_ms; /* the threads' deltas cover the last threads_ms of the sample */
+        uint64_t threads_ms;
         bool has_stall;
         uint64_t stall_us;
 

@@ -31,6 +31,8 @@ int proc_cgroup_parse_unified(const char *buf, size_t len, char *out, size_t siz
 
 /* Reads the thread's own stat (<tid>/task/<tid>/stat), never the thread group's. */
 int proc_read_stat(int proc_fd, pid_t tid, ProcStat *ret);
+/* The same from its process's /proc/<pid>/task directory (proc_open_process_threads()). */
+int proc_read_task_stat(int task_fd, pid_t tid, ProcStat *ret);
 int proc_read_uid(int proc_fd, pid_t pid, uid_t *ret);
 int proc_read_cgroup(int proc_fd, pid_t pid, char *out, size_t size);
 

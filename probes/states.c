@@ -52,6 +52,36 @@ void task_state_counts_scale(TaskStateCounts *c, uint64_t total) {
         c->scaled = true;
 }
 
+void task_state_weights_add(TaskStateWeights *w, char state, double weight) {
+        TaskStateCounts one;
+
+        /* One letter's mapping, the same as task_state_counts_add()'s. */
+        task_state_counts_init_procfs(&one);
+        task_state_counts_add(&one, state);
+        w->running += weight * (double) one.running;
+        w->sleeping += weight * (double) one.sleeping;
+        w->uninterruptible += weight * (double) one.uninterruptible;
+        w->stopped += weight * (double) one.stopped;
+        w->all += weight;
+        w->read++;
+}
+
+static uint64_t share(double part, double all, uint64_t total) {
+        return (uint64_t) (part / all * (double) total + 0.5);
+}
+
+void task_state_weights_finish(const TaskStateWeights *w, uint64_t total, TaskStateCounts *ret) {
+        task_state_counts_init_procfs(ret);
+        ret->read = w->read;
+        if (w->read == 0 || w->all <= 0)
+                return;
+        ret->running = share(w->running, w->all, total);
+        ret->sleeping = share(w->sleeping, w->all, total);
+        ret->uninterruptible = share(w->uninterruptible, w->all, total);
+        ret->stopped = share(w->stopped, w->all, total);
+        ret->scaled = w->read < total;
+}
+
 int cgroupstats_parse_payload(const void *data, size_t len, TaskStateCounts *ret) {
         uint64_t v[5];
 

@@ -34,6 +34,18 @@ void task_state_counts_add(TaskStateCounts *c, char state);
  * marks them scaled. No-op when every thread was read or none was. */
 void task_state_counts_scale(TaskStateCounts *c, uint64_t total);
 
+/* A procfs count from a weighted sample (each thread read stands for weight threads), summed in
+ * doubles and rounded into a TaskStateCounts at the end. */
+typedef struct TaskStateWeights {
+        double running, sleeping, uninterruptible, stopped, all;
+        uint64_t read;
+} TaskStateWeights;
+
+void task_state_weights_add(TaskStateWeights *w, char state, double weight);
+/* Procfs counts of total threads from w: each state's share of the weight read, times total,
+ * rounded; read is the threads read, scaled is set when that is fewer than total. */
+void task_state_weights_finish(const TaskStateWeights *w, uint64_t total, TaskStateCounts *ret);
+
 /* Parses a struct cgroupstats payload (5 x u64: sleeping, running, stopped, uninterruptible,
  * io_wait). Returns 0 or -EBADMSG when shorter than that. */
 int cgroupstats_parse_payload(const void *data, size_t len, TaskStateCounts *ret);

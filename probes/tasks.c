@@ -1,5 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 #include <dirent.h>
+#include <limits.h>
+#include <sys/stat.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdbool.h>
@@ -179,25 +181,75 @@ static bool is_pid_name(const char *s, pid_t *ret) {
         return parse_pid(s, strlen(s), ret) >= 0;
 }
 
-int proc_list_process_threads(int proc_fd, pid_t pid, TidList *l) {
+/* Appends every numeric entry of d (a /proc or /proc/<pid>/task listing). 0 or -ENOMEM. */
+static int push_pid_entries(DIR *d, TidList *l) {
+        struct dirent *de;
+        pid_t id;
+
+        while ((de = readdir(d)))
+                if (is_pid_name(de->d_name, &id) && tid_list_push(l, id) < 0)
+                        return -ENOMEM;
+        return 0;
+}
+
+int proc_open_process_threads(int proc_fd, pid_t pid, TidList *l, int *ret_task_fd) {
         char path[32];
         DIR *d;
-        struct dirent *de;
-        pid_t tid;
-        int r = 0;
+        int fd, r = 0;
 
         snprintf(path, sizeof path, "%d/task", (int) pid);
+        fd = openat(proc_fd, path, O_DIRECTORY | O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+        if (fd < 0)
+                return errno == ENOENT ? -ESRCH : negative_errno();
+        r = opendir_at(fd, ".", &d);
+        if (r < 0) {
+                safe_close(fd);
+                return r == -ENOENT ? -ESRCH : r;
+        }
+        r = push_pid_entries(d, l);
+        closedir(d);
+        if (r < 0 || !ret_task_fd)
+                safe_close(fd);
+        else
+                *ret_task_fd = fd;
+        return r < 0 ? r : 0;
+}
+
+int proc_list_process_threads(int proc_fd, pid_t pid, TidList *l) {
+        return proc_open_process_threads(proc_fd, pid, l, NULL);
+}
+
+int proc_count_threads(int proc_fd, pid_t pid) {
+        char path[32];
+        struct stat st;
+        DIR *d;
+        int n = 0, r;
+
+        snprintf(path, sizeof path, "%d/task", (int) pid);
+        if (fstatat(proc_fd, path, &st, AT_SYMLINK_NOFOLLOW) < 0)
+                return errno == ENOENT ? -ESRCH : negative_errno();
+        if (st.st_nlink >= 2)
+                return (int) MIN(st.st_nlink - 2, (nlink_t) INT_MAX);
         r = opendir_at(proc_fd, path, &d);
         if (r < 0)
                 return r == -ENOENT ? -ESRCH : r;
-        while ((de = readdir(d)))
-                if (is_pid_name(de->d_name, &tid)) {
-                        r = tid_list_push(l, tid);
-                        if (r < 0)
-                                break;
-                }
+        for (struct dirent *de; (de = readdir(d));)
+                if (de->d_name[0] != '.')
+                        n++;
         closedir(d);
-        return r < 0 ? r : 0;
+        return n;
+}
+
+int proc_list_processes(int proc_fd, TidList *l) {
+        DIR *d;
+        int r;
+
+        r = opendir_at(proc_fd, ".", &d);
+        if (r < 0)
+                return r;
+        r = push_pid_entries(d, l);
+        closedir(d);
+        return r;
 }
 
 int proc_list_threads(int proc_fd, TidList *l) {

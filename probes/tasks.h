@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
-/* Listing the threads to measure: every thread of a cgroup2 subtree (cgroup.threads of the
- * directory and all its descendants) or every thread on the host (/proc/<pid>/task/<tid>).
+/* Listing the tasks to measure: every process or thread of a cgroup2 subtree (cgroup.procs or
+ * cgroup.threads of the directory and all its descendants) or of the host (/proc/<pid>,
+ * /proc/<pid>/task/<tid>).
  * The TidList buffer is reused between samples; nothing else allocates. Never logs. */
 #pragma once
 
@@ -32,6 +33,18 @@ int cgroup_list_processes(int cgroup_fd, TidList *l);
 
 /* Appends the threads of process pid (/proc/<pid>/task). -ESRCH when it does not exist. */
 int proc_list_process_threads(int proc_fd, pid_t pid, TidList *l);
+
+/* The same, leaving /proc/<pid>/task open in *ret_task_fd for reads of its threads' files (one
+ * path component each instead of four). */
+int proc_open_process_threads(int proc_fd, pid_t pid, TidList *l, int *ret_task_fd);
+
+/* The number of threads of process pid: the link count of /proc/<pid>/task, which procfs makes
+ * 2 + its threads (proc_task_getattr()), so one stat instead of a listing; a listing where the
+ * link count says nothing (below 2). -ESRCH when it does not exist, or -errno. */
+int proc_count_threads(int proc_fd, pid_t pid);
+
+/* Appends every process on the host from proc_fd (/proc's numeric entries). 0 or -errno. */
+int proc_list_processes(int proc_fd, TidList *l);
 
 /* Appends every thread on the host from proc_fd (/proc). Tasks that exit while listing are
  * skipped. Returns 0 or -errno. */

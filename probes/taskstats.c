@@ -48,7 +48,7 @@ typedef struct TaskstatsField {
 
 typedef struct TaskstatsLayout {
         TaskstatsField delay[_TASK_DELAY_MAX];
-        TaskstatsField comm, uid, pid, btime64, tgid, cpu_run;
+        TaskstatsField comm, uid, pid, ppid, btime64, tgid, cpu_run;
 } TaskstatsLayout;
 
 static const TaskstatsLayout layout_classic = {
@@ -65,6 +65,7 @@ static const TaskstatsLayout layout_classic = {
         .comm = { 2, 80 },
         .uid = { 2, 120 },
         .pid = { 2, 128 },
+        .ppid = { 2, 132 },
         .btime64 = { 10, 344 },
         .tgid = { 12, 368 },
         .cpu_run = { 1, 64 },
@@ -84,6 +85,7 @@ static const TaskstatsLayout layout_v15 = {
         .comm = { 15, 128 },
         .uid = { 15, 168 },
         .pid = { 15, 176 },
+        .ppid = { 15, 180 },
         .btime64 = { 15, 424 },
         .tgid = { 15, 464 },
         .cpu_run = { 15, 112 },
@@ -105,7 +107,8 @@ static uint32_t get_u32(const uint8_t *p, size_t off) {
         return v;
 }
 
-int taskstats_parse_payload(const void *data, size_t len, TaskStats *ret) {
+/* version_if_none: the layout to read a payload whose version field is 0 with (0: refuse it). */
+static int parse_payload(const void *data, size_t len, uint16_t version_if_none, TaskStats *ret) {
         const uint8_t *p = data;
         const TaskstatsLayout *l;
         TaskStats ts = {};
@@ -114,6 +117,8 @@ int taskstats_parse_payload(const void *data, size_t len, TaskStats *ret) {
         if (len < 32)
                 return -EBADMSG;
         memcpy(&version, p, sizeof version);
+        if (version == 0)
+                version = version_if_none;
         if (version == 0)
                 return -EBADMSG;
         l = version == 15 ? &layout_v15 : &layout_classic;
@@ -132,6 +137,8 @@ int taskstats_parse_payload(const void *data, size_t len, TaskStats *ret) {
                 ts.uid = get_u32(p, l->uid.offset);
         if (field_present(&l->pid, version, len, 4))
                 ts.pid = (pid_t) get_u32(p, l->pid.offset);
+        if (field_present(&l->ppid, version, len, 4))
+                ts.ppid = (pid_t) get_u32(p, l->ppid.offset);
         if (field_present(&l->btime64, version, len, 8))
                 ts.btime_s = get_u64(p, l->btime64.offset);
         if (field_present(&l->tgid, version, len, 4))
@@ -143,6 +150,10 @@ int taskstats_parse_payload(const void *data, size_t len, TaskStats *ret) {
 
         *ret = ts;
         return 0;
+}
+
+int taskstats_parse_payload(const void *data, size_t len, TaskStats *ret) {
+        return parse_payload(data, len, 0, ret);
 }
 
 /* Common checks of a generic netlink reply; returns the genl header's attributes via libnl. */
@@ -163,23 +174,79 @@ static int reply_check(const struct nlmsghdr *nlh, size_t len, uint16_t family) 
         return 0;
 }
 
-int taskstats_parse_reply(const struct nlmsghdr *nlh, size_t len, uint16_t family, TaskStats *ret) {
-        struct nlattr *tb[TASKSTATS_TYPE_MAX + 1], *nested[TASKSTATS_TYPE_MAX + 1], *aggr;
+/* The STATS payload of an AGGR_PID or AGGR_TGID nest, and the pid or tgid beside it (0 when
+ * absent). 0 or -EBADMSG. */
+static int parse_aggr(struct nlattr *aggr, uint16_t version_if_none, TaskStats *ret, pid_t *ret_id) {
+        struct nlattr *nested[TASKSTATS_TYPE_MAX + 1];
+        struct nlattr *id;
         int r;
 
-        r = reply_check(nlh, len, family);
+        if (nla_parse_nested(nested, TASKSTATS_TYPE_MAX, aggr, NULL) < 0 || !nested[TASKSTATS_TYPE_STATS])
+                return -EBADMSG;
+        r = parse_payload(nla_data(nested[TASKSTATS_TYPE_STATS]), (size_t) nla_len(nested[TASKSTATS_TYPE_STATS]),
+                          version_if_none, ret);
+        if (r < 0)
+                return r;
+        id = nested[TASKSTATS_TYPE_PID] ? nested[TASKSTATS_TYPE_PID] : nested[TASKSTATS_TYPE_TGID];
+        *ret_id = id && nla_len(id) >= (int) sizeof(uint32_t) ? (pid_t) nla_get_u32(id) : 0;
+        return 0;
+}
+
+static int parse_genl(const struct nlmsghdr *nlh, size_t len, uint16_t family, struct nlattr **tb) {
+        int r = reply_check(nlh, len, family);
+
         if (r < 0)
                 return r;
         /* libnl's parsers take non-const pointers but do not write through them. */
         if (genlmsg_parse((struct nlmsghdr *) nlh, 0, tb, TASKSTATS_TYPE_MAX, NULL) < 0)
                 return -EBADMSG;
+        return 0;
+}
+
+int taskstats_parse_reply(const struct nlmsghdr *nlh, size_t len, uint16_t family, TaskStats *ret) {
+        struct nlattr *tb[TASKSTATS_TYPE_MAX + 1], *aggr;
+        pid_t id;
+        int r;
+
+        r = parse_genl(nlh, len, family, tb);
+        if (r < 0)
+                return r;
         aggr = tb[TASKSTATS_TYPE_AGGR_PID] ? tb[TASKSTATS_TYPE_AGGR_PID] : tb[TASKSTATS_TYPE_AGGR_TGID];
         if (!aggr)
                 return -EBADMSG;
-        if (nla_parse_nested(nested, TASKSTATS_TYPE_MAX, aggr, NULL) < 0 || !nested[TASKSTATS_TYPE_STATS])
+        return parse_aggr(aggr, 0, ret, &id);
+}
+
+int taskstats_parse_exit(const struct nlmsghdr *nlh, size_t len, uint16_t family, TaskStats *thread, TaskStats *process,
+                         bool *has_process) {
+        struct nlattr *tb[TASKSTATS_TYPE_MAX + 1];
+        TaskStats t, p;
+        pid_t id, tgid;
+        int r;
+
+        r = parse_genl(nlh, len, family, tb);
+        if (r < 0)
+                return r;
+        if (!tb[TASKSTATS_TYPE_AGGR_PID])
                 return -EBADMSG;
-        return taskstats_parse_payload(nla_data(nested[TASKSTATS_TYPE_STATS]),
-                                       (size_t) nla_len(nested[TASKSTATS_TYPE_STATS]), ret);
+        r = parse_aggr(tb[TASKSTATS_TYPE_AGGR_PID], 0, &t, &id);
+        if (r < 0)
+                return r;
+        if (t.pid == 0)
+                t.pid = id;
+        *has_process = false;
+        if (tb[TASKSTATS_TYPE_AGGR_TGID] && parse_aggr(tb[TASKSTATS_TYPE_AGGR_TGID], t.version, &p, &tgid) == 0 &&
+            tgid > 0) {
+                p.pid = p.tgid = tgid;
+                p.ppid = t.ppid;
+                p.uid = t.uid;
+                p.btime_s = 0;
+                memcpy(p.comm, t.comm, sizeof p.comm);
+                *process = p;
+                *has_process = true;
+        }
+        *thread = t;
+        return 0;
 }
 
 int cgroupstats_parse_reply(const struct nlmsghdr *nlh, size_t len, uint16_t family, TaskStateCounts *ret) {
@@ -205,6 +272,11 @@ TaskstatsSource *taskstats_source_free(TaskstatsSource *s) {
 /* The netlink source: libnl resolves the family; each request then is one prebuilt 28-byte message
  * sent with send(2) and one recv(2) into a buffer allocated once, which is the whole cost floor of
  * the protocol (the kernel answers synchronously from within sendmsg). */
+/* Requests pipelined per send(2): their replies (about 600 bytes each, 1.5 KiB of socket buffer
+ * with their overhead) must all fit the receive buffer, or the kernel drops the excess. */
+#define NETLINK_BATCH 32
+#define NETLINK_BATCH_RX 2048 /* room for one reply; larger ones are read one by one */
+
 typedef struct NetlinkTaskstats {
         TaskstatsSource base;
         struct nl_sock *sock;
@@ -213,6 +285,7 @@ typedef struct NetlinkTaskstats {
         uint32_t seq;
         uint8_t *rx;
         size_t rx_size;
+        uint8_t *batch_rx; /* NETLINK_BATCH slots of NETLINK_BATCH_RX */
 } NetlinkTaskstats;
 
 typedef struct TaskstatsRequest {
@@ -222,14 +295,13 @@ typedef struct TaskstatsRequest {
         uint32_t value;
 } TaskstatsRequest;
 
-static int netlink_transact(NetlinkTaskstats *n, uint8_t cmd, uint16_t attr, uint32_t value,
-                            const struct nlmsghdr **ret, size_t *ret_len) {
-        TaskstatsRequest req = {
+static TaskstatsRequest make_request(uint16_t family, uint32_t seq, uint8_t cmd, uint16_t attr, uint32_t value) {
+        return (TaskstatsRequest) {
                 .nh = {
-                        .nlmsg_len = sizeof req,
-                        .nlmsg_type = n->family,
+                        .nlmsg_len = sizeof(TaskstatsRequest),
+                        .nlmsg_type = family,
                         .nlmsg_flags = NLM_F_REQUEST,
-                        .nlmsg_seq = ++n->seq,
+                        .nlmsg_seq = seq,
                 },
                 .gh = {
                         .cmd = cmd,
@@ -241,6 +313,11 @@ static int netlink_transact(NetlinkTaskstats *n, uint8_t cmd, uint16_t attr, uin
                 },
                 .value = value,
         };
+}
+
+static int netlink_transact(NetlinkTaskstats *n, uint8_t cmd, uint16_t attr, uint32_t value,
+                            const struct nlmsghdr **ret, size_t *ret_len) {
+        TaskstatsRequest req = make_request(n->family, ++n->seq, cmd, attr, value);
         ssize_t k;
 
         for (;;) {
@@ -288,6 +365,90 @@ static int netlink_get(TaskstatsSource *s, uint16_t attr, pid_t id, TaskStats *r
         return taskstats_parse_reply(nlh, len, n->family, ret);
 }
 
+/* Up to NETLINK_BATCH requests in one send(2): the kernel answers each inside that call (generic
+ * netlink walks every message of the buffer), so the replies are all queued when it returns and
+ * one recvmmsg(2) takes them. A reply is matched to its request by sequence number. */
+static int netlink_batch(NetlinkTaskstats *n, uint16_t attr, const pid_t *ids, size_t k, TaskStats *ret, int *errs) {
+        TaskstatsRequest req[NETLINK_BATCH];
+        struct mmsghdr msgs[NETLINK_BATCH];
+        struct iovec iov[NETLINK_BATCH];
+        uint32_t first = n->seq + 1;
+        size_t answered = 0;
+        ssize_t w;
+
+        for (size_t i = 0; i < k; i++) {
+                req[i] = make_request(n->family, ++n->seq, TASKSTATS_CMD_GET, attr, (uint32_t) ids[i]);
+                errs[i] = -ETIMEDOUT;
+        }
+        do
+                w = send(n->fd, req, k * sizeof req[0], 0);
+        while (w < 0 && errno == EINTR);
+        if (w < 0)
+                return negative_errno();
+
+        while (answered < k) {
+                int got;
+
+                for (size_t i = 0; i < k - answered; i++) {
+                        iov[i] = (struct iovec) { n->batch_rx + i * NETLINK_BATCH_RX, NETLINK_BATCH_RX };
+                        msgs[i] = (struct mmsghdr) { .msg_hdr = { .msg_iov = &iov[i], .msg_iovlen = 1 } };
+                }
+                got = recvmmsg(n->fd, msgs, (unsigned) (k - answered), MSG_WAITFORONE, NULL);
+                if (got < 0) {
+                        if (errno == EINTR)
+                                continue;
+                        /* EAGAIN: the 1 s receive timeout; the rest stay -ETIMEDOUT. Anything
+                         * else (ENOBUFS: the kernel dropped replies) leaves the rest to be asked
+                         * again one by one. */
+                        if (errno != EAGAIN)
+                                for (size_t i = 0; i < k; i++)
+                                        if (errs[i] == -ETIMEDOUT)
+                                                errs[i] = -EAGAIN;
+                        return 0;
+                }
+                for (int j = 0; j < got; j++) {
+                        const struct nlmsghdr *nlh = iov[j].iov_base;
+                        size_t len = msgs[j].msg_len;
+
+                        /* Not an answer of this batch (a late one of an earlier call); unsigned
+                         * arithmetic keeps this right when the sequence numbers wrap. */
+                        if (len < sizeof *nlh || (uint32_t) (nlh->nlmsg_seq - first) >= k)
+                                continue;
+                        size_t i = nlh->nlmsg_seq - first;
+                        if (errs[i] != -ETIMEDOUT)
+                                continue;
+                        errs[i] = msgs[j].msg_hdr.msg_flags & MSG_TRUNC
+                                          ? -EMSGSIZE
+                                          : taskstats_parse_reply(nlh, len, n->family, &ret[i]);
+                        answered++;
+                }
+        }
+        return 0;
+}
+
+static int netlink_get_many(TaskstatsSource *s, bool tgid, const pid_t *ids, size_t count, TaskStats *ret, int *errs) {
+        NetlinkTaskstats *n = (NetlinkTaskstats *) s;
+        uint16_t attr = tgid ? TASKSTATS_CMD_ATTR_TGID : TASKSTATS_CMD_ATTR_PID;
+
+        for (size_t done = 0; done < count;) {
+                size_t k = MIN(count - done, (size_t) NETLINK_BATCH);
+                int r = netlink_batch(n, attr, ids + done, k, ret + done, errs + done);
+
+                if (r < 0) {
+                        for (size_t i = done; i < count; i++)
+                                errs[i] = r;
+                        return r;
+                }
+                /* A reply too large for a batch slot (a future struct taskstats), or one the
+                 * kernel dropped: asked alone. */
+                for (size_t i = done; i < done + k; i++)
+                        if (errs[i] == -EMSGSIZE || errs[i] == -EAGAIN)
+                                errs[i] = netlink_get(s, attr, ids[i], &ret[i]);
+                done += k;
+        }
+        return 0;
+}
+
 static int netlink_get_tid(TaskstatsSource *s, pid_t tid, TaskStats *ret) {
         return netlink_get(s, TASKSTATS_CMD_ATTR_PID, tid, ret);
 }
@@ -313,12 +474,14 @@ static void netlink_free(TaskstatsSource *s) {
 
         nl_socket_free(n->sock);
         free(n->rx);
+        free(n->batch_rx);
         free(n);
 }
 
 static const TaskstatsSourceOps netlink_ops = {
         .get_tid = netlink_get_tid,
         .get_tgid = netlink_get_tgid,
+        .get_many = netlink_get_many,
         .cgroupstats = netlink_cgroupstats,
         .free = netlink_free,
 };
@@ -377,6 +540,16 @@ int taskstats_netlink_new(TaskstatsSource **ret) {
                 goto fail;
         if (setsockopt(n->fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv) < 0) {
                 r = negative_errno();
+                goto fail;
+        }
+        /* Room for a whole batch of replies (NETLINK_BATCH); RCVBUFFORCE needs CAP_NET_ADMIN,
+         * which taskstats needs anyway. */
+        int rcvbuf = 256 * 1024;
+        if (setsockopt(n->fd, SOL_SOCKET, SO_RCVBUFFORCE, &rcvbuf, sizeof rcvbuf) < 0)
+                (void) setsockopt(n->fd, SOL_SOCKET, SO_RCVBUF, &rcvbuf, sizeof rcvbuf);
+        n->batch_rx = malloc(NETLINK_BATCH * NETLINK_BATCH_RX);
+        if (!n->batch_rx) {
+                r = -ENOMEM;
                 goto fail;
         }
         *ret = &n->base;
@@ -444,8 +617,7 @@ int taskstats_exit_listener_fd(const TaskstatsExitListener *l) {
         return l->fd;
 }
 
-int taskstats_exit_listener_drain(TaskstatsExitListener *l, void (*cb)(const TaskStats *ts, void *userdata),
-                                  void *userdata, unsigned *lost) {
+int taskstats_exit_listener_drain(TaskstatsExitListener *l, TaskstatsExitFn cb, void *userdata, unsigned *lost) {
         int n = 0;
 
         for (;;) {
@@ -464,7 +636,8 @@ int taskstats_exit_listener_drain(TaskstatsExitListener *l, void (*cb)(const Tas
                         continue; /* larger than any record: not ours */
                 for (const struct nlmsghdr *nlh = (const struct nlmsghdr *) l->rx; NLMSG_OK(nlh, (size_t) k);
                      nlh = NLMSG_NEXT(nlh, k)) {
-                        TaskStats ts;
+                        TaskStats thread, process;
+                        bool has_process;
 
                         /* A refused registration comes back as NLMSG_ERROR (sent even without
                          * NLM_F_ACK when there is an error). */
@@ -474,8 +647,9 @@ int taskstats_exit_listener_drain(TaskstatsExitListener *l, void (*cb)(const Tas
                                         return e->error;
                                 continue;
                         }
-                        if (taskstats_parse_reply(nlh, nlh->nlmsg_len, l->family, &ts) == 0) {
-                                cb(&ts, userdata);
+                        if (taskstats_parse_exit(nlh, nlh->nlmsg_len, l->family, &thread, &process, &has_process) ==
+                            0) {
+                                cb(&thread, has_process ? &process : NULL, userdata);
                                 n++;
                         }
                 }

@@ -38,6 +38,7 @@ typedef struct TaskStats {
         uint16_t version;
         pid_t pid;  /* ac_pid: the thread id */
         pid_t tgid; /* ac_tgid (v12+), 0 when absent */
+        pid_t ppid; /* ac_ppid: the parent process, 0 when absent */
         uid_t uid;
         uint64_t btime_s; /* ac_btime64 (v10+), 0 when absent */
         char comm[TASKSTATS_COMM_MAX + 1];
@@ -61,6 +62,15 @@ int taskstats_parse_payload(const void *data, size_t len, TaskStats *ret);
  * of another family. */
 int taskstats_parse_reply(const struct nlmsghdr *nlh, size_t len, uint16_t family, TaskStats *ret);
 
+/* Parses one exit message (TASKSTATS_CMD_NEW, sent unasked to exit listeners): the thread's final
+ * counters (AGGR_PID) into thread, and, when the message also carries AGGR_TGID (the last thread of
+ * a process that had more than one went), the whole process's final counters into process with
+ * *has_process set. The kernel copies that aggregate from a structure it never stamps with a
+ * version (kernel-facts.md: exit-records), so it is read with the thread record's layout; pid and
+ * tgid are the process's, ppid, uid and comm the last thread's. Errors as taskstats_parse_reply(). */
+int taskstats_parse_exit(const struct nlmsghdr *nlh, size_t len, uint16_t family, TaskStats *thread, TaskStats *process,
+                         bool *has_process);
+
 /* Same for a CGROUPSTATS_CMD_GET reply. -EINVAL from the kernel means a cgroup2 directory (kernel-facts.md:
  * cgroupstats). */
 int cgroupstats_parse_reply(const struct nlmsghdr *nlh, size_t len, uint16_t family, TaskStateCounts *ret);
@@ -71,9 +81,15 @@ typedef struct TaskstatsSourceOps {
         /* Stats of one thread: 0, -ESRCH (exited), or -errno. */
         int (*get_tid)(TaskstatsSource *s, pid_t tid, TaskStats *ret);
         /* Stats of a whole process (TASKSTATS_CMD_ATTR_TGID): its live threads summed, plus what
-         * the kernel kept of the threads that ended (kernel-facts.md: tgid-totals). pid and comm
-         * are of one of its threads. 0, -ESRCH (exited), or -errno. */
+         * the kernel kept of the threads that ended (kernel-facts.md: tgid-totals). Only the
+         * version, delays and cpu time are filled: pid, comm and begin time are zero in such a
+         * reply. 0, -ESRCH (exited), or -errno. */
         int (*get_tgid)(TaskstatsSource *s, pid_t tgid, TaskStats *ret);
+        /* Many queries of one kind (a process's TGID, or a thread's PID when tgid is false), as
+         * get_tgid/get_tid would answer them one by one: ret[i] and errs[i] (0, -ESRCH, -errno)
+         * for ids[i]. Pipelined where the source can: requests sent together, replies read
+         * together. Returns 0, or -errno when the whole batch failed (errs then all set). */
+        int (*get_many)(TaskstatsSource *s, bool tgid, const pid_t *ids, size_t n, TaskStats *ret, int *errs);
         /* State counts of the cgroup-v1 directory open at cgroup_fd: 0 or -errno (-EINVAL on v2). */
         int (*cgroupstats)(TaskstatsSource *s, int cgroup_fd, TaskStateCounts *ret);
         void (*free)(TaskstatsSource *s);
@@ -91,6 +107,11 @@ static inline int taskstats_get_tgid(TaskstatsSource *s, pid_t tgid, TaskStats *
         return s->ops->get_tgid(s, tgid, ret);
 }
 
+static inline int taskstats_get_many(TaskstatsSource *s, bool tgid, const pid_t *ids, size_t n, TaskStats *ret,
+                                     int *errs) {
+        return s->ops->get_many(s, tgid, ids, n, ret, errs);
+}
+
 static inline int taskstats_cgroupstats(TaskstatsSource *s, int cgroup_fd, TaskStateCounts *ret) {
         return s->ops->cgroupstats(s, cgroup_fd, ret);
 }
@@ -98,7 +119,8 @@ static inline int taskstats_cgroupstats(TaskstatsSource *s, int cgroup_fd, TaskS
 TaskstatsSource *taskstats_source_free(TaskstatsSource *s);
 
 /* Exit records: while registered for a cpumask, the kernel sends every exiting task's final
- * taskstats (TASKSTATS_CMD_NEW with AGGR_PID) to this socket. Registered for one sample at a time,
+ * taskstats (TASKSTATS_CMD_NEW with AGGR_PID, plus AGGR_TGID when a multi-threaded process's last
+ * thread goes) to this socket. Registered for one sample at a time,
  * so it costs nothing while idle. */
 typedef struct TaskstatsExitListener TaskstatsExitListener;
 
@@ -108,10 +130,13 @@ typedef struct TaskstatsExitListener TaskstatsExitListener;
 int taskstats_exit_listener_new(const char *cpumask, TaskstatsExitListener **ret);
 int taskstats_exit_listener_fd(const TaskstatsExitListener *l);
 
+/* Called for every exit record: thread's final counters, and process's when the message carries
+ * the whole process's (NULL otherwise; see taskstats_parse_exit()). */
+typedef void (*TaskstatsExitFn)(const TaskStats *thread, const TaskStats *process, void *userdata);
+
 /* Reads every record queued now and calls cb for each. A full socket buffer (ENOBUFS: the kernel
  * dropped records) adds one to *lost and reading goes on. Returns the number of records or -errno. */
-int taskstats_exit_listener_drain(TaskstatsExitListener *l, void (*cb)(const TaskStats *ts, void *userdata),
-                                  void *userdata, unsigned *lost);
+int taskstats_exit_listener_drain(TaskstatsExitListener *l, TaskstatsExitFn cb, void *userdata, unsigned *lost);
 
 /* Deregisters and closes. */
 TaskstatsExitListener *taskstats_exit_listener_free(TaskstatsExitListener *l);

@@ -56,81 +56,116 @@ static int cmp_process(const void *a, const void *b) {
         return (x->tgid > y->tgid) - (x->tgid < y->tgid);
 }
 
-int ranking_reserve(Ranking *r, size_t n) {
-        int k = array_reserve((void **) &r->threads, &r->cap_threads, n, sizeof *r->threads);
+int ranking_reserve(Ranking *r, size_t n, size_t p) {
+        int k = array_reserve((void **) &r->threads, &r->cap_threads, MIN(n, (size_t) SAMPLE_DETAIL_THREADS_MAX),
+                              sizeof *r->threads);
 
-        return k < 0 ? k : array_reserve((void **) &r->procs, &r->cap_procs, n, sizeof *r->procs);
+        return k < 0 ? k : array_reserve((void **) &r->procs, &r->cap_procs, p, sizeof *r->procs);
+}
+
+static void subtract(const uint64_t b[_TASK_DELAY_MAX], const uint64_t *a, uint64_t out[_TASK_DELAY_MAX],
+                     uint64_t *total) {
+        *total = 0;
+        for (int j = 0; j < _TASK_DELAY_MAX; j++) {
+                uint64_t before = a ? a[j] : 0;
+
+                out[j] = b[j] >= before ? b[j] - before : 0;
+                *total += out[j];
+        }
 }
 
 int ranking_build(Ranking *r, const Snapshot *a, const Snapshot *b, int resource) {
-        uint64_t a_sec = a ? a->real_us / USEC_PER_SEC : 0;
         int k;
 
         r->n_threads = r->n_procs = 0;
         r->present = 0;
-        r->exited = 0;
 
-        k = array_reserve((void **) &r->threads, &r->cap_threads, b->n, sizeof *r->threads);
+        k = array_reserve((void **) &r->procs, &r->cap_procs, b->n_procs, sizeof *r->procs);
+        if (k < 0)
+                return k;
+        for (size_t i = 0; i < b->n_procs; i++) {
+                const ProcessDelays *pb = &b->procs[i];
+                const ProcessDelays *pa = a ? snapshot_find_process(a, pb->tgid) : NULL;
+                ProcessDelta *d = &r->procs[r->n_procs];
+
+                if (a && !pa && pb->origin == PROCESS_MEASURED && !pb->born_in_sample)
+                        continue;
+                *d = (ProcessDelta) {
+                        .tgid = pb->tgid,
+                        .origin = pb->origin,
+                        .ppid = pb->ppid,
+                        .uid = pb->uid,
+                };
+                memcpy(d->comm, pb->comm, sizeof d->comm);
+                subtract(pb->delay_ns, pa ? pa->delay_ns : NULL, d->delay_ns, &d->total_ns);
+                r->present |= pb->present;
+                /* A process that waited for nothing during the sample is not a suspect. */
+                if (d->total_ns == 0)
+                        continue;
+                d->score_ns = rank_score(d->delay_ns, resource);
+                r->n_procs++;
+        }
+        if (r->n_procs > 0)
+                qsort(r->procs, r->n_procs, sizeof *r->procs, cmp_process);
+        return 0;
+}
+
+int ranking_add_threads(Ranking *r, const Snapshot *ta, const Snapshot *tb, int resource) {
+        uint64_t a_sec = ta ? ta->real_us / USEC_PER_SEC : 0;
+        int k;
+
+        r->n_threads = 0;
+        for (size_t i = 0; i < r->n_procs; i++)
+                r->procs[i].first = r->procs[i].n = 0;
+        k = array_reserve((void **) &r->threads, &r->cap_threads, tb->n, sizeof *r->threads);
         if (k < 0)
                 return k;
 
-        for (size_t i = 0; i < b->n; i++) {
-                const ThreadDelays *tb = &b->threads[i];
-                const ThreadDelays *ta = a ? snapshot_find(a, tb->tid) : NULL;
+        for (size_t i = 0; i < tb->n; i++) {
+                const ThreadDelays *t = &tb->threads[i];
+                const ThreadDelays *t0 = ta ? snapshot_find(ta, t->tid) : NULL;
                 ThreadDelta *d = &r->threads[r->n_threads];
 
                 /* Same tid but another begin time: the tid was reused by a new thread. The kernel
                  * derives ac_btime64 on every query as now - elapsed, in whole seconds
                  * (kernel/tsacct.c bacct_add_tsk), so one thread's value jitters by a second. */
-                if (ta && ta->btime_s && tb->btime_s && btime_differs(ta->btime_s, tb->btime_s))
-                        ta = NULL;
-                if (a && !ta && tb->btime_s + BTIME_JITTER_S < a_sec)
+                if (t0 && t0->btime_s && t->btime_s && btime_differs(t0->btime_s, t->btime_s))
+                        t0 = NULL;
+                if (ta && !t0 && t->btime_s + BTIME_JITTER_S < a_sec)
                         continue;
-
-                *d = (ThreadDelta) { .tid = tb->tid, .tgid = tb->tgid };
-                memcpy(d->comm, tb->comm, sizeof d->comm);
-                for (int j = 0; j < _TASK_DELAY_MAX; j++) {
-                        uint64_t before = ta ? ta->delay_ns[j] : 0;
-
-                        d->delay_ns[j] = tb->delay_ns[j] >= before ? tb->delay_ns[j] - before : 0;
-                        d->total_ns += d->delay_ns[j];
-                }
+                *d = (ThreadDelta) { .tid = t->tid, .tgid = t->tgid };
+                memcpy(d->comm, t->comm, sizeof d->comm);
+                subtract(t->delay_ns, t0 ? t0->delay_ns : NULL, d->delay_ns, &d->total_ns);
                 d->score_ns = rank_score(d->delay_ns, resource);
-                r->present |= tb->present;
                 r->n_threads++;
         }
-        for (size_t i = 0; a && i < a->n; i++)
-                if (!snapshot_find(b, a->threads[i].tid))
-                        r->exited++;
-
         /* qsort's array argument must not be NULL, even for zero elements. */
         if (r->n_threads > 0)
                 qsort(r->threads, r->n_threads, sizeof *r->threads, cmp_thread);
 
-        /* There are never more processes than threads. */
-        k = array_reserve((void **) &r->procs, &r->cap_procs, r->n_threads, sizeof *r->procs);
-        if (k < 0)
-                return k;
-
+        /* Threads are grouped by tgid: give each ranked process its run. */
         for (size_t i = 0; i < r->n_threads;) {
-                ProcessDelta p = { .tgid = r->threads[i].tgid, .first = i };
+                pid_t tgid = r->threads[i].tgid;
+                size_t first = i;
 
-                for (; i < r->n_threads && r->threads[i].tgid == p.tgid; i++) {
-                        for (int j = 0; j < _TASK_DELAY_MAX; j++)
-                                p.delay_ns[j] += r->threads[i].delay_ns[j];
-                        p.n++;
-                }
-                p.score_ns = rank_score(p.delay_ns, resource);
-                for (int j = 0; j < _TASK_DELAY_MAX; j++)
-                        p.total_ns += p.delay_ns[j];
-                /* A process that waited for nothing during the sample is not a suspect. */
-                if (p.total_ns == 0)
-                        continue;
-                r->procs[r->n_procs++] = p;
+                while (i < r->n_threads && r->threads[i].tgid == tgid)
+                        i++;
+                for (size_t j = 0; j < r->n_procs; j++)
+                        if (r->procs[j].tgid == tgid) {
+                                r->procs[j].first = first;
+                                r->procs[j].n = i - first;
+                                break;
+                        }
         }
-        if (r->n_procs > 0)
-                qsort(r->procs, r->n_procs, sizeof *r->procs, cmp_process);
         return 0;
+}
+
+size_t ranking_top_pids(const Ranking *r, size_t n, pid_t *pids) {
+        size_t k = MIN(n, r->n_procs);
+
+        for (size_t i = 0; i < k; i++)
+                pids[i] = r->procs[i].tgid;
+        return k;
 }
 
 void ranking_done(Ranking *r) {

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
-/* From two snapshots to a ranking: per-thread deltas, grouped by process (tgid), scored by the
- * fired resource and sorted. Pure: no I/O, no logging; buffers live in the Ranking and are reused. */
+/* From two snapshots to a ranking: per-process deltas scored by the fired resource and sorted,
+ * then the detailed processes' per-thread deltas. Pure: no I/O, no logging; buffers live in the
+ * Ranking and are reused. */
 #pragma once
 
 #include <stddef.h>
@@ -23,9 +24,13 @@ typedef struct ThreadDelta {
 
 typedef struct ProcessDelta {
         pid_t tgid;
+        uint8_t origin;                    /* ProcessOrigin */
+        pid_t ppid;                        /* from an exit record (ENDED, SHORT); 0 otherwise */
+        int64_t uid;                       /* from an exit record; -1 otherwise */
+        char comm[TASKSTATS_COMM_MAX + 1]; /* from an exit record; "" otherwise */
         uint64_t delay_ns[_TASK_DELAY_MAX];
         uint64_t score_ns, total_ns;
-        size_t first, n; /* its threads: Ranking.threads[first .. first+n), highest score first */
+        size_t first, n; /* its detailed threads: Ranking.threads[first .. first+n), highest score first */
 } ProcessDelta;
 
 typedef struct Ranking {
@@ -34,15 +39,24 @@ typedef struct Ranking {
         ProcessDelta *procs; /* highest score first; only processes with some delay in the sample */
         size_t n_procs, cap_procs;
         uint32_t present; /* delays the kernel reported (TASK_DELAY_MASK bits) */
-        unsigned exited;  /* threads of a that b no longer has */
 } Ranking;
 
-/* Builds the ranking of b - a. A thread only in b counts with its whole totals when it began at or
- * after a was taken (it was born during the sample), and is ignored otherwise (it moved in, and
- * its totals are not from this sample); begin times are compared with a second of slack, as the
- * kernel recomputes them on every query. A counter that went backwards counts as zero. With a
- * NULL, every thread of b counts with its lifetime totals (a sample of 0 ms). 0 or -ENOMEM. */
+/* Ranks the processes of b - a. A process only in b counts with its whole totals when it began
+ * during the sample (born_in_sample, or from an exit record), and is left out otherwise (it moved
+ * in, and its totals are not from this sample). A counter that went backwards counts as zero.
+ * With a NULL, every process of b counts with its lifetime totals (a sample of 0 ms). No thread
+ * is attached (ranking_add_threads). 0 or -ENOMEM. */
 int ranking_build(Ranking *r, const Snapshot *a, const Snapshot *b, int resource);
+
+/* Attaches to each ranked process its detailed threads, tb - ta (ta NULL: lifetime totals): a
+ * thread only in tb counts whole when it began at or after ta was taken, and is left out
+ * otherwise; begin times are compared with a second of slack, as the kernel recomputes them on
+ * every query. 0 or -ENOMEM. */
+int ranking_add_threads(Ranking *r, const Snapshot *ta, const Snapshot *tb, int resource);
+
+/* The tgids of the first n ranked processes into pids; returns how many. */
+size_t ranking_top_pids(const Ranking *r, size_t n, pid_t *pids);
+
 void ranking_done(Ranking *r);
-/* Allocates r's buffers for n threads ahead of a sample. 0 or -ENOMEM. */
-int ranking_reserve(Ranking *r, size_t n);
+/* Allocates r's buffers for n threads and p processes ahead of a sample. 0 or -ENOMEM. */
+int ranking_reserve(Ranking *r, size_t n, size_t p);

@@ -1,7 +1,12 @@
 /* SPDX-License-Identifier: MIT */
-/* One sample on the event loop: snapshot A now, exit records listened for during the window, a
- * timer, snapshot B, exits merged. Used by a watch when its trigger fires and by an oom incident
- * after a kill; what is made of A and B is the owner's (the done callback). Logs nothing. */
+/* One sample on the event loop, process first: snapshot A of the processes now, exit records
+ * listened for during the window; at its middle, the processes again (M) to choose the candidates
+ * whose threads are measured from there on; at its end, snapshot B, the candidates' threads, the
+ * exits merged and the ranking built: processes over A..B, their threads over M..B. A window of 0
+ * ranks A's lifetime totals and measures the leaders' threads once. `snapshot --pid` measures the
+ * one process's threads at A and B. Used by a watch when its trigger fires, by an oom incident
+ * after a kill and by `psidiag snapshot`; what is made of the result is the owner's (the done
+ * callback). Logs nothing. */
 #pragma once
 
 #include <ev.h>
@@ -14,8 +19,10 @@
 
 typedef struct Sampler Sampler;
 
-/* Called when the sample is complete: r is 0 (a and b hold it; with a window of 0, a alone holds
- * lifetime totals), -ENOENT or -ENODEV (the cgroup went away), or another -errno. */
+/* Called when the sample is complete: r is 0 (a and b hold it and ranking ranks it; with a
+ * window of 0, a alone holds lifetime totals; partial says memory ran out on the way and exits,
+ * thread detail or processes may be missing), or -errno when B could not be taken (-ENOENT or
+ * -ENODEV: the cgroup went away). */
 typedef void (*SamplerDone)(Sampler *s, int r);
 
 struct Sampler {
@@ -27,16 +34,20 @@ struct Sampler {
         SampleScope scope;
         uint64_t sample_ms;
         bool running;
+        bool partial; /* the last sample ran out of memory after its snapshots */
         usec_t wakeup_real_us;
-        usec_t a_cost_us;            /* how long snapshot A took */
-        usec_t b_start_us, b_end_us; /* monotonic: around snapshot B */
-        Snapshot a, b;
+        usec_t a_cost_us;             /* how long snapshot A took */
+        usec_t b_start_us, b_end_us;  /* monotonic: around snapshot B */
+        Snapshot a, m, b;             /* m: the middle, the base of the threads' deltas */
+        const Snapshot *threads_base; /* m, a (--pid) or NULL (lifetime, or no candidates) */
+        pid_t *candidates;            /* the processes whose threads are measured */
+        size_t n_candidates, cap_candidates;
         Ranking ranking;
         HotCgroups hot;
         TaskstatsExitListener *exit_listener; /* registered only while a sample runs */
         ev_io exit_io;
         ExitRecords exits;
-        ev_timer timer;
+        ev_timer timer, middle;
 };
 
 /* exit_cpus: the online cpus ("0-3") on which to listen for exit records while a sample runs
@@ -56,8 +67,13 @@ int sampler_start(Sampler *s, const SampleScope *scope, uint64_t sample_ms);
 /* Stops a running sample without calling done. */
 void sampler_cancel(Sampler *s);
 
-/* The victim of an oom kill: the final delays of process pid (its threads' exit records, summed)
- * when the listener heard them exit. False when it did not (ret_ns and ret_present untouched). */
+/* Ranks a alone, its lifetime totals, with no thread detail: what an owner reports when B could
+ * not be taken or the sample was cancelled. 0 or -ENOMEM. */
+int sampler_rank_lifetime(Sampler *s);
+
+/* The victim of an oom kill: the final delays of process pid (its AGGR_TGID exit record, else its
+ * threads' records summed) when the listener heard it exit. False when it did not (ret_ns and
+ * ret_present untouched). */
 bool sampler_exit_delays(const Sampler *s, pid_t pid, uint64_t ret_ns[_TASK_DELAY_MAX], uint32_t *ret_present);
 
 void sampler_free(Sampler *s); /* the buffers; the Sampler itself is the owner's */

@@ -1,6 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 #include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
 #include <linux/magic.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/vfs.h>
@@ -30,14 +33,27 @@ static int cmp_tid(const void *a, const void *b) {
         return (x->tid > y->tid) - (x->tid < y->tid);
 }
 
+static int cmp_tgid(const void *a, const void *b) {
+        const ProcessDelays *x = a, *y = b;
+        return (x->tgid > y->tgid) - (x->tgid < y->tgid);
+}
+
 static int reserve_threads(Snapshot *s, size_t n) {
         return array_reserve((void **) &s->threads, &s->cap, n, sizeof *s->threads);
 }
 
-int snapshot_reserve(Snapshot *s, size_t n) {
-        int r = reserve_threads(s, n);
+static int reserve_procs(Snapshot *s, size_t n) {
+        return array_reserve((void **) &s->procs, &s->cap_procs, n, sizeof *s->procs);
+}
 
-        return r < 0 ? r : tid_list_reserve(&s->tids, n + n / 4);
+int snapshot_reserve(Snapshot *s, size_t n, size_t p) {
+        size_t detail = MIN(n, (size_t) SAMPLE_DETAIL_THREADS_MAX);
+
+        if (reserve_threads(s, detail) < 0 || reserve_procs(s, p) < 0 || tid_list_reserve(&s->tids, detail) < 0 ||
+            tid_list_reserve(&s->pids, p + p / 4) < 0 ||
+            array_reserve((void **) &s->counts, &s->cap_counts, p + p / 4, sizeof *s->counts) < 0)
+                return -ENOMEM;
+        return 0;
 }
 
 /* CGROUPSTATS_CMD_GET answers only for cgroup-v1 directories (EINVAL on cgroup2 by the cgroup
@@ -48,19 +64,238 @@ static bool is_cgroup_v1(int fd) {
         return fd >= 0 && fstatfs(fd, &sfs) >= 0 && sfs.f_type == CGROUP_SUPER_MAGIC;
 }
 
-int snapshot_take(Snapshot *s, const SampleScope *scope, bool count_states) {
-        pid_t self = scope->exclude_tgid;
-        bool procfs_states;
-        int r;
+static int list_processes(Snapshot *s, const SampleScope *scope) {
+        tid_list_clear(&s->pids);
+        if (scope->pid > 0)
+                return tid_list_push(&s->pids, scope->pid);
+        if (scope->cgroup_fd >= 0)
+                return cgroup_list_processes(scope->cgroup_fd, &s->pids);
+        return proc_list_processes(scope->sysroot->proc_fd, &s->pids);
+}
 
+/* Queries are made in chunks of this many (the netlink source pipelines each chunk). */
+#define QUERY_CHUNK 32
+
+static void keep_process(Snapshot *s, pid_t pid, const TaskStats *ts) {
+        ProcessDelays *p = &s->procs[s->n_procs++];
+
+        s->taskstats_version = ts->version;
+        *p = (ProcessDelays) {
+                .tgid = pid,
+                .uid = -1,
+                .origin = PROCESS_MEASURED,
+                .present = ts->present,
+                .cpu_run_ns = ts->cpu_run_ns,
+                .has_cpu_run = ts->has_cpu_run,
+        };
+        memcpy(p->delay_ns, ts->delay_ns, sizeof p->delay_ns);
+}
+
+/* One TGID query per listed process. */
+static int measure_processes(Snapshot *s, const SampleScope *scope) {
+        pid_t self = scope->exclude_tgid, ids[QUERY_CHUNK];
+        TaskStats ts[QUERY_CHUNK];
+        int errs[QUERY_CHUNK], r;
+        size_t k = 0;
+
+        s->n_procs = 0;
+        s->processes = 0;
+        s->exited = 0;
+        r = reserve_procs(s, s->pids.n);
+        if (r < 0)
+                return r;
+        for (size_t i = 0; i <= s->pids.n; i++) {
+                if (i < s->pids.n) {
+                        if (self > 0 && s->pids.tids[i] == self)
+                                continue;
+                        s->processes++;
+                        if (!scope->taskstats)
+                                continue;
+                        ids[k++] = s->pids.tids[i];
+                        if (k < QUERY_CHUNK)
+                                continue;
+                }
+                if (k == 0)
+                        continue;
+                (void) taskstats_get_many(scope->taskstats, true, ids, k, ts, errs);
+                for (size_t j = 0; j < k; j++) {
+                        if (errs[j] == -ESRCH)
+                                s->exited++; /* ended between listing and asking: expected */
+                        else if (errs[j] < 0)
+                                count_error(s, errs[j]);
+                        else
+                                keep_process(s, ids[j], &ts[j]);
+                }
+                k = 0;
+        }
+        /* Sorted for lookups. A process that moved between two cgroups while the subtree was
+         * walked can be listed twice: kept once. */
+        if (s->n_procs > 0)
+                qsort(s->procs, s->n_procs, sizeof *s->procs, cmp_tgid);
+        size_t kept = 0;
+        for (size_t i = 0; i < s->n_procs; i++)
+                if (kept == 0 || s->procs[kept - 1].tgid != s->procs[i].tgid)
+                        s->procs[kept++] = s->procs[i];
+        s->processes -= (unsigned) (s->n_procs - kept);
+        s->n_procs = kept;
+        return 0;
+}
+
+static void begin(Snapshot *s) {
         s->n = 0;
-        s->listed = s->exited = s->errors = 0;
+        tid_list_clear(&s->tids);
+        s->tids_pid = 0;
+        s->threads_mono_us = 0;
+        s->listed = s->processes = s->exited = s->errors = 0;
         s->first_error = 0;
         s->has_states = false;
-        tid_list_clear(&s->tids);
         s->mono_us = now_usec(CLOCK_MONOTONIC);
         s->real_us = now_usec(CLOCK_REALTIME);
+        s->boot_us = now_usec(CLOCK_BOOTTIME);
+        s->has_exit_listener = false;
+        s->exit_records = s->lost_exit_records = s->ended_unheard = s->unattributed = 0;
+        memset(s->unattributed_ns, 0, sizeof s->unattributed_ns);
+        s->unattributed_present = 0;
+}
 
+int snapshot_take_processes(Snapshot *s, const SampleScope *scope) {
+        int r;
+
+        begin(s);
+        r = list_processes(s, scope);
+        if (r < 0)
+                return r;
+        return measure_processes(s, scope);
+}
+
+/* States above SAMPLE_STATES_MAX threads: a two-stage sample. STATE_CLUSTERS evenly spaced
+ * positions over all threads (process after process) pick the processes, as many times as they
+ * are hit (a process of half the threads is hit about half the time); each hit reads the states of
+ * STATE_CLUSTER_THREADS of its threads, evenly spaced, and each read stands for its share of the
+ * threads. So a sample costs a listing of at most STATE_CLUSTERS processes' threads and at most
+ * SAMPLE_STATES_MAX stat reads, however many processes there are. */
+#define STATE_CLUSTERS 16
+#define STATE_CLUSTER_THREADS (SAMPLE_STATES_MAX / STATE_CLUSTERS)
+
+/* The threads of process pid into s->tids, kept there for the rest of the snapshot (a process
+ * whose states were sampled is often the one detailed next: a 4,000-thread listing costs 2 to 4 ms
+ * in /proc). A subtree of one process lists them from cgroup.threads, which costs half that.
+ * With ret_task_fd, /proc/<pid>/task is opened too. 0 or -errno (-ESRCH: it ended). */
+static int list_threads_of(Snapshot *s, const SampleScope *scope, pid_t pid, int *ret_task_fd) {
+        char path[32];
+        int r;
+
+        if (s->tids_pid != pid || s->tids.n == 0) {
+                tid_list_clear(&s->tids);
+                s->tids_pid = 0;
+                if (scope->cgroup_fd >= 0 && scope->pid <= 0 && s->pids.n == 1 && s->pids.tids[0] == pid)
+                        r = cgroup_list_threads(scope->cgroup_fd, &s->tids);
+                else
+                        r = proc_open_process_threads(scope->sysroot->proc_fd, pid, &s->tids, ret_task_fd);
+                if (r < 0)
+                        return r;
+                s->tids_pid = pid;
+                if (!ret_task_fd || *ret_task_fd >= 0)
+                        return 0;
+        }
+        if (!ret_task_fd)
+                return 0;
+        snprintf(path, sizeof path, "%d/task", (int) pid);
+        *ret_task_fd = openat(scope->sysroot->proc_fd, path, O_DIRECTORY | O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+        return *ret_task_fd < 0 ? (errno == ENOENT ? -ESRCH : negative_errno()) : 0;
+}
+
+/* Reads want of process i's threads, evenly spaced, each standing for weight threads. */
+static void read_states_of(Snapshot *s, const SampleScope *scope, size_t i, size_t want, double weight,
+                           TaskStateWeights *w) {
+        _cleanup_close_ int task_fd = -EBADF;
+        TidList *l = &s->tids;
+        int r;
+
+        r = list_threads_of(s, scope, s->pids.tids[i], &task_fd);
+        if (r < 0) {
+                if (r != -ESRCH)
+                        count_error(s, r);
+                return;
+        }
+        if (l->n == 0)
+                return;
+        if (want > l->n) {
+                weight = weight * (double) want / (double) l->n;
+                want = l->n;
+        }
+        for (size_t k = 0; k < want; k++) {
+                ProcStat st;
+
+                r = proc_read_task_stat(task_fd, l->tids[k * l->n / want], &st);
+                if (r >= 0)
+                        task_state_weights_add(w, st.state, weight);
+                else if (r != -ESRCH)
+                        count_error(s, r);
+        }
+}
+
+static void sample_states(Snapshot *s, const SampleScope *scope, uint64_t total) {
+        TaskStateWeights w = {};
+
+        if (total <= SAMPLE_STATES_MAX) {
+                for (size_t i = 0; i < s->pids.n; i++)
+                        if (s->counts[i] > 0)
+                                read_states_of(s, scope, i, s->counts[i], 1.0, &w);
+        } else {
+                double step = (double) total / STATE_CLUSTERS, start = 0;
+                unsigned j = 0;
+
+                for (size_t i = 0; i < s->pids.n && j < STATE_CLUSTERS; i++) {
+                        double end = start + s->counts[i];
+                        unsigned hits = 0;
+
+                        while (j < STATE_CLUSTERS && (j + 0.5) * step < end) {
+                                hits++;
+                                j++;
+                        }
+                        if (hits > 0)
+                                read_states_of(s, scope, i, (size_t) hits * STATE_CLUSTER_THREADS,
+                                               step * hits / ((double) hits * STATE_CLUSTER_THREADS), &w);
+                        start = end;
+                }
+        }
+        task_state_weights_finish(&w, total, &s->states);
+}
+
+/* Counts the threads of every listed process (one stat each, the agent's own left out) and,
+ * with count_states, their states: cgroupstats for a cgroup-v1 directory, else sampled. */
+static int count_threads(Snapshot *s, const SampleScope *scope, bool count_states) {
+        pid_t self = scope->exclude_tgid;
+        uint64_t total = 0;
+
+        if (array_reserve((void **) &s->counts, &s->cap_counts, s->pids.n, sizeof *s->counts) < 0)
+                return -ENOMEM;
+        for (size_t i = 0; i < s->pids.n; i++) {
+                int n = self > 0 && s->pids.tids[i] == self
+                                ? 0
+                                : proc_count_threads(scope->sysroot->proc_fd, s->pids.tids[i]);
+                s->counts[i] = n > 0 ? (uint32_t) n : 0;
+                total += s->counts[i];
+        }
+        s->listed = (unsigned) MIN(total, (uint64_t) UINT_MAX);
+
+        if (!count_states)
+                return 0;
+        if (scope->taskstats && is_cgroup_v1(scope->cgroup_fd) &&
+            taskstats_cgroupstats(scope->taskstats, scope->cgroup_fd, &s->states) >= 0) {
+                s->has_states = true;
+                return 0;
+        }
+        sample_states(s, scope, total);
+        s->has_states = true;
+        return 0;
+}
+
+int snapshot_take(Snapshot *s, const SampleScope *scope, bool count_states) {
+        int r;
+
+        begin(s);
         snapshot_read_pressure(s, scope);
         s->has_cgroups = false;
         if (scope->walk_cgroups) {
@@ -69,85 +304,61 @@ int snapshot_take(Snapshot *s, const SampleScope *scope, bool count_states) {
                 s->has_cgroups = dirfd >= 0 && cgroup_totals_read(dirfd, scope->cgroups_resource, &s->cgroups) >= 0;
         }
 
-        if (scope->pid > 0)
-                r = proc_list_process_threads(scope->sysroot->proc_fd, scope->pid, &s->tids);
-        else if (scope->cgroup_fd >= 0)
-                r = cgroup_list_threads(scope->cgroup_fd, &s->tids);
-        else
-                r = proc_list_threads(scope->sysroot->proc_fd, &s->tids);
+        r = list_processes(s, scope);
         if (r < 0)
                 return r;
-        r = reserve_threads(s, s->tids.n);
+        r = count_threads(s, scope, count_states);
         if (r < 0)
                 return r;
+        return measure_processes(s, scope);
+}
 
-        procfs_states = count_states;
-        if (count_states && scope->taskstats && is_cgroup_v1(scope->cgroup_fd) &&
-            taskstats_cgroupstats(scope->taskstats, scope->cgroup_fd, &s->states) >= 0) {
-                s->has_states = true;
-                procfs_states = false;
+int snapshot_take_threads(Snapshot *s, const SampleScope *scope, const pid_t *pids, size_t n) {
+        TidList *l = &s->tids;
+        int r;
+
+        s->n = 0;
+        s->threads_mono_us = now_usec(CLOCK_MONOTONIC);
+        if (!scope->taskstats)
+                return 0;
+        for (size_t k = 0; k < n; k++) {
+                if (k > 0 && s->n >= SAMPLE_DETAIL_THREADS_MAX)
+                        break;
+                r = list_threads_of(s, scope, pids[k], NULL);
+                if (r == -ENOMEM)
+                        return r;
+                if (r < 0)
+                        continue; /* ended, or /proc refused: no detail for this one */
+                /* The first process whole; the others within what is left of the budget. */
+                size_t want = k == 0 ? l->n : MIN(l->n, (size_t) SAMPLE_DETAIL_THREADS_MAX - s->n);
+                r = reserve_threads(s, s->n + want);
+                if (r < 0)
+                        return r;
+                for (size_t i = 0; i < want; i += QUERY_CHUNK) {
+                        size_t c = MIN(want - i, (size_t) QUERY_CHUNK);
+                        TaskStats ts[QUERY_CHUNK];
+                        int errs[QUERY_CHUNK];
+
+                        (void) taskstats_get_many(scope->taskstats, false, l->tids + i, c, ts, errs);
+                        for (size_t j = 0; j < c; j++) {
+                                ThreadDelays *t = &s->threads[s->n];
+
+                                /* Ended since listed, or refused: the process total has it. A thread of
+                                 * another process (a listing from cgroup.threads) is not its. */
+                                if (errs[j] < 0 || (ts[j].tgid > 0 && ts[j].tgid != pids[k]))
+                                        continue;
+                                *t = (ThreadDelays) {
+                                        .tid = l->tids[i + j],
+                                        .tgid = pids[k],
+                                        .btime_s = ts[j].btime_s,
+                                        .present = ts[j].present,
+                                };
+                                memcpy(t->delay_ns, ts[j].delay_ns, sizeof t->delay_ns);
+                                memcpy(t->comm, ts[j].comm, sizeof t->comm);
+                                s->n++;
+                        }
+                }
         }
-        if (procfs_states) {
-                task_state_counts_init_procfs(&s->states);
-                s->has_states = true;
-        }
-
-        /* Every stride-th listed thread has its state read (stride 1 up to SAMPLE_STATES_MAX). */
-        size_t stride = (s->tids.n + SAMPLE_STATES_MAX - 1) / SAMPLE_STATES_MAX;
-        if (stride == 0)
-                stride = 1;
-
-        for (size_t i = 0; i < s->tids.n; i++) {
-                pid_t tid = s->tids.tids[i];
-                ThreadDelays *t = &s->threads[s->n];
-                TaskStats ts;
-
-                /* Our own (single) thread; other threads of ours are caught by tgid below. */
-                if (self > 0 && tid == self)
-                        continue;
-                s->listed++;
-
-                if (procfs_states && i % stride == 0) {
-                        ProcStat st;
-
-                        r = proc_read_stat(scope->sysroot->proc_fd, tid, &st);
-                        if (r >= 0)
-                                task_state_counts_add(&s->states, st.state);
-                        else if (r != -ESRCH)
-                                count_error(s, r);
-                }
-
-                if (!scope->taskstats)
-                        continue;
-                r = taskstats_get_tid(scope->taskstats, tid, &ts);
-                if (r == -ESRCH) {
-                        /* Exited between listing and asking: expected while tasks come and go. */
-                        s->exited++;
-                        continue;
-                }
-                if (r < 0) {
-                        count_error(s, r);
-                        continue;
-                }
-                if (self > 0 && ts.tgid == self) {
-                        s->listed--;
-                        continue;
-                }
-                s->taskstats_version = ts.version;
-                *t = (ThreadDelays) {
-                        .tid = tid,
-                        /* v12+ carry the tgid; older kernels: treat each thread as its own process. */
-                        .tgid = ts.tgid > 0 ? ts.tgid : tid,
-                        .btime_s = ts.btime_s,
-                        .present = ts.present,
-                };
-                memcpy(t->delay_ns, ts.delay_ns, sizeof t->delay_ns);
-                memcpy(t->comm, ts.comm, sizeof t->comm);
-                s->n++;
-        }
-
-        if (procfs_states)
-                task_state_counts_scale(&s->states, s->listed - s->exited);
         if (s->n > 0)
                 qsort(s->threads, s->n, sizeof *s->threads, cmp_tid);
         return 0;
@@ -161,32 +372,75 @@ const ThreadDelays *snapshot_find(const Snapshot *s, pid_t tid) {
         return bsearch(&key, s->threads, s->n, sizeof *s->threads, cmp_tid);
 }
 
+const ProcessDelays *snapshot_find_process(const Snapshot *s, pid_t tgid) {
+        ProcessDelays key = { .tgid = tgid };
+
+        if (s->n_procs == 0)
+                return NULL;
+        return bsearch(&key, s->procs, s->n_procs, sizeof *s->procs, cmp_tgid);
+}
+
+void snapshot_mark_born(Snapshot *b, const Snapshot *a, int proc_fd) {
+        long hz = sysconf(_SC_CLK_TCK);
+
+        if (hz <= 0)
+                hz = 100;
+        for (size_t i = 0; i < b->n_procs; i++) {
+                ProcessDelays *p = &b->procs[i];
+                ProcStat st;
+
+                p->born_in_sample = false;
+                if (p->origin != PROCESS_MEASURED || snapshot_find_process(a, p->tgid))
+                        continue;
+                if (proc_read_stat(proc_fd, p->tgid, &st) < 0)
+                        continue;
+                /* starttime counts clock ticks since boot (CLOCK_BOOTTIME); one tick of slack. */
+                usec_t start = (usec_t) (st.starttime_ticks + 1) * USEC_PER_SEC / (usec_t) hz;
+                p->born_in_sample = start >= a->boot_us;
+        }
+}
+
 void snapshot_done(Snapshot *s) {
         free(s->threads);
+        free(s->procs);
+        free(s->counts);
         tid_list_done(&s->tids);
+        tid_list_done(&s->pids);
         cgroup_totals_done(&s->cgroups);
         *s = (Snapshot) {};
 }
 
-int exit_records_add(ExitRecords *e, const TaskStats *ts) {
-        if (array_grow((void **) &e->items, &e->cap, e->n, 64, sizeof *e->items) < 0)
-                return -ENOMEM;
-        ThreadDelays *t = &e->items[e->n++];
-        *t = (ThreadDelays) {
-                .tid = ts->pid,
-                .tgid = ts->tgid > 0 ? ts->tgid : ts->pid,
-                .btime_s = ts->btime_s,
-                .present = ts->present,
+static void record_from(ExitRecord *x, const TaskStats *ts, bool process) {
+        *x = (ExitRecord) {
+                .t = {
+                        .tid = ts->pid,
+                        .tgid = ts->tgid, /* 0 before taskstats v12: unknown */
+                        .btime_s = ts->btime_s,
+                        .present = ts->present,
+                },
+                .ppid = ts->ppid,
+                .uid = ts->uid,
+                .cpu_run_ns = ts->cpu_run_ns,
+                .has_cpu_run = ts->has_cpu_run,
+                .process = process,
         };
-        memcpy(t->delay_ns, ts->delay_ns, sizeof t->delay_ns);
-        memcpy(t->comm, ts->comm, sizeof t->comm);
+        memcpy(x->t.delay_ns, ts->delay_ns, sizeof x->t.delay_ns);
+        memcpy(x->t.comm, ts->comm, sizeof x->t.comm);
+}
+
+int exit_records_add(ExitRecords *e, const TaskStats *thread, const TaskStats *process) {
+        for (int k = 0; k < (process ? 2 : 1); k++) {
+                if (array_grow((void **) &e->items, &e->cap, e->n, 64, sizeof *e->items) < 0)
+                        return -ENOMEM;
+                record_from(&e->items[e->n++], k == 0 ? thread : process, k == 1);
+        }
         return 0;
 }
 
-void exit_records_collect(const TaskStats *ts, void *userdata) {
+void exit_records_collect(const TaskStats *thread, const TaskStats *process, void *userdata) {
         ExitRecords *e = userdata;
 
-        if (exit_records_add(e, ts) < 0)
+        if (exit_records_add(e, thread, process) < 0)
                 e->lost++;
 }
 
@@ -197,34 +451,212 @@ void exit_records_clear(ExitRecords *e) {
 
 void exit_records_done(ExitRecords *e) {
         free(e->items);
+        free(e->finals);
         *e = (ExitRecords) {};
 }
 
-int snapshot_merge_exits(Snapshot *b, const Snapshot *a, const ExitRecords *e) {
-        size_t n = b->n;
+/* Whether x is the best record of its process's end seen so far against best: the aggregate
+ * beats the leader's own record (see exit_records_find_process). */
+static bool better_final(const ExitRecord *x, const ExitRecord *best) {
+        if (x->process)
+                return !best || !best->process;
+        return x->t.tid == x->t.tgid && !best;
+}
+
+const ExitRecord *exit_records_find_process(const ExitRecords *e, pid_t tgid) {
+        const ExitRecord *best = NULL;
+
+        for (size_t i = 0; i < e->n; i++)
+                if (tgid > 0 && e->items[i].t.tgid == tgid && better_final(&e->items[i], best))
+                        best = &e->items[i];
+        return best;
+}
+
+static int cmp_record_tgid(const void *a, const void *b) {
+        const ExitRecord *x = *(const ExitRecord *const *) a, *y = *(const ExitRecord *const *) b;
+
+        if (x->t.tgid != y->t.tgid)
+                return (x->t.tgid > y->t.tgid) - (x->t.tgid < y->t.tgid);
+        return (x > y) - (x < y); /* arrival order */
+}
+
+/* e->finals: the final record of every process that ended, sorted by tgid. 0 or -ENOMEM. */
+static int index_finals(ExitRecords *e) {
+        size_t n = 0;
+
+        e->n_finals = 0;
+        if (array_reserve((void **) &e->finals, &e->cap_finals, e->n, sizeof *e->finals) < 0)
+                return -ENOMEM;
+        for (size_t i = 0; i < e->n; i++)
+                if (e->items[i].t.tgid > 0 && (e->items[i].process || e->items[i].t.tid == e->items[i].t.tgid))
+                        e->finals[n++] = &e->items[i];
+        if (n > 0)
+                qsort(e->finals, n, sizeof *e->finals, cmp_record_tgid);
+        /* One per process: the best of each run of equal tgids. */
+        for (size_t i = 0; i < n;) {
+                const ExitRecord *best = NULL;
+                pid_t tgid = e->finals[i]->t.tgid;
+
+                for (; i < n && e->finals[i]->t.tgid == tgid; i++)
+                        if (better_final(e->finals[i], best))
+                                best = e->finals[i];
+                e->finals[e->n_finals++] = best;
+        }
+        return 0;
+}
+
+static const ExitRecord *find_final(const ExitRecords *e, pid_t tgid) {
+        size_t lo = 0, hi = e->n_finals;
+
+        while (lo < hi) {
+                size_t mid = lo + (hi - lo) / 2;
+                if (e->finals[mid]->t.tgid < tgid)
+                        lo = mid + 1;
+                else
+                        hi = mid;
+        }
+        return lo < e->n_finals && e->finals[lo]->t.tgid == tgid ? e->finals[lo] : NULL;
+}
+
+static int append_process(Snapshot *b, const ExitRecord *x, ProcessOrigin origin) {
+        ProcessDelays *p;
+        int r = reserve_procs(b, b->n_procs + 1);
+
+        if (r < 0)
+                return r;
+        p = &b->procs[b->n_procs++];
+        *p = (ProcessDelays) {
+                .tgid = x->t.tgid,
+                .ppid = x->ppid,
+                .uid = x->uid,
+                .origin = origin,
+                .present = x->t.present,
+                .cpu_run_ns = x->cpu_run_ns,
+                .has_cpu_run = x->has_cpu_run,
+        };
+        memcpy(p->delay_ns, x->t.delay_ns, sizeof p->delay_ns);
+        memcpy(p->comm, x->t.comm, sizeof p->comm);
+        return 0;
+}
+
+static void sort_procs(Snapshot *b) {
+        if (b->n_procs > 0)
+                qsort(b->procs, b->n_procs, sizeof *b->procs, cmp_tgid);
+}
+
+/* tgid is a process of a, or of the first n (sorted) of b's. */
+static bool in_sample_n(const Snapshot *b, size_t n, const Snapshot *a, pid_t tgid) {
+        ProcessDelays key = { .tgid = tgid };
+
+        return (n > 0 && bsearch(&key, b->procs, n, sizeof *b->procs, cmp_tgid)) || snapshot_find_process(a, tgid);
+}
+
+static bool in_sample(const Snapshot *b, const Snapshot *a, pid_t tgid) {
+        return in_sample_n(b, b->n_procs, a, tgid);
+}
+
+/* Records whose process started and ended inside the sample, placed by their parents: a pass
+ * per generation (a child's record comes before its parent's when both end in the sample), at
+ * most this many generations deep. */
+#define SHORT_GENERATIONS_MAX 16
+
+int snapshot_merge_exits(Snapshot *b, const Snapshot *a, const Snapshot *threads_base, ExitRecords *e) {
+        static ExitRecords none;
+        size_t n_threads = b->n;
         int r;
 
-        b->has_exit_listener = true;
-        b->exit_records = 0;
-        b->lost_exit_records = e->lost;
-        for (size_t i = 0; i < e->n; i++) {
-                const ThreadDelays *x = &e->items[i], *ta = snapshot_find(a, x->tid);
+        b->has_exit_listener = e != NULL;
+        b->lost_exit_records = e ? e->lost : 0;
+        b->exit_records = b->ended_unheard = b->unattributed = 0;
+        memset(b->unattributed_ns, 0, sizeof b->unattributed_ns);
+        b->unattributed_present = 0;
+        if (!e)
+                e = &none; /* nothing heard: the processes of a that b lacks are counted */
+        /* Before taskstats v12 a record has no tgid: only one whose task was a process of a is
+         * known to be that process's (its leader's, its only thread's for most); the others
+         * cannot be placed and are left out. */
+        for (size_t i = 0; i < e->n; i++)
+                if (e->items[i].t.tgid <= 0 && snapshot_find_process(a, e->items[i].t.tid))
+                        e->items[i].t.tgid = e->items[i].t.tid;
+        r = index_finals(e);
+        if (r < 0)
+                return r;
 
-                /* Not one of a's threads, or its tid was reused (begin times a second apart at most:
-                 * the kernel recomputes them on every query). Still in b: b has newer counters. */
-                if (!ta || (ta->btime_s && x->btime_s &&
-                            (ta->btime_s > x->btime_s ? ta->btime_s - x->btime_s : x->btime_s - ta->btime_s) > 1))
+        /* Processes of a that ended. */
+        size_t n_procs = b->n_procs;
+        for (size_t i = 0; i < a->n_procs; i++) {
+                const ProcessDelays *pa = &a->procs[i];
+                const ExitRecord *x;
+
+                if (n_procs > 0 && bsearch(pa, b->procs, n_procs, sizeof *b->procs, cmp_tgid))
+                        continue;
+                x = find_final(e, pa->tgid);
+                if (!x) {
+                        b->ended_unheard++;
+                        continue;
+                }
+                r = append_process(b, x, PROCESS_ENDED);
+                if (r < 0)
+                        return r;
+        }
+        sort_procs(b);
+
+        /* Processes that started and ended inside the sample, a generation per pass. */
+        for (unsigned gen = 0; gen < SHORT_GENERATIONS_MAX; gen++) {
+                size_t before = b->n_procs;
+
+                for (size_t i = 0; i < e->n_finals; i++) {
+                        const ExitRecord *x = e->finals[i];
+
+                        /* Searched among the sorted ones: those placed in this pass are found in
+                         * the next, with their own children. */
+                        if (in_sample_n(b, before, a, x->t.tgid) || x->ppid <= 0 || !in_sample_n(b, before, a, x->ppid))
+                                continue;
+                        r = append_process(b, x, PROCESS_SHORT);
+                        if (r < 0)
+                                return r;
+                }
+                sort_procs(b);
+                if (b->n_procs == before)
+                        break;
+        }
+        for (size_t i = 0; i < e->n_finals; i++) {
+                const ExitRecord *x = e->finals[i];
+
+                if (in_sample(b, a, x->t.tgid))
+                        continue;
+                b->unattributed++;
+                b->unattributed_present |= x->t.present;
+                for (TaskDelay d = 0; d < _TASK_DELAY_MAX; d++)
+                        b->unattributed_ns[d] += x->t.delay_ns[d];
+        }
+
+        /* The subtree's threads that ended: every thread record of a process of the sample. */
+        for (size_t i = 0; i < e->n; i++)
+                if (!e->items[i].process && in_sample(b, a, e->items[i].t.tgid))
+                        b->exit_records++;
+
+        /* Detailed threads that ended between the thread base and b. */
+        for (size_t i = 0; threads_base && i < e->n; i++) {
+                const ExitRecord *x = &e->items[i];
+                const ThreadDelays *ta;
+
+                if (x->process || !(ta = snapshot_find(threads_base, x->t.tid)))
+                        continue;
+                /* Its tid was reused (begin times a second apart at most: the kernel recomputes
+                 * them on every query), or it is still in b: b has newer counters. */
+                if (ta->btime_s && x->t.btime_s &&
+                    (ta->btime_s > x->t.btime_s ? ta->btime_s - x->t.btime_s : x->t.btime_s - ta->btime_s) > 1)
                         continue;
                 /* bsearch's array must not be NULL, even for zero elements. */
-                if (n > 0 && bsearch(x, b->threads, n, sizeof *b->threads, cmp_tid))
+                if (n_threads > 0 && bsearch(&x->t, b->threads, n_threads, sizeof *b->threads, cmp_tid))
                         continue;
                 r = reserve_threads(b, b->n + 1);
                 if (r < 0)
                         return r;
-                b->threads[b->n++] = *x;
-                b->exit_records++;
+                b->threads[b->n++] = x->t;
         }
-        if (b->n > n)
+        if (b->n > n_threads)
                 qsort(b->threads, b->n, sizeof *b->threads, cmp_tid);
         return 0;
 }

@@ -1,7 +1,9 @@
 /* SPDX-License-Identifier: MIT */
-/* One snapshot of a cgroup subtree (or the whole host): every thread's taskstats delays, the
- * cgroup's pressure, and optionally its task states. Buffers live in the Snapshot and are reused
- * from one sample to the next. Logs nothing; the caller reports errors and counts. */
+/* One snapshot of a cgroup subtree (or the whole host), process first: each process's taskstats
+ * totals from one TGID query (threads that already ended included, kernel-facts.md: tgid-totals),
+ * the thread count, task states and the cgroup's pressure; and, only for the few processes an
+ * incident details, each of their threads. Buffers live in the Snapshot and are reused from one
+ * sample to the next. Logs nothing; the caller reports errors and counts. */
 #pragma once
 
 #include <stdbool.h>
@@ -16,9 +18,9 @@
 #include "probes/tasks.h"
 #include "probes/pressure.h"
 
-/* Above this many threads, states are read from an evenly spaced sample of this many and scaled:
- * a /proc/<tid>/task/<tid>/stat read costs about twice a taskstats round trip (9 us against 5 us
- * on a small VM), so reading every thread's would triple the cost of a large snapshot. */
+/* Above this many threads, states are read from a sample of this many and scaled: a
+ * /proc/<tid>/task/<tid>/stat read costs about twice a taskstats round trip (9 us against 5 us on a
+ * small VM), so reading every thread's would triple the cost of a large snapshot. */
 #define SAMPLE_STATES_MAX 256
 
 /* Pressure is read for every resource (irq too, for the stall growth of irq triggers); incidents
@@ -33,13 +35,39 @@ typedef struct ThreadDelays {
         char comm[TASKSTATS_COMM_MAX + 1];
 } ThreadDelays;
 
+typedef enum ProcessOrigin {
+        PROCESS_MEASURED, /* listed and asked for by TGID */
+        PROCESS_ENDED,    /* measured at the start, ended during the sample: its exit record's final counters */
+        PROCESS_SHORT,    /* started and ended inside the sample, placed in the subtree by its parent */
+} ProcessOrigin;
+
+typedef struct ProcessDelays {
+        pid_t tgid;
+        pid_t ppid;  /* from an exit record (ENDED, SHORT); 0 otherwise */
+        int64_t uid; /* from an exit record; -1 otherwise */
+        uint8_t origin;
+        bool born_in_sample; /* began after the snapshot it is compared to (snapshot_mark_born) */
+        uint32_t present;
+        uint64_t delay_ns[_TASK_DELAY_MAX];
+        uint64_t cpu_run_ns;
+        bool has_cpu_run;
+        char comm[TASKSTATS_COMM_MAX + 1]; /* from an exit record; "" otherwise */
+} ProcessDelays;
+
 typedef struct Snapshot {
-        ThreadDelays *threads; /* sorted by tid */
+        ProcessDelays *procs; /* sorted by tgid */
+        size_t n_procs, cap_procs;
+        ThreadDelays *threads; /* the detailed processes' threads (snapshot_take_threads), sorted by tid */
         size_t n, cap;
-        TidList tids; /* scratch: the listing */
-        usec_t mono_us, real_us;
+        TidList pids, tids; /* scratch: the processes listed, the threads of process tids_pid */
+        pid_t tids_pid;
+        uint32_t *counts; /* scratch: the threads of each listed process */
+        size_t cap_counts;
+        usec_t mono_us, real_us, boot_us;
+        usec_t threads_mono_us;     /* when the threads were read (0: none were) */
         unsigned listed;            /* threads listed, the agent's own excluded */
-        unsigned exited;            /* listed, then gone before taskstats answered (ESRCH) */
+        unsigned processes;         /* processes listed, the agent excluded */
+        unsigned exited;            /* processes listed, then gone before taskstats answered (ESRCH) */
         unsigned errors;            /* other failures: listing, taskstats, parse */
         int first_error;            /* the first of those, for one log line */
         uint16_t taskstats_version; /* 0: no reply */
@@ -48,55 +76,105 @@ typedef struct Snapshot {
         bool has_pressure[SAMPLE_PRESSURE_RESOURCES];
         PressureStats pressure[SAMPLE_PRESSURE_RESOURCES];
         bool has_cgroups;
-        CgroupTotals cgroups;       /* one resource's totals of every descendant cgroup */
+        CgroupTotals cgroups; /* one resource's totals of every descendant cgroup */
+
+        /* Set on the end snapshot by snapshot_merge_exits(). */
         bool has_exit_listener;     /* exit records were listened for during the sample */
-        unsigned exit_records;      /* threads whose final counters came from an exit record */
+        unsigned exit_records;      /* the subtree's threads that ended during the sample, by their records */
         unsigned lost_exit_records; /* ENOBUFS: records the kernel dropped */
+        unsigned ended_unheard;     /* processes of the start that ended with no exit record heard */
+        unsigned unattributed;      /* processes that started and ended in the sample, not placed */
+        uint64_t unattributed_ns[_TASK_DELAY_MAX];
+        uint32_t unattributed_present;
 } Snapshot;
+
+/* One exit record: a thread's final counters, or a whole process's (process: tid is the tgid). */
+typedef struct ExitRecord {
+        ThreadDelays t;
+        pid_t ppid;
+        int64_t uid;
+        uint64_t cpu_run_ns;
+        bool has_cpu_run;
+        bool process;
+} ExitRecord;
 
 /* Exit records gathered while a sample runs (taskstats_exit_listener_drain), reused. */
 typedef struct ExitRecords {
-        ThreadDelays *items;
+        ExitRecord *items;
         size_t n, cap;
         unsigned lost;
+        const ExitRecord **finals; /* scratch of snapshot_merge_exits(): each process's final record */
+        size_t n_finals, cap_finals;
 } ExitRecords;
 
-/* Keeps one record (the thread's final counters). 0 or -ENOMEM. */
-int exit_records_add(ExitRecords *e, const TaskStats *ts);
+/* Keeps the records of one exit message: the thread's, and the process's when given (the last
+ * thread of a multi-threaded process went). 0 or -ENOMEM. */
+int exit_records_add(ExitRecords *e, const TaskStats *thread, const TaskStats *process);
 /* The same as a taskstats_exit_listener_drain() callback (userdata: the ExitRecords); a record
  * that cannot be kept counts as lost. */
-void exit_records_collect(const TaskStats *ts, void *userdata);
+void exit_records_collect(const TaskStats *thread, const TaskStats *process, void *userdata);
 void exit_records_clear(ExitRecords *e);
 void exit_records_done(ExitRecords *e);
+/* The final counters of process tgid: its AGGR_TGID record, else the record of its only thread
+ * (a single-threaded process sends no aggregate). NULL when none was heard. */
+const ExitRecord *exit_records_find_process(const ExitRecords *e, pid_t tgid);
 
-/* Puts into b the final counters of the threads of a that exited during the sample (same tid,
- * same begin time, no longer in b), so their delay is not lost. Records of other tasks (the
- * listener hears the whole host) are ignored, and so are threads born and gone within the
- * sample: an exit record does not say which cgroup the thread was in. Sets b's exit counters.
- * 0 or -ENOMEM. */
-int snapshot_merge_exits(Snapshot *b, const Snapshot *a, const ExitRecords *e);
+/* Completes the end snapshot b of a sample that began with a, with what the exit records say
+ * (kernel-facts.md: exit-records):
+ * - a process of a that b no longer has gets its final counters (origin ENDED); one with no
+ *   record heard is counted in b->ended_unheard;
+ * - a process that started and ended inside the sample (in neither listing) is placed in the
+ *   subtree when its parent is a process of a or b, or another such process (origin SHORT); the
+ *   others are summed in b->unattributed: a record never says which cgroup its task was in;
+ * - a detailed thread of threads_base (the snapshot the thread deltas start from; NULL: none)
+ *   that b's threads no longer have gets its record's final counters.
+ * Records of the rest of the host are ignored. With e NULL (no listener ran), only the ended
+ * processes are counted. 0 or -ENOMEM. */
+int snapshot_merge_exits(Snapshot *b, const Snapshot *a, const Snapshot *threads_base, ExitRecords *e);
+
+/* Marks the processes of b that a did not have and that began after a was taken (their whole
+ * totals belong to the sample; the others moved in, or were missed). Reads each one's start
+ * time from /proc: only processes new since a cost a read. */
+void snapshot_mark_born(Snapshot *b, const Snapshot *a, int proc_fd);
 
 typedef struct SampleScope {
         const Sysroot *sysroot;
-        TaskstatsSource *taskstats; /* NULL: no taskstats (no CAP_NET_ADMIN); threads are listed only */
+        TaskstatsSource *taskstats; /* NULL: no taskstats (no CAP_NET_ADMIN); tasks are listed only */
         int cgroup_fd;              /* the cgroup's directory, or -1 for the whole host */
         pid_t exclude_tgid;         /* the agent itself; 0 for none */
-        pid_t pid;                  /* > 0: only this process's threads (cgroup_fd is then ignored) */
+        pid_t pid;                  /* > 0: only this process (cgroup_fd is then ignored); its threads are detailed */
         bool walk_cgroups;          /* also read cgroups_resource's totals of every descendant cgroup */
         PsiResource cgroups_resource;
+        int resource;    /* what processes are ranked on: a PsiResource or RANK_SCORE_ALL */
+        unsigned detail; /* processes whose threads are measured for the incident (its top) */
 } SampleScope;
 
-/* Takes a snapshot into s (reusing its buffers). Failures of single threads are counted, not
- * returned. Returns 0, or -errno when the cgroup could not be listed at all (-ENOENT/-ENODEV: the
- * cgroup is gone) or memory ran out. */
+/* At most this many threads are measured one by one for the detailed processes of one snapshot
+ * (the first process is measured whole whatever its size; the next ones within what is left). */
+#define SAMPLE_DETAIL_THREADS_MAX 4096
+
+/* Takes a snapshot into s (reusing its buffers): pressure, the descendant cgroups' totals when
+ * asked, the processes (one TGID query each), the thread count and, with count_states, the
+ * threads' states. No thread is measured (snapshot_take_threads). Failures of single processes
+ * are counted, not returned. Returns 0, or -errno when the cgroup could not be listed at all
+ * (-ENOENT/-ENODEV: the cgroup is gone) or memory ran out. */
 int snapshot_take(Snapshot *s, const SampleScope *scope, bool count_states);
 
-/* Allocates s's buffers for n threads (and a quarter more) ahead of a sample, so the sample
- * itself allocates nothing unless the cgroup grew past that. 0 or -ENOMEM. */
-int snapshot_reserve(Snapshot *s, size_t n);
+/* The processes alone (listing and TGID queries), for choosing whose threads to detail. */
+int snapshot_take_processes(Snapshot *s, const SampleScope *scope);
+
+/* Measures every thread of the processes pids[0..n) into s->threads (replacing what was there),
+ * process after process until SAMPLE_DETAIL_THREADS_MAX threads are reached. A process that has
+ * exited is skipped. 0 or -ENOMEM. */
+int snapshot_take_threads(Snapshot *s, const SampleScope *scope, const pid_t *pids, size_t n);
+
+/* Allocates s's buffers for n threads in p processes ahead of a sample, so the sample itself
+ * allocates nothing unless the cgroup grew past that. 0 or -ENOMEM. */
+int snapshot_reserve(Snapshot *s, size_t n, size_t p);
 
 /* Reads only the pressure files into s (used at the end of a sample for stall growth). */
 void snapshot_read_pressure(Snapshot *s, const SampleScope *scope);
 
 const ThreadDelays *snapshot_find(const Snapshot *s, pid_t tid);
+const ProcessDelays *snapshot_find_process(const Snapshot *s, pid_t tgid);
 void snapshot_done(Snapshot *s);

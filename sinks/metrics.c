@@ -66,7 +66,7 @@ int metrics_format(const Metrics *m, char **ret) {
         metric(f, "psidiag_samples_total", "counter", "Samples taken.");
         fprintf(f, "psidiag_samples_total %llu\n", (unsigned long long) m->samples);
         metric(f, "psidiag_sample_thread_errors_total", "counter",
-               "Threads that could not be measured for a reason other than exiting.");
+               "Tasks (processes since psidiag 0.4) that could not be measured for a reason other than exiting.");
         fprintf(f, "psidiag_sample_thread_errors_total %llu\n", (unsigned long long) m->sample_thread_errors);
         metric(f, "psidiag_cgroups_gone_total", "counter", "Watched cgroups that were removed.");
         fprintf(f, "psidiag_cgroups_gone_total %llu\n", (unsigned long long) m->cgroups_gone);

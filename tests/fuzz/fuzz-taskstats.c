@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /* The taskstats and cgroupstats netlink reply parsers, fed whole messages (header, genl header,
  * nested attributes, payload), and the payload parser fed raw struct bytes of any version. The
- * first byte picks the parser (mod 4: 0 and 2 taskstats, 1 cgroupstats, 3 payload); the rest is
+ * first byte picks the parser (mod 4: 0 and 2 taskstats, the second also as an exit message, 1
+ * cgroupstats, 3 payload); the rest is
  * the message, copied to its own exactly sized, aligned buffer as recv(2) would leave it. */
 #include <stdlib.h>
 #include <string.h>
@@ -12,8 +13,9 @@
 #define FAMILY 0x1c
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
-        TaskStats ts;
+        TaskStats ts, process;
         TaskStateCounts counts;
+        bool has_process;
         void *buf;
 
         if (size < 1)
@@ -31,6 +33,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         case 2:
                 if (taskstats_parse_reply(buf, size - 1, data[0] % 4 == 0 ? family : FAMILY, &ts) == 0 &&
                     strnlen(ts.comm, sizeof ts.comm) == sizeof ts.comm)
+                        abort();
+                if (data[0] % 4 == 2 && taskstats_parse_exit(buf, size - 1, family, &ts, &process, &has_process) == 0 &&
+                    (strnlen(ts.comm, sizeof ts.comm) == sizeof ts.comm ||
+                     (has_process && (process.pid != process.tgid || process.pid <= 0))))
                         abort();
                 break;
         case 1:

@@ -6,13 +6,71 @@
  *
  * prints "tgid <cpu_delay_ns> <cpu_run_ns>" and then "tid <tid> <cpu_delay_ns> <cpu_run_ns>" for
  * each thread listed in /proc/PID/task that answered. Exit 1 with "error <errno name>" when the
- * TGID query fails. */
+ * TGID query fails.
+ *
+ *   probe-taskstats --exit PID
+ *
+ * listens for exit records on every online cpu, prints "ready", then for each record of process
+ * PID "thread <tid> <version> <cpu_delay_ns> <cpu_run_ns>", and "process <version> <cpu_delay_ns>
+ * <cpu_run_ns> <ppid>" for its AGGR_TGID record, after which it exits 0 (1 after 30 s without). */
 #include <dirent.h>
+#include <poll.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "probes/taskstats.h"
+
+typedef struct Heard {
+        pid_t pid;
+        bool process;
+} Heard;
+
+static void on_exit_record(const TaskStats *thread, const TaskStats *process, void *userdata) {
+        Heard *h = userdata;
+
+        if (thread->tgid != h->pid)
+                return;
+        printf("thread %d %u %llu %llu\n", (int) thread->pid, thread->version,
+               (unsigned long long) thread->delay_ns[TASK_DELAY_CPU], (unsigned long long) thread->cpu_run_ns);
+        if (process) {
+                printf("process %u %llu %llu %d\n", process->version,
+                       (unsigned long long) process->delay_ns[TASK_DELAY_CPU], (unsigned long long) process->cpu_run_ns,
+                       (int) process->ppid);
+                h->process = true;
+        }
+}
+
+static int listen_exit(pid_t pid) {
+        TaskstatsExitListener *l = NULL;
+        char cpus[256] = "0";
+        FILE *f = fopen("/sys/devices/system/cpu/online", "re");
+        Heard h = { .pid = pid };
+        unsigned lost = 0;
+        int r;
+
+        if (f) {
+                if (fgets(cpus, sizeof cpus, f))
+                        cpus[strcspn(cpus, "\n")] = 0;
+                fclose(f);
+        }
+        r = taskstats_exit_listener_new(cpus, &l);
+        if (r < 0) {
+                printf("error %s\n", strerrorname_np(-r));
+                return 1;
+        }
+        printf("ready\n");
+        fflush(stdout);
+        for (int waited = 0; !h.process && waited < 300; waited++) {
+                struct pollfd p = { .fd = taskstats_exit_listener_fd(l), .events = POLLIN };
+                if (poll(&p, 1, 100) > 0 && taskstats_exit_listener_drain(l, on_exit_record, &h, &lost) < 0)
+                        break;
+        }
+        fflush(stdout);
+        taskstats_exit_listener_free(l);
+        return h.process ? 0 : 1;
+}
 
 int main(int argc, char **argv) {
         TaskstatsSource *s = NULL;
@@ -21,8 +79,10 @@ int main(int argc, char **argv) {
         DIR *d;
         int r;
 
+        if (argc == 3 && strcmp(argv[1], "--exit") == 0)
+                return listen_exit((pid_t) atoi(argv[2]));
         if (argc != 2) {
-                fprintf(stderr, "usage: %s PID\n", argv[0]);
+                fprintf(stderr, "usage: %s [--exit] PID\n", argv[0]);
                 return 2;
         }
         pid_t pid = (pid_t) atoi(argv[1]);

@@ -1,7 +1,9 @@
 #!/usr/bin/python3
 # SPDX-License-Identifier: MIT
 """A TGID query counts the threads that already ended (docs/kernel-facts.md: tgid-totals), which
-per-thread queries lose: the ground the process-first snapshots stand on.
+per-thread queries lose: the ground the process-first snapshots stand on. And when a
+multi-threaded process ends, its AGGR_TGID exit record (whose payload the kernel never stamps with
+a version) reads as the sum of its threads' records (docs/kernel-facts.md: exit-records).
 
 A process keeps 4 threads alive that each spin for 50 ms and end, next to spinners that keep the
 cpus contended. Over one second, its TGID totals grow by at least 0.3 s of cpu time used and by
@@ -9,6 +11,7 @@ some cpu delay, while the threads alive at both ends of the second (only the mai
 waits) account for less than half of that."""
 
 import os
+import signal
 import subprocess
 import sys
 import time
@@ -54,6 +57,37 @@ def main():
               f"threads alive at both ends account for {per_thread / 1e6:.0f} ms of {ran / 1e6:.0f} ms")
         print(f"TGID: {ran / 1e6:.0f} ms of cpu used and {waited / 1e6:.0f} ms waited in 1 s; the "
               f"{len(both)} thread(s) alive at both ends: {per_thread / 1e6:.0f} ms")
+        exit_records(cg)
+
+
+def exit_records(cg):
+    """A 4-thread spinner killed while probe-taskstats --exit listens."""
+    victim = cg.spawn([WORKLOAD, "spin", "tgid-victim", "4"])
+    deadline = time.time() + 30
+    while len(os.listdir(f"/proc/{victim.pid}/task")) < 4:
+        check(time.time() < deadline, "the victim started no threads")
+        time.sleep(0.05)
+    listener = subprocess.Popen([PROBE, "--exit", str(victim.pid)], stdout=subprocess.PIPE, text=True)
+    try:
+        check(listener.stdout.readline().strip() == "ready", "the exit listener did not start")
+        victim.send_signal(signal.SIGKILL)
+        out, _ = listener.communicate(timeout=60)
+    finally:
+        if listener.poll() is None:
+            listener.kill()
+            listener.wait()
+    check(listener.returncode == 0, f"no AGGR_TGID record for the killed process: {out}")
+    threads = [line.split() for line in out.splitlines() if line.startswith("thread ")]
+    process = next(line.split() for line in out.splitlines() if line.startswith("process "))
+    check(len(threads) == 4, f"{len(threads)} thread records for 4 threads: {out}")
+    version = int(threads[0][2])
+    check(int(process[1]) == version and version > 0, f"the aggregate read with the thread's layout: {out}")
+    summed = sum(int(t[4]) for t in threads)
+    whole = int(process[3])
+    check(abs(whole - summed) <= summed // 10 + 1_000_000,
+          f"the aggregate's cpu time {whole} is not its threads' {summed}")
+    check(int(process[4]) == os.getpid(), f"the aggregate's parent {process[4]} is not ours")
+    print(f"exit records: 4 threads, {summed / 1e6:.0f} ms of cpu; the AGGR_TGID record: {whole / 1e6:.0f} ms")
 
 
 run(main)

@@ -1,13 +1,16 @@
 /* SPDX-License-Identifier: MIT */
 /* A TaskstatsSource for unit tests: answers from a table the test fills, ESRCH for unknown tids,
- * and any errno the test assigns to a tid. */
+ * and any errno the test assigns to a tid; TGID queries sum a process's threads as the kernel does. */
 #pragma once
+
+#include <stdbool.h>
 
 #include "probes/taskstats.h"
 
 typedef struct FakeTask {
         pid_t tid;
-        int error; /* returned instead of stats when non-zero (negative errno) */
+        int error;  /* returned instead of stats when non-zero (negative errno) */
+        bool ended; /* a thread that ended: ESRCH alone, but still in its process's TGID totals */
         TaskStats stats;
 } FakeTask;
 
@@ -15,7 +18,10 @@ typedef struct FakeTask {
 TaskstatsSource *fake_taskstats_new(FakeTask *tasks, size_t n);
 /* Makes every get_tid call take delay_us (0: none). */
 void fake_taskstats_set_delay(TaskstatsSource *s, unsigned delay_us);
-/* Number of get_tid calls so far. */
+/* Makes every query first grow task i's cpu delay by (i + 1) * growth_ns (0: none), so the
+ * delays move between the snapshots of a sample run on a loop. */
+void fake_taskstats_set_growth(TaskstatsSource *s, uint64_t growth_ns);
+/* Number of get_tid and get_tgid calls so far. */
 unsigned fake_taskstats_calls(TaskstatsSource *s);
 /* A TaskStats for a thread with the given delays in ns (cpu, blkio, swapin, reclaim, thrashing,
  * compact, wpcopy, irq), version 16, every delay present. */

@@ -1,11 +1,13 @@
 /* SPDX-License-Identifier: MIT */
-/* A generated cgroup of many threads for unit tests: DIR/cgroup.threads lists tids first..first+n-1
- * and DIR/proc/<tid>/task/<tid>/stat gives each the state letter state(tid). */
+/* A generated cgroup of many threads for unit tests: DIR/cgroup.threads lists tids first..first+n-1,
+ * in processes of per_process threads each (tgid: the first tid of its run), DIR/cgroup.procs lists
+ * the tgids, and DIR/proc/<tid>/task/<tid>/stat and DIR/proc/<tgid>/task/<tid>/stat give each
+ * thread the state letter state(tid). */
 #pragma once
 
 typedef char (*FakeTreeState)(int tid);
 
 /* template is a mkdtemp template, rewritten in place. 0 or -errno. */
-int fake_tree_make(char *template, int first, int n, FakeTreeState state);
+int fake_tree_make(char *template, int first, int n, int per_process, FakeTreeState state);
 /* Removes a scratch directory tree (a fake tree or any other). 0, or -1 when something stayed. */
 int fake_tree_remove(const char *dir);

@@ -40,18 +40,33 @@ static void test_pressure_incident(void **state) {
                 { .tid = 101, .tgid = 100, .comm = "w\"k\n\x01", .score_ns = 400 * MS, .total_ns = 400 * MS },
                 { .tid = 102, .tgid = 100, .comm = "idle", .score_ns = 0, .total_ns = 0 },
         };
-        ProcessDelta procs[1] = {
-                { .tgid = 100, .score_ns = 1000 * MS + 999, .total_ns = 1000 * MS, .first = 0, .n = 3 }
+        ProcessDelta procs[2] = {
+                { .tgid = 100, .score_ns = 1000 * MS + 999, .total_ns = 1000 * MS, .first = 0, .n = 3 },
+                { .tgid = 300,
+                  .origin = PROCESS_SHORT,
+                  .ppid = 100,
+                  .uid = 33,
+                  .comm = "gzip",
+                  .score_ns = 5 * MS,
+                  .total_ns = 5 * MS },
         };
-        ProcessInfo info[1] = { {
-                .comm = "\xff\xfe\"bad\\name\"",
-                .comm_len = 12,
-                .cmdline = "nginx -g \"daemon off;\"\n\t\x1b[31m\xc3",
-                .cmdline_len = 30,
-                .uid = 33,
-                .cgroup = "/system.slice/nginx.service",
-                .has_cgroup = true,
-        } };
+        ProcessInfo info[2] = { {
+                                        .comm = "\xff\xfe\"bad\\name\"",
+                                        .comm_len = 12,
+                                        .cmdline = "nginx -g \"daemon off;\"\n\t\x1b[31m\xc3",
+                                        .cmdline_len = 30,
+                                        .uid = 33,
+                                        .cgroup = "/system.slice/nginx.service",
+                                        .has_cgroup = true,
+                                },
+                                {
+                                        .comm = "gzip",
+                                        .comm_len = 4,
+                                        .cmdline_len = -1,
+                                        .uid = 33,
+                                        .cgroup = "/system.slice/nginx.service",
+                                        .has_cgroup = true,
+                                } };
         Snapshot a = { .real_us = 1795337041123456ULL, .mono_us = 5000000 };
         TaskStateCounts states = { .source = TASK_STATE_SOURCE_PROCFS, .running = 4, .sleeping = 2, .io_wait = -1 };
         IncidentInput in;
@@ -64,7 +79,7 @@ static void test_pressure_incident(void **state) {
         rk = (Ranking) { .threads = threads,
                          .n_threads = 3,
                          .procs = procs,
-                         .n_procs = 1,
+                         .n_procs = 2,
                          .present = TASK_DELAY_ALL & ~TASK_DELAY_MASK(TASK_DELAY_IRQ) };
         a.has_pressure[PSI_RESOURCE_CPU] = true;
         a.pressure[PSI_RESOURCE_CPU] = (PressureStats) {
@@ -87,14 +102,21 @@ static void test_pressure_incident(void **state) {
                 .sample_start_real_us = a.real_us,
                 .sample_duration_ms = 503,
                 .tasks = 6,
+                .processes = 2,
                 .exited = 1,
                 .errors = 0,
+                .has_exit_listener = true,
+                .unattributed = 4,
+                .unattributed_ns = { 7 * MS },
+                .unattributed_present = TASK_DELAY_ALL,
+                .has_threads_ms = true,
+                .threads_ms = 251,
                 .has_stall = true,
                 .stall_us = 457832,
                 .states = &states,
                 .ranking = &rk,
                 .procs = info,
-                .n_procs = 1,
+                .n_procs = 2,
         };
 
         j = build_and_reparse(&in, &line);
@@ -133,6 +155,22 @@ static void test_pressure_incident(void **state) {
                 json_string_value(json_object_get(json_array_get(json_object_get(p, "threads"), 1), "comm")),
                 "w\"k\n\x01");
         assert_non_null(strstr(line, "\\u0001"));
+        assert_true(json_is_false(json_object_get(p, "ended")));
+        assert_true(json_is_null(json_object_get(p, "parent")));
+
+        /* A process that started and ended in the sample, placed by its parent. */
+        p = json_array_get(json_object_get(j, "most_delayed"), 1);
+        assert_true(json_is_true(json_object_get(p, "ended")));
+        assert_int_equal(json_integer_value(json_object_get(p, "parent")), 100);
+        assert_true(json_is_null(json_object_get(p, "cmdline")));
+        assert_int_equal(json_array_size(json_object_get(p, "threads")), 0);
+
+        t = json_object_get(j, "sample");
+        assert_int_equal(json_integer_value(json_object_get(t, "processes")), 2);
+        assert_int_equal(json_integer_value(json_object_get(t, "threads_ms")), 251);
+        t = json_object_get(t, "unattributed");
+        assert_int_equal(json_integer_value(json_object_get(t, "processes")), 4);
+        assert_int_equal(json_integer_value(json_object_get(json_object_get(t, "delay_us"), "cpu")), 7000);
         free(line);
         json_decref(j);
 }
@@ -156,6 +194,9 @@ static void test_snapshot_without_anything(void **state) {
         assert_true(json_is_null(json_object_get(j, "trigger")));
         assert_true(json_is_null(json_object_get(json_object_get(j, "agent"), "taskstats_version")));
         assert_true(json_is_null(json_object_get(json_object_get(j, "sample"), "stall_us")));
+        /* No exit listener, no thread window: null, not 0. */
+        assert_true(json_is_null(json_object_get(json_object_get(j, "sample"), "unattributed")));
+        assert_true(json_is_null(json_object_get(json_object_get(j, "sample"), "threads_ms")));
         assert_string_equal(json_string_value(json_object_get(json_object_get(j, "states"), "source")), "procfs");
         assert_int_equal(json_array_size(json_object_get(j, "most_delayed")), 0);
         free(line);

@@ -8,9 +8,11 @@
 
 #define MS 1000000ULL
 
+/* A thread of tgid (detail), also summed into its process, as a TGID reply sums the live threads. */
 static void add(Snapshot *s, pid_t tid, pid_t tgid, const char *comm, uint64_t btime, uint64_t cpu, uint64_t blkio,
                 uint64_t reclaim, uint64_t thrashing) {
         ThreadDelays *t;
+        ProcessDelays *p = NULL;
 
         if (s->n == s->cap) {
                 s->cap = s->cap ? s->cap * 2 : 8;
@@ -23,10 +25,48 @@ static void add(Snapshot *s, pid_t tid, pid_t tgid, const char *comm, uint64_t b
         t->delay_ns[TASK_DELAY_BLKIO] = blkio;
         t->delay_ns[TASK_DELAY_RECLAIM] = reclaim;
         t->delay_ns[TASK_DELAY_THRASHING] = thrashing;
+
+        for (size_t i = 0; i < s->n_procs; i++)
+                if (s->procs[i].tgid == tgid)
+                        p = &s->procs[i];
+        if (!p) {
+                if (s->n_procs == s->cap_procs) {
+                        s->cap_procs = s->cap_procs ? s->cap_procs * 2 : 8;
+                        s->procs = realloc(s->procs, s->cap_procs * sizeof *s->procs);
+                }
+                p = &s->procs[s->n_procs++];
+                *p = (ProcessDelays) { .tgid = tgid, .uid = -1, .present = TASK_DELAY_ALL };
+        }
+        for (TaskDelay d = 0; d < _TASK_DELAY_MAX; d++)
+                p->delay_ns[d] += t->delay_ns[d];
+}
+
+/* The order the snapshot keeps (threads by tid, processes by tgid, for lookups). */
+static int cmp_t(const void *a, const void *b) {
+        return ((const ThreadDelays *) a)->tid - ((const ThreadDelays *) b)->tid;
+}
+static int cmp_p(const void *a, const void *b) {
+        return ((const ProcessDelays *) a)->tgid - ((const ProcessDelays *) b)->tgid;
+}
+static void done_adding(Snapshot *s) {
+        qsort(s->threads, s->n, sizeof *s->threads, cmp_t);
+        qsort(s->procs, s->n_procs, sizeof *s->procs, cmp_p);
+}
+
+static ProcessDelays *proc_of(Snapshot *s, pid_t tgid) {
+        for (size_t i = 0; i < s->n_procs; i++)
+                if (s->procs[i].tgid == tgid)
+                        return &s->procs[i];
+        abort(); /* a test that names a process it did not add */
+}
+
+static void free_snapshot(Snapshot *s) {
+        free(s->threads);
+        free(s->procs);
 }
 
 /* A: at t=2000 s. Spinner process 10 (threads 10, 11), reader 20, thrasher 30, sleeper 40,
- * idle 50, a thread 60 that exits, tid 70 that is reused by a new thread in B. */
+ * idle 50, process 60 that ends, process 70 whose pid is reused by a new process in B. */
 static void make_pair(Snapshot *a, Snapshot *b) {
         *a = (Snapshot) { .real_us = 2000 * USEC_PER_SEC };
         *b = (Snapshot) { .real_us = 2001 * USEC_PER_SEC };
@@ -45,9 +85,12 @@ static void make_pair(Snapshot *a, Snapshot *b) {
         add(b, 30, 30, "thrash", 1000, 0, 0, 210 * MS, 110 * MS); /* reclaim +200, thrashing +100 */
         add(b, 40, 40, "sleeper", 1000, 6 * MS, 0, 0, 0);         /* +1 */
         add(b, 50, 50, "idle", 1000, 7 * MS, 0, 0, 0);            /* +0 */
-        add(b, 70, 70, "new", 2000, 3 * MS, 0, 0, 0);             /* a new thread: all 3 ms count */
+        add(b, 70, 70, "new", 2000, 3 * MS, 0, 0, 0);             /* counters went back: counts as 0 */
         add(b, 80, 80, "born", 2000, 2 * MS, 0, 0, 0);            /* born during the sample */
         add(b, 90, 90, "moved", 1500, 999 * MS, 0, 0, 0);         /* moved in; old totals do not count */
+        done_adding(a);
+        done_adding(b);
+        proc_of(b, 80)->born_in_sample = true;
 }
 
 static void test_cpu_ranking(void **state) {
@@ -59,29 +102,48 @@ static void test_cpu_ranking(void **state) {
 
         assert_int_equal(r.procs[0].tgid, 10);
         assert_int_equal(r.procs[0].score_ns, 1000 * MS);
-        assert_int_equal(r.procs[0].n, 2);
-        /* Threads of a process, highest first. */
-        assert_int_equal(r.threads[r.procs[0].first].tid, 10);
-        assert_int_equal(r.threads[r.procs[0].first + 1].tid, 11);
-        assert_int_equal(r.procs[1].tgid, 70);
-        assert_int_equal(r.procs[1].score_ns, 3 * MS);
-        assert_int_equal(r.procs[2].tgid, 80);
+        assert_int_equal(r.procs[0].n, 0); /* no threads until they are attached */
+        assert_int_equal(r.procs[1].tgid, 80);
+        assert_int_equal(r.procs[1].score_ns, 2 * MS);
         /* Ties on score broken by total delay: reader (cpu 1 + blkio 400) before sleeper (1). */
-        assert_int_equal(r.procs[3].tgid, 20);
-        assert_int_equal(r.procs[4].tgid, 40);
-        assert_int_equal(r.procs[5].tgid, 30); /* score 0, total 300 ms */
-        /* idle (no delay in the sample) and moved-in 90 are not suspects. */
-        assert_int_equal(r.n_procs, 6);
+        assert_int_equal(r.procs[2].tgid, 20);
+        assert_int_equal(r.procs[3].tgid, 40);
+        assert_int_equal(r.procs[4].tgid, 30); /* score 0, total 300 ms */
+        /* idle (no delay in the sample), the reused pid 70 and moved-in 90 are not suspects. */
+        assert_int_equal(r.n_procs, 5);
         for (size_t i = 0; i < r.n_procs; i++) {
                 assert_int_not_equal(r.procs[i].tgid, 50);
+                assert_int_not_equal(r.procs[i].tgid, 70);
                 assert_int_not_equal(r.procs[i].tgid, 90);
         }
-        assert_int_equal(r.exited, 1);
         assert_int_equal(r.present, TASK_DELAY_ALL);
 
+        /* The leaders' threads, over the same pair: highest first, summing to the process. */
+        assert_int_equal(ranking_add_threads(&r, &a, &b, PSI_RESOURCE_CPU), 0);
+        assert_int_equal(r.procs[0].n, 2);
+        assert_int_equal(r.threads[r.procs[0].first].tid, 10);
+        assert_int_equal(r.threads[r.procs[0].first].score_ns, 600 * MS);
+        assert_int_equal(r.threads[r.procs[0].first + 1].tid, 11);
+        assert_int_equal(r.threads[r.procs[0].first + 1].score_ns, 400 * MS);
+        assert_int_equal(r.procs[1].n, 1);
+        assert_int_equal(r.threads[r.procs[1].first].tid, 80);
+        /* Thread 70 is a new thread on a reused tid (another begin time): all 3 ms are its own;
+         * its process is not ranked, so it is attached to none. */
+        for (size_t i = 0; i < r.n_procs; i++)
+                for (size_t k = 0; k < r.procs[i].n; k++)
+                        assert_int_not_equal(r.threads[r.procs[i].first + k].tid, 70);
+
+        size_t k;
+        pid_t top[3];
+        k = ranking_top_pids(&r, 3, top);
+        assert_int_equal(k, 3);
+        assert_int_equal(top[0], 10);
+        assert_int_equal(top[1], 80);
+        assert_int_equal(top[2], 20);
+
         ranking_done(&r);
-        free(a.threads);
-        free(b.threads);
+        free_snapshot(&a);
+        free_snapshot(&b);
 }
 
 static void test_memory_io_all(void **state) {
@@ -105,8 +167,8 @@ static void test_memory_io_all(void **state) {
         assert_int_equal(r.procs[2].tgid, 30);
 
         ranking_done(&r);
-        free(a.threads);
-        free(b.threads);
+        free_snapshot(&a);
+        free_snapshot(&b);
 }
 
 static void test_counter_going_backwards(void **state) {
@@ -120,8 +182,37 @@ static void test_counter_going_backwards(void **state) {
         assert_int_equal(r.procs[0].delay_ns[TASK_DELAY_CPU], 0);
         assert_int_equal(r.procs[0].delay_ns[TASK_DELAY_BLKIO], 1 * MS);
         ranking_done(&r);
-        free(a.threads);
-        free(b.threads);
+        free_snapshot(&a);
+        free_snapshot(&b);
+}
+
+/* Processes that ended (exit records) rank with their final counters and keep what the record
+ * said of them; one that started and ended inside the sample counts whole. */
+static void test_ended_processes(void **state) {
+        Snapshot a = { .real_us = 10 * USEC_PER_SEC }, b = { .real_us = 11 * USEC_PER_SEC };
+        Ranking r = {};
+
+        add(&a, 5, 5, "w", 1, 100 * MS, 0, 0, 0);
+        add(&b, 5, 5, "w", 1, 400 * MS, 0, 0, 0);
+        add(&b, 7, 7, "gzip", 10, 50 * MS, 0, 0, 0);
+        done_adding(&a);
+        done_adding(&b);
+        ProcessDelays *p = proc_of(&b, 7);
+        p->origin = PROCESS_SHORT;
+        p->ppid = 5;
+        p->uid = 1000;
+        strcpy(p->comm, "gzip");
+        assert_int_equal(ranking_build(&r, &a, &b, PSI_RESOURCE_CPU), 0);
+        assert_int_equal(r.n_procs, 2);
+        assert_int_equal(r.procs[1].tgid, 7);
+        assert_int_equal(r.procs[1].score_ns, 50 * MS);
+        assert_int_equal(r.procs[1].origin, PROCESS_SHORT);
+        assert_int_equal(r.procs[1].ppid, 5);
+        assert_int_equal(r.procs[1].uid, 1000);
+        assert_string_equal(r.procs[1].comm, "gzip");
+        ranking_done(&r);
+        free_snapshot(&a);
+        free_snapshot(&b);
 }
 
 /* ac_btime64 is recomputed per query (now - elapsed) and jitters by a second: the same thread
@@ -131,23 +222,28 @@ static void test_btime_jitter(void **state) {
         Ranking r = {};
 
         add(&a, 5, 5, "spin", 4000, 100 * MS, 0, 0, 0);
+        add(&a, 6, 5, "spin", 4001, 100 * MS, 0, 0, 0);
         add(&b, 5, 5, "spin", 4001, 300 * MS, 0, 0, 0);
-        add(&a, 6, 6, "spin", 4001, 100 * MS, 0, 0, 0);
-        add(&b, 6, 6, "spin", 4000, 150 * MS, 0, 0, 0);
-        add(&b, 7, 7, "young", 4999, 9 * MS, 0, 0, 0); /* listed only in b, began a second before a */
+        add(&b, 6, 5, "spin", 4000, 150 * MS, 0, 0, 0);
+        add(&b, 7, 5, "young", 4999, 9 * MS, 0, 0, 0); /* only in b, began a second before a */
+        add(&b, 8, 5, "older", 4990, 5 * MS, 0, 0, 0); /* only in b, began well before a: left out */
+        done_adding(&a);
+        done_adding(&b);
         assert_int_equal(ranking_build(&r, &a, &b, PSI_RESOURCE_CPU), 0);
-        assert_int_equal(r.n_procs, 3);
-        assert_int_equal(r.procs[0].tgid, 5);
-        assert_int_equal(r.procs[0].score_ns, 200 * MS);
-        assert_int_equal(r.procs[1].tgid, 6);
-        assert_int_equal(r.procs[1].score_ns, 50 * MS);
-        assert_int_equal(r.procs[2].tgid, 7);
+        assert_int_equal(ranking_add_threads(&r, &a, &b, PSI_RESOURCE_CPU), 0);
+        assert_int_equal(r.n_procs, 1);
+        assert_int_equal(r.procs[0].n, 3);
+        assert_int_equal(r.threads[r.procs[0].first].tid, 5);
+        assert_int_equal(r.threads[r.procs[0].first].score_ns, 200 * MS);
+        assert_int_equal(r.threads[r.procs[0].first + 1].tid, 6);
+        assert_int_equal(r.threads[r.procs[0].first + 1].score_ns, 50 * MS);
+        assert_int_equal(r.threads[r.procs[0].first + 2].tid, 7);
         ranking_done(&r);
-        free(a.threads);
-        free(b.threads);
+        free_snapshot(&a);
+        free_snapshot(&b);
 }
 
-/* A sample of 0 ms: no A, every thread of B with its lifetime totals, old threads included. */
+/* A sample of 0 ms: no A, every process of B with its lifetime totals, old ones included. */
 static void test_lifetime(void **state) {
         Snapshot b = { .real_us = 5000 * USEC_PER_SEC };
         Ranking r = {};
@@ -155,15 +251,17 @@ static void test_lifetime(void **state) {
         add(&b, 10, 10, "spin", 1000, 100 * MS, 0, 0, 0);
         add(&b, 11, 10, "spin-w", 1000, 50 * MS, 0, 0, 0);
         add(&b, 20, 20, "reader", 4999, 1 * MS, 0, 0, 0);
+        done_adding(&b);
         assert_int_equal(ranking_build(&r, NULL, &b, PSI_RESOURCE_CPU), 0);
-        assert_int_equal(r.n_threads, 3);
         assert_int_equal(r.n_procs, 2);
         assert_int_equal(r.procs[0].tgid, 10);
         assert_int_equal(r.procs[0].score_ns, 150 * MS);
         assert_int_equal(r.procs[1].score_ns, 1 * MS);
-        assert_int_equal(r.exited, 0);
+        assert_int_equal(ranking_add_threads(&r, NULL, &b, PSI_RESOURCE_CPU), 0);
+        assert_int_equal(r.n_threads, 3);
+        assert_int_equal(r.procs[0].n, 2);
         ranking_done(&r);
-        free(b.threads);
+        free_snapshot(&b);
 }
 
 static void test_scores(void **state) {
@@ -182,7 +280,9 @@ static void test_empty(void **state) {
 
         assert_int_equal(ranking_build(&r, &a, &b, PSI_RESOURCE_CPU), 0);
         assert_int_equal(r.n_procs, 0);
-        assert_int_equal(r.exited, 0);
+        assert_int_equal(ranking_add_threads(&r, &a, &b, PSI_RESOURCE_CPU), 0);
+        assert_int_equal(r.n_threads, 0);
+        assert_int_equal(ranking_top_pids(&r, 5, NULL), 0);
         ranking_done(&r);
 }
 
@@ -191,6 +291,7 @@ int main(void) {
                 cmocka_unit_test(test_cpu_ranking),
                 cmocka_unit_test(test_memory_io_all),
                 cmocka_unit_test(test_counter_going_backwards),
+                cmocka_unit_test(test_ended_processes),
                 cmocka_unit_test(test_btime_jitter),
                 cmocka_unit_test(test_lifetime),
                 cmocka_unit_test(test_scores),

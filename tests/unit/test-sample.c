@@ -59,27 +59,34 @@ static void test_cgroup_snapshot(void **state) {
         scope.cgroup_fd = fd;
         assert_int_equal(snapshot_take(&s, &scope, true), 0);
 
-        /* 100, 101 and 201 measured; 102 exited (ESRCH); 200 refused (an error, not an exit). */
-        assert_int_equal(s.n, 3);
-        assert_int_equal(s.threads[0].tid, 100);
-        assert_int_equal(s.threads[1].tid, 101);
-        assert_int_equal(s.threads[1].tgid, 100);
-        assert_int_equal(s.threads[2].tid, 201);
-        assert_int_equal(s.listed, 5);
-        assert_int_equal(s.exited, 1);
+        /* Processes 100 (web: threads 100 and 101 summed; 102 is gone) and 200 (refused: an
+         * error, not an exit). No thread is measured one by one. */
+        assert_int_equal(s.processes, 2);
+        assert_int_equal(s.n_procs, 1);
+        const ProcessDelays *p = snapshot_find_process(&s, 100);
+        assert_non_null(p);
+        assert_int_equal(p->delay_ns[TASK_DELAY_CPU], 301 * MS);
+        assert_int_equal(p->delay_ns[TASK_DELAY_RECLAIM], 5 * MS);
+        assert_int_equal(p->origin, PROCESS_MEASURED);
+        assert_null(snapshot_find_process(&s, 200));
+        assert_int_equal(s.n, 0);
+        /* Threads, from each process's /proc/<pid>/task: 100 and 101, 200 and 201 (102, still in
+         * the fixture's cgroup.threads, has ended). */
+        assert_int_equal(s.listed, 4);
+        assert_int_equal(s.exited, 0);
         assert_int_equal(s.errors, 1);
         assert_int_equal(s.first_error, -EPERM);
         assert_int_equal(s.taskstats_version, 16);
-        assert_non_null(snapshot_find(&s, 201));
-        assert_null(snapshot_find(&s, 102));
 
-        /* States from the fixture's stat files: R, D, T, R, I. */
+        /* States from the fixture's stat files of those threads: R, D, R, I. */
         assert_true(s.has_states);
         assert_int_equal(s.states.source, TASK_STATE_SOURCE_PROCFS);
         assert_int_equal(s.states.running, 2);
         assert_int_equal(s.states.uninterruptible, 1);
-        assert_int_equal(s.states.stopped, 1);
+        assert_int_equal(s.states.stopped, 0);
         assert_int_equal(s.states.sleeping, 1);
+        assert_int_equal(s.states.read, 4);
+        assert_false(s.states.scaled);
         assert_int_equal(s.states.io_wait, -1);
 
         /* Pressure of the cgroup itself; irq.pressure is absent in the fixture. */
@@ -87,11 +94,48 @@ static void test_cgroup_snapshot(void **state) {
         assert_int_equal(s.pressure[PSI_RESOURCE_CPU].line[PSI_STALL_SOME].total_us, 5000000);
         assert_false(s.has_pressure[PSI_RESOURCE_IRQ]);
 
-        /* Taken again: buffers reused, same answer, no states when not asked. */
+        /* The detail of one process: each of its threads that taskstats still answers for. */
+        pid_t web = 100, none = 4242;
+        assert_int_equal(snapshot_take_threads(&s, &scope, (pid_t[]) { none, web }, 2), 0);
+        assert_int_equal(s.n, 2);
+        assert_int_equal(s.threads[0].tid, 100);
+        assert_int_equal(s.threads[1].tid, 101);
+        assert_int_equal(s.threads[1].tgid, 100);
+        assert_string_equal(s.threads[1].comm, "worker");
+        assert_null(snapshot_find(&s, 102));
+        assert_true(s.threads_mono_us > 0);
+
+        /* Taken again: buffers reused, same answer, no states when not asked, no threads. */
         assert_int_equal(snapshot_take(&s, &scope, false), 0);
-        assert_int_equal(s.n, 3);
+        assert_int_equal(s.n_procs, 1);
+        assert_int_equal(s.n, 0);
         assert_false(s.has_states);
 
+        /* The processes alone: no pressure read, no threads listed. */
+        assert_int_equal(snapshot_take_processes(&s, &scope), 0);
+        assert_int_equal(s.n_procs, 1);
+        assert_int_equal(s.listed, 0);
+
+        snapshot_done(&s);
+        close(fd);
+}
+
+/* A process listed, then gone before its TGID query: counted as exited, not as an error. */
+static void test_process_gone_before_query(void **state) {
+        Env *env = *state;
+        Snapshot s = {};
+        SampleScope scope = { .sysroot = env->sysroot, .taskstats = env->ts };
+        int fd;
+
+        assert_int_equal(sysroot_open_cgroup(env->sysroot, "app/web", &fd), 0);
+        scope.cgroup_fd = fd;
+        env->tasks[0].ended = env->tasks[1].ended = true;
+        assert_int_equal(snapshot_take(&s, &scope, true), 0);
+        env->tasks[0].ended = env->tasks[1].ended = false;
+        assert_int_equal(s.processes, 1);
+        assert_int_equal(s.n_procs, 0);
+        assert_int_equal(s.exited, 1);
+        assert_int_equal(s.errors, 0);
         snapshot_done(&s);
         close(fd);
 }
@@ -105,10 +149,10 @@ static void test_excludes_the_agent(void **state) {
         assert_int_equal(sysroot_open_cgroup(env->sysroot, "app/web", &fd), 0);
         scope.cgroup_fd = fd;
         assert_int_equal(snapshot_take(&s, &scope, true), 0);
-        /* 100 by tid, 101 by its tgid; 102 exited. */
-        assert_int_equal(s.n, 0);
-        assert_int_equal(s.listed, 1);
-        assert_int_equal(s.exited, 1);
+        /* Process 100 is ours: not measured, and its threads 100 and 101 not counted. */
+        assert_int_equal(s.n_procs, 0);
+        assert_int_equal(s.processes, 0);
+        assert_int_equal(s.listed, 0);
         snapshot_done(&s);
         close(fd);
 }
@@ -118,15 +162,25 @@ static void test_node_wide_and_without_taskstats(void **state) {
         Snapshot s = {};
         SampleScope scope = { .sysroot = env->sysroot, .taskstats = env->ts, .cgroup_fd = -1 };
 
+        /* /proc's numeric entries. The fixture has a directory per thread at its top (real
+         * procfs lists only processes there), so 101 and 201 are asked for too, and answered
+         * for their whole processes as the kernel does. */
         assert_int_equal(snapshot_take(&s, &scope, true), 0);
-        assert_int_equal(s.n, 4); /* 1, 100, 101, 201 */
+        assert_int_equal(s.processes, 6);
+        assert_non_null(snapshot_find_process(&s, 1));
+        assert_non_null(snapshot_find_process(&s, 100));
+        assert_int_equal(snapshot_find_process(&s, 101)->delay_ns[TASK_DELAY_CPU], 301 * MS);
+        assert_null(snapshot_find_process(&s, 102)); /* ended */
+        assert_int_equal(s.exited, 1);
+        assert_int_equal(s.listed, 6); /* /proc/<pid>/task of each */
         assert_int_equal(s.states.running + s.states.sleeping + s.states.uninterruptible + s.states.stopped, 6);
         /* Node-wide pressure comes from /proc/pressure. */
         assert_int_equal(s.pressure[PSI_RESOURCE_MEMORY].line[PSI_STALL_FULL].total_us, 6000000);
 
         scope.taskstats = NULL;
         assert_int_equal(snapshot_take(&s, &scope, true), 0);
-        assert_int_equal(s.n, 0);
+        assert_int_equal(s.n_procs, 0);
+        assert_int_equal(s.processes, 6);
         assert_int_equal(s.listed, 6);
         assert_int_equal(s.errors, 0);
         assert_int_equal(s.taskstats_version, 16); /* kept from the last reply */
@@ -140,7 +194,7 @@ static void test_cgroup_gone(void **state) {
         char dir[] = "/tmp/psidiag-test-XXXXXX";
         SampleScope scope = { .sysroot = env->sysroot, .taskstats = env->ts };
 
-        /* A directory without cgroup.threads: what a removed cgroup looks like to a reader. */
+        /* A directory without cgroup.procs: what a removed cgroup looks like to a reader. */
         assert_non_null(mkdtemp(dir));
         scope.cgroup_fd = open(dir, O_DIRECTORY | O_RDONLY | O_CLOEXEC);
         assert_int_equal(snapshot_take(&s, &scope, true), -ENOENT);
@@ -156,8 +210,8 @@ static char state_of(int tid) {
         return h % 10 < 2 ? 'R' : h % 10 == 2 ? 'D' : 'S';
 }
 
-/* A generated cgroup of n threads, its states counted. */
-static void state_counts_of(int n, TaskStateCounts *ret, unsigned expect[3]) {
+/* A generated cgroup of n threads in processes of per threads, its states counted. */
+static void state_counts_of(int n, int per, TaskStateCounts *ret, unsigned expect[3]) {
         char dir[] = "/tmp/psidiag-test-XXXXXX", path[256];
         Sysroot sysroot = { .root_fd = -1, .pressure_fd = -1, .cgroup2_fd = -1 };
         SampleScope scope = { .sysroot = &sysroot };
@@ -168,7 +222,7 @@ static void state_counts_of(int n, TaskStateCounts *ret, unsigned expect[3]) {
                 char st = state_of(tid);
                 expect[st == 'R' ? 0 : st == 'D' ? 1 : 2]++;
         }
-        assert_int_equal(fake_tree_make(dir, 1000, n, state_of), 0);
+        assert_int_equal(fake_tree_make(dir, 1000, n, per, state_of), 0);
         snprintf(path, sizeof path, "%s/proc", dir);
         sysroot.proc_fd = open(path, O_DIRECTORY | O_RDONLY | O_CLOEXEC);
         scope.cgroup_fd = open(dir, O_DIRECTORY | O_RDONLY | O_CLOEXEC);
@@ -187,68 +241,111 @@ static void test_states_exact_then_sampled(void **state) {
         unsigned want[3];
 
         /* Up to SAMPLE_STATES_MAX threads every state is read. */
-        state_counts_of(200, &c, want);
+        state_counts_of(200, 10, &c, want);
         assert_int_equal(c.read, 200);
         assert_false(c.scaled);
         assert_int_equal(c.running, want[0]);
         assert_int_equal(c.uninterruptible, want[1]);
         assert_int_equal(c.sleeping, want[2]);
 
-        /* Above it, an evenly spaced sample (every 4th of 1,000) scaled to the whole. */
-        state_counts_of(1000, &c, want);
-        assert_int_equal(c.read, 250);
-        assert_true(c.scaled);
-        assert_in_range(c.running + c.uninterruptible + c.sleeping, 998, 1002);
-        assert_in_range(c.running, want[0] - 60, want[0] + 60);
-        assert_in_range(c.uninterruptible, want[1] - 45, want[1] + 45);
-        assert_in_range(c.sleeping, want[2] - 60, want[2] + 60);
+        /* Above it, 16 positions over the threads pick processes, 16 threads read per hit, each
+         * standing for its share: 256 reads, scaled to the whole. */
+        static const int per[] = { 100, 1000, 10 };
+        for (size_t k = 0; k < ELEMENTSOF(per); k++) {
+                state_counts_of(1000, per[k], &c, want);
+                /* Processes of 10 threads: 16 hits, 10 threads each. */
+                assert_int_equal(c.read, per[k] >= 16 ? 256 : 160);
+                assert_true(c.scaled);
+                assert_in_range(c.running + c.uninterruptible + c.sleeping, 998, 1002);
+                assert_in_range(c.running, want[0] - 60, want[0] + 60);
+                assert_in_range(c.uninterruptible, want[1] - 45, want[1] + 45);
+                assert_in_range(c.sleeping, want[2] - 60, want[2] + 60);
+        }
 }
 
-/* Exit records: a's threads that died during the sample get their final counters in b; other
- * tasks of the host, reused tids, and threads b still has are ignored. */
+static void add_process(Snapshot *s, pid_t tgid, uint64_t cpu_ns) {
+        assert_int_equal(snapshot_reserve(s, 8, s->n_procs + 1), 0);
+        s->procs[s->n_procs++] = (ProcessDelays) { .tgid = tgid, .uid = -1, .delay_ns = { cpu_ns } };
+}
+
+static TaskStats exit_stats(pid_t tid, pid_t tgid, pid_t ppid, const char *comm, uint64_t cpu_ns) {
+        uint64_t d[_TASK_DELAY_MAX] = { cpu_ns };
+        TaskStats t = fake_task_stats(tid, tgid, comm, d);
+
+        t.ppid = ppid;
+        t.uid = 1000;
+        return t;
+}
+
+/* Exit records (kernel-facts.md: exit-records): a's processes that ended get their final
+ * counters in b (the AGGR_TGID aggregate, else a single-threaded process's only record); a process
+ * that started and ended inside the sample is placed by its parent, generation after
+ * generation; the rest are unattributed; threads of the sample's processes are counted. */
 static void test_merge_exits(void **state) {
-        static const uint64_t d1[_TASK_DELAY_MAX] = { 10 * MS }, d2[_TASK_DELAY_MAX] = { 90 * MS };
         Snapshot a = {}, b = {};
         ExitRecords e = {};
-        TaskStats t;
+        TaskStats t, p;
 
-        assert_int_equal(snapshot_reserve(&a, 4), 0);
-        assert_int_equal(snapshot_reserve(&b, 4), 0);
-        a.threads[a.n++] = (ThreadDelays) { .tid = 10, .tgid = 10, .btime_s = 1000 };
-        a.threads[a.n++] = (ThreadDelays) { .tid = 20, .tgid = 20, .btime_s = 1000 };
-        a.threads[a.n++] = (ThreadDelays) { .tid = 30, .tgid = 30, .btime_s = 1000 };
-        b.threads[b.n++] = (ThreadDelays) { .tid = 10, .tgid = 10, .btime_s = 1000 };
+        /* a: processes 10 (alive), 20 (multi-threaded, ends), 30 (single-threaded, ends),
+         * 50 (ends unheard). b: 10. */
+        add_process(&a, 10, 100 * MS);
+        add_process(&a, 20, 100 * MS);
+        add_process(&a, 30, 100 * MS);
+        add_process(&a, 50, 1 * MS);
+        add_process(&b, 10, 300 * MS);
 
-        t = fake_task_stats(20, 20, "dying", d2); /* died: kept */
-        t.btime_s = 1001;                         /* the kernel's one-second jitter */
-        assert_int_equal(exit_records_add(&e, &t), 0);
-        t = fake_task_stats(30, 30, "reused", d1); /* same tid, another thread */
-        t.btime_s = 1500;
-        assert_int_equal(exit_records_add(&e, &t), 0);
-        t = fake_task_stats(99, 99, "elsewhere", d1); /* not ours */
-        assert_int_equal(exit_records_add(&e, &t), 0);
-        t = fake_task_stats(10, 10, "alive", d1); /* b has newer counters */
-        t.btime_s = 1000;
-        assert_int_equal(exit_records_add(&e, &t), 0);
+        t = exit_stats(11, 10, 1, "w", 5 * MS); /* a thread of 10 ended: 10 is still in b */
+        assert_int_equal(exit_records_add(&e, &t, NULL), 0);
+        t = exit_stats(21, 20, 1, "db-w", 50 * MS); /* a thread of 20, then its last, with the aggregate */
+        assert_int_equal(exit_records_add(&e, &t, NULL), 0);
+        t = exit_stats(20, 20, 1, "db", 70 * MS);
+        p = exit_stats(20, 20, 1, "db", 400 * MS);
+        assert_int_equal(exit_records_add(&e, &t, &p), 0);
+        t = exit_stats(30, 30, 1, "cron", 250 * MS);
+        assert_int_equal(exit_records_add(&e, &t, NULL), 0);
+        /* 41 (child of 40) ends before its parent 40 (child of 10): both are placed. */
+        t = exit_stats(41, 41, 40, "gzip", 7 * MS);
+        assert_int_equal(exit_records_add(&e, &t, NULL), 0);
+        t = exit_stats(40, 40, 10, "sh", 3 * MS);
+        assert_int_equal(exit_records_add(&e, &t, NULL), 0);
+        /* Another host's process whose parent is not in the sample; a thread of it. */
+        t = exit_stats(99, 99, 1, "elsewhere", 9 * MS);
+        assert_int_equal(exit_records_add(&e, &t, NULL), 0);
+        t = exit_stats(98, 99, 1, "elsewhere", 1 * MS);
+        assert_int_equal(exit_records_add(&e, &t, NULL), 0);
         e.lost = 2;
 
-        assert_int_equal(snapshot_merge_exits(&b, &a, &e), 0);
+        assert_int_equal(snapshot_merge_exits(&b, &a, NULL, &e), 0);
         assert_true(b.has_exit_listener);
-        assert_int_equal(b.exit_records, 1);
         assert_int_equal(b.lost_exit_records, 2);
-        assert_int_equal(b.n, 2);
-        const ThreadDelays *x = snapshot_find(&b, 20);
+        assert_int_equal(b.n_procs, 5); /* 10, 20, 30, 40, 41 */
+        const ProcessDelays *x = snapshot_find_process(&b, 20);
         assert_non_null(x);
-        assert_int_equal(x->delay_ns[TASK_DELAY_CPU], 90 * MS);
-        assert_string_equal(x->comm, "dying");
-        assert_null(snapshot_find(&b, 30));
+        assert_int_equal(x->origin, PROCESS_ENDED);
+        assert_int_equal(x->delay_ns[TASK_DELAY_CPU], 400 * MS); /* the aggregate, not a thread */
+        x = snapshot_find_process(&b, 30);
+        assert_int_equal(x->origin, PROCESS_ENDED);
+        assert_int_equal(x->delay_ns[TASK_DELAY_CPU], 250 * MS);
+        assert_string_equal(x->comm, "cron");
+        x = snapshot_find_process(&b, 40);
+        assert_int_equal(x->origin, PROCESS_SHORT);
+        assert_int_equal(x->ppid, 10);
+        assert_int_equal(x->uid, 1000);
+        x = snapshot_find_process(&b, 41);
+        assert_int_equal(x->origin, PROCESS_SHORT);
+        assert_int_equal(x->ppid, 40);
+        assert_null(snapshot_find_process(&b, 50));
+        assert_int_equal(b.ended_unheard, 1);
+        assert_int_equal(b.unattributed, 1);
+        assert_int_equal(b.unattributed_ns[TASK_DELAY_CPU], 9 * MS);
+        /* Thread records of the sample's processes: 11, 21, 20, 30, 41, 40. */
+        assert_int_equal(b.exit_records, 6);
 
-        /* Every thread gone by B: b has no buffer at all yet (UBSan caught bsearch on NULL). */
+        /* Every process gone by B: b has no buffer at all (UBSan caught bsearch on NULL). */
         Snapshot empty = {};
-        assert_int_equal(snapshot_merge_exits(&empty, &a, &e), 0);
-        assert_int_equal(empty.exit_records, 2); /* 20, and 10 whose record this b does not overrule */
-        assert_non_null(snapshot_find(&empty, 20));
-        assert_non_null(snapshot_find(&empty, 10));
+        assert_int_equal(snapshot_merge_exits(&empty, &a, NULL, &e), 0);
+        assert_non_null(snapshot_find_process(&empty, 20));
+        assert_int_equal(empty.ended_unheard, 2); /* 10 (no record of its end) and 50 */
         snapshot_done(&empty);
 
         exit_records_done(&e);
@@ -256,21 +353,95 @@ static void test_merge_exits(void **state) {
         snapshot_done(&b);
 }
 
-/* An oom victim's final delays: its threads' exit records summed; nothing written when none. */
-static void test_victim_exit_delays(void **state) {
-        static const uint64_t d1[_TASK_DELAY_MAX] = { 10 * MS, 0, 0, 5 * MS },
-                              d2[_TASK_DELAY_MAX] = { 90 * MS, 0, 0, 1 * MS };
-        Sampler s = {};
+/* Before taskstats v12 records carry no tgid: one whose task was a process of a is that
+ * process's end; the others cannot be placed, and are neither placed nor unattributed. */
+static void test_merge_exits_without_tgid(void **state) {
+        Snapshot a = {}, b = {};
+        ExitRecords e = {};
         TaskStats t;
+
+        add_process(&a, 10, 100 * MS);
+        add_process(&a, 30, 100 * MS);
+        add_process(&b, 10, 300 * MS);
+        t = exit_stats(30, 0, 1, "old-kernel", 250 * MS);
+        assert_int_equal(exit_records_add(&e, &t, NULL), 0);
+        t = exit_stats(11, 0, 10, "a-thread", 5 * MS); /* a thread of 10, or a child: unknown */
+        assert_int_equal(exit_records_add(&e, &t, NULL), 0);
+
+        assert_int_equal(snapshot_merge_exits(&b, &a, NULL, &e), 0);
+        assert_int_equal(b.n_procs, 2);
+        assert_int_equal(snapshot_find_process(&b, 30)->origin, PROCESS_ENDED);
+        assert_null(snapshot_find_process(&b, 11));
+        assert_int_equal(b.unattributed, 0);
+        assert_int_equal(b.ended_unheard, 0);
+
+        /* No listener at all: the processes that ended are counted, nothing else. */
+        Snapshot c = {};
+        add_process(&c, 10, 300 * MS);
+        assert_int_equal(snapshot_merge_exits(&c, &a, NULL, NULL), 0);
+        assert_false(c.has_exit_listener);
+        assert_int_equal(c.ended_unheard, 1);
+        assert_int_equal(c.n_procs, 1);
+
+        exit_records_done(&e);
+        snapshot_done(&a);
+        snapshot_done(&b);
+        snapshot_done(&c);
+}
+
+/* The detailed threads of the thread base that died before B get their final counters; reused
+ * tids and threads B still has are left alone. */
+static void test_merge_thread_exits(void **state) {
+        Snapshot m = {}, b = {};
+        ExitRecords e = {};
+        TaskStats t;
+
+        assert_int_equal(snapshot_reserve(&m, 4, 1), 0);
+        assert_int_equal(snapshot_reserve(&b, 4, 1), 0);
+        m.threads[m.n++] = (ThreadDelays) { .tid = 10, .tgid = 10, .btime_s = 1000 };
+        m.threads[m.n++] = (ThreadDelays) { .tid = 12, .tgid = 10, .btime_s = 1000 };
+        m.threads[m.n++] = (ThreadDelays) { .tid = 13, .tgid = 10, .btime_s = 1000 };
+        b.threads[b.n++] = (ThreadDelays) { .tid = 10, .tgid = 10, .btime_s = 1000 };
+
+        t = exit_stats(12, 10, 1, "dying", 90 * MS); /* died: kept */
+        t.btime_s = 1001;                            /* the kernel's one-second jitter */
+        assert_int_equal(exit_records_add(&e, &t, NULL), 0);
+        t = exit_stats(13, 10, 1, "reused", 10 * MS); /* same tid, another thread */
+        t.btime_s = 1500;
+        assert_int_equal(exit_records_add(&e, &t, NULL), 0);
+        t = exit_stats(10, 10, 1, "alive", 10 * MS); /* b has newer counters */
+        t.btime_s = 1000;
+        assert_int_equal(exit_records_add(&e, &t, NULL), 0);
+
+        assert_int_equal(snapshot_merge_exits(&b, &m, &m, &e), 0);
+        assert_int_equal(b.n, 2);
+        const ThreadDelays *x = snapshot_find(&b, 12);
+        assert_non_null(x);
+        assert_int_equal(x->delay_ns[TASK_DELAY_CPU], 90 * MS);
+        assert_string_equal(x->comm, "dying");
+        assert_null(snapshot_find(&b, 13));
+
+        exit_records_done(&e);
+        snapshot_done(&m);
+        snapshot_done(&b);
+}
+
+/* An oom victim's final delays: its AGGR_TGID record when heard (it has the threads that ended
+ * before the listener too), else its threads' records summed; nothing written when none. */
+static void test_victim_exit_delays(void **state) {
+        Sampler s = {};
+        TaskStats t, p;
         uint64_t got[_TASK_DELAY_MAX] = { 7 };
         uint32_t present = 0xabc;
 
-        t = fake_task_stats(40, 40, "hog", d1);
-        assert_int_equal(exit_records_add(&s.exits, &t), 0);
-        t = fake_task_stats(41, 40, "hog-worker", d2);
-        assert_int_equal(exit_records_add(&s.exits, &t), 0);
-        t = fake_task_stats(50, 50, "other", d2);
-        assert_int_equal(exit_records_add(&s.exits, &t), 0);
+        t = exit_stats(40, 40, 1, "hog", 10 * MS);
+        t.delay_ns[TASK_DELAY_RECLAIM] = 5 * MS;
+        assert_int_equal(exit_records_add(&s.exits, &t, NULL), 0);
+        t = exit_stats(41, 40, 1, "hog-worker", 90 * MS);
+        t.delay_ns[TASK_DELAY_RECLAIM] = 1 * MS;
+        assert_int_equal(exit_records_add(&s.exits, &t, NULL), 0);
+        t = exit_stats(50, 50, 1, "other", 90 * MS);
+        assert_int_equal(exit_records_add(&s.exits, &t, NULL), 0);
 
         /* Not heard: the caller's values stay as they were (a taskstats reading, say). */
         assert_false(sampler_exit_delays(&s, 60, got, &present));
@@ -281,6 +452,12 @@ static void test_victim_exit_delays(void **state) {
         assert_int_equal(got[TASK_DELAY_CPU], 100 * MS);
         assert_int_equal(got[TASK_DELAY_RECLAIM], 6 * MS);
         assert_int_equal(present, t.present);
+
+        t = exit_stats(42, 40, 1, "hog-last", 1 * MS);
+        p = exit_stats(42, 40, 1, "hog", 700 * MS);
+        assert_int_equal(exit_records_add(&s.exits, &t, &p), 0);
+        assert_true(sampler_exit_delays(&s, 40, got, &present));
+        assert_int_equal(got[TASK_DELAY_CPU], 700 * MS);
         exit_records_done(&s.exits);
 }
 
@@ -308,7 +485,7 @@ static void on_sample_done(Sampler *s, int r) {
 }
 
 /* The window runs sample_ms from the end of snapshot A, however long A took: libev counts timers
- * from its cached time, which a slow A (here 3 threads at 60 ms a query) leaves behind. */
+ * from its cached time, which a slow A (here one process at 160 ms a query) leaves behind. */
 static void test_sampler_window_after_a(void **state) {
         Env *env = *state;
         struct ev_loop *loop = ev_loop_new(EVFLAG_AUTO);
@@ -318,7 +495,7 @@ static void test_sampler_window_after_a(void **state) {
 
         assert_int_equal(sysroot_open_cgroup(env->sysroot, "app/web", &fd), 0);
         scope.cgroup_fd = fd;
-        fake_taskstats_set_delay(env->ts, 60 * 1000);
+        fake_taskstats_set_delay(env->ts, 160 * 1000);
         sampler_init(&s, loop, NULL, on_sample_done, &r);
         assert_int_equal(sampler_start(&s, &scope, 100), 0);
         usec_t a_end = now_usec(CLOCK_MONOTONIC);
@@ -327,6 +504,58 @@ static void test_sampler_window_after_a(void **state) {
         fake_taskstats_set_delay(env->ts, 0);
         assert_int_equal(r, 0);
         assert_true(s.b_start_us >= a_end + 95 * 1000);
+        sampler_free(&s);
+        ev_loop_destroy(loop);
+        close(fd);
+}
+
+/* A whole sample on a loop, the delays growing with every query: processes ranked over A..B,
+ * the leaders' threads measured from the middle on, and their deltas within the process's. */
+static void test_sampler_process_first(void **state) {
+        Env *env = *state;
+        struct ev_loop *loop = ev_loop_new(EVFLAG_AUTO);
+        SampleScope scope = {
+                .sysroot = env->sysroot, .taskstats = env->ts, .resource = PSI_RESOURCE_CPU, .detail = 1
+        };
+        Sampler s;
+        int fd, r = 1;
+
+        assert_int_equal(sysroot_open_cgroup(env->sysroot, "app", &fd), 0);
+        scope.cgroup_fd = fd;
+        env->tasks[3] = (FakeTask) { .tid = 200, .stats = fake_task_stats(200, 200, "batch", NULL) }; /* answers here */
+        fake_taskstats_set_growth(env->ts, 1 * MS);
+        sampler_init(&s, loop, NULL, on_sample_done, &r);
+        assert_int_equal(sampler_start(&s, &scope, 200), 0);
+        ev_run(loop, 0);
+        assert_int_equal(r, 0);
+        assert_ptr_equal(s.threads_base, &s.m);
+        assert_int_equal(s.ranking.n_procs, 2);
+        /* 200 (tasks 200, 201: the 4th and 5th) grows faster than 100 (the 1st and 2nd). */
+        assert_int_equal(s.ranking.procs[0].tgid, 200);
+        assert_int_equal(s.ranking.procs[1].tgid, 100);
+        /* Candidates: twice the detail. Both have their threads, within their own totals. */
+        assert_int_equal(s.n_candidates, 2);
+        for (size_t i = 0; i < s.ranking.n_procs; i++) {
+                const ProcessDelta *p = &s.ranking.procs[i];
+                uint64_t sum = 0;
+
+                assert_int_equal(p->n, 2);
+                for (size_t k = 0; k < p->n; k++)
+                        sum += s.ranking.threads[p->first + k].delay_ns[TASK_DELAY_CPU];
+                assert_true(sum > 0);
+                assert_true(sum <= p->delay_ns[TASK_DELAY_CPU]);
+        }
+
+        /* A window of 0: lifetime totals, the leader's threads measured once. */
+        assert_int_equal(sampler_start(&s, &scope, 0), 0);
+        assert_int_equal(r, 0);
+        assert_null(s.threads_base);
+        assert_int_equal(s.ranking.n_procs, 2);
+        assert_int_equal(s.ranking.procs[0].n, 2);
+        assert_int_equal(s.ranking.procs[1].n, 0); /* detail 1: only the leader */
+
+        fake_taskstats_set_growth(env->ts, 0);
+        env->tasks[3] = (FakeTask) { .tid = 200, .error = -EPERM };
         sampler_free(&s);
         ev_loop_destroy(loop);
         close(fd);
@@ -342,7 +571,11 @@ int main(void) {
                 cmocka_unit_test(test_states_exact_then_sampled),
                 cmocka_unit_test(test_scale),
                 cmocka_unit_test(test_merge_exits),
+                cmocka_unit_test(test_merge_thread_exits),
+                cmocka_unit_test(test_merge_exits_without_tgid),
+                cmocka_unit_test(test_process_gone_before_query),
                 cmocka_unit_test(test_sampler_window_after_a),
+                cmocka_unit_test(test_sampler_process_first),
         };
         return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -68,6 +68,20 @@ static void test_hostile_and_broken(void **state) {
         assert_non_null(strstr(out, "lifetime totals"));
         free(out);
 
+        /* Processes that ended during the sample (psidiag 0.4), one placed by its parent. */
+        out = render("{\"type\":\"snapshot\",\"time\":\"t\",\"trigger\":null,\"sample\":{\"basis\":\"delta\"},"
+                     "\"most_delayed\":["
+                     "{\"pid\":7,\"comm\":\"cron\",\"cmdline\":null,\"ended\":true,\"parent\":null,"
+                     "\"score_us\":10,\"delay_us\":{\"cpu\":10}},"
+                     "{\"pid\":8,\"comm\":\"gzip\",\"cmdline\":null,\"ended\":true,\"parent\":5,"
+                     "\"score_us\":9,\"delay_us\":{\"cpu\":9}}]}",
+                     &r);
+        assert_int_equal(r, 0);
+        assert_non_null(strstr(out, "(ended)"));
+        assert_non_null(strstr(out, "(ended; child of 5)"));
+        assert_null(strstr(out, "(exited)"));
+        free(out);
+
         out = render("{\"type\":\"pressure\"", &r);
         assert_int_equal(r, -EINVAL);
         free(out);

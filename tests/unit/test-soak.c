@@ -65,17 +65,26 @@ static void test_no_growth_over_10000_samples(void **state) {
         assert_int_equal(sysroot_open(fixture("hybrid"), &sysroot), 0);
         assert_int_equal(sysroot_open_cgroup(sysroot, "app", &fd), 0);
         assert_int_equal(output_open("/dev/null", &out, why, sizeof why), 0);
-        SampleScope scope = { .sysroot = sysroot, .taskstats = ts, .cgroup_fd = fd };
+        SampleScope scope = { .sysroot = sysroot, .taskstats = ts, .cgroup_fd = fd, .detail = ELEMENTSOF(procs) };
+        pid_t top[ELEMENTSOF(procs)];
 
         for (unsigned i = 0; i < samples; i++) {
                 char *line = NULL;
                 size_t len;
 
                 assert_int_equal(snapshot_take(&a, &scope, true), 0);
+                /* The sampler's steps, its middle folded into A: the candidates' threads. */
+                size_t n_top = 0;
+                for (size_t k = 0; k < a.n_procs && n_top < ELEMENTSOF(top); k++)
+                        top[n_top++] = a.procs[k].tgid;
+                assert_int_equal(snapshot_take_threads(&a, &scope, top, n_top), 0);
                 for (size_t t = 0; t < ELEMENTSOF(tasks); t++)
                         for (TaskDelay d = 0; d < _TASK_DELAY_MAX; d++)
                                 tasks[t].stats.delay_ns[d] += (t + 1) * (d + 1) * MS;
                 assert_int_equal(snapshot_take(&b, &scope, false), 0);
+                assert_int_equal(snapshot_take_threads(&b, &scope, top, n_top), 0);
+                assert_int_equal(ranking_build(&ranking, &a, &b, PSI_RESOURCE_CPU), 0);
+                assert_int_equal(ranking_add_threads(&ranking, &a, &b, PSI_RESOURCE_CPU), 0);
                 assert_int_equal(report_build_line(
                                          &(Report) {
                                                  .sysroot = sysroot,
@@ -91,6 +100,7 @@ static void test_no_growth_over_10000_samples(void **state) {
                                                  .top = ELEMENTSOF(procs),
                                                  .a = &a,
                                                  .b = &b,
+                                                 .threads_base = &a,
                                                  .ranking = &ranking,
                                                  .procs = procs,
                                          },

@@ -40,20 +40,32 @@ static void test_cgroup_subtree(void **state) {
 
 /* One id per process: web's three threads are one process. */
 static void test_cgroup_processes(void **state) {
-        static const pid_t all[] = { 1, 100, 200, 201 }, web[] = { 100 };
+        static const pid_t all[] = { 1, 100, 200 }, web[] = { 100 };
         TidList l = {};
         int fd;
 
         fd = open(fixture("hybrid/sys/fs/cgroup/unified"), O_DIRECTORY | O_RDONLY | O_CLOEXEC);
         assert_true(fd >= 0);
         assert_int_equal(cgroup_list_processes(fd, &l), 0);
-        assert_tids(&l, all, 4);
+        assert_tids(&l, all, 3);
         close(fd);
 
         tid_list_clear(&l);
         fd = open(fixture("hybrid/sys/fs/cgroup/unified/app/web"), O_DIRECTORY | O_RDONLY | O_CLOEXEC);
         assert_int_equal(cgroup_list_processes(fd, &l), 0);
         assert_tids(&l, web, 1);
+        close(fd);
+        tid_list_done(&l);
+}
+
+/* /proc's numeric entries (the fixture has one per thread; real procfs lists processes only). */
+static void test_proc_processes(void **state) {
+        static const pid_t all[] = { 1, 100, 101, 102, 200, 201 };
+        TidList l = {};
+        int fd = open(fixture("hybrid/proc"), O_DIRECTORY | O_RDONLY | O_CLOEXEC);
+
+        assert_int_equal(proc_list_processes(fd, &l), 0);
+        assert_tids(&l, all, 6);
         close(fd);
         tid_list_done(&l);
 }
@@ -100,8 +112,8 @@ static void test_growth(void **state) {
 int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_cgroup_subtree), cmocka_unit_test(test_cgroup_processes),
-                cmocka_unit_test(test_proc_threads),   cmocka_unit_test(test_parse_buf),
-                cmocka_unit_test(test_growth),
+                cmocka_unit_test(test_proc_threads),   cmocka_unit_test(test_proc_processes),
+                cmocka_unit_test(test_parse_buf),      cmocka_unit_test(test_growth),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -75,6 +75,7 @@ static void fill_v13(struct taskstats *t, __u16 version) {
         strcpy(t->ac_comm, "stress-ng-vm");
         t->ac_uid = 1000;
         t->ac_pid = 4321;
+        t->ac_ppid = 4000;
         t->ac_tgid = 4300;
         t->ac_btime64 = 1795000000;
 }
@@ -91,6 +92,7 @@ static void expect_common(const TaskStats *ts, uint16_t version) {
         assert_string_equal(ts->comm, "stress-ng-vm");
         assert_int_equal(ts->uid, 1000);
         assert_int_equal(ts->pid, 4321);
+        assert_int_equal(ts->ppid, 4000);
         assert_int_equal(ts->tgid, 4300);
         assert_int_equal(ts->btime_s, 1795000000);
         assert_true(ts->has_cpu_run);
@@ -197,6 +199,7 @@ static void test_v15_mid_struct_fields(void **state) {
                 .cpu_run_virtual_total = 96,
                 .ac_uid = 1000,
                 .ac_pid = 4321,
+                .ac_ppid = 4000,
                 .ac_tgid = 4300,
                 .ac_btime64 = 1795000000,
         };
@@ -322,25 +325,123 @@ static void test_error_and_malformed_replies(void **state) {
         nlmsg_free(msg);
 }
 
-/* The exit record of a process's last thread: one message with AGGR_PID (the thread) and
- * AGGR_TGID (the whole group); the thread's counters are the ones read. */
-static void test_exit_record_with_group(void **state) {
-        struct taskstats thread, group;
-        struct nl_msg *msg;
+/* An exit message: AGGR_PID (the thread) and, for the last thread of a multi-threaded process,
+ * AGGR_TGID whose payload the kernel never stamps with a version (kernel-facts.md: exit-records). */
+static struct nl_msg *build_exit(const void *thread, const void *group, size_t len) {
+        struct nl_msg *msg = build_reply(thread, len, TASKSTATS_TYPE_AGGR_PID);
         struct nlattr *nest;
-        TaskStats ts;
 
-        fill_v13(&thread, 13);
-        fill_v13(&group, 13);
-        group.cpu_delay_total = 999999999;
-        msg = build_reply(&thread, sizeof thread, TASKSTATS_TYPE_AGGR_PID);
+        if (!group)
+                return msg;
         nest = nla_nest_start(msg, TASKSTATS_TYPE_AGGR_TGID);
         assert_non_null(nest);
         assert_int_equal(nla_put_u32(msg, TASKSTATS_TYPE_TGID, 4300), 0);
-        assert_int_equal(nla_put(msg, TASKSTATS_TYPE_STATS, sizeof group, &group), 0);
+        assert_int_equal(nla_put(msg, TASKSTATS_TYPE_STATS, (int) len, group), 0);
         nla_nest_end(msg, nest);
+        return msg;
+}
+
+static void parse_exit(struct nl_msg *msg, TaskStats *thread, TaskStats *process, bool *has_process) {
+        struct nlmsghdr *nlh = nlmsg_hdr(msg);
+
+        assert_int_equal(taskstats_parse_exit(nlh, nlh->nlmsg_len, FAMILY, thread, process, has_process), 0);
+}
+
+/* The group's accumulator as the kernel keeps it: version 0, delays and cpu time only. */
+static void expect_group(const TaskStats *p, uint16_t version, uint64_t cpu_delay) {
+        assert_int_equal(p->version, version);
+        assert_int_equal(p->pid, 4300);
+        assert_int_equal(p->tgid, 4300);
+        assert_int_equal(p->ppid, 4000);
+        assert_int_equal(p->uid, 1000);
+        assert_string_equal(p->comm, "stress-ng-vm");
+        assert_int_equal(p->btime_s, 0);
+        assert_int_equal(p->delay_ns[TASK_DELAY_CPU], cpu_delay);
+        assert_int_equal(p->delay_ns[TASK_DELAY_THRASHING], 55);
+        assert_int_equal(p->cpu_run_ns, 66);
+}
+
+static void test_exit_records_every_layout(void **state) {
+        struct taskstats thread13, group13;
+        struct ts_v15 thread15 = { .version = 15,
+                                   .cpu_delay_total = 1000001,
+                                   .ac_uid = 1000,
+                                   .ac_pid = 4321,
+                                   .ac_ppid = 4000,
+                                   .ac_tgid = 4300 },
+                      group15 = { .cpu_delay_total = 777, .thrashing_delay_total = 55, .cpu_run_real_total = 66 };
+        struct ts_v17 thread17, group17;
+        TaskStats t, p;
+        bool has;
+        struct nl_msg *msg;
+
+        /* Classic layout (13), with and without the group. */
+        fill_v13(&thread13, 13);
+        memset(&group13, 0, sizeof group13);
+        group13.cpu_delay_total = 999999999;
+        group13.thrashing_delay_total = 55;
+        group13.cpu_run_real_total = 66;
+        msg = build_exit(&thread13, &group13, sizeof thread13);
+        parse_exit(msg, &t, &p, &has);
+        expect_common(&t, 13);
+        assert_true(has);
+        expect_group(&p, 13, 999999999);
+        nlmsg_free(msg);
+        msg = build_exit(&thread13, NULL, sizeof thread13);
+        parse_exit(msg, &t, &p, &has);
+        expect_common(&t, 13);
+        assert_false(has);
+        nlmsg_free(msg);
+
+        /* v15: the group's fields sit where v15 put them. */
+        strcpy(thread15.ac_comm, "stress-ng-vm");
+        msg = build_exit(&thread15, &group15, sizeof thread15);
+        parse_exit(msg, &t, &p, &has);
+        assert_int_equal(t.version, 15);
+        assert_int_equal(t.ppid, 4000);
+        assert_true(has);
+        expect_group(&p, 15, 777);
+        nlmsg_free(msg);
+
+        /* v17 (v16's fields, timestamps appended). */
+        memset(&thread17, 0, sizeof thread17);
+        memset(&group17, 0, sizeof group17);
+        fill_v13(&thread17.v16.v13, 17);
+        group17.v16.v13.version = 0;
+        group17.v16.v13.cpu_delay_total = 888;
+        group17.v16.v13.thrashing_delay_total = 55;
+        group17.v16.v13.cpu_run_real_total = 66;
+        msg = build_exit(&thread17, &group17, sizeof thread17);
+        parse_exit(msg, &t, &p, &has);
+        expect_common(&t, 17);
+        assert_true(has);
+        expect_group(&p, 17, 888);
+        nlmsg_free(msg);
+
+        /* A message without AGGR_PID is no exit record. */
+        msg = build_reply(&thread13, sizeof thread13, TASKSTATS_TYPE_AGGR_TGID);
+        struct nlmsghdr *nlh = nlmsg_hdr(msg);
+        assert_int_equal(taskstats_parse_exit(nlh, nlh->nlmsg_len, FAMILY, &t, &p, &has), -EBADMSG);
+        nlmsg_free(msg);
+}
+
+/* A TGID query's reply as the kernel fills it: version and counters only, pid and comm zero. */
+static void test_tgid_reply_fields(void **state) {
+        struct taskstats t;
+        TaskStats ts;
+        struct nl_msg *msg;
+
+        memset(&t, 0, sizeof t);
+        t.version = 13;
+        t.cpu_delay_total = 5;
+        t.cpu_run_real_total = 6;
+        msg = build_reply(&t, sizeof t, TASKSTATS_TYPE_AGGR_TGID);
         assert_int_equal(parse_msg(msg, &ts), 0);
-        expect_common(&ts, 13);
+        assert_int_equal(ts.version, 13);
+        assert_int_equal(ts.delay_ns[TASK_DELAY_CPU], 5);
+        assert_int_equal(ts.cpu_run_ns, 6);
+        assert_int_equal(ts.pid, 0);
+        assert_string_equal(ts.comm, "");
         nlmsg_free(msg);
 }
 
@@ -379,7 +480,8 @@ int main(void) {
                 cmocka_unit_test(test_v15_mid_struct_fields),       cmocka_unit_test(test_v16_same_size_as_v15),
                 cmocka_unit_test(test_v17_and_unknown_newer),       cmocka_unit_test(test_payload_edges),
                 cmocka_unit_test(test_error_and_malformed_replies), cmocka_unit_test(test_cgroupstats_reply),
-                cmocka_unit_test(test_exit_record_with_group),      cmocka_unit_test(test_delay_names),
+                cmocka_unit_test(test_exit_records_every_layout),   cmocka_unit_test(test_delay_names),
+                cmocka_unit_test(test_tgid_reply_fields),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }
