@@ -1,0 +1,152 @@
+/* SPDX-License-Identifier: MIT */
+/* A cgroup's own counters: the cgroup2 files and their cgroup-v1 equivalents, parsed from the
+ * kernel's formats (copied from 6.18) and read from scratch directories laid out like the
+ * mounts. */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "probes/cgusage.h"
+#include "tests/unit/fake-tree.h"
+#include "tests/unit/test-util.h"
+
+static void test_cpu_stat(void **state) {
+        static const char stat[] = "usage_usec 3400762847\nuser_usec 2367339643\nsystem_usec 1033423203\n";
+        uint64_t us = 7;
+
+        assert_int_equal(cgroup_usage_parse_cpu_stat(stat, strlen(stat), &us), 0);
+        assert_int_equal(us, 3400762847ULL);
+        assert_int_equal(cgroup_usage_parse_cpu_stat("user_usec 1\n", 12, &us), -ENOENT);
+        assert_int_equal(cgroup_usage_parse_cpu_stat("usage_usec x\n", 13, &us), -EINVAL);
+        assert_int_equal(us, 3400762847ULL); /* untouched on failure */
+}
+
+static void test_io_stat(void **state) {
+        /* Two devices; iocost's keys hold decimals and are skipped. */
+        static const char io[] = "8:0 rbytes=1048576 wbytes=4096 rios=10 wios=1 dbytes=0 dios=0\n"
+                                 "259:0 rbytes=10 wbytes=20 rios=1 wios=1 dbytes=0 dios=0 cost.vrate=100.00\n";
+        uint64_t r = 1, w = 1;
+
+        assert_int_equal(cgroup_usage_parse_io_stat(io, strlen(io), &r, &w), 0);
+        assert_int_equal(r, 1048586);
+        assert_int_equal(w, 4116);
+        assert_int_equal(cgroup_usage_parse_io_stat("", 0, &r, &w), 0); /* no io yet */
+        assert_int_equal(r, 0);
+        assert_int_equal(w, 0);
+        assert_int_equal(cgroup_usage_parse_io_stat("rbytes=1\n", 9, &r, &w), -EINVAL);
+        assert_int_equal(cgroup_usage_parse_io_stat("8:0 rbytes=-1\n", 14, &r, &w), -EINVAL);
+        /* Sums saturate instead of wrapping. */
+        static const char big[] = "8:0 rbytes=18446744073709551615\n8:16 rbytes=5\n";
+        assert_int_equal(cgroup_usage_parse_io_stat(big, strlen(big), &r, &w), 0);
+        assert_true(r == UINT64_MAX);
+}
+
+static void test_blkio_bytes(void **state) {
+        static const char v1[] = "254:0 Read 221047480320\n254:0 Write 4132110336\n254:0 Sync 230522560512\n"
+                                 "254:0 Async 1312788480\n254:0 Discard 6655758336\n254:0 Total 237490407424\n"
+                                 "8:0 Read 10\n8:0 Write 20\nTotal 237490407454\n";
+        uint64_t r, w;
+
+        assert_int_equal(cgroup_usage_parse_blkio_bytes(v1, strlen(v1), &r, &w), 0);
+        assert_int_equal(r, 221047480330ULL);
+        assert_int_equal(w, 4132110356ULL);
+        assert_int_equal(cgroup_usage_parse_blkio_bytes("Total 0\n", 8, &r, &w), 0);
+        assert_int_equal(r, 0);
+        assert_int_equal(cgroup_usage_parse_blkio_bytes("8:0 Read\n", 9, &r, &w), -EINVAL);
+}
+
+static void put(const char *dir, const char *name, const char *text) {
+        char path[512];
+        FILE *f;
+
+        snprintf(path, sizeof path, "%s/%s", dir, name);
+        f = fopen(path, "we");
+        assert_non_null(f);
+        fputs(text, f);
+        assert_int_equal(fclose(f), 0);
+}
+
+static int open_dir(const char *dir, const char *sub) {
+        char path[512];
+        int fd;
+
+        snprintf(path, sizeof path, "%s/%s", dir, sub);
+        assert_int_equal(mkdir(path, 0755), 0);
+        fd = open(path, O_DIRECTORY | O_RDONLY | O_CLOEXEC);
+        assert_true(fd >= 0);
+        return fd;
+}
+
+/* A plain cgroup2 host: everything from the cgroup's own files. A hybrid one: cpu.stat from
+ * cgroup2 (its core file), io and memory from the v1 controllers' directories. */
+static void test_read_v2_then_v1(void **state) {
+        char dir[] = "/tmp/psidiag-test-XXXXXX", sub[600];
+        CgroupUsage u;
+
+        assert_non_null(mkdtemp(dir));
+        int v2 = open_dir(dir, "v2"), blkio = open_dir(dir, "blkio"), mem = open_dir(dir, "memory"),
+            cpuacct = open_dir(dir, "cpuacct");
+        snprintf(sub, sizeof sub, "%s/v2", dir);
+        put(sub, "cpu.stat", "usage_usec 5000\nuser_usec 4000\n");
+        put(sub, "memory.current", "1048576\n");
+        put(sub, "io.stat", "8:0 rbytes=100 wbytes=200 rios=1 wios=1\n");
+        assert_int_equal(cgroup_usage_read_v2(v2, &u), 0);
+        assert_true(u.has_cpu && u.has_io && u.has_memory);
+        assert_int_equal(u.cpu_us, 5000);
+        assert_int_equal(u.read_bytes, 100);
+        assert_int_equal(u.write_bytes, 200);
+        assert_int_equal(u.memory_bytes, 1048576);
+
+        /* Hybrid: no io.stat nor memory.current in cgroup2; v1 fills them, not cpu. */
+        snprintf(sub, sizeof sub, "%s/v2/io.stat", dir);
+        assert_int_equal(unlink(sub), 0);
+        snprintf(sub, sizeof sub, "%s/v2/memory.current", dir);
+        assert_int_equal(unlink(sub), 0);
+        snprintf(sub, sizeof sub, "%s/blkio", dir);
+        put(sub, "blkio.throttle.io_service_bytes_recursive", "8:0 Read 7\n8:0 Write 9\nTotal 16\n");
+        snprintf(sub, sizeof sub, "%s/memory", dir);
+        put(sub, "memory.usage_in_bytes", "4096\n");
+        snprintf(sub, sizeof sub, "%s/cpuacct", dir);
+        put(sub, "cpuacct.usage", "999999000\n");
+        assert_int_equal(cgroup_usage_read_v2(v2, &u), 0);
+        assert_true(u.has_cpu);
+        assert_false(u.has_io || u.has_memory);
+        assert_int_equal(cgroup_usage_read_v1(cpuacct, blkio, mem, &u), 0);
+        assert_true(u.has_io && u.has_memory);
+        assert_int_equal(u.cpu_us, 5000); /* cgroup2's own, kept */
+        assert_int_equal(u.read_bytes, 7);
+        assert_int_equal(u.write_bytes, 9);
+        assert_int_equal(u.memory_bytes, 4096);
+
+        /* Without cgroup2's cpu.stat (not a cgroup2 host): cpuacct in ns. No controller: nothing. */
+        CgroupUsage none = {};
+        assert_int_equal(cgroup_usage_read_v1(cpuacct, -1, -1, &none), 0);
+        assert_true(none.has_cpu && !none.has_io && !none.has_memory);
+        assert_int_equal(none.cpu_us, 999999);
+
+        /* A malformed counter is an error, not a zero. */
+        snprintf(sub, sizeof sub, "%s/memory", dir);
+        put(sub, "memory.usage_in_bytes", "lots\n");
+        none = (CgroupUsage) {};
+        assert_int_equal(cgroup_usage_read_v1(-1, -1, mem, &none), -EINVAL);
+
+        close(v2);
+        close(blkio);
+        close(mem);
+        close(cpuacct);
+        assert_int_equal(fake_tree_remove(dir), 0);
+}
+
+int main(void) {
+        const struct CMUnitTest tests[] = {
+                cmocka_unit_test(test_cpu_stat),
+                cmocka_unit_test(test_io_stat),
+                cmocka_unit_test(test_blkio_bytes),
+                cmocka_unit_test(test_read_v2_then_v1),
+        };
+        return cmocka_run_group_tests(tests, NULL, NULL);
+}
