@@ -25,6 +25,10 @@ int proc_stat_parse_buf(const char *buf, size_t len, ProcStat *ret);
 /* Parses the real uid from a /proc/<pid>/status buffer ("Uid:\t<real>\t<eff>..."). 0 or -EINVAL. */
 int proc_status_parse_uid(const char *buf, size_t len, uid_t *ret);
 
+/* Parses the process a thread belongs to from a /proc/<tid>/status buffer ("Tgid:\t<n>"). 0 or
+ * -EINVAL. */
+int proc_status_parse_tgid(const char *buf, size_t len, pid_t *ret);
+
 /* Extracts the cgroup2 path from a /proc/<pid>/cgroup buffer (the "0::<path>" line). Writes at most
  * size bytes including the NUL. 0, -ENOENT when there is no unified line, -ENOBUFS when too long. */
 int proc_cgroup_parse_unified(const char *buf, size_t len, char *out, size_t size);
@@ -34,6 +38,8 @@ int proc_read_stat(int proc_fd, pid_t tid, ProcStat *ret);
 /* The same from its process's /proc/<pid>/task directory (proc_open_process_threads()). */
 int proc_read_task_stat(int task_fd, pid_t tid, ProcStat *ret);
 int proc_read_uid(int proc_fd, pid_t pid, uid_t *ret);
+/* The process thread tid belongs to. 0, -ESRCH (it ended), or -errno. */
+int proc_read_tgid(int proc_fd, pid_t tid, pid_t *ret);
 int proc_read_cgroup(int proc_fd, pid_t pid, char *out, size_t size);
 
 /* Reads /proc/<pid>/comm without the trailing newline. Returns its length or -errno. */

@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "base/array.h"
+#include "base/fileio.h"
 #include "base/macro.h"
 #include "base/parse.h"
 #include "probes/sysroot.h"
@@ -171,6 +172,13 @@ static int list_subtree(int dirfd, const char *name, TidList *l, unsigned depth)
 
 int cgroup_list_threads(int cgroup_fd, TidList *l) {
         return list_subtree(cgroup_fd, "cgroup.threads", l, 0);
+}
+
+bool cgroup_is_threaded(int cgroup_fd) {
+        char buf[32];
+        ssize_t n = read_file_at(cgroup_fd, "cgroup.type", buf, sizeof buf);
+
+        return n >= 8 && memcmp(buf, "threaded", 8) == 0;
 }
 
 int cgroup_list_processes(int cgroup_fd, TidList *l) {

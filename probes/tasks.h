@@ -5,6 +5,7 @@
  * The TidList buffer is reused between samples; nothing else allocates. Never logs. */
 #pragma once
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <sys/types.h>
 
@@ -26,6 +27,10 @@ int tid_list_parse_buf(TidList *l, const char *buf, size_t len);
 /* Appends every thread of the cgroup at dirfd and its descendants (depth bounded at 64). A child
  * removed while walking is skipped (ENOENT/ENODEV race). Returns 0 or -errno. */
 int cgroup_list_threads(int cgroup_fd, TidList *l);
+
+/* Whether the cgroup at cgroup_fd is in cgroup v2's threaded mode (cgroup.type "threaded"): its
+ * cgroup.procs cannot be read, its threads' processes are listed at its threaded domain. */
+bool cgroup_is_threaded(int cgroup_fd);
 
 /* The same for processes (cgroup.procs): one tgid per process of the subtree, for whole-process
  * taskstats queries. A threaded cgroup's processes are listed at its domain. 0 or -errno. */

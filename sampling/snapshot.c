@@ -64,10 +64,56 @@ static bool is_cgroup_v1(int fd) {
         return fd >= 0 && fstatfs(fd, &sfs) >= 0 && sfs.f_type == CGROUP_SUPER_MAGIC;
 }
 
+static int cmp_pid(const void *a, const void *b) {
+        pid_t x = *(const pid_t *) a, y = *(const pid_t *) b;
+        return (x > y) - (x < y);
+}
+
+/* A threaded cgroup (cgroup v2 "threaded" mode) has no cgroup.procs of its own: its processes
+ * are those its threads (cgroup.threads) belong to, each counted with the threads it has here.
+ * They are measured whole, their threads elsewhere included. */
+static int list_threaded(Snapshot *s, const SampleScope *scope) {
+        size_t k = 0;
+        int r;
+
+        tid_list_clear(&s->tids);
+        s->tids_pid = 0;
+        r = cgroup_list_threads(scope->cgroup_fd, &s->tids);
+        if (r < 0)
+                return r;
+        for (size_t i = 0; i < s->tids.n; i++) {
+                pid_t tgid;
+                if (proc_read_tgid(scope->sysroot->proc_fd, s->tids.tids[i], &tgid) < 0)
+                        continue; /* ended since listed */
+                r = tid_list_push(&s->pids, tgid);
+                if (r < 0)
+                        return r;
+        }
+        tid_list_clear(&s->tids);
+        if (array_reserve((void **) &s->counts, &s->cap_counts, s->pids.n, sizeof *s->counts) < 0)
+                return -ENOMEM;
+        if (s->pids.n > 0)
+                qsort(s->pids.tids, s->pids.n, sizeof *s->pids.tids, cmp_pid);
+        for (size_t i = 0; i < s->pids.n; i++) {
+                if (k > 0 && s->pids.tids[k - 1] == s->pids.tids[i]) {
+                        s->counts[k - 1]++;
+                        continue;
+                }
+                s->pids.tids[k] = s->pids.tids[i];
+                s->counts[k++] = 1;
+        }
+        s->pids.n = k;
+        s->threaded = true;
+        return 0;
+}
+
 static int list_processes(Snapshot *s, const SampleScope *scope) {
         tid_list_clear(&s->pids);
+        s->threaded = false;
         if (scope->pid > 0)
                 return tid_list_push(&s->pids, scope->pid);
+        if (scope->cgroup_fd >= 0 && cgroup_is_threaded(scope->cgroup_fd))
+                return list_threaded(s, scope);
         if (scope->cgroup_fd >= 0)
                 return cgroup_list_processes(scope->cgroup_fd, &s->pids);
         return proc_list_processes(scope->sysroot->proc_fd, &s->pids);
@@ -272,10 +318,12 @@ static int count_threads(Snapshot *s, const SampleScope *scope, bool count_state
         if (array_reserve((void **) &s->counts, &s->cap_counts, s->pids.n, sizeof *s->counts) < 0)
                 return -ENOMEM;
         for (size_t i = 0; i < s->pids.n; i++) {
-                int n = self > 0 && s->pids.tids[i] == self
-                                ? 0
-                                : proc_count_threads(scope->sysroot->proc_fd, s->pids.tids[i]);
-                s->counts[i] = n > 0 ? (uint32_t) n : 0;
+                if (self > 0 && s->pids.tids[i] == self)
+                        s->counts[i] = 0;
+                else if (!s->threaded) { /* a threaded cgroup's were counted in its listing */
+                        int n = proc_count_threads(scope->sysroot->proc_fd, s->pids.tids[i]);
+                        s->counts[i] = n > 0 ? (uint32_t) n : 0;
+                }
                 total += s->counts[i];
         }
         s->listed = (unsigned) MIN(total, (uint64_t) UINT_MAX);

@@ -63,6 +63,7 @@ typedef struct Snapshot {
         pid_t tids_pid;
         uint32_t *counts; /* scratch: the threads of each listed process */
         size_t cap_counts;
+        bool threaded; /* the scope is a threaded cgroup: processes from its threads */
         usec_t mono_us, real_us, boot_us;
         usec_t threads_mono_us;     /* when the threads were read (0: none were) */
         unsigned listed;            /* threads listed, the agent's own excluded */

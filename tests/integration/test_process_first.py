@@ -10,7 +10,8 @@
    final counters from the kernel's exit records (integration-tgid checks the AGGR_TGID record
    itself).
 3. A shell that keeps starting short-lived children: children that started and ended inside the
-   sample are placed in the cgroup by their parent (`parent`, the parent's cgroup)."""
+   sample are placed in the cgroup by their parent (`parent`, the parent's cgroup).
+4. A threaded cgroup, which has no cgroup.procs of its own, names the process of the thread in it."""
 
 import json
 import os
@@ -19,7 +20,7 @@ import sys
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from common import ScratchCgroup, check, check_kernel, run, spawn, validator  # noqa: E402
+from common import ScratchCgroup, check, check_kernel, rmdir_retry, run, spawn, validator  # noqa: E402
 
 PSIDIAG, WORKLOAD, SCHEMAS = sys.argv[1:4]
 
@@ -123,12 +124,38 @@ def short_lived(validate, mount):
               f"{inc['sample']['unattributed']['processes']} processes of the host unattributed")
 
 
+def threaded(validate, mount):
+    """A threaded cgroup (no cgroup.procs of its own) still names the process its thread is of."""
+    with ScratchCgroup(mount, "pfthr") as cg:
+        spinner = cg.spawn([WORKLOAD, "spin", "pf-thr", "3"])
+        wait_threads(spinner.pid, 3)
+        child = os.path.join(cg.path, "t")
+        os.mkdir(child)
+        try:
+            with open(os.path.join(child, "cgroup.type"), "w") as f:
+                f.write("threaded")
+            tid = next(int(t) for t in os.listdir(f"/proc/{spinner.pid}/task") if int(t) != spinner.pid)
+            with open(os.path.join(child, "cgroup.threads"), "w") as f:
+                f.write(str(tid))
+            inc = snapshot(f"{cg.rel}/t", "--resource", "cpu", "--sample-ms", "0")
+            validate(inc)
+            check(inc["sample"]["processes"] == 1 and inc["sample"]["tasks"] == 1, f"threaded: {inc['sample']}")
+            check([p["pid"] for p in inc["most_delayed"]] == [spinner.pid],
+                  f"the threaded cgroup's process is not named: {inc['most_delayed']}")
+        finally:
+            spinner.kill()
+            spinner.wait()
+            rmdir_retry(child)
+        print(f"threaded: thread {tid} of {spinner.pid} in a threaded cgroup, its process named")
+
+
 def main():
     mount = check_kernel()
     validate = validator(SCHEMAS)
     contention(validate, mount)
     ended(validate, mount)
     short_lived(validate, mount)
+    threaded(validate, mount)
 
 
 run(main)

@@ -71,6 +71,14 @@ static void test_status_and_cgroup(void **state) {
         assert_int_equal(proc_status_parse_uid("Name:\tx\n", 8, &uid), -EINVAL);
         assert_int_equal(proc_status_parse_uid("Uid:\t-1\n", 8, &uid), -EINVAL);
 
+        const char *thread = "Name:\tw\nState:\tS\nTgid:\t4300\nNgid:\t0\nPid:\t4321\n";
+        pid_t tgid = 7;
+        assert_int_equal(proc_status_parse_tgid(thread, strlen(thread), &tgid), 0);
+        assert_int_equal(tgid, 4300);
+        assert_int_equal(proc_status_parse_tgid("Tgid:\t99999999999\n", 18, &tgid), -EINVAL);
+        assert_int_equal(proc_status_parse_tgid("Pid:\t1\n", 7, &tgid), -EINVAL);
+        assert_int_equal(tgid, 4300);
+
         assert_int_equal(proc_cgroup_parse_unified(cg, strlen(cg), out, sizeof out), 0);
         assert_string_equal(out, "/system.slice/a b.service");
         assert_int_equal(proc_cgroup_parse_unified(cg, strlen(cg), out, 5), -ENOBUFS);
@@ -104,6 +112,11 @@ static void test_readers_on_fixture(void **state) {
         assert_int_equal(n, 9);
         assert_memory_equal(buf, "worker\x01\"q", 9);
         assert_int_equal(proc_read_comm(proc, 4242, buf, sizeof buf), -ESRCH);
+
+        pid_t tgid;
+        assert_int_equal(proc_read_tgid(proc, 201, &tgid), 0); /* a thread of 200 */
+        assert_int_equal(tgid, 200);
+        assert_int_equal(proc_read_tgid(proc, 4242, &tgid), -ESRCH);
 
         assert_int_equal(proc_read_uid(proc, 200, &uid), 0);
         assert_int_equal(uid, 1000);

@@ -157,6 +157,41 @@ static void test_excludes_the_agent(void **state) {
         close(fd);
 }
 
+/* A threaded cgroup: no cgroup.procs of its own; its threads name their processes (Tgid), each
+ * counted with the threads it has there and measured whole. */
+static void test_threaded_cgroup(void **state) {
+        Env *env = *state;
+        char dir[] = "/tmp/psidiag-test-XXXXXX", path[512];
+        SampleScope scope = { .sysroot = env->sysroot, .taskstats = env->ts };
+        Snapshot s = {};
+        FILE *f;
+
+        assert_non_null(mkdtemp(dir));
+        snprintf(path, sizeof path, "%s/cgroup.type", dir);
+        assert_non_null(f = fopen(path, "we"));
+        fputs("threaded\n", f);
+        assert_int_equal(fclose(f), 0);
+        snprintf(path, sizeof path, "%s/cgroup.threads", dir);
+        assert_non_null(f = fopen(path, "we"));
+        fputs("101\n201\n100\n", f); /* two of web's threads, one of batch's */
+        assert_int_equal(fclose(f), 0);
+        scope.cgroup_fd = open(dir, O_DIRECTORY | O_RDONLY | O_CLOEXEC);
+        assert_true(cgroup_is_threaded(scope.cgroup_fd));
+
+        env->tasks[3] = (FakeTask) { .tid = 200, .stats = fake_task_stats(200, 200, "batch", NULL) };
+        assert_int_equal(snapshot_take(&s, &scope, true), 0);
+        env->tasks[3] = (FakeTask) { .tid = 200, .error = -EPERM };
+        assert_int_equal(s.processes, 2);
+        assert_int_equal(s.listed, 3);
+        assert_non_null(snapshot_find_process(&s, 100));
+        assert_non_null(snapshot_find_process(&s, 200));
+        assert_int_equal(snapshot_find_process(&s, 100)->delay_ns[TASK_DELAY_CPU], 301 * MS);
+
+        snapshot_done(&s);
+        close(scope.cgroup_fd);
+        assert_int_equal(fake_tree_remove(dir), 0);
+}
+
 static void test_node_wide_and_without_taskstats(void **state) {
         Env *env = *state;
         Snapshot s = {};
@@ -567,6 +602,7 @@ int main(void) {
                 cmocka_unit_test(test_victim_exit_delays),
                 cmocka_unit_test(test_excludes_the_agent),
                 cmocka_unit_test(test_node_wide_and_without_taskstats),
+                cmocka_unit_test(test_threaded_cgroup),
                 cmocka_unit_test(test_cgroup_gone),
                 cmocka_unit_test(test_states_exact_then_sampled),
                 cmocka_unit_test(test_scale),
