@@ -12,6 +12,7 @@
 #include <ev.h>
 #include <stdbool.h>
 
+#include "sampling/exits.h"
 #include "sampling/hot.h"
 #include "sampling/rank.h"
 #include "sampling/snapshot.h"

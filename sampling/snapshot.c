@@ -412,20 +412,54 @@ int snapshot_take_threads(Snapshot *s, const SampleScope *scope, const pid_t *pi
         return 0;
 }
 
-const ThreadDelays *snapshot_find(const Snapshot *s, pid_t tid) {
+const ThreadDelays *snapshot_find_n(const Snapshot *s, size_t n, pid_t tid) {
         ThreadDelays key = { .tid = tid };
 
-        if (s->n == 0)
+        /* bsearch's array must not be NULL, even for zero elements. */
+        if (n == 0)
                 return NULL;
-        return bsearch(&key, s->threads, s->n, sizeof *s->threads, cmp_tid);
+        return bsearch(&key, s->threads, n, sizeof *s->threads, cmp_tid);
+}
+
+const ThreadDelays *snapshot_find(const Snapshot *s, pid_t tid) {
+        return snapshot_find_n(s, s->n, tid);
+}
+
+const ProcessDelays *snapshot_find_process_n(const Snapshot *s, size_t n, pid_t tgid) {
+        ProcessDelays key = { .tgid = tgid };
+
+        if (n == 0)
+                return NULL;
+        return bsearch(&key, s->procs, n, sizeof *s->procs, cmp_tgid);
 }
 
 const ProcessDelays *snapshot_find_process(const Snapshot *s, pid_t tgid) {
-        ProcessDelays key = { .tgid = tgid };
+        return snapshot_find_process_n(s, s->n_procs, tgid);
+}
 
-        if (s->n_procs == 0)
-                return NULL;
-        return bsearch(&key, s->procs, s->n_procs, sizeof *s->procs, cmp_tgid);
+int snapshot_append_process(Snapshot *s, const ProcessDelays *p) {
+        int r = reserve_procs(s, s->n_procs + 1);
+
+        if (r < 0)
+                return r;
+        s->procs[s->n_procs++] = *p;
+        return 0;
+}
+
+int snapshot_append_thread(Snapshot *s, const ThreadDelays *t) {
+        int r = reserve_threads(s, s->n + 1);
+
+        if (r < 0)
+                return r;
+        s->threads[s->n++] = *t;
+        return 0;
+}
+
+void snapshot_sort(Snapshot *s) {
+        if (s->n_procs > 0)
+                qsort(s->procs, s->n_procs, sizeof *s->procs, cmp_tgid);
+        if (s->n > 0)
+                qsort(s->threads, s->n, sizeof *s->threads, cmp_tid);
 }
 
 void snapshot_mark_born(Snapshot *b, const Snapshot *a, int proc_fd) {
@@ -456,255 +490,4 @@ void snapshot_done(Snapshot *s) {
         tid_list_done(&s->pids);
         cgroup_totals_done(&s->cgroups);
         *s = (Snapshot) {};
-}
-
-static void record_from(ExitRecord *x, const TaskStats *ts, bool process) {
-        *x = (ExitRecord) {
-                .t = {
-                        .tid = ts->pid,
-                        .tgid = ts->tgid, /* 0 before taskstats v12: unknown */
-                        .btime_s = ts->btime_s,
-                        .present = ts->present,
-                },
-                .ppid = ts->ppid,
-                .uid = ts->uid,
-                .cpu_run_ns = ts->cpu_run_ns,
-                .has_cpu_run = ts->has_cpu_run,
-                .process = process,
-        };
-        memcpy(x->t.delay_ns, ts->delay_ns, sizeof x->t.delay_ns);
-        memcpy(x->t.comm, ts->comm, sizeof x->t.comm);
-}
-
-int exit_records_add(ExitRecords *e, const TaskStats *thread, const TaskStats *process) {
-        for (int k = 0; k < (process ? 2 : 1); k++) {
-                if (array_grow((void **) &e->items, &e->cap, e->n, 64, sizeof *e->items) < 0)
-                        return -ENOMEM;
-                record_from(&e->items[e->n++], k == 0 ? thread : process, k == 1);
-        }
-        return 0;
-}
-
-void exit_records_collect(const TaskStats *thread, const TaskStats *process, void *userdata) {
-        ExitRecords *e = userdata;
-
-        if (exit_records_add(e, thread, process) < 0)
-                e->lost++;
-}
-
-void exit_records_clear(ExitRecords *e) {
-        e->n = 0;
-        e->lost = 0;
-}
-
-void exit_records_done(ExitRecords *e) {
-        free(e->items);
-        free(e->finals);
-        *e = (ExitRecords) {};
-}
-
-/* Whether x is the best record of its process's end seen so far against best: the aggregate
- * beats the leader's own record (see exit_records_find_process). */
-static bool better_final(const ExitRecord *x, const ExitRecord *best) {
-        if (x->process)
-                return !best || !best->process;
-        return x->t.tid == x->t.tgid && !best;
-}
-
-const ExitRecord *exit_records_find_process(const ExitRecords *e, pid_t tgid) {
-        const ExitRecord *best = NULL;
-
-        for (size_t i = 0; i < e->n; i++)
-                if (tgid > 0 && e->items[i].t.tgid == tgid && better_final(&e->items[i], best))
-                        best = &e->items[i];
-        return best;
-}
-
-static int cmp_record_tgid(const void *a, const void *b) {
-        const ExitRecord *x = *(const ExitRecord *const *) a, *y = *(const ExitRecord *const *) b;
-
-        if (x->t.tgid != y->t.tgid)
-                return (x->t.tgid > y->t.tgid) - (x->t.tgid < y->t.tgid);
-        return (x > y) - (x < y); /* arrival order */
-}
-
-/* e->finals: the final record of every process that ended, sorted by tgid. 0 or -ENOMEM. */
-static int index_finals(ExitRecords *e) {
-        size_t n = 0;
-
-        e->n_finals = 0;
-        if (array_reserve((void **) &e->finals, &e->cap_finals, e->n, sizeof *e->finals) < 0)
-                return -ENOMEM;
-        for (size_t i = 0; i < e->n; i++)
-                if (e->items[i].t.tgid > 0 && (e->items[i].process || e->items[i].t.tid == e->items[i].t.tgid))
-                        e->finals[n++] = &e->items[i];
-        if (n > 0)
-                qsort(e->finals, n, sizeof *e->finals, cmp_record_tgid);
-        /* One per process: the best of each run of equal tgids. */
-        for (size_t i = 0; i < n;) {
-                const ExitRecord *best = NULL;
-                pid_t tgid = e->finals[i]->t.tgid;
-
-                for (; i < n && e->finals[i]->t.tgid == tgid; i++)
-                        if (better_final(e->finals[i], best))
-                                best = e->finals[i];
-                e->finals[e->n_finals++] = best;
-        }
-        return 0;
-}
-
-static const ExitRecord *find_final(const ExitRecords *e, pid_t tgid) {
-        size_t lo = 0, hi = e->n_finals;
-
-        while (lo < hi) {
-                size_t mid = lo + (hi - lo) / 2;
-                if (e->finals[mid]->t.tgid < tgid)
-                        lo = mid + 1;
-                else
-                        hi = mid;
-        }
-        return lo < e->n_finals && e->finals[lo]->t.tgid == tgid ? e->finals[lo] : NULL;
-}
-
-static int append_process(Snapshot *b, const ExitRecord *x, ProcessOrigin origin) {
-        ProcessDelays *p;
-        int r = reserve_procs(b, b->n_procs + 1);
-
-        if (r < 0)
-                return r;
-        p = &b->procs[b->n_procs++];
-        *p = (ProcessDelays) {
-                .tgid = x->t.tgid,
-                .ppid = x->ppid,
-                .uid = x->uid,
-                .origin = origin,
-                .present = x->t.present,
-                .cpu_run_ns = x->cpu_run_ns,
-                .has_cpu_run = x->has_cpu_run,
-        };
-        memcpy(p->delay_ns, x->t.delay_ns, sizeof p->delay_ns);
-        memcpy(p->comm, x->t.comm, sizeof p->comm);
-        return 0;
-}
-
-static void sort_procs(Snapshot *b) {
-        if (b->n_procs > 0)
-                qsort(b->procs, b->n_procs, sizeof *b->procs, cmp_tgid);
-}
-
-/* tgid is a process of a, or of the first n (sorted) of b's. */
-static bool in_sample_n(const Snapshot *b, size_t n, const Snapshot *a, pid_t tgid) {
-        ProcessDelays key = { .tgid = tgid };
-
-        return (n > 0 && bsearch(&key, b->procs, n, sizeof *b->procs, cmp_tgid)) || snapshot_find_process(a, tgid);
-}
-
-static bool in_sample(const Snapshot *b, const Snapshot *a, pid_t tgid) {
-        return in_sample_n(b, b->n_procs, a, tgid);
-}
-
-/* Records whose process started and ended inside the sample, placed by their parents: a pass
- * per generation (a child's record comes before its parent's when both end in the sample), at
- * most this many generations deep. */
-#define SHORT_GENERATIONS_MAX 16
-
-int snapshot_merge_exits(Snapshot *b, const Snapshot *a, const Snapshot *threads_base, ExitRecords *e) {
-        static ExitRecords none;
-        size_t n_threads = b->n;
-        int r;
-
-        b->has_exit_listener = e != NULL;
-        b->lost_exit_records = e ? e->lost : 0;
-        b->exit_records = b->ended_unheard = b->unattributed = 0;
-        memset(b->unattributed_ns, 0, sizeof b->unattributed_ns);
-        b->unattributed_present = 0;
-        if (!e)
-                e = &none; /* nothing heard: the processes of a that b lacks are counted */
-        /* Before taskstats v12 a record has no tgid: only one whose task was a process of a is
-         * known to be that process's (its leader's, its only thread's for most); the others
-         * cannot be placed and are left out. */
-        for (size_t i = 0; i < e->n; i++)
-                if (e->items[i].t.tgid <= 0 && snapshot_find_process(a, e->items[i].t.tid))
-                        e->items[i].t.tgid = e->items[i].t.tid;
-        r = index_finals(e);
-        if (r < 0)
-                return r;
-
-        /* Processes of a that ended. */
-        size_t n_procs = b->n_procs;
-        for (size_t i = 0; i < a->n_procs; i++) {
-                const ProcessDelays *pa = &a->procs[i];
-                const ExitRecord *x;
-
-                if (n_procs > 0 && bsearch(pa, b->procs, n_procs, sizeof *b->procs, cmp_tgid))
-                        continue;
-                x = find_final(e, pa->tgid);
-                if (!x) {
-                        b->ended_unheard++;
-                        continue;
-                }
-                r = append_process(b, x, PROCESS_ENDED);
-                if (r < 0)
-                        return r;
-        }
-        sort_procs(b);
-
-        /* Processes that started and ended inside the sample, a generation per pass. */
-        for (unsigned gen = 0; gen < SHORT_GENERATIONS_MAX; gen++) {
-                size_t before = b->n_procs;
-
-                for (size_t i = 0; i < e->n_finals; i++) {
-                        const ExitRecord *x = e->finals[i];
-
-                        /* Searched among the sorted ones: those placed in this pass are found in
-                         * the next, with their own children. */
-                        if (in_sample_n(b, before, a, x->t.tgid) || x->ppid <= 0 || !in_sample_n(b, before, a, x->ppid))
-                                continue;
-                        r = append_process(b, x, PROCESS_SHORT);
-                        if (r < 0)
-                                return r;
-                }
-                sort_procs(b);
-                if (b->n_procs == before)
-                        break;
-        }
-        for (size_t i = 0; i < e->n_finals; i++) {
-                const ExitRecord *x = e->finals[i];
-
-                if (in_sample(b, a, x->t.tgid))
-                        continue;
-                b->unattributed++;
-                b->unattributed_present |= x->t.present;
-                for (TaskDelay d = 0; d < _TASK_DELAY_MAX; d++)
-                        b->unattributed_ns[d] += x->t.delay_ns[d];
-        }
-
-        /* The subtree's threads that ended: every thread record of a process of the sample. */
-        for (size_t i = 0; i < e->n; i++)
-                if (!e->items[i].process && in_sample(b, a, e->items[i].t.tgid))
-                        b->exit_records++;
-
-        /* Detailed threads that ended between the thread base and b. */
-        for (size_t i = 0; threads_base && i < e->n; i++) {
-                const ExitRecord *x = &e->items[i];
-                const ThreadDelays *ta;
-
-                if (x->process || !(ta = snapshot_find(threads_base, x->t.tid)))
-                        continue;
-                /* Its tid was reused (begin times a second apart at most: the kernel recomputes
-                 * them on every query), or it is still in b: b has newer counters. */
-                if (ta->btime_s && x->t.btime_s &&
-                    (ta->btime_s > x->t.btime_s ? ta->btime_s - x->t.btime_s : x->t.btime_s - ta->btime_s) > 1)
-                        continue;
-                /* bsearch's array must not be NULL, even for zero elements. */
-                if (n_threads > 0 && bsearch(&x->t, b->threads, n_threads, sizeof *b->threads, cmp_tid))
-                        continue;
-                r = reserve_threads(b, b->n + 1);
-                if (r < 0)
-                        return r;
-                b->threads[b->n++] = x->t;
-        }
-        if (b->n > n_threads)
-                qsort(b->threads, b->n, sizeof *b->threads, cmp_tid);
-        return 0;
 }

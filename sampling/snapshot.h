@@ -79,7 +79,7 @@ typedef struct Snapshot {
         bool has_cgroups;
         CgroupTotals cgroups; /* one resource's totals of every descendant cgroup */
 
-        /* Set on the end snapshot by snapshot_merge_exits(). */
+        /* Set on the end snapshot by snapshot_merge_exits() (sampling/exits.h). */
         bool has_exit_listener;     /* exit records were listened for during the sample */
         unsigned exit_records;      /* the subtree's threads that ended during the sample, by their records */
         unsigned lost_exit_records; /* ENOBUFS: records the kernel dropped */
@@ -89,49 +89,11 @@ typedef struct Snapshot {
         uint32_t unattributed_present;
 } Snapshot;
 
-/* One exit record: a thread's final counters, or a whole process's (process: tid is the tgid). */
-typedef struct ExitRecord {
-        ThreadDelays t;
-        pid_t ppid;
-        int64_t uid;
-        uint64_t cpu_run_ns;
-        bool has_cpu_run;
-        bool process;
-} ExitRecord;
-
-/* Exit records gathered while a sample runs (taskstats_exit_listener_drain), reused. */
-typedef struct ExitRecords {
-        ExitRecord *items;
-        size_t n, cap;
-        unsigned lost;
-        const ExitRecord **finals; /* scratch of snapshot_merge_exits(): each process's final record */
-        size_t n_finals, cap_finals;
-} ExitRecords;
-
-/* Keeps the records of one exit message: the thread's, and the process's when given (the last
- * thread of a multi-threaded process went). 0 or -ENOMEM. */
-int exit_records_add(ExitRecords *e, const TaskStats *thread, const TaskStats *process);
-/* The same as a taskstats_exit_listener_drain() callback (userdata: the ExitRecords); a record
- * that cannot be kept counts as lost. */
-void exit_records_collect(const TaskStats *thread, const TaskStats *process, void *userdata);
-void exit_records_clear(ExitRecords *e);
-void exit_records_done(ExitRecords *e);
-/* The final counters of process tgid: its AGGR_TGID record, else the record of its only thread
- * (a single-threaded process sends no aggregate). NULL when none was heard. */
-const ExitRecord *exit_records_find_process(const ExitRecords *e, pid_t tgid);
-
-/* Completes the end snapshot b of a sample that began with a, with what the exit records say
- * (kernel-facts.md: exit-records):
- * - a process of a that b no longer has gets its final counters (origin ENDED); one with no
- *   record heard is counted in b->ended_unheard;
- * - a process that started and ended inside the sample (in neither listing) is placed in the
- *   subtree when its parent is a process of a or b, or another such process (origin SHORT); the
- *   others are summed in b->unattributed: a record never says which cgroup its task was in;
- * - a detailed thread of threads_base (the snapshot the thread deltas start from; NULL: none)
- *   that b's threads no longer have gets its record's final counters.
- * Records of the rest of the host are ignored. With e NULL (no listener ran), only the ended
- * processes are counted. 0 or -ENOMEM. */
-int snapshot_merge_exits(Snapshot *b, const Snapshot *a, const Snapshot *threads_base, ExitRecords *e);
+/* Appending to a snapshot out of order (the exit records' merge), then sorting it again:
+ * lookups need the sorted order. 0 or -ENOMEM. */
+int snapshot_append_process(Snapshot *s, const ProcessDelays *p);
+int snapshot_append_thread(Snapshot *s, const ThreadDelays *t);
+void snapshot_sort(Snapshot *s);
 
 /* Marks the processes of b that a did not have and that began after a was taken (their whole
  * totals belong to the sample; the others moved in, or were missed). Reads each one's start
@@ -178,4 +140,7 @@ void snapshot_read_pressure(Snapshot *s, const SampleScope *scope);
 
 const ThreadDelays *snapshot_find(const Snapshot *s, pid_t tid);
 const ProcessDelays *snapshot_find_process(const Snapshot *s, pid_t tgid);
+/* The same among the first n (sorted) of s's threads or processes. */
+const ThreadDelays *snapshot_find_n(const Snapshot *s, size_t n, pid_t tid);
+const ProcessDelays *snapshot_find_process_n(const Snapshot *s, size_t n, pid_t tgid);
 void snapshot_done(Snapshot *s);

@@ -1,0 +1,57 @@
+/* SPDX-License-Identifier: MIT */
+/* Exit records heard while a sample runs, and what they add to its end snapshot: the final
+ * counters of processes (and detailed threads) that ended during the sample, and processes that
+ * started and ended inside it, placed by their parents or counted as unattributed
+ * (kernel-facts.md: exit-records). Pure: no I/O, no logging; buffers are reused. */
+#pragma once
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <sys/types.h>
+
+#include "probes/taskstats.h"
+#include "sampling/snapshot.h"
+
+/* One exit record: a thread's final counters, or a whole process's (process: tid is the tgid). */
+typedef struct ExitRecord {
+        ThreadDelays t;
+        pid_t ppid;
+        int64_t uid;
+        uint64_t cpu_run_ns;
+        bool has_cpu_run;
+        bool process;
+} ExitRecord;
+
+/* Exit records gathered while a sample runs (taskstats_exit_listener_drain), reused. */
+typedef struct ExitRecords {
+        ExitRecord *items;
+        size_t n, cap;
+        unsigned lost;
+        const ExitRecord **finals; /* scratch of snapshot_merge_exits(): each process's final record */
+        size_t n_finals, cap_finals;
+} ExitRecords;
+
+/* Keeps the records of one exit message: the thread's, and the process's when given (the last
+ * thread of a multi-threaded process went). 0 or -ENOMEM. */
+int exit_records_add(ExitRecords *e, const TaskStats *thread, const TaskStats *process);
+/* The same as a taskstats_exit_listener_drain() callback (userdata: the ExitRecords); a record
+ * that cannot be kept counts as lost. */
+void exit_records_collect(const TaskStats *thread, const TaskStats *process, void *userdata);
+void exit_records_clear(ExitRecords *e);
+void exit_records_done(ExitRecords *e);
+/* The final counters of process tgid: its AGGR_TGID record, else the record of its only thread
+ * (a single-threaded process sends no aggregate). NULL when none was heard. */
+const ExitRecord *exit_records_find_process(const ExitRecords *e, pid_t tgid);
+
+/* Completes the end snapshot b of a sample that began with a, with what the exit records say
+ * (kernel-facts.md: exit-records):
+ * - a process of a that b no longer has gets its final counters (origin ENDED); one with no
+ *   record heard is counted in b->ended_unheard;
+ * - a process that started and ended inside the sample (in neither listing) is placed in the
+ *   subtree when its parent is a process of a or b, or another such process (origin SHORT); the
+ *   others are summed in b->unattributed: a record never says which cgroup its task was in;
+ * - a detailed thread of threads_base (the snapshot the thread deltas start from; NULL: none)
+ *   that b's threads no longer have gets its record's final counters.
+ * Records of the rest of the host are ignored. With e NULL (no listener ran), only the ended
+ * processes are counted. 0 or -ENOMEM. */
+int snapshot_merge_exits(Snapshot *b, const Snapshot *a, const Snapshot *threads_base, ExitRecords *e);
