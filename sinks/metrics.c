@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 #include <errno.h>
 #include <fcntl.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -36,6 +37,21 @@ static void metric(FILE *f, const char *name, const char *type, const char *help
         fprintf(f, "# HELP %s %s\n# TYPE %s %s\n", name, help, name, type);
 }
 
+/* A metric without labels: its HELP and TYPE lines and its one value. */
+static void single(FILE *f, const char *name, const char *type, const char *help, uint64_t value) {
+        metric(f, name, type, help);
+        fprintf(f, "%s %llu\n", name, (unsigned long long) value);
+}
+
+/* One sample per output, labelled with its path. */
+static void per_output(FILE *f, const char *name, const Metrics *m, bool failed) {
+        for (size_t i = 0; i < m->n_outputs; i++) {
+                fprintf(f, "%s{output=\"", name);
+                label_value(f, m->outputs[i].path);
+                fprintf(f, "\"} %llu\n", (unsigned long long) (failed ? m->outputs[i].failed : m->outputs[i].written));
+        }
+}
+
 int metrics_format(const Metrics *m, char **ret) {
         char *buf = NULL;
         size_t len = 0;
@@ -47,14 +63,11 @@ int metrics_format(const Metrics *m, char **ret) {
         fputs("psidiag_info{version=\"", f);
         label_value(f, m->version);
         fputs("\"} 1\n", f);
-        metric(f, "psidiag_start_time_seconds", "gauge", "When the agent started, in seconds since the epoch.");
-        fprintf(f, "psidiag_start_time_seconds %llu\n", (unsigned long long) m->start_time_s);
-        metric(f, "psidiag_watches", "gauge", "Watches in the config.");
-        fprintf(f, "psidiag_watches %u\n", m->watches);
-        metric(f, "psidiag_triggers_configured", "gauge", "Triggers in the config.");
-        fprintf(f, "psidiag_triggers_configured %u\n", m->triggers_configured);
-        metric(f, "psidiag_triggers_armed", "gauge", "Triggers armed now.");
-        fprintf(f, "psidiag_triggers_armed %u\n", m->triggers_armed);
+        single(f, "psidiag_start_time_seconds", "gauge", "When the agent started, in seconds since the epoch.",
+               m->start_time_s);
+        single(f, "psidiag_watches", "gauge", "Watches in the config.", m->watches);
+        single(f, "psidiag_triggers_configured", "gauge", "Triggers in the config.", m->triggers_configured);
+        single(f, "psidiag_triggers_armed", "gauge", "Triggers armed now.", m->triggers_armed);
         metric(f, "psidiag_wakeups_total", "counter",
                "Trigger wakeups by what the agent did: sampled, or ignored (no_growth, busy, cooldown, "
                "capacity, rate_limit).");
@@ -63,30 +76,18 @@ int metrics_format(const Metrics *m, char **ret) {
                "Incidents not taken because a limit held them back, by reason: cooldown (the watch's cooldown_ms), "
                "rate_limit (max_incidents_per_minute), capacity (max_concurrent_samples).");
         labelled(f, "psidiag_incidents_suppressed_total", "reason", m->suppressed, m->n_suppressed);
-        metric(f, "psidiag_samples_total", "counter", "Samples taken.");
-        fprintf(f, "psidiag_samples_total %llu\n", (unsigned long long) m->samples);
-        metric(f, "psidiag_sample_thread_errors_total", "counter",
-               "Tasks (processes since psidiag 0.4) that could not be measured for a reason other than exiting.");
-        fprintf(f, "psidiag_sample_thread_errors_total %llu\n", (unsigned long long) m->sample_thread_errors);
-        metric(f, "psidiag_cgroups_gone_total", "counter", "Watched cgroups that were removed.");
-        fprintf(f, "psidiag_cgroups_gone_total %llu\n", (unsigned long long) m->cgroups_gone);
-        metric(f, "psidiag_oom_kills_total", "counter", "OOM kills written as oom incidents.");
-        fprintf(f, "psidiag_oom_kills_total %llu\n", (unsigned long long) m->oom_kills);
-        metric(f, "psidiag_kmsg_lost_total", "counter",
-               "Times the kernel's message ring overwrote messages before psidiag read them.");
-        fprintf(f, "psidiag_kmsg_lost_total %llu\n", (unsigned long long) m->kmsg_lost);
+        single(f, "psidiag_samples_total", "counter", "Samples taken.", m->samples);
+        single(f, "psidiag_sample_thread_errors_total", "counter",
+               "Tasks (processes since psidiag 0.4) that could not be measured for a reason other than exiting.",
+               m->sample_thread_errors);
+        single(f, "psidiag_cgroups_gone_total", "counter", "Watched cgroups that were removed.", m->cgroups_gone);
+        single(f, "psidiag_oom_kills_total", "counter", "OOM kills written as oom incidents.", m->oom_kills);
+        single(f, "psidiag_kmsg_lost_total", "counter",
+               "Times the kernel's message ring overwrote messages before psidiag read them.", m->kmsg_lost);
         metric(f, "psidiag_incidents_written_total", "counter", "Incident lines written, by output.");
-        for (size_t i = 0; i < m->n_outputs; i++) {
-                fputs("psidiag_incidents_written_total{output=\"", f);
-                label_value(f, m->outputs[i].path);
-                fprintf(f, "\"} %llu\n", (unsigned long long) m->outputs[i].written);
-        }
+        per_output(f, "psidiag_incidents_written_total", m, false);
         metric(f, "psidiag_incidents_lost_total", "counter", "Incident lines that could not be written, by output.");
-        for (size_t i = 0; i < m->n_outputs; i++) {
-                fputs("psidiag_incidents_lost_total{output=\"", f);
-                label_value(f, m->outputs[i].path);
-                fprintf(f, "\"} %llu\n", (unsigned long long) m->outputs[i].failed);
-        }
+        per_output(f, "psidiag_incidents_lost_total", m, true);
         if (fclose(f) != 0) {
                 free(buf);
                 return -ENOMEM;
