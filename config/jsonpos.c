@@ -90,62 +90,66 @@ static int skip_value(Scanner *s, unsigned depth) {
         }
 }
 
+/* Skips the value at s->p and the comma after it, if any. 0 or -ENOENT. */
+static int skip_item(Scanner *s) {
+        if (skip_value(s, 0) < 0)
+                return -ENOENT;
+        skip_ws(s);
+        if (s->p < s->end && *s->p == ',')
+                s->p++;
+        return 0;
+}
+
+/* From the object at s->p to the value of its member key. 0 or -ENOENT. */
+static int find_member(Scanner *s, const char *key) {
+        size_t klen = strlen(key);
+
+        if (*s->p != '{')
+                return -ENOENT;
+        s->p++;
+        for (;;) {
+                const char *k;
+                size_t len;
+
+                skip_ws(s);
+                if (s->p >= s->end || *s->p == '}' || skip_string(s, &k, &len) < 0)
+                        return -ENOENT;
+                skip_ws(s);
+                if (s->p >= s->end || *s->p != ':')
+                        return -ENOENT;
+                s->p++;
+                skip_ws(s);
+                if (len == klen && memcmp(k, key, len) == 0)
+                        return 0;
+                if (skip_item(s) < 0)
+                        return -ENOENT;
+        }
+}
+
+/* From the array at s->p to its element index. 0 or -ENOENT. */
+static int find_element(Scanner *s, size_t index) {
+        if (*s->p != '[')
+                return -ENOENT;
+        s->p++;
+        for (size_t j = 0;; j++) {
+                skip_ws(s);
+                if (s->p >= s->end || *s->p == ']')
+                        return -ENOENT;
+                if (j == index)
+                        return 0;
+                if (skip_item(s) < 0)
+                        return -ENOENT;
+        }
+}
+
 /* Positions s at the value of path[0..n) starting from the value at s->p. */
 static int descend(Scanner *s, const JsonPathElem *path, size_t n) {
         for (size_t i = 0; i < n; i++) {
                 skip_ws(s);
                 if (s->p >= s->end)
                         return -ENOENT;
-                if (path[i].key) {
-                        size_t klen = strlen(path[i].key);
-                        bool found = false;
-
-                        if (*s->p != '{')
-                                return -ENOENT;
-                        s->p++;
-                        for (;;) {
-                                const char *k;
-                                size_t len;
-
-                                skip_ws(s);
-                                if (s->p >= s->end || *s->p == '}')
-                                        return -ENOENT;
-                                if (skip_string(s, &k, &len) < 0)
-                                        return -ENOENT;
-                                skip_ws(s);
-                                if (s->p >= s->end || *s->p != ':')
-                                        return -ENOENT;
-                                s->p++;
-                                skip_ws(s);
-                                if (len == klen && memcmp(k, path[i].key, len) == 0) {
-                                        found = true;
-                                        break;
-                                }
-                                if (skip_value(s, 0) < 0)
-                                        return -ENOENT;
-                                skip_ws(s);
-                                if (s->p < s->end && *s->p == ',')
-                                        s->p++;
-                        }
-                        if (!found)
-                                return -ENOENT;
-                } else {
-                        if (*s->p != '[')
-                                return -ENOENT;
-                        s->p++;
-                        for (size_t j = 0;; j++) {
-                                skip_ws(s);
-                                if (s->p >= s->end || *s->p == ']')
-                                        return -ENOENT;
-                                if (j == path[i].index)
-                                        break;
-                                if (skip_value(s, 0) < 0)
-                                        return -ENOENT;
-                                skip_ws(s);
-                                if (s->p < s->end && *s->p == ',')
-                                        s->p++;
-                        }
-                }
+                if ((path[i].key ? find_member(s, path[i].key) : find_element(s, path[i].index)) < 0)
+                        return -ENOENT;
         }
         skip_ws(s);
         return 0;
