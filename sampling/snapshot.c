@@ -309,9 +309,9 @@ static void sample_states(Snapshot *s, const SampleScope *scope, uint64_t total)
         task_state_weights_finish(&w, total, &s->states);
 }
 
-/* Counts the threads of every listed process (one stat each, the agent's own left out) and,
- * with count_states, their states: cgroupstats for a cgroup-v1 directory, else sampled. */
-static int count_threads(Snapshot *s, const SampleScope *scope, bool count_states) {
+/* Counts the threads of every listed process (one stat each, the agent's own left out) and
+ * their states: cgroupstats for a cgroup-v1 directory, else sampled. */
+static int count_threads(Snapshot *s, const SampleScope *scope) {
         pid_t self = scope->exclude_tgid;
         uint64_t total = 0;
 
@@ -328,8 +328,6 @@ static int count_threads(Snapshot *s, const SampleScope *scope, bool count_state
         }
         s->listed = (unsigned) MIN(total, (uint64_t) UINT_MAX);
 
-        if (!count_states)
-                return 0;
         if (scope->taskstats && is_cgroup_v1(scope->cgroup_fd) &&
             taskstats_cgroupstats(scope->taskstats, scope->cgroup_fd, &s->states) >= 0) {
                 s->has_states = true;
@@ -340,7 +338,7 @@ static int count_threads(Snapshot *s, const SampleScope *scope, bool count_state
         return 0;
 }
 
-int snapshot_take(Snapshot *s, const SampleScope *scope, bool count_states) {
+int snapshot_take(Snapshot *s, const SampleScope *scope, bool count_tasks) {
         int r;
 
         begin(s);
@@ -355,9 +353,11 @@ int snapshot_take(Snapshot *s, const SampleScope *scope, bool count_states) {
         r = list_processes(s, scope);
         if (r < 0)
                 return r;
-        r = count_threads(s, scope, count_states);
-        if (r < 0)
-                return r;
+        if (count_tasks) {
+                r = count_threads(s, scope);
+                if (r < 0)
+                        return r;
+        }
         return measure_processes(s, scope);
 }
 

@@ -66,7 +66,7 @@ typedef struct Snapshot {
         bool threaded; /* the scope is a threaded cgroup: processes from its threads */
         usec_t mono_us, real_us, boot_us;
         usec_t threads_mono_us;     /* when the threads were read (0: none were) */
-        unsigned listed;            /* threads listed, the agent's own excluded */
+        unsigned listed;            /* threads counted (count_tasks), the agent's own excluded */
         unsigned processes;         /* processes listed, the agent excluded */
         unsigned exited;            /* processes listed, then gone before taskstats answered (ESRCH) */
         unsigned errors;            /* other failures: listing, taskstats, parse */
@@ -117,11 +117,12 @@ typedef struct SampleScope {
 #define SAMPLE_DETAIL_THREADS_MAX 4096
 
 /* Takes a snapshot into s (reusing its buffers): pressure, the descendant cgroups' totals when
- * asked, the processes (one TGID query each), the thread count and, with count_states, the
- * threads' states. No thread is measured (snapshot_take_threads). Failures of single processes
- * are counted, not returned. Returns 0, or -errno when the cgroup could not be listed at all
- * (-ENOENT/-ENODEV: the cgroup is gone) or memory ran out. */
-int snapshot_take(Snapshot *s, const SampleScope *scope, bool count_states);
+ * asked, the processes (one TGID query each) and, with count_tasks, the thread count and the
+ * threads' states (what an incident says of its sample's start; the end snapshot goes without).
+ * No thread is measured (snapshot_take_threads). Failures of single processes are counted, not
+ * returned. Returns 0, or -errno when the cgroup could not be listed at all (-ENOENT/-ENODEV:
+ * the cgroup is gone) or memory ran out. */
+int snapshot_take(Snapshot *s, const SampleScope *scope, bool count_tasks);
 
 /* The processes alone (listing and TGID queries), for choosing whose threads to detail. */
 int snapshot_take_processes(Snapshot *s, const SampleScope *scope);
