@@ -1,0 +1,219 @@
+/* SPDX-License-Identifier: MIT */
+/* Exit records (sampling/exits.c) and what they add to a sample's end snapshot. */
+#include <errno.h>
+#include <string.h>
+
+#include "sampling/exits.h"
+#include "sampling/sampler.h"
+#include "tests/unit/fake-taskstats.h"
+#include "tests/unit/test-util.h"
+
+#define MS 1000000ULL
+
+static void add_process(Snapshot *s, pid_t tgid, uint64_t cpu_ns) {
+        assert_int_equal(snapshot_reserve(s, 8, s->n_procs + 1), 0);
+        s->procs[s->n_procs++] = (ProcessDelays) { .tgid = tgid, .uid = -1, .delay_ns = { cpu_ns } };
+}
+
+static TaskStats exit_stats(pid_t tid, pid_t tgid, pid_t ppid, const char *comm, uint64_t cpu_ns) {
+        uint64_t d[_TASK_DELAY_MAX] = { cpu_ns };
+        TaskStats t = fake_task_stats(tid, tgid, comm, d);
+
+        t.ppid = ppid;
+        t.uid = 1000;
+        return t;
+}
+
+/* Exit records (kernel-facts.md: exit-records): a's processes that ended get their final
+ * counters in b (the AGGR_TGID aggregate, else a single-threaded process's only record); a process
+ * that started and ended inside the sample is placed by its parent, generation after
+ * generation; the rest are unattributed; threads of the sample's processes are counted. */
+static void test_merge_exits(void **state) {
+        Snapshot a = {}, b = {};
+        ExitRecords e = {};
+        TaskStats t, p;
+
+        /* a: processes 10 (alive), 20 (multi-threaded, ends), 30 (single-threaded, ends),
+         * 50 (ends unheard). b: 10. */
+        add_process(&a, 10, 100 * MS);
+        add_process(&a, 20, 100 * MS);
+        add_process(&a, 30, 100 * MS);
+        add_process(&a, 50, 1 * MS);
+        add_process(&b, 10, 300 * MS);
+
+        t = exit_stats(11, 10, 1, "w", 5 * MS); /* a thread of 10 ended: 10 is still in b */
+        assert_int_equal(exit_records_add(&e, &t, NULL), 0);
+        t = exit_stats(21, 20, 1, "db-w", 50 * MS); /* a thread of 20, then its last, with the aggregate */
+        assert_int_equal(exit_records_add(&e, &t, NULL), 0);
+        t = exit_stats(20, 20, 1, "db", 70 * MS);
+        p = exit_stats(20, 20, 1, "db", 400 * MS);
+        assert_int_equal(exit_records_add(&e, &t, &p), 0);
+        t = exit_stats(30, 30, 1, "cron", 250 * MS);
+        assert_int_equal(exit_records_add(&e, &t, NULL), 0);
+        /* 41 (child of 40) ends before its parent 40 (child of 10): both are placed. */
+        t = exit_stats(41, 41, 40, "gzip", 7 * MS);
+        assert_int_equal(exit_records_add(&e, &t, NULL), 0);
+        t = exit_stats(40, 40, 10, "sh", 3 * MS);
+        assert_int_equal(exit_records_add(&e, &t, NULL), 0);
+        /* Another host's process whose parent is not in the sample; a thread of it. */
+        t = exit_stats(99, 99, 1, "elsewhere", 9 * MS);
+        assert_int_equal(exit_records_add(&e, &t, NULL), 0);
+        t = exit_stats(98, 99, 1, "elsewhere", 1 * MS);
+        assert_int_equal(exit_records_add(&e, &t, NULL), 0);
+        e.lost = 2;
+
+        assert_int_equal(snapshot_merge_exits(&b, &a, NULL, &e), 0);
+        assert_true(b.has_exit_listener);
+        assert_int_equal(b.lost_exit_records, 2);
+        assert_int_equal(b.n_procs, 5); /* 10, 20, 30, 40, 41 */
+        const ProcessDelays *x = snapshot_find_process(&b, 20);
+        assert_non_null(x);
+        assert_int_equal(x->origin, PROCESS_ENDED);
+        assert_int_equal(x->delay_ns[TASK_DELAY_CPU], 400 * MS); /* the aggregate, not a thread */
+        x = snapshot_find_process(&b, 30);
+        assert_int_equal(x->origin, PROCESS_ENDED);
+        assert_int_equal(x->delay_ns[TASK_DELAY_CPU], 250 * MS);
+        assert_string_equal(x->comm, "cron");
+        x = snapshot_find_process(&b, 40);
+        assert_int_equal(x->origin, PROCESS_SHORT);
+        assert_int_equal(x->ppid, 10);
+        assert_int_equal(x->uid, 1000);
+        x = snapshot_find_process(&b, 41);
+        assert_int_equal(x->origin, PROCESS_SHORT);
+        assert_int_equal(x->ppid, 40);
+        assert_null(snapshot_find_process(&b, 50));
+        assert_int_equal(b.ended_unheard, 1);
+        assert_int_equal(b.unattributed, 1);
+        assert_int_equal(b.unattributed_ns[TASK_DELAY_CPU], 9 * MS);
+        /* Thread records of the sample's processes: 11, 21, 20, 30, 41, 40. */
+        assert_int_equal(b.exit_records, 6);
+
+        /* Every process gone by B: b has no buffer at all (UBSan caught bsearch on NULL). */
+        Snapshot empty = {};
+        assert_int_equal(snapshot_merge_exits(&empty, &a, NULL, &e), 0);
+        assert_non_null(snapshot_find_process(&empty, 20));
+        assert_int_equal(empty.ended_unheard, 2); /* 10 (no record of its end) and 50 */
+        snapshot_done(&empty);
+
+        exit_records_done(&e);
+        snapshot_done(&a);
+        snapshot_done(&b);
+}
+
+/* Before taskstats v12 records carry no tgid: one whose task was a process of a is that
+ * process's end; the others cannot be placed, and are neither placed nor unattributed. */
+static void test_merge_exits_without_tgid(void **state) {
+        Snapshot a = {}, b = {};
+        ExitRecords e = {};
+        TaskStats t;
+
+        add_process(&a, 10, 100 * MS);
+        add_process(&a, 30, 100 * MS);
+        add_process(&b, 10, 300 * MS);
+        t = exit_stats(30, 0, 1, "old-kernel", 250 * MS);
+        assert_int_equal(exit_records_add(&e, &t, NULL), 0);
+        t = exit_stats(11, 0, 10, "a-thread", 5 * MS); /* a thread of 10, or a child: unknown */
+        assert_int_equal(exit_records_add(&e, &t, NULL), 0);
+
+        assert_int_equal(snapshot_merge_exits(&b, &a, NULL, &e), 0);
+        assert_int_equal(b.n_procs, 2);
+        assert_int_equal(snapshot_find_process(&b, 30)->origin, PROCESS_ENDED);
+        assert_null(snapshot_find_process(&b, 11));
+        assert_int_equal(b.unattributed, 0);
+        assert_int_equal(b.ended_unheard, 0);
+
+        /* No listener at all: the processes that ended are counted, nothing else. */
+        Snapshot c = {};
+        add_process(&c, 10, 300 * MS);
+        assert_int_equal(snapshot_merge_exits(&c, &a, NULL, NULL), 0);
+        assert_false(c.has_exit_listener);
+        assert_int_equal(c.ended_unheard, 1);
+        assert_int_equal(c.n_procs, 1);
+
+        exit_records_done(&e);
+        snapshot_done(&a);
+        snapshot_done(&b);
+        snapshot_done(&c);
+}
+
+/* The detailed threads of the thread base that died before B get their final counters; reused
+ * tids and threads B still has are left alone. */
+static void test_merge_thread_exits(void **state) {
+        Snapshot m = {}, b = {};
+        ExitRecords e = {};
+        TaskStats t;
+
+        assert_int_equal(snapshot_reserve(&m, 4, 1), 0);
+        assert_int_equal(snapshot_reserve(&b, 4, 1), 0);
+        m.threads[m.n++] = (ThreadDelays) { .tid = 10, .tgid = 10, .btime_s = 1000 };
+        m.threads[m.n++] = (ThreadDelays) { .tid = 12, .tgid = 10, .btime_s = 1000 };
+        m.threads[m.n++] = (ThreadDelays) { .tid = 13, .tgid = 10, .btime_s = 1000 };
+        b.threads[b.n++] = (ThreadDelays) { .tid = 10, .tgid = 10, .btime_s = 1000 };
+
+        t = exit_stats(12, 10, 1, "dying", 90 * MS); /* died: kept */
+        t.btime_s = 1001;                            /* the kernel's one-second jitter */
+        assert_int_equal(exit_records_add(&e, &t, NULL), 0);
+        t = exit_stats(13, 10, 1, "reused", 10 * MS); /* same tid, another thread */
+        t.btime_s = 1500;
+        assert_int_equal(exit_records_add(&e, &t, NULL), 0);
+        t = exit_stats(10, 10, 1, "alive", 10 * MS); /* b has newer counters */
+        t.btime_s = 1000;
+        assert_int_equal(exit_records_add(&e, &t, NULL), 0);
+
+        assert_int_equal(snapshot_merge_exits(&b, &m, &m, &e), 0);
+        assert_int_equal(b.n, 2);
+        const ThreadDelays *x = snapshot_find(&b, 12);
+        assert_non_null(x);
+        assert_int_equal(x->delay_ns[TASK_DELAY_CPU], 90 * MS);
+        assert_string_equal(x->comm, "dying");
+        assert_null(snapshot_find(&b, 13));
+
+        exit_records_done(&e);
+        snapshot_done(&m);
+        snapshot_done(&b);
+}
+
+/* An oom victim's final delays: its AGGR_TGID record when heard (it has the threads that ended
+ * before the listener too), else its threads' records summed; nothing written when none. */
+static void test_victim_exit_delays(void **state) {
+        Sampler s = {};
+        TaskStats t, p;
+        uint64_t got[_TASK_DELAY_MAX] = { 7 };
+        uint32_t present = 0xabc;
+
+        t = exit_stats(40, 40, 1, "hog", 10 * MS);
+        t.delay_ns[TASK_DELAY_RECLAIM] = 5 * MS;
+        assert_int_equal(exit_records_add(&s.exits, &t, NULL), 0);
+        t = exit_stats(41, 40, 1, "hog-worker", 90 * MS);
+        t.delay_ns[TASK_DELAY_RECLAIM] = 1 * MS;
+        assert_int_equal(exit_records_add(&s.exits, &t, NULL), 0);
+        t = exit_stats(50, 50, 1, "other", 90 * MS);
+        assert_int_equal(exit_records_add(&s.exits, &t, NULL), 0);
+
+        /* Not heard: the caller's values stay as they were (a taskstats reading, say). */
+        assert_false(sampler_exit_delays(&s, 60, got, &present));
+        assert_int_equal(got[0], 7);
+        assert_int_equal(present, 0xabc);
+
+        assert_true(sampler_exit_delays(&s, 40, got, &present));
+        assert_int_equal(got[TASK_DELAY_CPU], 100 * MS);
+        assert_int_equal(got[TASK_DELAY_RECLAIM], 6 * MS);
+        assert_int_equal(present, t.present);
+
+        t = exit_stats(42, 40, 1, "hog-last", 1 * MS);
+        p = exit_stats(42, 40, 1, "hog", 700 * MS);
+        assert_int_equal(exit_records_add(&s.exits, &t, &p), 0);
+        assert_true(sampler_exit_delays(&s, 40, got, &present));
+        assert_int_equal(got[TASK_DELAY_CPU], 700 * MS);
+        exit_records_done(&s.exits);
+}
+
+int main(void) {
+        const struct CMUnitTest tests[] = {
+                cmocka_unit_test(test_merge_exits),
+                cmocka_unit_test(test_merge_exits_without_tgid),
+                cmocka_unit_test(test_merge_thread_exits),
+                cmocka_unit_test(test_victim_exit_delays),
+        };
+        return cmocka_run_group_tests(tests, NULL, NULL);
+}
