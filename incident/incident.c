@@ -8,25 +8,9 @@
 #include "base/macro.h"
 #include "base/utf8.h"
 #include "incident/incident.h"
+#include "incident/culprit-report.h"
+#include "incident/jsonutil.h"
 #include "probes/cgmeta.h"
-
-/* Every jansson call can fail on allocation; set_new() returns -ENOMEM (and drops v) when it does,
- * so builders can chain `r |= set(...)` and check once. */
-static int set_new(json_t *obj, const char *key, json_t *v) {
-        if (!obj || !v || json_object_set_new_nocheck(obj, key, v) < 0) {
-                json_decref(v);
-                return -ENOMEM;
-        }
-        return 0;
-}
-
-static int append_new(json_t *arr, json_t *v) {
-        if (!arr || !v || json_array_append_new(arr, v) < 0) {
-                json_decref(v);
-                return -ENOMEM;
-        }
-        return 0;
-}
 
 json_t *json_string_from_bytes(const char *s, size_t len) {
         char stack[UTF8_SANITIZED_MAX(128)];
@@ -43,11 +27,6 @@ json_t *json_string_from_bytes(const char *s, size_t len) {
         }
         n = utf8_sanitize(s, len, out, size);
         return json_stringn_nocheck(out, n);
-}
-
-static json_t *json_u64(uint64_t v) {
-        /* json_int_t is long long: clamp rather than wrap negative. */
-        return json_integer(v > (uint64_t) INT64_MAX ? INT64_MAX : (json_int_t) v);
 }
 
 static json_t *time_string(usec_t t) {
@@ -177,19 +156,6 @@ static json_t *process_object(const Ranking *rk, const ProcessDelta *p, const Pr
                 return NULL;
         }
         return o;
-}
-
-/* "/a/b" from "a/b" (and "/" from ""), the form /proc/<pid>/cgroup uses. */
-static json_t *cgroup_string(const char *rel) {
-        char path[4096];
-        int n;
-
-        if (!rel)
-                return json_null();
-        while (*rel == '/')
-                rel++;
-        n = snprintf(path, sizeof path, "/%s", rel);
-        return json_string_from_bytes(path, (size_t) MIN(n, (int) sizeof path - 1));
 }
 
 static json_t *oom_victim_object(const OomReport *oom) {
@@ -356,6 +322,9 @@ json_t *incident_build(const IncidentInput *in) {
                                                     in->threads_per_process ? in->threads_per_process
                                                                             : INCIDENT_THREADS_PER_PROCESS));
         r |= set_new(o, "most_delayed", top);
+        r |= set_new(o, "culprits",
+                     in->culprits ? culprit_report_object(in->culprits, in->culprit_scope, in->culprit_procs)
+                                  : json_null());
         if (in->oom)
                 r |= oom_add(o, in->oom);
 

@@ -91,6 +91,11 @@ typedef struct IncidentInput {
         size_t n_procs;           /* already capped at top */
 
         const OomReport *oom; /* type "oom": writes "oom" and "related" */
+
+        /* Who is causing it: "culprits" (null without a culprit pass). */
+        const struct Culprits *culprits;
+        const struct CulpritScope *culprit_scope;
+        const ProcessInfo *culprit_procs; /* one per culprits->procs[i] */
 } IncidentInput;
 
 /* Returns a new reference, or NULL when memory ran out. */
