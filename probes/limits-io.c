@@ -211,6 +211,17 @@ int limits_parse_uevent_devname(const char *buf, size_t len, char *out, size_t s
         return 0;
 }
 
+/* The length of buf[0..n) without a last line cut by a full buffer (a host with hundreds of
+ * devices): the devices past it are beyond LIMITS_IO_DEVICES_MAX anyway, and a cut number would
+ * read as a smaller one. */
+static size_t whole_lines(const char *buf, size_t n, size_t size) {
+        if (n < size - 1)
+                return n;
+        while (n > 0 && buf[n - 1] != '\n')
+                n--;
+        return n;
+}
+
 /* dirfd/name parsed into io when it is there. 1 read, 0 absent, -errno. */
 static int read_into(int dirfd, const char *name, int (*parse)(const char *, size_t, IoLimits *), IoLimits *io) {
         char buf[16384];
@@ -223,7 +234,7 @@ static int read_into(int dirfd, const char *name, int (*parse)(const char *, siz
                 return 0;
         if (n < 0)
                 return (int) n;
-        return parse(buf, (size_t) n, io) < 0 ? -EINVAL : 1;
+        return parse(buf, whole_lines(buf, (size_t) n, sizeof buf), io) < 0 ? -EINVAL : 1;
 }
 
 int limits_read_io_v2(int cgroup_fd, IoLimits *ret) {
@@ -250,7 +261,7 @@ static int read_blkio(int dirfd, const char *name, IoV1File which, IoLimits *io)
                 return 0;
         if (n < 0)
                 return (int) n;
-        return limits_parse_blkio(buf, (size_t) n, which, io) < 0 ? -EINVAL : 1;
+        return limits_parse_blkio(buf, whole_lines(buf, (size_t) n, sizeof buf), which, io) < 0 ? -EINVAL : 1;
 }
 
 int limits_read_io_v1(int blkio_fd, IoLimits *ret) {

@@ -5,11 +5,14 @@
  * controllers on v1 where the cgroups have other paths than on cgroup2, found through
  * /proc/<pid>/cgroup). */
 #include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <fcntl.h>
 #include <string.h>
 #include <unistd.h>
 
 #include "probes/limits-find.h"
+#include "tests/unit/fake-tree.h"
 #include "tests/unit/test-util.h"
 
 static void test_proc_cgroup_v1(void **state) {
@@ -192,12 +195,35 @@ static void test_no_controller(void **state) {
         assert_int_equal(limits_read_cpu_at(h, LIMITS_SOURCE_NONE, "", &cpu), -ENODEV);
 }
 
+/* An io.stat longer than the reader's buffer (hundreds of devices): the line the buffer cuts is
+ * dropped, not misread, and the devices over the bound are counted. */
+static void test_io_stat_too_long(void **state) {
+        char dir[] = "/tmp/psidiag-test-XXXXXX", path[600];
+        IoLimits io;
+        FILE *f;
+        int fd;
+
+        assert_non_null(mkdtemp(dir));
+        snprintf(path, sizeof path, "%s/io.stat", dir);
+        f = fopen(path, "we");
+        assert_non_null(f);
+        for (int i = 0; i < 400; i++)
+                fprintf(f, "7:%d rbytes=123456789 wbytes=123456789 rios=1234 wios=1234 dbytes=0 dios=0\n", i);
+        assert_int_equal(fclose(f), 0);
+        fd = open(dir, O_DIRECTORY | O_RDONLY | O_CLOEXEC);
+        assert_true(fd >= 0);
+        assert_int_equal(limits_read_io_v2(fd, &io), 0);
+        assert_int_equal(io.n_devices, LIMITS_IO_DEVICES_MAX);
+        assert_true(io.devices_dropped > 100 && io.devices_dropped < 400 - LIMITS_IO_DEVICES_MAX);
+        close(fd);
+        assert_int_equal(fake_tree_remove(dir), 0);
+}
+
 int main(void) {
         const struct CMUnitTest tests[] = {
-                cmocka_unit_test(test_proc_cgroup_v1),
-                cmocka_unit_test(test_cgroup2),
-                cmocka_unit_test(test_hybrid),
-                cmocka_unit_test(test_no_controller),
+                cmocka_unit_test(test_proc_cgroup_v1),   cmocka_unit_test(test_cgroup2),
+                cmocka_unit_test(test_hybrid),           cmocka_unit_test(test_no_controller),
+                cmocka_unit_test(test_io_stat_too_long),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }
