@@ -7,6 +7,7 @@
 #include <stdbool.h>
 
 #include "config/config.h"
+#include "probes/limits-find.h"
 #include "probes/sysroot.h"
 #include "probes/system.h"
 #include "probes/taskstats.h"
@@ -14,6 +15,7 @@
 typedef struct Runtime {
         Sysroot *sysroot;
         TaskstatsSource *taskstats; /* NULL when taskstats is unavailable (degraded) */
+        LimitsHierarchy *limits;    /* where cgroup limits are read ("on what"); NULL: none */
         HostInfo host;
         bool privileged;       /* CAP_SYS_RESOURCE: PSI windows need not be multiples of 2 s */
         char cpus_online[256]; /* /sys/devices/system/cpu/online, for the exit listener's cpumask */

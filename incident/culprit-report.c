@@ -113,7 +113,7 @@ static json_t *cgroup_object(PsiResource res, const CulpritScope *s, const Culpr
         return o;
 }
 
-json_t *culprit_report_object(const Culprits *c, const CulpritScope *scope, const ProcessInfo *infos) {
+json_t *culprit_report_object(const Culprits *c, const CulpritScope *scope, const ProcessInfo *infos, size_t n_infos) {
         json_t *o = json_object(), *procs = json_array(), *cgroups = json_array();
         int r = 0;
 
@@ -122,7 +122,7 @@ json_t *culprit_report_object(const Culprits *c, const CulpritScope *scope, cons
         r |= set_new(o, "limit", limit_object(scope));
         r |= set_new(o, "own_limit", json_boolean(scope->own_limit));
         r |= set_new(o, "total", usage_object(c->resource, &c->total, false));
-        for (size_t i = 0; i < c->n_procs; i++)
+        for (size_t i = 0; i < c->n_procs && i < n_infos; i++)
                 r |= append_new(procs, process_object(c->resource, &c->procs[i], &infos[i]));
         r |= set_new(o, "processes", procs);
         for (size_t i = 0; i < c->n_cgroups; i++)

@@ -10,6 +10,7 @@
 #include "incident/incident.h"
 #include "incident/culprit-report.h"
 #include "incident/jsonutil.h"
+#include "incident/onwhat-report.h"
 #include "probes/cgmeta.h"
 
 json_t *json_string_from_bytes(const char *s, size_t len) {
@@ -244,6 +245,8 @@ json_t *incident_build(const IncidentInput *in) {
         r |= set_new(agent, "delayacct", json_boolean(in->delayacct));
         r |= set_new(agent, "taskstats_version",
                      in->taskstats_version >= 0 ? json_integer(in->taskstats_version) : json_null());
+        const char *why = in->onwhat ? onwhat_stack_unavailable(in->onwhat) : NULL;
+        r |= set_new(agent, "stack_unavailable", why ? json_string(why) : json_null());
         r |= set_new(o, "agent", agent);
 
         if (in->has_trigger) {
@@ -322,9 +325,17 @@ json_t *incident_build(const IncidentInput *in) {
                                                     in->threads_per_process ? in->threads_per_process
                                                                             : INCIDENT_THREADS_PER_PROCESS));
         r |= set_new(o, "most_delayed", top);
-        r |= set_new(o, "culprits",
-                     in->culprits ? culprit_report_object(in->culprits, in->culprit_scope, in->culprit_procs)
-                                  : json_null());
+        json_t *culprits = in->culprits ? culprit_report_object(in->culprits, in->culprit_scope, in->culprit_procs,
+                                                                in->n_culprit_procs)
+                                        : NULL;
+        /* A culprit pass that ran out of memory leaves the incident without it, never drops it. */
+        r |= set_new(o, "culprits", culprits ? culprits : json_null());
+        json_t *limits = in->onwhat ? onwhat_limits_object(in->onwhat, in->lifetime, in->has_stall, in->stall_us,
+                                                           in->sample_duration_ms * 1000)
+                                    : NULL;
+        json_t *blocked = in->onwhat && in->onwhat->has_blocked ? onwhat_blocked_array(in->onwhat) : NULL;
+        r |= set_new(o, "limits", limits ? limits : json_null());
+        r |= set_new(o, "blocked", blocked ? blocked : json_null());
         if (in->oom)
                 r |= oom_add(o, in->oom);
 

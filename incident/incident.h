@@ -95,7 +95,10 @@ typedef struct IncidentInput {
         /* Who is causing it: "culprits" (null without a culprit pass). */
         const struct Culprits *culprits;
         const struct CulpritScope *culprit_scope;
-        const ProcessInfo *culprit_procs; /* one per culprits->procs[i] */
+        const ProcessInfo *culprit_procs; /* one per culprits->procs[i], i < n_culprit_procs */
+        size_t n_culprit_procs;
+        /* On what: "limits" and "blocked" (null without them). */
+        const struct OnWhat *onwhat;
 } IncidentInput;
 
 /* Returns a new reference, or NULL when memory ran out. */

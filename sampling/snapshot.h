@@ -111,12 +111,15 @@ typedef struct SampleScope {
         pid_t pid;                  /* > 0: only this process (cgroup_fd is then ignored); its threads are detailed */
         bool walk_cgroups;          /* also read cgroups_resource's totals of every descendant cgroup */
         PsiResource cgroups_resource;
-        int resource;                       /* what processes are ranked on: a PsiResource or RANK_SCORE_ALL */
-        unsigned detail;                    /* processes whose threads are measured for the incident (its top) */
-        const struct CulpritScope *culprit; /* also a culprit pass over it (the Sampler); NULL: none */
-        const struct Snapshot *reuse;       /* taken just before: its processes are copied, not asked again */
-        int usage;                          /* PSI_RESOURCE_IO or _MEMORY: also each process's storage bytes or resident
-                                             * size (a culprit pass); -1 (or cpu: taskstats has it) for none */
+        int resource;                         /* what processes are ranked on: a PsiResource or RANK_SCORE_ALL */
+        unsigned detail;                      /* processes whose threads are measured for the incident (its top) */
+        const struct CulpritScope *culprit;   /* also a culprit pass over it (the Sampler); NULL: none */
+        const struct Snapshot *reuse;         /* taken just before: its processes are copied, not asked again */
+        const struct LimitsHierarchy *limits; /* with limits_cgroup: "on what" (the Sampler) */
+        const char *limits_cgroup;            /* the trigger's cgroup ("a/b"); NULL: no "on what" */
+        PsiResource limits_resource;
+        int usage; /* PSI_RESOURCE_IO or _MEMORY: also each process's storage bytes or resident
+                    * size (a culprit pass); -1 (or cpu: taskstats has it) for none */
 } SampleScope;
 
 /* At most this many threads are measured one by one for the detailed processes of one snapshot
