@@ -93,6 +93,22 @@ static json_t *delays_object(const uint64_t d[_TASK_DELAY_MAX], uint32_t present
         return o;
 }
 
+/* When each window's worst delay ended (RFC 3339), null for the classes without one. */
+static json_t *worst_times(const ThreadDelta *t) {
+        json_t *o = json_object();
+        int r = 0;
+
+        for (TaskDelay i = 0; i < _TASK_DELAY_MAX; i++)
+                r |= set_new(o, task_delay_to_string(i),
+                             t->worst_at_present & TASK_DELAY_MASK(i) ? time_string(t->worst_at_ns[i] / NSEC_PER_USEC)
+                                                                      : json_null());
+        if (r < 0) {
+                json_decref(o);
+                return NULL;
+        }
+        return o;
+}
+
 static json_t *string_or_null(const char *s) {
         return s && s[0] ? json_string_from_bytes(s, strlen(s)) : json_null();
 }
@@ -149,6 +165,9 @@ static json_t *process_object(const Ranking *rk, const ProcessDelta *p, const Pr
                 r |= set_new(to, "comm", json_string_from_bytes(t->comm, strnlen(t->comm, sizeof t->comm)));
                 r |= set_new(to, "score_us", json_u64(t->score_ns / NSEC_PER_USEC));
                 r |= set_new(to, "delay_us", delays_object(t->delay_ns, rk->present));
+                r |= set_new(to, "worst_us",
+                             t->worst_present ? delays_object(t->worst_ns, t->worst_present) : json_null());
+                r |= set_new(to, "worst_at", t->worst_at_present ? worst_times(t) : json_null());
                 r |= append_new(threads, to);
         }
         r |= set_new(o, "threads", threads);

@@ -32,6 +32,11 @@ typedef struct ThreadDelays {
         uint64_t btime_s;
         uint64_t delay_ns[_TASK_DELAY_MAX];
         uint32_t present;
+        /* The thread's longest single delay of each class over its life (taskstats v16+), and when
+         * it ended (v17+, CLOCK_REALTIME ns): kernel-facts.md: delay-maxima. */
+        uint32_t max_present, max_ts_present;
+        uint64_t max_ns[_TASK_DELAY_MAX];
+        uint64_t max_ts_ns[_TASK_DELAY_MAX];
         char comm[TASKSTATS_COMM_MAX + 1];
 } ThreadDelays;
 
@@ -91,6 +96,14 @@ typedef struct Snapshot {
         uint64_t unattributed_ns[_TASK_DELAY_MAX];
         uint32_t unattributed_present;
 } Snapshot;
+
+/* Copies a reply's per-delay maxima and their times into t. */
+static inline void thread_maxima_from(ThreadDelays *t, const TaskStats *ts) {
+        t->max_present = ts->max_present;
+        t->max_ts_present = ts->max_ts_present;
+        memcpy(t->max_ns, ts->max_ns, sizeof t->max_ns);
+        memcpy(t->max_ts_ns, ts->max_ts_ns, sizeof t->max_ts_ns);
+}
 
 /* Appending to a snapshot out of order (the exit records' merge), then sorting it again:
  * lookups need the sorted order. 0 or -ENOMEM. */
