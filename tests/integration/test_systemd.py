@@ -30,7 +30,7 @@ import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from common import Failed, ScratchCgroup, check, find_mount, rmdir_retry, run, skip  # noqa: E402
+from common import Failed, ScratchCgroup, cap_eff, check, find_mount, rmdir_retry, run, skip  # noqa: E402
 
 BUILD = os.path.abspath(sys.argv[1])
 WORKLOAD = os.path.abspath(sys.argv[2])
@@ -335,6 +335,7 @@ def test(c, installed):
     p = c.run(run_check + props + [binary, "check"], timeout=60)
     print(p.stdout, p.stderr)
     lines = check_lines(p.stdout)
+    # (cap-sys-resource may warn: CI's VM has no CAP_SYS_RESOURCE to give the container.)
     for name in ("psi", "psi-trigger", "cgroup2", "taskstats", "cap-net-admin", "procfs", "kmsg"):
         check(lines.get(name) == "ok", f"`psidiag check` in the unit's sandbox: {name} is {lines.get(name)}")
     check(p.returncode == 0 and "fail" not in lines.values(), f"`psidiag check` in the sandbox: {p.returncode}")
@@ -357,6 +358,17 @@ def test(c, installed):
              == "active", 20)
     main_pid = int(c.ok(["systemctl", "show", "-P", "MainPID", "psidiag.service"]))
     check(main_pid > 0, "no MainPID")
+    stat = c.ok(["cat", f"/proc/{main_pid}/stat"])
+    nice = int(stat[stat.rindex(")") + 2:].split()[16])
+    oom = int(c.ok(["cat", f"/proc/{main_pid}/oom_score_adj"]))
+    locked = re.search(r"VmLck:\s+(\d+)", c.ok(["cat", f"/proc/{main_pid}/status"]))
+    log(f"the agent runs at nice {nice}, oom_score_adj {oom}, {locked.group(1)} kB locked")
+    check(nice == -10 and int(locked.group(1)) > 0, "the unit's Nice= or the agent's mlockall() did not apply")
+    # Lowering oom_score_adj needs CAP_SYS_RESOURCE, which CI's VM cannot give the container.
+    if cap_eff() & (1 << 24):
+        check(oom == -900, "the unit's OOMScoreAdjust= did not apply")
+    else:
+        log("OOMScoreAdjust= not judged: no CAP_SYS_RESOURCE here for systemd to lower oom_score_adj with")
 
     log("systemd-analyze security")
     p = c.run(["systemd-analyze", "security", "--no-pager", "psidiag.service"])
