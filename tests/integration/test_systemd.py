@@ -180,7 +180,7 @@ class Container:
              "--console=passive"],
             stdin=subprocess.DEVNULL, stdout=self.log, stderr=subprocess.STDOUT, preexec_fn=enter,
             # A pure cgroup2 system inside, as Debian 12 boots by default, also on a hybrid host.
-            # (Its systemd-sysctl sets the unit's kernel.task_delayacct=1; run() restores it.)
+            # (/proc/sys stays read-only in it and systemd-sysctl does not run: no host sysctl moves.)
             env=dict(os.environ, SYSTEMD_NSPAWN_UNIFIED_HIERARCHY="1"))
 
     def find_leader(self, timeout=30):
