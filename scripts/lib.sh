@@ -4,6 +4,8 @@
 PSIDIAG_PACKAGES=(gcc meson ninja-build pkg-config libev-dev libnl-3-dev libnl-genl-3-dev
                   libjansson-dev libcmocka-dev libsystemd-dev python3 python3-jsonschema python3-yaml
                   clang-format)
+# scripts/test --systemd: boots systemd in systemd-nspawn on a root made by debootstrap.
+PSIDIAG_SYSTEMD_PACKAGES=(systemd-container debootstrap)
 
 # Installs whatever is missing (one apt-get update, only when something is).
 ensure_packages() {
