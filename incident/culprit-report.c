@@ -68,14 +68,7 @@ static json_t *process_object(PsiResource res, const CulpritProcess *p, const Pr
         int r = 0;
 
         r |= set_new(o, "pid", p->tgid > 0 ? json_integer(p->tgid) : json_null());
-        r |= set_new(o, "comm", json_string_from_bytes(info->comm, info->comm_len));
-        r |= set_new(o, "cmdline",
-                     info->cmdline_len >= 0 ? json_string_from_bytes(info->cmdline, (size_t) info->cmdline_len)
-                                            : json_null());
-        r |= set_new(o, "uid", info->uid >= 0 ? json_integer(info->uid) : json_null());
-        r |= set_new(o, "cgroup",
-                     info->has_cgroup ? json_string_from_bytes(info->cgroup, strlen(info->cgroup)) : json_null());
-        r |= set_new(o, "meta", incident_cgroup_meta(info->has_cgroup ? info->cgroup : NULL));
+        r |= incident_process_identity(o, info);
         r |= set_new(o, "processes", json_integer(p->tgid > 0 ? 1 : p->ended));
         r |= set_new(o, "ended", json_boolean(p->origin != PROCESS_MEASURED));
         r |= set_new(o, "victim", json_boolean(p->victim));

@@ -136,11 +136,9 @@ json_t *incident_cgroup_meta(const char *path) {
         return o;
 }
 
-static json_t *process_object(const Ranking *rk, const ProcessDelta *p, const ProcessInfo *info, unsigned max_threads) {
-        json_t *o = json_object(), *threads = json_array();
+int incident_process_identity(json_t *o, const ProcessInfo *info) {
         int r = 0;
 
-        r |= set_new(o, "pid", json_integer(p->tgid));
         r |= set_new(o, "comm", json_string_from_bytes(info->comm, info->comm_len));
         r |= set_new(o, "cmdline",
                      info->cmdline_len >= 0 ? json_string_from_bytes(info->cmdline, (size_t) info->cmdline_len)
@@ -149,6 +147,15 @@ static json_t *process_object(const Ranking *rk, const ProcessDelta *p, const Pr
         r |= set_new(o, "cgroup",
                      info->has_cgroup ? json_string_from_bytes(info->cgroup, strlen(info->cgroup)) : json_null());
         r |= set_new(o, "meta", incident_cgroup_meta(info->has_cgroup ? info->cgroup : NULL));
+        return r;
+}
+
+static json_t *process_object(const Ranking *rk, const ProcessDelta *p, const ProcessInfo *info, unsigned max_threads) {
+        json_t *o = json_object(), *threads = json_array();
+        int r = 0;
+
+        r |= set_new(o, "pid", json_integer(p->tgid));
+        r |= incident_process_identity(o, info);
         r |= set_new(o, "ended", json_boolean(p->origin != PROCESS_MEASURED));
         r |= set_new(o, "parent", p->origin == PROCESS_SHORT ? json_integer(p->ppid) : json_null());
         r |= set_new(o, "score_us", json_u64(p->score_ns / NSEC_PER_USEC));

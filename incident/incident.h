@@ -104,6 +104,9 @@ typedef struct IncidentInput {
 /* Returns a new reference, or NULL when memory ran out. */
 json_t *incident_build(const IncidentInput *in);
 
+/* comm, cmdline, uid, cgroup and meta of a reported process, set on o. 0 or -ENOMEM. */
+int incident_process_identity(json_t *o, const ProcessInfo *info);
+
 /* Dumps compact JSON plus '\n' into a malloc'ed buffer. 0 or -ENOMEM. */
 /* {unit, slice, pod_uid, qos, container_runtime, container_id} of a cgroup path (each null when
  * the path does not say), or JSON null for a NULL path. NULL on allocation failure. */
