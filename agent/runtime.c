@@ -29,9 +29,6 @@ int runtime_open(Runtime *rt, bool enable_delayacct) {
         if (rt->sysroot->pressure_fd < 0)
                 log_warning("/proc/pressure is missing: this kernel has no PSI (CONFIG_PSI, or psi=0 on the "
                             "command line); no trigger can be armed");
-        /* Which hierarchy has each controller: without it, incidents go without "limits". */
-        if (limits_hierarchy_open(rt->sysroot, &rt->limits) < 0)
-                rt->limits = NULL;
         if (rt->sysroot->cgroup2_fd < 0)
                 log_warning("no cgroup2 mount found in /proc/self/mountinfo: only node-wide watches work");
 
@@ -85,6 +82,12 @@ int runtime_open(Runtime *rt, bool enable_delayacct) {
 
 const char *runtime_exit_cpus(const Runtime *rt) {
         return rt->taskstats && rt->cpus_online[0] ? rt->cpus_online : NULL;
+}
+
+void runtime_open_limits(Runtime *rt) {
+        /* Which hierarchy has each controller: without it, incidents go without "limits". */
+        if (!rt->limits && limits_hierarchy_open(rt->sysroot, &rt->limits) < 0)
+                rt->limits = NULL;
 }
 
 void runtime_close(Runtime *rt) {

@@ -28,6 +28,9 @@ const char *runtime_exit_cpus(const Runtime *rt);
  * warning, not an error, when that fails). Returns 0 or -errno (logged). */
 int runtime_open(Runtime *rt, bool enable_delayacct);
 void runtime_close(Runtime *rt);
+/* Finds where cgroup limits are read (rt->limits), for "on what": a mountinfo read, so only what
+ * reports it asks. NULL stays when it fails (-ENOMEM). */
+void runtime_open_limits(Runtime *rt);
 /* Current kernel.task_delayacct (false when unreadable). */
 bool runtime_delayacct(const Runtime *rt);
 

@@ -88,7 +88,8 @@ int snapshot_cmd_run(const SnapshotCmdOptions *opts) {
                 .detail = opts->top,
         };
         /* With --resource, also who is causing it: the processes and cgroups competing for it. */
-        if (opts->resource >= 0 && opts->pid <= 0) {
+        if (opts->resource >= 0 && opts->pid <= 0 && cgroup) {
+                runtime_open_limits(&rt);
                 scope.limits = rt.limits;
                 scope.limits_cgroup = cgroup;
                 scope.limits_resource = (PsiResource) opts->resource;
