@@ -9,6 +9,7 @@
 #include "base/utf8.h"
 #include "incident/incident.h"
 #include "probes/cgmeta.h"
+#include "probes/procfs.h"
 
 /* Every jansson call can fail on allocation; set_new() returns -ENOMEM (and drops v) when it does,
  * so builders can chain `r |= set(...)` and check once. */
@@ -150,8 +151,12 @@ static json_t *process_object(const Ranking *rk, const ProcessDelta *p, const Pr
                      info->cmdline_len >= 0 ? json_string_from_bytes(info->cmdline, (size_t) info->cmdline_len)
                                             : json_null());
         r |= set_new(o, "uid", info->uid >= 0 ? json_integer(info->uid) : json_null());
+        /* A cgroup outside our cgroup namespace reads as "/../.." (procfs.h): no path to print. */
         r |= set_new(o, "cgroup",
-                     info->has_cgroup ? json_string_from_bytes(info->cgroup, strlen(info->cgroup)) : json_null());
+                     !info->has_cgroup ? json_null()
+                     : proc_cgroup_outside_namespace(info->cgroup)
+                             ? json_string(PROC_CGROUP_OUTSIDE_NAMESPACE)
+                             : json_string_from_bytes(info->cgroup, strlen(info->cgroup)));
         r |= set_new(o, "meta", incident_cgroup_meta(info->has_cgroup ? info->cgroup : NULL));
         r |= set_new(o, "ended", json_boolean(p->origin != PROCESS_MEASURED));
         r |= set_new(o, "parent", p->origin == PROCESS_SHORT ? json_integer(p->ppid) : json_null());
