@@ -6,7 +6,9 @@ with a digit-string timeUnixNano, an eventName under psidiag., no JSON integer b
 severityNumber enum, the process and trigger attributes, and the incident as a kvlist body that
 validates against the incident schema once turned back. Every line is decoded by protobuf.js with
 the code OpenTelemetry generates from its official proto definitions (tests/otlp/decode.js). A
-SIGHUP that sets output_format back to "incident" switches the file to incident lines."""
+SIGHUP that sets output_format back to "incident" switches the file to incident lines. A real OOM
+kill in a memory-limited scratch cgroup becomes a psidiag.oom record (severity ERROR) naming the
+victim, decoded the same way."""
 
 import json
 import os
@@ -20,7 +22,8 @@ import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from common import ScratchCgroup, check, check_kernel, run, start_watching, stop_agent, validator  # noqa: E402
+from common import (LimitedCgroup, ScratchCgroup, check, check_kernel, run, spawn, start_watching,  # noqa: E402
+                    stop_agent, validator)
 
 PSIDIAG, WORKLOAD, SCHEMAS = sys.argv[1:4]
 OTLP_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "otlp")
@@ -91,6 +94,50 @@ def attrs(kvs):
     return {kv["key"]: kv["value"] for kv in kvs}
 
 
+def decode(modules, lines):
+    """Every line through tests/otlp/decode.js: the decoded requests."""
+    p = subprocess.run(["node", os.path.join(OTLP_DIR, "decode.js"), modules], input=b"\n".join(lines),
+                       capture_output=True, timeout=120)
+    check(p.returncode == 0, f"protobuf decoding failed: {p.stderr.decode()}")
+    decoded = [json.loads(x) for x in p.stdout.splitlines()]
+    check(len(decoded) == len(lines), f"{len(decoded)} of {len(lines)} lines decoded")
+    return decoded
+
+
+def oom_record(line):
+    rec = json.loads(line)["resourceLogs"][0]["scopeLogs"][0]["logRecords"][0]
+    return rec if rec["eventName"] == "psidiag.oom" else None
+
+
+def oom_kill(mount, tmp, modules, validate):
+    """A hog allocating past a 48 MiB limit is OOM-killed: the oom incident as an OTLP record."""
+    with ScratchCgroup(mount, "otlp-oom") as cg, LimitedCgroup(mount, cg, "otlp-oom", 48 << 20) as lim:
+        agent, out, log = start_watching(PSIDIAG, tmp, cg, "oom", "memory some 50ms 2s", output_format="otlp",
+                                         sample_ms=300, top=5)
+        try:
+            hog = spawn(cg, [WORKLOAD, "alloc", "psidiag-hog"], dict(os.environ), lim.extra)
+            try:
+                hog.wait(60)
+            except subprocess.TimeoutExpired:
+                check(False, f"the hog was not OOM-killed within 60 s ({lim.how})")
+            check(hog.returncode == -signal.SIGKILL, f"the hog ended with {hog.returncode}, not SIGKILL")
+            lines = wait_raw(out, lambda ls: any(oom_record(x) for x in ls), 60, agent, log)
+        finally:
+            code = stop_agent(agent)
+        check(code == 0, f"the agent exited with {code}")
+    decode(modules, lines)
+    rec = next(oom_record(x) for x in lines if oom_record(x))
+    no_json_integers(rec, "record")
+    check(rec["severityNumber"] == 17 and rec["severityText"] == "ERROR", f"severity {rec}")
+    inc = any_to_python(rec["body"])
+    validate(inc)
+    a = attrs(rec["attributes"])
+    if inc["oom"]["victim"] is not None:
+        check(a["psidiag.oom.victim.pid"] == {"intValue": str(hog.pid)}, f"victim attribute {a}")
+        check(a["psidiag.oom.victim.name"] == {"stringValue": "psidiag-hog"}, f"victim name {a}")
+    return inc["oom"]["source"]
+
+
 def main():
     mount = check_kernel()
     validate = validator(SCHEMAS)
@@ -148,11 +195,7 @@ def main():
                 check(int(a["process.pid"]["intValue"]) in spin_pids, f"first process is not a spinner: {a}")
 
                 # protobuf: every line decodes, and comes back the same.
-                p = subprocess.run(["node", os.path.join(OTLP_DIR, "decode.js"), modules], input=b"\n".join(lines),
-                                   capture_output=True, timeout=120)
-                check(p.returncode == 0, f"protobuf decoding failed: {p.stderr.decode()}")
-                decoded = [json.loads(x) for x in p.stdout.splitlines()]
-                check(len(decoded) == len(lines), f"{len(decoded)} of {len(lines)} lines decoded")
+                decoded = decode(modules, lines)
                 drec = decoded[0]["resourceLogs"][0]["scopeLogs"][0]["logRecords"][0]
                 check(drec["eventName"] == "psidiag.pressure" and drec["timeUnixNano"] == json.loads(lines[0])[
                     "resourceLogs"][0]["scopeLogs"][0]["logRecords"][0]["timeUnixNano"], f"decoded {str(drec)[:300]}")
@@ -173,8 +216,10 @@ def main():
             finally:
                 code = stop_agent(agent)
             check(code == 0, f"the agent exited with {code}")
-            print(f"{len(lines)} OTLP lines decoded by protobuf; first process {first['comm']}[{first['pid']}] "
-                  f"cpu {first['delay_us']['cpu']} us; incident lines after SIGHUP")
+        source = oom_kill(mount, tmp, modules, validate)
+        print(f"{len(lines)} OTLP lines decoded by protobuf; first process {first['comm']}[{first['pid']}] "
+              f"cpu {first['delay_us']['cpu']} us; incident lines after SIGHUP; an oom kill ({source}) as "
+              f"psidiag.oom")
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
 
