@@ -132,7 +132,7 @@ size_t check_evaluate(const CheckFacts *f, CheckLine *lines) {
         else
                 LINE(CHECK_OK, "kmsg", "/dev/kmsg is readable (the kernel's OOM kill records)");
 
-        /* In a cgroup namespace of its own (a container without hostCgroupns), the agent reads
+        /* In a cgroup namespace of its own (a container started without --cgroupns=host), it reads
          * every cgroup outside that namespace as "/../..": such paths name nothing under its
          * cgroup2 mount, so incidents can say only that a process is outside. */
         const ProcCgroupNamespace *ns = &f->cgroupns;
