@@ -138,7 +138,7 @@ int agent_run(const AgentOptions *opts) {
         a->top_max = 1;
         for (size_t i = 0; i < a->config->n_watches; i++)
                 a->top_max = MAX(a->top_max, a->config->watches[i].top);
-        a->procs = calloc(a->top_max, sizeof *a->procs);
+        a->procs = calloc((size_t) a->top_max * 2, sizeof *a->procs); /* most delayed, culprits */
         a->missing_warned = calloc(a->config->n_watches ? a->config->n_watches : 1, sizeof *a->missing_warned);
         if (!a->procs || !a->missing_warned) {
                 log_error("out of memory");

@@ -62,6 +62,8 @@ struct Watch {
 
         Trigger *fired;
         Sampler sampler;
+        CulpritScope culprit; /* while a sample runs with a culprit pass */
+        bool has_culprit;
         WatchTiming timing;
 
         /* Without /dev/kmsg: the cgroup's oom_kill counter (probes/memcg.h). */

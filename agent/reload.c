@@ -72,7 +72,7 @@ void reload(Agent *a) {
         for (size_t i = 0; i < nc->n_watches; i++)
                 top = MAX(top, nc->watches[i].top);
         bool *warned = calloc(nc->n_watches ? nc->n_watches : 1, sizeof *warned);
-        ProcessInfo *procs = top > a->top_max ? calloc(top, sizeof *procs) : NULL;
+        ProcessInfo *procs = top > a->top_max ? calloc((size_t) top * 2, sizeof *procs) : NULL;
         RateLimit rate = {};
         if (!warned || (top > a->top_max && !procs) ||
             (nc->max_incidents_per_minute != old->max_incidents_per_minute &&

@@ -2,6 +2,7 @@
 #include <errno.h>
 #include <limits.h>
 #include <jansson.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -97,6 +98,8 @@ static void show_processes(json_t *inc, FILE *out) {
                 fputs("  no process was delayed in the sample\n", out);
                 return;
         }
+        if (json_is_object(json_object_get(inc, "culprits")))
+                fputs("  stalled:\n", out);
         fprintf(out, "  %-8s %-8s %-20s %-24s %s\n", "PID", "DELAY", "DOMINANT", "CGROUP", "COMM  CMDLINE");
         json_array_foreach(top, i, p) {
                 char score[32], dom[64], comm[64], cg[256], cmd[CMDLINE_WIDTH + 8], gone[48];
@@ -119,6 +122,99 @@ static void show_processes(json_t *inc, FILE *out) {
                         text_format_us(get_int(p, "score_us"), score, sizeof score), dom, cg, comm, cmd,
                         cmdline && strlen(cmdline) >= CMDLINE_WIDTH - 1 ? "..." : "");
         }
+}
+
+/* "1.5 GiB", from a byte count (negative: a shrink, signed). */
+static const char *format_bytes(long long v, char *buf, size_t size) {
+        static const char *const units[] = { "B", "KiB", "MiB", "GiB", "TiB" };
+        double x = v < 0 ? -(double) v : (double) v;
+        size_t u = 0;
+
+        while (x >= 1024 && u + 1 < ELEMENTSOF(units)) {
+                x /= 1024;
+                u++;
+        }
+        snprintf(buf, size, "%s%.*f %s", v < 0 ? "-" : "", u ? 1 : 0, x, units[u]);
+        return buf;
+}
+
+/* What a culprit used, in a few words. */
+static void culprit_use(const char *res, json_t *u, bool cgroup, char *buf, size_t size) {
+        char a[32], b[32];
+
+        if (strcmp(res, "cpu") == 0)
+                snprintf(buf, size, "%s cpu", text_format_us(get_int(u, "cpu_us"), a, sizeof a));
+        else if (strcmp(res, "io") == 0)
+                snprintf(buf, size, "%s w %s r", format_bytes(get_int(u, "write_bytes"), a, sizeof a),
+                         format_bytes(get_int(u, "read_bytes"), b, sizeof b));
+        else {
+                json_t *g = json_object_get(u, cgroup ? "memory_growth_bytes" : "rss_growth_bytes");
+                format_bytes(get_int(u, cgroup ? "memory_bytes" : "rss_bytes"), a, sizeof a);
+                if (json_is_integer(g))
+                        snprintf(buf, size, "%s%s, %s", json_integer_value(g) >= 0 ? "+" : "",
+                                 format_bytes((long long) json_integer_value(g), b, sizeof b), a);
+                else
+                        snprintf(buf, size, "%s", a);
+        }
+}
+
+static double get_share(json_t *o) {
+        json_t *v = json_object_get(o, "share");
+        return json_is_number(v) ? json_number_value(v) * 100 : 0;
+}
+
+/* Who is causing it (psidiag 0.5): the processes and cgroups that used the resource most. */
+static void show_culprits(json_t *inc, FILE *out) {
+        json_t *c = json_object_get(inc, "culprits"), *procs, *cgroups, *limit, *p;
+        const char *res;
+        char scope[256], file[64], use[96], comm[64], cg[256], cmd[CMDLINE_WIDTH + 8];
+        size_t i;
+
+        if (!json_is_object(c) || !(res = get_str(c, "resource")))
+                return;
+        text_terminal_safe(get_str(c, "scope") ? get_str(c, "scope") : "-", scope, sizeof scope);
+        limit = json_object_get(c, "limit");
+        if (json_is_object(limit)) {
+                text_terminal_safe(get_str(limit, "file") ? get_str(limit, "file") : "-", file, sizeof file);
+                fprintf(out, "  causing it (%s in %s, %s %s):\n", res, scope,
+                        json_is_true(json_object_get(c, "own_limit")) ? "throttled by its own" : "under its", file);
+        } else
+                fprintf(out, "  causing it (%s, the whole node):\n", res);
+        procs = json_object_get(c, "processes");
+        if (!json_is_array(procs) || json_array_size(procs) == 0)
+                fputs("  no process used it in the sample\n", out);
+        else
+                fprintf(out, "  %-8s %-22s %-6s %-24s %s\n", "PID", "USE", "SHARE", "CGROUP", "COMM  CMDLINE");
+        json_array_foreach(procs, i, p) {
+                const char *cmdline = get_str(p, "cmdline");
+                char pid[24], ended[48];
+
+                culprit_use(res, json_object_get(p, "usage"), false, use, sizeof use);
+                text_terminal_safe(get_str(p, "comm") ? get_str(p, "comm") : "-", comm, sizeof comm);
+                text_terminal_safe(get_str(p, "cgroup") ? get_str(p, "cgroup") : "-", cg, sizeof cg);
+                if (json_is_integer(json_object_get(p, "pid")))
+                        snprintf(pid, sizeof pid, "%lld", get_int(p, "pid"));
+                else
+                        snprintf(pid, sizeof pid, "-");
+                if (get_int(p, "processes") > 1 || !json_is_integer(json_object_get(p, "pid")))
+                        snprintf(ended, sizeof ended, "(%lld ended in the sample)", get_int(p, "processes"));
+                else
+                        snprintf(ended, sizeof ended, "(ended)");
+                text_terminal_safe(cmdline ? cmdline : ended, cmd, CMDLINE_WIDTH);
+                fprintf(out, "  %-8s %-22s %5.1f%% %-24s %s  %s%s%s\n", pid, use, get_share(p), cg, comm, cmd,
+                        cmdline && strlen(cmdline) >= CMDLINE_WIDTH - 1 ? "..." : "",
+                        json_is_true(json_object_get(p, "victim")) ? "  [also stalled]" : "");
+        }
+        cgroups = json_object_get(c, "cgroups");
+        json_array_foreach(cgroups, i, p) {
+                if (i >= 3)
+                        break;
+                culprit_use(res, json_object_get(p, "usage"), true, use, sizeof use);
+                text_terminal_safe(get_str(p, "path") ? get_str(p, "path") : "-", cg, sizeof cg);
+                fprintf(out, "%s%s %.0f%% (%s)", i ? ", " : "  cgroups   ", cg, get_share(p), use);
+        }
+        if (json_is_array(cgroups) && json_array_size(cgroups) > 0)
+                fputc('\n', out);
 }
 
 /* The kill of an oom incident: victim, where, how big, and the pressure incidents that led to it. */
@@ -188,6 +284,7 @@ int show_line(const char *line, size_t len, FILE *out, char *error, size_t error
         show_oom(inc, out);
         show_pressure(inc, out);
         show_processes(inc, out);
+        show_culprits(inc, out);
         json_decref(inc);
         return 0;
 }

@@ -37,6 +37,8 @@ int snapshot_cmd_run(const SnapshotCmdOptions *opts) {
         _cleanup_free_ char *line = NULL;
         _cleanup_close_ int cgroup_fd = -EBADF;
         SampleScope scope;
+        CulpritScope culprit = { .cgroup_fd = -EBADF, .v1_fd = -EBADF };
+        bool has_culprit = false;
         char id[96];
         size_t len;
         int r, exit_code = 1;
@@ -67,7 +69,7 @@ int snapshot_cmd_run(const SnapshotCmdOptions *opts) {
                         goto finish;
                 }
         }
-        procs = calloc(opts->top, sizeof *procs);
+        procs = calloc((size_t) opts->top * 2, sizeof *procs); /* most delayed, culprits */
         if (!procs) {
                 log_error("out of memory");
                 goto finish;
@@ -85,6 +87,11 @@ int snapshot_cmd_run(const SnapshotCmdOptions *opts) {
                 .resource = opts->resource,
                 .detail = opts->top,
         };
+        /* With --resource, also who is causing it: the processes and cgroups competing for it. */
+        has_culprit = opts->resource >= 0 && opts->pid <= 0 &&
+                      culprit_scope_open(rt.sysroot, cgroup, (PsiResource) opts->resource, &culprit) >= 0;
+        if (has_culprit)
+                scope.culprit = &culprit;
         loop = ev_loop_new(EVFLAG_AUTO);
         if (!loop) {
                 log_error("cannot create an event loop");
@@ -135,6 +142,8 @@ int snapshot_cmd_run(const SnapshotCmdOptions *opts) {
                         /* --pid: every delayed thread, as getdelays -t would list them */
                         .threads_per_process = opts->pid > 0 ? 100000 : 0,
                         .procs = procs,
+                        .culprits = has_culprit && sampler.has_culprits ? &sampler.culprits : NULL,
+                        .culprit_scope = has_culprit ? &culprit : NULL,
                 },
                 1, id, sizeof id, &line, &len);
         if (r < 0) {
@@ -156,6 +165,8 @@ int snapshot_cmd_run(const SnapshotCmdOptions *opts) {
         exit_code = 0;
 finish:
         sampler_free(&sampler);
+        if (has_culprit)
+                culprit_scope_close(&culprit);
         if (loop)
                 ev_loop_destroy(loop);
         runtime_close(&rt);

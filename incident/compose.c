@@ -40,13 +40,16 @@ static const char *leader_comm(const Ranking *rk, const ProcessDelta *p) {
 /* What is known of a process that ended during the sample: its exit record, and the cgroup of
  * its parent for one placed by it. Its pid may already be another process's: /proc is not read
  * for it. */
-static void ended_process_info(int proc_fd, const ProcessDelta *p, ProcessInfo *ret) {
-        snprintf(ret->comm, sizeof ret->comm, "%s", p->comm);
+static void ended_info(int proc_fd, const char *comm, int64_t uid, pid_t placed_by, ProcessInfo *ret) {
+        snprintf(ret->comm, sizeof ret->comm, "%s", comm);
         ret->comm_len = strlen(ret->comm);
         ret->cmdline_len = -1;
-        ret->uid = p->uid;
-        ret->has_cgroup = p->origin == PROCESS_SHORT && p->ppid > 0 &&
-                          proc_read_cgroup(proc_fd, p->ppid, ret->cgroup, sizeof ret->cgroup) >= 0;
+        ret->uid = uid;
+        ret->has_cgroup = placed_by > 0 && proc_read_cgroup(proc_fd, placed_by, ret->cgroup, sizeof ret->cgroup) >= 0;
+}
+
+static void ended_process_info(int proc_fd, const ProcessDelta *p, ProcessInfo *ret) {
+        ended_info(proc_fd, p->comm, p->uid, p->origin == PROCESS_SHORT ? p->ppid : 0, ret);
 }
 
 static bool pressure_total(const Snapshot *s, PsiResource res, PsiStall stall, uint64_t *ret) {
@@ -133,6 +136,29 @@ int report_build_line(const Report *rep, char **ret, size_t *ret_len) {
                         ended_process_info(rep->sysroot->proc_fd, p, &rep->procs[i]);
                 else
                         process_info_read(rep->sysroot->proc_fd, p->tgid, leader_comm(rep->ranking, p), &rep->procs[i]);
+        }
+
+        if (rep->culprits && rep->culprit_scope) {
+                ProcessInfo *infos = rep->procs + rep->top;
+                for (size_t i = 0; i < rep->culprits->n_procs && i < rep->top; i++) {
+                        const CulpritProcess *p = &rep->culprits->procs[i];
+                        if (p->tgid > 0 && p->origin == PROCESS_MEASURED)
+                                process_info_read(rep->sysroot->proc_fd, p->tgid, p->comm, &infos[i]);
+                        else
+                                ended_info(rep->sysroot->proc_fd, p->comm, p->uid,
+                                           p->origin == PROCESS_SHORT && !p->cgroup ? p->ppid : 0, &infos[i]);
+                        if (p->tgid == 0 && p->cgroup) { /* an aggregate: its live ancestor's cgroup */
+                                const char *scope = rep->culprit_scope->node ? "" : rep->culprit_scope->path;
+                                while (*scope == '/')
+                                        scope++;
+                                int n = snprintf(infos[i].cgroup, sizeof infos[i].cgroup, "/%.1000s%s%.1000s", scope,
+                                                 scope[0] && p->cgroup[0] ? "/" : "", p->cgroup);
+                                infos[i].has_cgroup = n > 0 && (size_t) n < sizeof infos[i].cgroup;
+                        }
+                }
+                in.culprits = rep->culprits;
+                in.culprit_scope = rep->culprit_scope;
+                in.culprit_procs = infos;
         }
 
         j = incident_build(&in);

@@ -8,7 +8,9 @@
 
 #include "sampling/hot.h"
 #include "incident/incident.h"
+#include "sampling/culprits.h"
 #include "sampling/rank.h"
+#include "sampling/sampler.h"
 #include "sampling/snapshot.h"
 
 /* Fills ret for process pid, falling back to fallback_comm (from taskstats) when it exited. */
@@ -41,7 +43,9 @@ typedef struct Report {
         unsigned threads_per_process; /* 0: the default (3) */
         bool has_suppressed;          /* the agent: incidents dropped by its global limits since the last one */
         uint64_t suppressed;
-        ProcessInfo *procs;   /* scratch of at least top entries */
+        ProcessInfo *procs;       /* scratch of at least 2 * top entries (most delayed, then culprits) */
+        const Culprits *culprits; /* NULL: no culprit pass */
+        const CulpritScope *culprit_scope;
         const OomReport *oom; /* type "oom" */
 } Report;
 

@@ -8,26 +8,10 @@
 #include "base/macro.h"
 #include "base/utf8.h"
 #include "incident/incident.h"
+#include "incident/culprit-report.h"
+#include "incident/jsonutil.h"
 #include "probes/cgmeta.h"
 #include "probes/procfs.h"
-
-/* Every jansson call can fail on allocation; set_new() returns -ENOMEM (and drops v) when it does,
- * so builders can chain `r |= set(...)` and check once. */
-static int set_new(json_t *obj, const char *key, json_t *v) {
-        if (!obj || !v || json_object_set_new_nocheck(obj, key, v) < 0) {
-                json_decref(v);
-                return -ENOMEM;
-        }
-        return 0;
-}
-
-static int append_new(json_t *arr, json_t *v) {
-        if (!arr || !v || json_array_append_new(arr, v) < 0) {
-                json_decref(v);
-                return -ENOMEM;
-        }
-        return 0;
-}
 
 json_t *json_string_from_bytes(const char *s, size_t len) {
         char stack[UTF8_SANITIZED_MAX(128)];
@@ -44,11 +28,6 @@ json_t *json_string_from_bytes(const char *s, size_t len) {
         }
         n = utf8_sanitize(s, len, out, size);
         return json_stringn_nocheck(out, n);
-}
-
-static json_t *json_u64(uint64_t v) {
-        /* json_int_t is long long: clamp rather than wrap negative. */
-        return json_integer(v > (uint64_t) INT64_MAX ? INT64_MAX : (json_int_t) v);
 }
 
 static json_t *time_string(usec_t t) {
@@ -141,6 +120,15 @@ json_t *incident_cgroup_meta(const char *path) {
         return o;
 }
 
+json_t *incident_process_cgroup(const ProcessInfo *info) {
+        if (!info->has_cgroup)
+                return json_null();
+        /* Outside our cgroup namespace the path reads "/../..", which names nothing on our mount. */
+        if (proc_cgroup_outside_namespace(info->cgroup))
+                return json_string(PROC_CGROUP_OUTSIDE_NAMESPACE);
+        return json_string_from_bytes(info->cgroup, strlen(info->cgroup));
+}
+
 static json_t *process_object(const Ranking *rk, const ProcessDelta *p, const ProcessInfo *info, unsigned max_threads) {
         json_t *o = json_object(), *threads = json_array();
         int r = 0;
@@ -151,12 +139,7 @@ static json_t *process_object(const Ranking *rk, const ProcessDelta *p, const Pr
                      info->cmdline_len >= 0 ? json_string_from_bytes(info->cmdline, (size_t) info->cmdline_len)
                                             : json_null());
         r |= set_new(o, "uid", info->uid >= 0 ? json_integer(info->uid) : json_null());
-        /* A cgroup outside our cgroup namespace reads as "/../.." (procfs.h): no path to print. */
-        r |= set_new(o, "cgroup",
-                     !info->has_cgroup ? json_null()
-                     : proc_cgroup_outside_namespace(info->cgroup)
-                             ? json_string(PROC_CGROUP_OUTSIDE_NAMESPACE)
-                             : json_string_from_bytes(info->cgroup, strlen(info->cgroup)));
+        r |= set_new(o, "cgroup", incident_process_cgroup(info));
         r |= set_new(o, "meta", incident_cgroup_meta(info->has_cgroup ? info->cgroup : NULL));
         r |= set_new(o, "ended", json_boolean(p->origin != PROCESS_MEASURED));
         r |= set_new(o, "parent", p->origin == PROCESS_SHORT ? json_integer(p->ppid) : json_null());
@@ -182,19 +165,6 @@ static json_t *process_object(const Ranking *rk, const ProcessDelta *p, const Pr
                 return NULL;
         }
         return o;
-}
-
-/* "/a/b" from "a/b" (and "/" from ""), the form /proc/<pid>/cgroup uses. */
-static json_t *cgroup_string(const char *rel) {
-        char path[4096];
-        int n;
-
-        if (!rel)
-                return json_null();
-        while (*rel == '/')
-                rel++;
-        n = snprintf(path, sizeof path, "/%s", rel);
-        return json_string_from_bytes(path, (size_t) MIN(n, (int) sizeof path - 1));
 }
 
 static json_t *oom_victim_object(const OomReport *oom) {
@@ -361,6 +331,9 @@ json_t *incident_build(const IncidentInput *in) {
                                                     in->threads_per_process ? in->threads_per_process
                                                                             : INCIDENT_THREADS_PER_PROCESS));
         r |= set_new(o, "most_delayed", top);
+        r |= set_new(o, "culprits",
+                     in->culprits ? culprit_report_object(in->culprits, in->culprit_scope, in->culprit_procs)
+                                  : json_null());
         if (in->oom)
                 r |= oom_add(o, in->oom);
 

@@ -1,6 +1,13 @@
 /* SPDX-License-Identifier: MIT */
+#include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
+
+#include "base/array.h"
+#include "base/macro.h"
 
 #include "base/fileio.h"
 #include "base/parse.h"
@@ -201,4 +208,129 @@ int cgroup_usage_read_v1(int cpuacct_fd, int blkio_fd, int memory_fd, CgroupUsag
                 return r;
         *ret = u;
         return 0;
+}
+
+#define CGROUP_USAGE_MAX_DEPTH 64
+#define CGROUP_USAGE_PATH_MAX 4096
+
+void cgroup_usages_clear(CgroupUsages *t) {
+        t->n = 0;
+        t->names_len = 0;
+        tid_list_clear(&t->pids);
+}
+
+void cgroup_usages_done(CgroupUsages *t) {
+        free(t->items);
+        free(t->names);
+        tid_list_done(&t->pids);
+        *t = (CgroupUsages) {};
+}
+
+/* Only the counter of resource: a culprit pass ranks on one. */
+static int read_one(int fd, int v1_fd, PsiResource resource, CgroupUsage *ret) {
+        CgroupUsage u = {};
+        int r;
+
+        r = cgroup_usage_read_v2(fd, &u);
+        if (r < 0)
+                return r;
+        if ((resource == PSI_RESOURCE_CPU && !u.has_cpu) || (resource == PSI_RESOURCE_IO && !u.has_io) ||
+            (resource == PSI_RESOURCE_MEMORY && !u.has_memory)) {
+                r = cgroup_usage_read_v1(resource == PSI_RESOURCE_CPU ? v1_fd : -1,
+                                         resource == PSI_RESOURCE_IO ? v1_fd : -1,
+                                         resource == PSI_RESOURCE_MEMORY ? v1_fd : -1, &u);
+                /* A v1 twin being removed is as good as absent. */
+                if (r < 0 && !(r == -ENODEV || r == -ENOENT))
+                        return r;
+        }
+        *ret = u;
+        return 0;
+}
+
+static int push_entry(CgroupUsages *t, int fd, int v1_fd, PsiResource resource, const char *path, size_t len,
+                      size_t parent) {
+        CgroupUsage u;
+        size_t first = t->pids.n;
+        int r;
+
+        r = read_one(fd, v1_fd, resource, &u);
+        if (r < 0)
+                return r;
+        r = cgroup_list_own_processes(fd, &t->pids);
+        if (r == -ENOMEM)
+                return r;
+        if (r < 0)
+                t->pids.n = first; /* being removed: no processes */
+        if (array_grow((void **) &t->items, &t->cap, t->n, 64, sizeof *t->items) < 0 ||
+            array_reserve((void **) &t->names, &t->names_cap, t->names_len + len + 1, 1) < 0)
+                return -ENOMEM;
+        t->items[t->n++] = (CgroupUsageEntry) {
+                .path = t->names_len,
+                .parent = parent,
+                .first_pid = first,
+                .n_pids = t->pids.n - first,
+                .usage = u,
+        };
+        memcpy(t->names + t->names_len, path, len);
+        t->names[t->names_len + len] = '\0';
+        t->names_len += len + 1;
+        return 0;
+}
+
+static int walk_usage(int dirfd, int v1_fd, char *path, size_t len, unsigned depth, size_t self, PsiResource resource,
+                      CgroupUsages *t) {
+        int fd, r = 0;
+        DIR *d;
+        struct dirent *de;
+
+        if (depth >= CGROUP_USAGE_MAX_DEPTH)
+                return 0;
+        fd = openat(dirfd, ".", O_DIRECTORY | O_RDONLY | O_CLOEXEC);
+        if (fd < 0)
+                return negative_errno();
+        d = fdopendir(fd);
+        if (!d) {
+                r = negative_errno();
+                safe_close(fd);
+                return r;
+        }
+        while ((de = readdir(d))) {
+                size_t n = strlen(de->d_name), sub;
+                int child, v1_child = -EBADF;
+
+                if (de->d_type != DT_DIR || de->d_name[0] == '.' || len + n + 2 > CGROUP_USAGE_PATH_MAX)
+                        continue;
+                child = openat(dirfd, de->d_name, O_DIRECTORY | O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+                if (child < 0)
+                        continue; /* removed since readdir */
+                if (v1_fd >= 0)
+                        v1_child = openat(v1_fd, de->d_name, O_DIRECTORY | O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+                sub = len;
+                if (sub)
+                        path[sub++] = '/';
+                memcpy(path + sub, de->d_name, n + 1);
+                sub += n;
+                size_t index = t->n;
+                r = push_entry(t, child, v1_child, resource, path, sub, self);
+                if (r >= 0)
+                        r = walk_usage(child, v1_child, path, sub, depth + 1, index, resource, t);
+                safe_close(child);
+                safe_close(v1_child);
+                path[len] = '\0';
+                if (r == -ENOMEM)
+                        break;
+                r = 0; /* a child that vanished mid-walk is not an error */
+        }
+        closedir(d);
+        return r;
+}
+
+int cgroup_usages_read(int dirfd, int v1_fd, PsiResource resource, CgroupUsages *t) {
+        char path[CGROUP_USAGE_PATH_MAX] = "";
+        int r;
+
+        r = push_entry(t, dirfd, v1_fd, resource, "", 0, CGROUP_USAGE_NO_PARENT);
+        if (r < 0)
+                return r;
+        return walk_usage(dirfd, v1_fd, path, 0, 0, 0, resource, t);
 }

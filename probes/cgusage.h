@@ -11,6 +11,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "probes/pressure.h"
+#include "probes/tasks.h"
+
 typedef struct CgroupUsage {
         bool has_cpu, has_io, has_memory;
         uint64_t cpu_us;                  /* cpu time used since the cgroup was made */
@@ -39,3 +42,37 @@ int cgroup_usage_read_v2(int cgroup_fd, CgroupUsage *ret);
  * fd is a v1 controller's directory of the cgroup (cpuacct, blkio, memory), or -1 when that
  * controller is not mounted. 0, or -errno as above. */
 int cgroup_usage_read_v1(int cpuacct_fd, int blkio_fd, int memory_fd, CgroupUsage *ret);
+
+/* One cgroup of a walk: its counter of one resource (hierarchical: the subtree's) and its own
+ * processes. */
+typedef struct CgroupUsageEntry {
+        size_t path;              /* offset of its path in names: relative to the walked cgroup ("" itself) */
+        size_t parent;            /* index of its parent; CGROUP_USAGE_NO_PARENT for the walked cgroup */
+        size_t first_pid, n_pids; /* its own processes: pids.tids[first_pid .. +n_pids) */
+        CgroupUsage usage;
+} CgroupUsageEntry;
+
+#define CGROUP_USAGE_NO_PARENT SIZE_MAX
+
+typedef struct CgroupUsages {
+        CgroupUsageEntry *items;
+        size_t n, cap;
+        char *names;
+        size_t names_len, names_cap;
+        TidList pids;
+} CgroupUsages;
+
+static inline const char *cgroup_usage_path(const CgroupUsages *t, const CgroupUsageEntry *c) {
+        return t->names + c->path;
+}
+
+void cgroup_usages_clear(CgroupUsages *t);
+void cgroup_usages_done(CgroupUsages *t);
+
+/* Walks the cgroup2 directory dirfd and its descendants, depth-first, parents before children
+ * (depth bounded like thread listing), reading each one's counter of resource (cpu: cpu.stat;
+ * io: io.stat; memory: memory.current) and, where cgroup2 lacks it, its cgroup-v1 twin's under
+ * v1_fd, the v1 directory at the same path as dirfd (cpuacct, blkio or memory; -1 for none), and
+ * each one's own processes (cgroup.procs). A cgroup removed while walking is skipped. 0 or -errno
+ * (-ENOMEM; -ENOENT/-ENODEV when dirfd itself is gone). */
+int cgroup_usages_read(int dirfd, int v1_fd, PsiResource resource, CgroupUsages *t);

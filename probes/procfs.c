@@ -48,12 +48,18 @@ int proc_stat_parse_buf(const char *buf, size_t len, ProcStat *ret) {
         if (parse_u64_prefix(p, end, &v, &p) < 0)
                 return -EINVAL;
         st.ppid = (pid_t) v;
-        /* Fields 5..21 (pgrp .. itrealvalue; some may be negative) are skipped as tokens;
-         * field 22 is starttime. */
+        /* Fields 5..21 (pgrp .. itrealvalue; some may be negative) are skipped as tokens but for
+         * field 12, majflt; field 22 is starttime. */
         for (int field = 5; field <= 22; field++) {
                 if (p >= end || *p != ' ')
                         return -EINVAL;
                 p++;
+                if (field == 12) {
+                        if (parse_u64_prefix(p, end, &v, &p) < 0)
+                                return -EINVAL;
+                        st.majflt = v;
+                        continue;
+                }
                 if (field == 22)
                         break;
                 while (p < end && *p != ' ')
@@ -62,6 +68,12 @@ int proc_stat_parse_buf(const char *buf, size_t len, ProcStat *ret) {
         if (parse_u64_prefix(p, end, &v, &p) < 0)
                 return -EINVAL;
         st.starttime_ticks = v;
+        /* Field 23 vsize, field 24 rss (pages); a record cut short before them has no rss. */
+        if (p < end && *p == ' ' && parse_u64_prefix(p + 1, end, &v, &p) >= 0 && p < end && *p == ' ' &&
+            parse_u64_prefix(p + 1, end, &v, &p) >= 0) {
+                st.rss_pages = v;
+                st.has_rss = true;
+        }
 
         *ret = st;
         return 0;
@@ -153,6 +165,39 @@ int proc_read_task_stat(int task_fd, pid_t tid, ProcStat *ret) {
         snprintf(name, sizeof name, "%d/stat", (int) tid);
         n = read_task_record(task_fd, name, buf, sizeof buf);
         return n < 0 ? (int) n : proc_stat_parse_buf(buf, (size_t) n, ret);
+}
+
+int proc_read_process_stat(int proc_fd, pid_t pid, ProcStat *ret) {
+        char buf[1024], name[32];
+        ssize_t n;
+
+        snprintf(name, sizeof name, "%d/stat", (int) pid);
+        n = read_task_record(proc_fd, name, buf, sizeof buf);
+        return n < 0 ? (int) n : proc_stat_parse_buf(buf, (size_t) n, ret);
+}
+
+int proc_io_parse_buf(const char *buf, size_t len, ProcIo *ret) {
+        const char *q, *le;
+        uint64_t r, w, c = 0;
+
+        if (line_find(buf, len, "read_bytes: ", &q, &le) < 0 || parse_u64_exact(q, (size_t) (le - q), &r) < 0 ||
+            line_find(buf, len, "write_bytes: ", &q, &le) < 0 || parse_u64_exact(q, (size_t) (le - q), &w) < 0)
+                return -EINVAL;
+        /* Absent without CONFIG_TASK_IO_ACCOUNTING's full set; then nothing was cancelled. */
+        if (line_find(buf, len, "cancelled_write_bytes: ", &q, &le) >= 0 &&
+            parse_u64_exact(q, (size_t) (le - q), &c) < 0)
+                return -EINVAL;
+        *ret = (ProcIo) { .read_bytes = r, .write_bytes = w, .cancelled_write_bytes = c };
+        return 0;
+}
+
+int proc_read_io(int proc_fd, pid_t pid, ProcIo *ret) {
+        char buf[512], name[32];
+        ssize_t n;
+
+        snprintf(name, sizeof name, "%d/io", (int) pid);
+        n = read_task_record(proc_fd, name, buf, sizeof buf);
+        return n < 0 ? (int) n : proc_io_parse_buf(buf, (size_t) n, ret);
 }
 
 int proc_read_uid(int proc_fd, pid_t pid, uid_t *ret) {

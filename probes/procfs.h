@@ -17,7 +17,15 @@ typedef struct ProcStat {
         char state;
         pid_t ppid;
         uint64_t starttime_ticks;
+        uint64_t majflt;    /* a thread's own, or (/proc/<pid>/stat) its whole process's, ended threads included */
+        uint64_t rss_pages; /* the address space's, shared by every thread */
+        bool has_rss;
 } ProcStat;
+
+/* /proc/<pid>/io: storage bytes of the whole process, its ended threads included. */
+typedef struct ProcIo {
+        uint64_t read_bytes, write_bytes, cancelled_write_bytes;
+} ProcIo;
 
 /* Parses /proc/<tid>/stat: the comm is everything between the first '(' and the LAST ')', since a
  * comm may itself contain ") Z " (kernel-facts.md: comm-parsing). Returns 0 or -EINVAL. */
@@ -59,6 +67,14 @@ int proc_cgroup_namespace_read(int proc_fd, unsigned max_scan, ProcCgroupNamespa
 int proc_read_stat(int proc_fd, pid_t tid, ProcStat *ret);
 /* The same from its process's /proc/<pid>/task directory (proc_open_process_threads()). */
 int proc_read_task_stat(int task_fd, pid_t tid, ProcStat *ret);
+/* The whole process's /proc/<pid>/stat: majflt summed over its threads, ended ones included. It
+ * costs a walk of the threads in the kernel, so only culprit passes read it. */
+int proc_read_process_stat(int proc_fd, pid_t pid, ProcStat *ret);
+/* Parses /proc/<pid>/io (read_bytes, write_bytes, cancelled_write_bytes). 0 or -EINVAL. */
+int proc_io_parse_buf(const char *buf, size_t len, ProcIo *ret);
+/* Reads /proc/<pid>/io: -EACCES without ptrace read access to the process (another user's,
+ * without CAP_SYS_PTRACE: kernel-facts.md: permissions), -ESRCH when it ended. */
+int proc_read_io(int proc_fd, pid_t pid, ProcIo *ret);
 int proc_read_uid(int proc_fd, pid_t pid, uid_t *ret);
 /* The process thread tid belongs to. 0, -ESRCH (it ended), or -errno. */
 int proc_read_tgid(int proc_fd, pid_t tid, pid_t *ret);

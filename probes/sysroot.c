@@ -1,4 +1,5 @@
 /* SPDX-License-Identifier: MIT */
+#include <assert.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/openat2.h>
@@ -176,6 +177,15 @@ int sysroot_open(const char *root, Sysroot **ret) {
         r = mountinfo_find_cgroup1(mountinfo, "memory", &s->memory_v1_path);
         if (r == -ENOMEM)
                 goto fail;
+        r = mountinfo_find_cgroup1(mountinfo, "cpu", &s->cpu_v1_path);
+        if (r == -ENOMEM)
+                goto fail;
+        r = mountinfo_find_cgroup1(mountinfo, "cpuacct", &s->cpuacct_v1_path);
+        if (r == -ENOMEM)
+                goto fail;
+        r = mountinfo_find_cgroup1(mountinfo, "blkio", &s->blkio_v1_path);
+        if (r == -ENOMEM)
+                goto fail;
 
         *ret = s;
         return 0;
@@ -193,6 +203,9 @@ Sysroot *sysroot_free(Sysroot *s) {
         safe_close(s->cgroup2_fd);
         free(s->cgroup2_path);
         free(s->memory_v1_path);
+        free(s->cpu_v1_path);
+        free(s->cpuacct_v1_path);
+        free(s->blkio_v1_path);
         free(s);
         return NULL;
 }
@@ -292,4 +305,24 @@ int sysroot_open_cgroup(const Sysroot *s, const char *path, int *ret_fd) {
         /* Kernels before 5.6 (or seccomp filters that refuse openat2): the path was validated to have
          * no "..", so a component-wise O_NOFOLLOW walk cannot leave the mount through a symlink. */
         return cgroup_open_walk(s->cgroup2_fd, path, ret_fd);
+}
+
+int sysroot_open_v1(const Sysroot *s, CgroupV1Controller c, const char *path, int *ret_fd) {
+        const char *mounts[_CGROUP_V1_MAX] = {
+                [CGROUP_V1_MEMORY] = s->memory_v1_path,
+                [CGROUP_V1_CPU] = s->cpu_v1_path,
+                [CGROUP_V1_CPUACCT] = s->cpuacct_v1_path,
+                [CGROUP_V1_BLKIO] = s->blkio_v1_path,
+        };
+        _cleanup_close_ int mount_fd = -EBADF;
+        const char *m;
+
+        assert(c < _CGROUP_V1_MAX);
+        m = mounts[c];
+        if (!m)
+                return -ENOENT;
+        mount_fd = openat(s->root_fd, m[0] == '/' ? m + 1 : m, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        if (mount_fd < 0)
+                return -errno;
+        return cgroup_open_walk(mount_fd, path, ret_fd);
 }

@@ -18,7 +18,19 @@ typedef struct Sysroot {
         int cgroup2_fd;       /* the cgroup2 mount, -1 when none is mounted */
         char *cgroup2_path;   /* its mount point as seen from the root, e.g. "/sys/fs/cgroup/unified" */
         char *memory_v1_path; /* a cgroup-v1 memory controller mount, or NULL (hybrid hosts) */
+        char *cpu_v1_path;    /* the same for cpu (cpu.cfs_quota_us), cpuacct and blkio */
+        char *cpuacct_v1_path;
+        char *blkio_v1_path;
 } Sysroot;
+
+/* The cgroup-v1 controllers whose directories stand in for cgroup2 files on hybrid hosts. */
+typedef enum CgroupV1Controller {
+        CGROUP_V1_MEMORY,
+        CGROUP_V1_CPU,
+        CGROUP_V1_CPUACCT,
+        CGROUP_V1_BLKIO,
+        _CGROUP_V1_MAX,
+} CgroupV1Controller;
 
 /* Opens root (e.g. "/") and its /proc; finds the cgroup2 and v1 memory mounts. A missing cgroup2
  * mount or /proc/pressure is not an error (their fds are -1). Returns 0 or -errno. */
@@ -48,6 +60,12 @@ int sysroot_open_cgroup(const Sysroot *s, const char *path, int *ret_fd);
  * openat(O_NOFOLLOW) per component, with the same errors (ELOOP for a symlink, EXDEV for another
  * mount). Exposed for tests. */
 int cgroup_open_walk(int dirfd, const char *path, int *ret_fd);
+
+/* Opens the cgroup-v1 directory of controller c at path ("a/b" relative to that hierarchy's root,
+ * "" the root), beneath its mount like sysroot_open_cgroup(). Hybrid hosts managed by systemd keep
+ * the same paths in every hierarchy, so a cgroup2 path names its v1 twin. -ENOENT when the
+ * controller is not mounted on v1 or the directory does not exist, or -errno. */
+int sysroot_open_v1(const Sysroot *s, CgroupV1Controller c, const char *path, int *ret_fd);
 
 /* The one test for "the cgroup went away" while we looked: ENOENT (no such directory or file any
  * more) or ENODEV (a pressure file or directory of a cgroup being removed). An expected race,

@@ -185,6 +185,14 @@ int cgroup_list_processes(int cgroup_fd, TidList *l) {
         return list_subtree(cgroup_fd, "cgroup.procs", l, 0);
 }
 
+int cgroup_list_own_processes(int cgroup_fd, TidList *l) {
+        int r = read_ids_file(cgroup_fd, "cgroup.procs", l);
+
+        /* A threaded cgroup's cgroup.procs cannot be read (EOPNOTSUPP): its processes are its
+         * domain's. */
+        return r == -EOPNOTSUPP ? 0 : r;
+}
+
 static bool is_pid_name(const char *s, pid_t *ret) {
         return parse_pid(s, strlen(s), ret) >= 0;
 }

@@ -36,6 +36,10 @@ bool cgroup_is_threaded(int cgroup_fd);
  * taskstats queries. A threaded cgroup's processes are listed at its domain. 0 or -errno. */
 int cgroup_list_processes(int cgroup_fd, TidList *l);
 
+/* The processes of the cgroup at cgroup_fd itself, none of its descendants' (cgroup.procs; none
+ * for a threaded cgroup). 0 or -errno. */
+int cgroup_list_own_processes(int cgroup_fd, TidList *l);
+
 /* Appends the threads of process pid (/proc/<pid>/task). -ESRCH when it does not exist. */
 int proc_list_process_threads(int proc_fd, pid_t pid, TidList *l);
 

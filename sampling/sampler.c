@@ -1,6 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 #include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "base/array.h"
 #include "base/macro.h"
@@ -80,6 +83,135 @@ static int set_candidates(Sampler *s, size_t n) {
         return 0;
 }
 
+int culprit_scope_open(const Sysroot *sys, const char *stalled, PsiResource res, CulpritScope *ret) {
+        static const CgroupV1Controller v1[_PSI_RESOURCE_MAX] = {
+                [PSI_RESOURCE_CPU] = CGROUP_V1_CPUACCT,
+                [PSI_RESOURCE_MEMORY] = CGROUP_V1_MEMORY,
+                [PSI_RESOURCE_IO] = CGROUP_V1_BLKIO,
+        };
+        CulpritScope c = { .resource = res, .node = true, .cgroup_fd = -EBADF, .v1_fd = -EBADF };
+        const char *rel = stalled;
+        size_t len;
+        int r;
+
+        if (res != PSI_RESOURCE_CPU && res != PSI_RESOURCE_MEMORY && res != PSI_RESOURCE_IO)
+                return -EOPNOTSUPP;
+        while (rel && *rel == '/')
+                rel++;
+        if (rel && *rel) {
+                if (strlen(rel) >= sizeof c.path)
+                        return -ENAMETOOLONG;
+                if (res == PSI_RESOURCE_MEMORY) {
+                        r = cgroup_limit_find(sys, rel, res, &len, &c.limit);
+                        if (r >= 0) {
+                                c.node = false;
+                                memcpy(c.path, rel, len);
+                                c.path[len] = '\0';
+                        } else if (r != -ENOENT)
+                                return r;
+                } else {
+                        r = cgroup_limit_read(sys, rel, res, &c.limit);
+                        if (r < 0)
+                                return r;
+                        if (c.limit.kind != CGROUP_LIMIT_NONE) {
+                                c.node = false;
+                                c.own_limit = true;
+                                snprintf(c.path, sizeof c.path, "%s", rel);
+                        }
+                }
+        }
+        /* The sample itself covers the node only for a node-wide trigger (a watch of "/" lists
+         * the cgroup tree, the node pass lists /proc). */
+        c.same = c.node ? stalled == NULL : strcmp(c.path, rel) == 0;
+        if (c.node)
+                c.cgroup_fd = sys->cgroup2_fd >= 0 ? fcntl(sys->cgroup2_fd, F_DUPFD_CLOEXEC, 3) : -EBADF;
+        else if (sysroot_open_cgroup(sys, c.path, &c.cgroup_fd) < 0)
+                c.cgroup_fd = -EBADF;
+        if (sysroot_open_v1(sys, v1[res], c.path, &c.v1_fd) < 0)
+                c.v1_fd = -EBADF;
+        *ret = c;
+        return 0;
+}
+
+void culprit_scope_close(CulpritScope *c) {
+        c->cgroup_fd = safe_close(c->cgroup_fd);
+        c->v1_fd = safe_close(c->v1_fd);
+}
+
+static SampleScope culprit_sample_scope(const Sampler *s) {
+        const CulpritScope *c = s->scope.culprit;
+
+        return (SampleScope) {
+                .sysroot = s->scope.sysroot,
+                .taskstats = s->scope.taskstats,
+                .cgroup_fd = c->node ? -1 : c->cgroup_fd,
+                .exclude_tgid = s->scope.exclude_tgid,
+                .resource = (int) c->resource,
+                .usage = (int) c->resource,
+        };
+}
+
+/* The culprit scope's cgroups, and its processes unless the sample's own snapshot is them. A
+ * failure leaves the incident without that part of its culprits, never without the incident. */
+static void culprits_take(Sampler *s, Snapshot *snap, const Snapshot *sample, CgroupUsages *g, bool *has_snap,
+                          bool *has_g) {
+        const CulpritScope *c = s->scope.culprit;
+
+        *has_snap = *has_g = false;
+        if (!c)
+                return;
+        cgroup_usages_clear(g);
+        *has_g = c->cgroup_fd >= 0 && cgroup_usages_read(c->cgroup_fd, c->v1_fd, c->resource, g) >= 0;
+        if (!c->same) {
+                SampleScope cs = culprit_sample_scope(s);
+                cs.reuse = sample;
+                *has_snap = snapshot_take(snap, &cs, false) >= 0;
+        }
+}
+
+static void build_culprits(Sampler *s, bool lifetime) {
+        static const Snapshot empty;
+        const CulpritScope *c = s->scope.culprit;
+        const Snapshot *a, *b;
+        size_t n;
+
+        s->has_culprits = false;
+        if (!c)
+                return;
+        if (c->same) {
+                a = lifetime ? NULL : &s->a;
+                b = lifetime ? &s->a : &s->b;
+        } else if (lifetime) {
+                a = NULL;
+                b = s->has_ca ? &s->ca : &empty;
+        } else {
+                a = s->has_ca && s->has_cb ? &s->ca : NULL;
+                b = a ? &s->cb : &empty;
+        }
+        n = MIN((size_t) MAX(s->scope.detail, 1u), s->ranking.n_procs);
+        if (array_reserve((void **) &s->victims, &s->cap_victims, n, sizeof *s->victims) < 0) {
+                s->partial = true;
+                return;
+        }
+        n = ranking_top_pids(&s->ranking, n, s->victims);
+        CulpritsInput in = {
+                .resource = c->resource,
+                .a = a,
+                .b = b,
+                .ga = !lifetime && s->has_ga && s->has_gb ? &s->ga : NULL,
+                .gb = lifetime ? (s->has_ga ? &s->ga : NULL) : (s->has_ga && s->has_gb ? &s->gb : NULL),
+                .scope_is_node = c->node,
+                .victims = s->victims,
+                .n_victims = n,
+                .top = MAX(s->scope.detail, 1u),
+        };
+        if (culprits_build(&s->culprits, &in) < 0) {
+                s->partial = true;
+                return;
+        }
+        s->has_culprits = true;
+}
+
 int sampler_rank_lifetime(Sampler *s) {
         int r = ranking_build(&s->ranking, NULL, &s->a, s->scope.resource);
 
@@ -95,6 +227,7 @@ static int finish_lifetime(Sampler *s) {
                                    snapshot_take_threads(&s->a, &s->scope, s->candidates, s->n_candidates) < 0)) ||
             ranking_add_threads(&s->ranking, NULL, &s->a, s->scope.resource) < 0)
                 s->partial = true;
+        build_culprits(s, true);
         return 0;
 }
 
@@ -119,6 +252,15 @@ static int finish_delta(Sampler *s) {
                 s->partial = true;
         if (s->threads_base && ranking_add_threads(&s->ranking, s->threads_base, &s->b, s->scope.resource) < 0)
                 s->partial = true;
+        if (s->scope.culprit) {
+                culprits_take(s, &s->cb, &s->b, &s->gb, &s->has_cb, &s->has_gb);
+                if (s->has_ca && s->has_cb) {
+                        if (snapshot_merge_exits(&s->cb, &s->ca, NULL, listened ? &s->exits : NULL) < 0)
+                                s->partial = true;
+                        snapshot_mark_born(&s->cb, &s->ca, s->scope.sysroot->proc_fd);
+                }
+                build_culprits(s, false);
+        }
         return 0;
 }
 
@@ -144,8 +286,11 @@ static void on_timer(struct ev_loop *loop, ev_timer *timer, int revents) {
 static void on_middle(struct ev_loop *loop, ev_timer *timer, int revents) {
         Sampler *s = ASSERT_PTR(timer->data);
 
+        SampleScope middle = s->scope;
+
         drain_exits(s);
-        if (snapshot_take_processes(&s->m, &s->scope) < 0)
+        middle.usage = -1; /* the culprits' use is read at the ends only */
+        if (snapshot_take_processes(&s->m, &middle) < 0)
                 return;
         snapshot_mark_born(&s->m, &s->a, s->scope.sysroot->proc_fd); /* a new culprit can lead */
         if (ranking_build(&s->ranking, &s->a, &s->m, s->scope.resource) < 0 ||
@@ -177,7 +322,13 @@ int sampler_start(Sampler *s, const SampleScope *scope, uint64_t sample_ms) {
                 }
         }
         s->wakeup_real_us = now_usec(CLOCK_REALTIME);
+        s->has_culprits = s->has_ca = s->has_cb = s->has_ga = s->has_gb = false;
+        /* A culprit pass over the sampled scope itself reads the resource's use with it. */
+        if (scope->culprit && scope->culprit->same)
+                s->scope.usage = (int) scope->culprit->resource;
         r = snapshot_take(&s->a, &s->scope, true);
+        if (r >= 0)
+                culprits_take(s, &s->ca, &s->a, &s->ga, &s->has_ca, &s->has_ga);
         if (r >= 0 && scope->pid > 0)
                 r = array_reserve((void **) &s->candidates, &s->cap_candidates, 1, sizeof *s->candidates);
         if (r >= 0 && scope->pid > 0) {
@@ -255,6 +406,14 @@ void sampler_free(Sampler *s) {
         snapshot_done(&s->a);
         snapshot_done(&s->m);
         snapshot_done(&s->b);
+        snapshot_done(&s->ca);
+        snapshot_done(&s->cb);
+        cgroup_usages_done(&s->ga);
+        cgroup_usages_done(&s->gb);
+        culprits_done(&s->culprits);
+        free(s->victims);
+        s->victims = NULL;
+        s->cap_victims = 0;
         ranking_done(&s->ranking);
         hot_cgroups_done(&s->hot);
         exit_records_done(&s->exits);

@@ -12,6 +12,9 @@
 #include <ev.h>
 #include <stdbool.h>
 
+#include "probes/cglimit.h"
+#include "probes/cgusage.h"
+#include "sampling/culprits.h"
 #include "sampling/exits.h"
 #include "sampling/hot.h"
 #include "sampling/rank.h"
@@ -19,6 +22,26 @@
 #include "probes/taskstats.h"
 
 typedef struct Sampler Sampler;
+
+/* Where a culprit pass looks (culprit_scope_open()): the processes and cgroups that compete for
+ * the stalled cgroup's resource. */
+typedef struct CulpritScope {
+        PsiResource resource;
+        bool node;         /* the whole node */
+        char path[4096];   /* the scope's cgroup, relative to the cgroup2 mount ("" for the node) */
+        CgroupLimit limit; /* the limit that made it the scope (NONE: the node) */
+        bool own_limit;    /* cpu, io: the stalled cgroup is limited by its own cpu.max or io.max */
+        bool same;         /* it is the sampled scope itself: the sample's own snapshots serve */
+        int cgroup_fd;     /* its cgroup2 directory (the mount's root for the node), -1 without one */
+        int v1_fd;         /* the same path under the resource's cgroup-v1 controller, or -1 */
+} CulpritScope;
+
+/* Decides the culprit scope of a stall of res in stalled ("a/b" relative to the cgroup2 mount; NULL
+ * for a node-wide trigger): cpu and io, the node unless the stalled cgroup limits itself (then it);
+ * memory, the nearest of the stalled cgroup and its ancestors with a memory limit, else the node.
+ * Opens its directories. 0, -EOPNOTSUPP for irq (no use to rank on), or -errno (-ENOMEM). */
+int culprit_scope_open(const Sysroot *s, const char *stalled, PsiResource res, CulpritScope *ret);
+void culprit_scope_close(CulpritScope *c);
 
 /* Called when the sample is complete: r is 0 (a and b hold it and ranking ranks it; with a
  * window of 0, a alone holds lifetime totals; partial says memory ran out on the way and exits,
@@ -45,6 +68,15 @@ struct Sampler {
         size_t n_candidates, cap_candidates;
         Ranking ranking;
         HotCgroups hot;
+        /* The culprit pass (SampleScope.culprit): its processes at both ends (or a and b when the
+         * scope is the sample's), its cgroups, and what they add up to. */
+        Snapshot ca, cb;
+        CgroupUsages ga, gb;
+        bool has_ga, has_gb, has_ca, has_cb;
+        Culprits culprits;
+        bool has_culprits;
+        pid_t *victims;
+        size_t cap_victims;
         TaskstatsExitListener *exit_listener; /* registered only while a sample runs */
         ev_io exit_io;
         ExitRecords exits;

@@ -137,6 +137,40 @@ static void keep_process(Snapshot *s, pid_t pid, const TaskStats *ts) {
         memcpy(p->delay_ns, ts->delay_ns, sizeof p->delay_ns);
 }
 
+/* What a culprit pass ranks on beyond taskstats, one read per process: storage bytes (/proc/<pid>/io;
+ * refused for other users' processes without CAP_SYS_PTRACE: has_io stays false) or the resident
+ * size and major faults of the whole process (/proc/<pid>/stat). */
+static void read_usage(Snapshot *s, const SampleScope *scope) {
+        long page = sysconf(_SC_PAGESIZE);
+
+        if (scope->usage != PSI_RESOURCE_IO && scope->usage != PSI_RESOURCE_MEMORY)
+                return;
+        for (size_t i = 0; i < s->n_procs; i++) {
+                ProcessDelays *p = &s->procs[i];
+                int r;
+
+                if (scope->usage == PSI_RESOURCE_IO) {
+                        ProcIo io;
+                        r = proc_read_io(scope->sysroot->proc_fd, p->tgid, &io);
+                        if (r >= 0) {
+                                p->read_bytes = io.read_bytes;
+                                p->write_bytes = io.write_bytes;
+                                p->has_io = true;
+                        } else if (r != -ESRCH && r != -EACCES && r != -EPERM)
+                                count_error(s, r);
+                } else {
+                        ProcStat st;
+                        r = proc_read_process_stat(scope->sysroot->proc_fd, p->tgid, &st);
+                        if (r >= 0 && st.has_rss) {
+                                p->rss_bytes = st.rss_pages * (uint64_t) (page > 0 ? page : 4096);
+                                p->majflt = st.majflt;
+                                p->has_mem = true;
+                        } else if (r < 0 && r != -ESRCH)
+                                count_error(s, r);
+                }
+        }
+}
+
 /* One TGID query per listed process. */
 static int measure_processes(Snapshot *s, const SampleScope *scope) {
         pid_t self = scope->exclude_tgid, ids[QUERY_CHUNK];
@@ -157,6 +191,16 @@ static int measure_processes(Snapshot *s, const SampleScope *scope) {
                         s->processes++;
                         if (!scope->taskstats)
                                 continue;
+                        const ProcessDelays *known =
+                                scope->reuse ? snapshot_find_process(scope->reuse, s->pids.tids[i]) : NULL;
+                        if (known && known->origin == PROCESS_MEASURED) {
+                                /* Measured a moment ago by the sample itself (a culprit pass over
+                                 * the node that holds the sampled cgroup): one query per process. */
+                                ProcessDelays *p = &s->procs[s->n_procs++];
+                                *p = *known;
+                                p->has_io = p->has_mem = false;
+                                continue;
+                        }
                         ids[k++] = s->pids.tids[i];
                         if (k < QUERY_CHUNK)
                                 continue;
@@ -184,6 +228,7 @@ static int measure_processes(Snapshot *s, const SampleScope *scope) {
                         s->procs[kept++] = s->procs[i];
         s->processes -= (unsigned) (s->n_procs - kept);
         s->n_procs = kept;
+        read_usage(s, scope);
         return 0;
 }
 

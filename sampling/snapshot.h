@@ -51,6 +51,9 @@ typedef struct ProcessDelays {
         uint64_t delay_ns[_TASK_DELAY_MAX];
         uint64_t cpu_run_ns;
         bool has_cpu_run;
+        bool has_io, has_mem;              /* read for a culprit pass (SampleScope.usage) */
+        uint64_t read_bytes, write_bytes;  /* /proc/<pid>/io */
+        uint64_t rss_bytes, majflt;        /* /proc/<pid>/stat, the whole process */
         char comm[TASKSTATS_COMM_MAX + 1]; /* from an exit record; "" otherwise */
 } ProcessDelays;
 
@@ -108,8 +111,12 @@ typedef struct SampleScope {
         pid_t pid;                  /* > 0: only this process (cgroup_fd is then ignored); its threads are detailed */
         bool walk_cgroups;          /* also read cgroups_resource's totals of every descendant cgroup */
         PsiResource cgroups_resource;
-        int resource;    /* what processes are ranked on: a PsiResource or RANK_SCORE_ALL */
-        unsigned detail; /* processes whose threads are measured for the incident (its top) */
+        int resource;                       /* what processes are ranked on: a PsiResource or RANK_SCORE_ALL */
+        unsigned detail;                    /* processes whose threads are measured for the incident (its top) */
+        const struct CulpritScope *culprit; /* also a culprit pass over it (the Sampler); NULL: none */
+        const struct Snapshot *reuse;       /* taken just before: its processes are copied, not asked again */
+        int usage;                          /* PSI_RESOURCE_IO or _MEMORY: also each process's storage bytes or resident
+                                             * size (a culprit pass); -1 (or cpu: taskstats has it) for none */
 } SampleScope;
 
 /* At most this many threads are measured one by one for the detailed processes of one snapshot

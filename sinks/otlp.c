@@ -85,14 +85,19 @@ json_t *otlp_any_value(json_t *v) {
                 values = json_array();
                 if (!values)
                         return NULL;
-                json_object_foreach(v, key,
-                                    e) if (append_new(values, key_value(key, otlp_any_value(e))) < 0) return NULL;
+                json_object_foreach(v, key, e) {
+                        if (append_new(values, key_value(key, otlp_any_value(e))) < 0)
+                                return NULL;
+                }
                 return wrap("kvlistValue", wrap("values", TAKE_PTR(values)));
         case JSON_ARRAY:
                 values = json_array();
                 if (!values)
                         return NULL;
-                json_array_foreach(v, i, e) if (append_new(values, otlp_any_value(e)) < 0) return NULL;
+                json_array_foreach(v, i, e) {
+                        if (append_new(values, otlp_any_value(e)) < 0)
+                                return NULL;
+                }
                 return wrap("arrayValue", wrap("values", TAKE_PTR(values)));
         case JSON_STRING:
                 /* The incident's strings are valid UTF-8 already (incident.h); lengths keep NULs. */

@@ -43,7 +43,7 @@ def start(cg, argv0, args, mode, env=None, extra=()):
 
 
 def agent(tmp, cg, name, trigger, **extra):
-    return start_watching(PSIDIAG, tmp, cg, name, trigger, top=3, **extra)
+    return start_watching(PSIDIAG, tmp, cg, name, trigger, top=2, **extra)
 
 
 def neutral(incident, scratch, memcg):
@@ -90,7 +90,7 @@ def shop(mount, tmp):
         finally:
             stop_agent(a)
         check(lines, f"no pressure incident:\n{open(log).read()[-2000:]}")
-        p = subprocess.run([PSIDIAG, "snapshot", cg.rel, "--resource", "cpu", "--sample-ms", "1000", "--top", "3"],
+        p = subprocess.run([PSIDIAG, "snapshot", cg.rel, "--resource", "cpu", "--sample-ms", "1000", "--top", "2"],
                            capture_output=True, text=True, timeout=60)
         check(p.returncode == 0, f"snapshot: {p.returncode} {p.stderr}")
         return neutral(lines[0], cg.rel, None), neutral(json.loads(p.stdout), cg.rel, None)

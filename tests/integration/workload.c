@@ -3,7 +3,9 @@
  * do a little work), park (block in pause(): many threads that cost nothing), and spin-exit
  * (spin, then exit after PSIDIAG_EXIT_MS milliseconds: a crashing worker), thrash and dio-read
  * (read the file PSIDIAG_FILE through the page cache, or with O_DIRECT), and alloc (touch 1 MiB
- * of anonymous memory every 20 ms until the OOM killer ends it).
+ * of anonymous memory every PSIDIAG_ALLOC_MS ms, 20 by default, until the OOM killer ends it or
+ * it holds PSIDIAG_ALLOC_MAX_MB), and storm (children of COMM that spin 100 ms each and end, THREADS
+ * of them at a time: a build's compilers).
  * Usage: psidiag-workload spin|sleep|park|spin-exit|thrash|dio-read|alloc [COMM [THREADS]]. Runs until killed. COMM
  * becomes the task's name (prctl), so tests can tell workloads apart, hostile names included. */
 #include <fcntl.h>
@@ -14,6 +16,7 @@
 #include <string.h>
 #include <sys/prctl.h>
 #include <sys/time.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -25,15 +28,20 @@ static void *spin(void *arg) {
         return NULL;
 }
 
-/* Spins for 50 ms of wall time and ends: a thread pool that grows and shrinks. */
-static void *spin_50ms(void *arg) {
+/* Spins until clock has advanced by ms. */
+static void spin_for_ms(clockid_t clock, long ms) {
         struct timespec a, b;
 
-        clock_gettime(CLOCK_MONOTONIC, &a);
+        clock_gettime(clock, &a);
         do {
                 sink++;
-                clock_gettime(CLOCK_MONOTONIC, &b);
-        } while ((b.tv_sec - a.tv_sec) * 1000000000L + (b.tv_nsec - a.tv_nsec) < 50000000L);
+                clock_gettime(clock, &b);
+        } while ((b.tv_sec - a.tv_sec) * 1000000000L + (b.tv_nsec - a.tv_nsec) < ms * 1000000L);
+}
+
+/* Spins for 50 ms of wall time and ends: a thread pool that grows and shrinks. */
+static void *spin_50ms(void *arg) {
+        spin_for_ms(CLOCK_MONOTONIC, 50);
         return NULL;
 }
 
@@ -97,9 +105,15 @@ static void *dio_read(void *arg) {
 /* Anonymous memory, written so it is really charged, 1 MiB at a time; in a memory-limited cgroup
  * this ends with the OOM killer choosing us (the largest resident set). */
 static void *alloc(void *arg) {
-        struct timespec ts = { .tv_nsec = 20 * 1000 * 1000 };
+        const char *ms = getenv("PSIDIAG_ALLOC_MS"), *max = getenv("PSIDIAG_ALLOC_MAX_MB");
+        struct timespec ts = { .tv_nsec = (ms ? atoi(ms) : 20) * 1000L * 1000L };
+        long left = max ? atol(max) : -1;
 
-        for (;;) {
+        for (;; left--) {
+                if (left == 0) { /* grown to PSIDIAG_ALLOC_MAX_MB: hold it */
+                        pause();
+                        continue;
+                }
                 char *p = malloc(1 << 20);
                 if (!p)
                         _exit(4);
@@ -140,13 +154,34 @@ static char **args_from_env(int *argc, char **argv) {
         return words;
 }
 
+/* A fork storm, as a build runs compilers: forever, `threads` children at a time, each named comm,
+ * spinning for 100 ms and ending. */
+static void storm(int children, const char *comm) {
+        for (int i = 0; i < children; i++)
+                if (fork() == 0)
+                        goto child;
+        for (;;) {
+                int status;
+                if (wait(&status) < 0)
+                        return;
+                if (fork() == 0)
+                        goto child;
+        }
+child:
+        if (comm)
+                prctl(PR_SET_NAME, comm, 0, 0, 0);
+        spin_for_ms(CLOCK_PROCESS_CPUTIME_ID, 100); /* 100 ms of cpu, however busy the node */
+        _exit(0);
+}
+
 int main(int argc, char **argv) {
         void *(*fn)(void *);
         argv = args_from_env(&argc, argv);
         int threads = argc > 3 ? atoi(argv[3]) : 1;
 
         if (argc < 2) {
-                fprintf(stderr, "usage: %s spin|sleep|park|churn|spin-exit|thrash|dio-read|alloc [COMM [THREADS]]\n",
+                fprintf(stderr,
+                        "usage: %s spin|sleep|park|churn|storm|spin-exit|thrash|dio-read|alloc [COMM [THREADS]]\n",
                         argv[0]);
                 return 2;
         }
@@ -165,6 +200,9 @@ int main(int argc, char **argv) {
                         return 2;
                 }
                 fn = argv[1][0] == 't' ? thrash : dio_read;
+        } else if (strcmp(argv[1], "storm") == 0) {
+                storm(threads, argc > 2 ? argv[2] : NULL);
+                return 0;
         } else if (strcmp(argv[1], "churn") == 0) {
                 if (argc > 2)
                         prctl(PR_SET_NAME, argv[2], 0, 0, 0);
@@ -178,7 +216,8 @@ int main(int argc, char **argv) {
                                                       .tv_usec = (ms ? atoi(ms) : 1000) % 1000 * 1000 } };
                 setitimer(ITIMER_REAL, &it, NULL);
         } else {
-                fprintf(stderr, "usage: %s spin|sleep|park|churn|spin-exit|thrash|dio-read|alloc [COMM [THREADS]]\n",
+                fprintf(stderr,
+                        "usage: %s spin|sleep|park|churn|storm|spin-exit|thrash|dio-read|alloc [COMM [THREADS]]\n",
                         argv[0]);
                 return 2;
         }

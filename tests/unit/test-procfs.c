@@ -23,6 +23,38 @@ static void test_stat_plain(void **state) {
         assert_int_equal(st.state, 'S');
         assert_int_equal(st.ppid, 1);
         assert_int_equal(st.starttime_ticks, 987654);
+        assert_int_equal(st.majflt, 0);
+        assert_true(st.has_rss);
+        assert_int_equal(st.rss_pages, 500);
+}
+
+/* Fields 12 (majflt) and 24 (rss), and a record that stops at starttime. */
+static void test_stat_memory(void **state) {
+        ProcStat st;
+
+        assert_int_equal(parse_stat("7 (grow er) R 1 7 7 0 -1 4194560 812 0 37 0 10 5 0 0 20 0 1 0 5 104857600 25600 "
+                                    "18446744073709551615 1 1 0 0 0 0 0 0 0 0 0 0 17 1 0 0 0 0 0\n",
+                                    &st),
+                         0);
+        assert_int_equal(st.majflt, 37);
+        assert_true(st.has_rss);
+        assert_int_equal(st.rss_pages, 25600);
+        assert_int_equal(parse_stat("7 (x) R 1 7 7 0 -1 0 0 0 3 0 10 5 0 0 20 0 1 0 5", &st), 0);
+        assert_int_equal(st.majflt, 3);
+        assert_false(st.has_rss);
+}
+
+static void test_io(void **state) {
+        static const char io[] = "rchar: 323934931\nwchar: 323929600\nsyscr: 632687\nsyscw: 632675\n"
+                                 "read_bytes: 4096\nwrite_bytes: 323932160\ncancelled_write_bytes: 8192\n";
+        ProcIo r;
+
+        assert_int_equal(proc_io_parse_buf(io, strlen(io), &r), 0);
+        assert_int_equal(r.read_bytes, 4096);
+        assert_int_equal(r.write_bytes, 323932160);
+        assert_int_equal(r.cancelled_write_bytes, 8192);
+        assert_int_equal(proc_io_parse_buf(io, 60, &r), -EINVAL); /* cut before read_bytes */
+        assert_int_equal(proc_io_parse_buf("read_bytes: x\nwrite_bytes: 1\n", 27, &r), -EINVAL);
 }
 
 static void test_stat_hostile_comm(void **state) {
@@ -195,6 +227,8 @@ int main(void) {
                 cmocka_unit_test(test_status_and_cgroup),
                 cmocka_unit_test(test_readers_on_fixture),
                 cmocka_unit_test(test_system_facts),
+                cmocka_unit_test(test_stat_memory),
+                cmocka_unit_test(test_io),
                 cmocka_unit_test(test_cgroup_outside_namespace),
                 cmocka_unit_test(test_cgroup_namespace_on_fixtures),
         };

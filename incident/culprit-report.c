@@ -1,0 +1,135 @@
+/* SPDX-License-Identifier: MIT */
+#include <string.h>
+
+#include "incident/culprit-report.h"
+#include "incident/jsonutil.h"
+
+static json_t *usage_object(PsiResource res, const CulpritUsage *u, bool cgroup) {
+        json_t *o = json_object();
+        int r = 0;
+
+        switch (res) {
+        case PSI_RESOURCE_CPU:
+                r |= set_new(o, "cpu_us", json_u64(u->cpu_us));
+                break;
+        case PSI_RESOURCE_IO:
+                r |= set_new(o, "read_bytes", json_u64(u->read_bytes));
+                r |= set_new(o, "write_bytes", json_u64(u->write_bytes));
+                break;
+        case PSI_RESOURCE_MEMORY:
+                r |= set_new(o, cgroup ? "memory_bytes" : "rss_bytes", json_u64(u->rss_bytes));
+                r |= set_new(o, cgroup ? "memory_growth_bytes" : "rss_growth_bytes",
+                             u->has_growth ? json_integer(u->rss_growth_bytes) : json_null());
+                if (!cgroup)
+                        r |= set_new(o, "major_faults", u->has_growth ? json_u64(u->majflt) : json_null());
+                break;
+        default:
+                break;
+        }
+        if (r < 0) {
+                json_decref(o);
+                return NULL;
+        }
+        return o;
+}
+
+static json_t *limit_object(const CulpritScope *s) {
+        json_t *o;
+        int r = 0;
+
+        if (s->limit.kind == CGROUP_LIMIT_NONE)
+                return json_null();
+        o = json_object();
+        r |= set_new(o, "cgroup", cgroup_string(s->path));
+        r |= set_new(o, "file", json_string(cgroup_limit_file(s->limit.kind)));
+        switch (s->limit.kind) {
+        case CGROUP_LIMIT_CPU_MAX:
+        case CGROUP_LIMIT_CPU_CFS_QUOTA:
+                r |= set_new(o, "quota_us", json_u64(s->limit.value));
+                r |= set_new(o, "period_us", json_u64(s->limit.period_us));
+                break;
+        case CGROUP_LIMIT_MEMORY_MAX:
+        case CGROUP_LIMIT_MEMORY_HIGH:
+        case CGROUP_LIMIT_MEMORY_LIMIT_IN_BYTES:
+                r |= set_new(o, "bytes", json_u64(s->limit.value));
+                break;
+        default:
+                break;
+        }
+        if (r < 0) {
+                json_decref(o);
+                return NULL;
+        }
+        return o;
+}
+
+static json_t *process_object(PsiResource res, const CulpritProcess *p, const ProcessInfo *info) {
+        json_t *o = json_object();
+        int r = 0;
+
+        r |= set_new(o, "pid", p->tgid > 0 ? json_integer(p->tgid) : json_null());
+        r |= set_new(o, "comm", json_string_from_bytes(info->comm, info->comm_len));
+        r |= set_new(o, "cmdline",
+                     info->cmdline_len >= 0 ? json_string_from_bytes(info->cmdline, (size_t) info->cmdline_len)
+                                            : json_null());
+        r |= set_new(o, "uid", info->uid >= 0 ? json_integer(info->uid) : json_null());
+        r |= set_new(o, "cgroup", incident_process_cgroup(info));
+        r |= set_new(o, "meta", incident_cgroup_meta(info->has_cgroup ? info->cgroup : NULL));
+        r |= set_new(o, "processes", json_integer(p->tgid > 0 ? 1 : p->ended));
+        r |= set_new(o, "ended", json_boolean(p->origin != PROCESS_MEASURED));
+        r |= set_new(o, "victim", json_boolean(p->victim));
+        r |= set_new(o, "usage", usage_object(res, &p->usage, false));
+        r |= set_new(o, "share", json_real(p->share));
+        if (r < 0) {
+                json_decref(o);
+                return NULL;
+        }
+        return o;
+}
+
+static json_t *cgroup_object(PsiResource res, const CulpritScope *s, const CulpritCgroup *g) {
+        char path[4096];
+        const char *prefix = s->path;
+        json_t *o = json_object();
+        int n, r = 0;
+
+        while (*prefix == '/')
+                prefix++;
+        if (!prefix[0] || !g->path[0])
+                n = snprintf(path, sizeof path, "/%s%s", prefix, g->path);
+        else
+                n = snprintf(path, sizeof path, "/%s/%s", prefix, g->path);
+        n = MIN(n, (int) sizeof path - 1);
+        r |= set_new(o, "path", json_string_from_bytes(path, (size_t) n));
+        r |= set_new(o, "meta", incident_cgroup_meta(path));
+        r |= set_new(o, "source", json_string(g->from_counters ? "cgroup" : "processes"));
+        r |= set_new(o, "usage", usage_object(res, &g->usage, true));
+        r |= set_new(o, "share", json_real(g->share));
+        if (r < 0) {
+                json_decref(o);
+                return NULL;
+        }
+        return o;
+}
+
+json_t *culprit_report_object(const Culprits *c, const CulpritScope *scope, const ProcessInfo *infos) {
+        json_t *o = json_object(), *procs = json_array(), *cgroups = json_array();
+        int r = 0;
+
+        r |= set_new(o, "resource", json_string(psi_resource_to_string(c->resource)));
+        r |= set_new(o, "scope", cgroup_string(scope->node ? "" : scope->path));
+        r |= set_new(o, "limit", limit_object(scope));
+        r |= set_new(o, "own_limit", json_boolean(scope->own_limit));
+        r |= set_new(o, "total", usage_object(c->resource, &c->total, false));
+        for (size_t i = 0; i < c->n_procs; i++)
+                r |= append_new(procs, process_object(c->resource, &c->procs[i], &infos[i]));
+        r |= set_new(o, "processes", procs);
+        for (size_t i = 0; i < c->n_cgroups; i++)
+                r |= append_new(cgroups, cgroup_object(c->resource, scope, &c->cgroups[i]));
+        r |= set_new(o, "cgroups", cgroups);
+        if (r < 0) {
+                json_decref(o);
+                return NULL;
+        }
+        return o;
+}

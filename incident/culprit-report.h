@@ -1,0 +1,14 @@
+/* SPDX-License-Identifier: MIT */
+/* The incident's "culprits" object: the culprit scope, and the processes and cgroups that used the
+ * stalled resource most during the sample (sampling/culprits.h), with what /proc said of each
+ * process. Pure: no I/O and no logging. */
+#pragma once
+
+#include <jansson.h>
+
+#include "incident/incident.h"
+#include "sampling/culprits.h"
+#include "sampling/sampler.h"
+
+/* infos: one per c->procs[i]. Returns a new reference, or NULL when memory ran out. */
+json_t *culprit_report_object(const Culprits *c, const CulpritScope *scope, const ProcessInfo *infos);

@@ -1,0 +1,388 @@
+/* SPDX-License-Identifier: MIT */
+#include <errno.h>
+#include <stdint.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "base/fileio.h"
+#include "base/parse.h"
+#include "probes/limits.h"
+
+const char *limits_source_to_string(LimitsSource s) {
+        switch (s) {
+        case LIMITS_SOURCE_V2:
+                return "cgroup2";
+        case LIMITS_SOURCE_V1:
+                return "cgroup-v1";
+        default:
+                return "none";
+        }
+}
+
+/* [buf, buf+len) without trailing newlines. */
+static size_t trim_len(const char *buf, size_t len) {
+        while (len > 0 && buf[len - 1] == '\n')
+                len--;
+        return len;
+}
+
+static int parse_value_or_max(const char *s, size_t len, uint64_t *ret) {
+        if (len == 3 && memcmp(s, "max", 3) == 0) {
+                *ret = LIMITS_UNLIMITED;
+                return 0;
+        }
+        return parse_u64_exact(s, len, ret) < 0 ? -EINVAL : 0;
+}
+
+int limits_parse_value(const char *buf, size_t len, uint64_t *ret) {
+        return parse_value_or_max(buf, trim_len(buf, len), ret);
+}
+
+int limits_parse_cpu_max(const char *buf, size_t len, uint64_t *ret_quota_us, uint64_t *ret_period_us) {
+        const char *sp;
+        uint64_t q, p;
+
+        /* kernel/sched/core.c cpu_max_show(): "%s %llu\n", quota ("max" when RUNTIME_INF) then
+         * period. */
+        len = trim_len(buf, len);
+        sp = memchr(buf, ' ', len);
+        if (!sp || parse_value_or_max(buf, (size_t) (sp - buf), &q) < 0 ||
+            parse_u64_exact(sp + 1, (size_t) (buf + len - sp - 1), &p) < 0)
+                return -EINVAL;
+        *ret_quota_us = q;
+        *ret_period_us = p;
+        return 0;
+}
+
+int limits_parse_cfs_quota(const char *buf, size_t len, uint64_t *ret_quota_us) {
+        uint64_t q;
+
+        len = trim_len(buf, len);
+        /* tg_get_cfs_quota(): -1 when the quota is RUNTIME_INF; any other negative is impossible. */
+        if (len == 2 && memcmp(buf, "-1", 2) == 0) {
+                *ret_quota_us = LIMITS_UNLIMITED;
+                return 0;
+        }
+        if (parse_u64_exact(buf, len, &q) < 0)
+                return -EINVAL;
+        *ret_quota_us = q;
+        return 0;
+}
+
+int limits_parse_keyed(const char *buf, size_t len, const char *key, uint64_t *ret) {
+        char k[64];
+        const char *p, *le;
+        size_t klen = strlen(key);
+
+        if (klen + 2 > sizeof k)
+                return -EINVAL;
+        /* "key " with its space, so "file" does not find "file_mapped". */
+        memcpy(k, key, klen);
+        k[klen] = ' ';
+        k[klen + 1] = '\0';
+        if (line_find(buf, len, k, &p, &le) < 0)
+                return -ENOENT;
+        return parse_u64_exact(p, (size_t) (le - p), ret) < 0 ? -EINVAL : 0;
+}
+
+int limits_parse_cpu_stat(const char *buf, size_t len, uint64_t *ret_nr_periods, uint64_t *ret_nr_throttled,
+                          uint64_t *ret_throttled_us) {
+        uint64_t periods, throttled, t;
+        int r;
+
+        r = limits_parse_keyed(buf, len, "nr_periods", &periods);
+        if (r < 0)
+                return r;
+        r = limits_parse_keyed(buf, len, "nr_throttled", &throttled);
+        if (r < 0)
+                return r == -ENOENT ? -EINVAL : r;
+        r = limits_parse_keyed(buf, len, "throttled_usec", &t);
+        if (r == -ENOENT) {
+                /* cgroup-v1 cpu.stat (cpu_cfs_stat_show()): throttled_time in ns. */
+                r = limits_parse_keyed(buf, len, "throttled_time", &t);
+                if (r >= 0)
+                        t /= 1000;
+        }
+        if (r < 0)
+                return -EINVAL;
+        *ret_nr_periods = periods;
+        *ret_nr_throttled = throttled;
+        *ret_throttled_us = t;
+        return 0;
+}
+
+/* One key of a keyed file into *v and *has; a missing key leaves them alone. 0 or -EINVAL. */
+static int keyed_optional(const char *buf, size_t len, const char *key, bool *has, uint64_t *v) {
+        int r = limits_parse_keyed(buf, len, key, v);
+
+        if (r == -ENOENT)
+                return 0;
+        if (r < 0)
+                return r;
+        *has = true;
+        return 0;
+}
+
+int limits_parse_memory_events(const char *buf, size_t len, MemoryEvents *ret) {
+        MemoryEvents e = {};
+
+        if (keyed_optional(buf, len, "high", &e.has_high, &e.high) < 0 ||
+            keyed_optional(buf, len, "max", &e.has_max, &e.max) < 0 ||
+            keyed_optional(buf, len, "oom", &e.has_oom, &e.oom) < 0 ||
+            keyed_optional(buf, len, "oom_kill", &e.has_oom_kill, &e.oom_kill) < 0)
+                return -EINVAL;
+        *ret = e;
+        return 0;
+}
+
+int limits_parse_memory_stat(const char *buf, size_t len, bool v1, MemoryLimits *m) {
+        MemoryLimits c = *m;
+        int r;
+
+        if (!v1) {
+                if (keyed_optional(buf, len, "anon", &c.has_anon, &c.anon_bytes) < 0 ||
+                    keyed_optional(buf, len, "file", &c.has_file, &c.file_bytes) < 0 ||
+                    keyed_optional(buf, len, "workingset_refault_anon", &c.has_refault_anon, &c.refault_anon) < 0 ||
+                    keyed_optional(buf, len, "workingset_refault_file", &c.has_refault_file, &c.refault_file) < 0)
+                        return -EINVAL;
+                /* Before 5.9 (commit 170b04b7ae49) one counter, of file refaults only. */
+                if (!c.has_refault_file &&
+                    keyed_optional(buf, len, "workingset_refault", &c.has_refault_file, &c.refault_file) < 0)
+                        return -EINVAL;
+                *m = c;
+                return 0;
+        }
+        /* memcg1_stat_format(): the local counters, then "total_" ones for the subtree. */
+        r = keyed_optional(buf, len, "total_rss", &c.has_anon, &c.anon_bytes);
+        if (r >= 0 && !c.has_anon)
+                r = keyed_optional(buf, len, "rss", &c.has_anon, &c.anon_bytes);
+        if (r >= 0)
+                r = keyed_optional(buf, len, "total_cache", &c.has_file, &c.file_bytes);
+        if (r >= 0 && !c.has_file)
+                r = keyed_optional(buf, len, "cache", &c.has_file, &c.file_bytes);
+        if (r >= 0)
+                r = keyed_optional(buf, len, "total_workingset_refault_anon", &c.has_refault_anon, &c.refault_anon);
+        if (r >= 0)
+                r = keyed_optional(buf, len, "total_workingset_refault_file", &c.has_refault_file, &c.refault_file);
+        if (r >= 0 && !c.has_refault_file)
+                r = keyed_optional(buf, len, "total_workingset_refault", &c.has_refault_file, &c.refault_file);
+        if (r < 0)
+                return r;
+        *m = c;
+        return 0;
+}
+
+uint64_t limits_v1_memory_limit(uint64_t bytes, uint64_t page_size) {
+        uint64_t max;
+
+        if (page_size == 0)
+                page_size = 4096;
+        max = (uint64_t) (INT64_MAX / (int64_t) page_size) * page_size;
+        return bytes >= max ? LIMITS_UNLIMITED : bytes;
+}
+
+/* dirfd/name into buf. 1 when read, 0 when absent (no such file: not this controller, or an
+ * older kernel), -errno otherwise (-ENODEV: the cgroup is being removed). */
+static int read_optional(int dirfd, const char *name, char *buf, size_t size, size_t *ret_len) {
+        ssize_t n;
+
+        if (dirfd < 0)
+                return 0;
+        n = read_file_at(dirfd, name, buf, size);
+        if (n == -ENOENT)
+                return 0;
+        if (n < 0)
+                return (int) n;
+        *ret_len = (size_t) n;
+        return 1;
+}
+
+/* A one-value file into *v and *has (absent: left alone). 0 or -errno. */
+static int read_value(int dirfd, const char *name, bool *has, uint64_t *v) {
+        char buf[64];
+        size_t n = 0;
+        int r = read_optional(dirfd, name, buf, sizeof buf, &n);
+
+        if (r <= 0)
+                return r;
+        if (limits_parse_value(buf, n, v) < 0)
+                return -EINVAL;
+        *has = true;
+        return 0;
+}
+
+int limits_read_cpu_v2(int cgroup_fd, CpuLimits *ret) {
+        CpuLimits c = { .source = LIMITS_SOURCE_V2 };
+        char buf[1024];
+        size_t n = 0;
+        int r;
+
+        r = read_optional(cgroup_fd, "cpu.max", buf, sizeof buf, &n);
+        if (r < 0)
+                return r;
+        if (r > 0) {
+                if (limits_parse_cpu_max(buf, n, &c.quota_us, &c.period_us) < 0)
+                        return -EINVAL;
+                c.has_quota = true;
+        }
+        r = read_optional(cgroup_fd, "cpu.stat", buf, sizeof buf, &n);
+        if (r < 0)
+                return r;
+        if (r > 0) {
+                r = limits_parse_cpu_stat(buf, n, &c.nr_periods, &c.nr_throttled, &c.throttled_us);
+                if (r < 0 && r != -ENOENT)
+                        return r;
+                c.has_stat = r >= 0;
+        }
+        *ret = c;
+        return 0;
+}
+
+int limits_read_cpu_v1(int cpu_fd, CpuLimits *ret) {
+        CpuLimits c = { .source = LIMITS_SOURCE_V1 };
+        char buf[1024];
+        size_t n = 0;
+        bool has_period = false;
+        int r;
+
+        r = read_optional(cpu_fd, "cpu.cfs_quota_us", buf, sizeof buf, &n);
+        if (r < 0)
+                return r;
+        if (r > 0) {
+                if (limits_parse_cfs_quota(buf, n, &c.quota_us) < 0)
+                        return -EINVAL;
+                r = read_value(cpu_fd, "cpu.cfs_period_us", &has_period, &c.period_us);
+                if (r < 0)
+                        return r;
+                c.has_quota = has_period;
+        }
+        r = read_optional(cpu_fd, "cpu.stat", buf, sizeof buf, &n);
+        if (r < 0)
+                return r;
+        if (r > 0) {
+                r = limits_parse_cpu_stat(buf, n, &c.nr_periods, &c.nr_throttled, &c.throttled_us);
+                if (r < 0 && r != -ENOENT)
+                        return r;
+                c.has_stat = r >= 0;
+        }
+        *ret = c;
+        return 0;
+}
+
+/* memory.events-like file into *e (absent: left alone). 0 or -errno. */
+static int read_events(int dirfd, const char *name, MemoryEvents *e) {
+        char buf[1024];
+        size_t n = 0;
+        int r = read_optional(dirfd, name, buf, sizeof buf, &n);
+
+        if (r <= 0)
+                return r;
+        return limits_parse_memory_events(buf, n, e);
+}
+
+/* memory.stat into m. 0 or -errno. v1's is long (about 2.5 KiB with its total_ lines). */
+static int read_memory_stat(int dirfd, bool v1, MemoryLimits *m) {
+        char buf[8192];
+        size_t n = 0;
+        int r = read_optional(dirfd, "memory.stat", buf, sizeof buf, &n);
+
+        if (r <= 0)
+                return r;
+        return limits_parse_memory_stat(buf, n, v1, m);
+}
+
+int limits_read_memory_v2(int cgroup_fd, MemoryLimits *ret) {
+        MemoryLimits m = { .source = LIMITS_SOURCE_V2 };
+        int r;
+
+        r = read_value(cgroup_fd, "memory.max", &m.has_max, &m.max_bytes);
+        if (r >= 0)
+                r = read_value(cgroup_fd, "memory.high", &m.has_high, &m.high_bytes);
+        if (r >= 0)
+                r = read_value(cgroup_fd, "memory.current", &m.has_current, &m.current_bytes);
+        if (r >= 0)
+                r = read_events(cgroup_fd, "memory.events", &m.events);
+        if (r >= 0)
+                r = read_events(cgroup_fd, "memory.events.local", &m.events_local);
+        if (r >= 0)
+                r = read_memory_stat(cgroup_fd, false, &m);
+        if (r < 0)
+                return r;
+        *ret = m;
+        return 0;
+}
+
+int limits_read_memory_v1(int memory_fd, MemoryLimits *ret) {
+        MemoryLimits m = { .source = LIMITS_SOURCE_V1 };
+        MemoryEvents oom = {};
+        uint64_t page_size = (uint64_t) sysconf(_SC_PAGESIZE);
+        int r;
+
+        r = read_value(memory_fd, "memory.limit_in_bytes", &m.has_max, &m.max_bytes);
+        if (r >= 0)
+                r = read_value(memory_fd, "memory.soft_limit_in_bytes", &m.has_soft_limit, &m.soft_limit_bytes);
+        if (r >= 0)
+                r = read_value(memory_fd, "memory.usage_in_bytes", &m.has_current, &m.current_bytes);
+        if (r >= 0)
+                r = read_value(memory_fd, "memory.failcnt", &m.events.has_max, &m.events.max);
+        if (r >= 0)
+                r = read_events(memory_fd, "memory.oom_control", &oom);
+        if (r >= 0)
+                r = read_memory_stat(memory_fd, true, &m);
+        if (r < 0)
+                return r;
+        m.max_bytes = m.has_max ? limits_v1_memory_limit(m.max_bytes, page_size) : 0;
+        m.soft_limit_bytes = m.has_soft_limit ? limits_v1_memory_limit(m.soft_limit_bytes, page_size) : 0;
+        /* oom_control's other lines (oom_kill_disable, under_oom) are states, not events. */
+        m.events.has_oom_kill = oom.has_oom_kill;
+        m.events.oom_kill = oom.oom_kill;
+        *ret = m;
+        return 0;
+}
+
+bool limits_cpu_is_limited(const CpuLimits *c) {
+        return c->has_quota && c->quota_us != LIMITS_UNLIMITED;
+}
+
+bool limits_memory_is_limited(const MemoryLimits *m) {
+        return (m->has_max && m->max_bytes != LIMITS_UNLIMITED) || (m->has_high && m->high_bytes != LIMITS_UNLIMITED);
+}
+
+uint64_t limits_counter_delta(uint64_t start, uint64_t end) {
+        return end >= start ? end - start : 0;
+}
+
+/* One counter of a delta: there only when both readings have it. */
+static void counter_delta(bool has_start, uint64_t start, bool has_end, uint64_t end, bool *ret_has, uint64_t *ret) {
+        *ret_has = has_start && has_end;
+        *ret = *ret_has ? limits_counter_delta(start, end) : 0;
+}
+
+void limits_cpu_delta(const CpuLimits *start, const CpuLimits *end, CpuLimits *ret) {
+        CpuLimits d = *end;
+
+        d.has_stat = start->has_stat && end->has_stat;
+        d.nr_periods = d.has_stat ? limits_counter_delta(start->nr_periods, end->nr_periods) : 0;
+        d.nr_throttled = d.has_stat ? limits_counter_delta(start->nr_throttled, end->nr_throttled) : 0;
+        d.throttled_us = d.has_stat ? limits_counter_delta(start->throttled_us, end->throttled_us) : 0;
+        *ret = d;
+}
+
+static void events_delta(const MemoryEvents *a, const MemoryEvents *b, MemoryEvents *ret) {
+        counter_delta(a->has_high, a->high, b->has_high, b->high, &ret->has_high, &ret->high);
+        counter_delta(a->has_max, a->max, b->has_max, b->max, &ret->has_max, &ret->max);
+        counter_delta(a->has_oom, a->oom, b->has_oom, b->oom, &ret->has_oom, &ret->oom);
+        counter_delta(a->has_oom_kill, a->oom_kill, b->has_oom_kill, b->oom_kill, &ret->has_oom_kill, &ret->oom_kill);
+}
+
+void limits_memory_delta(const MemoryLimits *start, const MemoryLimits *end, MemoryLimits *ret) {
+        MemoryLimits d = *end;
+
+        events_delta(&start->events, &end->events, &d.events);
+        events_delta(&start->events_local, &end->events_local, &d.events_local);
+        counter_delta(start->has_refault_anon, start->refault_anon, end->has_refault_anon, end->refault_anon,
+                      &d.has_refault_anon, &d.refault_anon);
+        counter_delta(start->has_refault_file, start->refault_file, end->has_refault_file, end->refault_file,
+                      &d.has_refault_file, &d.refault_file);
+        *ret = d;
+}

@@ -1,0 +1,422 @@
+/* SPDX-License-Identifier: MIT */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/array.h"
+#include "base/macro.h"
+#include "sampling/culprits.h"
+
+uint64_t culprit_score(const CulpritUsage *u, PsiResource res) {
+        switch (res) {
+        case PSI_RESOURCE_CPU:
+                return u->cpu_us;
+        case PSI_RESOURCE_IO:
+                return u->read_bytes + u->write_bytes;
+        case PSI_RESOURCE_MEMORY:
+                return u->has_growth && u->rss_growth_bytes > 0 ? (uint64_t) u->rss_growth_bytes : 0;
+        default:
+                return 0;
+        }
+}
+
+static uint64_t sub_sat(uint64_t b, uint64_t a) {
+        return b >= a ? b - a : 0;
+}
+
+static int64_t growth(uint64_t b, uint64_t a) {
+        return b >= a ? (int64_t) MIN(b - a, (uint64_t) INT64_MAX) : -(int64_t) MIN(a - b, (uint64_t) INT64_MAX);
+}
+
+/* The order of a list: memory ranks on growth, then size; the others on their score. */
+static void set_key(PsiResource res, const CulpritUsage *u, int64_t *key, uint64_t *key2) {
+        if (res == PSI_RESOURCE_MEMORY) {
+                *key = u->has_growth ? u->rss_growth_bytes : 0;
+                *key2 = u->rss_bytes;
+        } else {
+                *key = (int64_t) MIN(culprit_score(u, res), (uint64_t) INT64_MAX);
+                *key2 = 0;
+        }
+}
+
+static int cmp_key(int64_t ka, uint64_t ka2, int64_t kb, uint64_t kb2) {
+        if (ka != kb)
+                return ka < kb ? 1 : -1;
+        if (ka2 != kb2)
+                return ka2 < kb2 ? 1 : -1;
+        return 0;
+}
+
+static int cmp_process(const void *a, const void *b) {
+        const CulpritProcess *x = a, *y = b;
+        int c = cmp_key(x->key, x->key2, y->key, y->key2);
+
+        return c ? c : (x->tgid > y->tgid) - (x->tgid < y->tgid);
+}
+
+static int cmp_cgroup(const void *a, const void *b) {
+        const CulpritCgroup *x = a, *y = b;
+        int c = cmp_key(x->key, x->key2, y->key, y->key2);
+
+        return c ? c : strcmp(x->path, y->path);
+}
+
+/* One process's use over the sample; false when it has none to report (moved in, or nothing of
+ * the resource). */
+static bool process_usage(PsiResource res, const Snapshot *a, const ProcessDelays *pb, CulpritUsage *ret) {
+        const ProcessDelays *pa = a ? snapshot_find_process(a, pb->tgid) : NULL;
+        CulpritUsage u = {};
+
+        /* Only in b and not born in the sample: it moved in, its totals are not from this sample. */
+        if (a && !pa && pb->origin == PROCESS_MEASURED && !pb->born_in_sample)
+                return false;
+        if (pb->has_cpu_run && (!pa || pa->has_cpu_run))
+                u.cpu_us = sub_sat(pb->cpu_run_ns, pa ? pa->cpu_run_ns : 0) / 1000;
+        if (pb->has_io && (!pa || pa->has_io)) {
+                u.read_bytes = sub_sat(pb->read_bytes, pa ? pa->read_bytes : 0);
+                u.write_bytes = sub_sat(pb->write_bytes, pa ? pa->write_bytes : 0);
+        }
+        if (pb->has_mem) {
+                u.rss_bytes = pb->rss_bytes;
+                if (pa && pa->has_mem) {
+                        u.rss_growth_bytes = growth(pb->rss_bytes, pa->rss_bytes);
+                        u.majflt = sub_sat(pb->majflt, pa->majflt);
+                        u.has_growth = true;
+                } else if (a) { /* born in the sample: all of it is growth */
+                        u.rss_growth_bytes = (int64_t) MIN(pb->rss_bytes, (uint64_t) INT64_MAX);
+                        u.majflt = pb->majflt;
+                        u.has_growth = true;
+                }
+        }
+        *ret = u;
+        if (res == PSI_RESOURCE_MEMORY)
+                return pb->has_mem;
+        return culprit_score(&u, res) > 0;
+}
+
+static void usage_add(CulpritUsage *t, const CulpritUsage *u) {
+        t->cpu_us += u->cpu_us;
+        t->read_bytes += u->read_bytes;
+        t->write_bytes += u->write_bytes;
+        t->rss_bytes += u->rss_bytes;
+        t->majflt += u->majflt;
+        if (u->has_growth) {
+                t->rss_growth_bytes += u->rss_growth_bytes;
+                t->has_growth = true;
+        }
+}
+
+/* The share of the scope's use: cpu time and bytes over the sample; memory: resident size now. */
+static double share_of(PsiResource res, const CulpritUsage *u, const CulpritUsage *total) {
+        uint64_t part, whole;
+
+        if (res == PSI_RESOURCE_MEMORY) {
+                part = u->rss_bytes;
+                whole = total->rss_bytes;
+        } else {
+                part = culprit_score(u, res);
+                whole = culprit_score(total, res);
+        }
+        return whole == 0 ? 0.0 : MIN(1.0, (double) part / (double) whole);
+}
+
+static bool is_victim(const CulpritsInput *in, pid_t tgid) {
+        for (size_t i = 0; i < in->n_victims; i++)
+                if (in->victims[i] == tgid)
+                        return true;
+        return false;
+}
+
+static int push_process(Culprits *c, const CulpritProcess *p) {
+        if (array_grow((void **) &c->procs, &c->cap_procs, c->n_procs, 16, sizeof *c->procs) < 0)
+                return -ENOMEM;
+        c->procs[c->n_procs++] = *p;
+        return 0;
+}
+
+typedef struct CulpritPid {
+        pid_t pid;
+        size_t entry; /* in the end walk */
+} CulpritPid;
+
+static int cmp_culprit_pid(const void *a, const void *b) {
+        const CulpritPid *x = a, *y = b;
+        return (x->pid > y->pid) - (x->pid < y->pid);
+}
+
+/* Every process of the end walk with its cgroup, sorted by pid. */
+static int index_pids(Culprits *c, const CgroupUsages *gb) {
+        c->n_pids = 0;
+        if (!gb)
+                return 0;
+        if (array_reserve((void **) &c->pids, &c->cap_pids, gb->pids.n, sizeof *c->pids) < 0)
+                return -ENOMEM;
+        for (size_t i = 0; i < gb->n; i++)
+                for (size_t k = 0; k < gb->items[i].n_pids; k++)
+                        c->pids[c->n_pids++] = (CulpritPid) { gb->pids.tids[gb->items[i].first_pid + k], i };
+        if (c->n_pids > 0)
+                qsort(c->pids, c->n_pids, sizeof *c->pids, cmp_culprit_pid);
+        return 0;
+}
+
+/* The cgroup of a short process: that of its nearest ancestor alive at the end (a build's make,
+ * whose compilers came and went). NULL when none is known. */
+static const char *ancestor_cgroup(const Culprits *c, const CulpritsInput *in, pid_t ppid) {
+        for (unsigned depth = 0; ppid > 0 && depth < 16; depth++) {
+                CulpritPid key = { .pid = ppid };
+                const CulpritPid *hit =
+                        c->n_pids ? bsearch(&key, c->pids, c->n_pids, sizeof *c->pids, cmp_culprit_pid) : NULL;
+                const ProcessDelays *p;
+
+                if (hit)
+                        return cgroup_usage_path(in->gb, &in->gb->items[hit->entry]);
+                p = snapshot_find_process(in->b, ppid);
+                if (!p || p->origin == PROCESS_MEASURED)
+                        return NULL;
+                ppid = p->ppid;
+        }
+        return NULL;
+}
+
+/* A process that ended during the sample joins its comm's aggregate. */
+static int aggregate(Culprits *c, const CulpritsInput *in, size_t first_aggregate, const ProcessDelays *pb,
+                     const CulpritUsage *u) {
+        size_t n = c->n_procs - first_aggregate;
+        const char *cgroup = ancestor_cgroup(c, in, pb->ppid);
+        CulpritProcess *g = NULL;
+
+        for (size_t i = first_aggregate; i < c->n_procs; i++)
+                if (strcmp(c->procs[i].comm, pb->comm) == 0 && c->procs[i].cgroup == cgroup) {
+                        g = &c->procs[i];
+                        break;
+                }
+        if (!g && n >= CULPRIT_AGGREGATES_MAX)
+                g = &c->procs[c->n_procs - 1]; /* the last takes the rest */
+        if (!g) {
+                CulpritProcess p = { .origin = pb->origin, .uid = pb->uid, .ppid = pb->ppid, .cgroup = cgroup };
+                memcpy(p.comm, pb->comm, sizeof p.comm);
+                if (push_process(c, &p) < 0)
+                        return -ENOMEM;
+                g = &c->procs[c->n_procs - 1];
+        }
+        g->ended++;
+        if (g->uid != pb->uid)
+                g->uid = -1;
+        if (g->ppid != pb->ppid)
+                g->ppid = 0;
+        if (g->cgroup != cgroup)
+                g->cgroup = NULL; /* the last, taking the rest */
+        usage_add(&g->usage, u);
+        return 0;
+}
+
+static int build_processes(Culprits *c, const CulpritsInput *in) {
+        const Snapshot *b = in->b;
+        size_t first_aggregate;
+        int r;
+
+        if (array_reserve((void **) &c->pu, &c->cap_pu, b->n_procs, sizeof *c->pu) < 0 ||
+            array_reserve((void **) &c->pu_valid, &c->cap_pu_valid, b->n_procs, sizeof *c->pu_valid) < 0 ||
+            array_reserve((void **) &c->procs, &c->cap_procs, b->n_procs + 1, sizeof *c->procs) < 0)
+                return -ENOMEM;
+        for (size_t i = 0; i < b->n_procs; i++) {
+                const ProcessDelays *pb = &b->procs[i];
+
+                c->pu_valid[i] = process_usage(in->resource, in->a, pb, &c->pu[i]);
+                if (!c->pu_valid[i] || pb->origin != PROCESS_MEASURED)
+                        continue;
+                CulpritProcess p = {
+                        .tgid = pb->tgid,
+                        .origin = pb->origin,
+                        .ppid = pb->ppid,
+                        .uid = pb->uid,
+                        .usage = c->pu[i],
+                };
+                memcpy(p.comm, pb->comm, sizeof p.comm);
+                c->procs[c->n_procs++] = p;
+        }
+        first_aggregate = c->n_procs;
+        r = index_pids(c, in->gb);
+        if (r < 0)
+                return r;
+        for (size_t i = 0; i < b->n_procs; i++)
+                if (c->pu_valid[i] && b->procs[i].origin != PROCESS_MEASURED) {
+                        r = aggregate(c, in, first_aggregate, &b->procs[i], &c->pu[i]);
+                        if (r < 0)
+                                return r;
+                }
+        for (size_t i = 0; i < c->n_procs; i++) {
+                CulpritProcess *p = &c->procs[i];
+                usage_add(&c->total, &p->usage);
+                set_key(in->resource, &p->usage, &p->key, &p->key2);
+                p->victim = p->tgid > 0 && is_victim(in, p->tgid);
+        }
+        if (c->n_procs > 0)
+                qsort(c->procs, c->n_procs, sizeof *c->procs, cmp_process);
+        c->n_procs = MIN(c->n_procs, in->top);
+        for (size_t i = 0; i < c->n_procs; i++)
+                c->procs[i].share = share_of(in->resource, &c->procs[i].usage, &c->total);
+        return 0;
+}
+
+static bool has_counter(const CgroupUsage *u, PsiResource res) {
+        return res == PSI_RESOURCE_CPU ? u->has_cpu : res == PSI_RESOURCE_IO ? u->has_io : u->has_memory;
+}
+
+/* Each cgroup's own use: its counter less its children's. Complete only when it and every child
+ * have the counter (the node's root never is: its counters are the whole node's). */
+static int own_usage(const CgroupUsages *w, PsiResource res, bool root_is_node, CulpritOwn **own, size_t *cap) {
+        if (array_reserve((void **) own, cap, w->n, sizeof **own) < 0)
+                return -ENOMEM;
+        for (size_t i = 0; i < w->n; i++) {
+                const CgroupUsage *u = &w->items[i].usage;
+                (*own)[i] = (CulpritOwn) {
+                        .complete = has_counter(u, res) && !(root_is_node && i == 0),
+                        .cpu_us = u->cpu_us,
+                        .read_bytes = u->read_bytes,
+                        .write_bytes = u->write_bytes,
+                        .memory_bytes = u->memory_bytes,
+                };
+        }
+        for (size_t i = 0; i < w->n; i++) {
+                size_t p = w->items[i].parent;
+                const CgroupUsage *u = &w->items[i].usage;
+                if (p == CGROUP_USAGE_NO_PARENT || p >= w->n)
+                        continue;
+                CulpritOwn *o = &(*own)[p];
+                if (!has_counter(u, res)) {
+                        o->complete = false;
+                        continue;
+                }
+                o->cpu_us = sub_sat(o->cpu_us, u->cpu_us);
+                o->read_bytes = sub_sat(o->read_bytes, u->read_bytes);
+                o->write_bytes = sub_sat(o->write_bytes, u->write_bytes);
+                o->memory_bytes = sub_sat(o->memory_bytes, u->memory_bytes);
+        }
+        return 0;
+}
+
+static _Thread_local const CgroupUsages *sorting;
+
+static int cmp_path(const void *a, const void *b) {
+        const CgroupUsages *w = sorting;
+        return strcmp(cgroup_usage_path(w, &w->items[*(const size_t *) a]),
+                      cgroup_usage_path(w, &w->items[*(const size_t *) b]));
+}
+
+static const size_t *find_path(const Culprits *c, const CgroupUsages *w, const char *path) {
+        size_t lo = 0, hi = w->n;
+
+        while (lo < hi) {
+                size_t mid = lo + (hi - lo) / 2;
+                int k = strcmp(cgroup_usage_path(w, &w->items[c->order[mid]]), path);
+                if (k == 0)
+                        return &c->order[mid];
+                if (k < 0)
+                        lo = mid + 1;
+                else
+                        hi = mid;
+        }
+        return NULL;
+}
+
+/* The sum of a cgroup's own processes' use. */
+static void processes_usage(const Culprits *c, const CulpritsInput *in, const CgroupUsageEntry *e, CulpritUsage *ret) {
+        CulpritUsage u = {};
+
+        for (size_t k = 0; k < e->n_pids; k++) {
+                const ProcessDelays *p = snapshot_find_process(in->b, in->gb->pids.tids[e->first_pid + k]);
+                if (!p)
+                        continue;
+                size_t i = (size_t) (p - in->b->procs);
+                if (c->pu_valid[i])
+                        usage_add(&u, &c->pu[i]);
+        }
+        if (in->resource == PSI_RESOURCE_MEMORY && in->a)
+                u.has_growth = true;
+        *ret = u;
+}
+
+static int build_cgroups(Culprits *c, const CulpritsInput *in) {
+        const CgroupUsages *ga = in->ga, *gb = in->gb;
+        CulpritUsage total = {};
+        int r;
+
+        r = own_usage(gb, in->resource, in->scope_is_node, &c->own_b, &c->cap_own_b);
+        if (r >= 0 && ga)
+                r = own_usage(ga, in->resource, in->scope_is_node, &c->own_a, &c->cap_own_a);
+        if (r < 0 || array_reserve((void **) &c->cgroups, &c->cap_cgroups, gb->n, sizeof *c->cgroups) < 0)
+                return -ENOMEM;
+        if (ga) {
+                if (array_reserve((void **) &c->order, &c->cap_order, ga->n, sizeof *c->order) < 0)
+                        return -ENOMEM;
+                for (size_t i = 0; i < ga->n; i++)
+                        c->order[i] = i;
+                sorting = ga;
+                if (ga->n > 0)
+                        qsort(c->order, ga->n, sizeof *c->order, cmp_path);
+                sorting = NULL;
+        }
+        for (size_t i = 0; i < gb->n; i++) {
+                const CgroupUsageEntry *e = &gb->items[i];
+                const char *path = cgroup_usage_path(gb, e);
+                const size_t *ia = ga ? find_path(c, ga, path) : NULL;
+                const CulpritOwn *ob = &c->own_b[i], *oa = ia ? &c->own_a[*ia] : NULL;
+                bool had_procs = ia && ga->items[*ia].n_pids > 0;
+                CulpritCgroup g = { .path = path };
+
+                if (ob->complete && (!ga || !ia || oa->complete)) {
+                        /* A cgroup made during the sample counted from zero. */
+                        g.from_counters = true;
+                        g.usage.cpu_us = sub_sat(ob->cpu_us, oa ? oa->cpu_us : 0);
+                        g.usage.read_bytes = sub_sat(ob->read_bytes, oa ? oa->read_bytes : 0);
+                        g.usage.write_bytes = sub_sat(ob->write_bytes, oa ? oa->write_bytes : 0);
+                        g.usage.rss_bytes = ob->memory_bytes;
+                        if (ga) {
+                                g.usage.rss_growth_bytes = growth(ob->memory_bytes, oa ? oa->memory_bytes : 0);
+                                g.usage.has_growth = true;
+                        }
+                } else
+                        processes_usage(c, in, e, &g.usage);
+                /* Only cgroups that hold processes, or whose own counters moved (a fork storm's
+                 * whose processes are all gone). */
+                bool holds = e->n_pids > 0 || had_procs;
+                bool used = in->resource == PSI_RESOURCE_MEMORY ? g.usage.rss_bytes > 0 || g.usage.rss_growth_bytes != 0
+                                                                : culprit_score(&g.usage, in->resource) > 0;
+                if ((!holds && !g.from_counters) || !used)
+                        continue;
+                usage_add(&total, &g.usage);
+                set_key(in->resource, &g.usage, &g.key, &g.key2);
+                c->cgroups[c->n_cgroups++] = g;
+        }
+        if (c->n_cgroups > 0)
+                qsort(c->cgroups, c->n_cgroups, sizeof *c->cgroups, cmp_cgroup);
+        c->n_cgroups = MIN(c->n_cgroups, in->top);
+        for (size_t i = 0; i < c->n_cgroups; i++)
+                c->cgroups[i].share = share_of(in->resource, &c->cgroups[i].usage, &total);
+        return 0;
+}
+
+int culprits_build(Culprits *c, const CulpritsInput *in) {
+        int r;
+
+        c->resource = in->resource;
+        c->n_procs = c->n_cgroups = 0;
+        c->total = (CulpritUsage) {};
+        r = build_processes(c, in);
+        if (r >= 0 && in->gb)
+                r = build_cgroups(c, in);
+        return r;
+}
+
+void culprits_done(Culprits *c) {
+        free(c->procs);
+        free(c->cgroups);
+        free(c->order);
+        free(c->own_a);
+        free(c->own_b);
+        free(c->pu);
+        free(c->pu_valid);
+        free(c->pids);
+        *c = (Culprits) {};
+}

@@ -1,0 +1,97 @@
+/* SPDX-License-Identifier: MIT */
+/* Who is causing the pressure: the processes and the cgroups of the culprit scope (the node, or the
+ * cgroup whose limit the stalled tasks compete under) ranked by their use of the fired resource
+ * during the sample: cpu time, storage bytes, or memory growth then size. Processes that ended
+ * during the sample (a fork storm's) are aggregated by comm and their live ancestor's cgroup. Cgroups rank on their own
+ * counters (a cgroup's counter less its children's) where every counter is there, else on the sum
+ * of their own processes. Pure: no I/O, no logging; buffers are reused. */
+#pragma once
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "probes/cgusage.h"
+#include "probes/pressure.h"
+#include "sampling/snapshot.h"
+
+/* Processes of one comm that ended during a sample, under the same live ancestor's
+ * cgroup, are one entry, up to this many entries; the rest are summed in the last. */
+#define CULPRIT_AGGREGATES_MAX 64
+
+typedef struct CulpritUsage {
+        uint64_t cpu_us;
+        uint64_t read_bytes, write_bytes;
+        uint64_t rss_bytes;       /* memory: resident now (processes) or charged now (cgroups) */
+        int64_t rss_growth_bytes; /* memory: its change over the sample */
+        bool has_growth;          /* false for a lifetime pass or a process new in the sample */
+        uint64_t majflt;          /* memory, processes: major faults in the sample */
+} CulpritUsage;
+
+typedef struct CulpritProcess {
+        pid_t tgid;                        /* 0 for an aggregate of processes that ended during the sample */
+        uint8_t origin;                    /* ProcessOrigin */
+        pid_t ppid;                        /* ended processes: from the exit record */
+        int64_t uid;                       /* ended processes: from the exit record; -1 otherwise */
+        unsigned ended;                    /* an aggregate: how many processes it stands for */
+        char comm[TASKSTATS_COMM_MAX + 1]; /* ended processes and aggregates: from the exit records */
+        const char *cgroup;                /* an aggregate's: its processes' nearest live ancestor's cgroup, relative to
+                                            * the scope ("" the scope itself), into the end walk's names; NULL unknown */
+        CulpritUsage usage;
+        double share;
+        bool victim; /* also among the most delayed */
+        int64_t key; /* the order: the score, or memory growth */
+        uint64_t key2;
+} CulpritProcess;
+
+typedef struct CulpritCgroup {
+        const char *path;   /* relative to the scope ("" the scope itself), into the end walk's names */
+        bool from_counters; /* source "cgroup" (its own counters) or "processes" (its processes summed) */
+        CulpritUsage usage;
+        double share;
+        int64_t key;
+        uint64_t key2;
+} CulpritCgroup;
+
+/* Scratch: a cgroup's own use (its counter less its children's), per cgroup of a walk. */
+typedef struct CulpritOwn {
+        bool complete; /* it and every child have the counter */
+        uint64_t cpu_us, read_bytes, write_bytes, memory_bytes;
+} CulpritOwn;
+
+typedef struct Culprits {
+        PsiResource resource;
+        CulpritProcess *procs; /* most first; at most top */
+        size_t n_procs, cap_procs;
+        CulpritCgroup *cgroups; /* most first; at most top */
+        size_t n_cgroups, cap_cgroups;
+        CulpritUsage total; /* the scope's processes summed over the sample */
+        size_t *order;      /* scratch: a's walk sorted by path */
+        size_t cap_order;
+        CulpritOwn *own_a, *own_b; /* scratch: per cgroup of each walk */
+        size_t cap_own_a, cap_own_b;
+        struct CulpritPid *pids; /* scratch: every process of the end walk with its cgroup, by pid */
+        size_t n_pids, cap_pids;
+        CulpritUsage *pu; /* scratch: per process of b */
+        bool *pu_valid;
+        size_t cap_pu, cap_pu_valid;
+} Culprits;
+
+typedef struct CulpritsInput {
+        PsiResource resource;
+        const Snapshot *a, *b;       /* the scope's processes; a NULL: b's lifetime totals */
+        const CgroupUsages *ga, *gb; /* the scope's cgroups; gb NULL: no cgroups; ga NULL: lifetime */
+        bool scope_is_node;          /* the walk's first cgroup is the root: its counters are the node's */
+        const pid_t *victims;        /* the most delayed processes */
+        size_t n_victims;
+        size_t top;
+} CulpritsInput;
+
+/* Builds c from in. 0 or -ENOMEM. */
+int culprits_build(Culprits *c, const CulpritsInput *in);
+void culprits_done(Culprits *c);
+
+/* What an entry is ranked on for res: cpu time, bytes read and written, or memory growth (then
+ * size, culprits_compare()). */
+uint64_t culprit_score(const CulpritUsage *u, PsiResource res);

@@ -1,0 +1,140 @@
+#!/usr/bin/python3
+# SPDX-License-Identifier: MIT
+"""Culprits on the real kernel: who is causing the pressure, with a trigger on the stalled
+service's cgroup each time.
+1. cpu: a busy service worker beside a sibling "batch" cgroup whose one process spins on 4
+   threads: the first culprit process is the batch spinner, the first culprit cgroup is batch,
+   the scope is the node, and the numbers are physically possible.
+2. A fork storm in a sibling cgroup (children living 100 ms of cpu each, a build's compilers):
+   its cgroup is the first culprit cgroup (its counters include the ended children) and its
+   children are one aggregate, by comm, with a count.
+3. memory: in one memory-limited cgroup, a grower beside a page-cache reader and an idle process:
+   the scope is that cgroup with its limit, and the grower is the first culprit."""
+
+import os
+import sys
+import tempfile
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from common import (LimitedCgroup, ScratchCgroup, check, check_kernel, make_file, run, spawn,  # noqa: E402
+                    start_watching, stop_agent, validator, wait_lines)
+
+PSIDIAG, WORKLOAD, SCHEMAS = sys.argv[1:4]
+NCPU = os.cpu_count() or 1
+
+
+def first_with_culprits(agent, out, log, timeout=60):
+    try:
+        lines = wait_lines(out, lambda ls: any(l.get("culprits") for l in ls), timeout)
+    finally:
+        stop_agent(agent)
+    withc = [l for l in lines if l.get("culprits")]
+    check(withc, f"no incident with culprits within {timeout} s:\n{open(log).read()[-3000:]}")
+    return withc[0]
+
+
+def plausible(inc):
+    """Shares in 0..1; a cgroup or the total never above every core of the sample (10% slack for
+    the sample's edges)."""
+    c = inc["culprits"]
+    dur_us = inc["sample"]["duration_ms"] * 1000
+    for e in c["processes"] + c["cgroups"]:
+        check(0 <= e["share"] <= 1, f"share out of range: {e}")
+        if "cpu_us" in e["usage"]:
+            check(e["usage"]["cpu_us"] <= dur_us * NCPU * 1.1, f"more cpu than the node has: {e}")
+    victims = {p["pid"] for p in inc["most_delayed"]}
+    for p in c["processes"]:
+        check(p["victim"] == (p["pid"] in victims), f"victim flag wrong: {p['pid']} {p['victim']}")
+
+
+def describe(c):
+    return ([(p["pid"], p["comm"], p["cgroup"], p["processes"], p["usage"], round(p["share"], 3))
+             for p in c["processes"]],
+            [(g["path"], g["source"], g["usage"], round(g["share"], 3)) for g in c["cgroups"]])
+
+
+def cpu_neighbour(mount, tmp, validate):
+    with ScratchCgroup(mount, "cul-svc") as svc, ScratchCgroup(mount, "cul-batch") as batch:
+        worker = svc.spawn([WORKLOAD, "spin", "svc-worker"])
+        agent, out, log = start_watching(PSIDIAG, tmp, svc, "cpu", "cpu some 50ms 2s", top=5)
+        spinner = batch.spawn([WORKLOAD, "spin", "batch-spin", "4"])
+        inc = first_with_culprits(agent, out, log)
+        validate(inc)
+        c = inc["culprits"]
+        check(c["resource"] == "cpu" and c["scope"] == "/" and c["limit"] is None and not c["own_limit"],
+              f"scope: {c['scope']} {c['limit']} {c['own_limit']}")
+        procs, cgroups = describe(c)
+        first = c["processes"][0]
+        check(first["pid"] == spinner.pid and "batch-spin" in (first["cmdline"] or "")
+              and first["cgroup"] == "/" + batch.rel and not first["victim"], f"culprit processes: {procs}")
+        check(first["share"] > 0.2, f"the spinner's share: {first['share']}")
+        check(c["cgroups"] and c["cgroups"][0]["path"] == "/" + batch.rel and c["cgroups"][0]["source"] == "cgroup",
+              f"culprit cgroups: {cgroups}")
+        dur_us = inc["sample"]["duration_ms"] * 1000
+        for p in c["processes"]:
+            if p["pid"] == worker.pid:  # one thread: never above one cpu of the sample
+                check(p["usage"]["cpu_us"] <= dur_us * 1.1, f"a one-thread spinner above one cpu: {p}")
+                check(p["victim"], "the stalled worker is not flagged a victim")
+        plausible(inc)
+        print(f"cpu: {procs[0]}, cgroup {cgroups[0]}")
+
+
+def fork_storm(mount, tmp, validate):
+    with ScratchCgroup(mount, "cul-svc2") as svc, ScratchCgroup(mount, "cul-build") as build:
+        svc.spawn([WORKLOAD, "spin", "svc-worker"])
+        agent, out, log = start_watching(PSIDIAG, tmp, svc, "storm", "cpu some 50ms 2s", top=5)
+        make = build.spawn([WORKLOAD, "storm", "psidiag-cc1", "4"])
+        inc = first_with_culprits(agent, out, log)
+        validate(inc)
+        c = inc["culprits"]
+        procs, cgroups = describe(c)
+        check(c["cgroups"] and c["cgroups"][0]["path"] == "/" + build.rel and c["cgroups"][0]["source"] == "cgroup",
+              f"culprit cgroups: {cgroups}")
+        first = c["processes"][0]
+        check(first["pid"] is None and first["comm"] == "psidiag-cc1" and first["ended"]
+              and first["processes"] >= 2 and first["cgroup"] == "/" + build.rel, f"culprit processes: {procs}")
+        check(make.poll() is None, "the storm's parent died")
+        plausible(inc)
+        print(f"storm: {procs[0]}, cgroup {cgroups[0]}")
+
+
+def memory_grower(mount, tmp, validate):
+    limit = 160 << 20
+    data = make_file(tmp, 96 << 20)
+    try:
+        with ScratchCgroup(mount, "cul-mem") as cg, LimitedCgroup(mount, cg, "cul-mem", limit) as lim:
+            env = dict(os.environ, PSIDIAG_FILE=data, PSIDIAG_ALLOC_MS="40", PSIDIAG_ALLOC_MAX_MB="110")
+            spawn(cg, [WORKLOAD, "sleep", "psidiag-idle"], env, lim.extra)
+            reader = spawn(cg, [WORKLOAD, "thrash", "psidiag-reader"], env, lim.extra)
+            agent, out, log = start_watching(PSIDIAG, tmp, cg, "mem", "memory some 50ms 2s", top=5)
+            grower = spawn(cg, [WORKLOAD, "alloc", "psidiag-grower"], env, lim.extra)
+            inc = first_with_culprits(agent, out, log, timeout=90)
+            validate(inc)
+            c = inc["culprits"]
+            procs, cgroups = describe(c)
+            check(c["resource"] == "memory" and c["scope"] == "/" + cg.rel, f"scope {c['scope']} ({lim.how})")
+            check(c["limit"] and c["limit"]["bytes"] == limit
+                  and c["limit"]["file"] in ("memory.max", "memory.limit_in_bytes"), f"limit {c['limit']}")
+            first = c["processes"][0]
+            check(first["pid"] == grower.pid, f"the grower is not the first culprit: {procs}")
+            check(16 << 20 <= first["usage"]["rss_bytes"] <= limit, f"grower rss: {first['usage']}")
+            check(all(p["pid"] != reader.pid for p in c["processes"][:1]), "the reader ranks first")
+            check(c["cgroups"] and c["cgroups"][0]["path"] == "/" + cg.rel
+                  and c["cgroups"][0]["usage"]["memory_bytes"] <= limit * 11 // 10, f"culprit cgroups: {cgroups}")
+            plausible(inc)
+            print(f"memory ({lim.how}): {procs[:3]}, cgroup {cgroups[0]}")
+    finally:
+        os.unlink(data)
+
+
+def main():
+    mount = check_kernel()
+    validate = validator(SCHEMAS)
+    tmp = tempfile.mkdtemp(prefix="psidiag-it-")
+    parts = os.environ.get("PSIDIAG_PARTS", "cpu,storm,memory").split(",")
+    for name, part in (("cpu", cpu_neighbour), ("storm", fork_storm), ("memory", memory_grower)):
+        if name in parts:
+            part(mount, tmp, validate)
+
+
+run(main)

@@ -1,0 +1,366 @@
+/* SPDX-License-Identifier: MIT */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "sampling/culprits.h"
+#include "sampling/sampler.h"
+#include "tests/unit/test-util.h"
+
+#define MS 1000000ULL /* ns */
+
+static ProcessDelays *add(Snapshot *s, pid_t tgid, uint8_t origin, pid_t ppid, const char *comm, uint64_t cpu_ns) {
+        ProcessDelays p = { .tgid = tgid,
+                            .origin = origin,
+                            .ppid = ppid,
+                            .uid = origin ? 1000 : -1,
+                            .cpu_run_ns = cpu_ns,
+                            .has_cpu_run = true };
+
+        snprintf(p.comm, sizeof p.comm, "%s", comm);
+        assert_int_equal(snapshot_append_process(s, &p), 0);
+        snapshot_sort(s);
+        return (ProcessDelays *) snapshot_find_process(s, tgid);
+}
+
+static void mem(Snapshot *s, pid_t tgid, uint64_t rss_mib, uint64_t majflt) {
+        ProcessDelays *p = (ProcessDelays *) snapshot_find_process(s, tgid);
+        p->rss_bytes = rss_mib << 20;
+        p->majflt = majflt;
+        p->has_mem = true;
+}
+
+static void io(Snapshot *s, pid_t tgid, uint64_t r, uint64_t w) {
+        ProcessDelays *p = (ProcessDelays *) snapshot_find_process(s, tgid);
+        p->read_bytes = r;
+        p->write_bytes = w;
+        p->has_io = true;
+}
+
+/* A cgroup of a walk: path, parent index, cpu counter (us; UINT64_MAX: none), own processes. */
+static void cg(CgroupUsages *t, const char *path, size_t parent, uint64_t cpu_us, const pid_t *pids, size_t n) {
+        size_t len = strlen(path);
+
+        t->items = realloc(t->items, (t->n + 1) * sizeof *t->items);
+        t->names = realloc(t->names, t->names_len + len + 1);
+        memcpy(t->names + t->names_len, path, len + 1);
+        t->items[t->n] = (CgroupUsageEntry) {
+                .path = t->names_len,
+                .parent = parent,
+                .first_pid = t->pids.n,
+                .n_pids = n,
+                .usage = { .has_cpu = cpu_us != UINT64_MAX, .cpu_us = cpu_us != UINT64_MAX ? cpu_us : 0 },
+        };
+        for (size_t i = 0; i < n; i++)
+                assert_int_equal(tid_list_push(&t->pids, pids[i]), 0);
+        t->names_len += len + 1;
+        t->n++;
+}
+
+static void test_cpu(void **state) {
+        Snapshot a = {}, b = {};
+        Culprits c = {};
+        pid_t victims[] = { 10 };
+
+        add(&a, 10, PROCESS_MEASURED, 0, "", 100 * MS); /* the stalled worker */
+        add(&a, 20, PROCESS_MEASURED, 0, "", 100 * MS); /* the neighbour */
+        add(&a, 30, PROCESS_MEASURED, 0, "", 5 * MS);   /* idle */
+        add(&b, 10, PROCESS_MEASURED, 0, "", 300 * MS);
+        add(&b, 20, PROCESS_MEASURED, 0, "", 900 * MS);
+        add(&b, 30, PROCESS_MEASURED, 0, "", 5 * MS);
+        add(&b, 40, PROCESS_MEASURED, 0, "", 500 * MS)->born_in_sample = true; /* new: all of it */
+        add(&b, 50, PROCESS_MEASURED, 0, "", 700 * MS);                        /* moved in: none of it */
+
+        CulpritsInput in = {
+                .resource = PSI_RESOURCE_CPU, .a = &a, .b = &b, .victims = victims, .n_victims = 1, .top = 2
+        };
+        assert_int_equal(culprits_build(&c, &in), 0);
+        assert_int_equal(c.total.cpu_us, 200000 + 800000 + 500000);
+        assert_int_equal(c.n_procs, 2);
+        assert_int_equal(c.procs[0].tgid, 20);
+        assert_int_equal(c.procs[0].usage.cpu_us, 800000);
+        assert_false(c.procs[0].victim);
+        assert_int_equal(c.procs[1].tgid, 40);
+        assert_true(c.procs[0].share > 0.53 && c.procs[0].share < 0.54);
+        assert_int_equal(c.n_cgroups, 0); /* no walk given */
+
+        /* The victim, when it ranks. */
+        in.top = 10;
+        assert_int_equal(culprits_build(&c, &in), 0);
+        assert_int_equal(c.n_procs, 3); /* 30 used nothing */
+        assert_int_equal(c.procs[2].tgid, 10);
+        assert_true(c.procs[2].victim);
+
+        /* A sample of 0 ms: lifetime totals, 50 included. */
+        in.a = NULL;
+        assert_int_equal(culprits_build(&c, &in), 0);
+        assert_int_equal(c.procs[0].tgid, 20);
+        assert_int_equal(c.procs[1].tgid, 50);
+        culprits_done(&c);
+        snapshot_done(&a);
+        snapshot_done(&b);
+}
+
+static void test_aggregate(void **state) {
+        Snapshot a = {}, b = {};
+        CgroupUsages ga = {}, gb = {};
+        Culprits c = {};
+        pid_t make[] = { 7 };
+
+        add(&a, 7, PROCESS_MEASURED, 0, "", 10 * MS);
+        add(&a, 8, PROCESS_MEASURED, 0, "", 0); /* a compiler running at A, ended in the sample */
+        add(&b, 7, PROCESS_MEASURED, 0, "", 12 * MS);
+        add(&b, 8, PROCESS_ENDED, 7, "cc1", 60 * MS);
+        add(&b, 100, PROCESS_SHORT, 7, "cc1", 100 * MS);
+        add(&b, 101, PROCESS_SHORT, 7, "cc1", 100 * MS);
+        add(&b, 102, PROCESS_SHORT, 7, "sh", 1 * MS);
+        add(&b, 103, PROCESS_SHORT, 102, "cc1", 100 * MS); /* the shell's child: make's grandchild */
+        add(&b, 200, PROCESS_SHORT, 999, "cc1", 50 * MS);  /* a parent gone too: no cgroup known */
+        cg(&ga, "", CGROUP_USAGE_NO_PARENT, 1000, NULL, 0);
+        cg(&ga, "build", 0, 100, make, 1);
+        cg(&gb, "", CGROUP_USAGE_NO_PARENT, 1500, NULL, 0);
+        cg(&gb, "build", 0, 500, make, 1);
+
+        CulpritsInput in = {
+                .resource = PSI_RESOURCE_CPU, .a = &a, .b = &b, .ga = &ga, .gb = &gb, .scope_is_node = true, .top = 10
+        };
+        assert_int_equal(culprits_build(&c, &in), 0);
+        assert_int_equal(c.n_procs, 4);
+        assert_int_equal(c.procs[0].tgid, 0);
+        assert_string_equal(c.procs[0].comm, "cc1");
+        assert_string_equal(c.procs[0].cgroup, "build");
+        assert_int_equal(c.procs[0].ended, 4);
+        assert_int_equal(c.procs[0].usage.cpu_us, 360000);
+        assert_string_equal(c.procs[1].comm, "cc1");
+        assert_null(c.procs[1].cgroup);
+        assert_int_equal(c.procs[1].ended, 1);
+        assert_int_equal(c.procs[2].tgid, 7);
+        assert_string_equal(c.procs[3].comm, "sh");
+        assert_int_equal(c.procs[3].ended, 1);
+        /* The build cgroup's own counters have its ended compilers. */
+        assert_int_equal(c.n_cgroups, 1);
+        assert_string_equal(c.cgroups[0].path, "build");
+        assert_true(c.cgroups[0].from_counters);
+        assert_int_equal(c.cgroups[0].usage.cpu_us, 400);
+        assert_true(c.cgroups[0].share == 1.0);
+        culprits_done(&c);
+        snapshot_done(&a);
+        snapshot_done(&b);
+        cgroup_usages_done(&ga);
+        cgroup_usages_done(&gb);
+}
+
+static void test_cgroups(void **state) {
+        Snapshot a = {}, b = {};
+        CgroupUsages ga = {}, gb = {};
+        Culprits c = {};
+        pid_t in_root[] = { 1 }, in_a[] = { 2 }, in_c[] = { 3 }, in_d[] = { 4 };
+
+        add(&a, 1, PROCESS_MEASURED, 0, "", 0);
+        add(&a, 2, PROCESS_MEASURED, 0, "", 0);
+        add(&a, 3, PROCESS_MEASURED, 0, "", 0);
+        add(&a, 4, PROCESS_MEASURED, 0, "", 0);
+        add(&b, 1, PROCESS_MEASURED, 0, "", 30 * MS);
+        add(&b, 2, PROCESS_MEASURED, 0, "", 400 * MS);
+        add(&b, 3, PROCESS_MEASURED, 0, "", 20 * MS);
+        add(&b, 4, PROCESS_MEASURED, 0, "", 90 * MS);
+        /* The node's root (its counter is the node's: processes); a; b holding none, with a child c;
+         * d, whose cpu counter is missing (processes). */
+        cg(&ga, "", CGROUP_USAGE_NO_PARENT, 10000, in_root, 1);
+        cg(&ga, "a", 0, 1000, in_a, 1);
+        cg(&ga, "b", 0, 0, NULL, 0);
+        cg(&ga, "b/c", 2, 0, in_c, 1);
+        cg(&ga, "d", 0, UINT64_MAX, in_d, 1);
+        cg(&gb, "", CGROUP_USAGE_NO_PARENT, 600000, in_root, 1);
+        cg(&gb, "a", 0, 411000, in_a, 1);
+        cg(&gb, "b", 0, 60000, NULL, 0); /* 40 ms of its own: a process of b that came and went */
+        cg(&gb, "b/c", 2, 20000, in_c, 1);
+        cg(&gb, "d", 0, UINT64_MAX, in_d, 1);
+        cg(&gb, "e", 0, 0, NULL, 0); /* new and unused */
+
+        CulpritsInput in = {
+                .resource = PSI_RESOURCE_CPU, .a = &a, .b = &b, .ga = &ga, .gb = &gb, .scope_is_node = true, .top = 10
+        };
+        assert_int_equal(culprits_build(&c, &in), 0);
+        assert_int_equal(c.n_cgroups, 5);
+        assert_string_equal(c.cgroups[0].path, "a");
+        assert_true(c.cgroups[0].from_counters);
+        assert_int_equal(c.cgroups[0].usage.cpu_us, 410000);
+        assert_string_equal(c.cgroups[1].path, "d");
+        assert_false(c.cgroups[1].from_counters);
+        assert_int_equal(c.cgroups[1].usage.cpu_us, 90000);
+        assert_string_equal(c.cgroups[2].path, "b");
+        assert_true(c.cgroups[2].from_counters);
+        assert_int_equal(c.cgroups[2].usage.cpu_us, 40000);
+        assert_string_equal(c.cgroups[3].path, "");
+        assert_false(c.cgroups[3].from_counters);
+        assert_int_equal(c.cgroups[3].usage.cpu_us, 30000);
+        assert_string_equal(c.cgroups[4].path, "b/c");
+        assert_int_equal(c.cgroups[4].usage.cpu_us, 20000);
+        double sum = 0;
+        for (size_t i = 0; i < c.n_cgroups; i++)
+                sum += c.cgroups[i].share;
+        assert_true(sum > 0.999 && sum < 1.001);
+
+        /* Not the node: the scope's own counters would count, but a child without the counter (d)
+         * leaves its parent's own use unknown: its processes still. */
+        in.scope_is_node = false;
+        assert_int_equal(culprits_build(&c, &in), 0);
+        assert_string_equal(c.cgroups[3].path, "");
+        assert_false(c.cgroups[3].from_counters);
+        gb.items[4].usage.has_cpu = ga.items[4].usage.has_cpu = true; /* d: 0 -> 0 */
+        assert_int_equal(culprits_build(&c, &in), 0);
+        assert_string_equal(c.cgroups[1].path, ""); /* 600 - 411 - 60 ms, less 10 - 1 */
+        assert_true(c.cgroups[1].from_counters);
+        assert_int_equal(c.cgroups[1].usage.cpu_us, 120000);
+        culprits_done(&c);
+        snapshot_done(&a);
+        snapshot_done(&b);
+        cgroup_usages_done(&ga);
+        cgroup_usages_done(&gb);
+}
+
+static void test_memory_io(void **state) {
+        Snapshot a = {}, b = {};
+        Culprits c = {};
+
+        for (pid_t p = 1; p <= 3; p++) {
+                add(&a, p, PROCESS_MEASURED, 0, "", 0);
+                add(&b, p, PROCESS_MEASURED, 0, "", 0);
+        }
+        mem(&a, 1, 8, 100); /* the page-cache reader: small, faulting */
+        mem(&b, 1, 8, 180);
+        mem(&a, 2, 40, 0); /* the grower */
+        mem(&b, 2, 90, 0);
+        mem(&a, 3, 200, 0); /* big and idle */
+        mem(&b, 3, 200, 0);
+        CulpritsInput in = { .resource = PSI_RESOURCE_MEMORY, .a = &a, .b = &b, .top = 10 };
+        assert_int_equal(culprits_build(&c, &in), 0);
+        assert_int_equal(c.n_procs, 3);
+        assert_int_equal(c.procs[0].tgid, 2);
+        assert_int_equal(c.procs[0].usage.rss_growth_bytes, 50 << 20);
+        assert_int_equal(c.procs[1].tgid, 3); /* then size */
+        assert_int_equal(c.procs[2].tgid, 1);
+        assert_int_equal(c.procs[2].usage.majflt, 80);
+        assert_true(c.procs[1].share > 0.67 && c.procs[1].share < 0.68); /* 200 of 298 MiB */
+        /* Shrinking ranks below standing still. */
+        mem(&b, 3, 150, 0);
+        assert_int_equal(culprits_build(&c, &in), 0);
+        assert_int_equal(c.procs[2].tgid, 3);
+        assert_int_equal(c.procs[2].usage.rss_growth_bytes, -(50 << 20));
+
+        /* io: read and write bytes; a process whose /proc/<pid>/io was refused at A is left out. */
+        io(&a, 1, 0, 0);
+        io(&b, 1, 4096, 1 << 20);
+        io(&a, 2, 0, 0);
+        io(&b, 2, 64 << 20, 512 << 20);
+        io(&b, 3, 1 << 30, 0);
+        in.resource = PSI_RESOURCE_IO;
+        assert_int_equal(culprits_build(&c, &in), 0);
+        assert_int_equal(c.n_procs, 2);
+        assert_int_equal(c.procs[0].tgid, 2);
+        assert_int_equal(c.procs[0].usage.write_bytes, 512 << 20);
+        assert_int_equal(c.total.read_bytes, (64 << 20) + 4096);
+        culprits_done(&c);
+        snapshot_done(&a);
+        snapshot_done(&b);
+}
+
+/* The real walk over a fake cgroup tree, counters and own processes. */
+static void test_walk(void **state) {
+        char dir[] = "/tmp/psidiag-test-XXXXXX", path[256];
+        CgroupUsages t = {};
+        int fd;
+
+        assert_non_null(mkdtemp(dir));
+        const char *files[][2] = {
+                { "cpu.stat", "usage_usec 500\nuser_usec 400\n" },
+                { "cgroup.procs", "1\n" },
+                { "a/cpu.stat", "usage_usec 300\n" },
+                { "a/cgroup.procs", "10\n11\n" },
+                { "a/memory.current", "4096\n" },
+                { "a/b/cpu.stat", "usage_usec 100\n" },
+                { "a/b/cgroup.procs", "" },
+        };
+        snprintf(path, sizeof path, "%s/a", dir);
+        assert_int_equal(mkdir(path, 0755), 0);
+        snprintf(path, sizeof path, "%s/a/b", dir);
+        assert_int_equal(mkdir(path, 0755), 0);
+        for (size_t i = 0; i < sizeof files / sizeof *files; i++) {
+                snprintf(path, sizeof path, "%s/%s", dir, files[i][0]);
+                FILE *f = fopen(path, "w");
+                assert_non_null(f);
+                fputs(files[i][1], f);
+                fclose(f);
+        }
+        fd = open(dir, O_DIRECTORY | O_RDONLY | O_CLOEXEC);
+        assert_true(fd >= 0);
+        assert_int_equal(cgroup_usages_read(fd, -1, PSI_RESOURCE_CPU, &t), 0);
+        assert_int_equal(t.n, 3);
+        assert_string_equal(cgroup_usage_path(&t, &t.items[0]), "");
+        assert_int_equal(t.items[0].parent, CGROUP_USAGE_NO_PARENT);
+        assert_int_equal(t.items[0].usage.cpu_us, 500);
+        assert_int_equal(t.items[0].n_pids, 1);
+        assert_string_equal(cgroup_usage_path(&t, &t.items[1]), "a");
+        assert_int_equal(t.items[1].parent, 0);
+        assert_int_equal(t.items[1].n_pids, 2);
+        assert_int_equal(t.pids.tids[t.items[1].first_pid + 1], 11);
+        assert_true(t.items[1].usage.has_memory);
+        assert_string_equal(cgroup_usage_path(&t, &t.items[2]), "a/b");
+        assert_int_equal(t.items[2].parent, 1);
+        assert_int_equal(t.items[2].n_pids, 0);
+        cgroup_usages_clear(&t);
+        assert_int_equal(t.n, 0);
+        close(fd);
+        cgroup_usages_done(&t);
+        snprintf(path, sizeof path, "rm -rf '%s'", dir);
+        assert_int_equal(system(path), 0);
+}
+
+/* Where culprits are looked for, on fixture trees. */
+static void test_scope(void **state) {
+        _cleanup_(sysroot_freep) Sysroot *s = NULL;
+        CulpritScope c;
+
+        assert_int_equal(sysroot_open(fixture("hybrid"), &s), 0);
+        assert_int_equal(culprit_scope_open(s, "app/web", PSI_RESOURCE_IRQ, &c), -EOPNOTSUPP);
+        /* cpu: the node, unless the stalled cgroup limits itself. */
+        assert_int_equal(culprit_scope_open(s, "app/web", PSI_RESOURCE_CPU, &c), 0);
+        assert_true(c.node);
+        assert_false(c.own_limit);
+        assert_false(c.same);
+        assert_true(c.cgroup_fd >= 0);
+        culprit_scope_close(&c);
+        assert_int_equal(culprit_scope_open(s, "/app/batch", PSI_RESOURCE_CPU, &c), 0);
+        assert_false(c.node);
+        assert_true(c.own_limit);
+        assert_true(c.same);
+        assert_string_equal(c.path, "app/batch");
+        assert_int_equal(c.limit.kind, CGROUP_LIMIT_CPU_CFS_QUOTA);
+        assert_true(c.v1_fd >= 0); /* cpu,cpuacct twin */
+        culprit_scope_close(&c);
+        /* memory: the nearest limited ancestor. */
+        assert_int_equal(culprit_scope_open(s, "app/web", PSI_RESOURCE_MEMORY, &c), 0);
+        assert_false(c.node);
+        assert_false(c.own_limit);
+        assert_false(c.same);
+        assert_string_equal(c.path, "app");
+        assert_int_equal(c.limit.value, 268435456);
+        culprit_scope_close(&c);
+        /* A node-wide trigger: the sample is the node. */
+        assert_int_equal(culprit_scope_open(s, NULL, PSI_RESOURCE_IO, &c), 0);
+        assert_true(c.node);
+        assert_true(c.same);
+        culprit_scope_close(&c);
+}
+
+int main(void) {
+        const struct CMUnitTest tests[] = {
+                cmocka_unit_test(test_cpu),       cmocka_unit_test(test_aggregate), cmocka_unit_test(test_cgroups),
+                cmocka_unit_test(test_memory_io), cmocka_unit_test(test_walk),      cmocka_unit_test(test_scope),
+        };
+        return cmocka_run_group_tests(tests, NULL, NULL);
+}
