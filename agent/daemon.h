@@ -62,8 +62,7 @@ struct Watch {
 
         Trigger *fired;
         Sampler sampler;
-        CulpritScope culprit; /* while a sample runs with a culprit pass */
-        bool has_culprit;
+        CulpritScope *culprit; /* while a sample runs with a culprit pass (allocated then: 4 KiB) */
         WatchTiming timing;
 
         /* Without /dev/kmsg: the cgroup's oom_kill counter (probes/memcg.h). */

@@ -84,8 +84,15 @@ const char *runtime_exit_cpus(const Runtime *rt) {
         return rt->taskstats && rt->cpus_online[0] ? rt->cpus_online : NULL;
 }
 
+void runtime_open_limits(Runtime *rt) {
+        /* Which hierarchy has each controller: without it, incidents go without "limits". */
+        if (!rt->limits && limits_hierarchy_open(rt->sysroot, &rt->limits) < 0)
+                rt->limits = NULL;
+}
+
 void runtime_close(Runtime *rt) {
         rt->taskstats = taskstats_source_free(rt->taskstats);
+        rt->limits = limits_hierarchy_free(rt->limits);
         rt->sysroot = sysroot_free(rt->sysroot);
 }
 

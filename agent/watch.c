@@ -37,9 +37,9 @@ void trigger_free(Agent *a, Trigger *t) {
 
 static void watch_close_sample_fd(Watch *w) {
         w->sample_fd = safe_close(w->sample_fd);
-        if (w->has_culprit)
-                culprit_scope_close(&w->culprit);
-        w->has_culprit = false;
+        if (w->culprit)
+                culprit_scope_close(w->culprit);
+        w->culprit = mfree(w->culprit);
 }
 
 void watch_drop_sample(Watch *w, const char *why) {
@@ -77,18 +77,15 @@ static void watch_finish_sample(Sampler *s, int r) {
         _cleanup_free_ char *line = NULL;
         char id[HISTORY_ID_MAX];
         size_t len;
-        bool keep_culprit = false;
 
         bool lifetime = s->sample_ms == 0;
         w->timing.sampling = false;
         a->sampling--;
         /* The culprit scope's fds are closed here; its path and limit stay for the report. */
         w->sample_fd = safe_close(w->sample_fd);
-        if (w->has_culprit) {
-                culprit_scope_close(&w->culprit);
-                w->has_culprit = false;
-                keep_culprit = true;
-        }
+        _cleanup_free_ CulpritScope *culprit = TAKE_PTR(w->culprit);
+        if (culprit)
+                culprit_scope_close(culprit);
         if (cgroup_is_gone(r)) {
                 log_info("cgroup %s disappeared during its sample; no incident", w->name);
                 return;
@@ -125,8 +122,9 @@ static void watch_finish_sample(Sampler *s, int r) {
                         .hot = &s->hot,
                         .scope_cgroup = w->path,
                         .procs = a->procs,
-                        .culprits = keep_culprit && s->has_culprits ? &s->culprits : NULL,
-                        .culprit_scope = keep_culprit ? &w->culprit : NULL,
+                        .culprits = culprit && s->has_culprits ? &s->culprits : NULL,
+                        .onwhat = s->has_onwhat ? &s->onwhat : NULL,
+                        .culprit_scope = culprit,
                         .has_suppressed = true,
                         .suppressed = a->rate.suppressed_since_incident,
                 },
@@ -176,12 +174,18 @@ static void watch_start_sample(Watch *w, Trigger *t) {
                 scope.walk_cgroups = true;
                 scope.cgroups_resource = t->effective.resource;
                 scope.resource = t->effective.resource;
+                /* On what: the limit behind the stall, and where blocked threads wait. */
+                scope.limits = w->agent->rt.limits;
+                scope.limits_cgroup = w->path;
+                scope.limits_resource = t->effective.resource;
                 /* Who is causing it: the processes and cgroups competing for the resource. No
                  * culprit pass is not a reason to lose the incident. */
-                if (culprit_scope_open(w->agent->rt.sysroot, w->path, t->effective.resource, &w->culprit) >= 0) {
-                        w->has_culprit = true;
-                        scope.culprit = &w->culprit;
-                }
+                w->culprit = malloc(sizeof *w->culprit);
+                if (w->culprit &&
+                    culprit_scope_open(w->agent->rt.sysroot, w->path, t->effective.resource, w->culprit) >= 0)
+                        scope.culprit = w->culprit;
+                else
+                        w->culprit = mfree(w->culprit);
                 r = sampler_start(&w->sampler, &scope, w->cfg->sample_ms);
         }
         if (r < 0) {

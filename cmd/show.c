@@ -217,6 +217,59 @@ static void show_culprits(json_t *inc, FILE *out) {
                 fputc('\n', out);
 }
 
+/* One line of "on what" (psidiag 0.5): the limit behind the stall, and where blocked threads wait. */
+static void show_on_what(json_t *inc, FILE *out) {
+        json_t *l = json_object_get(inc, "limits"), *b = json_object_get(inc, "blocked"), *o;
+        char line[512] = "", a[32], c[32], cg[256], name[64];
+        size_t n = 0;
+
+        if ((o = json_object_get(l, "cpu")) && json_is_object(o)) {
+                long long q = get_int(o, "quota_us"), per = get_int(o, "period_us");
+                text_terminal_safe(get_str(o, "cgroup") ? get_str(o, "cgroup") : "-", cg, sizeof cg);
+                if (q >= 0 && per > 0)
+                        n += (size_t) snprintf(
+                                line, sizeof line, "%s: quota %.2f CPU at %s, throttled %s in %lld of %lld periods",
+                                get_str(o, "verdict") ? get_str(o, "verdict") : "-", (double) q / (double) per, cg,
+                                text_format_us(get_int(o, "throttled_us"), a, sizeof a), get_int(o, "nr_throttled"),
+                                get_int(o, "nr_periods"));
+                else
+                        n += (size_t) snprintf(line, sizeof line, "contention: no cpu quota up to %s", cg);
+        } else if ((o = json_object_get(l, "memory")) && json_is_object(o)) {
+                json_t *ev = json_object_get(o, "events"), *rf = json_object_get(o, "refault");
+                long long max = get_int(o, "max_bytes"), high = get_int(o, "high_bytes");
+                text_terminal_safe(get_str(o, "cgroup") ? get_str(o, "cgroup") : "-", cg, sizeof cg);
+                n += (size_t) snprintf(line, sizeof line, "%s %s at %s, %s used, %lld max events, %lld refaults",
+                                       max >= 0    ? "memory limit"
+                                       : high >= 0 ? "memory.high"
+                                                   : "no memory limit",
+                                       max >= 0 || high >= 0 ? format_bytes(max >= 0 ? max : high, a, sizeof a) : "-",
+                                       cg, format_bytes(get_int(o, "current_bytes"), c, sizeof c),
+                                       get_int(ev, "max") < 0 ? 0 : get_int(ev, "max"),
+                                       (get_int(rf, "anon") < 0 ? 0 : get_int(rf, "anon")) +
+                                               (get_int(rf, "file") < 0 ? 0 : get_int(rf, "file")));
+        } else if ((o = json_object_get(l, "io")) && json_is_object(o)) {
+                json_t *devs = json_object_get(o, "devices"), *d;
+                size_t i;
+                json_array_foreach(devs, i, d) {
+                        if (i >= 3 || n >= sizeof line)
+                                break;
+                        text_terminal_safe(get_str(d, "device") ? get_str(d, "device") : "?", name, sizeof name);
+                        n += (size_t) snprintf(line + n, sizeof line - n, "%s%s: %s written, %s read%s", i ? "; " : "",
+                                               name, format_bytes(get_int(d, "wbytes"), a, sizeof a),
+                                               format_bytes(get_int(d, "rbytes"), c, sizeof c),
+                                               json_is_object(json_object_get(d, "max")) ? " (io.max)" : "");
+                }
+        }
+        json_t *g = json_is_array(b) ? json_array_get(b, 0) : NULL;
+        if (json_is_object(g) && n < sizeof line) {
+                text_terminal_safe(get_str(g, "wchan") ? get_str(g, "wchan") : "an unknown wait", name, sizeof name);
+                n += (size_t) snprintf(line + n, sizeof line - n, "%s%lld thread%s in %s", n ? "; " : "",
+                                       get_int(g, "threads_total"), get_int(g, "threads_total") == 1 ? "" : "s", name);
+        }
+        if (n > 0)
+                fprintf(out, "  on what   %s\n", line);
+}
+
 /* The kill of an oom incident: victim, where, how big, and the pressure incidents that led to it. */
 static void show_oom(json_t *inc, FILE *out) {
         json_t *o = json_object_get(inc, "oom"), *v, *rss, *related = json_object_get(inc, "related");
@@ -283,6 +336,7 @@ int show_line(const char *line, size_t len, FILE *out, char *error, size_t error
                 fprintf(out, "%s  %s  on %s\n", when, type, host);
         show_oom(inc, out);
         show_pressure(inc, out);
+        show_on_what(inc, out);
         show_processes(inc, out);
         show_culprits(inc, out);
         json_decref(inc);

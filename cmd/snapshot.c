@@ -88,6 +88,12 @@ int snapshot_cmd_run(const SnapshotCmdOptions *opts) {
                 .detail = opts->top,
         };
         /* With --resource, also who is causing it: the processes and cgroups competing for it. */
+        if (opts->resource >= 0 && opts->pid <= 0 && cgroup) {
+                runtime_open_limits(&rt);
+                scope.limits = rt.limits;
+                scope.limits_cgroup = cgroup;
+                scope.limits_resource = (PsiResource) opts->resource;
+        }
         has_culprit = opts->resource >= 0 && opts->pid <= 0 &&
                       culprit_scope_open(rt.sysroot, cgroup, (PsiResource) opts->resource, &culprit) >= 0;
         if (has_culprit)
@@ -143,6 +149,7 @@ int snapshot_cmd_run(const SnapshotCmdOptions *opts) {
                         .threads_per_process = opts->pid > 0 ? 100000 : 0,
                         .procs = procs,
                         .culprits = has_culprit && sampler.has_culprits ? &sampler.culprits : NULL,
+                        .onwhat = sampler.has_onwhat ? &sampler.onwhat : NULL,
                         .culprit_scope = has_culprit ? &culprit : NULL,
                 },
                 1, id, sizeof id, &line, &len);

@@ -159,7 +159,9 @@ int report_build_line(const Report *rep, char **ret, size_t *ret_len) {
                 in.culprits = rep->culprits;
                 in.culprit_scope = rep->culprit_scope;
                 in.culprit_procs = infos;
+                in.n_culprit_procs = MIN(rep->culprits->n_procs, (size_t) rep->top);
         }
+        in.onwhat = rep->onwhat;
 
         j = incident_build(&in);
         if (!j)

@@ -46,6 +46,7 @@ typedef struct Report {
         ProcessInfo *procs;       /* scratch of at least 2 * top entries (most delayed, then culprits) */
         const Culprits *culprits; /* NULL: no culprit pass */
         const CulpritScope *culprit_scope;
+        const OnWhat *onwhat; /* NULL: no "limits" nor "blocked" */
         const OomReport *oom; /* type "oom" */
 } Report;
 

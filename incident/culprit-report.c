@@ -68,13 +68,7 @@ static json_t *process_object(PsiResource res, const CulpritProcess *p, const Pr
         int r = 0;
 
         r |= set_new(o, "pid", p->tgid > 0 ? json_integer(p->tgid) : json_null());
-        r |= set_new(o, "comm", json_string_from_bytes(info->comm, info->comm_len));
-        r |= set_new(o, "cmdline",
-                     info->cmdline_len >= 0 ? json_string_from_bytes(info->cmdline, (size_t) info->cmdline_len)
-                                            : json_null());
-        r |= set_new(o, "uid", info->uid >= 0 ? json_integer(info->uid) : json_null());
-        r |= set_new(o, "cgroup", incident_process_cgroup(info));
-        r |= set_new(o, "meta", incident_cgroup_meta(info->has_cgroup ? info->cgroup : NULL));
+        r |= incident_process_identity(o, info);
         r |= set_new(o, "processes", json_integer(p->tgid > 0 ? 1 : p->ended));
         r |= set_new(o, "ended", json_boolean(p->origin != PROCESS_MEASURED));
         r |= set_new(o, "victim", json_boolean(p->victim));
@@ -112,7 +106,7 @@ static json_t *cgroup_object(PsiResource res, const CulpritScope *s, const Culpr
         return o;
 }
 
-json_t *culprit_report_object(const Culprits *c, const CulpritScope *scope, const ProcessInfo *infos) {
+json_t *culprit_report_object(const Culprits *c, const CulpritScope *scope, const ProcessInfo *infos, size_t n_infos) {
         json_t *o = json_object(), *procs = json_array(), *cgroups = json_array();
         int r = 0;
 
@@ -121,7 +115,7 @@ json_t *culprit_report_object(const Culprits *c, const CulpritScope *scope, cons
         r |= set_new(o, "limit", limit_object(scope));
         r |= set_new(o, "own_limit", json_boolean(scope->own_limit));
         r |= set_new(o, "total", usage_object(c->resource, &c->total, false));
-        for (size_t i = 0; i < c->n_procs; i++)
+        for (size_t i = 0; i < c->n_procs && i < n_infos; i++)
                 r |= append_new(procs, process_object(c->resource, &c->procs[i], &infos[i]));
         r |= set_new(o, "processes", procs);
         for (size_t i = 0; i < c->n_cgroups; i++)

@@ -10,5 +10,6 @@
 #include "sampling/culprits.h"
 #include "sampling/sampler.h"
 
-/* infos: one per c->procs[i]. Returns a new reference, or NULL when memory ran out. */
-json_t *culprit_report_object(const Culprits *c, const CulpritScope *scope, const ProcessInfo *infos);
+/* infos: one per c->procs[i], i < n_infos (the processes listed). Returns a new reference, or NULL
+ * when memory ran out. */
+json_t *culprit_report_object(const Culprits *c, const CulpritScope *scope, const ProcessInfo *infos, size_t n_infos);

@@ -10,6 +10,7 @@
 #include "incident/incident.h"
 #include "incident/culprit-report.h"
 #include "incident/jsonutil.h"
+#include "incident/onwhat-report.h"
 #include "probes/cgmeta.h"
 #include "probes/procfs.h"
 
@@ -93,6 +94,22 @@ static json_t *delays_object(const uint64_t d[_TASK_DELAY_MAX], uint32_t present
         return o;
 }
 
+/* When each window's worst delay ended (RFC 3339), null for the classes without one. */
+static json_t *worst_times(const ThreadDelta *t) {
+        json_t *o = json_object();
+        int r = 0;
+
+        for (TaskDelay i = 0; i < _TASK_DELAY_MAX; i++)
+                r |= set_new(o, task_delay_to_string(i),
+                             t->worst_at_present & TASK_DELAY_MASK(i) ? time_string(t->worst_at_ns[i] / NSEC_PER_USEC)
+                                                                      : json_null());
+        if (r < 0) {
+                json_decref(o);
+                return NULL;
+        }
+        return o;
+}
+
 static json_t *string_or_null(const char *s) {
         return s && s[0] ? json_string_from_bytes(s, strlen(s)) : json_null();
 }
@@ -120,13 +137,27 @@ json_t *incident_cgroup_meta(const char *path) {
         return o;
 }
 
-json_t *incident_process_cgroup(const ProcessInfo *info) {
+/* Outside our cgroup namespace a cgroup reads as "/../.." (procfs.h), which names nothing on our
+ * mount: the incident says so instead. */
+static json_t *process_cgroup(const ProcessInfo *info) {
         if (!info->has_cgroup)
                 return json_null();
-        /* Outside our cgroup namespace the path reads "/../..", which names nothing on our mount. */
         if (proc_cgroup_outside_namespace(info->cgroup))
                 return json_string(PROC_CGROUP_OUTSIDE_NAMESPACE);
         return json_string_from_bytes(info->cgroup, strlen(info->cgroup));
+}
+
+int incident_process_identity(json_t *o, const ProcessInfo *info) {
+        int r = 0;
+
+        r |= set_new(o, "comm", json_string_from_bytes(info->comm, info->comm_len));
+        r |= set_new(o, "cmdline",
+                     info->cmdline_len >= 0 ? json_string_from_bytes(info->cmdline, (size_t) info->cmdline_len)
+                                            : json_null());
+        r |= set_new(o, "uid", info->uid >= 0 ? json_integer(info->uid) : json_null());
+        r |= set_new(o, "cgroup", process_cgroup(info));
+        r |= set_new(o, "meta", incident_cgroup_meta(info->has_cgroup ? info->cgroup : NULL));
+        return r;
 }
 
 static json_t *process_object(const Ranking *rk, const ProcessDelta *p, const ProcessInfo *info, unsigned max_threads) {
@@ -134,13 +165,7 @@ static json_t *process_object(const Ranking *rk, const ProcessDelta *p, const Pr
         int r = 0;
 
         r |= set_new(o, "pid", json_integer(p->tgid));
-        r |= set_new(o, "comm", json_string_from_bytes(info->comm, info->comm_len));
-        r |= set_new(o, "cmdline",
-                     info->cmdline_len >= 0 ? json_string_from_bytes(info->cmdline, (size_t) info->cmdline_len)
-                                            : json_null());
-        r |= set_new(o, "uid", info->uid >= 0 ? json_integer(info->uid) : json_null());
-        r |= set_new(o, "cgroup", incident_process_cgroup(info));
-        r |= set_new(o, "meta", incident_cgroup_meta(info->has_cgroup ? info->cgroup : NULL));
+        r |= incident_process_identity(o, info);
         r |= set_new(o, "ended", json_boolean(p->origin != PROCESS_MEASURED));
         r |= set_new(o, "parent", p->origin == PROCESS_SHORT ? json_integer(p->ppid) : json_null());
         r |= set_new(o, "score_us", json_u64(p->score_ns / NSEC_PER_USEC));
@@ -157,6 +182,9 @@ static json_t *process_object(const Ranking *rk, const ProcessDelta *p, const Pr
                 r |= set_new(to, "comm", json_string_from_bytes(t->comm, strnlen(t->comm, sizeof t->comm)));
                 r |= set_new(to, "score_us", json_u64(t->score_ns / NSEC_PER_USEC));
                 r |= set_new(to, "delay_us", delays_object(t->delay_ns, rk->present));
+                r |= set_new(to, "worst_us",
+                             t->worst_present ? delays_object(t->worst_ns, t->worst_present) : json_null());
+                r |= set_new(to, "worst_at", t->worst_at_present ? worst_times(t) : json_null());
                 r |= append_new(threads, to);
         }
         r |= set_new(o, "threads", threads);
@@ -253,6 +281,8 @@ json_t *incident_build(const IncidentInput *in) {
         r |= set_new(agent, "delayacct", json_boolean(in->delayacct));
         r |= set_new(agent, "taskstats_version",
                      in->taskstats_version >= 0 ? json_integer(in->taskstats_version) : json_null());
+        const char *why = in->onwhat ? onwhat_stack_unavailable(in->onwhat) : NULL;
+        r |= set_new(agent, "stack_unavailable", why ? json_string(why) : json_null());
         r |= set_new(o, "agent", agent);
 
         if (in->has_trigger) {
@@ -331,9 +361,17 @@ json_t *incident_build(const IncidentInput *in) {
                                                     in->threads_per_process ? in->threads_per_process
                                                                             : INCIDENT_THREADS_PER_PROCESS));
         r |= set_new(o, "most_delayed", top);
-        r |= set_new(o, "culprits",
-                     in->culprits ? culprit_report_object(in->culprits, in->culprit_scope, in->culprit_procs)
-                                  : json_null());
+        json_t *culprits = in->culprits ? culprit_report_object(in->culprits, in->culprit_scope, in->culprit_procs,
+                                                                in->n_culprit_procs)
+                                        : NULL;
+        /* A culprit pass that ran out of memory leaves the incident without it, never drops it. */
+        r |= set_new(o, "culprits", culprits ? culprits : json_null());
+        json_t *limits = in->onwhat ? onwhat_limits_object(in->onwhat, in->lifetime, in->has_stall, in->stall_us,
+                                                           in->sample_duration_ms * 1000)
+                                    : NULL;
+        json_t *blocked = in->onwhat && in->onwhat->has_blocked ? onwhat_blocked_array(in->onwhat) : NULL;
+        r |= set_new(o, "limits", limits ? limits : json_null());
+        r |= set_new(o, "blocked", blocked ? blocked : json_null());
         if (in->oom)
                 r |= oom_add(o, in->oom);
 

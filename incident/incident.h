@@ -95,21 +95,24 @@ typedef struct IncidentInput {
         /* Who is causing it: "culprits" (null without a culprit pass). */
         const struct Culprits *culprits;
         const struct CulpritScope *culprit_scope;
-        const ProcessInfo *culprit_procs; /* one per culprits->procs[i] */
+        const ProcessInfo *culprit_procs; /* one per culprits->procs[i], i < n_culprit_procs */
+        size_t n_culprit_procs;
+        /* On what: "limits" and "blocked" (null without them). */
+        const struct OnWhat *onwhat;
 } IncidentInput;
 
 /* Returns a new reference, or NULL when memory ran out. */
 json_t *incident_build(const IncidentInput *in);
 
+/* comm, cmdline, uid, cgroup and meta of a reported process, set on o. 0 or -ENOMEM. A cgroup
+ * outside the agent's cgroup namespace ("/../.." in /proc) is written as
+ * PROC_CGROUP_OUTSIDE_NAMESPACE. */
+int incident_process_identity(json_t *o, const ProcessInfo *info);
+
 /* Dumps compact JSON plus '\n' into a malloc'ed buffer. 0 or -ENOMEM. */
 /* {unit, slice, pod_uid, qos, container_runtime, container_id} of a cgroup path (each null when
  * the path does not say), or JSON null for a NULL path. NULL on allocation failure. */
 json_t *incident_cgroup_meta(const char *path);
-
-/* A process's "cgroup": its cgroup2 path, "outside the agent's cgroup namespace" when the agent
- * read it from a cgroup namespace that does not hold it (procfs.h: the kernel says "/../.."), or
- * JSON null when unknown. NULL on allocation failure. */
-json_t *incident_process_cgroup(const ProcessInfo *info);
 
 /* The incident as one line of compact JSON with its newline, malloc'ed. 0 or -ENOMEM. */
 int incident_dump_line(const json_t *incident, char **ret, size_t *ret_len);

@@ -12,6 +12,7 @@
 #include "base/fileio.h"
 #include "base/parse.h"
 #include "probes/cgusage.h"
+#include "probes/sysroot.h"
 
 int cgroup_usage_parse_cpu_stat(const char *buf, size_t len, uint64_t *ret_us) {
         const char *p, *le;
@@ -211,6 +212,8 @@ int cgroup_usage_read_v1(int cpuacct_fd, int blkio_fd, int memory_fd, CgroupUsag
 }
 
 #define CGROUP_USAGE_MAX_DEPTH 64
+/* Cgroups one walk reads at most (a node of many thousands: the rest count in their parents). */
+#define CGROUP_USAGES_MAX 8192
 #define CGROUP_USAGE_PATH_MAX 4096
 
 void cgroup_usages_clear(CgroupUsages *t) {
@@ -229,9 +232,28 @@ void cgroup_usages_done(CgroupUsages *t) {
 /* Only the counter of resource: a culprit pass ranks on one. */
 static int read_one(int fd, int v1_fd, PsiResource resource, CgroupUsage *ret) {
         CgroupUsage u = {};
+        char buf[16384];
+        ssize_t n = 0;
         int r;
 
-        r = cgroup_usage_read_v2(fd, &u);
+        switch (resource) {
+        case PSI_RESOURCE_CPU:
+                r = read_counter(fd, "cpu.stat", buf, sizeof buf, &n);
+                if (r > 0) {
+                        r = cgroup_usage_parse_cpu_stat(buf, (size_t) n, &u.cpu_us);
+                        u.has_cpu = r >= 0;
+                        r = r == -ENOENT ? 0 : r;
+                }
+                break;
+        case PSI_RESOURCE_IO:
+                r = read_pair(fd, "io.stat", cgroup_usage_parse_io_stat, &u.has_io, &u.read_bytes, &u.write_bytes);
+                break;
+        case PSI_RESOURCE_MEMORY:
+                r = read_single(fd, "memory.current", &u.has_memory, &u.memory_bytes);
+                break;
+        default:
+                r = 0;
+        }
         if (r < 0)
                 return r;
         if ((resource == PSI_RESOURCE_CPU && !u.has_cpu) || (resource == PSI_RESOURCE_IO && !u.has_io) ||
@@ -283,8 +305,10 @@ static int walk_usage(int dirfd, int v1_fd, char *path, size_t len, unsigned dep
         DIR *d;
         struct dirent *de;
 
-        if (depth >= CGROUP_USAGE_MAX_DEPTH)
+        if (depth >= CGROUP_USAGE_MAX_DEPTH) {
+                t->items[self].children_missing = true; /* what is below counts in self */
                 return 0;
+        }
         fd = openat(dirfd, ".", O_DIRECTORY | O_RDONLY | O_CLOEXEC);
         if (fd < 0)
                 return negative_errno();
@@ -298,11 +322,19 @@ static int walk_usage(int dirfd, int v1_fd, char *path, size_t len, unsigned dep
                 size_t n = strlen(de->d_name), sub;
                 int child, v1_child = -EBADF;
 
-                if (de->d_type != DT_DIR || de->d_name[0] == '.' || len + n + 2 > CGROUP_USAGE_PATH_MAX)
+                if (de->d_type != DT_DIR || de->d_name[0] == '.')
                         continue;
+                if (len + n + 2 > CGROUP_USAGE_PATH_MAX || t->n >= CGROUP_USAGES_MAX) {
+                        t->items[self].children_missing = true;
+                        continue;
+                }
                 child = openat(dirfd, de->d_name, O_DIRECTORY | O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
-                if (child < 0)
-                        continue; /* removed since readdir */
+                if (child < 0) {
+                        /* Removed since readdir is expected; anything else (EMFILE) hides a child. */
+                        if (errno != ENOENT && errno != ENODEV)
+                                t->items[self].children_missing = true;
+                        continue;
+                }
                 if (v1_fd >= 0)
                         v1_child = openat(v1_fd, de->d_name, O_DIRECTORY | O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
                 sub = len;
@@ -319,6 +351,8 @@ static int walk_usage(int dirfd, int v1_fd, char *path, size_t len, unsigned dep
                 path[len] = '\0';
                 if (r == -ENOMEM)
                         break;
+                if (r < 0 && !cgroup_is_gone(r))
+                        t->items[self].children_missing = true;
                 r = 0; /* a child that vanished mid-walk is not an error */
         }
         closedir(d);

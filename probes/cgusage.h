@@ -49,6 +49,7 @@ typedef struct CgroupUsageEntry {
         size_t path;              /* offset of its path in names: relative to the walked cgroup ("" itself) */
         size_t parent;            /* index of its parent; CGROUP_USAGE_NO_PARENT for the walked cgroup */
         size_t first_pid, n_pids; /* its own processes: pids.tids[first_pid .. +n_pids) */
+        bool children_missing;    /* a child could not be read (not: it vanished): its use hides in ours */
         CgroupUsage usage;
 } CgroupUsageEntry;
 

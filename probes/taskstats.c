@@ -34,7 +34,14 @@ const char *task_delay_to_string(TaskDelay d) {
  *   classic: versions 1..14, and 16+ (v16 moved v15's max/min pairs to the end; v17 appended
  *            timestamps after them, so the fields before stay put)
  *   v15:     each *_delay_total followed by *_delay_max and *_delay_min (the ABI break fixed by
- *            "taskstats: fix struct taskstats breaks backward compatibility since version 15")
+ *            "taskstats: fix struct taskstats breaks backward compatibility since version 15",
+ *            upstream 0bf2d838de1f)
+ *
+ * The maxima (kernel-facts.md: delay-maxima): v16 put the pairs *_delay_max, *_delay_min right after
+ * irq_delay_total (offset 432, so max of delay d at 432 + 16 d, the struct then 560 bytes); v17
+ * ("delayacct: add timestamp of delay max") appended one struct __kernel_timespec (s64 tv_sec, s64
+ * tv_nsec: 16 bytes) per delay, *_delay_max_ts at 560 + 16 d, the struct then 688 bytes. Both
+ * follow the order of TaskDelay. since 0: the layout does not have the field.
  */
 typedef struct TaskstatsField {
         uint16_t since;
@@ -43,6 +50,8 @@ typedef struct TaskstatsField {
 
 typedef struct TaskstatsLayout {
         TaskstatsField delay[_TASK_DELAY_MAX];
+        TaskstatsField max[_TASK_DELAY_MAX];
+        TaskstatsField max_ts[_TASK_DELAY_MAX]; /* a struct __kernel_timespec */
         TaskstatsField comm, uid, pid, ppid, btime64, tgid, cpu_run;
 } TaskstatsLayout;
 
@@ -56,6 +65,26 @@ static const TaskstatsLayout layout_classic = {
                 [TASK_DELAY_COMPACT] = { 11, 360 },
                 [TASK_DELAY_WPCOPY] = { 13, 408 },
                 [TASK_DELAY_IRQ] = { 14, 424 },
+        },
+        .max = {
+                [TASK_DELAY_CPU] = { 16, 432 },
+                [TASK_DELAY_BLKIO] = { 16, 448 },
+                [TASK_DELAY_SWAPIN] = { 16, 464 },
+                [TASK_DELAY_RECLAIM] = { 16, 480 },
+                [TASK_DELAY_THRASHING] = { 16, 496 },
+                [TASK_DELAY_COMPACT] = { 16, 512 },
+                [TASK_DELAY_WPCOPY] = { 16, 528 },
+                [TASK_DELAY_IRQ] = { 16, 544 },
+        },
+        .max_ts = {
+                [TASK_DELAY_CPU] = { 17, 560 },
+                [TASK_DELAY_BLKIO] = { 17, 576 },
+                [TASK_DELAY_SWAPIN] = { 17, 592 },
+                [TASK_DELAY_RECLAIM] = { 17, 608 },
+                [TASK_DELAY_THRASHING] = { 17, 624 },
+                [TASK_DELAY_COMPACT] = { 17, 640 },
+                [TASK_DELAY_WPCOPY] = { 17, 656 },
+                [TASK_DELAY_IRQ] = { 17, 672 },
         },
         .comm = { 2, 80 },
         .uid = { 2, 120 },
@@ -77,6 +106,17 @@ static const TaskstatsLayout layout_v15 = {
                 [TASK_DELAY_WPCOPY] = { 15, 504 },
                 [TASK_DELAY_IRQ] = { 15, 536 },
         },
+        /* Each right after its total; v15 had no timestamps. */
+        .max = {
+                [TASK_DELAY_CPU] = { 15, 32 },
+                [TASK_DELAY_BLKIO] = { 15, 64 },
+                [TASK_DELAY_SWAPIN] = { 15, 96 },
+                [TASK_DELAY_RECLAIM] = { 15, 376 },
+                [TASK_DELAY_THRASHING] = { 15, 408 },
+                [TASK_DELAY_COMPACT] = { 15, 448 },
+                [TASK_DELAY_WPCOPY] = { 15, 512 },
+                [TASK_DELAY_IRQ] = { 15, 544 },
+        },
         .comm = { 15, 128 },
         .uid = { 15, 168 },
         .pid = { 15, 176 },
@@ -87,7 +127,7 @@ static const TaskstatsLayout layout_v15 = {
 };
 
 static bool field_present(const TaskstatsField *f, uint16_t version, size_t len, size_t size) {
-        return version >= f->since && (size_t) f->offset + size <= len;
+        return f->since > 0 && version >= f->since && (size_t) f->offset + size <= len;
 }
 
 static uint64_t get_u64(const uint8_t *p, size_t off) {
@@ -100,6 +140,19 @@ static uint32_t get_u32(const uint8_t *p, size_t off) {
         uint32_t v;
         memcpy(&v, p + off, sizeof v);
         return v;
+}
+
+/* A struct __kernel_timespec as ns since the epoch. false for one no clock reading gives (negative,
+ * tv_nsec out of range, or past 2554): treated as absent rather than wrapped. */
+static bool get_timespec_ns(const uint8_t *p, size_t off, uint64_t *ret) {
+        int64_t sec, nsec;
+
+        memcpy(&sec, p + off, sizeof sec);
+        memcpy(&nsec, p + off + 8, sizeof nsec);
+        if (sec < 0 || nsec < 0 || nsec >= 1000000000 || (uint64_t) sec > (UINT64_MAX - nsec) / 1000000000)
+                return false;
+        *ret = (uint64_t) sec * 1000000000 + (uint64_t) nsec;
+        return true;
 }
 
 /* version_if_none: the layout to read a payload whose version field is 0 with (0: refuse it). */
@@ -124,6 +177,15 @@ static int parse_payload(const void *data, size_t len, uint16_t version_if_none,
                         ts.delay_ns[d] = get_u64(p, l->delay[d].offset);
                         ts.present |= TASK_DELAY_MASK(d);
                 }
+        for (TaskDelay d = 0; d < _TASK_DELAY_MAX; d++) {
+                if (field_present(&l->max[d], version, len, 8)) {
+                        ts.max_ns[d] = get_u64(p, l->max[d].offset);
+                        ts.max_present |= TASK_DELAY_MASK(d);
+                }
+                if (field_present(&l->max_ts[d], version, len, 16) &&
+                    get_timespec_ns(p, l->max_ts[d].offset, &ts.max_ts_ns[d]))
+                        ts.max_ts_present |= TASK_DELAY_MASK(d);
+        }
         if (field_present(&l->comm, version, len, TASKSTATS_COMM_MAX)) {
                 memcpy(ts.comm, p + l->comm.offset, TASKSTATS_COMM_MAX);
                 ts.comm[TASKSTATS_COMM_MAX] = '\0';

@@ -46,10 +46,22 @@ typedef struct TaskStats {
         uint32_t present;    /* TASK_DELAY_MASK bits of the delays this payload carries */
         uint64_t cpu_run_ns; /* cpu_run_real_total: CPU time used (a TGID reply: ended threads too) */
         bool has_cpu_run;
+        /* The longest single delay of each kind (*_delay_max, v15 mid-struct, v16+ at the end), ns.
+         * Per thread and over the thread's whole life, never a window's: a TGID reply carries
+         * whichever thread the kernel added last, not the process's worst (kernel-facts.md:
+         * delay-maxima), so ask per TID for them. 0 with the bit set: no delay of that kind yet. */
+        uint64_t max_ns[_TASK_DELAY_MAX];
+        uint32_t max_present; /* TASK_DELAY_MASK bits of max_ns this payload carries */
+        /* When each maximum happened (*_delay_max_ts, v17+): CLOCK_REALTIME in ns since the epoch,
+         * stamped by the kernel's ktime_get_real_ts64() as the maximum was recorded; 0 with the bit
+         * set when none was recorded. Same thread as max_ns, so also last-thread-wins by TGID. */
+        uint64_t max_ts_ns[_TASK_DELAY_MAX];
+        uint32_t max_ts_present; /* TASK_DELAY_MASK bits of max_ts_ns this payload carries */
 } TaskStats;
 
 /* Highest struct version whose layout we know; newer versions are read with the v16+ layout,
- * which upstream keeps append-only, and only fields that fit the payload are used. */
+ * which upstream keeps append-only, and only fields that fit the payload are used. Maxima: v15
+ * (mid-struct) and v16+ (at the end); their timestamps: v17+. */
 #define TASKSTATS_VERSION_KNOWN 17
 
 /* Parses a struct taskstats payload. Returns 0, or -EBADMSG when the payload is too short to hold

@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -51,7 +52,12 @@ static int cmp_process(const void *a, const void *b) {
         const CulpritProcess *x = a, *y = b;
         int c = cmp_key(x->key, x->key2, y->key, y->key2);
 
-        return c ? c : (x->tgid > y->tgid) - (x->tgid < y->tgid);
+        if (c)
+                return c;
+        if (x->tgid != y->tgid)
+                return (x->tgid > y->tgid) - (x->tgid < y->tgid);
+        c = strcmp(x->comm, y->comm); /* aggregates (tgid 0): by comm, then cgroup */
+        return c ? c : strcmp(x->cgroup ? x->cgroup : "", y->cgroup ? y->cgroup : "");
 }
 
 static int cmp_cgroup(const void *a, const void *b) {
@@ -190,8 +196,10 @@ static int aggregate(Culprits *c, const CulpritsInput *in, size_t first_aggregat
                         g = &c->procs[i];
                         break;
                 }
-        if (!g && n >= CULPRIT_AGGREGATES_MAX)
-                g = &c->procs[c->n_procs - 1]; /* the last takes the rest */
+        if (!g && n >= CULPRIT_AGGREGATES_MAX) {
+                g = &c->procs[c->n_procs - 1]; /* the last takes the rest, as "(other)" */
+                snprintf(g->comm, sizeof g->comm, "(other)");
+        }
         if (!g) {
                 CulpritProcess p = { .origin = pb->origin, .uid = pb->uid, .ppid = pb->ppid, .cgroup = cgroup };
                 memcpy(p.comm, pb->comm, sizeof p.comm);
@@ -271,7 +279,7 @@ static int own_usage(const CgroupUsages *w, PsiResource res, bool root_is_node, 
         for (size_t i = 0; i < w->n; i++) {
                 const CgroupUsage *u = &w->items[i].usage;
                 (*own)[i] = (CulpritOwn) {
-                        .complete = has_counter(u, res) && !(root_is_node && i == 0),
+                        .complete = has_counter(u, res) && !(root_is_node && i == 0) && !w->items[i].children_missing,
                         .cpu_us = u->cpu_us,
                         .read_bytes = u->read_bytes,
                         .write_bytes = u->write_bytes,

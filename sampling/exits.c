@@ -22,6 +22,7 @@ static void record_from(ExitRecord *x, const TaskStats *ts, bool process) {
         };
         memcpy(x->t.delay_ns, ts->delay_ns, sizeof x->t.delay_ns);
         memcpy(x->t.comm, ts->comm, sizeof x->t.comm);
+        thread_maxima_from(&x->t, ts);
 }
 
 int exit_records_add(ExitRecords *e, const TaskStats *thread, const TaskStats *process) {

@@ -110,6 +110,24 @@ int ranking_build(Ranking *r, const Snapshot *a, const Snapshot *b, int resource
         return 0;
 }
 
+/* A maximum that grew between ta and tb was set in the window (a thread new in it: any maximum
+ * it has); one that did not grow may be from before, and says nothing of the window. */
+static void worst_in_window(ThreadDelta *d, const ThreadDelays *t0, const ThreadDelays *t) {
+        for (TaskDelay k = 0; k < _TASK_DELAY_MAX; k++) {
+                uint32_t bit = TASK_DELAY_MASK(k);
+                if (!(t->max_present & bit) || t->max_ns[k] == 0)
+                        continue;
+                if (t0 && (!(t0->max_present & bit) || t->max_ns[k] <= t0->max_ns[k]))
+                        continue;
+                d->worst_ns[k] = t->max_ns[k];
+                d->worst_present |= bit;
+                if ((t->max_ts_present & bit) && t->max_ts_ns[k] > 0) {
+                        d->worst_at_ns[k] = t->max_ts_ns[k];
+                        d->worst_at_present |= bit;
+                }
+        }
+}
+
 int ranking_add_threads(Ranking *r, const Snapshot *ta, const Snapshot *tb, int resource) {
         uint64_t a_sec = ta ? ta->real_us / USEC_PER_SEC : 0;
         int k;
@@ -137,6 +155,8 @@ int ranking_add_threads(Ranking *r, const Snapshot *ta, const Snapshot *tb, int 
                 memcpy(d->comm, t->comm, sizeof d->comm);
                 subtract(t->delay_ns, t0 ? t0->delay_ns : NULL, d->delay_ns, &d->total_ns);
                 d->score_ns = rank_score(d->delay_ns, resource);
+                if (ta)
+                        worst_in_window(d, t0, t);
                 r->n_threads++;
         }
         /* qsort's array argument must not be NULL, even for zero elements. */

@@ -20,6 +20,11 @@ typedef struct ThreadDelta {
         char comm[TASKSTATS_COMM_MAX + 1];
         uint64_t delay_ns[_TASK_DELAY_MAX];
         uint64_t score_ns, total_ns;
+        /* Its worst single delay of each class where that maximum rose during the window (so it
+         * happened then: a lifetime maximum never stands for the window's), and when it ended. */
+        uint32_t worst_present, worst_at_present;
+        uint64_t worst_ns[_TASK_DELAY_MAX];
+        uint64_t worst_at_ns[_TASK_DELAY_MAX];
 } ThreadDelta;
 
 typedef struct ProcessDelta {

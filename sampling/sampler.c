@@ -101,24 +101,17 @@ int culprit_scope_open(const Sysroot *sys, const char *stalled, PsiResource res,
         if (rel && *rel) {
                 if (strlen(rel) >= sizeof c.path)
                         return -ENAMETOOLONG;
-                if (res == PSI_RESOURCE_MEMORY) {
-                        r = cgroup_limit_find(sys, rel, res, &len, &c.limit);
-                        if (r >= 0) {
-                                c.node = false;
-                                memcpy(c.path, rel, len);
-                                c.path[len] = '\0';
-                        } else if (r != -ENOENT)
-                                return r;
-                } else {
-                        r = cgroup_limit_read(sys, rel, res, &c.limit);
-                        if (r < 0)
-                                return r;
-                        if (c.limit.kind != CGROUP_LIMIT_NONE) {
-                                c.node = false;
-                                c.own_limit = true;
-                                snprintf(c.path, sizeof c.path, "%s", rel);
-                        }
-                }
+                /* The nearest limit of the resource, the stalled cgroup's own included: a
+                 * container without a cpu.max of its own is throttled in its pod's. */
+                r = cgroup_limit_find(sys, rel, res, &len, &c.limit);
+                if (r >= 0) {
+                        c.node = false;
+                        memcpy(c.path, rel, len);
+                        c.path[len] = '\0';
+                        /* cpu, io: throttled by its own limit, not starved by a neighbour. */
+                        c.own_limit = res != PSI_RESOURCE_MEMORY && strcmp(c.path, rel) == 0;
+                } else if (r != -ENOENT)
+                        return r;
         }
         /* The sample itself covers the node only for a node-wide trigger (a watch of "/" lists
          * the cgroup tree, the node pass lists /proc). */
@@ -126,7 +119,7 @@ int culprit_scope_open(const Sysroot *sys, const char *stalled, PsiResource res,
         if (c.node)
                 c.cgroup_fd = sys->cgroup2_fd >= 0 ? fcntl(sys->cgroup2_fd, F_DUPFD_CLOEXEC, 3) : -EBADF;
         else if (sysroot_open_cgroup(sys, c.path, &c.cgroup_fd) < 0)
-                c.cgroup_fd = -EBADF;
+                return -ENOENT; /* never the node's processes under a cgroup's name */
         if (sysroot_open_v1(sys, v1[res], c.path, &c.v1_fd) < 0)
                 c.v1_fd = -EBADF;
         *ret = c;
@@ -227,6 +220,10 @@ static int finish_lifetime(Sampler *s) {
                                    snapshot_take_threads(&s->a, &s->scope, s->candidates, s->n_candidates) < 0)) ||
             ranking_add_threads(&s->ranking, NULL, &s->a, s->scope.resource) < 0)
                 s->partial = true;
+        if (s->has_onwhat) {
+                onwhat_look(&s->onwhat, s->scope.sysroot->proc_fd, &s->a, s->candidates, s->n_candidates);
+                onwhat_end(&s->onwhat, s->scope.limits);
+        }
         build_culprits(s, true);
         return 0;
 }
@@ -252,6 +249,11 @@ static int finish_delta(Sampler *s) {
                 s->partial = true;
         if (s->threads_base && ranking_add_threads(&s->ranking, s->threads_base, &s->b, s->scope.resource) < 0)
                 s->partial = true;
+        if (s->has_onwhat) {
+                if (s->threads_base)
+                        onwhat_look(&s->onwhat, s->scope.sysroot->proc_fd, &s->b, s->candidates, s->n_candidates);
+                onwhat_end(&s->onwhat, s->scope.limits);
+        }
         if (s->scope.culprit) {
                 culprits_take(s, &s->cb, &s->b, &s->gb, &s->has_cb, &s->has_gb);
                 if (s->has_ca && s->has_cb) {
@@ -298,6 +300,8 @@ static void on_middle(struct ev_loop *loop, ev_timer *timer, int revents) {
             snapshot_take_threads(&s->m, &s->scope, s->candidates, s->n_candidates) < 0)
                 return;
         s->threads_base = &s->m;
+        if (s->has_onwhat)
+                onwhat_look(&s->onwhat, s->scope.sysroot->proc_fd, &s->m, s->candidates, s->n_candidates);
 }
 
 int sampler_start(Sampler *s, const SampleScope *scope, uint64_t sample_ms) {
@@ -329,6 +333,9 @@ int sampler_start(Sampler *s, const SampleScope *scope, uint64_t sample_ms) {
         r = snapshot_take(&s->a, &s->scope, true);
         if (r >= 0)
                 culprits_take(s, &s->ca, &s->a, &s->ga, &s->has_ca, &s->has_ga);
+        s->has_onwhat = r >= 0 && scope->limits_cgroup && scope->pid <= 0;
+        if (s->has_onwhat)
+                onwhat_begin(&s->onwhat, scope->limits, scope->limits_cgroup, scope->limits_resource);
         if (r >= 0 && scope->pid > 0)
                 r = array_reserve((void **) &s->candidates, &s->cap_candidates, 1, sizeof *s->candidates);
         if (r >= 0 && scope->pid > 0) {
@@ -411,6 +418,7 @@ void sampler_free(Sampler *s) {
         cgroup_usages_done(&s->ga);
         cgroup_usages_done(&s->gb);
         culprits_done(&s->culprits);
+        onwhat_done(&s->onwhat);
         free(s->victims);
         s->victims = NULL;
         s->cap_victims = 0;

@@ -16,6 +16,7 @@
 #include "probes/cgusage.h"
 #include "sampling/culprits.h"
 #include "sampling/exits.h"
+#include "sampling/onwhat.h"
 #include "sampling/hot.h"
 #include "sampling/rank.h"
 #include "sampling/snapshot.h"
@@ -77,6 +78,8 @@ struct Sampler {
         bool has_culprits;
         pid_t *victims;
         size_t cap_victims;
+        OnWhat onwhat; /* SampleScope.limits_cgroup: the limit and the blocked threads */
+        bool has_onwhat;
         TaskstatsExitListener *exit_listener; /* registered only while a sample runs */
         ev_io exit_io;
         ExitRecords exits;

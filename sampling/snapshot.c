@@ -447,6 +447,7 @@ int snapshot_take_threads(Snapshot *s, const SampleScope *scope, const pid_t *pi
                                         .present = ts[j].present,
                                 };
                                 memcpy(t->delay_ns, ts[j].delay_ns, sizeof t->delay_ns);
+                                thread_maxima_from(t, &ts[j]);
                                 memcpy(t->comm, ts[j].comm, sizeof t->comm);
                                 s->n++;
                         }

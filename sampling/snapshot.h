@@ -32,6 +32,11 @@ typedef struct ThreadDelays {
         uint64_t btime_s;
         uint64_t delay_ns[_TASK_DELAY_MAX];
         uint32_t present;
+        /* The thread's longest single delay of each class over its life (taskstats v16+), and when
+         * it ended (v17+, CLOCK_REALTIME ns): kernel-facts.md: delay-maxima. */
+        uint32_t max_present, max_ts_present;
+        uint64_t max_ns[_TASK_DELAY_MAX];
+        uint64_t max_ts_ns[_TASK_DELAY_MAX];
         char comm[TASKSTATS_COMM_MAX + 1];
 } ThreadDelays;
 
@@ -92,6 +97,14 @@ typedef struct Snapshot {
         uint32_t unattributed_present;
 } Snapshot;
 
+/* Copies a reply's per-delay maxima and their times into t. */
+static inline void thread_maxima_from(ThreadDelays *t, const TaskStats *ts) {
+        t->max_present = ts->max_present;
+        t->max_ts_present = ts->max_ts_present;
+        memcpy(t->max_ns, ts->max_ns, sizeof t->max_ns);
+        memcpy(t->max_ts_ns, ts->max_ts_ns, sizeof t->max_ts_ns);
+}
+
 /* Appending to a snapshot out of order (the exit records' merge), then sorting it again:
  * lookups need the sorted order. 0 or -ENOMEM. */
 int snapshot_append_process(Snapshot *s, const ProcessDelays *p);
@@ -111,12 +124,15 @@ typedef struct SampleScope {
         pid_t pid;                  /* > 0: only this process (cgroup_fd is then ignored); its threads are detailed */
         bool walk_cgroups;          /* also read cgroups_resource's totals of every descendant cgroup */
         PsiResource cgroups_resource;
-        int resource;                       /* what processes are ranked on: a PsiResource or RANK_SCORE_ALL */
-        unsigned detail;                    /* processes whose threads are measured for the incident (its top) */
-        const struct CulpritScope *culprit; /* also a culprit pass over it (the Sampler); NULL: none */
-        const struct Snapshot *reuse;       /* taken just before: its processes are copied, not asked again */
-        int usage;                          /* PSI_RESOURCE_IO or _MEMORY: also each process's storage bytes or resident
-                                             * size (a culprit pass); -1 (or cpu: taskstats has it) for none */
+        int resource;                         /* what processes are ranked on: a PsiResource or RANK_SCORE_ALL */
+        unsigned detail;                      /* processes whose threads are measured for the incident (its top) */
+        const struct CulpritScope *culprit;   /* also a culprit pass over it (the Sampler); NULL: none */
+        const struct Snapshot *reuse;         /* taken just before: its processes are copied, not asked again */
+        const struct LimitsHierarchy *limits; /* with limits_cgroup: "on what" (the Sampler) */
+        const char *limits_cgroup;            /* the trigger's cgroup ("a/b"); NULL: no "on what" */
+        PsiResource limits_resource;
+        int usage; /* PSI_RESOURCE_IO or _MEMORY: also each process's storage bytes or resident
+                    * size (a culprit pass); -1 (or cpu: taskstats has it) for none */
 } SampleScope;
 
 /* At most this many threads are measured one by one for the detailed processes of one snapshot

@@ -6,6 +6,8 @@ PSIDIAG_PACKAGES=(gcc meson ninja-build pkg-config libev-dev libnl-3-dev libnl-g
                   clang-format nodejs rsyslog)
 # npm (for tests/otlp) comes with Debian's package of that name or with another build of nodejs:
 # tests/otlp/install adds it when the command is missing.
+# scripts/test --systemd: boots systemd in systemd-nspawn on a root made by debootstrap.
+PSIDIAG_SYSTEMD_PACKAGES=(systemd-container debootstrap)
 
 # Installs whatever is missing (one apt-get update, only when something is).
 ensure_packages() {

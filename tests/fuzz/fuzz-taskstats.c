@@ -43,7 +43,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
                 (void) cgroupstats_parse_reply(buf, size - 1, family, &counts);
                 break;
         default:
-                if (taskstats_parse_payload(buf, size - 1, &ts) == 0 && (ts.present & ~TASK_DELAY_ALL))
+                /* Every timestamp lies after its maximum in every layout that has one. */
+                if (taskstats_parse_payload(buf, size - 1, &ts) == 0 &&
+                    ((ts.present | ts.max_present | ts.max_ts_present) & ~TASK_DELAY_ALL ||
+                     ts.max_ts_present & ~ts.max_present))
                         abort();
                 break;
         }

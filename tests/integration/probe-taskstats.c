@@ -4,9 +4,10 @@
  *
  *   probe-taskstats PID
  *
- * prints "tgid <cpu_delay_ns> <cpu_run_ns>" and then "tid <tid> <cpu_delay_ns> <cpu_run_ns>" for
- * each thread listed in /proc/PID/task that answered. Exit 1 with "error <errno name>" when the
- * TGID query fails.
+ * prints "tgid <cpu_delay_ns> <cpu_run_ns>" and then "tid <tid> <cpu_delay_ns> <cpu_run_ns>
+ * <version> <cpu_max_ns> <cpu_max_ts_ns>" for each thread listed in /proc/PID/task that answered,
+ * the last two "-" when the reply has no such field (kernel-facts.md: delay-maxima). Exit 1 with "error <errno name>"
+ * when the TGID query fails.
  *
  *   probe-taskstats --exit PID
  *
@@ -21,6 +22,14 @@
 #include <string.h>
 
 #include "probes/taskstats.h"
+
+/* The field as a number, or "-" when the payload lacks it. */
+static const char *field(char *buf, size_t size, uint32_t present, uint64_t value) {
+        if (!(present & TASK_DELAY_MASK(TASK_DELAY_CPU)))
+                return "-";
+        snprintf(buf, size, "%llu", (unsigned long long) value);
+        return buf;
+}
 
 typedef struct Heard {
         pid_t pid;
@@ -100,9 +109,13 @@ int main(int argc, char **argv) {
         d = opendir(path);
         for (struct dirent *e; d && (e = readdir(d));) {
                 pid_t tid = (pid_t) atoi(e->d_name);
+                char max[32], max_ts[32];
+
                 if (tid > 0 && taskstats_get_tid(s, tid, &ts) >= 0)
-                        printf("tid %d %llu %llu\n", (int) tid, (unsigned long long) ts.delay_ns[TASK_DELAY_CPU],
-                               (unsigned long long) ts.cpu_run_ns);
+                        printf("tid %d %llu %llu %u %s %s\n", (int) tid,
+                               (unsigned long long) ts.delay_ns[TASK_DELAY_CPU], (unsigned long long) ts.cpu_run_ns,
+                               ts.version, field(max, sizeof max, ts.max_present, ts.max_ns[TASK_DELAY_CPU]),
+                               field(max_ts, sizeof max_ts, ts.max_ts_present, ts.max_ts_ns[TASK_DELAY_CPU]));
         }
         if (d)
                 closedir(d);

@@ -87,6 +87,10 @@ def main():
                 agent = subprocess.Popen([PSIDIAG, "--config", cfg, "--enable-delayacct"], stderr=err)
             for _ in range(4):
                 cg.spawn([WORKLOAD, "spin", "psidiag-spin"])
+            # Many small sleepers that wait for cpu behind the spinners: each is one more entry in
+            # the node-wide incident, which so grows well past 8 KiB.
+            for _ in range(40):
+                cg.spawn([WORKLOAD, "sleep", "psidiag-nap"])
 
             def enough():
                 try:

@@ -8,7 +8,11 @@ a version) reads as the sum of its threads' records (docs/kernel-facts.md: exit-
 A process keeps 4 threads alive that each spin for 50 ms and end, next to spinners that keep the
 cpus contended. Over one second, its TGID totals grow by at least 0.3 s of cpu time used and by
 some cpu delay, while the threads alive at both ends of the second (only the main thread, which
-waits) account for less than half of that."""
+waits) account for less than half of that.
+
+A contended spinner's own thread reports its longest single cpu wait (v15+, docs/kernel-facts.md:
+delay-maxima): non-zero, at most its total cpu delay, and on v17+ stamped with a CLOCK_REALTIME
+time inside the spinner's life."""
 
 import os
 import signal
@@ -35,11 +39,37 @@ def probe(pid):
     return tgid, tids
 
 
+def probe_max(pid):
+    """(version, cpu delay, cpu max or None, its timestamp or None) of the thread pid."""
+    p = subprocess.run([PROBE, str(pid)], capture_output=True, text=True, timeout=30)
+    check(p.returncode == 0, f"probe-taskstats {pid}: {p.returncode} {p.stdout} {p.stderr}")
+    f = next(line.split() for line in p.stdout.splitlines() if line.startswith(f"tid {pid} "))
+    return int(f[4]), int(f[2]), None if f[5] == "-" else int(f[5]), None if f[6] == "-" else int(f[6])
+
+
+def maxima(spinner, started_ns):
+    """The worst single cpu wait of a spinner that has shared the cpus for a while."""
+    version, total, worst, at = probe_max(spinner.pid)
+    if version < 15:
+        print(f"delay maxima: version {version} has none")
+        return
+    check(worst is not None, f"version {version} without cpu_delay_max")
+    check(0 < worst <= total, f"cpu max {worst} ns against a total of {total} ns")
+    if version >= 17:
+        now = time.time_ns()
+        check(at is not None and started_ns - 1_000_000_000 <= at <= now,
+              f"cpu max timestamp {at} outside the spinner's life [{started_ns}, {now}] (CLOCK_REALTIME)")
+    else:
+        check(at is None, f"version {version} has a max timestamp {at}")
+    print(f"delay maxima: version {version}, worst cpu wait {worst / 1e6:.1f} ms of {total / 1e6:.0f} ms"
+          + (f", {(time.time_ns() - at) / 1e9:.1f} s ago" if at else ""))
+
+
 def main():
     mount = check_kernel()
     with ScratchCgroup(mount, "tgid") as cg:
-        for _ in range(os.cpu_count() or 2):
-            cg.spawn([WORKLOAD, "spin", "tgid-spin"])
+        started_ns = time.time_ns()
+        spinners = [cg.spawn([WORKLOAD, "spin", "tgid-spin"]) for _ in range(os.cpu_count() or 2)]
         churner = cg.spawn([WORKLOAD, "churn", "tgid-churn", "4"])
         deadline = time.time() + 30
         while len(os.listdir(f"/proc/{churner.pid}/task")) < 2:
@@ -57,6 +87,7 @@ def main():
               f"threads alive at both ends account for {per_thread / 1e6:.0f} ms of {ran / 1e6:.0f} ms")
         print(f"TGID: {ran / 1e6:.0f} ms of cpu used and {waited / 1e6:.0f} ms waited in 1 s; the "
               f"{len(both)} thread(s) alive at both ends: {per_thread / 1e6:.0f} ms")
+        maxima(spinners[0], started_ns)
         exit_records(cg)
 
 

@@ -271,7 +271,7 @@ static void test_memory_io(void **state) {
 
 /* The real walk over a fake cgroup tree, counters and own processes. */
 static void test_walk(void **state) {
-        char dir[] = "/tmp/psidiag-test-XXXXXX", path[256];
+        char dir[] = "/tmp/psidiag-test-XXXXXX", path[512];
         CgroupUsages t = {};
         int fd;
 
@@ -308,12 +308,32 @@ static void test_walk(void **state) {
         assert_int_equal(t.items[1].parent, 0);
         assert_int_equal(t.items[1].n_pids, 2);
         assert_int_equal(t.pids.tids[t.items[1].first_pid + 1], 11);
-        assert_true(t.items[1].usage.has_memory);
+        assert_false(t.items[1].usage.has_memory); /* only the resource's counter is read */
+        assert_false(t.items[1].children_missing);
         assert_string_equal(cgroup_usage_path(&t, &t.items[2]), "a/b");
         assert_int_equal(t.items[2].parent, 1);
         assert_int_equal(t.items[2].n_pids, 0);
         cgroup_usages_clear(&t);
         assert_int_equal(t.n, 0);
+        assert_int_equal(cgroup_usages_read(fd, -1, PSI_RESOURCE_MEMORY, &t), 0);
+        assert_true(t.items[1].usage.has_memory);
+        assert_int_equal(t.items[1].usage.memory_bytes, 4096);
+        assert_false(t.items[0].usage.has_memory);
+        cgroup_usages_clear(&t);
+
+        /* Deeper than the walk goes: the deepest cgroup read says its children are missing, so
+         * its counter is not taken for its own use. */
+        size_t len = (size_t) snprintf(path, sizeof path, "%s/a/b", dir);
+        for (int i = 0; i < 64; i++) {
+                len += (size_t) snprintf(path + len, sizeof path - len, "/d");
+                assert_int_equal(mkdir(path, 0755), 0);
+        }
+        assert_int_equal(cgroup_usages_read(fd, -1, PSI_RESOURCE_CPU, &t), 0);
+        bool missing = false;
+        for (size_t i = 0; i < t.n; i++)
+                missing |= t.items[i].children_missing;
+        assert_true(missing);
+        assert_false(t.items[0].children_missing);
         close(fd);
         cgroup_usages_done(&t);
         snprintf(path, sizeof path, "rm -rf '%s'", dir);

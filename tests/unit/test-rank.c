@@ -243,6 +243,69 @@ static void test_btime_jitter(void **state) {
         free_snapshot(&b);
 }
 
+static void set_max(Snapshot *s, pid_t tid, TaskDelay k, uint64_t max_ns, uint64_t ts_ns) {
+        for (size_t i = 0; i < s->n; i++)
+                if (s->threads[i].tid == tid) {
+                        s->threads[i].max_present |= TASK_DELAY_MASK(k);
+                        s->threads[i].max_ns[k] = max_ns;
+                        if (ts_ns) {
+                                s->threads[i].max_ts_present |= TASK_DELAY_MASK(k);
+                                s->threads[i].max_ts_ns[k] = ts_ns;
+                        }
+                }
+}
+
+/* The worst single delay is the window's only where the thread's maximum grew in it. */
+static void test_worst_in_window(void **state) {
+        Snapshot a = { .real_us = 5000 * USEC_PER_SEC }, b = { .real_us = 5001 * USEC_PER_SEC };
+        Ranking r = {};
+
+        add(&a, 5, 5, "grew", 4000, 100 * MS, 10 * MS, 0, 0);
+        add(&a, 6, 5, "same", 4000, 100 * MS, 0, 0, 0);
+        add(&b, 5, 5, "grew", 4000, 300 * MS, 20 * MS, 0, 0);
+        add(&b, 6, 5, "same", 4000, 150 * MS, 0, 0, 0);
+        add(&b, 7, 5, "new", 5000, 9 * MS, 0, 0, 0); /* born in the window */
+        add(&b, 8, 5, "nomax", 4000, 9 * MS, 0, 0, 0);
+        add(&a, 8, 5, "nomax", 4000, 1 * MS, 0, 0, 0);
+        done_adding(&a);
+        done_adding(&b);
+        set_max(&a, 5, TASK_DELAY_CPU, 20 * MS, 0);
+        set_max(&b, 5, TASK_DELAY_CPU, 60 * MS, 4999999999000000000ULL); /* rose: the window's */
+        set_max(&a, 5, TASK_DELAY_BLKIO, 5 * MS, 0);
+        set_max(&b, 5, TASK_DELAY_BLKIO, 5 * MS, 0); /* did not: maybe from before */
+        set_max(&a, 6, TASK_DELAY_CPU, 40 * MS, 0);
+        set_max(&b, 6, TASK_DELAY_CPU, 40 * MS, 0);
+        set_max(&b, 7, TASK_DELAY_CPU, 3 * MS, 0);
+        set_max(&b, 8, TASK_DELAY_CPU, 2 * MS, 0); /* a had none (an older kernel's reply) */
+        assert_int_equal(ranking_build(&r, &a, &b, PSI_RESOURCE_CPU), 0);
+        assert_int_equal(ranking_add_threads(&r, &a, &b, PSI_RESOURCE_CPU), 0);
+        for (size_t i = 0; i < r.n_threads; i++) {
+                const ThreadDelta *t = &r.threads[i];
+                switch (t->tid) {
+                case 5:
+                        assert_int_equal(t->worst_present, TASK_DELAY_MASK(TASK_DELAY_CPU));
+                        assert_int_equal(t->worst_ns[TASK_DELAY_CPU], 60 * MS);
+                        assert_int_equal(t->worst_at_present, TASK_DELAY_MASK(TASK_DELAY_CPU));
+                        assert_int_equal(t->worst_at_ns[TASK_DELAY_CPU], 4999999999000000000ULL);
+                        break;
+                case 7:
+                        assert_int_equal(t->worst_ns[TASK_DELAY_CPU], 3 * MS);
+                        assert_int_equal(t->worst_at_present, 0);
+                        break;
+                default:
+                        assert_int_equal(t->worst_present, 0);
+                }
+        }
+        /* A lifetime sample never presents a maximum as the window's. */
+        assert_int_equal(ranking_build(&r, NULL, &b, PSI_RESOURCE_CPU), 0);
+        assert_int_equal(ranking_add_threads(&r, NULL, &b, PSI_RESOURCE_CPU), 0);
+        for (size_t i = 0; i < r.n_threads; i++)
+                assert_int_equal(r.threads[i].worst_present, 0);
+        ranking_done(&r);
+        free_snapshot(&a);
+        free_snapshot(&b);
+}
+
 /* A sample of 0 ms: no A, every process of B with its lifetime totals, old ones included. */
 static void test_lifetime(void **state) {
         Snapshot b = { .real_us = 5000 * USEC_PER_SEC };
@@ -293,6 +356,7 @@ int main(void) {
                 cmocka_unit_test(test_counter_going_backwards),
                 cmocka_unit_test(test_ended_processes),
                 cmocka_unit_test(test_btime_jitter),
+                cmocka_unit_test(test_worst_in_window),
                 cmocka_unit_test(test_lifetime),
                 cmocka_unit_test(test_scores),
                 cmocka_unit_test(test_empty),

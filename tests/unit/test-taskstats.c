@@ -4,6 +4,7 @@
 #include <linux/taskstats.h>
 #include <netlink/genl/genl.h>
 #include <netlink/msg.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -47,19 +48,37 @@ struct ts_v14_tail {
         __u64 irq_count, irq_delay_total;
 };
 
+/* v16: *_delay_max, *_delay_min per delay, in TaskDelay order (cpu, blkio, swapin, freepages,
+ * thrashing, compact, wpcopy, irq), after irq_delay_total. */
 struct ts_v16 {
         struct taskstats v13; /* the system header is version 13 */
         struct ts_v14_tail v14;
         __u64 max_min[16];
 };
 
+/* v17: one struct __kernel_timespec (__kernel_time64_t tv_sec; long long tv_nsec) per delay, same
+ * order, when each maximum was recorded. */
 struct ts_v17 {
         struct ts_v16 v16;
         struct {
                 __s64 tv_sec;
-                long tv_nsec;
+                __s64 tv_nsec;
         } max_ts[8];
 };
+
+/* The offsets the parser's table must agree with, counted by hand from the header (x86_64: every
+ * __u64 8-aligned). */
+_Static_assert(offsetof(struct ts_v15, cpu_delay_max) == 32, "v15 cpu max");
+_Static_assert(offsetof(struct ts_v15, blkio_delay_max) == 64, "v15 blkio max");
+_Static_assert(offsetof(struct ts_v15, swapin_delay_max) == 96, "v15 swapin max");
+_Static_assert(offsetof(struct ts_v15, freepages_delay_max) == 376, "v15 reclaim max");
+_Static_assert(offsetof(struct ts_v15, thrashing_delay_max) == 408, "v15 thrashing max");
+_Static_assert(offsetof(struct ts_v15, compact_delay_max) == 448, "v15 compact max");
+_Static_assert(offsetof(struct ts_v15, wpcopy_delay_max) == 512, "v15 wpcopy max");
+_Static_assert(offsetof(struct ts_v15, irq_delay_max) == 544, "v15 irq max");
+_Static_assert(offsetof(struct ts_v16, max_min) == 432, "v16 cpu max");
+_Static_assert(offsetof(struct ts_v17, max_ts) == 560, "v17 cpu max timestamp");
+_Static_assert(sizeof(struct ts_v17) == 688, "v17 size");
 
 static void fill_v13(struct taskstats *t, __u16 version) {
         memset(t, 0, sizeof *t);
@@ -136,7 +155,20 @@ static void expect_same_as_tgid(const void *payload, size_t len, const TaskStats
         assert_int_equal(ts.present, want->present);
         assert_int_equal(ts.cpu_run_ns, want->cpu_run_ns);
         assert_int_equal(ts.has_cpu_run, want->has_cpu_run);
+        assert_memory_equal(ts.max_ns, want->max_ns, sizeof ts.max_ns);
+        assert_int_equal(ts.max_present, want->max_present);
+        assert_memory_equal(ts.max_ts_ns, want->max_ts_ns, sizeof ts.max_ts_ns);
+        assert_int_equal(ts.max_ts_present, want->max_ts_present);
         nlmsg_free(msg);
+}
+
+static void expect_no_maxima(const TaskStats *ts) {
+        static const uint64_t zero[_TASK_DELAY_MAX];
+
+        assert_int_equal(ts->max_present, 0);
+        assert_int_equal(ts->max_ts_present, 0);
+        assert_memory_equal(ts->max_ns, zero, sizeof zero);
+        assert_memory_equal(ts->max_ts_ns, zero, sizeof zero);
 }
 
 static void test_v13_system_header(void **state) {
@@ -151,6 +183,7 @@ static void test_v13_system_header(void **state) {
         expect_common(&ts, 13);
         assert_false(ts.present & TASK_DELAY_MASK(TASK_DELAY_IRQ));
         assert_int_equal(ts.present, TASK_DELAY_ALL & ~TASK_DELAY_MASK(TASK_DELAY_IRQ));
+        expect_no_maxima(&ts);
         nlmsg_free(msg);
 }
 
@@ -170,6 +203,7 @@ static void test_v14(void **state) {
         expect_common(&ts, 14);
         assert_int_equal(ts.present, TASK_DELAY_ALL);
         assert_int_equal(ts.delay_ns[TASK_DELAY_IRQ], 8000008);
+        expect_no_maxima(&ts);
         nlmsg_free(msg);
 
         /* A v14 payload cut before the irq fields: irq is absent, not garbage. */
@@ -267,6 +301,169 @@ static void test_v17_and_unknown_newer(void **state) {
         nlmsg_free(msg);
 }
 
+static void put_u64(uint8_t *buf, size_t off, uint64_t v) {
+        memcpy(buf + off, &v, sizeof v);
+}
+
+static void put_u16(uint8_t *buf, size_t off, uint16_t v) {
+        memcpy(buf + off, &v, sizeof v);
+}
+
+static TaskStats parse_bytes(const uint8_t *buf, size_t len) {
+        struct nl_msg *msg = build_reply(buf, len, TASKSTATS_TYPE_AGGR_PID);
+        TaskStats ts;
+
+        assert_int_equal(parse_msg(msg, &ts), 0);
+        expect_same_as_tgid(buf, len, &ts);
+        nlmsg_free(msg);
+        return ts;
+}
+
+/* A payload of the given version with every maximum, minimum and timestamp at the offsets of
+ * include/uapi/linux/taskstats.h since v16: max of delay d at 432 + 16 d, min at 440 + 16 d, the
+ * timestamp (tv_sec, tv_nsec) at 560 + 16 d. Maxima 1000 + d, minima 1, timestamps
+ * 1795000000 + d s and 100 + d ns. */
+static void fill_maxima(uint8_t *buf, size_t size, uint16_t version) {
+        memset(buf, 0, size);
+        put_u16(buf, 0, version);
+        put_u64(buf, 24, 1000001); /* cpu_delay_total */
+        for (size_t d = 0; d < _TASK_DELAY_MAX; d++) {
+                put_u64(buf, 432 + 16 * d, 1000 + d);
+                put_u64(buf, 440 + 16 * d, 1);
+                if (size >= 688) {
+                        put_u64(buf, 560 + 16 * d, 1795000000 + d);
+                        put_u64(buf, 568 + 16 * d, 100 + d);
+                }
+        }
+}
+
+static void expect_maxima(const TaskStats *ts, uint32_t mask) {
+        for (TaskDelay d = 0; d < _TASK_DELAY_MAX; d++)
+                assert_int_equal(ts->max_ns[d], mask & TASK_DELAY_MASK(d) ? 1000 + d : 0);
+        assert_int_equal(ts->max_present, mask);
+}
+
+static void expect_max_ts(const TaskStats *ts, uint32_t mask) {
+        for (TaskDelay d = 0; d < _TASK_DELAY_MAX; d++)
+                assert_int_equal(ts->max_ts_ns[d],
+                                 mask & TASK_DELAY_MASK(d) ? (1795000000 + d) * 1000000000ull + 100 + d : 0);
+        assert_int_equal(ts->max_ts_present, mask);
+}
+
+static void test_maxima_v15(void **state) {
+        struct ts_v15 t = {
+                .version = 15,
+                .cpu_delay_total = 1000001,
+                .cpu_delay_max = 1000,
+                .cpu_delay_min = 1,
+                .blkio_delay_max = 1001,
+                .blkio_delay_min = 1,
+                .swapin_delay_max = 1002,
+                .freepages_delay_max = 1003,
+                .thrashing_delay_max = 1004,
+                .compact_delay_max = 1005,
+                .wpcopy_delay_max = 1006,
+                .irq_delay_total = 8000008,
+                .irq_delay_max = 1007,
+                .irq_delay_min = 1,
+        };
+        TaskStats ts;
+
+        ts = parse_bytes((const uint8_t *) &t, sizeof t);
+        expect_maxima(&ts, TASK_DELAY_ALL);
+        expect_max_ts(&ts, 0); /* v15 had no timestamps */
+        assert_int_equal(ts.delay_ns[TASK_DELAY_IRQ], 8000008);
+
+        /* Cut inside irq_delay_max: the irq maximum is absent, its total (before it) is not. */
+        ts = parse_bytes((const uint8_t *) &t, offsetof(struct ts_v15, irq_delay_max) + 7);
+        expect_maxima(&ts, TASK_DELAY_ALL & ~TASK_DELAY_MASK(TASK_DELAY_IRQ));
+        assert_true(ts.present & TASK_DELAY_MASK(TASK_DELAY_IRQ));
+
+        /* Cut right after cpu_delay_max: only the cpu maximum. */
+        ts = parse_bytes((const uint8_t *) &t, offsetof(struct ts_v15, cpu_delay_min));
+        expect_maxima(&ts, TASK_DELAY_MASK(TASK_DELAY_CPU));
+}
+
+static void test_maxima_v16(void **state) {
+        uint8_t buf[688];
+        TaskStats ts;
+
+        fill_maxima(buf, 560, 16);
+        ts = parse_bytes(buf, 560);
+        assert_int_equal(ts.delay_ns[TASK_DELAY_CPU], 1000001);
+        expect_maxima(&ts, TASK_DELAY_ALL);
+        expect_max_ts(&ts, 0);
+
+        /* The v14 size: no maxima. 8 bytes more: the cpu one only. */
+        ts = parse_bytes(buf, 432);
+        expect_maxima(&ts, 0);
+        ts = parse_bytes(buf, 440);
+        expect_maxima(&ts, TASK_DELAY_MASK(TASK_DELAY_CPU));
+        /* irq's max ends at 552: its min does not matter. */
+        ts = parse_bytes(buf, 552);
+        expect_maxima(&ts, TASK_DELAY_ALL);
+
+        /* A v16 payload padded to the v17 size still has no timestamps: the version decides. */
+        fill_maxima(buf, sizeof buf, 16);
+        ts = parse_bytes(buf, sizeof buf);
+        expect_maxima(&ts, TASK_DELAY_ALL);
+        expect_max_ts(&ts, 0);
+
+        /* Nor does a v14 payload of the v16 size carry maxima. */
+        fill_maxima(buf, 560, 14);
+        ts = parse_bytes(buf, 560);
+        expect_maxima(&ts, 0);
+}
+
+static void test_maxima_v17(void **state) {
+        uint8_t buf[688 + 64];
+        TaskStats ts;
+
+        fill_maxima(buf, 688, 17);
+        ts = parse_bytes(buf, 688);
+        expect_maxima(&ts, TASK_DELAY_ALL);
+        expect_max_ts(&ts, TASK_DELAY_ALL);
+
+        /* Cut to the v16 size: maxima, no timestamps; a timestamp needs all 16 bytes. */
+        ts = parse_bytes(buf, 560);
+        expect_maxima(&ts, TASK_DELAY_ALL);
+        expect_max_ts(&ts, 0);
+        ts = parse_bytes(buf, 560 + 15);
+        expect_max_ts(&ts, 0);
+        ts = parse_bytes(buf, 560 + 16);
+        expect_max_ts(&ts, TASK_DELAY_MASK(TASK_DELAY_CPU));
+        ts = parse_bytes(buf, 687);
+        expect_max_ts(&ts, TASK_DELAY_ALL & ~TASK_DELAY_MASK(TASK_DELAY_IRQ));
+
+        /* No maximum recorded yet: a zero timestamp, present. */
+        put_u64(buf, 560, 0);
+        put_u64(buf, 568, 0);
+        ts = parse_bytes(buf, 688);
+        assert_true(ts.max_ts_present & TASK_DELAY_MASK(TASK_DELAY_CPU));
+        assert_int_equal(ts.max_ts_ns[TASK_DELAY_CPU], 0);
+
+        /* Values no clock gives are absent, not wrapped: tv_nsec out of range, a negative tv_sec,
+         * seconds past what ns fit in 64 bits. */
+        put_u64(buf, 568, 1000000000);
+        put_u64(buf, 576 + 0, UINT64_MAX); /* blkio tv_sec = -1 */
+        put_u64(buf, 592, UINT64_MAX / 1000000000 + 1);
+        ts = parse_bytes(buf, 688);
+        assert_int_equal(ts.max_ts_present,
+                         TASK_DELAY_ALL & ~(TASK_DELAY_MASK(TASK_DELAY_CPU) | TASK_DELAY_MASK(TASK_DELAY_BLKIO) |
+                                            TASK_DELAY_MASK(TASK_DELAY_SWAPIN)));
+        assert_int_equal(ts.max_ts_ns[TASK_DELAY_CPU], 0);
+        assert_int_equal(ts.max_ts_ns[TASK_DELAY_BLKIO], 0);
+        assert_int_equal(ts.max_ts_ns[TASK_DELAY_SWAPIN], 0);
+        assert_int_equal(ts.max_ts_ns[TASK_DELAY_RECLAIM], (1795000000 + 3) * 1000000000ull + 103);
+
+        /* A newer version: read at the v17 offsets, whatever follows. */
+        fill_maxima(buf, 688, 18);
+        memset(buf + 688, 0xee, 64);
+        ts = parse_bytes(buf, sizeof buf);
+        expect_maxima(&ts, TASK_DELAY_ALL);
+        expect_max_ts(&ts, TASK_DELAY_ALL);
+}
+
 static void test_payload_edges(void **state) {
         uint8_t buf[64] = { 0 };
         TaskStats ts;
@@ -281,6 +478,7 @@ static void test_payload_edges(void **state) {
         assert_string_equal(ts.comm, "");
         assert_int_equal(ts.tgid, 0);
         assert_false(ts.has_cpu_run); /* at offset 64: past these 32 bytes */
+        expect_no_maxima(&ts);
 }
 
 static void test_error_and_malformed_replies(void **state) {
@@ -369,7 +567,10 @@ static void test_exit_records_every_layout(void **state) {
                                    .ac_pid = 4321,
                                    .ac_ppid = 4000,
                                    .ac_tgid = 4300 },
-                      group15 = { .cpu_delay_total = 777, .thrashing_delay_total = 55, .cpu_run_real_total = 66 };
+                      group15 = { .cpu_delay_total = 777,
+                                  .cpu_delay_max = 4343,
+                                  .thrashing_delay_total = 55,
+                                  .cpu_run_real_total = 66 };
         struct ts_v17 thread17, group17;
         TaskStats t, p;
         bool has;
@@ -401,6 +602,8 @@ static void test_exit_records_every_layout(void **state) {
         assert_int_equal(t.ppid, 4000);
         assert_true(has);
         expect_group(&p, 15, 777);
+        /* The group's maximum is the last folded thread's (fill_tgid_exit()), at v15's offset. */
+        assert_int_equal(p.max_ns[TASK_DELAY_CPU], 4343);
         nlmsg_free(msg);
 
         /* v17 (v16's fields, timestamps appended). */
@@ -411,11 +614,15 @@ static void test_exit_records_every_layout(void **state) {
         group17.v16.v13.cpu_delay_total = 888;
         group17.v16.v13.thrashing_delay_total = 55;
         group17.v16.v13.cpu_run_real_total = 66;
+        group17.v16.max_min[0] = 4242;
+        group17.max_ts[0].tv_sec = 7;
         msg = build_exit(&thread17, &group17, sizeof thread17);
         parse_exit(msg, &t, &p, &has);
         expect_common(&t, 17);
         assert_true(has);
         expect_group(&p, 17, 888);
+        assert_int_equal(p.max_ns[TASK_DELAY_CPU], 4242);
+        assert_int_equal(p.max_ts_ns[TASK_DELAY_CPU], 7000000000ull);
         nlmsg_free(msg);
 
         /* A message without AGGR_PID is no exit record. */
@@ -476,12 +683,20 @@ static void test_delay_names(void **state) {
 
 int main(void) {
         const struct CMUnitTest tests[] = {
-                cmocka_unit_test(test_v13_system_header),           cmocka_unit_test(test_v14),
-                cmocka_unit_test(test_v15_mid_struct_fields),       cmocka_unit_test(test_v16_same_size_as_v15),
-                cmocka_unit_test(test_v17_and_unknown_newer),       cmocka_unit_test(test_payload_edges),
-                cmocka_unit_test(test_error_and_malformed_replies), cmocka_unit_test(test_cgroupstats_reply),
-                cmocka_unit_test(test_exit_records_every_layout),   cmocka_unit_test(test_delay_names),
+                cmocka_unit_test(test_v13_system_header),
+                cmocka_unit_test(test_v14),
+                cmocka_unit_test(test_v15_mid_struct_fields),
+                cmocka_unit_test(test_v16_same_size_as_v15),
+                cmocka_unit_test(test_v17_and_unknown_newer),
+                cmocka_unit_test(test_payload_edges),
+                cmocka_unit_test(test_error_and_malformed_replies),
+                cmocka_unit_test(test_cgroupstats_reply),
+                cmocka_unit_test(test_exit_records_every_layout),
+                cmocka_unit_test(test_delay_names),
                 cmocka_unit_test(test_tgid_reply_fields),
+                cmocka_unit_test(test_maxima_v15),
+                cmocka_unit_test(test_maxima_v16),
+                cmocka_unit_test(test_maxima_v17),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }

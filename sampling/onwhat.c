@@ -1,0 +1,150 @@
+/* SPDX-License-Identifier: MIT */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/macro.h"
+#include "probes/procfs.h"
+#include "sampling/onwhat.h"
+
+static bool to_limits_resource(PsiResource res, LimitsResource *ret) {
+        switch (res) {
+        case PSI_RESOURCE_CPU:
+                *ret = LIMITS_RESOURCE_CPU;
+                return true;
+        case PSI_RESOURCE_MEMORY:
+                *ret = LIMITS_RESOURCE_MEMORY;
+                return true;
+        case PSI_RESOURCE_IO:
+                *ret = LIMITS_RESOURCE_IO;
+                return true;
+        default:
+                return false;
+        }
+}
+
+/* The cgroup whose limit counts: the nearest limited one, else the trigger's own. */
+static const char *limit_path(const OnWhat *w) {
+        return w->loc.limited ? w->loc.limited_path : w->loc.path;
+}
+
+/* One reading: cpu and memory at the limited cgroup, io at the trigger's (its devices), the io.max
+ * rules at the limited one. */
+static bool read_limits(OnWhat *w, const LimitsHierarchy *h, bool end) {
+        int r;
+
+        switch (w->resource) {
+        case PSI_RESOURCE_CPU:
+                r = limits_read_cpu_at(h, w->loc.source, limit_path(w), end ? &w->cpu_b : &w->cpu_a);
+                break;
+        case PSI_RESOURCE_MEMORY:
+                r = limits_read_memory_at(h, w->loc.source, limit_path(w), end ? &w->mem_b : &w->mem_a);
+                break;
+        case PSI_RESOURCE_IO:
+                r = limits_read_io_at(h, w->loc.source, w->loc.path, end ? &w->io_b : &w->io_a);
+                if (r >= 0 && end && w->loc.limited)
+                        w->has_io_max = limits_read_io_at(h, w->loc.source, w->loc.limited_path, &w->io_max) >= 0;
+                break;
+        default:
+                return false;
+        }
+        return r >= 0;
+}
+
+void onwhat_begin(OnWhat *w, const LimitsHierarchy *h, const char *path, PsiResource res) {
+        LimitsResource lr;
+
+        w->resource = res;
+        w->located = w->has_a = w->has_b = w->has_io_max = false;
+        w->n_looks = 0;
+        w->has_blocked = w->has_stack = false;
+        w->stack_error = 0;
+        if (!h || !path || !to_limits_resource(res, &lr))
+                return;
+        /* -ESRCH: a v1 hierarchy and no process left to map the cgroup through. */
+        if (limits_locate(h, path, lr, &w->loc) < 0 || w->loc.source == LIMITS_SOURCE_NONE)
+                return;
+        w->located = true;
+        w->has_a = read_limits(w, h, false);
+}
+
+/* The kernel stack of a thread seen blocked, read at once: a blocked thread moves on (or ends)
+ * soon. The first readable one is kept; a refusal (no CAP_SYS_ADMIN) is not tried again. */
+static void read_stack(OnWhat *w, int proc_fd, const BlockedThreadLook *l) {
+        int r;
+
+        if (w->has_stack || w->stack_error == -EACCES || w->stack_error == -EPERM)
+                return;
+        r = wchan_read_stack(proc_fd, l->pid, l->tid, &w->stack);
+        if (r < 0) {
+                w->stack_error = r; /* -ESRCH: gone already, the next one may do */
+                return;
+        }
+        w->has_stack = true;
+        w->stack_error = 0;
+        memcpy(w->stack_wchan, l->wchan, sizeof w->stack_wchan);
+}
+
+void onwhat_look(OnWhat *w, int proc_fd, const Snapshot *s, const pid_t *pids, size_t n) {
+        BlockedThreadLook *out;
+        size_t k = 0;
+
+        if (w->n_looks >= ONWHAT_LOOKS_MAX)
+                return;
+        if (!w->look_threads) {
+                w->look_threads = calloc((size_t) ONWHAT_LOOKS_MAX * ONWHAT_LOOK_THREADS_MAX, sizeof *w->look_threads);
+                if (!w->look_threads)
+                        return; /* no look: the incident goes without "blocked" */
+        }
+        out = w->look_threads + w->n_looks * ONWHAT_LOOK_THREADS_MAX;
+        /* The leaders first, each with the threads the sample measured of it. */
+        for (size_t p = 0; p < n && k < ONWHAT_LOOK_THREADS_MAX; p++)
+                for (size_t i = 0; i < s->n && k < ONWHAT_LOOK_THREADS_MAX; i++) {
+                        const ThreadDelays *t = &s->threads[i];
+                        ProcStat st;
+
+                        if (t->tgid != pids[p])
+                                continue;
+                        if (proc_read_stat(proc_fd, t->tid, &st) < 0)
+                                continue; /* ended: nothing to see */
+                        BlockedThreadLook *l = &out[k++];
+                        *l = (BlockedThreadLook) { .pid = t->tgid, .tid = t->tid, .state = st.state };
+                        memcpy(l->comm, st.comm, MIN(st.comm_len, sizeof l->comm - 1));
+                        l->comm[MIN(st.comm_len, sizeof l->comm - 1)] = '\0';
+                        if (st.state != 'D')
+                                continue;
+                        /* "0" (no ptrace access, or running again) leaves it "": grouped as unknown. */
+                        if (wchan_read(proc_fd, t->tgid, t->tid, l->wchan, sizeof l->wchan) <= 0)
+                                l->wchan[0] = '\0';
+                        read_stack(w, proc_fd, l);
+                }
+        w->n_look[w->n_looks++] = k;
+}
+
+void onwhat_end(OnWhat *w, const LimitsHierarchy *h) {
+        BlockedLook looks[ONWHAT_LOOKS_MAX];
+
+        if (w->located)
+                w->has_b = w->has_a && read_limits(w, h, true);
+        if (w->n_looks == 0)
+                return;
+        for (size_t i = 0; i < w->n_looks; i++)
+                looks[i] = (BlockedLook) { .threads = w->look_threads + i * ONWHAT_LOOK_THREADS_MAX,
+                                           .n_threads = w->n_look[i] };
+        if (blocked_group(looks, w->n_looks, &w->blocked) < 0)
+                return;
+        w->has_blocked = true;
+}
+
+const char *onwhat_cpu_verdict(uint64_t throttled_us, bool has_stall, uint64_t stall_us, uint64_t duration_us) {
+        if (throttled_us == 0)
+                return "contention";
+        if (has_stall && stall_us > 0)
+                return throttled_us * 2 >= stall_us ? "throttled" : "contention";
+        return throttled_us * 10 >= duration_us * 3 ? "throttled" : "contention";
+}
+
+void onwhat_done(OnWhat *w) {
+        free(w->look_threads);
+        *w = (OnWhat) {};
+}

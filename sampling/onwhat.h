@@ -1,0 +1,63 @@
+/* SPDX-License-Identifier: MIT */
+/* On what: the limit behind a stall and where the blocked threads wait. At both ends of a sample,
+ * the counters of the cgroup that limits the trigger's resource (the trigger's cgroup or its
+ * nearest limited ancestor, cgroup2 or its cgroup-v1 twin found through a process's
+ * /proc/<pid>/cgroup: probes/limits-find.h); during it, a few looks at the leading processes'
+ * threads, the uninterruptible ones grouped by wchan (sampling/blocked.h) with one kernel stack
+ * where the agent may read it. Reading failures leave parts null, never fail the sample. Logs
+ * nothing. */
+#pragma once
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <sys/types.h>
+
+#include "probes/limits-find.h"
+#include "probes/pressure.h"
+#include "probes/wchan.h"
+#include "sampling/blocked.h"
+#include "sampling/snapshot.h"
+
+/* Looks a sample takes at most (its middle and its end), and threads one look reads at most. */
+#define ONWHAT_LOOKS_MAX 2
+#define ONWHAT_LOOK_THREADS_MAX 512
+
+typedef struct OnWhat {
+        PsiResource resource;
+        bool located;
+        LimitsLocation loc; /* where the trigger's cgroup and its limit are */
+        bool has_a, has_b;
+        CpuLimits cpu_a, cpu_b;
+        MemoryLimits mem_a, mem_b;
+        IoLimits io_a, io_b; /* the trigger's cgroup */
+        IoLimits io_max;     /* the io.max rules of the limited cgroup, at the end */
+        bool has_io_max;
+
+        BlockedThreadLook *look_threads; /* ONWHAT_LOOKS_MAX * ONWHAT_LOOK_THREADS_MAX */
+        size_t n_look[ONWHAT_LOOKS_MAX];
+        size_t n_looks;
+        BlockedSummary blocked;
+        bool has_blocked;
+        bool has_stack;
+        WchanStack stack;                    /* of the first blocked thread seen whose stack could be read */
+        char stack_wchan[BLOCKED_WCHAN_MAX]; /* its wchan then: the group it belongs to */
+        int stack_error;                     /* why there is no stack (0: there is, or none was needed) */
+} OnWhat;
+
+/* Locates and reads the limits of res for the cgroup at path ("a/b", relative to the cgroup2
+ * mount) into w->*_a, and forgets the looks. irq has no limits (nothing is read). */
+void onwhat_begin(OnWhat *w, const LimitsHierarchy *h, const char *path, PsiResource res);
+
+/* One look at the threads of pids[0..n) that s has measured (snapshot_take_threads): their states
+ * from /proc, and the wchan of those in D; the kernel stack of the first one whose stack can be
+ * read. At most ONWHAT_LOOKS_MAX looks count. */
+void onwhat_look(OnWhat *w, int proc_fd, const Snapshot *s, const pid_t *pids, size_t n);
+
+/* Reads the limits again (w->*_b) and groups the looks. */
+void onwhat_end(OnWhat *w, const LimitsHierarchy *h);
+
+/* "throttled" when the throttled time of the sample covers at least half of the stall (or, the
+ * stall unknown, 30% of the sample), else "contention". */
+const char *onwhat_cpu_verdict(uint64_t throttled_us, bool has_stall, uint64_t stall_us, uint64_t duration_us);
+
+void onwhat_done(OnWhat *w);

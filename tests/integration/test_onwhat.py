@@ -1,0 +1,186 @@
+#!/usr/bin/python3
+# SPDX-License-Identifier: MIT
+"""On what, on the real kernel: `limits` and `blocked` in the incidents.
+1. A cgroup capped at half a CPU (cpu.max, or on a hybrid host the same-named v1 cpu cgroup's
+   cfs quota) running two spinners: a trigger on it gives verdict "throttled", quota 50 ms of
+   100 ms, throttled time at least 30% of the sample, and culprits scoped to the cgroup itself.
+2. An uncapped cgroup beside a sibling's spinners: verdict "contention", no quota.
+3. A 128 MiB memory-limited cgroup with a grower: the limit is found, max_bytes = 128 MiB.
+4. O_DIRECT writers (under a throttle rule far above the disk's speed: v1 counts only where a rule
+   is): the io limits name the block device with written bytes, and the blocked threads are
+   grouped under a non-empty wchan."""
+
+import json
+import shutil
+import os
+import subprocess
+import sys
+import tempfile
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from common import (LimitedCgroup, ScratchCgroup, V1Group, check, check_kernel, enable_controller,  # noqa: E402
+                    find_mount, run, spawn, start_watching, stop_agent, validator, wait_lines)
+
+PSIDIAG, WORKLOAD, SCHEMAS = sys.argv[1:4]
+QUOTA_US, PERIOD_US = 50_000, 100_000
+
+
+def write(path, text):
+    with open(path, "w") as f:
+        f.write(text)
+
+
+def snapshot(cg, res, ms=1000):
+    p = subprocess.run([PSIDIAG, "snapshot", cg.rel, "--resource", res, "--sample-ms", str(ms), "--top", "5"],
+                       capture_output=True, text=True, timeout=60)
+    check(p.returncode == 0, f"snapshot: {p.returncode} {p.stderr}")
+    return json.loads(p.stdout)
+
+
+def capped(mount, tmp, validate):
+    with ScratchCgroup(mount, "ow-cap") as cg:
+        group = None
+        try:
+            if enable_controller(mount, cg, "cpu"):
+                write(os.path.join(cg.path, "cpu.max"), f"{QUOTA_US} {PERIOD_US}")
+                extra = []
+            else:
+                v1 = find_mount("cgroup", "cpu")
+                check(v1, "neither a cgroup2 cpu controller nor a cgroup-v1 cpu mount")
+                group = V1Group(v1, "ow-cap").__enter__()
+                write(os.path.join(group.path, "cpu.cfs_period_us"), str(PERIOD_US))
+                write(os.path.join(group.path, "cpu.cfs_quota_us"), str(QUOTA_US))
+                extra = [group.path]
+            agent, out, log = start_watching(PSIDIAG, tmp, cg, "cap", "cpu some 50ms 2s", top=3)
+            for _ in range(2):
+                spawn(cg, [WORKLOAD, "spin", "capped-spin"], None, extra)
+            try:
+                lines = wait_lines(out, timeout=60)
+            finally:
+                stop_agent(agent)
+            check(lines, f"no incident:\n{open(log).read()[-2000:]}")
+            inc = lines[0]
+            validate(inc)
+            c = inc["limits"]["cpu"]
+            dur_us = inc["sample"]["duration_ms"] * 1000
+            check(c and c["quota_us"] == QUOTA_US and c["period_us"] == PERIOD_US and c["limited"],
+                  f"limits.cpu: {c}")
+            check(c["verdict"] == "throttled" and c["throttled_us"] >= dur_us * 3 // 10 and c["nr_throttled"] >= 1,
+                  f"not throttled: {c}, sample {dur_us} us, stall {inc['sample']['stall_us']}")
+            cul = inc["culprits"]
+            check(cul["own_limit"] and cul["scope"] == "/" + cg.rel, f"culprits scope {cul['scope']} {cul['limit']}")
+            print(f"capped: {c['verdict']}, throttled {c['throttled_us']} us of {dur_us} in "
+                  f"{c['nr_throttled']}/{c['nr_periods']} periods ({c['source']} {c['cgroup']})")
+        finally:
+            cg.kill_all()
+            if group:
+                group.__exit__(None, None, None)
+
+
+def contention(mount, validate):
+    with ScratchCgroup(mount, "ow-free") as cg, ScratchCgroup(mount, "ow-hog") as hog:
+        cg.spawn([WORKLOAD, "spin", "free-spin"])
+        hog.spawn([WORKLOAD, "spin", "hog-spin", "4"])
+        time.sleep(0.5)
+        inc = snapshot(cg, "cpu")
+        validate(inc)
+        c = inc["limits"]["cpu"]
+        check(c and c["verdict"] == "contention" and c["quota_us"] is None and not c["limited"], f"limits.cpu: {c}")
+        check(inc["limits"]["memory"] is None and inc["limits"]["io"] is None, "other resources filled")
+        print(f"uncapped: {c['verdict']} ({c['source']} {c['cgroup']})")
+
+
+def memory(mount, validate):
+    limit = 128 << 20
+    with ScratchCgroup(mount, "ow-mem") as cg, LimitedCgroup(mount, cg, "ow-mem", limit) as lim:
+        env = dict(os.environ, PSIDIAG_ALLOC_MS="5", PSIDIAG_ALLOC_MAX_MB="48")
+        spawn(cg, [WORKLOAD, "alloc", "ow-grower"], env, lim.extra)
+        time.sleep(0.5)
+        inc = snapshot(cg, "memory", 500)
+        validate(inc)
+        m = inc["limits"]["memory"]
+        check(m and m["max_bytes"] == limit and m["limited"] and m["current_bytes"] and m["current_bytes"] > 1 << 20,
+              f"limits.memory ({lim.how}): {m}")
+        print(f"memory ({lim.how}): max {m['max_bytes']}, current {m['current_bytes']}, events {m['events']}")
+
+
+def whole_disk(path):
+    """MAJ:MIN and name of the disk holding path (a partition's parent disk)."""
+    st = os.stat(path)
+    dev = f"{os.major(st.st_dev)}:{os.minor(st.st_dev)}"
+    sysdir = os.path.realpath(f"/sys/dev/block/{dev}")
+    if os.path.exists(os.path.join(sysdir, "partition")):
+        sysdir = os.path.dirname(sysdir)
+        with open(os.path.join(sysdir, "dev")) as f:
+            dev = f.read().strip()
+    return dev, os.path.basename(sysdir)
+
+
+def io(mount, tmp, validate):
+    dev, name = whole_disk(tmp)
+    if not os.path.exists(f"/sys/dev/block/{dev}"):
+        print(f"io: {tmp} is not on a block device ({dev}); io part not run")
+        return
+    data = [os.path.join(tmp, f"ow-io-{i}") for i in range(2)]
+    with ScratchCgroup(mount, "ow-io") as cg:
+        group = None
+        try:
+            writers = [["sh", "-c", f"while :; do dd if=/dev/zero of={d} bs=1M count=256 oflag=direct 2>/dev/null; done"]
+                       for d in data]
+            if enable_controller(mount, cg, "io"):
+                write(os.path.join(cg.path, "io.max"), f"{dev} wbps={1 << 40}")
+                for w in writers:
+                    cg.spawn(w)
+            else:
+                v1 = find_mount("cgroup", "blkio")
+                check(v1, "neither a cgroup2 io controller nor a cgroup-v1 blkio mount")
+                group = V1Group(v1, "ow-io").__enter__()
+                write(os.path.join(group.path, "blkio.throttle.write_bps_device"), f"{dev} {1 << 40}")
+                for w in writers:
+                    spawn(cg, w, None, [group.path])
+            time.sleep(0.5)
+            # Looks catch a thread in D by chance: a few samples of busy O_DIRECT writers.
+            for attempt in range(5):
+                inc = snapshot(cg, "io")
+                validate(inc)
+                if inc["blocked"]:
+                    break
+            o = inc["limits"]["io"]
+            devs = {d["device"]: d for d in (o["devices"] if o else [])}
+            check(name in devs and devs[name]["wbytes"] >= 1 << 20, f"limits.io: {o}")
+            check(devs[name]["max"] and devs[name]["max"]["wbps"] == 1 << 40, f"the rule: {devs[name]}")
+            b = inc["blocked"]
+            check(b and b[0]["wchan"] and b[0]["seen"] >= 1 and b[0]["threads"], f"blocked after {attempt + 1} samples: {b}")
+            check(inc["agent"]["stack_unavailable"] is None and b[0]["stack"],
+                  f"root with CAP_SYS_ADMIN has no stack: {inc['agent']} {b}")
+            print(f"io: {name} written {devs[name]['wbytes'] >> 20} MiB; {b[0]['threads_total']} threads in "
+                  f"{b[0]['wchan']} (stack {b[0]['stack'][:3]})")
+        finally:
+            cg.kill_all()
+            if group:
+                group.__exit__(None, None, None)
+            for d in data:
+                if os.path.exists(d):
+                    os.unlink(d)
+
+
+def main():
+    mount = check_kernel()
+    validate = validator(SCHEMAS)
+    tmp = tempfile.mkdtemp(prefix="psidiag-it-", dir="/var/tmp")
+    try:
+        parts = os.environ.get("PSIDIAG_PARTS", "cpu,contention,memory,io").split(",")
+        if "cpu" in parts:
+            capped(mount, tmp, validate)
+        if "contention" in parts:
+            contention(mount, validate)
+        if "memory" in parts:
+            memory(mount, validate)
+        if "io" in parts:
+            io(mount, tmp, validate)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+run(main)

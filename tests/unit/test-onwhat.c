@@ -1,0 +1,162 @@
+/* SPDX-License-Identifier: MIT */
+#include <jansson.h>
+#include <string.h>
+
+#include "incident/onwhat-report.h"
+#include "sampling/onwhat.h"
+#include "tests/unit/test-util.h"
+
+static void test_verdict(void **state) {
+        /* Throttled for half the stall or more; 30% of the sample when the stall is unknown. */
+        assert_string_equal(onwhat_cpu_verdict(500000, true, 800000, 1000000), "throttled");
+        assert_string_equal(onwhat_cpu_verdict(300000, true, 800000, 1000000), "contention");
+        assert_string_equal(onwhat_cpu_verdict(0, true, 0, 1000000), "contention");
+        assert_string_equal(onwhat_cpu_verdict(300000, false, 0, 1000000), "throttled");
+        assert_string_equal(onwhat_cpu_verdict(200000, false, 0, 1000000), "contention");
+        assert_string_equal(onwhat_cpu_verdict(10, true, 0, 1000000), "contention");
+}
+
+static OnWhat located(PsiResource res) {
+        OnWhat w = { .resource = res, .located = true, .has_a = true, .has_b = true };
+
+        w.loc = (LimitsLocation) { .source = LIMITS_SOURCE_V1, .limited = true };
+        strcpy(w.loc.path, "app/web");
+        strcpy(w.loc.limited_path, "app");
+        return w;
+}
+
+static void test_cpu_limits(void **state) {
+        OnWhat w = located(PSI_RESOURCE_CPU);
+        w.cpu_a = (CpuLimits) { .source = LIMITS_SOURCE_V1,
+                                .has_quota = true,
+                                .quota_us = 50000,
+                                .period_us = 100000,
+                                .has_stat = true,
+                                .nr_periods = 100,
+                                .nr_throttled = 40,
+                                .throttled_us = 2000000 };
+        w.cpu_b = w.cpu_a;
+        w.cpu_b.nr_periods = 110;
+        w.cpu_b.nr_throttled = 50;
+        w.cpu_b.throttled_us = 2600000;
+
+        json_t *o = onwhat_limits_object(&w, false, true, 900000, 1000000);
+        assert_non_null(o);
+        json_t *c = json_object_get(o, "cpu");
+        assert_string_equal(json_string_value(json_object_get(c, "cgroup")), "/app");
+        assert_string_equal(json_string_value(json_object_get(c, "source")), "cgroup-v1");
+        assert_int_equal(json_integer_value(json_object_get(c, "quota_us")), 50000);
+        assert_int_equal(json_integer_value(json_object_get(c, "nr_periods")), 10);
+        assert_int_equal(json_integer_value(json_object_get(c, "nr_throttled")), 10);
+        assert_int_equal(json_integer_value(json_object_get(c, "throttled_us")), 600000);
+        assert_string_equal(json_string_value(json_object_get(c, "verdict")), "throttled");
+        assert_true(json_is_null(json_object_get(o, "memory")));
+        assert_true(json_is_null(json_object_get(o, "io")));
+        json_decref(o);
+
+        /* No quota: contention, whatever the counters. */
+        w.cpu_b.quota_us = LIMITS_UNLIMITED;
+        o = onwhat_limits_object(&w, false, true, 900000, 1000000);
+        c = json_object_get(o, "cpu");
+        assert_true(json_is_null(json_object_get(c, "quota_us")));
+        assert_string_equal(json_string_value(json_object_get(c, "verdict")), "contention");
+        json_decref(o);
+
+        /* Not located (no process to map a v1 cgroup through): all null. */
+        w.located = false;
+        o = onwhat_limits_object(&w, false, true, 900000, 1000000);
+        assert_true(json_is_null(json_object_get(o, "cpu")));
+        json_decref(o);
+}
+
+static void test_memory_io_limits(void **state) {
+        OnWhat w = located(PSI_RESOURCE_MEMORY);
+        w.mem_a = (MemoryLimits) { .has_max = true,
+                                   .max_bytes = 128 << 20,
+                                   .has_current = true,
+                                   .current_bytes = 100 << 20,
+                                   .events = { .has_max = true, .max = 3, .has_oom_kill = true },
+                                   .has_refault_file = true,
+                                   .refault_file = 1000 };
+        w.mem_b = w.mem_a;
+        w.mem_b.current_bytes = 127 << 20;
+        w.mem_b.events.max = 44;
+        w.mem_b.refault_file = 5000;
+        json_t *o = onwhat_limits_object(&w, false, false, 0, 1000000), *m = json_object_get(o, "memory");
+        assert_int_equal(json_integer_value(json_object_get(m, "max_bytes")), 128 << 20);
+        assert_true(json_is_null(json_object_get(m, "high_bytes")));
+        assert_int_equal(json_integer_value(json_object_get(m, "current_bytes")), 127 << 20);
+        assert_int_equal(json_integer_value(json_object_get(json_object_get(m, "events"), "max")), 41);
+        assert_int_equal(json_integer_value(json_object_get(json_object_get(m, "events"), "oom_kill")), 0);
+        assert_true(json_is_null(json_object_get(json_object_get(m, "events"), "high")));
+        assert_int_equal(json_integer_value(json_object_get(json_object_get(m, "refault"), "file")), 4000);
+        json_decref(o);
+
+        w = located(PSI_RESOURCE_IO);
+        w.io_a = (IoLimits) { .has_stat = true, .n_devices = 1 };
+        w.io_a.devices[0] = (IoDeviceLimits) {
+                .major = 254, .minor = 0, .has_stat = true, .wbytes = 1 << 20, .wios = 2, .has_max = false
+        };
+        strcpy(w.io_a.devices[0].name, "vda");
+        w.io_b = w.io_a;
+        w.io_b.devices[0].wbytes = 211 << 20;
+        w.has_io_max = true;
+        w.io_max = (IoLimits) { .has_max = true, .n_devices = 1 };
+        w.io_max.devices[0] = (IoDeviceLimits) { .major = 254,
+                                                 .minor = 0,
+                                                 .has_max = true,
+                                                 .rbps = LIMITS_UNLIMITED,
+                                                 .wbps = 1 << 20,
+                                                 .riops = LIMITS_UNLIMITED,
+                                                 .wiops = LIMITS_UNLIMITED };
+        o = onwhat_limits_object(&w, false, false, 0, 1000000);
+        json_t *io = json_object_get(o, "io"), *d = json_array_get(json_object_get(io, "devices"), 0);
+        assert_string_equal(json_string_value(json_object_get(io, "cgroup")), "/app/web");
+        assert_string_equal(json_string_value(json_object_get(io, "limited_by")), "/app");
+        assert_string_equal(json_string_value(json_object_get(d, "device")), "vda");
+        assert_int_equal(json_integer_value(json_object_get(d, "wbytes")), 210 << 20);
+        assert_int_equal(json_integer_value(json_object_get(json_object_get(d, "max"), "wbps")), 1 << 20);
+        assert_true(json_is_null(json_object_get(json_object_get(d, "max"), "rbps")));
+        json_decref(o);
+}
+
+static void test_blocked(void **state) {
+        OnWhat w = { .has_blocked = true, .has_stack = true, .stack = { .n_frames = 2 } };
+        strcpy(w.stack.frames[0], "folio_wait_bit_common");
+        strcpy(w.stack.frames[1], "ext4_wait_block_bitmap");
+        strcpy(w.stack_wchan, "ext4_wait_block_bitmap");
+        w.blocked.n_groups = 2;
+        w.blocked.groups[0] = (BlockedGroup) { .seen = 5, .n_threads_total = 3, .n_threads = 1 };
+        strcpy(w.blocked.groups[0].wchan, "io_schedule");
+        w.blocked.groups[0].threads[0] = (BlockedThread) { .pid = 10, .tid = 11, .seen = 2 };
+        strcpy(w.blocked.groups[0].threads[0].comm, "wr\xff");
+        w.blocked.groups[1] = (BlockedGroup) { .seen = 1, .n_threads_total = 1 };
+        strcpy(w.blocked.groups[1].wchan, "ext4_wait_block_bitmap");
+
+        json_t *a = onwhat_blocked_array(&w), *g0 = json_array_get(a, 0), *g1 = json_array_get(a, 1);
+        assert_int_equal(json_array_size(a), 2);
+        assert_string_equal(json_string_value(json_object_get(g0, "wchan")), "io_schedule");
+        assert_int_equal(json_integer_value(json_object_get(g0, "threads_total")), 3);
+        assert_true(json_is_null(json_object_get(g0, "stack"))); /* the stack is the other group's */
+        assert_string_equal(json_string_value(json_array_get(json_object_get(g1, "stack"), 1)),
+                            "ext4_wait_block_bitmap");
+        /* A hostile comm stays valid UTF-8. */
+        const char *comm =
+                json_string_value(json_object_get(json_array_get(json_object_get(g0, "threads"), 0), "comm"));
+        assert_string_equal(comm, "wr\xef\xbf\xbd");
+        json_decref(a);
+        assert_null(onwhat_stack_unavailable(&w));
+        w.has_stack = false;
+        w.stack_error = -EACCES;
+        assert_string_equal(onwhat_stack_unavailable(&w), "needs CAP_SYS_ADMIN");
+}
+
+int main(void) {
+        const struct CMUnitTest tests[] = {
+                cmocka_unit_test(test_verdict),
+                cmocka_unit_test(test_cpu_limits),
+                cmocka_unit_test(test_memory_io_limits),
+                cmocka_unit_test(test_blocked),
+        };
+        return cmocka_run_group_tests(tests, NULL, NULL);
+}
