@@ -334,7 +334,9 @@ char *oom_victim_cgroup(Agent *a, const OomKill *k) {
         char buf[OOM_CGROUP_MAX];
         const char *p = NULL;
 
-        if (k->pid > 0 && proc_read_cgroup(a->rt.sysroot->proc_fd, k->pid, buf, sizeof buf) >= 0)
+        /* Outside our cgroup namespace, /proc says "/../..": the kernel's task_memcg is a real path. */
+        if (k->pid > 0 && proc_read_cgroup(a->rt.sysroot->proc_fd, k->pid, buf, sizeof buf) >= 0 &&
+            !proc_cgroup_outside_namespace(buf))
                 p = buf;
         else if (k->has_header && k->task_memcg[0])
                 p = k->task_memcg;

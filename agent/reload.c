@@ -153,6 +153,8 @@ void reload(Agent *a) {
                 i++;
         }
         a->config = TAKE_PTR(nc);
+        for (size_t i = 0; i < a->n_sinks; i++)
+                a->sinks[i]->otlp = a->config->output_format == CONFIG_OUTPUT_FORMAT_OTLP;
         a->history.lookback_us =
                 (usec_t) a->config->oom_lookback_s * USEC_PER_SEC; /* older entries go at the next add */
         free(a->missing_warned);

@@ -290,6 +290,7 @@ static int agent_get_sink(Agent *a, const char *path, OutputSink **ret, char *wh
         r = output_open(path, &a->sinks[a->n_sinks], why, why_size);
         if (r < 0)
                 return r;
+        a->sinks[a->n_sinks]->otlp = a->config->output_format == CONFIG_OUTPUT_FORMAT_OTLP;
         *ret = a->sinks[a->n_sinks++];
         return 0;
 }

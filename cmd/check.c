@@ -131,6 +131,29 @@ size_t check_evaluate(const CheckFacts *f, CheckLine *lines) {
                      f->kmsg_err == -EPERM ? " (CAP_SYSLOG is needed while kernel.dmesg_restrict=1)" : "");
         else
                 LINE(CHECK_OK, "kmsg", "/dev/kmsg is readable (the kernel's OOM kill records)");
+
+        /* In a cgroup namespace of its own (a container started without --cgroupns=host), it reads
+         * every cgroup outside that namespace as "/../..": such paths name nothing under its
+         * cgroup2 mount, so incidents can say only that a process is outside. */
+        const ProcCgroupNamespace *ns = &f->cgroupns;
+        if (f->cgroupns_err == -ENOENT)
+                LINE(CHECK_OK, "cgroupns", "no cgroup namespaces in this kernel: cgroup paths are the host's");
+        else if (f->cgroupns_err < 0)
+                LINE(CHECK_WARN, "cgroupns", "cannot tell which cgroup namespace the agent is in: %s",
+                     strerror(-f->cgroupns_err));
+        else if (ns->differs_from_init || ns->outside > 0) {
+                char example[96] = "";
+
+                if (ns->outside > 0)
+                        snprintf(example, sizeof example, "; %u of %u processes (pid %d, ...) read as \"/..\"",
+                                 ns->outside, ns->scanned, (int) ns->outside_pid);
+                LINE(CHECK_WARN, "cgroupns",
+                     "the agent must run in the host's cgroup namespace: it is in one of its own%s, so "
+                     "incidents name processes outside it only as \"" PROC_CGROUP_OUTSIDE_NAMESPACE "\" "
+                     "(docker and podman: --cgroupns=host; or nsenter --cgroup=/proc/1/ns/cgroup)",
+                     example);
+        } else
+                LINE(CHECK_OK, "cgroupns", "the host's cgroup namespace (%u processes' cgroups read)", ns->scanned);
         return n;
 }
 
@@ -186,6 +209,7 @@ void check_gather(CheckFacts *f) {
         if (f->proc_err < 0) {
                 f->pressure_err = f->taskstats_err = f->delayacct = f->caps_err = f->procfs_err = f->proc_err;
                 f->kmsg_err = -ENOENT;
+                f->cgroupns_err = f->proc_err;
                 return;
         }
         gather_pressure(f, s);
@@ -209,6 +233,8 @@ void check_gather(CheckFacts *f) {
                 ssize_t n = proc_read_cmdline(s->proc_fd, 1, cmdline, sizeof cmdline);
                 f->procfs_err = n < 0 ? (int) n : 0;
         }
+
+        f->cgroupns_err = proc_cgroup_namespace_read(s->proc_fd, CHECK_CGROUPNS_SCAN_MAX, &f->cgroupns);
 
         int fd = open("/dev/kmsg", O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
         f->kmsg_err = fd < 0 ? -errno : 0;

@@ -9,6 +9,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "probes/procfs.h"
 #include "triggers/trigger.h"
 
 typedef enum CheckStatus {
@@ -33,9 +34,14 @@ typedef struct CheckFacts {
         bool delayacct_switchable; /* euid 0 with CAP_SYS_ADMIN: --enable-delayacct works */
         int caps_err;
         uint64_t cap_eff;
-        int procfs_err; /* reading another task's stat and cmdline (pid 1) */
-        int kmsg_err;   /* opening /dev/kmsg for reading */
+        int procfs_err;   /* reading another task's stat and cmdline (pid 1) */
+        int kmsg_err;     /* opening /dev/kmsg for reading */
+        int cgroupns_err; /* reading our cgroup namespace (proc_cgroup_namespace_read()) */
+        ProcCgroupNamespace cgroupns;
 } CheckFacts;
+
+/* How many processes `check` reads the cgroup of, looking for ones outside our cgroup namespace. */
+#define CHECK_CGROUPNS_SCAN_MAX 4096
 
 typedef struct CheckLine {
         CheckStatus status;

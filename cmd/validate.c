@@ -60,7 +60,7 @@ int validate_run(const char *path) {
                         n++;
                 }
         }
-        printf("%s: ok, %zu watch%s, %zu trigger%s\n", path, c->n_watches, c->n_watches == 1 ? "" : "es", n,
-               n == 1 ? "" : "s");
+        printf("%s: ok, %zu watch%s, %zu trigger%s%s\n", path, c->n_watches, c->n_watches == 1 ? "" : "es", n,
+               n == 1 ? "" : "s", c->output_format == CONFIG_OUTPUT_FORMAT_OTLP ? ", output_format otlp" : "");
         return 0;
 }

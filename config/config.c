@@ -173,7 +173,12 @@ static int parse_watch(ParseState *st, Config *c, json_t *w, size_t wi, WatchCon
                         }
                 } else if (strcmp(key, "triggers") == 0)
                         triggers = v;
-                else {
+                else if (strcmp(key, "output_format") == 0) {
+                        r = fail_at(st, path, 3,
+                                    "output_format is one setting for every output: set it at the top level, "
+                                    "not in a watch");
+                        goto fail;
+                } else {
                         r = fail_at(st, path, 3,
                                     "unknown key \"%s\" in watch (expected cgroup, triggers, output, top, "
                                     "sample_ms, cooldown_ms)",
@@ -326,6 +331,19 @@ int config_parse(const char *text, size_t len, const char *name, Config **ret, c
                         if (r < 0)
                                 goto fail;
                         c->oom_lookback_s = (unsigned) u;
+                } else if (strcmp(key, "output_format") == 0) {
+                        const char *f = json_string_value(v);
+
+                        if (f && strcmp(f, "incident") == 0)
+                                c->output_format = CONFIG_OUTPUT_FORMAT_INCIDENT;
+                        else if (f && strcmp(f, "otlp") == 0)
+                                c->output_format = CONFIG_OUTPUT_FORMAT_OTLP;
+                        else {
+                                r = fail_at(&st, path, 1,
+                                            "output_format must be \"incident\" (psidiag's incident lines) or "
+                                            "\"otlp\" (OTLP/JSON log requests)");
+                                goto fail;
+                        }
                 } else if (strcmp(key, "metrics_file") == 0) {
                         const char *m = json_string_value(v);
                         size_t ml = m ? strlen(m) : 0;
@@ -345,7 +363,7 @@ int config_parse(const char *text, size_t len, const char *name, Config **ret, c
                         }
                 } else {
                         r = fail_at(&st, path, 1,
-                                    "unknown key \"%s\" (expected output, top, sample_ms, cooldown_ms, "
+                                    "unknown key \"%s\" (expected output, output_format, top, sample_ms, cooldown_ms, "
                                     "max_incidents_per_minute, max_concurrent_samples, oom_lookback_s, metrics_file, "
                                     "watch)",
                                     key);

@@ -34,8 +34,17 @@ typedef struct WatchConfig {
         uint64_t cooldown_ms;
 } WatchConfig;
 
+/* What a line output (a file, a FIFO, stdout) gets: incident lines (schemas/incident.schema.json),
+ * or each incident as an OTLP/JSON logs request (sinks/otlp.h). One setting for the whole agent;
+ * the journal output takes incidents always (its entries are not lines). */
+typedef enum ConfigOutputFormat {
+        CONFIG_OUTPUT_FORMAT_INCIDENT,
+        CONFIG_OUTPUT_FORMAT_OTLP,
+} ConfigOutputFormat;
+
 typedef struct Config {
         char *output;
+        ConfigOutputFormat output_format;
         char *metrics_file;                /* Prometheus textfile of health counters, or NULL */
         unsigned max_incidents_per_minute; /* over all watches; 0: no limit */
         unsigned max_concurrent_samples;

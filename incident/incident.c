@@ -12,6 +12,7 @@
 #include "incident/jsonutil.h"
 #include "incident/onwhat-report.h"
 #include "probes/cgmeta.h"
+#include "probes/procfs.h"
 
 json_t *json_string_from_bytes(const char *s, size_t len) {
         char stack[UTF8_SANITIZED_MAX(128)];
@@ -136,6 +137,16 @@ json_t *incident_cgroup_meta(const char *path) {
         return o;
 }
 
+/* Outside our cgroup namespace a cgroup reads as "/../.." (procfs.h), which names nothing on our
+ * mount: the incident says so instead. */
+static json_t *process_cgroup(const ProcessInfo *info) {
+        if (!info->has_cgroup)
+                return json_null();
+        if (proc_cgroup_outside_namespace(info->cgroup))
+                return json_string(PROC_CGROUP_OUTSIDE_NAMESPACE);
+        return json_string_from_bytes(info->cgroup, strlen(info->cgroup));
+}
+
 int incident_process_identity(json_t *o, const ProcessInfo *info) {
         int r = 0;
 
@@ -144,8 +155,7 @@ int incident_process_identity(json_t *o, const ProcessInfo *info) {
                      info->cmdline_len >= 0 ? json_string_from_bytes(info->cmdline, (size_t) info->cmdline_len)
                                             : json_null());
         r |= set_new(o, "uid", info->uid >= 0 ? json_integer(info->uid) : json_null());
-        r |= set_new(o, "cgroup",
-                     info->has_cgroup ? json_string_from_bytes(info->cgroup, strlen(info->cgroup)) : json_null());
+        r |= set_new(o, "cgroup", process_cgroup(info));
         r |= set_new(o, "meta", incident_cgroup_meta(info->has_cgroup ? info->cgroup : NULL));
         return r;
 }

@@ -104,7 +104,9 @@ typedef struct IncidentInput {
 /* Returns a new reference, or NULL when memory ran out. */
 json_t *incident_build(const IncidentInput *in);
 
-/* comm, cmdline, uid, cgroup and meta of a reported process, set on o. 0 or -ENOMEM. */
+/* comm, cmdline, uid, cgroup and meta of a reported process, set on o. 0 or -ENOMEM. A cgroup
+ * outside the agent's cgroup namespace ("/../.." in /proc) is written as
+ * PROC_CGROUP_OUTSIDE_NAMESPACE. */
 int incident_process_identity(json_t *o, const ProcessInfo *info);
 
 /* Dumps compact JSON plus '\n' into a malloc'ed buffer. 0 or -ENOMEM. */

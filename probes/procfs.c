@@ -1,7 +1,11 @@
 /* SPDX-License-Identifier: MIT */
+#include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "base/fileio.h"
 #include "base/macro.h"
@@ -219,6 +223,64 @@ int proc_read_cgroup(int proc_fd, pid_t pid, char *out, size_t size) {
         ssize_t n = read_pid_file(proc_fd, pid, "cgroup", buf, sizeof buf);
 
         return n < 0 ? (int) n : proc_cgroup_parse_unified(buf, (size_t) n, out, size);
+}
+
+bool proc_cgroup_outside_namespace(const char *path) {
+        return strncmp(path, "/..", 3) == 0 && (path[3] == '\0' || path[3] == '/');
+}
+
+static int read_ns_link(int proc_fd, const char *name, char *buf, size_t size) {
+        ssize_t n = readlinkat(proc_fd, name, buf, size - 1);
+
+        if (n < 0)
+                return negative_errno();
+        buf[n] = '\0';
+        return 0;
+}
+
+int proc_cgroup_namespace_read(int proc_fd, unsigned max_scan, ProcCgroupNamespace *ret) {
+        ProcCgroupNamespace ns = {};
+        char self[64], init[64];
+        struct dirent *de;
+        DIR *d;
+        int fd, r;
+
+        r = read_ns_link(proc_fd, "self/ns/cgroup", self, sizeof self);
+        if (r < 0)
+                return r;
+        /* Another user's pid 1 (or hidepid) hides its link: nothing to compare, no verdict. */
+        ns.differs_from_init = read_ns_link(proc_fd, "1/ns/cgroup", init, sizeof init) >= 0 && strcmp(self, init) != 0;
+
+        fd = openat(proc_fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        if (fd < 0)
+                return negative_errno();
+        d = fdopendir(fd);
+        if (!d) {
+                r = negative_errno();
+                safe_close(fd);
+                return r;
+        }
+        while (ns.scanned < max_scan && (de = readdir(d))) {
+                char path[1024];
+                uint64_t u;
+                pid_t pid;
+
+                if (parse_uint64(de->d_name, &u) < 0 || u == 0 || u > INT32_MAX)
+                        continue;
+                pid = (pid_t) u;
+                /* A process that exited meanwhile (-ESRCH) or has no cgroup2 line is not counted. */
+                if (proc_read_cgroup(proc_fd, pid, path, sizeof path) < 0)
+                        continue;
+                ns.scanned++;
+                if (proc_cgroup_outside_namespace(path)) {
+                        ns.outside++;
+                        if (ns.outside_pid == 0)
+                                ns.outside_pid = pid;
+                }
+        }
+        closedir(d);
+        *ret = ns;
+        return 0;
 }
 
 ssize_t proc_read_comm(int proc_fd, pid_t pid, char *out, size_t size) {

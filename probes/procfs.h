@@ -42,6 +42,27 @@ int proc_status_parse_tgid(const char *buf, size_t len, pid_t *ret);
  * size bytes including the NUL. 0, -ENOENT when there is no unified line, -ENOBUFS when too long. */
 int proc_cgroup_parse_unified(const char *buf, size_t len, char *out, size_t size);
 
+/* What an incident says for a process whose cgroup lies outside the agent's cgroup namespace. */
+#define PROC_CGROUP_OUTSIDE_NAMESPACE "outside the agent's cgroup namespace"
+
+/* True for a path from /proc/<pid>/cgroup that lies outside the reader's cgroup namespace: the
+ * kernel shows such a cgroup relative to the namespace's root, as "/.." or "/../..." (cgroup_path_ns()
+ * in kernel/cgroup/cgroup.c), a path that exists nowhere under the agent's cgroup2 mount. */
+bool proc_cgroup_outside_namespace(const char *path);
+
+typedef struct ProcCgroupNamespace {
+        bool differs_from_init; /* /proc/self/ns/cgroup is not /proc/1/ns/cgroup */
+        unsigned scanned;       /* processes whose cgroup2 path was read */
+        unsigned outside;       /* of those, outside our cgroup namespace */
+        pid_t outside_pid;      /* one of them; 0 none */
+} ProcCgroupNamespace;
+
+/* Whether we run in a cgroup namespace of our own: compares /proc/self/ns/cgroup with pid 1's, and
+ * reads /proc/<pid>/cgroup of up to max_scan processes listed in /proc. 0, or -errno when our own
+ * namespace link cannot be read (-ENOENT: a kernel without cgroup namespaces) or /proc cannot be
+ * listed. A pid 1 whose link cannot be read (another user's) counts as the same namespace. */
+int proc_cgroup_namespace_read(int proc_fd, unsigned max_scan, ProcCgroupNamespace *ret);
+
 /* Reads the thread's own stat (<tid>/task/<tid>/stat), never the thread group's. */
 int proc_read_stat(int proc_fd, pid_t tid, ProcStat *ret);
 /* The same from its process's /proc/<pid>/task directory (proc_open_process_threads()). */

@@ -3,7 +3,9 @@
 
 PSIDIAG_PACKAGES=(gcc meson ninja-build pkg-config libev-dev libnl-3-dev libnl-genl-3-dev
                   libjansson-dev libcmocka-dev libsystemd-dev python3 python3-jsonschema python3-yaml
-                  clang-format)
+                  clang-format nodejs rsyslog)
+# npm (for tests/otlp) comes with Debian's package of that name or with another build of nodejs:
+# tests/otlp/install adds it when the command is missing.
 # scripts/test --systemd: boots systemd in systemd-nspawn on a root made by debootstrap.
 PSIDIAG_SYSTEMD_PACKAGES=(systemd-container debootstrap)
 

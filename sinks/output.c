@@ -12,6 +12,7 @@
 #include "base/macro.h"
 #include "base/safepath.h"
 #include "sinks/journal.h"
+#include "sinks/otlp.h"
 #include "sinks/output.h"
 
 static bool is_stdout(const OutputSink *o) {
@@ -189,8 +190,15 @@ static void complain(OutputSink *o, int r) {
 }
 
 int output_write(OutputSink *o, const char *line, size_t len) {
-        int r = follow_path(o);
+        _cleanup_free_ char *converted = NULL;
+        int r = 0;
 
+        if (o->otlp && !is_journal(o)) {
+                r = otlp_format_line(line, len, now_usec(CLOCK_REALTIME) * NSEC_PER_USEC, &converted, &len);
+                line = converted;
+        }
+        if (r >= 0)
+                r = follow_path(o);
         if (r >= 0)
                 r = is_journal(o) ? journal_send_incident(line, len) : write_all(o, line, len);
         if (r < 0) {

@@ -4,7 +4,8 @@
  * (full disk, file size limit) is cut off again with ftruncate. Failures are counted, never fatal,
  * and reported on stderr at most every OUTPUT_COMPLAINT_INTERVAL_US; the first line that gets
  * through again is reported too. A file that was removed or renamed away (logrotate without
- * SIGHUP) is noticed at the next write and recreated. */
+ * SIGHUP) is noticed at the next write and recreated. A sink with otlp set writes each incident
+ * line as an OTLP/JSON logs request instead (otlp.h); the journal sink takes incidents always. */
 #pragma once
 
 #include <stdbool.h>
@@ -22,6 +23,7 @@
 typedef struct OutputSink {
         char *path; /* "-" for stdout */
         int fd;
+        bool otlp; /* output_format "otlp": lines are converted by otlp_format_line() */
         dev_t dev; /* of the file we have open, to notice it was removed or replaced */
         ino_t ino;
         uint64_t written, failed;
@@ -39,6 +41,8 @@ typedef struct OutputSink {
 int output_open(const char *path, OutputSink **ret, char *why, size_t why_size);
 
 /* Writes line[0..len), whole or not at all, and counts it. 0 or -errno (-EPIPE, -ENOSPC, -EFBIG..).
+ * With o->otlp (and not the journal), line is an incident line and what is written is its OTLP
+ * line; -EINVAL when it does not convert, counted as failed like a line that could not be written.
  * Logs failures at a bounded rate and the recovery after them. */
 int output_write(OutputSink *o, const char *line, size_t len);
 

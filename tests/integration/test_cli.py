@@ -64,6 +64,10 @@ def main():
             ('{"watch": [{"triggers": ["cpu some 1s 2s"]}], "top": 1e999}', "real number overflow"),
             ('{"watch": [{"triggers": ["cpu some 1s 2s"]}], "top": 99999999999999999999999}', "too big integer"),
             ('{"watch": [{"triggers": ["cpu some 1s 2s"]}], "top": "10"}', "top must be an integer"),
+            ('{"watch": [{"triggers": ["cpu some 1s 2s"]}], "output_format": "otel"}',
+             ':1:64: output_format must be "incident" (psidiag\'s incident lines) or "otlp"'),
+            ('{"watch": [{"output_format": "otlp", "triggers": ["cpu some 1s 2s"]}]}',
+             ':1:30: output_format is one setting for every output: set it at the top level'),
             ('{"watch": [{"triggers": ["cpu some 1s 2s"]}], "output": "/tmp/\\u0000x"}', "u0000 is not allowed"),
             (b'{"watch": [{"cgroup": "a\xffb", "triggers": ["cpu some 1s 2s"]}]}', "unable to decode byte 0xff"),
         ]

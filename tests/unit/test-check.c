@@ -124,11 +124,44 @@ static void test_no_psi_no_cgroup2_fail(void **state) {
         assert_non_null(strstr(find(lines, n, "taskstats")->text, "newer than psidiag knows"));
 }
 
+static void test_cgroup_namespace(void **state) {
+        CheckFacts f = good_host();
+        CheckLine lines[CHECK_LINES_MAX];
+        const CheckLine *l;
+        size_t n;
+
+        f.cgroupns = (ProcCgroupNamespace) { .scanned = 120 };
+        n = check_evaluate(&f, lines);
+        assert_int_equal(find(lines, n, "cgroupns")->status, CHECK_OK);
+        assert_non_null(strstr(find(lines, n, "cgroupns")->text, "the host's cgroup namespace"));
+
+        /* A namespace of its own, seen either way: the ns link, or "/.." paths (pid 1 unreadable). */
+        f.cgroupns = (ProcCgroupNamespace) { .differs_from_init = true, .scanned = 120 };
+        n = check_evaluate(&f, lines);
+        l = find(lines, n, "cgroupns");
+        assert_int_equal(l->status, CHECK_WARN);
+        assert_non_null(strstr(l->text, "must run in the host's cgroup namespace"));
+        assert_non_null(strstr(l->text, "outside the agent's cgroup namespace"));
+        f.cgroupns = (ProcCgroupNamespace) { .scanned = 120, .outside = 97, .outside_pid = 1 };
+        n = check_evaluate(&f, lines);
+        l = find(lines, n, "cgroupns");
+        assert_int_equal(l->status, CHECK_WARN);
+        assert_non_null(strstr(l->text, "97 of 120 processes (pid 1, ...)"));
+        assert_int_equal(worst(lines, n), CHECK_WARN);
+
+        f.cgroupns_err = -EACCES;
+        n = check_evaluate(&f, lines);
+        assert_int_equal(find(lines, n, "cgroupns")->status, CHECK_WARN);
+        f.cgroupns_err = -ENOENT;
+        n = check_evaluate(&f, lines);
+        assert_int_equal(find(lines, n, "cgroupns")->status, CHECK_OK);
+}
+
 int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_good_host_all_ok),        cmocka_unit_test(test_hybrid_host_named),
                 cmocka_unit_test(test_missing_net_admin_fails), cmocka_unit_test(test_degraded_but_working_is_warn),
-                cmocka_unit_test(test_no_psi_no_cgroup2_fail),
+                cmocka_unit_test(test_no_psi_no_cgroup2_fail),  cmocka_unit_test(test_cgroup_namespace),
         };
 
         return cmocka_run_group_tests(tests, NULL, NULL);

@@ -218,12 +218,33 @@ static void test_json_locate(void **state) {
         assert_int_equal(json_locate(t, strlen(t), (JsonPathElem[]) { JSON_INDEX(0) }, 1, &line, &col), -ENOENT);
 }
 
+static void test_output_format(void **state) {
+        Config *c = parse_ok("{ \"watch\": [ { \"triggers\": [\"cpu some 20% 2s\"] } ] }");
+
+        assert_int_equal(c->output_format, CONFIG_OUTPUT_FORMAT_INCIDENT);
+        config_free(c);
+        c = parse_ok("{ \"output_format\": \"otlp\", \"watch\": [ { \"triggers\": [\"cpu some 20% 2s\"] } ] }");
+        assert_int_equal(c->output_format, CONFIG_OUTPUT_FORMAT_OTLP);
+        config_free(c);
+        c = parse_ok("{ \"output_format\": \"incident\", \"watch\": [ { \"triggers\": [\"cpu some 20% 2s\"] } ] }");
+        assert_int_equal(c->output_format, CONFIG_OUTPUT_FORMAT_INCIDENT);
+        config_free(c);
+
+        parse_fails("{ \"output_format\": \"OTLP\", \"watch\": [ { \"triggers\": [\"cpu some 20% 2s\"] } ] }",
+                    "t.json:1:20: output_format must be \"incident\"");
+        parse_fails("{ \"output_format\": 1, \"watch\": [ { \"triggers\": [\"cpu some 20% 2s\"] } ] }",
+                    "t.json:1:20: output_format must be");
+        parse_fails("{ \"watch\": [ { \"output_format\": \"otlp\", \"triggers\": [\"cpu some 20% 2s\"] } ] }",
+                    "t.json:1:33: output_format is one setting for every output");
+}
+
 int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_issue_example),    cmocka_unit_test(test_defaults_and_overrides),
                 cmocka_unit_test(test_default_config),   cmocka_unit_test(test_errors_with_positions),
                 cmocka_unit_test(test_syntax_errors),    cmocka_unit_test(test_resolve_cgroups),
                 cmocka_unit_test(test_load_file_errors), cmocka_unit_test(test_json_locate),
+                cmocka_unit_test(test_output_format),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }

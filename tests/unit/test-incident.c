@@ -64,7 +64,8 @@ static void test_pressure_incident(void **state) {
                                         .comm_len = 4,
                                         .cmdline_len = -1,
                                         .uid = 33,
-                                        .cgroup = "/system.slice/nginx.service",
+                                        /* read from inside a cgroup namespace of our own */
+                                        .cgroup = "/../../system.slice/nginx.service",
                                         .has_cgroup = true,
                                 } };
         Snapshot a = { .real_us = 1795337041123456ULL, .mono_us = 5000000 };
@@ -164,6 +165,11 @@ static void test_pressure_incident(void **state) {
         assert_int_equal(json_integer_value(json_object_get(p, "parent")), 100);
         assert_true(json_is_null(json_object_get(p, "cmdline")));
         assert_int_equal(json_array_size(json_object_get(p, "threads")), 0);
+        /* Its cgroup is outside the agent's cgroup namespace: no "/.." path that exists nowhere. */
+        assert_string_equal(json_string_value(json_object_get(p, "cgroup")), "outside the agent's cgroup namespace");
+        assert_string_equal(
+                json_string_value(json_object_get(json_array_get(json_object_get(j, "most_delayed"), 0), "cgroup")),
+                "/system.slice/nginx.service");
 
         t = json_object_get(j, "sample");
         assert_int_equal(json_integer_value(json_object_get(t, "processes")), 2);

@@ -12,6 +12,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <jansson.h>
+
 #include "base/log.h"
 #include "sinks/output.h"
 #include "tests/unit/fake-tree.h"
@@ -87,6 +89,33 @@ static void test_creates_0640_and_appends(void **state) {
         slurp(path_in("out.ndjson"), buf, sizeof buf);
         assert_string_equal(buf, LINE LINE);
         output_free(o);
+}
+
+/* output_format "otlp": the incident line goes out as one OTLP/JSON line; a line that is not an
+ * incident is counted as failed and nothing reaches the file. */
+static void test_otlp_sink_converts(void **state) {
+        const char *inc = "{\"type\":\"pressure\",\"id\":\"x\",\"time\":\"2026-11-23T12:28:42.840095Z\"}\n";
+        char buf[2048];
+        OutputSink *o = open_ok(path_in("otlp.ndjson"));
+        json_t *j, *rec;
+        size_t n;
+
+        o->otlp = true;
+        assert_int_equal(output_write(o, inc, strlen(inc)), 0);
+        assert_int_equal(output_write(o, LINE, 5), -EINVAL);
+        assert_int_equal(o->written, 1);
+        assert_int_equal(o->failed, 1);
+        output_free(o);
+        n = slurp(path_in("otlp.ndjson"), buf, sizeof buf);
+        assert_true(n > 0 && buf[n - 1] == '\n');
+        assert_null(memchr(buf, '\n', n - 1));
+        j = json_loadb(buf, n, 0, NULL);
+        assert_non_null(j);
+        rec = json_object_get(json_array_get(json_object_get(j, "resourceLogs"), 0), "scopeLogs");
+        rec = json_array_get(json_object_get(json_array_get(rec, 0), "logRecords"), 0);
+        assert_string_equal(json_string_value(json_object_get(rec, "timeUnixNano")), "1795436922840095000");
+        assert_string_equal(json_string_value(json_object_get(rec, "eventName")), "psidiag.pressure");
+        json_decref(j);
 }
 
 static void test_full_disk_counts(void **state) {
@@ -295,6 +324,7 @@ static void test_world_writable_directory(void **state) {
 int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test_setup_teardown(test_creates_0640_and_appends, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_otlp_sink_converts, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_full_disk_counts, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_partial_write_is_taken_back, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_fifo_reader_goes_and_comes_back, setup, teardown),

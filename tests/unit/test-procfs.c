@@ -176,12 +176,61 @@ static void test_system_facts(void **state) {
         close(proc);
 }
 
+static void test_cgroup_outside_namespace(void **state) {
+        assert_true(proc_cgroup_outside_namespace("/.."));
+        assert_true(proc_cgroup_outside_namespace("/../.."));
+        assert_true(proc_cgroup_outside_namespace("/../../system.slice/cron.service"));
+        assert_false(proc_cgroup_outside_namespace("/"));
+        assert_false(proc_cgroup_outside_namespace("/..hidden/job"));
+        assert_false(proc_cgroup_outside_namespace("/system.slice/.."));
+        assert_false(proc_cgroup_outside_namespace(""));
+}
+
+static void test_cgroup_namespace_on_fixtures(void **state) {
+        int proc = open(fixture("cgroupns/inside/proc"), O_DIRECTORY | O_RDONLY | O_CLOEXEC);
+        ProcCgroupNamespace ns = { .scanned = 99 };
+
+        assert_true(proc >= 0);
+        assert_int_equal(proc_cgroup_namespace_read(proc, 100, &ns), 0);
+        assert_true(ns.differs_from_init);
+        assert_int_equal(ns.scanned, 4); /* 1, 310, 311, 312; 313 has no cgroup file */
+        assert_int_equal(ns.outside, 2); /* 1 and 311 */
+        assert_true(ns.outside_pid == 1 || ns.outside_pid == 311);
+        /* The scan stops at max_scan. */
+        assert_int_equal(proc_cgroup_namespace_read(proc, 1, &ns), 0);
+        assert_int_equal(ns.scanned, 1);
+        close(proc);
+
+        proc = open(fixture("cgroupns/host/proc"), O_DIRECTORY | O_RDONLY | O_CLOEXEC);
+        assert_true(proc >= 0);
+        assert_int_equal(proc_cgroup_namespace_read(proc, 100, &ns), 0);
+        assert_false(ns.differs_from_init);
+        assert_int_equal(ns.scanned, 2);
+        assert_int_equal(ns.outside, 0);
+        assert_int_equal(ns.outside_pid, 0);
+        close(proc);
+
+        /* No ns links (a kernel without cgroup namespaces): -ENOENT, nothing written. */
+        proc = open(fixture("hybrid/proc"), O_DIRECTORY | O_RDONLY | O_CLOEXEC);
+        assert_true(proc >= 0);
+        ns.scanned = 77;
+        assert_int_equal(proc_cgroup_namespace_read(proc, 100, &ns), -ENOENT);
+        assert_int_equal(ns.scanned, 77);
+        close(proc);
+}
+
 int main(void) {
         const struct CMUnitTest tests[] = {
-                cmocka_unit_test(test_stat_plain),         cmocka_unit_test(test_stat_hostile_comm),
-                cmocka_unit_test(test_stat_malformed),     cmocka_unit_test(test_status_and_cgroup),
-                cmocka_unit_test(test_readers_on_fixture), cmocka_unit_test(test_system_facts),
-                cmocka_unit_test(test_stat_memory),        cmocka_unit_test(test_io),
+                cmocka_unit_test(test_stat_plain),
+                cmocka_unit_test(test_stat_hostile_comm),
+                cmocka_unit_test(test_stat_malformed),
+                cmocka_unit_test(test_status_and_cgroup),
+                cmocka_unit_test(test_readers_on_fixture),
+                cmocka_unit_test(test_system_facts),
+                cmocka_unit_test(test_stat_memory),
+                cmocka_unit_test(test_io),
+                cmocka_unit_test(test_cgroup_outside_namespace),
+                cmocka_unit_test(test_cgroup_namespace_on_fixtures),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }
