@@ -1,9 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /* Which cgroup limits a resource: whether a cgroup sets a cpu, memory or io limit of its own
  * (cgroup2 cpu.max, memory.max, memory.high, io.max; on hybrid hosts their cgroup-v1 twins at the
- * same path: cpu.cfs_quota_us, memory.limit_in_bytes, blkio.throttle.*_device), and the nearest
- * ancestor that does. It decides where a culprit pass looks: the processes that compete for a
- * limited resource are those under the limit. Parsers are pure; readers read beneath the sysroot.
+ * same path: cpu.cfs_quota_us, memory.limit_in_bytes, blkio.throttle.*_device, read with the
+ * readers of probes/limits*.h), and the nearest ancestor that does. It decides where a culprit
+ * pass looks: the processes that compete for a limited resource are those under the limit.
  * Missing files mean "no limit", never an error. Never logs. */
 #pragma once
 
@@ -34,22 +34,6 @@ typedef struct CgroupLimit {
 
 /* The file that sets it ("memory.max"), NULL for NONE. */
 const char *cgroup_limit_file(CgroupLimitKind k);
-
-/* A cgroup2 "max" or a number (memory.max, memory.high). 0 or -EINVAL. */
-int cgroup_limit_parse_max(const char *buf, size_t len, bool *ret_limited, uint64_t *ret_value);
-/* cpu.max: "max 100000" or "50000 100000". 0 or -EINVAL. */
-int cgroup_limit_parse_cpu_max(const char *buf, size_t len, bool *ret_limited, uint64_t *ret_quota_us,
-                               uint64_t *ret_period_us);
-/* io.max: lines "MAJ:MIN rbps=max wbps=1048576 riops=max wiops=max"; limited when any value of any
- * line is not "max". An empty file has no rules. 0 or -EINVAL. */
-int cgroup_limit_parse_io_max(const char *buf, size_t len, bool *ret_limited);
-/* v1 memory.limit_in_bytes: unlimited is PAGE_COUNTER_MAX pages, about 2^63 bytes; anything from
- * 2^62 up is taken for it. 0 or -EINVAL. */
-int cgroup_limit_parse_v1_bytes(const char *buf, size_t len, bool *ret_limited, uint64_t *ret_value);
-/* v1 cpu.cfs_quota_us: "-1" (unlimited) or a number of us. 0 or -EINVAL. */
-int cgroup_limit_parse_v1_quota(const char *buf, size_t len, bool *ret_limited, uint64_t *ret_quota_us);
-/* v1 blkio.throttle.*_device: lines "MAJ:MIN N"; limited when there is any. 0 or -EINVAL. */
-int cgroup_limit_parse_blkio_throttle(const char *buf, size_t len, bool *ret_limited);
 
 /* The limit on res that the cgroup at path ("a/b" relative to the cgroup2 mount) sets itself:
  * cgroup2's files, else its v1 twin's. memory: memory.max when finite, else memory.high. ret->kind

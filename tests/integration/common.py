@@ -180,6 +180,18 @@ def enable_controller(mount, cg, name):
     return os.path.exists(os.path.join(cg.path, f"{name}.max" if name != "io" else "io.max"))
 
 
+def whole_disk(path):
+    """MAJ:MIN and name of the disk holding path (a partition's parent disk)."""
+    st = os.stat(path)
+    dev = f"{os.major(st.st_dev)}:{os.minor(st.st_dev)}"
+    sysdir = os.path.realpath(f"/sys/dev/block/{dev}")
+    if os.path.exists(os.path.join(sysdir, "partition")):
+        sysdir = os.path.dirname(sysdir)
+        with open(os.path.join(sysdir, "dev")) as f:
+            dev = f.read().strip()
+    return dev, os.path.basename(sysdir)
+
+
 def make_file(tmp_dir, size=128 << 20):
     """A file of size bytes on tmp_dir's disk, out of the page cache, for thrash and dio-read."""
     path = os.path.join(tmp_dir, f"psidiag-it-data-{os.getpid()}")

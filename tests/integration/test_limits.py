@@ -23,7 +23,8 @@ import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from common import ScratchCgroup, ChildCgroup, V1Group, check, check_kernel, find_mount, run, spawn  # noqa: E402
+from common import (ChildCgroup, ScratchCgroup, V1Group, check, check_kernel, find_mount, run, spawn,  # noqa: E402
+                    whole_disk)
 
 PROBE, WORKLOAD = sys.argv[1:3]
 QUOTA_US, PERIOD_US = 50_000, 100_000
@@ -126,18 +127,6 @@ def test_memory(mount, source):
             for g in (child, parent):
                 if g:
                     g.__exit__(None, None, None)
-
-
-def whole_disk(path):
-    """MAJ:MIN and name of the disk holding path (a partition's parent disk)."""
-    st = os.stat(path)
-    dev = f"{os.major(st.st_dev)}:{os.minor(st.st_dev)}"
-    sysdir = os.path.realpath(f"/sys/dev/block/{dev}")
-    if os.path.exists(os.path.join(sysdir, "partition")):
-        sysdir = os.path.dirname(sysdir)
-        with open(os.path.join(sysdir, "dev")) as f:
-            dev = f.read().strip()
-    return dev, os.path.basename(sysdir)
 
 
 def test_io(mount, source, tmp):

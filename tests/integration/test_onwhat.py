@@ -11,8 +11,8 @@
    grouped under a non-empty wchan."""
 
 import json
-import shutil
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -20,7 +20,7 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from common import (LimitedCgroup, ScratchCgroup, V1Group, check, check_kernel, enable_controller,  # noqa: E402
-                    find_mount, run, spawn, start_watching, stop_agent, validator, wait_lines)
+                    find_mount, run, spawn, start_watching, stop_agent, validator, wait_lines, whole_disk)
 
 PSIDIAG, WORKLOAD, SCHEMAS = sys.argv[1:4]
 QUOTA_US, PERIOD_US = 50_000, 100_000
@@ -103,18 +103,6 @@ def memory(mount, validate):
         check(m and m["max_bytes"] == limit and m["limited"] and m["current_bytes"] and m["current_bytes"] > 1 << 20,
               f"limits.memory ({lim.how}): {m}")
         print(f"memory ({lim.how}): max {m['max_bytes']}, current {m['current_bytes']}, events {m['events']}")
-
-
-def whole_disk(path):
-    """MAJ:MIN and name of the disk holding path (a partition's parent disk)."""
-    st = os.stat(path)
-    dev = f"{os.major(st.st_dev)}:{os.minor(st.st_dev)}"
-    sysdir = os.path.realpath(f"/sys/dev/block/{dev}")
-    if os.path.exists(os.path.join(sysdir, "partition")):
-        sysdir = os.path.dirname(sysdir)
-        with open(os.path.join(sysdir, "dev")) as f:
-            dev = f.read().strip()
-    return dev, os.path.basename(sysdir)
 
 
 def io(mount, tmp, validate):

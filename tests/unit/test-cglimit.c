@@ -5,76 +5,6 @@
 #include "probes/cglimit.h"
 #include "tests/unit/test-util.h"
 
-#define P(s) s, strlen(s)
-
-static void test_parse_max(void **state) {
-        bool limited = true;
-        uint64_t v = 1;
-
-        assert_int_equal(cgroup_limit_parse_max(P("max\n"), &limited, &v), 0);
-        assert_false(limited);
-        assert_int_equal(cgroup_limit_parse_max(P("134217728\n"), &limited, &v), 0);
-        assert_true(limited);
-        assert_int_equal(v, 134217728);
-        assert_int_equal(cgroup_limit_parse_max(P("12k\n"), &limited, &v), -EINVAL);
-        assert_int_equal(cgroup_limit_parse_max(P(""), &limited, &v), -EINVAL);
-}
-
-static void test_parse_cpu_max(void **state) {
-        bool limited;
-        uint64_t q, p;
-
-        assert_int_equal(cgroup_limit_parse_cpu_max(P("max 100000\n"), &limited, &q, &p), 0);
-        assert_false(limited);
-        assert_int_equal(p, 100000);
-        assert_int_equal(cgroup_limit_parse_cpu_max(P("50000 100000\n"), &limited, &q, &p), 0);
-        assert_true(limited);
-        assert_int_equal(q, 50000);
-        assert_int_equal(p, 100000);
-        assert_int_equal(cgroup_limit_parse_cpu_max(P("50000\n"), &limited, &q, &p), -EINVAL);
-        assert_int_equal(cgroup_limit_parse_cpu_max(P("50000 0\n"), &limited, &q, &p), -EINVAL);
-        assert_int_equal(cgroup_limit_parse_cpu_max(P("half 100000\n"), &limited, &q, &p), -EINVAL);
-}
-
-static void test_parse_io_max(void **state) {
-        bool limited = true;
-
-        assert_int_equal(cgroup_limit_parse_io_max(P(""), &limited), 0);
-        assert_false(limited);
-        assert_int_equal(cgroup_limit_parse_io_max(P("8:0 rbps=max wbps=max riops=max wiops=max\n"), &limited), 0);
-        assert_false(limited);
-        assert_int_equal(
-                cgroup_limit_parse_io_max(P("8:0 rbps=max wbps=max riops=max wiops=max\n253:0 rbps=max wbps=1048576 "
-                                            "riops=max wiops=max\n"),
-                                          &limited),
-                0);
-        assert_true(limited);
-        assert_int_equal(cgroup_limit_parse_io_max(P("sda rbps=max\n"), &limited), -EINVAL);
-        assert_int_equal(cgroup_limit_parse_io_max(P("8:0 rbps\n"), &limited), -EINVAL);
-}
-
-static void test_parse_v1(void **state) {
-        bool limited;
-        uint64_t v;
-
-        assert_int_equal(cgroup_limit_parse_v1_bytes(P("9223372036854771712\n"), &limited, &v), 0);
-        assert_false(limited);
-        assert_int_equal(cgroup_limit_parse_v1_bytes(P("50331648\n"), &limited, &v), 0);
-        assert_true(limited);
-        assert_int_equal(v, 50331648);
-        assert_int_equal(cgroup_limit_parse_v1_bytes(P("-1\n"), &limited, &v), -EINVAL);
-        assert_int_equal(cgroup_limit_parse_v1_quota(P("-1\n"), &limited, &v), 0);
-        assert_false(limited);
-        assert_int_equal(cgroup_limit_parse_v1_quota(P("50000\n"), &limited, &v), 0);
-        assert_true(limited);
-        assert_int_equal(v, 50000);
-        assert_int_equal(cgroup_limit_parse_blkio_throttle(P(""), &limited), 0);
-        assert_false(limited);
-        assert_int_equal(cgroup_limit_parse_blkio_throttle(P("8:0 1048576\n"), &limited), 0);
-        assert_true(limited);
-        assert_int_equal(cgroup_limit_parse_blkio_throttle(P("8:0\n"), &limited), -EINVAL);
-}
-
 static void test_find_cgroup2(void **state) {
         _cleanup_(sysroot_freep) Sysroot *s = NULL;
         CgroupLimit l;
@@ -131,9 +61,8 @@ static void test_find_hybrid(void **state) {
 
 int main(void) {
         const struct CMUnitTest tests[] = {
-                cmocka_unit_test(test_parse_max),    cmocka_unit_test(test_parse_cpu_max),
-                cmocka_unit_test(test_parse_io_max), cmocka_unit_test(test_parse_v1),
-                cmocka_unit_test(test_find_cgroup2), cmocka_unit_test(test_find_hybrid),
+                cmocka_unit_test(test_find_cgroup2),
+                cmocka_unit_test(test_find_hybrid),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }
