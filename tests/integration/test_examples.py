@@ -153,7 +153,9 @@ def main():
         check(example["type"] == kind, f"{path}: type {example['type']}")
         check(example["agent"]["version"] == version,
               f"{path} is from psidiag {example['agent']['version']}, this is {version}: run scripts/examples")
-        missing = sorted(paths(inc) - paths(example))
+        # worst_us and worst_at are null or an object by chance (a maximum rose in the window or
+        # not): their keys are the delay classes either way, which the schema fixes.
+        missing = sorted(m for m in paths(inc) - paths(example) if "/worst_us/" not in m and "/worst_at/" not in m)
         check(not missing, f"{path} lacks fields the agent writes today: {missing[:10]}; run scripts/examples")
         leaks = [s for s in strings(example) if any(x in s for x in LEAKS)]
         check(not leaks, f"{path} names the build machine: {leaks}")
