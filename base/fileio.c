@@ -90,3 +90,17 @@ int write_all_fd(int fd, const void *buf, size_t len, size_t *ret_done) {
                 *ret_done = done;
         return r;
 }
+
+int read_file_optional_at(int dirfd, const char *name, char *buf, size_t size, size_t *ret_len) {
+        ssize_t n;
+
+        if (dirfd < 0)
+                return 0;
+        n = read_file_at(dirfd, name, buf, size);
+        if (n == -ENOENT)
+                return 0;
+        if (n < 0)
+                return (int) n;
+        *ret_len = (size_t) n;
+        return 1;
+}

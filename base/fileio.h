@@ -16,6 +16,11 @@ ssize_t read_file_at(int dirfd, const char *path, char *buf, size_t size);
  * saves the read that would only find the end. */
 ssize_t read_record_at(int dirfd, const char *path, char *buf, size_t size);
 
+/* read_file_at() for a file that may not be there (a controller's file of a cgroup that lacks the
+ * controller, a file of an older kernel): 1 and *ret_len when read, 0 when it is missing (ENOENT,
+ * or dirfd < 0: no directory), or -errno (-ENODEV: the cgroup is being removed). */
+int read_file_optional_at(int dirfd, const char *name, char *buf, size_t size, size_t *ret_len);
+
 /* The same from an open fd, from its current offset. */
 ssize_t read_fd_full(int fd, char *buf, size_t size);
 

@@ -112,29 +112,13 @@ int cgroup_usage_parse_blkio_bytes(const char *buf, size_t len, uint64_t *ret_re
         return 0;
 }
 
-/* Reads dirfd/name into buf. 1 when read, 0 when the file is missing (ENOENT: the controller is
- * not there), or -errno (-ENODEV: the cgroup is gone). */
-static int read_counter(int dirfd, const char *name, char *buf, size_t size, ssize_t *ret_len) {
-        ssize_t n;
-
-        if (dirfd < 0)
-                return 0;
-        n = read_file_at(dirfd, name, buf, size);
-        if (n == -ENOENT)
-                return 0;
-        if (n < 0)
-                return (int) n;
-        *ret_len = n;
-        return 1;
-}
-
 /* A file holding one decimal and a newline (memory.current, cpuacct.usage): *ret and *has set
  * when it is there. 0 (also when missing), or -errno. */
 static int read_single(int dirfd, const char *name, bool *has, uint64_t *ret) {
         char buf[64];
-        ssize_t n = 0;
+        size_t n = 0;
         size_t len;
-        int r = read_counter(dirfd, name, buf, sizeof buf, &n);
+        int r = read_file_optional_at(dirfd, name, buf, sizeof buf, &n);
 
         if (r <= 0)
                 return r;
@@ -151,8 +135,8 @@ static int read_single(int dirfd, const char *name, bool *has, uint64_t *ret) {
 static int read_pair(int dirfd, const char *name, int (*parse)(const char *, size_t, uint64_t *, uint64_t *), bool *has,
                      uint64_t *ret_a, uint64_t *ret_b) {
         char buf[16384];
-        ssize_t n = 0;
-        int r = read_counter(dirfd, name, buf, sizeof buf, &n);
+        size_t n = 0;
+        int r = read_file_optional_at(dirfd, name, buf, sizeof buf, &n);
 
         if (r <= 0)
                 return r;
@@ -166,10 +150,10 @@ static int read_pair(int dirfd, const char *name, int (*parse)(const char *, siz
 int cgroup_usage_read_v2(int cgroup_fd, CgroupUsage *ret) {
         CgroupUsage u = {};
         char buf[4096];
-        ssize_t n = 0;
+        size_t n = 0;
         int r;
 
-        r = read_counter(cgroup_fd, "cpu.stat", buf, sizeof buf, &n);
+        r = read_file_optional_at(cgroup_fd, "cpu.stat", buf, sizeof buf, &n);
         if (r < 0)
                 return r;
         if (r > 0) {
@@ -233,12 +217,12 @@ void cgroup_usages_done(CgroupUsages *t) {
 static int read_one(int fd, int v1_fd, PsiResource resource, CgroupUsage *ret) {
         CgroupUsage u = {};
         char buf[16384];
-        ssize_t n = 0;
+        size_t n = 0;
         int r;
 
         switch (resource) {
         case PSI_RESOURCE_CPU:
-                r = read_counter(fd, "cpu.stat", buf, sizeof buf, &n);
+                r = read_file_optional_at(fd, "cpu.stat", buf, sizeof buf, &n);
                 if (r > 0) {
                         r = cgroup_usage_parse_cpu_stat(buf, (size_t) n, &u.cpu_us);
                         u.has_cpu = r >= 0;

@@ -181,27 +181,11 @@ uint64_t limits_v1_memory_limit(uint64_t bytes, uint64_t page_size) {
         return bytes >= max ? LIMITS_UNLIMITED : bytes;
 }
 
-/* dirfd/name into buf. 1 when read, 0 when absent (no such file: not this controller, or an
- * older kernel), -errno otherwise (-ENODEV: the cgroup is being removed). */
-static int read_optional(int dirfd, const char *name, char *buf, size_t size, size_t *ret_len) {
-        ssize_t n;
-
-        if (dirfd < 0)
-                return 0;
-        n = read_file_at(dirfd, name, buf, size);
-        if (n == -ENOENT)
-                return 0;
-        if (n < 0)
-                return (int) n;
-        *ret_len = (size_t) n;
-        return 1;
-}
-
 /* A one-value file into *v and *has (absent: left alone). 0 or -errno. */
 static int read_value(int dirfd, const char *name, bool *has, uint64_t *v) {
         char buf[64];
         size_t n = 0;
-        int r = read_optional(dirfd, name, buf, sizeof buf, &n);
+        int r = read_file_optional_at(dirfd, name, buf, sizeof buf, &n);
 
         if (r <= 0)
                 return r;
@@ -217,7 +201,7 @@ int limits_read_cpu_v2(int cgroup_fd, CpuLimits *ret) {
         size_t n = 0;
         int r;
 
-        r = read_optional(cgroup_fd, "cpu.max", buf, sizeof buf, &n);
+        r = read_file_optional_at(cgroup_fd, "cpu.max", buf, sizeof buf, &n);
         if (r < 0)
                 return r;
         if (r > 0) {
@@ -225,7 +209,7 @@ int limits_read_cpu_v2(int cgroup_fd, CpuLimits *ret) {
                         return -EINVAL;
                 c.has_quota = true;
         }
-        r = read_optional(cgroup_fd, "cpu.stat", buf, sizeof buf, &n);
+        r = read_file_optional_at(cgroup_fd, "cpu.stat", buf, sizeof buf, &n);
         if (r < 0)
                 return r;
         if (r > 0) {
@@ -245,7 +229,7 @@ int limits_read_cpu_v1(int cpu_fd, CpuLimits *ret) {
         bool has_period = false;
         int r;
 
-        r = read_optional(cpu_fd, "cpu.cfs_quota_us", buf, sizeof buf, &n);
+        r = read_file_optional_at(cpu_fd, "cpu.cfs_quota_us", buf, sizeof buf, &n);
         if (r < 0)
                 return r;
         if (r > 0) {
@@ -256,7 +240,7 @@ int limits_read_cpu_v1(int cpu_fd, CpuLimits *ret) {
                         return r;
                 c.has_quota = has_period;
         }
-        r = read_optional(cpu_fd, "cpu.stat", buf, sizeof buf, &n);
+        r = read_file_optional_at(cpu_fd, "cpu.stat", buf, sizeof buf, &n);
         if (r < 0)
                 return r;
         if (r > 0) {
@@ -273,7 +257,7 @@ int limits_read_cpu_v1(int cpu_fd, CpuLimits *ret) {
 static int read_events(int dirfd, const char *name, MemoryEvents *e) {
         char buf[1024];
         size_t n = 0;
-        int r = read_optional(dirfd, name, buf, sizeof buf, &n);
+        int r = read_file_optional_at(dirfd, name, buf, sizeof buf, &n);
 
         if (r <= 0)
                 return r;
@@ -284,7 +268,7 @@ static int read_events(int dirfd, const char *name, MemoryEvents *e) {
 static int read_memory_stat(int dirfd, bool v1, MemoryLimits *m) {
         char buf[8192];
         size_t n = 0;
-        int r = read_optional(dirfd, "memory.stat", buf, sizeof buf, &n);
+        int r = read_file_optional_at(dirfd, "memory.stat", buf, sizeof buf, &n);
 
         if (r <= 0)
                 return r;
