@@ -147,28 +147,54 @@ static int read_pair(int dirfd, const char *name, int (*parse)(const char *, siz
         return 0;
 }
 
-int cgroup_usage_read_v2(int cgroup_fd, CgroupUsage *ret) {
-        CgroupUsage u = {};
+/* The cgroup2 file of one resource's counter into u (missing: has_* stays false). 0 or -errno. */
+static int read_v2_counter(int cgroup_fd, PsiResource resource, CgroupUsage *u) {
         char buf[4096];
         size_t n = 0;
         int r;
 
-        r = read_file_optional_at(cgroup_fd, "cpu.stat", buf, sizeof buf, &n);
-        if (r < 0)
-                return r;
-        if (r > 0) {
-                r = cgroup_usage_parse_cpu_stat(buf, (size_t) n, &u.cpu_us);
-                if (r < 0 && r != -ENOENT)
+        switch (resource) {
+        case PSI_RESOURCE_CPU:
+                r = read_file_optional_at(cgroup_fd, "cpu.stat", buf, sizeof buf, &n);
+                if (r <= 0)
                         return r;
-                u.has_cpu = r >= 0;
+                r = cgroup_usage_parse_cpu_stat(buf, n, &u->cpu_us);
+                u->has_cpu = r >= 0;
+                return r == -ENOENT ? 0 : r;
+        case PSI_RESOURCE_IO:
+                return read_pair(cgroup_fd, "io.stat", cgroup_usage_parse_io_stat, &u->has_io, &u->read_bytes,
+                                 &u->write_bytes);
+        case PSI_RESOURCE_MEMORY:
+                return read_single(cgroup_fd, "memory.current", &u->has_memory, &u->memory_bytes);
+        default:
+                return 0;
         }
-        r = read_pair(cgroup_fd, "io.stat", cgroup_usage_parse_io_stat, &u.has_io, &u.read_bytes, &u.write_bytes);
-        if (r >= 0)
-                r = read_single(cgroup_fd, "memory.current", &u.has_memory, &u.memory_bytes);
-        if (r < 0)
-                return r;
+}
+
+int cgroup_usage_read_v2(int cgroup_fd, CgroupUsage *ret) {
+        static const PsiResource resources[] = { PSI_RESOURCE_CPU, PSI_RESOURCE_IO, PSI_RESOURCE_MEMORY };
+        CgroupUsage u = {};
+
+        for (size_t i = 0; i < ELEMENTSOF(resources); i++) {
+                int r = read_v2_counter(cgroup_fd, resources[i], &u);
+                if (r < 0)
+                        return r;
+        }
         *ret = u;
         return 0;
+}
+
+bool cgroup_usage_has(const CgroupUsage *u, PsiResource resource) {
+        switch (resource) {
+        case PSI_RESOURCE_CPU:
+                return u->has_cpu;
+        case PSI_RESOURCE_IO:
+                return u->has_io;
+        case PSI_RESOURCE_MEMORY:
+                return u->has_memory;
+        default:
+                return false;
+        }
 }
 
 int cgroup_usage_read_v1(int cpuacct_fd, int blkio_fd, int memory_fd, CgroupUsage *ret) {
@@ -216,32 +242,12 @@ void cgroup_usages_done(CgroupUsages *t) {
 /* Only the counter of resource: a culprit pass ranks on one. */
 static int read_one(int fd, int v1_fd, PsiResource resource, CgroupUsage *ret) {
         CgroupUsage u = {};
-        char buf[16384];
-        size_t n = 0;
         int r;
 
-        switch (resource) {
-        case PSI_RESOURCE_CPU:
-                r = read_file_optional_at(fd, "cpu.stat", buf, sizeof buf, &n);
-                if (r > 0) {
-                        r = cgroup_usage_parse_cpu_stat(buf, (size_t) n, &u.cpu_us);
-                        u.has_cpu = r >= 0;
-                        r = r == -ENOENT ? 0 : r;
-                }
-                break;
-        case PSI_RESOURCE_IO:
-                r = read_pair(fd, "io.stat", cgroup_usage_parse_io_stat, &u.has_io, &u.read_bytes, &u.write_bytes);
-                break;
-        case PSI_RESOURCE_MEMORY:
-                r = read_single(fd, "memory.current", &u.has_memory, &u.memory_bytes);
-                break;
-        default:
-                r = 0;
-        }
+        r = read_v2_counter(fd, resource, &u);
         if (r < 0)
                 return r;
-        if ((resource == PSI_RESOURCE_CPU && !u.has_cpu) || (resource == PSI_RESOURCE_IO && !u.has_io) ||
-            (resource == PSI_RESOURCE_MEMORY && !u.has_memory)) {
+        if (!cgroup_usage_has(&u, resource)) {
                 r = cgroup_usage_read_v1(resource == PSI_RESOURCE_CPU ? v1_fd : -1,
                                          resource == PSI_RESOURCE_IO ? v1_fd : -1,
                                          resource == PSI_RESOURCE_MEMORY ? v1_fd : -1, &u);

@@ -33,6 +33,9 @@ int cgroup_usage_parse_io_stat(const char *buf, size_t len, uint64_t *ret_read, 
  * -EINVAL. */
 int cgroup_usage_parse_blkio_bytes(const char *buf, size_t len, uint64_t *ret_read, uint64_t *ret_write);
 
+/* Whether u has the counter of resource (cpu, io, memory). */
+bool cgroup_usage_has(const CgroupUsage *u, PsiResource resource);
+
 /* Reads the cgroup2 directory at fd: every counter that is there (cpu.stat always, io.stat and
  * memory.current only with their controllers enabled). Missing files leave has_* false. 0, or
  * -errno when the cgroup is gone (-ENOENT/-ENODEV) or a file is malformed. */

@@ -225,16 +225,12 @@ static size_t whole_lines(const char *buf, size_t n, size_t size) {
 /* dirfd/name parsed into io when it is there. 1 read, 0 absent, -errno. */
 static int read_into(int dirfd, const char *name, int (*parse)(const char *, size_t, IoLimits *), IoLimits *io) {
         char buf[16384];
-        ssize_t n;
+        size_t n = 0;
+        int r = read_file_optional_at(dirfd, name, buf, sizeof buf, &n);
 
-        if (dirfd < 0)
-                return 0;
-        n = read_file_at(dirfd, name, buf, sizeof buf);
-        if (n == -ENOENT)
-                return 0;
-        if (n < 0)
-                return (int) n;
-        return parse(buf, whole_lines(buf, (size_t) n, sizeof buf), io) < 0 ? -EINVAL : 1;
+        if (r <= 0)
+                return r;
+        return parse(buf, whole_lines(buf, n, sizeof buf), io) < 0 ? -EINVAL : 1;
 }
 
 int limits_read_io_v2(int cgroup_fd, IoLimits *ret) {
@@ -252,16 +248,12 @@ int limits_read_io_v2(int cgroup_fd, IoLimits *ret) {
 
 static int read_blkio(int dirfd, const char *name, IoV1File which, IoLimits *io) {
         char buf[16384];
-        ssize_t n;
+        size_t n = 0;
+        int r = read_file_optional_at(dirfd, name, buf, sizeof buf, &n);
 
-        if (dirfd < 0)
-                return 0;
-        n = read_file_at(dirfd, name, buf, sizeof buf);
-        if (n == -ENOENT)
-                return 0;
-        if (n < 0)
-                return (int) n;
-        return limits_parse_blkio(buf, whole_lines(buf, (size_t) n, sizeof buf), which, io) < 0 ? -EINVAL : 1;
+        if (r <= 0)
+                return r;
+        return limits_parse_blkio(buf, whole_lines(buf, n, sizeof buf), which, io) < 0 ? -EINVAL : 1;
 }
 
 int limits_read_io_v1(int blkio_fd, IoLimits *ret) {

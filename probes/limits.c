@@ -195,6 +195,22 @@ static int read_value(int dirfd, const char *name, bool *has, uint64_t *v) {
         return 0;
 }
 
+/* cpu.stat's throttling lines into c (cgroup2 throttled_usec or v1 throttled_time; the core-only
+ * cgroup2 file has none: has_stat stays false). 0 or -errno. */
+static int read_cpu_stat(int fd, CpuLimits *c) {
+        char buf[1024];
+        size_t n = 0;
+        int r = read_file_optional_at(fd, "cpu.stat", buf, sizeof buf, &n);
+
+        if (r <= 0)
+                return r;
+        r = limits_parse_cpu_stat(buf, n, &c->nr_periods, &c->nr_throttled, &c->throttled_us);
+        if (r < 0 && r != -ENOENT)
+                return r;
+        c->has_stat = r >= 0;
+        return 0;
+}
+
 int limits_read_cpu_v2(int cgroup_fd, CpuLimits *ret) {
         CpuLimits c = { .source = LIMITS_SOURCE_V2 };
         char buf[1024];
@@ -209,15 +225,9 @@ int limits_read_cpu_v2(int cgroup_fd, CpuLimits *ret) {
                         return -EINVAL;
                 c.has_quota = true;
         }
-        r = read_file_optional_at(cgroup_fd, "cpu.stat", buf, sizeof buf, &n);
+        r = read_cpu_stat(cgroup_fd, &c);
         if (r < 0)
                 return r;
-        if (r > 0) {
-                r = limits_parse_cpu_stat(buf, n, &c.nr_periods, &c.nr_throttled, &c.throttled_us);
-                if (r < 0 && r != -ENOENT)
-                        return r;
-                c.has_stat = r >= 0;
-        }
         *ret = c;
         return 0;
 }
@@ -240,15 +250,9 @@ int limits_read_cpu_v1(int cpu_fd, CpuLimits *ret) {
                         return r;
                 c.has_quota = has_period;
         }
-        r = read_file_optional_at(cpu_fd, "cpu.stat", buf, sizeof buf, &n);
+        r = read_cpu_stat(cpu_fd, &c);
         if (r < 0)
                 return r;
-        if (r > 0) {
-                r = limits_parse_cpu_stat(buf, n, &c.nr_periods, &c.nr_throttled, &c.throttled_us);
-                if (r < 0 && r != -ENOENT)
-                        return r;
-                c.has_stat = r >= 0;
-        }
         *ret = c;
         return 0;
 }

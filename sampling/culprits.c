@@ -267,10 +267,6 @@ static int build_processes(Culprits *c, const CulpritsInput *in) {
         return 0;
 }
 
-static bool has_counter(const CgroupUsage *u, PsiResource res) {
-        return res == PSI_RESOURCE_CPU ? u->has_cpu : res == PSI_RESOURCE_IO ? u->has_io : u->has_memory;
-}
-
 /* Each cgroup's own use: its counter less its children's. Complete only when it and every child
  * have the counter (the node's root never is: its counters are the whole node's). */
 static int own_usage(const CgroupUsages *w, PsiResource res, bool root_is_node, CulpritOwn **own, size_t *cap) {
@@ -279,7 +275,8 @@ static int own_usage(const CgroupUsages *w, PsiResource res, bool root_is_node, 
         for (size_t i = 0; i < w->n; i++) {
                 const CgroupUsage *u = &w->items[i].usage;
                 (*own)[i] = (CulpritOwn) {
-                        .complete = has_counter(u, res) && !(root_is_node && i == 0) && !w->items[i].children_missing,
+                        .complete =
+                                cgroup_usage_has(u, res) && !(root_is_node && i == 0) && !w->items[i].children_missing,
                         .cpu_us = u->cpu_us,
                         .read_bytes = u->read_bytes,
                         .write_bytes = u->write_bytes,
@@ -292,7 +289,7 @@ static int own_usage(const CgroupUsages *w, PsiResource res, bool root_is_node, 
                 if (p == CGROUP_USAGE_NO_PARENT || p >= w->n)
                         continue;
                 CulpritOwn *o = &(*own)[p];
-                if (!has_counter(u, res)) {
+                if (!cgroup_usage_has(u, res)) {
                         o->complete = false;
                         continue;
                 }
