@@ -232,6 +232,13 @@ void cgroup_usages_clear(CgroupUsages *t) {
         tid_list_clear(&t->pids);
 }
 
+bool cgroup_usages_complete(const CgroupUsages *t) {
+        for (size_t i = 0; i < t->n; i++)
+                if (t->items[i].children_missing)
+                        return false;
+        return true;
+}
+
 void cgroup_usages_done(CgroupUsages *t) {
         free(t->items);
         free(t->names);

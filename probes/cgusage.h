@@ -71,6 +71,9 @@ static inline const char *cgroup_usage_path(const CgroupUsages *t, const CgroupU
 }
 
 void cgroup_usages_clear(CgroupUsages *t);
+/* Whether the walk read every cgroup below its first (no child missing): then its processes are
+ * all of the subtree's. */
+bool cgroup_usages_complete(const CgroupUsages *t);
 void cgroup_usages_done(CgroupUsages *t);
 
 /* Walks the cgroup2 directory dirfd and its descendants, depth-first, parents before children

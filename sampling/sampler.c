@@ -158,6 +158,9 @@ static void culprits_take(Sampler *s, Snapshot *snap, const Snapshot *sample, Cg
         if (!c->same) {
                 SampleScope cs = culprit_sample_scope(s);
                 cs.reuse = sample;
+                /* The walk read every cgroup's own processes: they are the scope's (the node's
+                 * root holds the rest, kernel threads included), no second listing needed. */
+                cs.listed = *has_g && cgroup_usages_complete(g) ? &g->pids : NULL;
                 *has_snap = snapshot_take(snap, &cs, false) >= 0;
         }
 }

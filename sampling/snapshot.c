@@ -112,6 +112,14 @@ static int list_processes(Snapshot *s, const SampleScope *scope) {
         s->threaded = false;
         if (scope->pid > 0)
                 return tid_list_push(&s->pids, scope->pid);
+        if (scope->listed) {
+                if (tid_list_reserve(&s->pids, scope->listed->n) < 0)
+                        return -ENOMEM;
+                if (scope->listed->n > 0)
+                        memcpy(s->pids.tids, scope->listed->tids, scope->listed->n * sizeof *s->pids.tids);
+                s->pids.n = scope->listed->n;
+                return 0;
+        }
         if (scope->cgroup_fd >= 0 && cgroup_is_threaded(scope->cgroup_fd))
                 return list_threaded(s, scope);
         if (scope->cgroup_fd >= 0)

@@ -124,10 +124,11 @@ typedef struct SampleScope {
         pid_t pid;                  /* > 0: only this process (cgroup_fd is then ignored); its threads are detailed */
         bool walk_cgroups;          /* also read cgroups_resource's totals of every descendant cgroup */
         PsiResource cgroups_resource;
-        int resource;                         /* what processes are ranked on: a PsiResource or RANK_SCORE_ALL */
-        unsigned detail;                      /* processes whose threads are measured for the incident (its top) */
-        const struct CulpritScope *culprit;   /* also a culprit pass over it (the Sampler); NULL: none */
-        const struct Snapshot *reuse;         /* taken just before: its processes are copied, not asked again */
+        int resource;                       /* what processes are ranked on: a PsiResource or RANK_SCORE_ALL */
+        unsigned detail;                    /* processes whose threads are measured for the incident (its top) */
+        const struct CulpritScope *culprit; /* also a culprit pass over it (the Sampler); NULL: none */
+        const struct Snapshot *reuse;       /* taken just before: its processes are copied, not asked again */
+        const TidList *listed; /* the scope's processes, listed just before (a culprit pass's cgroup walk) */
         const struct LimitsHierarchy *limits; /* with limits_cgroup: "on what" (the Sampler) */
         const char *limits_cgroup;            /* the trigger's cgroup ("a/b"); NULL: no "on what" */
         PsiResource limits_resource;
