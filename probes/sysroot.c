@@ -2,10 +2,12 @@
 #include <assert.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <linux/magic.h>
 #include <linux/openat2.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/statfs.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -129,6 +131,7 @@ static int open_beneath_root(int root_fd, const char *abs, int flags) {
 
 int sysroot_open(const char *root, Sysroot **ret) {
         _cleanup_free_ char *mountinfo = NULL;
+        struct statfs sfs;
         Sysroot *s;
         ssize_t n;
         size_t size = 64 * 1024;
@@ -149,6 +152,7 @@ int sysroot_open(const char *root, Sysroot **ret) {
                 r = negative_errno();
                 goto fail;
         }
+        s->proc_is_procfs = fstatfs(s->proc_fd, &sfs) >= 0 && sfs.f_type == PROC_SUPER_MAGIC;
         s->pressure_fd = openat(s->proc_fd, "pressure", O_DIRECTORY | O_PATH | O_CLOEXEC);
 
         /* mountinfo of a busy container host can be large; grow until it fits (bounded at 16 MiB). */

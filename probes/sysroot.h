@@ -14,6 +14,7 @@
 typedef struct Sysroot {
         int root_fd;
         int proc_fd;          /* <root>/proc */
+        bool proc_is_procfs;  /* proc_fd is procfs itself (not a test's tree): directory offsets are indexes */
         int pressure_fd;      /* <root>/proc/pressure, -1 when the kernel has no PSI */
         int cgroup2_fd;       /* the cgroup2 mount, -1 when none is mounted */
         char *cgroup2_path;   /* its mount point as seen from the root, e.g. "/sys/fs/cgroup/unified" */

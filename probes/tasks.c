@@ -5,6 +5,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -208,27 +209,85 @@ static int push_pid_entries(DIR *d, TidList *l) {
         return 0;
 }
 
-int proc_open_process_threads(int proc_fd, pid_t pid, TidList *l, int *ret_task_fd) {
+/* Appends every numeric entry of the directory open at fd, read with getdents64(2) on fd itself
+ * (no second descriptor, as opendir would take). 0, -ENOMEM or -errno. */
+static int push_pid_entries_fd(int fd, TidList *l) {
+        _Alignas(8) char buf[8192];
+
+        for (;;) {
+                ssize_t n = getdents64(fd, buf, sizeof buf);
+
+                if (n < 0)
+                        return negative_errno();
+                if (n == 0)
+                        return 0;
+                for (ssize_t o = 0; o < n;) {
+                        const struct dirent64 *de = (const struct dirent64 *) (buf + o);
+                        pid_t id;
+
+                        if (de->d_reclen == 0 || de->d_reclen > n - o)
+                                return -EIO;
+                        if (is_pid_name(de->d_name, &id) && tid_list_push(l, id) < 0)
+                                return -ENOMEM;
+                        o += de->d_reclen;
+                }
+        }
+}
+
+static int open_task_dir(int proc_fd, pid_t pid) {
         char path[32];
-        DIR *d;
-        int fd, r = 0;
+        int fd;
 
         snprintf(path, sizeof path, "%d/task", (int) pid);
         fd = openat(proc_fd, path, O_DIRECTORY | O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
         if (fd < 0)
                 return errno == ENOENT ? -ESRCH : negative_errno();
-        r = opendir_at(fd, ".", &d);
-        if (r < 0) {
-                safe_close(fd);
-                return r == -ENOENT ? -ESRCH : r;
-        }
-        r = push_pid_entries(d, l);
-        closedir(d);
+        return fd;
+}
+
+int proc_open_process_threads(int proc_fd, pid_t pid, TidList *l, int *ret_task_fd) {
+        int fd, r;
+
+        fd = open_task_dir(proc_fd, pid);
+        if (fd < 0)
+                return fd;
+        r = push_pid_entries_fd(fd, l);
         if (r < 0 || !ret_task_fd)
                 safe_close(fd);
         else
                 *ret_task_fd = fd;
-        return r < 0 ? r : 0;
+        return r == -ENOENT ? -ESRCH : r;
+}
+
+int proc_open_process_task_dir(int proc_fd, pid_t pid) {
+        return open_task_dir(proc_fd, pid);
+}
+
+int proc_task_nth(int task_fd, size_t k, pid_t *ret_tid) {
+        /* Room for exactly one entry: 19 bytes of header and a tid of up to 10 digits, aligned to
+         * 8, take at most 32; two entries take at least 48. */
+        union {
+                struct dirent64 de;
+                char raw[sizeof(struct dirent64)];
+        } u;
+        ssize_t n;
+        pid_t id;
+
+        if (k > (size_t) INT_MAX - 2)
+                return -ERANGE;
+        if (lseek(task_fd, (off_t) k + 2, SEEK_SET) < 0)
+                return negative_errno();
+        n = getdents64(task_fd, u.raw, 40);
+        if (n < 0)
+                return negative_errno();
+        if (n == 0)
+                return -ESRCH; /* past the last thread: the process has fewer now */
+        if ((size_t) n <= offsetof(struct dirent64, d_name) || u.de.d_reclen > n ||
+            !memchr(u.de.d_name, '\0', (size_t) n - offsetof(struct dirent64, d_name)) ||
+            !is_pid_name(u.de.d_name, &id))
+                return -EIO;
+        *ret_tid = id;
+        return 0;
 }
 
 int proc_list_process_threads(int proc_fd, pid_t pid, TidList *l) {

@@ -47,6 +47,18 @@ int proc_list_process_threads(int proc_fd, pid_t pid, TidList *l);
  * path component each instead of four). */
 int proc_open_process_threads(int proc_fd, pid_t pid, TidList *l, int *ret_task_fd);
 
+/* Opens /proc/<pid>/task. The fd, or -ESRCH when the process does not exist, or -errno. */
+int proc_open_process_task_dir(int proc_fd, pid_t pid);
+
+/* The k-th thread (from 0, in the kernel's thread-list order, the order of a listing) of the
+ * process whose /proc/<pid>/task is open at task_fd, found by seeking the directory to entry k + 2
+ * and reading that one entry: procfs walks the thread list to the offset without building an
+ * entry for each thread it passes (kernel-facts.md: task-dir-seek), so a few threads of a large
+ * process cost less than its listing. Only on procfs, where a directory offset is an index
+ * (Sysroot.proc_is_procfs). -ESRCH past the last thread (the process shrank since it was counted),
+ * or -errno. */
+int proc_task_nth(int task_fd, size_t k, pid_t *ret_tid);
+
 /* The number of threads of process pid: the link count of /proc/<pid>/task, which procfs makes
  * 2 + its threads (proc_task_getattr()), so one stat instead of a listing; a listing where the
  * link count says nothing (below 2). -ESRCH when it does not exist, or -errno. */

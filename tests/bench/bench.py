@@ -5,11 +5,13 @@ table. Run with `meson test -C build --benchmark` or `scripts/bench`; needs root
 CAP_NET_ADMIN (exits 77 saying why otherwise). Always removes its cgroups and workloads.
 
 1. Snapshot cost: `psidiag snapshot CG --sample-ms 0` on a cgroup of 1,000 / 4,000 / 10,000
-   parked threads in one process, and of 9,900 threads in 300 processes (median of the ratios of
-   back-to-back pairs, target 0.25x: process-first asks once per process), beside the floor (tests/bench/floor.c: read cgroup.threads and one raw
-   TASKSTATS_CMD_GET per thread, nothing else) and beside the floor plus every thread's
+   parked threads in one process, beside the floor (tests/bench/floor.c: read cgroup.threads and
+   one raw TASKSTATS_CMD_GET per thread, nothing else) and beside the floor plus every thread's
    /proc/<tid>/task/<tid>/stat (what procfs scraping adds). Wall time of the whole command,
-   median of 15 runs each, interleaved.
+   median of 15 runs each, interleaved. And on 9,900 threads in 300 processes (target 0.25x:
+   process-first asks once per process), beside the per-thread floor and beside the floor of the
+   process-first method itself (floor.c --process-first: its kernel calls alone, raw), the three
+   in a shuffled order in each of 15 rounds.
 2. Idle cost: the agent with 300 armed triggers (100 cgroups x cpu, memory, io) and no pressure,
    for IDLE_S seconds: CPU ticks, voluntary and involuntary context switches, RSS, fds.
 3. Agent time per incident: from the trigger's wakeup to the incident written, the sample window
@@ -23,6 +25,7 @@ CAP_NET_ADMIN (exits 77 saying why otherwise). Always removes its cgroups and wo
 
 import json
 import os
+import random
 import re
 import resource
 import signal
@@ -78,19 +81,31 @@ def park_many(cg, procs, per):
 
 
 def process_first_cost(mount):
-    """`snapshot --sample-ms 0` on 9,900 threads in 300 processes against the per-thread floor:
-    pairs run back to back, the median of the pair ratios."""
+    """`snapshot --sample-ms 0` on 9,900 threads in 300 processes against the per-thread floor and
+    against the process-first method's own floor (floor.c --process-first: the kernel calls the
+    method cannot do without, raw): the three run back to back in a shuffled order, each ratio the
+    median of its per-round ratios to the round's per-thread floor."""
     procs, per = 300, 33
+    rng = random.Random(15)
     with ScratchCgroup(mount, "benchprocs") as cg:
         park_many(cg, procs, per)
-        ratios, floor, ours = [], [], []
+        runs = {
+            "ours": [PSIDIAG, "--log-level", "error", "snapshot", cg.rel, "--sample-ms", "0"],
+            "method": [FLOOR, cg.path, "--process-first"],
+        }
+        ratios = {k: [] for k in runs}
+        times = {k: [] for k in runs}
+        floor = []
         for _ in range(RUNS):
             f = wall([FLOOR, cg.path])
-            o = wall([PSIDIAG, "--log-level", "error", "snapshot", cg.rel, "--sample-ms", "0"])
             floor.append(f)
-            ours.append(o)
-            ratios.append(o / f)
-        return procs * per, procs, statistics.median(floor), statistics.median(ours), statistics.median(ratios)
+            for k in rng.sample(list(runs), len(runs)):
+                t = wall(runs[k])
+                times[k].append(t)
+                ratios[k].append(t / f)
+        med = statistics.median
+        return (procs * per, procs, med(floor), med(times["ours"]), med(ratios["ours"]), med(times["method"]),
+                med(ratios["method"]), med([o / m for o, m in zip(times["ours"], times["method"])]))
 
 
 def snapshot_cost(mount):
@@ -332,9 +347,11 @@ def main():
               f"{f * 1e3:.1f} ms (with every task stat: {st * 1e3:.1f} ms, {st / f:.1f}x) | "
               f"**{o / f:.2f}x**{' (target 1.5x)' if n == 4000 else ''} |")
     if pf:
-        n, procs, f, o, ratio = pf
+        n, procs, f, o, ratio, m, m_ratio, over = pf
         print(f"| `snapshot --sample-ms 0`, {n:,} threads in {procs} processes | {o * 1e3:.1f} ms | "
-              f"{f * 1e3:.1f} ms (per-thread floor) | **{ratio:.2f}x** (median of pairs, target 0.25x) |")
+              f"{f * 1e3:.1f} ms (per-thread floor) | **{ratio:.2f}x** (median of rounds, target 0.25x) |")
+        print(f"| the same, the process-first method's floor (its kernel calls alone) | {o * 1e3:.1f} ms | "
+              f"{m * 1e3:.1f} ms ({m_ratio:.2f}x the per-thread floor) | **{over:.2f}x** |")
     if idle:
         armed, ticks, vol, invol, rss, fds = idle
         print(f"| idle {IDLE_S} s, {armed} armed triggers: cpu ticks | {ticks} | | 0 |")
@@ -361,7 +378,10 @@ def main():
         four = next(r for r in rows if r[0] == 4000)
         check(four[3] / four[1] <= 1.5, f"snapshot at 4,000 threads is {four[3] / four[1]:.2f}x the floor")
     if pf:
-        check(pf[4] <= 0.25, f"snapshot of {pf[0]} threads in {pf[1]} processes is {pf[4]:.2f}x the per-thread floor")
+        # The issue's target. This VM misses it: the method's kernel calls alone cost about 0.30x
+        # (README: Performance, "Process first").
+        check(pf[4] <= 0.25, f"snapshot of {pf[0]} threads in {pf[1]} processes is {pf[4]:.2f}x the per-thread floor "
+              f"(the process-first method's own floor: {pf[6]:.2f}x)")
     if idle:
         check(ticks == 0 and vol == 0 and rss < 8 * 1024, "the idle agent woke up or grew")
         # One descriptor per trigger (300 triggers: at most 330).

@@ -11,10 +11,14 @@
    itself).
 3. A shell that keeps starting short-lived children: children that started and ended inside the
    sample are placed in the cgroup by their parent (`parent`, the parent's cgroup).
-4. A threaded cgroup, which has no cgroup.procs of its own, names the process of the thread in it."""
+4. A threaded cgroup, which has no cgroup.procs of its own, names the process of the thread in it.
+5. States by process: 2,000 threads in twenty processes, four of them stopped (SIGSTOP): the
+   state sample, 256 threads evenly spaced over all of them (each process's dozen found by seeking
+   its /proc/<pid>/task), counts the stopped 400 within a few threads."""
 
 import json
 import os
+import signal
 import subprocess
 import sys
 import time
@@ -149,6 +153,37 @@ def threaded(validate, mount):
         print(f"threaded: thread {tid} of {spinner.pid} in a threaded cgroup, its process named")
 
 
+def stopped_states(validate, mount):
+    """Whole processes in one state: the sample reads every process in proportion to its threads."""
+    with ScratchCgroup(mount, "pfstates") as cg:
+        parks = [cg.spawn([WORKLOAD, "park", f"pf-park{i}", "100"]) for i in range(20)]
+        for p in parks:
+            wait_threads(p.pid, 100)
+        for p in parks[3:7]:
+            os.kill(p.pid, signal.SIGSTOP)
+        deadline = time.time() + 30
+        while True:
+            states = []
+            for p in parks[3:7]:
+                for t in os.listdir(f"/proc/{p.pid}/task"):
+                    with open(f"/proc/{p.pid}/task/{t}/stat") as f:
+                        states.append(f.read().rsplit(")", 1)[1].split()[0])
+            if all(st == "T" for st in states):
+                break
+            check(time.time() < deadline, f"stopped processes' threads are not all stopped: {set(states)}")
+            time.sleep(0.05)
+        inc = snapshot(cg.rel, "--sample-ms", "0")
+        validate(inc)
+        st = inc["states"]
+        check(inc["sample"]["tasks"] == 2000, f"tasks {inc['sample']['tasks']}")
+        check(st["read"] == 256 and st["scaled"], f"states {st}")
+        check(370 <= st["stopped"] <= 430 and st["running"] <= 40 and 1560 <= st["sleeping"] <= 1630,
+              f"400 stopped threads of 2,000 counted as {st}")
+        for p in parks[3:7]:
+            os.kill(p.pid, signal.SIGCONT)
+        print(f"states: 400 of 2,000 threads stopped, counted {st['stopped']} from {st['read']} reads")
+
+
 def main():
     mount = check_kernel()
     validate = validator(SCHEMAS)
@@ -156,6 +191,7 @@ def main():
     ended(validate, mount)
     short_lived(validate, mount)
     threaded(validate, mount)
+    stopped_states(validate, mount)
 
 
 run(main)

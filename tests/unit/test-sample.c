@@ -246,7 +246,7 @@ static char state_of(int tid) {
 }
 
 /* A generated cgroup of n threads in processes of per threads, its states counted. */
-static void state_counts_of(int n, int per, TaskStateCounts *ret, unsigned expect[3]) {
+static void state_counts_by(int n, int per, FakeTreeState state_fn, TaskStateCounts *ret, unsigned expect[3]) {
         char dir[] = "/tmp/psidiag-test-XXXXXX", path[256];
         Sysroot sysroot = { .root_fd = -1, .pressure_fd = -1, .cgroup2_fd = -1 };
         SampleScope scope = { .sysroot = &sysroot };
@@ -254,10 +254,10 @@ static void state_counts_of(int n, int per, TaskStateCounts *ret, unsigned expec
 
         expect[0] = expect[1] = expect[2] = 0;
         for (int tid = 1000; tid < 1000 + n; tid++) {
-                char st = state_of(tid);
+                char st = state_fn(tid);
                 expect[st == 'R' ? 0 : st == 'D' ? 1 : 2]++;
         }
-        assert_int_equal(fake_tree_make(dir, 1000, n, per, state_of), 0);
+        assert_int_equal(fake_tree_make(dir, 1000, n, per, state_fn), 0);
         snprintf(path, sizeof path, "%s/proc", dir);
         sysroot.proc_fd = open(path, O_DIRECTORY | O_RDONLY | O_CLOEXEC);
         scope.cgroup_fd = open(dir, O_DIRECTORY | O_RDONLY | O_CLOEXEC);
@@ -269,6 +269,16 @@ static void state_counts_of(int n, int per, TaskStateCounts *ret, unsigned expec
         close(sysroot.proc_fd);
         close(scope.cgroup_fd);
         fake_tree_remove(dir);
+}
+
+static void state_counts_of(int n, int per, TaskStateCounts *ret, unsigned expect[3]) {
+        state_counts_by(n, per, state_of, ret, expect);
+}
+
+/* Whole processes in one state, as a busy or blocked service is: here the second of ten
+ * 100-thread processes is in D, all others sleep. */
+static char state_of_process(int tid) {
+        return (tid - 1000) / 100 == 1 ? 'D' : 'S';
 }
 
 static void test_states_exact_then_sampled(void **state) {
@@ -283,19 +293,28 @@ static void test_states_exact_then_sampled(void **state) {
         assert_int_equal(c.uninterruptible, want[1]);
         assert_int_equal(c.sleeping, want[2]);
 
-        /* Above it, 16 positions over the threads pick processes, 16 threads read per hit, each
-         * standing for its share: 256 reads, scaled to the whole. */
+        /* Above it, 256 threads evenly spaced over all of them, process after process, each
+         * standing for its share: 256 reads, scaled to the whole, whatever the processes' sizes. */
         static const int per[] = { 100, 1000, 10 };
         for (size_t k = 0; k < ELEMENTSOF(per); k++) {
                 state_counts_of(1000, per[k], &c, want);
-                /* Processes of 10 threads: 16 hits, 10 threads each. */
-                assert_int_equal(c.read, per[k] >= 16 ? 256 : 160);
+                assert_int_equal(c.read, 256);
                 assert_true(c.scaled);
                 assert_in_range(c.running + c.uninterruptible + c.sleeping, 998, 1002);
                 assert_in_range(c.running, want[0] - 60, want[0] + 60);
                 assert_in_range(c.uninterruptible, want[1] - 45, want[1] + 45);
                 assert_in_range(c.sleeping, want[2] - 60, want[2] + 60);
         }
+
+        /* States that go by process: every process is read in proportion to its threads, so one
+         * blocked process of 100 is counted near its 100 (a sample of 16 processes, 16 threads
+         * each, read it once at weight 62.5, or missed it). */
+        state_counts_by(1000, 100, state_of_process, &c, want);
+        assert_int_equal(want[1], 100);
+        assert_int_equal(c.read, 256);
+        assert_in_range(c.uninterruptible, 95, 105);
+        assert_int_equal(c.running, 0);
+        assert_in_range(c.sleeping, 895, 905);
 }
 
 static void test_scale(void **state) {
