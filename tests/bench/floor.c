@@ -7,11 +7,11 @@
  * else; --states also reads /proc/<tid>/task/<tid>/stat of every thread (what procfs scraping
  * adds). Prints "threads answered".
  *
- * psidiag-bench-floor CGROUP_DIR --process-first [TOP]: the kernel calls a process-first
+ * psidiag-bench-floor CGROUP_DIR --process-first [TOP [STATES]]: the kernel calls a process-first
  * `snapshot --sample-ms 0` of a cgroup without children cannot do without, and nothing else:
  * cgroup.procs; one stat of each /proc/<pid>/task (the thread count); one TGID query per process;
  * (queries 32 to a send(2), their replies in one recvmmsg(2), as psidiag asks);
- * 256 thread states evenly spaced over all the threads (/proc/<pid>/task seeked to each, its stat
+ * STATES (default 256) thread states evenly spaced over all the threads (/proc/<pid>/task seeked to each, its stat
  * read); then, for the TOP (default 10) processes with the most cpu delay, a listing of their
  * threads and one query per thread, and their comm, cmdline, status and cgroup. Prints "processes
  * threads states-read threads-queried". */
@@ -152,9 +152,8 @@ static void read_small(int dirfd, const char *name) {
 }
 
 #define PROCS_MAX 65536
-#define STATES_MAX 256
 
-static int process_first(int fd, int fam, const char *cgroup, unsigned top) {
+static int process_first(int fd, int fam, const char *cgroup, unsigned top, unsigned states_max) {
         static int pids[PROCS_MAX], counts[PROCS_MAX];
         static uint64_t delay[PROCS_MAX];
         char path[4096];
@@ -191,7 +190,7 @@ static int process_first(int fd, int fam, const char *cgroup, unsigned top) {
                         delay[i + b] = lens[b] > 0 ? cpu_delay_of(replies[b], lens[b]) : 0;
         }
         /* The states: position j is thread (j + 1/2) * total / want of all, process after process. */
-        uint64_t want = total < STATES_MAX ? total : STATES_MAX, start = 0, j = 0;
+        uint64_t want = total < states_max ? total : states_max, start = 0, j = 0;
         for (unsigned i = 0; i < n && j < want; i++) {
                 uint64_t end = start + (uint64_t) counts[i];
                 int d = -1;
@@ -269,7 +268,7 @@ int main(int argc, char **argv) {
         unsigned answered = 0, listed = 0;
 
         if (argc < 2) {
-                fprintf(stderr, "usage: %s CGROUP_DIR [--states | --process-first [TOP]]\n", argv[0]);
+                fprintf(stderr, "usage: %s CGROUP_DIR [--states | --process-first [TOP [STATES]]]\n", argv[0]);
                 return 2;
         }
         fd = socket(AF_NETLINK, SOCK_RAW | SOCK_CLOEXEC, NETLINK_GENERIC);
@@ -278,7 +277,8 @@ int main(int argc, char **argv) {
                 return 1;
         }
         if (argc > 2 && strcmp(argv[2], "--process-first") == 0)
-                return process_first(fd, fam, argv[1], argc > 3 ? (unsigned) atoi(argv[3]) : 10);
+                return process_first(fd, fam, argv[1], argc > 3 ? (unsigned) atoi(argv[3]) : 10,
+                                     argc > 4 ? (unsigned) atoi(argv[4]) : 256);
         snprintf(path, sizeof path, "%s/cgroup.threads", argv[1]);
         f = fopen(path, "re");
         if (!f) {
