@@ -70,7 +70,7 @@ void watch_remove(Agent *a, Watch *w) {
         free(w);
 }
 
-static void watch_finish_sample(Sampler *s, int r) {
+static void watch_report_sample(Sampler *s, int r) {
         Watch *w = ASSERT_PTR(s->userdata);
         Agent *a = w->agent;
         Trigger *t = w->fired;
@@ -123,7 +123,7 @@ static void watch_finish_sample(Sampler *s, int r) {
                         .scope_cgroup = w->path,
                         .procs = a->procs,
                         .culprits = culprit && s->has_culprits ? &s->culprits : NULL,
-                        .onwhat = s->has_onwhat ? &s->onwhat : NULL,
+                        .onwhat = s->has_onwhat ? s->onwhat : NULL,
                         .culprit_scope = culprit,
                         .has_suppressed = true,
                         .suppressed = a->rate.suppressed_since_incident,
@@ -148,6 +148,12 @@ static void watch_finish_sample(Sampler *s, int r) {
                   (unsigned long long) (done - s->b_end_us));
         w->timing.has_incident = true;
         w->timing.last_incident_mono_us = now_usec(CLOCK_MONOTONIC);
+}
+
+/* The sample's report, then its "on what" let go: only a sampling watch holds one. */
+static void watch_finish_sample(Sampler *s, int r) {
+        watch_report_sample(s, r);
+        sampler_drop_onwhat(s);
 }
 
 /* The cgroup's directory, opened now: between samples a watch holds no descriptor but its

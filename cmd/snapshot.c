@@ -149,7 +149,7 @@ int snapshot_cmd_run(const SnapshotCmdOptions *opts) {
                         .threads_per_process = opts->pid > 0 ? 100000 : 0,
                         .procs = procs,
                         .culprits = has_culprit && sampler.has_culprits ? &sampler.culprits : NULL,
-                        .onwhat = sampler.has_onwhat ? &sampler.onwhat : NULL,
+                        .onwhat = sampler.has_onwhat ? sampler.onwhat : NULL,
                         .culprit_scope = has_culprit ? &culprit : NULL,
                 },
                 1, id, sizeof id, &line, &len);

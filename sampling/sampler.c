@@ -224,8 +224,8 @@ static int finish_lifetime(Sampler *s) {
             ranking_add_threads(&s->ranking, NULL, &s->a, s->scope.resource) < 0)
                 s->partial = true;
         if (s->has_onwhat) {
-                onwhat_look(&s->onwhat, s->scope.sysroot->proc_fd, &s->a, s->candidates, s->n_candidates);
-                onwhat_end(&s->onwhat, s->scope.limits);
+                onwhat_look(s->onwhat, s->scope.sysroot->proc_fd, &s->a, s->candidates, s->n_candidates);
+                onwhat_end(s->onwhat, s->scope.limits);
         }
         build_culprits(s, true);
         return 0;
@@ -254,8 +254,8 @@ static int finish_delta(Sampler *s) {
                 s->partial = true;
         if (s->has_onwhat) {
                 if (s->threads_base)
-                        onwhat_look(&s->onwhat, s->scope.sysroot->proc_fd, &s->b, s->candidates, s->n_candidates);
-                onwhat_end(&s->onwhat, s->scope.limits);
+                        onwhat_look(s->onwhat, s->scope.sysroot->proc_fd, &s->b, s->candidates, s->n_candidates);
+                onwhat_end(s->onwhat, s->scope.limits);
         }
         if (s->scope.culprit) {
                 culprits_take(s, &s->cb, &s->b, &s->gb, &s->has_cb, &s->has_gb);
@@ -304,7 +304,7 @@ static void on_middle(struct ev_loop *loop, ev_timer *timer, int revents) {
                 return;
         s->threads_base = &s->m;
         if (s->has_onwhat)
-                onwhat_look(&s->onwhat, s->scope.sysroot->proc_fd, &s->m, s->candidates, s->n_candidates);
+                onwhat_look(s->onwhat, s->scope.sysroot->proc_fd, &s->m, s->candidates, s->n_candidates);
 }
 
 int sampler_start(Sampler *s, const SampleScope *scope, uint64_t sample_ms) {
@@ -337,8 +337,13 @@ int sampler_start(Sampler *s, const SampleScope *scope, uint64_t sample_ms) {
         if (r >= 0)
                 culprits_take(s, &s->ca, &s->a, &s->ga, &s->has_ca, &s->has_ga);
         s->has_onwhat = r >= 0 && scope->limits_cgroup && scope->pid <= 0;
+        if (s->has_onwhat && !s->onwhat) {
+                /* Without the memory the incident goes on without "on what". */
+                s->onwhat = calloc(1, sizeof *s->onwhat);
+                s->has_onwhat = s->onwhat != NULL;
+        }
         if (s->has_onwhat)
-                onwhat_begin(&s->onwhat, scope->limits, scope->limits_cgroup, scope->limits_resource);
+                onwhat_begin(s->onwhat, scope->limits, scope->limits_cgroup, scope->limits_resource);
         if (r >= 0 && scope->pid > 0)
                 r = array_reserve((void **) &s->candidates, &s->cap_candidates, 1, sizeof *s->candidates);
         if (r >= 0 && scope->pid > 0) {
@@ -410,6 +415,14 @@ bool sampler_exit_delays(const Sampler *s, pid_t pid, uint64_t ret_ns[_TASK_DELA
         return found;
 }
 
+void sampler_drop_onwhat(Sampler *s) {
+        if (s->onwhat) {
+                onwhat_done(s->onwhat);
+                s->onwhat = mfree(s->onwhat);
+        }
+        s->has_onwhat = false;
+}
+
 void sampler_free(Sampler *s) {
         if (s->loop)
                 sampler_cancel(s);
@@ -421,7 +434,7 @@ void sampler_free(Sampler *s) {
         cgroup_usages_done(&s->ga);
         cgroup_usages_done(&s->gb);
         culprits_done(&s->culprits);
-        onwhat_done(&s->onwhat);
+        sampler_drop_onwhat(s);
         free(s->victims);
         s->victims = NULL;
         s->cap_victims = 0;

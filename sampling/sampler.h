@@ -78,7 +78,10 @@ struct Sampler {
         bool has_culprits;
         pid_t *victims;
         size_t cap_victims;
-        OnWhat onwhat; /* SampleScope.limits_cgroup: the limit and the blocked threads */
+        /* SampleScope.limits_cgroup: the limit and the blocked threads. Allocated (20 KiB, and its
+         * looks' threads when it looks) by the sample that needs it, kept for its report, freed by
+         * sampler_drop_onwhat(): an idle watch holds none. */
+        OnWhat *onwhat;
         bool has_onwhat;
         TaskstatsExitListener *exit_listener; /* registered only while a sample runs */
         ev_io exit_io;
@@ -111,5 +114,8 @@ int sampler_rank_lifetime(Sampler *s);
  * threads' records summed) when the listener heard it exit. False when it did not (ret_ns and
  * ret_present untouched). */
 bool sampler_exit_delays(const Sampler *s, pid_t pid, uint64_t ret_ns[_TASK_DELAY_MAX], uint32_t *ret_present);
+
+/* Frees the sample's "on what" (Sampler.onwhat) once its report is written; has_onwhat goes false. */
+void sampler_drop_onwhat(Sampler *s);
 
 void sampler_free(Sampler *s); /* the buffers; the Sampler itself is the owner's */
