@@ -46,6 +46,7 @@ void watch_drop_sample(Watch *w, const char *why) {
         if (!w->timing.sampling)
                 return;
         sampler_cancel(&w->sampler);
+        sampler_drop_onwhat(&w->sampler);
         watch_close_sample_fd(w);
         w->timing.sampling = false;
         w->agent->sampling--;

@@ -279,7 +279,7 @@ int proc_task_nth(int task_fd, size_t k, pid_t *ret_tid) {
                 return negative_errno();
         n = getdents64(task_fd, u.raw, 40);
         if (n < 0)
-                return negative_errno();
+                return errno == ENOENT ? -ESRCH : negative_errno(); /* the process ended */
         if (n == 0)
                 return -ESRCH; /* past the last thread: the process has fewer now */
         if ((size_t) n <= offsetof(struct dirent64, d_name) || u.de.d_reclen > n ||

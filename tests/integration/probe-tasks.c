@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /* Integration helper: the threads of a live process two ways through probes/tasks.c, a listing of
  * /proc/<pid>/task and proc_task_nth() seeking it to each entry. Prints "procfs 0|1", "listed
- * TID...", "nth TID..." (k = 0 up to one past the last) and, for the first k that failed,
- * "end K ERRNO-NAME". */
+ * TID...", "nth K:TID..." (last to first, then one past the last), "end K ERRNO-NAME" for the
+ * first k that failed, and "asc K:TID..." (first to last, each seek where the last read stopped). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -43,11 +43,24 @@ int main(int argc, char **argv) {
 
                 r = proc_task_nth(task_fd, k, &tid);
                 if (r < 0) {
-                        printf("\nend %zu %s\n", k, strerrorname_np(-r));
+                        printf("\nend %zu %s", k, strerrorname_np(-r));
                         break;
                 }
                 printf(" %zu:%d", k, (int) tid);
         }
+        /* Then first to last: each seek lands where the last read stopped. */
+        printf("\nasc");
+        for (size_t k = 0; k < l.n; k++) {
+                pid_t tid;
+
+                r = proc_task_nth(task_fd, k, &tid);
+                if (r < 0) {
+                        printf(" %zu:%s", k, strerrorname_np(-r));
+                        continue;
+                }
+                printf(" %zu:%d", k, (int) tid);
+        }
+        printf("\n");
         close(task_fd);
         tid_list_done(&l);
         sysroot_free(sys);

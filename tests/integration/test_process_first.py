@@ -144,6 +144,8 @@ def threaded(validate, mount):
             inc = snapshot(f"{cg.rel}/t", "--resource", "cpu", "--sample-ms", "0")
             validate(inc)
             check(inc["sample"]["processes"] == 1 and inc["sample"]["tasks"] == 1, f"threaded: {inc['sample']}")
+            # Its state is the thread's in the threaded cgroup (a spinner: R), not its leader's.
+            check(inc["states"]["read"] == 1 and inc["states"]["running"] == 1, f"threaded: states {inc['states']}")
             check([p["pid"] for p in inc["most_delayed"]] == [spinner.pid],
                   f"the threaded cgroup's process is not named: {inc['most_delayed']}")
         finally:

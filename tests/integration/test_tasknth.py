@@ -1,8 +1,8 @@
 #!/usr/bin/python3
 # SPDX-License-Identifier: MIT
 """proc_task_nth() on the real kernel: seeking /proc/<pid>/task to entry k + 2 and reading one
-entry gives the k-th thread of a listing, for every k and in any order, and -ESRCH one past the
-last (what the state sample relies on: kernel-facts.md: task-dir-seek)."""
+entry gives the k-th thread of a listing, for every k, last to first and first to last (each seek
+where the last read stopped), and -ESRCH one past the last (what the state sample relies on: kernel-facts.md: task-dir-seek)."""
 
 import os
 import subprocess
@@ -33,6 +33,8 @@ def main():
         nth = {int(k): int(t) for k, t in (pair.split(":") for pair in lines["nth"].split())}
         check(nth == dict(enumerate(listed)), f"seeking does not give the listing's threads: {nth} vs {listed}")
         check(lines["end"] == f"{len(listed)} ESRCH", f"one past the last: {lines['end']!r}")
+        asc = {int(k): int(t) for k, t in (pair.split(":") for pair in lines["asc"].split())}
+        check(asc == dict(enumerate(listed)), f"seeking first to last does not give the listing: {asc}")
         print(f"{len(listed)} threads of {park.pid}: every k found by seeking, ESRCH past the end")
     finally:
         park.kill()
