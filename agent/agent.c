@@ -35,6 +35,7 @@ static void agent_free(Agent *a) {
                 oom_watch_stop(a);
         while (a->n_watches > 0)
                 watch_remove(a, a->watches[a->n_watches - 1]);
+        agent_onwhat_free(a);
         /* The kernel would close what is left one by one at exit, a grace period each: close the
          * triggers here, all at once, and wait for them. */
         if (a->loop && a->psi)
@@ -171,6 +172,8 @@ int agent_run(const AgentOptions *opts) {
         ev_periodic_start(a->loop, &a->quiet);
 
         fd_budget_init(&a->fds, fd_budget_reserve(a->config->max_concurrent_samples + OOM_SAMPLING_MAX), a->closer);
+        if (agent_onwhat_reserve(a, a->config->max_concurrent_samples) < 0)
+                log_warning("out of memory: some incidents will go without \"limits\" and \"blocked\"");
         discover(a);
         if (a->fds.starved > 0)
                 log_error("%u of %u triggers are not armed: out of file descriptors (see above)", a->fds.starved,

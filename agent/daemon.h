@@ -62,6 +62,7 @@ struct Watch {
 
         Trigger *fired;
         Sampler sampler;
+        OnWhat *onwhat;        /* lent from the agent's pool while a sample runs */
         CulpritScope *culprit; /* while a sample runs with a culprit pass (allocated then: 4 KiB) */
         WatchTiming timing;
 
@@ -96,8 +97,13 @@ struct Agent {
         size_t n_sinks, cap_sinks;
         uint64_t seq;
         unsigned armed;
-        bool started;       /* arming after start-up is news worth an info line */
-        unsigned sampling;  /* watches with a sample in flight */
+        bool started;      /* arming after start-up is news worth an info line */
+        unsigned sampling; /* watches with a sample in flight */
+        /* "On what" for the samples in flight: as many as max_concurrent_samples has allowed, each
+         * with its looks, allocated at start and when a reload raises it, so a sample allocates
+         * none of it at its wakeup and an idle watch holds none. */
+        OnWhat **onwhat_free;
+        size_t n_onwhat_free, n_onwhat;
         ProcessInfo *procs; /* report scratch shared by all watches (reports are built one at a time) */
         unsigned top_max;
         FdBudget fds; /* descriptors the triggers may still take */
@@ -153,6 +159,11 @@ int watch_set_config(Agent *a, Watch *w, const WatchConfig *cfg);
 void watch_drop_sample(Watch *w, const char *why);
 /* w's cgroup directory now (-1 for a node-wide watch). 0 or -errno. */
 int watch_open_cgroup(Watch *w, int *ret_fd);
+/* Grows the agent's pool of "on what" to n (max_concurrent_samples); it never shrinks, as samples
+ * in flight may hold some. 0 or -ENOMEM (what could be allocated is kept). */
+int agent_onwhat_reserve(Agent *a, size_t n);
+/* Frees the pool; every sample must have given its OnWhat back (watch_drop_sample). */
+void agent_onwhat_free(Agent *a);
 /* Arms one trigger of w; cgroup_fd is w's cgroup directory (-1 node-wide). NULL when it could not
  * be armed (logged, or counted as out of descriptors). */
 Trigger *trigger_arm(Agent *a, Watch *w, int cgroup_fd, const WatchTrigger *cfg);

@@ -153,6 +153,8 @@ void reload(Agent *a) {
                 i++;
         }
         a->config = TAKE_PTR(nc);
+        if (agent_onwhat_reserve(a, a->config->max_concurrent_samples) < 0)
+                log_warning("out of memory: some incidents will go without \"limits\" and \"blocked\"");
         for (size_t i = 0; i < a->n_sinks; i++)
                 a->sinks[i]->otlp = a->config->output_format == CONFIG_OUTPUT_FORMAT_OTLP;
         a->history.lookback_us =

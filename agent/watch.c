@@ -42,11 +42,48 @@ static void watch_close_sample_fd(Watch *w) {
         w->culprit = mfree(w->culprit);
 }
 
+int agent_onwhat_reserve(Agent *a, size_t n) {
+        if (n <= a->n_onwhat)
+                return 0;
+        OnWhat **f = reallocarray(a->onwhat_free, n, sizeof *f);
+        if (!f)
+                return -ENOMEM;
+        a->onwhat_free = f;
+        while (a->n_onwhat < n) {
+                OnWhat *w = malloc(sizeof *w);
+                if (!w || onwhat_init(w) < 0) {
+                        free(w);
+                        return -ENOMEM;
+                }
+                a->onwhat_free[a->n_onwhat_free++] = w;
+                a->n_onwhat++;
+        }
+        return 0;
+}
+
+void agent_onwhat_free(Agent *a) {
+        for (size_t i = 0; i < a->n_onwhat_free; i++) {
+                onwhat_done(a->onwhat_free[i]);
+                free(a->onwhat_free[i]);
+        }
+        a->onwhat_free = mfree(a->onwhat_free);
+        a->n_onwhat_free = a->n_onwhat = 0;
+}
+
+/* The sample's "on what", back to the pool. */
+static void watch_give_onwhat(Watch *w) {
+        Agent *a = w->agent;
+
+        sampler_drop_onwhat(&w->sampler);
+        if (w->onwhat)
+                a->onwhat_free[a->n_onwhat_free++] = TAKE_PTR(w->onwhat);
+}
+
 void watch_drop_sample(Watch *w, const char *why) {
         if (!w->timing.sampling)
                 return;
         sampler_cancel(&w->sampler);
-        sampler_drop_onwhat(&w->sampler);
+        watch_give_onwhat(w);
         watch_close_sample_fd(w);
         w->timing.sampling = false;
         w->agent->sampling--;
@@ -151,10 +188,10 @@ static void watch_report_sample(Sampler *s, int r) {
         w->timing.last_incident_mono_us = now_usec(CLOCK_MONOTONIC);
 }
 
-/* The sample's report, then its "on what" let go: only a sampling watch holds one. */
+/* The sample's report, then its "on what" back to the pool: only a sampling watch holds one. */
 static void watch_finish_sample(Sampler *s, int r) {
         watch_report_sample(s, r);
-        sampler_drop_onwhat(s);
+        watch_give_onwhat(ASSERT_PTR(s->userdata));
 }
 
 /* The cgroup's directory, opened now: between samples a watch holds no descriptor but its
@@ -185,6 +222,10 @@ static void watch_start_sample(Watch *w, Trigger *t) {
                 scope.limits = w->agent->rt.limits;
                 scope.limits_cgroup = w->path;
                 scope.limits_resource = t->effective.resource;
+                /* From the pool (none left, after a failed reserve: no "on what" this time). */
+                if (w->agent->n_onwhat_free > 0)
+                        w->onwhat = w->agent->onwhat_free[--w->agent->n_onwhat_free];
+                scope.onwhat = w->onwhat;
                 /* Who is causing it: the processes and cgroups competing for the resource. No
                  * culprit pass is not a reason to lose the incident. */
                 w->culprit = malloc(sizeof *w->culprit);
@@ -196,6 +237,7 @@ static void watch_start_sample(Watch *w, Trigger *t) {
                 r = sampler_start(&w->sampler, &scope, w->cfg->sample_ms);
         }
         if (r < 0) {
+                watch_give_onwhat(w);
                 watch_close_sample_fd(w);
                 w->timing.sampling = false;
                 w->agent->sampling--;

@@ -38,6 +38,7 @@ int snapshot_cmd_run(const SnapshotCmdOptions *opts) {
         _cleanup_close_ int cgroup_fd = -EBADF;
         SampleScope scope;
         CulpritScope culprit = { .cgroup_fd = -EBADF, .v1_fd = -EBADF };
+        OnWhat onwhat = {}; /* its looks allocated at the first (onwhat_look()) */
         bool has_culprit = false;
         char id[96];
         size_t len;
@@ -93,6 +94,7 @@ int snapshot_cmd_run(const SnapshotCmdOptions *opts) {
                 scope.limits = rt.limits;
                 scope.limits_cgroup = cgroup;
                 scope.limits_resource = (PsiResource) opts->resource;
+                scope.onwhat = &onwhat;
         }
         has_culprit = opts->resource >= 0 && opts->pid <= 0 &&
                       culprit_scope_open(rt.sysroot, cgroup, (PsiResource) opts->resource, &culprit) >= 0;
@@ -172,6 +174,7 @@ int snapshot_cmd_run(const SnapshotCmdOptions *opts) {
         exit_code = 0;
 finish:
         sampler_free(&sampler);
+        onwhat_done(&onwhat);
         if (has_culprit)
                 culprit_scope_close(&culprit);
         if (loop)

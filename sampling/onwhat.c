@@ -2,10 +2,21 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 
 #include "base/macro.h"
 #include "probes/procfs.h"
 #include "sampling/onwhat.h"
+
+#define LOOKS_SIZE ((size_t) ONWHAT_LOOKS_MAX * ONWHAT_LOOK_THREADS_MAX * sizeof(BlockedThreadLook))
+
+/* The looks' threads (about 160 KiB) in pages of their own: zero until a look writes them, so an
+ * agent that keeps one per concurrent sample holds none of it in memory before an incident. */
+static BlockedThreadLook *looks_alloc(void) {
+        void *p = mmap(NULL, LOOKS_SIZE, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+
+        return p == MAP_FAILED ? NULL : p;
+}
 
 static bool to_limits_resource(PsiResource res, LimitsResource *ret) {
         switch (res) {
@@ -92,7 +103,7 @@ void onwhat_look(OnWhat *w, int proc_fd, const Snapshot *s, const pid_t *pids, s
         if (w->n_looks >= ONWHAT_LOOKS_MAX)
                 return;
         if (!w->look_threads) {
-                w->look_threads = calloc((size_t) ONWHAT_LOOKS_MAX * ONWHAT_LOOK_THREADS_MAX, sizeof *w->look_threads);
+                w->look_threads = looks_alloc();
                 if (!w->look_threads)
                         return; /* no look: the incident goes without "blocked" */
         }
@@ -144,7 +155,14 @@ const char *onwhat_cpu_verdict(uint64_t throttled_us, bool has_stall, uint64_t s
         return throttled_us * 10 >= duration_us * 3 ? "throttled" : "contention";
 }
 
+int onwhat_init(OnWhat *w) {
+        *w = (OnWhat) {};
+        w->look_threads = looks_alloc();
+        return w->look_threads ? 0 : -ENOMEM;
+}
+
 void onwhat_done(OnWhat *w) {
-        free(w->look_threads);
+        if (w->look_threads)
+                (void) munmap(w->look_threads, LOOKS_SIZE);
         *w = (OnWhat) {};
 }

@@ -60,4 +60,8 @@ void onwhat_end(OnWhat *w, const LimitsHierarchy *h);
  * stall unknown, 30% of the sample), else "contention". */
 const char *onwhat_cpu_verdict(uint64_t throttled_us, bool has_stall, uint64_t stall_us, uint64_t duration_us);
 
+/* Allocates w's looks ahead of its samples (onwhat_look() would at its first look otherwise), on
+ * a zeroed w. 0 or -ENOMEM. */
+int onwhat_init(OnWhat *w);
+
 void onwhat_done(OnWhat *w);

@@ -336,12 +336,8 @@ int sampler_start(Sampler *s, const SampleScope *scope, uint64_t sample_ms) {
         r = snapshot_take(&s->a, &s->scope, true);
         if (r >= 0)
                 culprits_take(s, &s->ca, &s->a, &s->ga, &s->has_ca, &s->has_ga);
-        s->has_onwhat = r >= 0 && scope->limits_cgroup && scope->pid <= 0;
-        if (s->has_onwhat && !s->onwhat) {
-                /* Without the memory the incident goes on without "on what". */
-                s->onwhat = calloc(1, sizeof *s->onwhat);
-                s->has_onwhat = s->onwhat != NULL;
-        }
+        s->onwhat = scope->onwhat;
+        s->has_onwhat = r >= 0 && s->onwhat && scope->limits_cgroup && scope->pid <= 0;
         if (s->has_onwhat)
                 onwhat_begin(s->onwhat, scope->limits, scope->limits_cgroup, scope->limits_resource);
         if (r >= 0 && scope->pid > 0)
@@ -416,10 +412,7 @@ bool sampler_exit_delays(const Sampler *s, pid_t pid, uint64_t ret_ns[_TASK_DELA
 }
 
 void sampler_drop_onwhat(Sampler *s) {
-        if (s->onwhat) {
-                onwhat_done(s->onwhat);
-                s->onwhat = mfree(s->onwhat);
-        }
+        s->onwhat = NULL;
         s->has_onwhat = false;
 }
 

@@ -78,9 +78,8 @@ struct Sampler {
         bool has_culprits;
         pid_t *victims;
         size_t cap_victims;
-        /* SampleScope.limits_cgroup: the limit and the blocked threads. Allocated (20 KiB, and its
-         * looks' threads when it looks) by the sample that needs it, kept for its report, freed by
-         * sampler_drop_onwhat(): an idle watch holds none. */
+        /* SampleScope.limits_cgroup: the limit and the blocked threads, in the owner's OnWhat
+         * (SampleScope.onwhat), lent from sampler_start() until sampler_drop_onwhat(). */
         OnWhat *onwhat;
         bool has_onwhat;
         TaskstatsExitListener *exit_listener; /* registered only while a sample runs */
@@ -115,7 +114,8 @@ int sampler_rank_lifetime(Sampler *s);
  * ret_present untouched). */
 bool sampler_exit_delays(const Sampler *s, pid_t pid, uint64_t ret_ns[_TASK_DELAY_MAX], uint32_t *ret_present);
 
-/* Frees the sample's "on what" (Sampler.onwhat) once its report is written; has_onwhat goes false. */
+/* Gives the sample's "on what" (Sampler.onwhat) back to its owner once its report is written (or
+ * the sample is dropped); has_onwhat goes false. */
 void sampler_drop_onwhat(Sampler *s);
 
 void sampler_free(Sampler *s); /* the buffers; the Sampler itself is the owner's */

@@ -130,6 +130,7 @@ typedef struct SampleScope {
         const struct Snapshot *reuse;       /* taken just before: its processes are copied, not asked again */
         const TidList *listed; /* the scope's processes, listed just before (a culprit pass's cgroup walk) */
         const struct LimitsHierarchy *limits; /* with limits_cgroup: "on what" (the Sampler) */
+        struct OnWhat *onwhat;                /* where "on what" goes, the owner's; NULL: none */
         const char *limits_cgroup;            /* the trigger's cgroup ("a/b"); NULL: no "on what" */
         PsiResource limits_resource;
         int usage; /* PSI_RESOURCE_IO or _MEMORY: also each process's storage bytes or resident
