@@ -1,4 +1,5 @@
 /* SPDX-License-Identifier: MIT */
+#include <errno.h>
 #include <jansson.h>
 #include <string.h>
 
@@ -151,12 +152,34 @@ static void test_blocked(void **state) {
         assert_string_equal(onwhat_stack_unavailable(&w), "needs CAP_SYS_ADMIN");
 }
 
+/* The agent's pool: an OnWhat allocated once, its looks ready, reused by sample after sample
+ * (onwhat_begin() forgets the last sample's looks and stack, keeps the buffer). */
+static void test_init_reuse(void **state) {
+        OnWhat w;
+        BlockedThreadLook *looks;
+
+        assert_int_equal(onwhat_init(&w), 0);
+        looks = w.look_threads;
+        assert_non_null(looks);
+        looks[ONWHAT_LOOKS_MAX * ONWHAT_LOOK_THREADS_MAX - 1].tid = 7; /* all of it is writable */
+        w.n_looks = 2;
+        w.has_blocked = w.has_stack = w.located = true;
+        w.stack_error = -EPERM;
+        onwhat_begin(&w, NULL, NULL, PSI_RESOURCE_CPU); /* no hierarchy: nothing to read */
+        assert_ptr_equal(w.look_threads, looks);
+        assert_int_equal(w.n_looks, 0);
+        assert_false(w.has_blocked || w.has_stack || w.located || w.has_a);
+        assert_int_equal(w.stack_error, 0);
+        onwhat_done(&w);
+        assert_null(w.look_threads);
+        onwhat_done(&w); /* twice is harmless */
+}
+
 int main(void) {
         const struct CMUnitTest tests[] = {
-                cmocka_unit_test(test_verdict),
-                cmocka_unit_test(test_cpu_limits),
-                cmocka_unit_test(test_memory_io_limits),
-                cmocka_unit_test(test_blocked),
+                cmocka_unit_test(test_verdict),          cmocka_unit_test(test_cpu_limits),
+                cmocka_unit_test(test_memory_io_limits), cmocka_unit_test(test_blocked),
+                cmocka_unit_test(test_init_reuse),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }
