@@ -10,7 +10,7 @@
 
 #define LOOKS_SIZE ((size_t) ONWHAT_LOOKS_MAX * ONWHAT_LOOK_THREADS_MAX * sizeof(BlockedThreadLook))
 
-/* The looks' threads (about 160 KiB) in pages of their own: zero until a look writes them, so an
+/* The looks' threads (about 204 KiB) in pages of their own: zero until a look writes them, so an
  * agent that keeps one per concurrent sample holds none of it in memory before an incident. */
 static BlockedThreadLook *looks_alloc(void) {
         void *p = mmap(NULL, LOOKS_SIZE, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
