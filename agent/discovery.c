@@ -11,9 +11,9 @@
 
 #include "agent/daemon.h"
 #include "base/array.h"
+#include "base/fileio.h"
 #include "base/log.h"
 #include "base/macro.h"
-#include "base/fileio.h"
 
 /* inotify on a directory of the cgroup2 tree (relative path), once. */
 static void dir_watch(Agent *a, const char *path) {
@@ -85,14 +85,11 @@ static unsigned discover_walk(Agent *a, const WatchConfig *cfg, const char *rest
                 safe_close(child);
                 return n;
         }
-        int dup = openat(dirfd, ".", O_DIRECTORY | O_RDONLY | O_CLOEXEC);
-        DIR *d = dup >= 0 ? fdopendir(dup) : NULL;
+        DIR *d;
         struct dirent *de;
 
-        if (!d) {
-                safe_close(dup);
+        if (opendir_at(dirfd, ".", &d) < 0)
                 return 0;
-        }
         while ((de = readdir(d))) {
                 _cleanup_free_ char *child_path = NULL;
                 int child;

@@ -7,6 +7,22 @@
 #include "base/fileio.h"
 #include "base/macro.h"
 
+int opendir_at(int dirfd, const char *path, DIR **ret) {
+        int fd = openat(dirfd, path, O_DIRECTORY | O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+        DIR *d;
+
+        if (fd < 0)
+                return negative_errno();
+        d = fdopendir(fd);
+        if (!d) {
+                int r = negative_errno();
+                safe_close(fd);
+                return r;
+        }
+        *ret = d;
+        return 0;
+}
+
 ssize_t read_fd_full(int fd, char *buf, size_t size) {
         size_t n = 0;
 

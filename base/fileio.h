@@ -3,6 +3,7 @@
  * stands in for / . Never allocates, never logs. */
 #pragma once
 
+#include <dirent.h>
 #include <stddef.h>
 #include <sys/types.h>
 
@@ -20,6 +21,10 @@ ssize_t read_record_at(int dirfd, const char *path, char *buf, size_t size);
  * controller, a file of an older kernel): 1 and *ret_len when read, 0 when it is missing (ENOENT,
  * or dirfd < 0: no directory), or -errno (-ENODEV: the cgroup is being removed). */
 int read_file_optional_at(int dirfd, const char *name, char *buf, size_t size, size_t *ret_len);
+
+/* opendir() of dirfd/path (path "." for dirfd itself: a new fd, so dirfd stays the caller's); the
+ * DIR owns its fd. 0 or -errno. */
+int opendir_at(int dirfd, const char *path, DIR **ret);
 
 /* The same from an open fd, from its current offset. */
 ssize_t read_fd_full(int fd, char *buf, size_t size);

@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include "base/array.h"
+#include "base/fileio.h"
 #include "base/macro.h"
 #include "probes/cgtree.h"
 #include "probes/pressure.h"
@@ -43,22 +44,15 @@ static int push(CgroupTotals *t, const char *path, size_t len, const PressureSta
 }
 
 static int walk(int dirfd, char *path, size_t len, unsigned depth, PsiResource resource, CgroupTotals *t) {
-        int fd;
         DIR *d;
         struct dirent *de;
-        int r = 0;
+        int r;
 
         if (depth >= CGROUP_TREE_MAX_DEPTH)
                 return 0;
-        fd = openat(dirfd, ".", O_DIRECTORY | O_RDONLY | O_CLOEXEC);
-        if (fd < 0)
-                return negative_errno();
-        d = fdopendir(fd);
-        if (!d) {
-                r = negative_errno();
-                safe_close(fd);
+        r = opendir_at(dirfd, ".", &d);
+        if (r < 0)
                 return r;
-        }
         while ((de = readdir(d))) {
                 size_t n = strlen(de->d_name), sub;
                 PressureStats ps;

@@ -298,7 +298,7 @@ static int push_entry(CgroupUsages *t, int fd, int v1_fd, PsiResource resource, 
 
 static int walk_usage(int dirfd, int v1_fd, char *path, size_t len, unsigned depth, size_t self, PsiResource resource,
                       CgroupUsages *t) {
-        int fd, r = 0;
+        int r;
         DIR *d;
         struct dirent *de;
 
@@ -306,15 +306,9 @@ static int walk_usage(int dirfd, int v1_fd, char *path, size_t len, unsigned dep
                 t->items[self].children_missing = true; /* what is below counts in self */
                 return 0;
         }
-        fd = openat(dirfd, ".", O_DIRECTORY | O_RDONLY | O_CLOEXEC);
-        if (fd < 0)
-                return negative_errno();
-        d = fdopendir(fd);
-        if (!d) {
-                r = negative_errno();
-                safe_close(fd);
+        r = opendir_at(dirfd, ".", &d);
+        if (r < 0)
                 return r;
-        }
         while ((de = readdir(d))) {
                 size_t n = strlen(de->d_name), sub;
                 int child, v1_child = -EBADF;

@@ -260,7 +260,6 @@ static int v1_path_of_dir(const LimitsHierarchy *h, int fd, const char *controll
  * *budget bounds the directories visited. 1, 0, -errno. */
 static int search_v1_path(const LimitsHierarchy *h, int fd, const char *controller, char *suffix, size_t depth,
                           int *budget, LimitsLocation *loc) {
-        _cleanup_close_ int dfd = -EBADF;
         DIR *d;
         struct dirent *de;
         int r;
@@ -270,14 +269,9 @@ static int search_v1_path(const LimitsHierarchy *h, int fd, const char *controll
         r = v1_path_of_dir(h, fd, controller, suffix, loc);
         if (r != 0 || depth >= SEARCH_DEPTH_MAX)
                 return r;
-        dfd = openat(fd, ".", O_DIRECTORY | O_RDONLY | O_CLOEXEC);
-        if (dfd < 0)
-                return -errno;
-        d = fdopendir(dfd);
-        if (!d)
-                return -errno;
-        dfd = -EBADF;
-        r = 0;
+        r = opendir_at(fd, ".", &d);
+        if (r < 0)
+                return r;
         while (r == 0 && *budget > 0 && (de = readdir(d))) {
                 _cleanup_close_ int child = -EBADF;
                 size_t sl = strlen(suffix);

@@ -243,7 +243,7 @@ int proc_cgroup_namespace_read(int proc_fd, unsigned max_scan, ProcCgroupNamespa
         char self[64], init[64];
         struct dirent *de;
         DIR *d;
-        int fd, r;
+        int r;
 
         r = read_ns_link(proc_fd, "self/ns/cgroup", self, sizeof self);
         if (r < 0)
@@ -251,15 +251,9 @@ int proc_cgroup_namespace_read(int proc_fd, unsigned max_scan, ProcCgroupNamespa
         /* Another user's pid 1 (or hidepid) hides its link: nothing to compare, no verdict. */
         ns.differs_from_init = read_ns_link(proc_fd, "1/ns/cgroup", init, sizeof init) >= 0 && strcmp(self, init) != 0;
 
-        fd = openat(proc_fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-        if (fd < 0)
-                return negative_errno();
-        d = fdopendir(fd);
-        if (!d) {
-                r = negative_errno();
-                safe_close(fd);
+        r = opendir_at(proc_fd, ".", &d);
+        if (r < 0)
                 return r;
-        }
         while (ns.scanned < max_scan && (de = readdir(d))) {
                 char path[1024];
                 uint64_t u;

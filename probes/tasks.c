@@ -110,23 +110,6 @@ static int read_ids_file(int dirfd, const char *name, TidList *l) {
         }
 }
 
-/* opendir() relative to a directory fd; the DIR owns the new fd. 0 or -errno. */
-static int opendir_at(int dirfd, const char *path, DIR **ret) {
-        int fd = openat(dirfd, path, O_DIRECTORY | O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
-        DIR *d;
-
-        if (fd < 0)
-                return negative_errno();
-        d = fdopendir(fd);
-        if (!d) {
-                int r = negative_errno();
-                safe_close(fd);
-                return r;
-        }
-        *ret = d;
-        return 0;
-}
-
 static int list_subtree(int dirfd, const char *name, TidList *l, unsigned depth) {
         DIR *d;
         struct dirent *de;
