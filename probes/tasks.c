@@ -181,17 +181,6 @@ static bool is_pid_name(const char *s, pid_t *ret) {
         return parse_pid(s, strlen(s), ret) >= 0;
 }
 
-/* Appends every numeric entry of d (a /proc or /proc/<pid>/task listing). 0 or -ENOMEM. */
-static int push_pid_entries(DIR *d, TidList *l) {
-        struct dirent *de;
-        pid_t id;
-
-        while ((de = readdir(d)))
-                if (is_pid_name(de->d_name, &id) && tid_list_push(l, id) < 0)
-                        return -ENOMEM;
-        return 0;
-}
-
 /* Appends every numeric entry of the directory open at fd, read with getdents64(2) on fd itself
  * (no second descriptor, as opendir would take). 0, -ENOMEM or -errno. */
 static int push_pid_entries_fd(int fd, TidList *l) {
@@ -299,14 +288,13 @@ int proc_count_threads(int proc_fd, pid_t pid) {
 }
 
 int proc_list_processes(int proc_fd, TidList *l) {
-        DIR *d;
+        int fd = openat(proc_fd, ".", O_DIRECTORY | O_RDONLY | O_CLOEXEC);
         int r;
 
-        r = opendir_at(proc_fd, ".", &d);
-        if (r < 0)
-                return r;
-        r = push_pid_entries(d, l);
-        closedir(d);
+        if (fd < 0)
+                return negative_errno();
+        r = push_pid_entries_fd(fd, l);
+        safe_close(fd);
         return r;
 }
 
@@ -319,25 +307,15 @@ int proc_list_threads(int proc_fd, TidList *l) {
         if (r < 0)
                 return r;
         while ((de = readdir(d))) {
-                char path[32];
-                DIR *td;
-                struct dirent *te;
-                pid_t pid, tid;
+                pid_t pid;
 
                 if (!is_pid_name(de->d_name, &pid))
                         continue;
-                snprintf(path, sizeof path, "%d/task", (int) pid);
-                if (opendir_at(proc_fd, path, &td) < 0)
-                        continue; /* exited since readdir: expected */
-                while ((te = readdir(td)))
-                        if (is_pid_name(te->d_name, &tid)) {
-                                r = tid_list_push(l, tid);
-                                if (r < 0)
-                                        break;
-                        }
-                closedir(td);
-                if (r < 0)
+                /* One that exited since readdir (or whose listing failed) keeps what was listed. */
+                r = proc_list_process_threads(proc_fd, pid, l);
+                if (r == -ENOMEM)
                         break;
+                r = 0;
         }
         closedir(d);
         return r;
