@@ -26,11 +26,7 @@ static json_t *usage_object(PsiResource res, const CulpritUsage *u, bool cgroup)
         default:
                 break;
         }
-        if (r < 0) {
-                json_decref(o);
-                return NULL;
-        }
-        return o;
+        return object_or_null(o, r);
 }
 
 static json_t *limit_object(const CulpritScope *s) {
@@ -56,11 +52,7 @@ static json_t *limit_object(const CulpritScope *s) {
         default:
                 break;
         }
-        if (r < 0) {
-                json_decref(o);
-                return NULL;
-        }
-        return o;
+        return object_or_null(o, r);
 }
 
 static json_t *process_object(PsiResource res, const CulpritProcess *p, const ProcessInfo *info) {
@@ -74,11 +66,7 @@ static json_t *process_object(PsiResource res, const CulpritProcess *p, const Pr
         r |= set_new(o, "victim", json_boolean(p->victim));
         r |= set_new(o, "usage", usage_object(res, &p->usage, false));
         r |= set_new(o, "share", json_real(p->share));
-        if (r < 0) {
-                json_decref(o);
-                return NULL;
-        }
-        return o;
+        return object_or_null(o, r);
 }
 
 static json_t *cgroup_object(PsiResource res, const CulpritScope *s, const CulpritCgroup *g) {
@@ -99,11 +87,7 @@ static json_t *cgroup_object(PsiResource res, const CulpritScope *s, const Culpr
         r |= set_new(o, "source", json_string(g->from_counters ? "cgroup" : "processes"));
         r |= set_new(o, "usage", usage_object(res, &g->usage, true));
         r |= set_new(o, "share", json_real(g->share));
-        if (r < 0) {
-                json_decref(o);
-                return NULL;
-        }
-        return o;
+        return object_or_null(o, r);
 }
 
 json_t *culprit_report_object(const Culprits *c, const CulpritScope *scope, const ProcessInfo *infos, size_t n_infos) {
@@ -121,9 +105,5 @@ json_t *culprit_report_object(const Culprits *c, const CulpritScope *scope, cons
         for (size_t i = 0; i < c->n_cgroups; i++)
                 r |= append_new(cgroups, cgroup_object(c->resource, scope, &c->cgroups[i]));
         r |= set_new(o, "cgroups", cgroups);
-        if (r < 0) {
-                json_decref(o);
-                return NULL;
-        }
-        return o;
+        return object_or_null(o, r);
 }

@@ -47,11 +47,7 @@ static json_t *pressure_line(const PressureStats *p, PsiStall which) {
         r |= set_new(o, "avg60", json_real(p->line[which].avg60));
         r |= set_new(o, "avg300", json_real(p->line[which].avg300));
         r |= set_new(o, "total_us", json_u64(p->line[which].total_us));
-        if (r < 0) {
-                json_decref(o);
-                return NULL;
-        }
-        return o;
+        return object_or_null(o, r);
 }
 
 static json_t *pressure_object(const Snapshot *s) {
@@ -73,11 +69,7 @@ static json_t *pressure_object(const Snapshot *s) {
                 r |= set_new(res, "full", pressure_line(&s->pressure[i], PSI_STALL_FULL));
                 r |= set_new(o, name, res);
         }
-        if (r < 0) {
-                json_decref(o);
-                return NULL;
-        }
-        return o;
+        return object_or_null(o, r);
 }
 
 static json_t *delays_object(const uint64_t d[_TASK_DELAY_MAX], uint32_t present) {
@@ -87,11 +79,7 @@ static json_t *delays_object(const uint64_t d[_TASK_DELAY_MAX], uint32_t present
         for (TaskDelay i = 0; i < _TASK_DELAY_MAX; i++)
                 r |= set_new(o, task_delay_to_string(i),
                              present & TASK_DELAY_MASK(i) ? json_u64(d[i] / NSEC_PER_USEC) : json_null());
-        if (r < 0) {
-                json_decref(o);
-                return NULL;
-        }
-        return o;
+        return object_or_null(o, r);
 }
 
 /* When each window's worst delay ended (RFC 3339), null for the classes without one. */
@@ -103,11 +91,7 @@ static json_t *worst_times(const ThreadDelta *t) {
                 r |= set_new(o, task_delay_to_string(i),
                              t->worst_at_present & TASK_DELAY_MASK(i) ? time_string(t->worst_at_ns[i] / NSEC_PER_USEC)
                                                                       : json_null());
-        if (r < 0) {
-                json_decref(o);
-                return NULL;
-        }
-        return o;
+        return object_or_null(o, r);
 }
 
 static json_t *string_or_null(const char *s) {
@@ -130,11 +114,7 @@ json_t *incident_cgroup_meta(const char *path) {
         r |= set_new(o, "qos", string_or_null(cgroup_qos_to_string(m.qos)));
         r |= set_new(o, "container_runtime", string_or_null(m.runtime));
         r |= set_new(o, "container_id", string_or_null(m.container_id));
-        if (r < 0) {
-                json_decref(o);
-                return NULL;
-        }
-        return o;
+        return object_or_null(o, r);
 }
 
 /* Outside our cgroup namespace a cgroup reads as "/../.." (procfs.h), which names nothing on our
@@ -188,11 +168,7 @@ static json_t *process_object(const Ranking *rk, const ProcessDelta *p, const Pr
                 r |= append_new(threads, to);
         }
         r |= set_new(o, "threads", threads);
-        if (r < 0) {
-                json_decref(o);
-                return NULL;
-        }
-        return o;
+        return object_or_null(o, r);
 }
 
 static json_t *oom_victim_object(const OomReport *oom) {
@@ -224,11 +200,7 @@ static json_t *oom_victim_object(const OomReport *oom) {
         r |= set_new(o, "delay_us",
                      oom->has_victim_delay ? delays_object(oom->victim_delay_ns, oom->victim_present) : json_null());
         r |= set_new(o, "delay_source", oom->has_victim_delay ? json_string(oom->victim_delay_source) : json_null());
-        if (r < 0) {
-                json_decref(o);
-                return NULL;
-        }
-        return o;
+        return object_or_null(o, r);
 }
 
 static int oom_add(json_t *incident, const OomReport *oom) {
@@ -375,11 +347,7 @@ json_t *incident_build(const IncidentInput *in) {
         if (in->oom)
                 r |= oom_add(o, in->oom);
 
-        if (r < 0) {
-                json_decref(o);
-                return NULL;
-        }
-        return o;
+        return object_or_null(o, r);
 }
 
 int incident_dump_line(const json_t *incident, char **ret, size_t *ret_len) {

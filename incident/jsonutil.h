@@ -21,6 +21,16 @@ static inline int set_new(json_t *obj, const char *key, json_t *v) {
         return 0;
 }
 
+/* o when every set on it succeeded (r: a chain of set_new()), else NULL with o dropped: the end of
+ * each builder. */
+static inline json_t *object_or_null(json_t *o, int r) {
+        if (r < 0) {
+                json_decref(o);
+                return NULL;
+        }
+        return o;
+}
+
 static inline int append_new(json_t *arr, json_t *v) {
         if (!arr || !v || json_array_append_new(arr, v) < 0) {
                 json_decref(v);

@@ -42,11 +42,7 @@ static json_t *cpu_object(const OnWhat *w, bool lifetime, bool has_stall, uint64
                      json_string(!quota || !d.has_stat || lifetime
                                          ? "contention"
                                          : onwhat_cpu_verdict(d.throttled_us, has_stall, stall_us, duration_us)));
-        if (r < 0) {
-                json_decref(o);
-                return NULL;
-        }
-        return o;
+        return object_or_null(o, r);
 }
 
 static json_t *memory_object(const OnWhat *w, bool lifetime) {
@@ -72,11 +68,7 @@ static json_t *memory_object(const OnWhat *w, bool lifetime) {
         r |= set_new(o, "refault", rf);
         r |= set_new(o, "anon_bytes", maybe_u64(d.has_anon, d.anon_bytes));
         r |= set_new(o, "file_bytes", maybe_u64(d.has_file, d.file_bytes));
-        if (r < 0) {
-                json_decref(o);
-                return NULL;
-        }
-        return o;
+        return object_or_null(o, r);
 }
 
 static const IoDeviceLimits *find_device(const IoLimits *io, uint32_t major, uint32_t minor) {
@@ -123,11 +115,7 @@ static json_t *io_object(const OnWhat *w, bool lifetime) {
                 r |= append_new(devs, dev);
         }
         r |= set_new(o, "devices", devs);
-        if (r < 0) {
-                json_decref(o);
-                return NULL;
-        }
-        return o;
+        return object_or_null(o, r);
 }
 
 json_t *onwhat_limits_object(const OnWhat *w, bool lifetime, bool has_stall, uint64_t stall_us, uint64_t duration_us) {
@@ -140,11 +128,7 @@ json_t *onwhat_limits_object(const OnWhat *w, bool lifetime, bool has_stall, uin
                                                            : json_null());
         r |= set_new(o, "memory", ok && w->resource == PSI_RESOURCE_MEMORY ? memory_object(w, lifetime) : json_null());
         r |= set_new(o, "io", ok && w->resource == PSI_RESOURCE_IO ? io_object(w, lifetime) : json_null());
-        if (r < 0) {
-                json_decref(o);
-                return NULL;
-        }
-        return o;
+        return object_or_null(o, r);
 }
 
 json_t *onwhat_blocked_array(const OnWhat *w) {
