@@ -146,34 +146,36 @@ static ssize_t read_task_record(int dirfd, const char *name, char *buf, size_t s
         return n == -ENOENT ? -ESRCH : n;
 }
 
+/* A stat record dirfd/name (a thread's or a process's), parsed. */
+static int read_stat_record(int dirfd, const char *name, ProcStat *ret) {
+        char buf[1024];
+        ssize_t n = read_task_record(dirfd, name, buf, sizeof buf);
+
+        return n < 0 ? (int) n : proc_stat_parse_buf(buf, (size_t) n, ret);
+}
+
 int proc_read_stat(int proc_fd, pid_t tid, ProcStat *ret) {
-        char buf[1024], name[48];
-        ssize_t n;
+        char name[48];
 
         /* <tid>/task/<tid>/stat, not <tid>/stat: the latter sums cpu times over the whole thread
          * group, so reading it for every thread of a 4,000-thread process cost 380 us each (O(n^2),
          * 1.5 s in all on 6.18); the per-thread file costs about 12 us. */
         snprintf(name, sizeof name, "%d/task/%d/stat", (int) tid, (int) tid);
-        n = read_task_record(proc_fd, name, buf, sizeof buf);
-        return n < 0 ? (int) n : proc_stat_parse_buf(buf, (size_t) n, ret);
+        return read_stat_record(proc_fd, name, ret);
 }
 
 int proc_read_task_stat(int task_fd, pid_t tid, ProcStat *ret) {
-        char buf[1024], name[32];
-        ssize_t n;
+        char name[32];
 
         snprintf(name, sizeof name, "%d/stat", (int) tid);
-        n = read_task_record(task_fd, name, buf, sizeof buf);
-        return n < 0 ? (int) n : proc_stat_parse_buf(buf, (size_t) n, ret);
+        return read_stat_record(task_fd, name, ret);
 }
 
 int proc_read_process_stat(int proc_fd, pid_t pid, ProcStat *ret) {
-        char buf[1024], name[32];
-        ssize_t n;
+        char name[32];
 
         snprintf(name, sizeof name, "%d/stat", (int) pid);
-        n = read_task_record(proc_fd, name, buf, sizeof buf);
-        return n < 0 ? (int) n : proc_stat_parse_buf(buf, (size_t) n, ret);
+        return read_stat_record(proc_fd, name, ret);
 }
 
 int proc_io_parse_buf(const char *buf, size_t len, ProcIo *ret) {
