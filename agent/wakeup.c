@@ -1,16 +1,58 @@
 /* SPDX-License-Identifier: MIT */
 #include <errno.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "agent/wakeup.h"
 
-WakeupVerdict wakeup_decide(TriggerTotal *t, const WatchTiming *w, uint64_t total_us, usec_t now_mono_us) {
-        /* Unprivileged triggers can fire once right after arming with no new stall (their state
-         * starts from the averaging worker's last snapshot); real firings always add stall time. */
-        if (t->known && total_us <= t->total_us)
+void trigger_total_arm(TriggerTotal *t, uint64_t total_us, usec_t now_mono_us) {
+        *t = (TriggerTotal) {
+                .known = true,
+                .last_us = total_us,
+                .base = { .mono_us = now_mono_us, .total_us = total_us },
+        };
+}
+
+/* The wakeups at least two windows old move into the base: the newest of them is the tightest
+ * reference that still holds all the stall a real firing can have measured. */
+static void trigger_total_age(TriggerTotal *t, usec_t window_us, usec_t now_mono_us) {
+        size_t old = 0;
+
+        while (old < t->n_recent && now_mono_us - t->recent[old].mono_us >= 2 * window_us)
+                old++;
+        if (old == 0)
+                return;
+        t->base = t->recent[old - 1];
+        t->n_recent -= old;
+        memmove(t->recent, t->recent + old, t->n_recent * sizeof *t->recent);
+}
+
+static void trigger_total_record(TriggerTotal *t, uint64_t total_us, usec_t now_mono_us) {
+        /* Full only if the kernel fired more often than once a window: dropping the oldest keeps
+         * the older base, which can only let more wakeups count. */
+        if (t->n_recent == TRIGGER_RECENT_MAX)
+                memmove(t->recent, t->recent + 1, --t->n_recent * sizeof *t->recent);
+        t->recent[t->n_recent++] = (StallPoint) { .mono_us = now_mono_us, .total_us = total_us };
+        t->last_us = total_us;
+}
+
+WakeupVerdict wakeup_decide(TriggerTotal *t, const PsiTriggerSpec *spec, const WatchTiming *w, uint64_t total_us,
+                            usec_t now_mono_us) {
+        if (!t->known) {
+                /* Nothing to measure this wakeup against: it counts, and later ones are measured. */
+                trigger_total_arm(t, total_us, now_mono_us);
+        } else if (total_us <= t->last_us) {
                 return WAKEUP_NO_GROWTH;
-        t->known = true;
-        t->total_us = total_us;
+        } else {
+                /* A trigger armed on a cgroup with stall history fires on that history (its window
+                 * starts from a total that does not hold it: kernel-facts.md: trigger-history), as
+                 * does one whose last window ended long ago. Both show less than a threshold of
+                 * growth here. */
+                trigger_total_age(t, spec->window_us, now_mono_us);
+                trigger_total_record(t, total_us, now_mono_us);
+                if (total_us < t->base.total_us || total_us - t->base.total_us < spec->threshold_us)
+                        return WAKEUP_BELOW_THRESHOLD;
+        }
 
         if (w->sampling)
                 return WAKEUP_BUSY;
@@ -21,8 +63,13 @@ WakeupVerdict wakeup_decide(TriggerTotal *t, const WatchTiming *w, uint64_t tota
 
 const char *wakeup_verdict_label(WakeupVerdict v) {
         static const char *const labels[_WAKEUP_VERDICT_MAX] = {
-                [WAKEUP_SAMPLE] = "sample",     [WAKEUP_NO_GROWTH] = "no_growth", [WAKEUP_BUSY] = "busy",
-                [WAKEUP_COOLDOWN] = "cooldown", [WAKEUP_CAPACITY] = "capacity",   [WAKEUP_RATE_LIMIT] = "rate_limit",
+                [WAKEUP_SAMPLE] = "sample",
+                [WAKEUP_NO_GROWTH] = "no_growth",
+                [WAKEUP_BELOW_THRESHOLD] = "below_threshold",
+                [WAKEUP_BUSY] = "busy",
+                [WAKEUP_COOLDOWN] = "cooldown",
+                [WAKEUP_CAPACITY] = "capacity",
+                [WAKEUP_RATE_LIMIT] = "rate_limit",
         };
         return v >= 0 && v < _WAKEUP_VERDICT_MAX ? labels[v] : "unknown";
 }
@@ -33,6 +80,8 @@ const char *wakeup_verdict_to_string(WakeupVerdict v) {
                 return "sample";
         case WAKEUP_NO_GROWTH:
                 return "woke without stall growth";
+        case WAKEUP_BELOW_THRESHOLD:
+                return "woke with less new stall than its threshold";
         case WAKEUP_BUSY:
                 return "fired during a sample";
         case WAKEUP_COOLDOWN:

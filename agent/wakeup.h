@@ -7,20 +7,37 @@
 #include <stdint.h>
 
 #include "base/timeutil.h"
+#include "triggers/trigger.h"
 
 typedef enum WakeupVerdict {
         WAKEUP_SAMPLE,
-        WAKEUP_NO_GROWTH,  /* total= did not grow: the spurious first event of an unprivileged trigger */
-        WAKEUP_BUSY,       /* this watch is already sampling */
-        WAKEUP_COOLDOWN,   /* the watch's last incident is younger than its cooldown */
-        WAKEUP_CAPACITY,   /* max_concurrent_samples samples of other watches are in flight */
-        WAKEUP_RATE_LIMIT, /* max_incidents_per_minute were taken in the last minute */
+        WAKEUP_NO_GROWTH,       /* total= did not grow since the last wakeup */
+        WAKEUP_BELOW_THRESHOLD, /* total= grew by less than the threshold since arming, or since the
+                                 * newest wakeup two windows old: a firing on old stall
+                                 * (kernel-facts.md: trigger-history) */
+        WAKEUP_BUSY,            /* this watch is already sampling */
+        WAKEUP_COOLDOWN,        /* the watch's last incident is younger than its cooldown */
+        WAKEUP_CAPACITY,        /* max_concurrent_samples samples of other watches are in flight */
+        WAKEUP_RATE_LIMIT,      /* max_incidents_per_minute were taken in the last minute */
         _WAKEUP_VERDICT_MAX,
 } WakeupVerdict;
 
+/* A reading of a trigger's stall total (the fired line's total=) and when it was taken. */
+typedef struct StallPoint {
+        usec_t mono_us;
+        uint64_t total_us;
+} StallPoint;
+
+#define TRIGGER_RECENT_MAX 4
+
+/* What a trigger's wakeups are measured against. A trigger fires at most once per window, so the
+ * wakeups younger than two windows fit in recent[]. */
 typedef struct TriggerTotal {
-        bool known;
-        uint64_t total_us; /* the fired line's total= when last seen */
+        bool known;                            /* the total was read when arming */
+        uint64_t last_us;                      /* total= at the last wakeup (or when arming) */
+        StallPoint base;                       /* arming, or the newest wakeup at least two windows old */
+        StallPoint recent[TRIGGER_RECENT_MAX]; /* later wakeups, oldest first */
+        size_t n_recent;
 } TriggerTotal;
 
 typedef struct WatchTiming {
@@ -30,13 +47,21 @@ typedef struct WatchTiming {
         usec_t cooldown_us;
 } WatchTiming;
 
-/* Decides, and records total_us in *t whenever it grew (so growth is measured from the previous
- * wakeup, busy or not). */
-WakeupVerdict wakeup_decide(TriggerTotal *t, const WatchTiming *w, uint64_t total_us, usec_t now_mono_us);
+/* Records the total read right after the trigger was written (arming, re-arming, discovery). */
+void trigger_total_arm(TriggerTotal *t, uint64_t total_us, usec_t now_mono_us);
+
+/* Decides what a wakeup of a trigger armed with spec is. A wakeup counts only if the total grew by
+ * at least spec->threshold_us since the base: the arming, or the newest earlier wakeup at least
+ * two windows old (no real firing measures stall older than that: window_update() interpolates
+ * only the previous window). The first wakeup of a trigger whose total could not be read when
+ * arming counts, and becomes its arming. Records total_us whenever it grew, whatever the verdict. */
+WakeupVerdict wakeup_decide(TriggerTotal *t, const PsiTriggerSpec *spec, const WatchTiming *w, uint64_t total_us,
+                            usec_t now_mono_us);
 
 const char *wakeup_verdict_to_string(WakeupVerdict v);
 
-/* The metrics label: "sample", "no_growth", "busy", "cooldown", "capacity", "rate_limit". */
+/* The metrics label: "sample", "no_growth", "below_threshold", "busy", "cooldown", "capacity",
+ * "rate_limit". */
 const char *wakeup_verdict_label(WakeupVerdict v);
 
 /* Verdicts that hold an incident back (the metrics' "suppressed" reasons) are the last ones. */

@@ -272,8 +272,8 @@ static void trigger_event(Trigger *t, bool gone) {
                 return;
         }
 
-        /* The spurious first event of an unprivileged trigger, and any wakeup without new stall
-         * time, shows no growth of the fired line's total=. */
+        /* A wakeup is measured by the growth of the fired line's total=: none (no_growth), or less
+         * than the threshold since arming (a firing on the cgroup's stall history). */
         r = pressure_read_fd(t->fd, &ps);
         if (r < 0 || !ps.has[t->effective.stall]) {
                 log_debug_errno(r, "cannot read %s pressure of %s", psi_resource_to_string(t->effective.resource),
@@ -281,7 +281,7 @@ static void trigger_event(Trigger *t, bool gone) {
                 return;
         }
         total = ps.line[t->effective.stall].total_us;
-        verdict = wakeup_decide(&t->total, &w->timing, total, now_usec(CLOCK_MONOTONIC));
+        verdict = wakeup_decide(&t->total, &t->effective, &w->timing, total, now_usec(CLOCK_MONOTONIC));
         /* The global limits come after the watch's own: a wakeup its cooldown ignores is not an
          * incident the rate limit has to count. */
         if (verdict == WAKEUP_SAMPLE && a->sampling >= a->config->max_concurrent_samples) {
@@ -389,7 +389,7 @@ Trigger *trigger_arm(Agent *a, Watch *w, int cgroup_fd, const WatchTrigger *cfg)
                 return NULL;
         }
         if (pressure_read_fd(t->fd, &ps) >= 0 && ps.has[t->effective.stall])
-                t->total = (TriggerTotal) { .known = true, .total_us = ps.line[t->effective.stall].total_us };
+                trigger_total_arm(&t->total, ps.line[t->effective.stall].total_us, now_usec(CLOCK_MONOTONIC));
         t->handle = psi_set_add(a->psi, t->fd, EPOLLPRI, t);
         if (t->handle < 0) {
                 log_error_errno((int) t->handle, "cannot watch the trigger fd of \"%s\" on %s", cfg->text, w->name);

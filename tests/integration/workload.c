@@ -6,8 +6,9 @@
  * of anonymous memory every PSIDIAG_ALLOC_MS ms, 20 by default, until the OOM killer ends it or
  * it holds PSIDIAG_ALLOC_MAX_MB), and storm (children of COMM that spin 100 ms each and end, THREADS
  * of them at a time: a build's compilers).
- * Usage: psidiag-workload spin|sleep|park|spin-exit|thrash|dio-read|alloc [COMM [THREADS]]. Runs until killed. COMM
- * becomes the task's name (prctl), so tests can tell workloads apart, hostile names included. */
+ * tick (2 ms of work every 20 ms: a quiet service).
+ * Usage: psidiag-workload spin|sleep|tick|park|spin-exit|thrash|dio-read|alloc [COMM [THREADS]]. Runs until killed.
+ * COMM becomes the task's name (prctl), so tests can tell workloads apart, hostile names included. */
 #include <fcntl.h>
 #include <pthread.h>
 #include <signal.h>
@@ -134,6 +135,18 @@ static void *nap(void *arg) {
         return NULL;
 }
 
+/* 2 ms of work every 20 ms: a quiet service. Three of them on two cpus sometimes wait for each
+ * other, a little new cpu stall every second or so. */
+static void *tick(void *arg) {
+        struct timespec ts = { .tv_nsec = 20 * 1000 * 1000 };
+
+        for (;;) {
+                spin_for_ms(CLOCK_MONOTONIC, 2);
+                nanosleep(&ts, NULL);
+        }
+        return NULL;
+}
+
 /* PSIDIAG_WORKLOAD="MODE [COMM [THREADS]]" stands in for the arguments, so that a workload can be
  * started with a command line of its own ("/usr/lib/shop/api-worker --port 8080"), as the schema
  * examples are. */
@@ -181,7 +194,7 @@ int main(int argc, char **argv) {
 
         if (argc < 2) {
                 fprintf(stderr,
-                        "usage: %s spin|sleep|park|churn|storm|spin-exit|thrash|dio-read|alloc [COMM [THREADS]]\n",
+                        "usage: %s spin|sleep|tick|park|churn|storm|spin-exit|thrash|dio-read|alloc [COMM [THREADS]]\n",
                         argv[0]);
                 return 2;
         }
@@ -189,6 +202,8 @@ int main(int argc, char **argv) {
                 fn = spin;
         else if (strcmp(argv[1], "sleep") == 0)
                 fn = nap;
+        else if (strcmp(argv[1], "tick") == 0)
+                fn = tick;
         else if (strcmp(argv[1], "park") == 0)
                 fn = park;
         else if (strcmp(argv[1], "alloc") == 0)
@@ -217,7 +232,7 @@ int main(int argc, char **argv) {
                 setitimer(ITIMER_REAL, &it, NULL);
         } else {
                 fprintf(stderr,
-                        "usage: %s spin|sleep|park|churn|storm|spin-exit|thrash|dio-read|alloc [COMM [THREADS]]\n",
+                        "usage: %s spin|sleep|tick|park|churn|storm|spin-exit|thrash|dio-read|alloc [COMM [THREADS]]\n",
                         argv[0]);
                 return 2;
         }

@@ -4,48 +4,112 @@
 
 #define S USEC_PER_SEC
 
+/* "some 100ms 2s" */
+static const PsiTriggerSpec spec = { .threshold_us = 100 * USEC_PER_MSEC, .window_us = 2 * S };
+
 static void test_spurious_first_event(void **state) {
-        TriggerTotal t = { .known = true, .total_us = 1000 }; /* read when arming */
+        TriggerTotal t;
         WatchTiming w = { .cooldown_us = 10 * S };
 
-        assert_int_equal(wakeup_decide(&t, &w, 1000, 5 * S), WAKEUP_NO_GROWTH);
-        assert_int_equal(wakeup_decide(&t, &w, 999, 5 * S), WAKEUP_NO_GROWTH);
-        assert_int_equal(t.total_us, 1000);
-        assert_int_equal(wakeup_decide(&t, &w, 1500, 6 * S), WAKEUP_SAMPLE);
-        assert_int_equal(t.total_us, 1500);
+        trigger_total_arm(&t, 1000, 1 * S);
+        assert_int_equal(wakeup_decide(&t, &spec, &w, 1000, 2 * S), WAKEUP_NO_GROWTH);
+        assert_int_equal(wakeup_decide(&t, &spec, &w, 999, 2 * S), WAKEUP_NO_GROWTH);
+        assert_int_equal(t.last_us, 1000);
+        assert_int_equal(wakeup_decide(&t, &spec, &w, 101000, 3 * S), WAKEUP_SAMPLE);
+        assert_int_equal(t.last_us, 101000);
+}
+
+/* The measured case (kernel-facts.md: trigger-history): armed on a cgroup with 980 ms of old
+ * stall, the trigger fires after 1.55 s with 7 ms new, then again a window later with a little
+ * more. Neither is an incident; real stall after them is. */
+static void test_history_firing_is_not_an_incident(void **state) {
+        TriggerTotal t;
+        WatchTiming w = {};
+        usec_t t0 = 100 * S;
+
+        trigger_total_arm(&t, 980000, t0);
+        assert_int_equal(wakeup_decide(&t, &spec, &w, 987000, t0 + 1550 * USEC_PER_MSEC), WAKEUP_BELOW_THRESHOLD);
+        assert_int_equal(wakeup_decide(&t, &spec, &w, 995000, t0 + 3560 * USEC_PER_MSEC), WAKEUP_BELOW_THRESHOLD);
+        assert_int_equal(wakeup_decide(&t, &spec, &w, 1003000, t0 + 5570 * USEC_PER_MSEC), WAKEUP_BELOW_THRESHOLD);
+        /* A neighbour arrives: 150 ms within the next window. */
+        assert_int_equal(wakeup_decide(&t, &spec, &w, 1153000, t0 + 7580 * USEC_PER_MSEC), WAKEUP_SAMPLE);
+}
+
+/* A real stall in the first window after arming still counts. */
+static void test_first_window_real_stall(void **state) {
+        TriggerTotal t;
+        WatchTiming w = {};
+
+        trigger_total_arm(&t, 5 * S, 10 * S);
+        assert_int_equal(wakeup_decide(&t, &spec, &w, 5 * S + 400 * USEC_PER_MSEC, 11 * S), WAKEUP_SAMPLE);
+}
+
+/* An hour of quiet after a real incident, then a millisecond: the kernel fires on the old window's
+ * growth, here measured from the wakeup two windows back. */
+static void test_late_small_stall(void **state) {
+        TriggerTotal t;
+        WatchTiming w = {};
+
+        trigger_total_arm(&t, 0, 0);
+        assert_int_equal(wakeup_decide(&t, &spec, &w, 150000, 2 * S), WAKEUP_SAMPLE);
+        assert_int_equal(wakeup_decide(&t, &spec, &w, 151000, 3600 * S), WAKEUP_BELOW_THRESHOLD);
+        /* Steady stall of 60 ms a second fires every window: each counts, measured over two
+         * windows or more. */
+        uint64_t total = 151000;
+        for (usec_t now = 3602 * S; now < 3700 * S; now += 2 * S + 4 * USEC_PER_MSEC) {
+                total += 120000;
+                assert_int_equal(wakeup_decide(&t, &spec, &w, total, now), WAKEUP_SAMPLE);
+                assert_true(t.n_recent <= 2);
+        }
+}
+
+/* More wakeups than the kernel sends in two windows keep the older base (lenient). */
+static void test_recent_overflow(void **state) {
+        TriggerTotal t;
+        WatchTiming w = {};
+
+        trigger_total_arm(&t, 0, 0);
+        for (unsigned i = 1; i <= 10; i++)
+                assert_int_equal(wakeup_decide(&t, &spec, &w, i * 20000, i * 100 * USEC_PER_MSEC),
+                                 i < 5 ? WAKEUP_BELOW_THRESHOLD : WAKEUP_SAMPLE);
+        assert_int_equal(t.n_recent, TRIGGER_RECENT_MAX);
+        assert_int_equal(t.base.total_us, 0);
 }
 
 static void test_unknown_total_samples(void **state) {
         TriggerTotal t = {};
         WatchTiming w = {};
 
-        /* The total could not be read when arming: the first wakeup counts. */
-        assert_int_equal(wakeup_decide(&t, &w, 0, 1 * S), WAKEUP_SAMPLE);
+        /* The total could not be read when arming: the first wakeup counts, and is the arming. */
+        assert_int_equal(wakeup_decide(&t, &spec, &w, 7, 1 * S), WAKEUP_SAMPLE);
         assert_true(t.known);
+        assert_int_equal(wakeup_decide(&t, &spec, &w, 10007, 2 * S), WAKEUP_BELOW_THRESHOLD);
 }
 
 static void test_busy_and_cooldown(void **state) {
-        TriggerTotal t = { .known = true, .total_us = 0 };
+        TriggerTotal t;
         WatchTiming w = { .sampling = true, .cooldown_us = 10 * S };
 
-        assert_int_equal(wakeup_decide(&t, &w, 100, 1 * S), WAKEUP_BUSY);
+        trigger_total_arm(&t, 0, 0);
+        assert_int_equal(wakeup_decide(&t, &spec, &w, 100000, 1 * S), WAKEUP_BUSY);
         /* The growth seen while busy is consumed: the next wakeup must bring more. */
         w.sampling = false;
-        assert_int_equal(wakeup_decide(&t, &w, 100, 2 * S), WAKEUP_NO_GROWTH);
+        assert_int_equal(wakeup_decide(&t, &spec, &w, 100000, 2 * S), WAKEUP_NO_GROWTH);
 
         w.has_incident = true;
         w.last_incident_mono_us = 3 * S;
-        assert_int_equal(wakeup_decide(&t, &w, 200, 12 * S), WAKEUP_COOLDOWN);
-        assert_int_equal(wakeup_decide(&t, &w, 300, 13 * S), WAKEUP_SAMPLE);
+        assert_int_equal(wakeup_decide(&t, &spec, &w, 200000, 12 * S), WAKEUP_COOLDOWN);
+        assert_int_equal(wakeup_decide(&t, &spec, &w, 300000, 13 * S), WAKEUP_SAMPLE);
 
         w.cooldown_us = 0;
         w.last_incident_mono_us = 13 * S;
-        assert_int_equal(wakeup_decide(&t, &w, 400, 13 * S), WAKEUP_SAMPLE);
+        assert_int_equal(wakeup_decide(&t, &spec, &w, 400000, 13 * S), WAKEUP_SAMPLE);
 }
 
 static void test_strings(void **state) {
         assert_string_equal(wakeup_verdict_to_string(WAKEUP_NO_GROWTH), "woke without stall growth");
         assert_string_equal(wakeup_verdict_to_string(WAKEUP_COOLDOWN), "fired during its cooldown");
+        assert_string_equal(wakeup_verdict_label(WAKEUP_BELOW_THRESHOLD), "below_threshold");
 }
 
 /* max_incidents_per_minute: at most max in any 60 s, the rest dropped and counted. */
@@ -77,6 +141,10 @@ int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_rate_limit),
                 cmocka_unit_test(test_spurious_first_event),
+                cmocka_unit_test(test_history_firing_is_not_an_incident),
+                cmocka_unit_test(test_first_window_real_stall),
+                cmocka_unit_test(test_late_small_stall),
+                cmocka_unit_test(test_recent_overflow),
                 cmocka_unit_test(test_unknown_total_samples),
                 cmocka_unit_test(test_busy_and_cooldown),
                 cmocka_unit_test(test_strings),
