@@ -10,6 +10,7 @@
 #include "base/macro.h"
 #include "base/text.h"
 #include "cmd/show.h"
+#include "incident/summary.h"
 
 #define CMDLINE_WIDTH 60
 
@@ -305,6 +306,19 @@ static void show_oom(json_t *inc, FILE *out) {
         }
 }
 
+/* The incident's sentence; a line written before psidiag 0.6 has none, and gets one made from its
+ * fields as the agent makes it. */
+static void show_summary(json_t *inc, FILE *out) {
+        _cleanup_free_ char *made = NULL;
+        const char *s = get_str(inc, "summary");
+        char safe[1024];
+
+        if (!s && summary_format(inc, &made) >= 0)
+                s = made;
+        if (s)
+                fprintf(out, "  %s\n", text_terminal_safe(s, safe, sizeof safe));
+}
+
 int show_line(const char *line, size_t len, FILE *out, char *error, size_t error_size) {
         json_error_t jerr;
         json_t *inc = json_loadb(line, len, 0, &jerr), *t;
@@ -334,6 +348,7 @@ int show_line(const char *line, size_t len, FILE *out, char *error, size_t error
                 fprintf(out, "%s  %s  %s  on %s\n", when, type, cg, host);
         } else
                 fprintf(out, "%s  %s  on %s\n", when, type, host);
+        show_summary(inc, out);
         show_oom(inc, out);
         show_pressure(inc, out);
         show_on_what(inc, out);

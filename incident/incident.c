@@ -11,6 +11,7 @@
 #include "incident/culprit-report.h"
 #include "incident/jsonutil.h"
 #include "incident/onwhat-report.h"
+#include "incident/summary.h"
 #include "probes/cgmeta.h"
 #include "probes/procfs.h"
 
@@ -347,7 +348,7 @@ json_t *incident_build(const IncidentInput *in) {
         if (in->oom)
                 r |= oom_add(o, in->oom);
 
-        return object_or_null(o, r);
+        return summary_add(object_or_null(o, r));
 }
 
 int incident_dump_line(const json_t *incident, char **ret, size_t *ret_len) {

@@ -1,0 +1,371 @@
+/* SPDX-License-Identifier: MIT */
+#include <errno.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/macro.h"
+#include "incident/summary.h"
+
+static const char *field_string(const json_t *o, const char *key) {
+        return json_string_value(json_object_get(o, key));
+}
+
+/* A number field (integer or real); false when missing or null. */
+static bool field_number(const json_t *o, const char *key, double *ret) {
+        json_t *v = json_object_get(o, key);
+
+        if (!json_is_number(v))
+                return false;
+        *ret = json_number_value(v);
+        return true;
+}
+
+static double field_or_zero(const json_t *o, const char *key) {
+        double v = 0;
+
+        (void) field_number(o, key, &v);
+        return v;
+}
+
+/* Names come from task comms and cgroup paths: valid UTF-8 by now, but control bytes would break a
+ * pager's or a terminal's line. */
+static void put_name(FILE *f, const char *s) {
+        for (; s && *s; s++) {
+                unsigned char c = (unsigned char) *s;
+                if (c < 0x20 || c == 0x7f)
+                        fprintf(f, "\\x%02x", c);
+                else
+                        fputc(c, f);
+        }
+}
+
+/* "850 us", "42 ms", "3.1 ms", "0.31 s", "1.5 s", "12 s". */
+static void put_duration_us(FILE *f, double us) {
+        char buf[32];
+
+        if (us < 1000)
+                fprintf(f, "%.0f us", us);
+        else if (us < 10000)
+                fprintf(f, "%.1f ms", us / 1000);
+        else if (us < 100000)
+                fprintf(f, "%.0f ms", us / 1000);
+        else if (us >= 10e6)
+                fprintf(f, "%.0f s", us / 1e6);
+        else {
+                /* Two decimals, trailing zeros dropped: 1.00 s reads "1 s". */
+                snprintf(buf, sizeof buf, "%.2f", us / 1e6);
+                size_t n = strlen(buf);
+                while (n > 0 && buf[n - 1] == '0')
+                        buf[--n] = '\0';
+                if (n > 0 && buf[n - 1] == '.')
+                        buf[--n] = '\0';
+                fprintf(f, "%s s", buf);
+        }
+}
+
+static void put_bytes(FILE *f, double b) {
+        static const char *const units[] = { "B", "KiB", "MiB", "GiB", "TiB" };
+        size_t u = 0;
+
+        while (b >= 1024 && u + 1 < ELEMENTSOF(units)) {
+                b /= 1024;
+                u++;
+        }
+        if (u == 0 || b >= 100)
+                fprintf(f, "%.0f %s", b, units[u]);
+        else
+                fprintf(f, "%.1f %s", b, units[u]);
+}
+
+/* The delay a process waited for a resource (the incident's delay_us keys). */
+static double resource_delay_us(const json_t *delays, const char *resource) {
+        if (strcmp(resource, "cpu") == 0)
+                return field_or_zero(delays, "cpu");
+        if (strcmp(resource, "io") == 0)
+                return field_or_zero(delays, "blkio");
+        if (strcmp(resource, "irq") == 0)
+                return field_or_zero(delays, "irq");
+        /* The memory score's own sum (README: "memory = reclaim + thrashing + swapin + compact"). */
+        return field_or_zero(delays, "swapin") + field_or_zero(delays, "reclaim") + field_or_zero(delays, "thrashing") +
+               field_or_zero(delays, "compact");
+}
+
+/* A snapshot has no trigger: the culprits' resource, else the one its most delayed waited on most. */
+static const char *incident_resource(const json_t *incident) {
+        const char *res = field_string(json_object_get(incident, "trigger"), "resource");
+        static const char *const all[] = { "cpu", "io", "memory" };
+        const json_t *top = json_array_get(json_object_get(incident, "most_delayed"), 0);
+        double best = 0;
+
+        if (res)
+                return res;
+        res = field_string(json_object_get(incident, "culprits"), "resource");
+        if (res)
+                return res;
+        res = "cpu";
+        for (size_t i = 0; top && i < ELEMENTSOF(all); i++) {
+                double d = resource_delay_us(json_object_get(top, "delay_us"), all[i]);
+                if (d > best) {
+                        best = d;
+                        res = all[i];
+                }
+        }
+        return res;
+}
+
+bool summary_culprit_dominant(const json_t *culprits) {
+        const json_t *cgroups = json_object_get(culprits, "cgroups");
+        double first = 0, second = 0;
+
+        if (json_array_size(cgroups) == 0 || !field_number(json_array_get(cgroups, 0), "share", &first))
+                return false;
+        (void) field_number(json_array_get(cgroups, 1), "share", &second);
+        return first >= SUMMARY_DOMINANT_SHARE || (first >= SUMMARY_DOMINANT_SHARE_MIN && first >= 2 * second);
+}
+
+/* "/shop/db" for a cgroup, "the node" for the root. */
+static void put_where(FILE *f, const char *cgroup) {
+        if (!cgroup || strcmp(cgroup, "/") == 0)
+                fputs("the node", f);
+        else
+                put_name(f, cgroup);
+}
+
+/* "wrote 1.4 GiB to vda": the busiest device of the incident's io limits, when it names one. */
+static void put_io_device(FILE *f, const json_t *incident) {
+        const json_t *devices = json_object_get(json_object_get(json_object_get(incident, "limits"), "io"), "devices");
+        const char *best = NULL;
+        double most = -1;
+        size_t i;
+        json_t *d;
+
+        json_array_foreach(devices, i, d) {
+                double b = field_or_zero(d, "rbytes") + field_or_zero(d, "wbytes");
+                if (field_string(d, "device") && b > most) {
+                        most = b;
+                        best = field_string(d, "device");
+                }
+        }
+        if (best) {
+                fputs(" on ", f);
+                put_name(f, best);
+        }
+}
+
+static void put_usage(FILE *f, const json_t *incident, const char *resource, const json_t *usage) {
+        double v, r = field_or_zero(usage, "read_bytes"), w = field_or_zero(usage, "write_bytes");
+
+        if (strcmp(resource, "cpu") == 0) {
+                if (field_number(usage, "cpu_us", &v)) {
+                        fputs(" used ", f);
+                        put_duration_us(f, v);
+                        fputs(" of cpu", f);
+                }
+        } else if (strcmp(resource, "io") == 0) {
+                if (r <= 0 && w <= 0)
+                        return;
+                if (r > 0) {
+                        fputs(" read ", f);
+                        put_bytes(f, r);
+                }
+                if (w > 0) {
+                        fputs(r > 0 ? " and wrote " : " wrote ", f);
+                        put_bytes(f, w);
+                }
+                put_io_device(f, incident);
+        } else {
+                if (field_number(usage, "rss_growth_bytes", &v) && v > 0) {
+                        fputs(" grew by ", f);
+                        put_bytes(f, v);
+                } else if (field_number(usage, "memory_bytes", &v) || field_number(usage, "rss_bytes", &v)) {
+                        fputs(" holds ", f);
+                        put_bytes(f, v);
+                }
+        }
+}
+
+/* "fio (/batch, pid 4242)", or "35 cc1 processes (/build, ended)" for an aggregate of ended ones. */
+static void put_culprit_process(FILE *f, const json_t *p) {
+        double pid = 0, n = 1;
+        bool ended = json_is_true(json_object_get(p, "ended"));
+
+        (void) field_number(p, "processes", &n);
+        if (!field_number(p, "pid", &pid) && n > 1)
+                fprintf(f, "%.0f ", n);
+        put_name(f, field_string(p, "comm"));
+        if (!field_number(p, "pid", &pid) && n > 1)
+                fputs(" processes", f);
+        fputs(" (", f);
+        put_where(f, field_string(p, "cgroup"));
+        if (pid > 0)
+                fprintf(f, ", pid %.0f", pid);
+        if (ended)
+                fputs(", ended", f);
+        fputc(')', f);
+}
+
+static void put_culprits(FILE *f, const json_t *incident, const char *resource) {
+        const json_t *c = json_object_get(incident, "culprits"), *limit = json_object_get(c, "limit");
+        const json_t *cgroups = json_object_get(c, "cgroups"), *procs = json_object_get(c, "processes"), *p;
+        double share = 0;
+
+        if (!json_is_object(c))
+                return;
+        if (json_is_true(json_object_get(c, "own_limit")) && field_string(limit, "file")) {
+                fputs(": throttled by its own ", f);
+                put_name(f, field_string(limit, "file"));
+                fputs(" (", f);
+                put_where(f, field_string(limit, "cgroup"));
+                fputc(')', f);
+                return;
+        }
+        if (json_array_size(cgroups) == 0)
+                return;
+        if (!summary_culprit_dominant(c)) {
+                (void) field_number(json_array_get(cgroups, 0), "share", &share);
+                fprintf(f, ": no dominant culprit: %zu cgroups share the %s, the largest %.0f%%",
+                        json_array_size(cgroups), resource, share * 100);
+                return;
+        }
+        /* The top user; when it is one of the stalled cgroup's own processes, say so. */
+        p = json_array_get(procs, 0);
+        if (!p)
+                return;
+        fputs(json_is_true(json_object_get(p, "victim")) ? ": its own processes use the most, " : ": ", f);
+        put_culprit_process(f, p);
+        put_usage(f, incident, resource, json_object_get(p, "usage"));
+}
+
+static void put_pressure(FILE *f, const json_t *incident) {
+        const char *resource = incident_resource(incident);
+        const json_t *sample = json_object_get(incident, "sample"), *trigger = json_object_get(incident, "trigger");
+        double stall, duration_ms = field_or_zero(sample, "duration_ms");
+        const char *where = field_string(trigger, "cgroup");
+
+        /* The most delayed process that waited for this resource at all. */
+        const json_t *most = json_object_get(incident, "most_delayed"), *top = NULL;
+        for (size_t i = 0; i < json_array_size(most) && !top; i++)
+                if (resource_delay_us(json_object_get(json_array_get(most, i), "delay_us"), resource) > 0)
+                        top = json_array_get(most, i);
+        if (top) {
+                put_name(f, field_string(top, "comm"));
+                fputs(" (", f);
+                put_where(f, field_string(top, "cgroup"));
+                fputs(") waited ", f);
+                put_duration_us(f, resource_delay_us(json_object_get(top, "delay_us"), resource));
+                fprintf(f, " for %s", resource);
+        } else {
+                put_where(f, trigger ? where : "/");
+                if (field_number(sample, "stall_us", &stall) && stall > 0) {
+                        fputs(" stalled ", f);
+                        put_duration_us(f, stall);
+                        fprintf(f, " on %s", resource);
+                } else
+                        fprintf(f, " stalled on %s", resource);
+        }
+        if (duration_ms > 0) {
+                fputs(" in ", f);
+                put_duration_us(f, duration_ms * 1000);
+        }
+        if (!top)
+                fputs(", no process measured waiting", f);
+        put_culprits(f, incident, resource);
+}
+
+static void put_oom(FILE *f, const json_t *oom) {
+        const json_t *victim = json_object_get(oom, "victim"), *rss = json_object_get(victim, "rss_kib");
+        double kills = field_or_zero(oom, "kills"), pid;
+        const char *memcg = field_string(oom, "oom_memcg");
+
+        if (json_is_object(victim)) {
+                fputs("the kernel's OOM killer killed ", f);
+                put_name(f, field_string(victim, "comm"));
+                fputs(" (", f);
+                put_where(f, field_string(victim, "cgroup"));
+                if (field_number(victim, "pid", &pid))
+                        fprintf(f, ", pid %.0f", pid);
+                fputc(')', f);
+                if (json_is_object(rss)) {
+                        fputs(" holding ", f);
+                        put_bytes(f, (field_or_zero(rss, "anon") + field_or_zero(rss, "file") +
+                                      field_or_zero(rss, "shmem")) *
+                                             1024);
+                }
+        } else {
+                fprintf(f, "the kernel's OOM killer killed %.0f process%s in ", kills, kills == 1 ? "" : "es");
+                put_where(f, field_string(oom, "cgroup"));
+        }
+        if (json_is_true(json_object_get(oom, "global")))
+                fputs(", out of memory on the node", f);
+        else if (memcg) {
+                fputs(", at the limit of ", f);
+                put_name(f, memcg);
+        }
+        if (json_is_object(victim) && kills > 1)
+                fprintf(f, " (%.0f kills)", kills);
+}
+
+int summary_format(const json_t *incident, char **ret) {
+        const char *type = field_string(incident, "type");
+        char *buf = NULL;
+        size_t len = 0;
+        FILE *f;
+
+        if (!type)
+                return -EINVAL;
+        if (strcmp(type, "oom") == 0 ? !json_is_object(json_object_get(incident, "oom"))
+                                     : !json_is_object(json_object_get(incident, "sample")))
+                return -EINVAL;
+        f = open_memstream(&buf, &len);
+        if (!f)
+                return -ENOMEM;
+        if (strcmp(type, "oom") == 0)
+                put_oom(f, json_object_get(incident, "oom"));
+        else
+                put_pressure(f, incident);
+        if (ferror(f) | fclose(f)) {
+                free(buf);
+                return -ENOMEM;
+        }
+        *ret = buf;
+        return 0;
+}
+
+json_t *summary_add(json_t *incident) {
+        json_t *culprits = json_object_get(incident, "culprits"), *out, *v;
+        char *s = NULL;
+        const char *key;
+        int r;
+
+        if (!incident)
+                return NULL;
+        if (json_is_object(culprits) &&
+            json_object_set_new_nocheck(culprits, "dominant", json_boolean(summary_culprit_dominant(culprits))) < 0)
+                return incident;
+        r = summary_format(incident, &s);
+        if (r < 0)
+                return incident;
+        /* jansson keeps insertion order: a new object puts summary right after time, where a line
+         * view shows it first. */
+        out = json_object();
+        if (!out)
+                goto fail;
+        json_object_foreach(incident, key, v) {
+                if (json_object_set_nocheck(out, key, v) < 0)
+                        goto fail;
+                if (strcmp(key, "time") == 0 &&
+                    json_object_set_new_nocheck(out, "summary", json_stringn_nocheck(s, strlen(s))) < 0)
+                        goto fail;
+        }
+        if (!json_object_get(out, "summary"))
+                goto fail;
+        free(s);
+        json_decref(incident);
+        return out;
+fail:
+        free(s);
+        json_decref(out);
+        return incident;
+}

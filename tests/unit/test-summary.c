@@ -1,0 +1,199 @@
+/* SPDX-License-Identifier: MIT */
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "incident/summary.h"
+#include "tests/unit/test-util.h"
+
+static json_t *load(const char *text) {
+        json_error_t err;
+        json_t *j = json_loads(text, 0, &err);
+
+        if (!j)
+                fail_msg("bad test JSON: %s at %d", err.text, err.position);
+        return j;
+}
+
+static void assert_summary(const char *incident, const char *want) {
+        json_t *j = load(incident);
+        char *s = NULL;
+
+        assert_int_equal(summary_format(j, &s), 0);
+        if (strcmp(s, want) != 0)
+                fail_msg("summary\n  got:  %s\n  want: %s", s, want);
+        free(s);
+        json_decref(j);
+}
+
+/* The issue's own example: a database stalled on io by a batch job's writer. */
+static void test_io_culprit_and_device(void **state) {
+        assert_summary(
+                "{\"type\": \"pressure\", \"trigger\": {\"cgroup\": \"/shop/db\", \"resource\": \"io\"},"
+                " \"sample\": {\"duration_ms\": 1001, \"stall_us\": 800000},"
+                " \"most_delayed\": [{\"pid\": 7, \"comm\": \"pgbench\", \"cgroup\": \"/shop/db\","
+                "   \"delay_us\": {\"cpu\": 900000, \"blkio\": 310000}}],"
+                " \"culprits\": {\"resource\": \"io\", \"own_limit\": false, \"limit\": null,"
+                "   \"processes\": [{\"pid\": 4242, \"comm\": \"fio\", \"cgroup\": \"/batch\", \"processes\": 1,"
+                "     \"ended\": false, \"victim\": false, \"usage\": {\"read_bytes\": 0, \"write_bytes\": "
+                "1503238554}}],"
+                "   \"cgroups\": [{\"path\": \"/batch\", \"share\": 0.93}, {\"path\": \"/shop/db\", \"share\": 0.07}]},"
+                " \"limits\": {\"io\": {\"devices\": [{\"device\": \"vdb\", \"rbytes\": 10, \"wbytes\": 0},"
+                "   {\"device\": \"vda\", \"rbytes\": 0, \"wbytes\": 1503238554}]}}}",
+                "pgbench (/shop/db) waited 0.31 s for io in 1 s: fio (/batch, pid 4242) wrote 1.4 GiB on vda");
+}
+
+/* A node-wide storm: 100 cgroups, the largest 4%: nobody is named. */
+static void test_no_dominant_culprit(void **state) {
+        json_t *j =
+                load("{\"type\": \"pressure\", \"trigger\": {\"cgroup\": \"/\", \"resource\": \"cpu\"},"
+                     " \"sample\": {\"duration_ms\": 1000, \"stall_us\": 500000}, \"most_delayed\": [],"
+                     " \"culprits\": {\"resource\": \"cpu\", \"own_limit\": false, \"limit\": null,"
+                     "   \"processes\": [{\"pid\": 9, \"comm\": \"worker\", \"cgroup\": \"/w/0\", \"processes\": 1,"
+                     "     \"ended\": false, \"victim\": false, \"usage\": {\"cpu_us\": 40000}}], \"cgroups\": []}}");
+        json_t *cgroups = json_object_get(json_object_get(j, "culprits"), "cgroups");
+        char *s = NULL;
+
+        for (int i = 0; i < 100; i++)
+                json_array_append_new(cgroups,
+                                      json_pack("{s:s, s:f}", "path", "/w/x", "share", i == 0 ? 0.04 : 0.0097));
+        assert_false(summary_culprit_dominant(json_object_get(j, "culprits")));
+        assert_int_equal(summary_format(j, &s), 0);
+        assert_string_equal(s,
+                            "the node stalled 0.5 s on cpu in 1 s, no process measured waiting: no dominant culprit: "
+                            "100 cgroups share the cpu, the largest 4%");
+        free(s);
+        json_decref(j);
+}
+
+static void test_dominance_rule(void **state) {
+        static const struct {
+                const char *cgroups;
+                bool dominant;
+        } cases[] = {
+                { "[]", false },
+                { "[{\"share\": 1.0}]", true },
+                { "[{\"share\": 0.5}, {\"share\": 0.5}]", true },
+                { "[{\"share\": 0.3}, {\"share\": 0.2}]", false },
+                { "[{\"share\": 0.3}, {\"share\": 0.1}]", true },
+                { "[{\"share\": 0.2}, {\"share\": 0.05}]", false },
+        };
+
+        for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+                char text[256];
+                snprintf(text, sizeof text, "{\"cgroups\": %s}", cases[i].cgroups);
+                json_t *c = load(text);
+                assert_int_equal(summary_culprit_dominant(c), cases[i].dominant);
+                json_decref(c);
+        }
+}
+
+/* A comm is whatever a task set: control bytes are escaped, never passed to a pager. */
+static void test_hostile_comm(void **state) {
+        assert_summary("{\"type\": \"snapshot\", \"trigger\": null, \"sample\": {\"duration_ms\": 0},"
+                       " \"most_delayed\": [{\"comm\": \"foo) Z \\n\\u001b[31m\", \"cgroup\": \"/a\\tb\","
+                       "   \"delay_us\": {\"cpu\": 2500}}], \"culprits\": null}",
+                       "foo) Z \\x0a\\x1b[31m (/a\\x09b) waited 2.5 ms for cpu");
+}
+
+/* A compiler storm: the ended processes aggregated by comm, the stalled service's own use. */
+static void test_ended_aggregate_and_own_processes(void **state) {
+        assert_summary(
+                "{\"type\": \"pressure\", \"trigger\": {\"cgroup\": \"/svc\", \"resource\": \"cpu\"},"
+                " \"sample\": {\"duration_ms\": 2000}, \"most_delayed\": [{\"comm\": \"api\", \"cgroup\": \"/svc\","
+                "   \"delay_us\": {\"cpu\": 42000}}],"
+                " \"culprits\": {\"own_limit\": false, \"limit\": null, \"processes\": [{\"pid\": null, \"comm\": "
+                "\"cc1\","
+                "   \"cgroup\": \"/build\", \"processes\": 35, \"ended\": true, \"victim\": false,"
+                "   \"usage\": {\"cpu_us\": 3500000}}], \"cgroups\": [{\"share\": 0.8}, {\"share\": 0.2}]}}",
+                "api (/svc) waited 42 ms for cpu in 2 s: 35 cc1 processes (/build, ended) used 3.5 s of cpu");
+        assert_summary(
+                "{\"type\": \"pressure\", \"trigger\": {\"cgroup\": \"/svc\", \"resource\": \"cpu\"},"
+                " \"sample\": {\"duration_ms\": 1000}, \"most_delayed\": [{\"comm\": \"api\", \"cgroup\": \"/svc\","
+                "   \"delay_us\": {\"cpu\": 420000}}],"
+                " \"culprits\": {\"own_limit\": false, \"limit\": null, \"processes\": [{\"pid\": 5, \"comm\": \"api\","
+                "   \"cgroup\": \"/svc\", \"processes\": 1, \"ended\": false, \"victim\": true,"
+                "   \"usage\": {\"cpu_us\": 990000}}], \"cgroups\": [{\"share\": 0.99}]}}",
+                "api (/svc) waited 0.42 s for cpu in 1 s: its own processes use the most, api (/svc, pid 5) "
+                "used 0.99 s of cpu");
+}
+
+static void test_own_limit_and_memory(void **state) {
+        assert_summary(
+                "{\"type\": \"pressure\", \"trigger\": {\"cgroup\": \"/svc\", \"resource\": \"cpu\"},"
+                " \"sample\": {\"duration_ms\": 1000}, \"most_delayed\": [{\"comm\": \"api\", \"cgroup\": \"/svc\","
+                "   \"delay_us\": {\"cpu\": 600000}}],"
+                " \"culprits\": {\"own_limit\": true, \"limit\": {\"cgroup\": \"/svc\", \"file\": \"cpu.max\"},"
+                "   \"processes\": [], \"cgroups\": []}}",
+                "api (/svc) waited 0.6 s for cpu in 1 s: throttled by its own cpu.max (/svc)");
+        assert_summary(
+                "{\"type\": \"pressure\", \"trigger\": {\"cgroup\": \"/db\", \"resource\": \"memory\"},"
+                " \"sample\": {\"duration_ms\": 1000}, \"most_delayed\": [{\"comm\": \"postgres\", \"cgroup\": \"/db\","
+                "   \"delay_us\": {\"cpu\": 9, \"reclaim\": 150000, \"thrashing\": 50000}}],"
+                " \"culprits\": {\"own_limit\": false, \"limit\": {\"cgroup\": \"/db\", \"file\": \"memory.max\"},"
+                "   \"processes\": [{\"pid\": 77, \"comm\": \"python3\", \"cgroup\": \"/db/job\", \"processes\": 1,"
+                "   \"ended\": false, \"victim\": false, \"usage\": {\"rss_bytes\": 40000000, \"rss_growth_bytes\": "
+                "20971520}}],"
+                "   \"cgroups\": [{\"share\": 0.7}, {\"share\": 0.3}]}}",
+                "postgres (/db) waited 0.2 s for memory in 1 s: python3 (/db/job, pid 77) grew by 20.0 MiB");
+}
+
+static void test_oom(void **state) {
+        assert_summary(
+                "{\"type\": \"oom\", \"sample\": {\"duration_ms\": 1000}, \"oom\": {\"kills\": 1,"
+                " \"oom_memcg\": \"/shop\", \"global\": false, \"cgroup\": \"/shop\", \"victim\": {\"pid\": 26676,"
+                " \"comm\": \"report-builder\", \"cgroup\": \"/shop\", \"rss_kib\": {\"anon\": 47360, \"file\": 1128,"
+                " \"shmem\": 0}}}}",
+                "the kernel's OOM killer killed report-builder (/shop, pid 26676) holding 47.4 MiB, at the "
+                "limit of /shop");
+        assert_summary("{\"type\": \"oom\", \"oom\": {\"kills\": 3, \"oom_memcg\": null, \"global\": null,"
+                       " \"cgroup\": \"/shop\", \"victim\": null}}",
+                       "the kernel's OOM killer killed 3 processes in /shop");
+}
+
+/* summary_add: the sentence right after time, culprits.dominant beside the shares; an incident
+ * whose sentence cannot be made is kept as it was. */
+static void test_add(void **state) {
+        json_t *j =
+                load("{\"schema_version\": 1, \"type\": \"pressure\", \"id\": \"x\", \"time\": \"t\","
+                     " \"trigger\": {\"cgroup\": \"/a\", \"resource\": \"cpu\"}, \"sample\": {\"duration_ms\": 1000},"
+                     " \"most_delayed\": [], \"culprits\": {\"cgroups\": [{\"share\": 0.3}, {\"share\": 0.2}]}}");
+        const char *key, *keys[8];
+        size_t n = 0;
+        json_t *v;
+
+        j = summary_add(j);
+        json_object_foreach(j, key, v) {
+                if (n < 8)
+                        keys[n++] = key;
+        }
+        assert_string_equal(keys[3], "time");
+        assert_string_equal(keys[4], "summary");
+        assert_true(json_is_false(json_object_get(json_object_get(j, "culprits"), "dominant")));
+        assert_string_equal(json_string_value(json_object_get(j, "summary")),
+                            "/a stalled on cpu in 1 s, no process measured waiting: no dominant culprit: 2 cgroups "
+                            "share the cpu, the largest 30%");
+        json_decref(j);
+
+        j = load("{\"type\": \"pressure\", \"time\": \"t\"}");
+        j = summary_add(j);
+        assert_null(json_object_get(j, "summary"));
+        assert_int_equal(json_object_size(j), 2);
+        json_decref(j);
+        assert_null(summary_add(NULL));
+}
+
+int main(void) {
+        const struct CMUnitTest tests[] = {
+                cmocka_unit_test(test_io_culprit_and_device),
+                cmocka_unit_test(test_no_dominant_culprit),
+                cmocka_unit_test(test_dominance_rule),
+                cmocka_unit_test(test_hostile_comm),
+                cmocka_unit_test(test_ended_aggregate_and_own_processes),
+                cmocka_unit_test(test_own_limit_and_memory),
+                cmocka_unit_test(test_oom),
+                cmocka_unit_test(test_add),
+        };
+        return cmocka_run_group_tests(tests, NULL, NULL);
+}
