@@ -59,7 +59,7 @@ static void agent_free(Agent *a) {
                 free(a->dirs[i].path);
         free(a->dirs);
         for (size_t i = 0; i < a->n_sinks; i++)
-                output_free(a->sinks[i]);
+                sink_free(a->sinks[i]);
         free(a->sinks);
         free(a->metric_outputs);
         config_free(a->config);
@@ -76,7 +76,7 @@ int agent_run(const AgentOptions *opts) {
                 .kmsg_fd = -EBADF,
                 .rate_warned.interval_us = 60 * USEC_PER_SEC,
                 .kmsg_lost_warned.interval_us = 60 * USEC_PER_SEC,
-                .metrics_complaints.interval_us = OUTPUT_COMPLAINT_INTERVAL_US,
+                .metrics_complaints.interval_us = SINK_COMPLAINT_INTERVAL_US,
         }, *a = &agent;
         _cleanup_free_ char *error = NULL;
         int r, exit_code = 1;
@@ -195,9 +195,9 @@ int agent_run(const AgentOptions *opts) {
         ev_run(a->loop, 0);
         agent_metrics_update(a);
         for (size_t i = 0; i < a->n_sinks; i++) {
-                OutputSink *o = a->sinks[i];
-                log_info("%s: %llu incident%s written, %llu lost", strcmp(o->path, "-") == 0 ? "stdout" : o->path,
-                         (unsigned long long) o->written, o->written == 1 ? "" : "s", (unsigned long long) o->failed);
+                Sink *o = a->sinks[i];
+                log_info("%s: %llu incident%s written, %llu lost", o->name, (unsigned long long) o->written,
+                         o->written == 1 ? "" : "s", (unsigned long long) o->failed);
         }
         exit_code = 0;
 finish:

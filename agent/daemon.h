@@ -22,7 +22,8 @@
 #include "probes/memcg.h"
 #include "sampling/sampler.h"
 #include "sinks/metrics.h"
-#include "sinks/output.h"
+#include "sinks/registry.h"
+#include "sinks/sink.h"
 #include "triggers/psi.h"
 
 /* Closing 3,000 triggers took 25 s from one thread, 1.0 s from 64, 0.29 s from 256 (2 vCPUs,
@@ -58,7 +59,7 @@ struct Watch {
         int sample_fd; /* the cgroup's directory while a sample runs (none is kept open between) */
         Trigger **triggers;
         size_t n_triggers;
-        OutputSink *sink;
+        Sink *sink;
 
         Trigger *fired;
         Sampler sampler;
@@ -93,7 +94,7 @@ struct Agent {
         Watch **watches;
         size_t n_watches, cap_watches;
         bool *missing_warned; /* per config watch: "not there yet" said once */
-        OutputSink **sinks;
+        Sink **sinks;
         size_t n_sinks, cap_sinks;
         uint64_t seq;
         unsigned armed;
@@ -143,7 +144,7 @@ struct Agent {
 };
 
 /* health.c: rewrites the metrics file after a counter changed (no timer: an idle agent stays
- * idle); complains at most every OUTPUT_COMPLAINT_INTERVAL_US when it cannot. */
+ * idle); complains at most every SINK_COMPLAINT_INTERVAL_US when it cannot. */
 void agent_metrics_update(Agent *a);
 
 /* watch.c: watches, their triggers, wakeups and samples. */
@@ -153,6 +154,9 @@ Watch *watch_new(Agent *a, const WatchConfig *cfg, const char *path);
 Watch *watch_find(Agent *a, const WatchConfig *cfg, const char *path);
 /* Disarms and frees w (its triggers go to the closer) and takes it out of the agent's list. */
 void watch_remove(Agent *a, Watch *w);
+/* The sinks' format: the config's output_format (one for every output). */
+SinkFormat agent_sink_format(const Agent *a);
+
 /* Points w at cfg (a reload): its output, cooldown and triggers' texts. 0 or -errno (logged). */
 int watch_set_config(Agent *a, Watch *w, const WatchConfig *cfg);
 /* Stops w's sample in flight, if any, and says why in the log. */

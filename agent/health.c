@@ -27,7 +27,7 @@ void agent_metrics_update(Agent *a) {
                 return;
         for (size_t i = 0; i < a->n_sinks; i++)
                 a->metric_outputs[i] = (MetricsOutput) {
-                        .path = strcmp(a->sinks[i]->path, "-") == 0 ? "stdout" : a->sinks[i]->path,
+                        .path = a->sinks[i]->name,
                         .written = a->sinks[i]->written,
                         .failed = a->sinks[i]->failed,
                 };

@@ -27,7 +27,7 @@ struct OomIncident {
         char *cgroup;        /* the cgroup measured; NULL node-wide */
         int cgroup_fd;
         unsigned top;
-        OutputSink **sinks; /* distinct outputs of the watches that cover the kill (of a->n_sinks) */
+        Sink **sinks; /* distinct outputs of the watches that cover the kill (of a->n_sinks) */
         size_t n_sinks;
         char related[OOM_RELATED_MAX][HISTORY_ID_MAX];
         size_t n_related;
@@ -93,10 +93,9 @@ typedef enum OomBasis {
 static void oom_write(OomIncident *o, OomBasis basis) {
         Agent *a = o->agent;
         Sampler *s = &o->sampler;
-        _cleanup_free_ char *line = NULL;
+        json_auto_t *incident = NULL;
         const char *related[OOM_RELATED_MAX];
         char id[HISTORY_ID_MAX];
-        size_t len;
         int r;
 
         bool lifetime = basis != OOM_BASIS_DELTA;
@@ -145,13 +144,13 @@ static void oom_write(OomIncident *o, OomBasis basis) {
                         .procs = a->procs,
                         .oom = &rep,
                 },
-                ++a->seq, id, sizeof id, &line, &len);
+                ++a->seq, id, sizeof id, &incident);
         if (r < 0) {
                 log_error_errno(r, "cannot build the oom incident of pid %d", (int) o->kill.pid);
                 return;
         }
         for (size_t i = 0; i < o->n_sinks; i++)
-                (void) output_write(o->sinks[i], line, len);
+                (void) sink_write(o->sinks[i], incident);
         a->oom_kills += o->kills;
         agent_metrics_update(a);
         if (o->has_kill)

@@ -12,9 +12,9 @@ static void reopen_outputs(Agent *a) {
                 char why[160];
                 int r;
 
-                if (strcmp(a->sinks[i]->path, "-") == 0 || strcmp(a->sinks[i]->path, OUTPUT_JOURNAL) == 0)
+                if (!sink_can_reopen(a->sinks[i]))
                         continue;
-                r = output_reopen(a->sinks[i], why, sizeof why);
+                r = sink_reopen(a->sinks[i], why, sizeof why);
                 if (r < 0)
                         log_error_errno(r, "cannot reopen %s (%s); still writing to the old file", a->sinks[i]->path,
                                         why);
@@ -156,7 +156,7 @@ void reload(Agent *a) {
         if (agent_onwhat_reserve(a, a->config->max_concurrent_samples) < 0)
                 log_warning("out of memory: some incidents will go without \"limits\" and \"blocked\"");
         for (size_t i = 0; i < a->n_sinks; i++)
-                a->sinks[i]->otlp = a->config->output_format == CONFIG_OUTPUT_FORMAT_OTLP;
+                sink_set_format(a->sinks[i], agent_sink_format(a));
         a->history.lookback_us =
                 (usec_t) a->config->oom_lookback_s * USEC_PER_SEC; /* older entries go at the next add */
         free(a->missing_warned);

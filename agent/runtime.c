@@ -11,8 +11,7 @@
 #include "base/log.h"
 #include "base/macro.h"
 #include "probes/system.h"
-#include "sinks/journal.h"
-#include "sinks/output.h"
+#include "sinks/registry.h"
 
 #define CAP_SYS_RESOURCE_BIT 24
 #define CAP_IPC_LOCK_BIT 14
@@ -133,12 +132,16 @@ void runtime_raise_fd_limit(void) {
 }
 
 int runtime_check_outputs(const Config *c, const char *path, char **ret_error) {
-        for (size_t i = 0; i < c->n_watches; i++)
-                if (strcmp(c->watches[i].output, OUTPUT_JOURNAL) == 0 && !journal_supported()) {
-                        if (asprintf(ret_error, "%s: output \"journal\": libsystemd.so.0 cannot be loaded",
-                                     path ? path : "the default config") < 0)
+        for (size_t i = 0; i < c->n_watches; i++) {
+                char why[160];
+                int r = sink_path_available(c->watches[i].output, why, sizeof why);
+
+                if (r < 0) {
+                        if (asprintf(ret_error, "%s: output \"%s\": %s", path ? path : "the default config",
+                                     c->watches[i].output, why) < 0)
                                 return -ENOMEM;
-                        return -EOPNOTSUPP;
+                        return r;
                 }
+        }
         return 0;
 }

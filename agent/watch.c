@@ -112,9 +112,8 @@ static void watch_report_sample(Sampler *s, int r) {
         Watch *w = ASSERT_PTR(s->userdata);
         Agent *a = w->agent;
         Trigger *t = w->fired;
-        _cleanup_free_ char *line = NULL;
+        json_auto_t *incident = NULL;
         char id[HISTORY_ID_MAX];
-        size_t len;
 
         bool lifetime = s->sample_ms == 0;
         w->timing.sampling = false;
@@ -166,12 +165,12 @@ static void watch_report_sample(Sampler *s, int r) {
                         .has_suppressed = true,
                         .suppressed = a->rate.suppressed_since_incident,
                 },
-                ++a->seq, id, sizeof id, &line, &len);
+                ++a->seq, id, sizeof id, &incident);
         if (r < 0) {
                 log_error_errno(r, "cannot build the incident for %s", w->name);
                 return;
         }
-        (void) output_write(w->sink, line, len); /* counts and reports failures itself */
+        (void) sink_write(w->sink, incident); /* counts and reports failures itself */
         if (history_add(&a->history, w->path, id, now_usec(CLOCK_MONOTONIC)) < 0)
                 log_warning("out of memory: incident %s will not be linked to a later oom kill", id);
         a->rate.suppressed_since_incident = 0;
@@ -326,20 +325,23 @@ void on_trigger_set(struct ev_loop *loop, ev_io *io, int revents) {
         }
 }
 
-static int agent_get_sink(Agent *a, const char *path, OutputSink **ret, char *why, size_t why_size) {
+SinkFormat agent_sink_format(const Agent *a) {
+        return a->config->output_format == CONFIG_OUTPUT_FORMAT_OTLP ? SINK_FORMAT_OTLP : SINK_FORMAT_INCIDENT;
+}
+
+static int agent_get_sink(Agent *a, const char *path, Sink **ret, char *why, size_t why_size) {
         int r;
 
         for (size_t i = 0; i < a->n_sinks; i++)
-                if (strcmp(a->sinks[i]->path, path) == 0) {
+                if (sink_paths_same(a->sinks[i]->path, path)) {
                         *ret = a->sinks[i];
                         return 0;
                 }
         if (array_grow((void **) &a->sinks, &a->cap_sinks, a->n_sinks, 4, sizeof *a->sinks) < 0)
                 return -ENOMEM;
-        r = output_open(path, &a->sinks[a->n_sinks], why, why_size);
+        r = sink_open(path, agent_sink_format(a), &a->sinks[a->n_sinks], why, why_size);
         if (r < 0)
                 return r;
-        a->sinks[a->n_sinks]->otlp = a->config->output_format == CONFIG_OUTPUT_FORMAT_OTLP;
         *ret = a->sinks[a->n_sinks++];
         return 0;
 }
@@ -405,7 +407,7 @@ Trigger *trigger_arm(Agent *a, Watch *w, int cgroup_fd, const WatchTrigger *cfg)
 
 int watch_set_config(Agent *a, Watch *w, const WatchConfig *cfg) {
         char why[160] = "out of memory";
-        OutputSink *sink;
+        Sink *sink;
         int r = agent_get_sink(a, cfg->output, &sink, why, sizeof why);
 
         if (r < 0) {

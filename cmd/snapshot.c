@@ -11,7 +11,7 @@
 #include "incident/compose.h"
 #include "probes/procfs.h"
 #include "sampling/sampler.h"
-#include "sinks/output.h"
+#include "sinks/sink.h"
 
 /* The sample runs on a loop of its own, as the agent's do: the exit listener is drained as
  * records arrive, so a long window does not overflow its socket. */
@@ -34,14 +34,13 @@ int snapshot_cmd_run(const SnapshotCmdOptions *opts) {
         Sampler sampler = {};
         SnapshotDone done = {};
         _cleanup_free_ ProcessInfo *procs = NULL;
-        _cleanup_free_ char *line = NULL;
+        json_auto_t *incident = NULL;
         _cleanup_close_ int cgroup_fd = -EBADF;
         SampleScope scope;
         CulpritScope culprit = { .cgroup_fd = -EBADF, .v1_fd = -EBADF };
         OnWhat onwhat = {}; /* its looks allocated at the first (onwhat_look()) */
         bool has_culprit = false;
         char id[96];
-        size_t len;
         int r, exit_code = 1;
 
         if (runtime_open(&rt, opts->enable_delayacct) < 0)
@@ -154,20 +153,20 @@ int snapshot_cmd_run(const SnapshotCmdOptions *opts) {
                         .onwhat = sampler.has_onwhat ? sampler.onwhat : NULL,
                         .culprit_scope = has_culprit ? &culprit : NULL,
                 },
-                1, id, sizeof id, &line, &len);
+                1, id, sizeof id, &incident);
         if (r < 0) {
                 log_error_errno(r, "cannot build the incident");
                 goto finish;
         }
         {
-                OutputSink *out = NULL;
+                Sink *out = NULL;
                 char why[160];
 
-                /* output_write says on stderr why a line could not be written. */
-                r = output_open("-", &out, why, sizeof why);
+                /* sink_write says on stderr why a line could not be written. */
+                r = sink_open("-", SINK_FORMAT_INCIDENT, &out, why, sizeof why);
                 if (r >= 0)
-                        r = output_write(out, line, len);
-                output_free(out);
+                        r = sink_write(out, incident);
+                sink_free(out);
                 if (r < 0)
                         goto finish;
         }

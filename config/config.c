@@ -13,6 +13,7 @@
 #include "config/config.h"
 #include "config/jsonpos.h"
 #include "probes/sysroot.h"
+#include "sinks/registry.h"
 
 const char config_default_json[] =
         "{\n"
@@ -71,7 +72,7 @@ static int get_uint(ParseState *st, json_t *v, const JsonPathElem *path, size_t 
 
 static int get_output(ParseState *st, json_t *v, const JsonPathElem *path, size_t n, char **ret) {
         const char *s;
-        char *copy;
+        char *copy, why[160];
 
         if (!json_is_string(v))
                 return fail_at(st, path, n, "output must be a string (a file path, or \"-\" for stdout)");
@@ -80,12 +81,8 @@ static int get_output(ParseState *st, json_t *v, const JsonPathElem *path, size_
                 return fail_at(st, path, n, "output must be a non-empty path without NUL bytes");
         /* Whether libsystemd can be loaded is checked by who runs the config
          * (runtime_check_outputs()): parsing loads nothing. */
-        if (strcmp(s, "journal") == 0 && !HAVE_JOURNAL)
-                return fail_at(st, path, n,
-                               "output \"journal\": this psidiag was built without journald support "
-                               "(libsystemd; meson -Djournal=enabled)");
-        if (strcmp(s, "-") != 0 && strcmp(s, "journal") != 0 && s[0] != '/')
-                return fail_at(st, path, n, "output must be an absolute path, \"-\" (stdout) or \"journal\"");
+        if (sink_path_check(s, why, sizeof why) < 0)
+                return fail_at(st, path, n, "output %s", why);
         copy = strdup(s);
         if (!copy)
                 return -ENOMEM;

@@ -60,7 +60,7 @@ static bool pressure_total(const Snapshot *s, PsiResource res, PsiStall stall, u
         return true;
 }
 
-int report_build_line(const Report *rep, char **ret, size_t *ret_len) {
+int report_build(const Report *rep, json_t **ret) {
         /* Without a, one snapshot (b) stands for the whole sample and delays are lifetime totals. */
         const Snapshot *first = rep->a ? rep->a : rep->b;
         IncidentInput in = {
@@ -166,13 +166,23 @@ int report_build_line(const Report *rep, char **ret, size_t *ret_len) {
         j = incident_build(&in);
         if (!j)
                 return -ENOMEM;
+        *ret = j;
+        return 0;
+}
+
+int report_build_line(const Report *rep, char **ret, size_t *ret_len) {
+        json_t *j = NULL;
+        int r = report_build(rep, &j);
+
+        if (r < 0)
+                return r;
         r = incident_dump_line(j, ret, ret_len);
         json_decref(j);
         return r;
 }
 
-int report_compose(Report *rep, uint64_t seq, char *id, size_t id_size, char **ret, size_t *ret_len) {
+int report_compose(Report *rep, uint64_t seq, char *id, size_t id_size, json_t **ret) {
         incident_format_id(rep->host, rep->wakeup_real_us, getpid(), seq, id, id_size);
         rep->id = id;
-        return report_build_line(rep, ret, ret_len);
+        return report_build(rep, ret);
 }

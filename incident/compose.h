@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /* The step shared by the agent and `psidiag snapshot`: from snapshots A and B and their ranking
- * to one incident line. Reads comm, cmdline, uid and cgroup once per reported process, and for
+ * to one incident. Reads comm, cmdline, uid and cgroup once per reported process, and for
  * no other. Logs nothing. */
 #pragma once
 
@@ -50,10 +50,14 @@ typedef struct Report {
         const OomReport *oom; /* type "oom" */
 } Report;
 
-/* Builds the incident line (malloc'ed, ending in '\n'). 0 or -ENOMEM. */
+/* Builds the incident (a new reference, schemas/incident.schema.json). 0 or -ENOMEM. */
+int report_build(const Report *rep, json_t **ret);
+
+/* Builds the incident line (malloc'ed, ending in '\n'): report_build(), then incident_dump_line().
+ * 0 or -ENOMEM. */
 int report_build_line(const Report *rep, char **ret, size_t *ret_len);
 
 /* The step every writer of incidents takes: names the incident (incident_format_id() of the
- * report's host and wakeup time, our pid and seq, into id, and rep->id), then builds its line as
- * report_build_line(). */
-int report_compose(Report *rep, uint64_t seq, char *id, size_t id_size, char **ret, size_t *ret_len);
+ * report's host and wakeup time, our pid and seq, into id, and rep->id), then builds it as
+ * report_build(); the sinks take the json_t (sinks/sink.h). */
+int report_compose(Report *rep, uint64_t seq, char *id, size_t id_size, json_t **ret);

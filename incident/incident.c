@@ -352,7 +352,8 @@ json_t *incident_build(const IncidentInput *in) {
 }
 
 int incident_dump_line(const json_t *incident, char **ret, size_t *ret_len) {
-        char *s = json_dumps(incident, JSON_COMPACT | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(6));
+        char *s =
+                json_dumps(incident, JSON_COMPACT | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(INCIDENT_REAL_PRECISION));
         size_t n;
         char *line;
 

@@ -114,6 +114,9 @@ int incident_process_identity(json_t *o, const ProcessInfo *info);
  * the path does not say), or JSON null for a NULL path. NULL on allocation failure. */
 json_t *incident_cgroup_meta(const char *path);
 
+/* Significant digits of the reals in an incident line (avg10, share). */
+#define INCIDENT_REAL_PRECISION 6
+
 /* The incident as one line of compact JSON with its newline, malloc'ed. 0 or -ENOMEM. */
 int incident_dump_line(const json_t *incident, char **ret, size_t *ret_len);
 

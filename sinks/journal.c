@@ -9,6 +9,7 @@
 #include <dlfcn.h>
 #endif
 
+#include "base/macro.h"
 #include "base/text.h"
 #include "sinks/journal.h"
 
@@ -32,7 +33,8 @@ static bool journal_load(void) {
 }
 #endif
 
-bool journal_supported(void) {
+/* True when built with journal support and libsystemd.so.0 can be loaded (dlopen, on first use). */
+static bool journal_supported(void) {
 #if HAVE_JOURNAL
         return journal_load();
 #else
@@ -40,21 +42,28 @@ bool journal_supported(void) {
 #endif
 }
 
+static int journal_available(char *why, size_t why_size) {
+        if (journal_supported())
+                return 0;
+        snprintf(why, why_size, "%s",
+                 HAVE_JOURNAL ? "libsystemd.so.0 cannot be loaded"
+                              : "psidiag was built without journald support (libsystemd)");
+        return -EOPNOTSUPP;
+}
+
 static const char *string_at(json_t *o, const char *key) {
         json_t *v = json_object_get(o, key);
         return json_is_string(v) ? json_string_value(v) : NULL;
 }
 
-int journal_summary(const char *line, size_t len, char *message, size_t message_size, char *type, size_t type_size,
-                    char *id, size_t id_size, const char **ret_message_id) {
-        json_t *inc = json_loadb(line, len, 0, NULL), *top, *p, *trigger;
+int journal_summary(json_t *inc, char *message, size_t message_size, char *type, size_t type_size, char *id,
+                    size_t id_size, const char **ret_message_id) {
+        json_t *top, *p, *trigger;
         char safe[256], dur[32];
         size_t i, o;
 
-        if (!json_is_object(inc) || !string_at(inc, "type")) {
-                json_decref(inc);
+        if (!json_is_object(inc) || !string_at(inc, "type"))
                 return -EINVAL;
-        }
         text_terminal_safe(string_at(inc, "type"), type, type_size);
         text_terminal_safe(string_at(inc, "id"), id, id_size);
         *ret_message_id = strcmp(type, "pressure") == 0   ? JOURNAL_MESSAGE_ID_PRESSURE
@@ -101,17 +110,26 @@ int journal_summary(const char *line, size_t len, char *message, size_t message_
         }
         if (o < message_size && json_array_size(top) == 0)
                 snprintf(message + o, message_size - o, ": no process was delayed");
-        json_decref(inc);
         return 0;
 }
 
-int journal_send_incident(const char *line, size_t len) {
+static int journal_open(Sink *s, char *why, size_t why_size) {
+        return journal_available(why, why_size);
+}
+
+/* doc is the incident itself (own_entries); dump_line makes its PSIDIAG_INCIDENT line. */
+static int journal_write(Sink *s, json_t *doc, SinkDumpLine dump_line) {
 #if HAVE_JOURNAL
+        _cleanup_free_ char *line = NULL;
         char message[1024], type[32], id[128];
         const char *message_id;
+        size_t len;
         int r;
 
-        r = journal_summary(line, len, message, sizeof message, type, sizeof type, id, sizeof id, &message_id);
+        r = journal_summary(doc, message, sizeof message, type, sizeof type, id, sizeof id, &message_id);
+        if (r < 0)
+                return r;
+        r = dump_line(doc, &line, &len);
         if (r < 0)
                 return r;
         while (len > 0 && line[len - 1] == '\n')
@@ -126,3 +144,15 @@ int journal_send_incident(const char *line, size_t len) {
         return -EOPNOTSUPP;
 #endif
 }
+
+static void journal_close(Sink *s) {
+}
+
+const SinkOps sink_journal_ops = {
+        .name = "journal",
+        .own_entries = true,
+        .available = journal_available,
+        .open = journal_open,
+        .write = journal_write,
+        .close = journal_close,
+};

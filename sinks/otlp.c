@@ -9,6 +9,7 @@
 #include <time.h>
 
 #include "base/macro.h"
+#include "incident/incident.h"
 #include "sinks/otlp.h"
 
 /* json_object_set_new() and json_array_append_new() take the reference even when they fail, so
@@ -74,6 +75,15 @@ static json_t *key_value(const char *key, json_t *value) {
         return TAKE_PTR(kv);
 }
 
+/* A real as the incident line has it: jansson writes "%.*g" of INCIDENT_REAL_PRECISION digits
+ * (incident_dump_line()), which is what a reader of the line parses back. */
+static double as_written(double d) {
+        char buf[64];
+
+        snprintf(buf, sizeof buf, "%.*g", INCIDENT_REAL_PRECISION, d);
+        return strtod(buf, NULL);
+}
+
 json_t *otlp_any_value(json_t *v) {
         json_auto_t *values = NULL;
         const char *key;
@@ -105,7 +115,7 @@ json_t *otlp_any_value(json_t *v) {
         case JSON_INTEGER:
                 return wrap("intValue", int64_string((long long) json_integer_value(v)));
         case JSON_REAL:
-                return wrap("doubleValue", json_real(json_real_value(v)));
+                return wrap("doubleValue", json_real(as_written(json_real_value(v))));
         case JSON_TRUE:
         case JSON_FALSE:
                 return wrap("boolValue", json_boolean(json_is_true(v)));
@@ -307,22 +317,11 @@ int otlp_from_incident(json_t *incident, uint64_t observed_unix_ns, json_t **ret
         return 0;
 }
 
-int otlp_format_line(const char *line, size_t len, uint64_t observed_unix_ns, char **ret, size_t *ret_len) {
-        json_auto_t *incident = NULL, *request = NULL;
-        _cleanup_free_ char *text = NULL;
+int otlp_dump_line(const json_t *request, char **ret, size_t *ret_len) {
+        _cleanup_free_ char *text = json_dumps(request, JSON_COMPACT);
         char *out;
         size_t n;
-        int r;
 
-        if (len > 0 && line[len - 1] == '\n')
-                len--;
-        incident = json_loadb(line, len, JSON_REJECT_DUPLICATES, NULL);
-        if (!incident)
-                return -EINVAL;
-        r = otlp_from_incident(incident, observed_unix_ns, &request);
-        if (r < 0)
-                return r;
-        text = json_dumps(request, JSON_COMPACT);
         if (!text)
                 return -ENOMEM;
         n = strlen(text);

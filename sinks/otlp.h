@@ -2,7 +2,8 @@
 /* Incidents as OpenTelemetry logs (output_format "otlp"): one incident becomes one OTLP/JSON
  * ExportLogsServiceRequest, the shape the OpenTelemetry Collector's otlpjsonfile receiver reads,
  * with the incident whole as the log record's structured body. Pure: reads only its arguments, does
- * no I/O and logs nothing. Does not send anything anywhere: the output sink writes the line. */
+ * no I/O and logs nothing. Does not send anything anywhere: it is the formatter a sink puts in
+ * front of its kind (sink.h). */
 #pragma once
 
 #include <jansson.h>
@@ -19,8 +20,9 @@
 
 /* Turns one JSON value into an OTLP AnyValue: objects become kvlistValue, arrays arrayValue,
  * strings stringValue, booleans boolValue, integers intValue (a decimal string, as OTLP/JSON
- * writes 64-bit integers), reals doubleValue, null the empty AnyValue {}. Returns a new reference,
- * or NULL when out of memory. */
+ * writes 64-bit integers), reals doubleValue (to the incident line's INCIDENT_REAL_PRECISION
+ * significant digits, so the record says what the incident line says), null the empty AnyValue {}. Returns a new
+ * reference, or NULL when out of memory. */
 json_t *otlp_any_value(json_t *v);
 
 /* Parses the incident's "time" ("2026-11-23T12:28:42.840095Z", UTC, 0 to 9 fraction digits) into
@@ -41,7 +43,6 @@ int otlp_parse_time_ns(const char *s, uint64_t *ret);
  * "time" that does not parse); -ENOMEM. */
 int otlp_from_incident(json_t *incident, uint64_t observed_unix_ns, json_t **ret);
 
-/* The step the output sink takes: parses one incident line (with or without its '\n'), converts it
- * as otlp_from_incident() and writes the request as one compact line ending in '\n' (malloc'ed).
- * 0, -EINVAL (not an incident line) or -ENOMEM. */
-int otlp_format_line(const char *line, size_t len, uint64_t observed_unix_ns, char **ret, size_t *ret_len);
+/* The request as one compact line ending in '\n' (malloc'ed): the line the OTLP format writes
+ * (sink.h). 0 or -ENOMEM. */
+int otlp_dump_line(const json_t *request, char **ret, size_t *ret_len);

@@ -54,6 +54,9 @@ static void test_any_value(void **state) {
         assert_any("9223372036854775807", "{\"intValue\":\"9223372036854775807\"}");
         assert_any("17.02", "{\"doubleValue\":17.02}");
         assert_any("0.0", "{\"doubleValue\":0.0}");
+        /* As the incident line writes it (6 significant digits), not as the double has it. */
+        assert_any("0.4567891", "{\"doubleValue\":0.456789}");
+        assert_any("1234567.0", "{\"doubleValue\":1234570.0}");
         assert_any("null", "{}");
         assert_any("[]", "{\"arrayValue\":{\"values\":[]}}");
         assert_any("{}", "{\"kvlistValue\":{\"values\":[]}}");
@@ -286,31 +289,31 @@ static void test_refused(void **state) {
         json_decref(inc);
 }
 
-static void test_format_line(void **state) {
-        char path[512], *text, *line = NULL;
-        json_t *inc = load_example("incident-pressure.json"), *want = NULL, *got;
+static void test_dump_line(void **state) {
+        char *line = NULL;
+        json_t *inc = load_example("incident-pressure.json"), *want = NULL, *got, *v;
         size_t len = 0;
 
-        snprintf(path, sizeof path, "%s/examples/incident-pressure.json", SCHEMA_DIR);
-        text = json_dumps(inc, JSON_COMPACT);
-        assert_non_null(text);
-        assert_int_equal(otlp_format_line(text, strlen(text), 5, &line, &len), 0);
+        assert_int_equal(otlp_from_incident(inc, 5, &want), 0);
+        assert_int_equal(otlp_dump_line(want, &line, &len), 0);
         assert_int_equal(len, strlen(line));
         assert_true(len > 2 && line[len - 1] == '\n');
         assert_null(memchr(line, '\n', len - 1)); /* one line */
         got = json_loadb(line, len, 0, NULL);
         assert_non_null(got);
-        assert_int_equal(otlp_from_incident(inc, 5, &want), 0);
         assert_true(json_equal(got, want));
         json_decref(got);
         json_decref(want);
         free(line);
 
-        line = NULL;
-        assert_int_equal(otlp_format_line("{\"type\":", 8, 5, &line, &len), -EINVAL);
-        assert_int_equal(otlp_format_line("\n", 1, 5, &line, &len), -EINVAL);
-        assert_null(line);
-        free(text);
+        want = NULL;
+        v = json_loads("{\"type\":1}", 0, NULL);
+        assert_int_equal(otlp_from_incident(v, 5, &want), -EINVAL);
+        json_decref(v);
+        v = json_string("\n");
+        assert_int_equal(otlp_from_incident(v, 5, &want), -EINVAL);
+        json_decref(v);
+        assert_null(want);
         json_decref(inc);
 }
 
@@ -322,7 +325,7 @@ int main(void) {
                 cmocka_unit_test(test_oom_incident),
                 cmocka_unit_test(test_container_attributes),
                 cmocka_unit_test(test_refused),
-                cmocka_unit_test(test_format_line),
+                cmocka_unit_test(test_dump_line),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }

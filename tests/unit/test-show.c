@@ -117,14 +117,24 @@ static void test_oom_incident(void **state) {
         free(out);
 }
 
+/* journal_summary() of the incident text is the line of. */
+static int summary(const char *text, char *message, size_t message_size, char *type, size_t type_size, char *id,
+                   size_t id_size, const char **ret_message_id) {
+        json_t *inc = json_loads(text, 0, NULL);
+        int r;
+
+        assert_non_null(inc);
+        r = journal_summary(inc, message, message_size, type, type_size, id, id_size, ret_message_id);
+        json_decref(inc);
+        return r;
+}
+
 static void test_journal_summary(void **state) {
         char line[16384], message[1024], type[32], id[128];
         const char *message_id;
 
         read_example(EXAMPLE, line, sizeof line);
-        assert_int_equal(journal_summary(line, strlen(line), message, sizeof message, type, sizeof type, id, sizeof id,
-                                         &message_id),
-                         0);
+        assert_int_equal(summary(line, message, sizeof message, type, sizeof type, id, sizeof id, &message_id), 0);
         assert_string_equal(message, "pressure on /demo \"cpu some 20% 2s\": api-worker[7570] 1.03s, "
                                      "api-worker[7569] 984ms, health-check[7571] 5.6ms");
         assert_string_equal(message_id, JOURNAL_MESSAGE_ID_PRESSURE);
@@ -133,22 +143,17 @@ static void test_journal_summary(void **state) {
 
         const char *hostile = "{\"type\":\"snapshot\",\"id\":\"x\",\"trigger\":null,\"most_delayed\":"
                               "[{\"pid\":1,\"comm\":\"\\u001b[2Jx\",\"score_us\":5}]}";
-        assert_int_equal(journal_summary(hostile, strlen(hostile), message, sizeof message, type, sizeof type, id,
-                                         sizeof id, &message_id),
-                         0);
+        assert_int_equal(summary(hostile, message, sizeof message, type, sizeof type, id, sizeof id, &message_id), 0);
         assert_string_equal(message, "snapshot: ?[2Jx[1] 5us");
         assert_string_equal(message_id, JOURNAL_MESSAGE_ID_SNAPSHOT);
         /* An oom incident: the victim, where, how many related, then the cgroup after the kill. */
         read_example(OOM_EXAMPLE, line, sizeof line);
-        assert_int_equal(journal_summary(line, strlen(line), message, sizeof message, type, sizeof type, id, sizeof id,
-                                         &message_id),
-                         0);
+        assert_int_equal(summary(line, message, sizeof message, type, sizeof type, id, sizeof id, &message_id), 0);
         assert_string_equal(message, "oom in /psidiag-it-oom-2149: killed h,pid=1) (x[2194], 2 related: "
                                      "psidiag-thrash[2191] 96ms, h,pid=1) (x[2194] 1.6ms");
         assert_string_equal(message_id, JOURNAL_MESSAGE_ID_OOM);
-        assert_int_equal(
-                journal_summary("[]", 2, message, sizeof message, type, sizeof type, id, sizeof id, &message_id),
-                -EINVAL);
+        assert_int_equal(summary("[]", message, sizeof message, type, sizeof type, id, sizeof id, &message_id),
+                         -EINVAL);
 }
 
 int main(void) {

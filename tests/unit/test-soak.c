@@ -19,7 +19,7 @@
 #include <valgrind/valgrind.h>
 
 #include "base/log.h"
-#include "sinks/output.h"
+#include "sinks/sink.h"
 #include "incident/compose.h"
 #include "tests/unit/fake-taskstats.h"
 #include "tests/unit/test-util.h"
@@ -56,7 +56,7 @@ static void test_no_growth_over_10000_samples(void **state) {
         Snapshot a = {}, b = {};
         Ranking ranking = {};
         ProcessInfo procs[10];
-        OutputSink *out = NULL;
+        Sink *out = NULL;
         char why[160];
         size_t base = 0, bytes = 0;
         unsigned samples = RUNNING_ON_VALGRIND ? SAMPLES / 10 : SAMPLES;
@@ -64,7 +64,7 @@ static void test_no_growth_over_10000_samples(void **state) {
 
         assert_int_equal(sysroot_open(fixture("hybrid"), &sysroot), 0);
         assert_int_equal(sysroot_open_cgroup(sysroot, "app", &fd), 0);
-        assert_int_equal(output_open("/dev/null", &out, why, sizeof why), 0);
+        assert_int_equal(sink_open("/dev/null", SINK_FORMAT_INCIDENT, &out, why, sizeof why), 0);
         SampleScope scope = { .sysroot = sysroot, .taskstats = ts, .cgroup_fd = fd, .detail = ELEMENTSOF(procs) };
         pid_t top[ELEMENTSOF(procs)];
 
@@ -85,7 +85,9 @@ static void test_no_growth_over_10000_samples(void **state) {
                 assert_int_equal(snapshot_take_threads(&b, &scope, top, n_top), 0);
                 assert_int_equal(ranking_build(&ranking, &a, &b, PSI_RESOURCE_CPU), 0);
                 assert_int_equal(ranking_add_threads(&ranking, &a, &b, PSI_RESOURCE_CPU), 0);
-                assert_int_equal(report_build_line(
+                json_t *incident = NULL;
+
+                assert_int_equal(report_build(
                                          &(Report) {
                                                  .sysroot = sysroot,
                                                  .host = &host,
@@ -104,10 +106,12 @@ static void test_no_growth_over_10000_samples(void **state) {
                                                  .ranking = &ranking,
                                                  .procs = procs,
                                          },
-                                         &line, &len),
+                                         &incident),
                                  0);
+                assert_int_equal(incident_dump_line(incident, &line, &len), 0);
                 assert_non_null(strstr(line, "\"comm\":\"web\""));
-                assert_int_equal(output_write(out, line, len), 0);
+                assert_int_equal(sink_write(out, incident), 0);
+                json_decref(incident);
                 bytes += len;
                 free(line);
                 if (i + 1 == WARMUP)
@@ -124,7 +128,7 @@ static void test_no_growth_over_10000_samples(void **state) {
                 assert_int_equal(end, base);
         }
 
-        output_free(out);
+        sink_free(out);
         snapshot_done(&a);
         snapshot_done(&b);
         ranking_done(&ranking);

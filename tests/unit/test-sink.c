@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
-/* The output sink against real files, FIFOs and devices in a scratch directory: whole lines or
- * nothing, failures counted, recovery, recreation after removal, and the symlink and ownership
- * rules for world-writable directories. */
+/* The sink interface with the stdout and file kinds against real files, FIFOs and devices in a
+ * scratch directory: whole lines or nothing, failures counted, recovery, recreation after removal,
+ * the symlink and ownership rules for world-writable directories, and the OTLP formatter in front;
+ * and the registry's answers for the output strings a config can hold. */
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
@@ -15,11 +16,16 @@
 #include <jansson.h>
 
 #include "base/log.h"
-#include "sinks/output.h"
+#include "sinks/registry.h"
+#include "sinks/sink.h"
 #include "tests/unit/fake-tree.h"
 #include "tests/unit/test-util.h"
 
 #define LINE "{\"type\":\"pressure\",\"id\":\"x\"}\n"
+/* Small documents whose lines the tests look for (sinks take JSON, not text). */
+#define A "{\"line\":\"a\"}\n"
+#define B "{\"line\":\"b\"}\n"
+#define C "{\"line\":\"c\"}\n"
 #define NOBODY 65534
 
 static char dir[64];
@@ -58,19 +64,30 @@ static size_t slurp(const char *path, char *buf, size_t size) {
         return n;
 }
 
-static OutputSink *open_ok(const char *path) {
-        OutputSink *o = NULL;
+static Sink *open_ok(const char *path) {
+        Sink *o = NULL;
         char why[160];
 
-        assert_int_equal(output_open(path, &o, why, sizeof why), 0);
+        assert_int_equal(sink_open(path, SINK_FORMAT_INCIDENT, &o, why, sizeof why), 0);
         return o;
 }
 
 static int open_fails(const char *path, char *why, size_t size) {
-        OutputSink *o = NULL;
-        int r = output_open(path, &o, why, size);
+        Sink *o = NULL;
+        int r = sink_open(path, SINK_FORMAT_INCIDENT, &o, why, size);
 
         assert_null(o);
+        return r;
+}
+
+/* Writes the JSON document text is the line of. */
+static int write_json(Sink *o, const char *text) {
+        json_t *j = json_loads(text, 0, NULL);
+        int r;
+
+        assert_non_null(j);
+        r = sink_write(o, j);
+        json_decref(j);
         return r;
 }
 
@@ -78,34 +95,34 @@ static void test_creates_0640_and_appends(void **state) {
         char buf[256];
         struct stat st;
         mode_t old = umask(022);
-        OutputSink *o = open_ok(path_in("out.ndjson"));
+        Sink *o = open_ok(path_in("out.ndjson"));
 
         umask(old);
-        assert_int_equal(output_write(o, LINE, strlen(LINE)), 0);
-        assert_int_equal(output_write(o, LINE, strlen(LINE)), 0);
+        assert_int_equal(write_json(o, LINE), 0);
+        assert_int_equal(write_json(o, LINE), 0);
         assert_int_equal(o->written, 2);
         assert_int_equal(stat(path_in("out.ndjson"), &st), 0);
         assert_int_equal(st.st_mode & 07777, 0640);
         slurp(path_in("out.ndjson"), buf, sizeof buf);
         assert_string_equal(buf, LINE LINE);
-        output_free(o);
+        sink_free(o);
 }
 
-/* output_format "otlp": the incident line goes out as one OTLP/JSON line; a line that is not an
- * incident is counted as failed and nothing reaches the file. */
+/* output_format "otlp": the incident goes out as one OTLP/JSON line; a document that is not an
+ * incident (no "time") is counted as failed and nothing reaches the file. */
 static void test_otlp_sink_converts(void **state) {
         const char *inc = "{\"type\":\"pressure\",\"id\":\"x\",\"time\":\"2026-11-23T12:28:42.840095Z\"}\n";
         char buf[2048];
-        OutputSink *o = open_ok(path_in("otlp.ndjson"));
+        Sink *o = open_ok(path_in("otlp.ndjson"));
         json_t *j, *rec;
         size_t n;
 
-        o->otlp = true;
-        assert_int_equal(output_write(o, inc, strlen(inc)), 0);
-        assert_int_equal(output_write(o, LINE, 5), -EINVAL);
+        sink_set_format(o, SINK_FORMAT_OTLP);
+        assert_int_equal(write_json(o, inc), 0);
+        assert_int_equal(write_json(o, LINE), -EINVAL);
         assert_int_equal(o->written, 1);
         assert_int_equal(o->failed, 1);
-        output_free(o);
+        sink_free(o);
         n = slurp(path_in("otlp.ndjson"), buf, sizeof buf);
         assert_true(n > 0 && buf[n - 1] == '\n');
         assert_null(memchr(buf, '\n', n - 1));
@@ -119,15 +136,15 @@ static void test_otlp_sink_converts(void **state) {
 }
 
 static void test_full_disk_counts(void **state) {
-        OutputSink *o = open_ok("/dev/full");
+        Sink *o = open_ok("/dev/full");
 
         for (int i = 0; i < 3; i++)
-                assert_int_equal(output_write(o, LINE, strlen(LINE)), -ENOSPC);
+                assert_int_equal(write_json(o, LINE), -ENOSPC);
         assert_int_equal(o->failed, 3);
         assert_int_equal(o->written, 0);
         /* One complaint for the first, the next two wait for the interval. */
         assert_int_equal(o->failed_since_complaint, 2);
-        output_free(o);
+        sink_free(o);
 }
 
 /* A file that can take only part of the line (RLIMIT_FSIZE stands in for a disk filling up
@@ -135,32 +152,32 @@ static void test_full_disk_counts(void **state) {
 static void test_partial_write_is_taken_back(void **state) {
         struct rlimit old, lim;
         char buf[256];
-        OutputSink *o = open_ok(path_in("limited"));
+        Sink *o = open_ok(path_in("limited"));
 
-        assert_int_equal(output_write(o, LINE, strlen(LINE)), 0);
+        assert_int_equal(write_json(o, LINE), 0);
         assert_int_equal(getrlimit(RLIMIT_FSIZE, &old), 0);
         lim = old;
         lim.rlim_cur = strlen(LINE) + 10;
         assert_int_equal(setrlimit(RLIMIT_FSIZE, &lim), 0);
-        int r = output_write(o, LINE, strlen(LINE));
+        int r = write_json(o, LINE);
         assert_int_equal(setrlimit(RLIMIT_FSIZE, &old), 0);
         assert_int_equal(r, -EFBIG);
         assert_int_equal(o->failed, 1);
         slurp(path_in("limited"), buf, sizeof buf);
         assert_string_equal(buf, LINE);
 
-        assert_int_equal(output_write(o, LINE, strlen(LINE)), 0);
+        assert_int_equal(write_json(o, LINE), 0);
         assert_int_equal(o->failed_since_success, 0);
         slurp(path_in("limited"), buf, sizeof buf);
         assert_string_equal(buf, LINE LINE);
-        output_free(o);
+        sink_free(o);
 }
 
 static void test_fifo_reader_goes_and_comes_back(void **state) {
         char buf[256], why[160];
         const char *fifo = path_in("fifo");
         int reader;
-        OutputSink *o;
+        Sink *o;
 
         assert_int_equal(mkfifo(fifo, 0600), 0);
         assert_int_equal(open_fails(fifo, why, sizeof why), -ENXIO);
@@ -169,82 +186,82 @@ static void test_fifo_reader_goes_and_comes_back(void **state) {
         reader = open(fifo, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
         assert_true(reader >= 0);
         o = open_ok(fifo);
-        assert_int_equal(output_write(o, LINE, strlen(LINE)), 0);
+        assert_int_equal(write_json(o, LINE), 0);
         assert_int_equal(read(reader, buf, sizeof buf), strlen(LINE));
         close(reader);
-        assert_int_equal(output_write(o, LINE, strlen(LINE)), -EPIPE);
+        assert_int_equal(write_json(o, LINE), -EPIPE);
         assert_int_equal(o->failed, 1);
-        output_free(o);
+        sink_free(o);
 }
 
 static void test_closed_pipe_on_stdout(void **state) {
         int p[2], saved = dup(STDOUT_FILENO);
-        OutputSink *o;
+        Sink *o;
 
         assert_int_equal(pipe(p), 0);
         assert_int_equal(dup2(p[1], STDOUT_FILENO), STDOUT_FILENO);
         close(p[1]);
         close(p[0]);
         o = open_ok("-");
-        int r = output_write(o, LINE, strlen(LINE));
+        int r = write_json(o, LINE);
         dup2(saved, STDOUT_FILENO);
         close(saved);
         assert_int_equal(r, -EPIPE);
         assert_int_equal(o->failed, 1);
-        output_free(o);
+        sink_free(o);
 }
 
 static void test_removed_file_is_recreated(void **state) {
         char buf[256];
         const char *p = path_in("gone");
-        OutputSink *o = open_ok(p);
+        Sink *o = open_ok(p);
 
-        assert_int_equal(output_write(o, "a\n", 2), 0);
+        assert_int_equal(write_json(o, A), 0);
         assert_int_equal(unlink(p), 0);
-        assert_int_equal(output_write(o, "b\n", 2), 0);
+        assert_int_equal(write_json(o, B), 0);
         slurp(p, buf, sizeof buf);
-        assert_string_equal(buf, "b\n");
+        assert_string_equal(buf, B);
 
         /* Renamed away (logrotate without SIGHUP): the next line goes to a new file at the path. */
         assert_int_equal(rename(p, path_in("gone.1")), 0);
-        assert_int_equal(output_write(o, "c\n", 2), 0);
+        assert_int_equal(write_json(o, C), 0);
         slurp(p, buf, sizeof buf);
-        assert_string_equal(buf, "c\n");
+        assert_string_equal(buf, C);
         slurp(path_in("gone.1"), buf, sizeof buf);
-        assert_string_equal(buf, "b\n");
+        assert_string_equal(buf, B);
         assert_int_equal(o->written, 3);
-        output_free(o);
+        sink_free(o);
 }
 
 static void test_removed_directory_counts_then_resumes(void **state) {
         char buf[256];
-        OutputSink *o;
+        Sink *o;
 
         assert_int_equal(mkdir(path_in("logs"), 0755), 0);
         o = open_ok(path_in("logs/out"));
         assert_int_equal(unlink(path_in("logs/out")), 0);
         assert_int_equal(rmdir(path_in("logs")), 0);
-        assert_int_equal(output_write(o, "a\n", 2), -ENOENT);
+        assert_int_equal(write_json(o, A), -ENOENT);
         assert_int_equal(o->failed, 1);
         assert_int_equal(mkdir(path_in("logs"), 0755), 0);
-        assert_int_equal(output_write(o, "b\n", 2), 0);
+        assert_int_equal(write_json(o, B), 0);
         slurp(path_in("logs/out"), buf, sizeof buf);
-        assert_string_equal(buf, "b\n");
-        output_free(o);
+        assert_string_equal(buf, B);
+        sink_free(o);
 }
 
 static void test_reopen_after_rotation(void **state) {
         char buf[256], why[160];
         const char *p = path_in("rot");
-        OutputSink *o = open_ok(p);
+        Sink *o = open_ok(p);
 
-        assert_int_equal(output_write(o, "a\n", 2), 0);
+        assert_int_equal(write_json(o, A), 0);
         assert_int_equal(rename(p, path_in("rot.1")), 0);
-        assert_int_equal(output_reopen(o, why, sizeof why), 0);
-        assert_int_equal(output_write(o, "b\n", 2), 0);
+        assert_int_equal(sink_reopen(o, why, sizeof why), 0);
+        assert_int_equal(write_json(o, B), 0);
         slurp(p, buf, sizeof buf);
-        assert_string_equal(buf, "b\n");
-        output_free(o);
+        assert_string_equal(buf, B);
+        sink_free(o);
 }
 
 static void test_refuses_last_symlink_and_odd_paths(void **state) {
@@ -265,22 +282,22 @@ static void test_refuses_last_symlink_and_odd_paths(void **state) {
 /* A trusted directory symlink (ours, in a directory only we can write) is followed. */
 static void test_follows_trusted_directory_symlink(void **state) {
         char buf[64];
-        OutputSink *o;
+        Sink *o;
 
         assert_int_equal(mkdir(path_in("real"), 0755), 0);
         assert_int_equal(symlink("real", path_in("alias")), 0);
         o = open_ok(path_in("alias/out"));
-        assert_int_equal(output_write(o, "a\n", 2), 0);
-        output_free(o);
+        assert_int_equal(write_json(o, A), 0);
+        sink_free(o);
         slurp(path_in("real/out"), buf, sizeof buf);
-        assert_string_equal(buf, "a\n");
+        assert_string_equal(buf, A);
 }
 
 /* What an attacker can plant in a sticky world-writable directory like /tmp. Needs root (chown). */
 static void test_world_writable_directory(void **state) {
         char why[160];
         const char *ww = path_in("ww");
-        OutputSink *o;
+        Sink *o;
         int fd;
 
         if (geteuid() != 0)
@@ -297,7 +314,7 @@ static void test_world_writable_directory(void **state) {
         assert_int_equal(access(path_in("victim/out"), F_OK), -1);
         assert_int_equal(symlink("../victim", path_in("ww/mine")), 0);
         o = open_ok(path_in("ww/mine/out"));
-        output_free(o);
+        sink_free(o);
 
         /* A file someone else created in advance is not ours to write. */
         fd = open(path_in("ww/precreated"), O_CREAT | O_WRONLY | O_CLOEXEC, 0666);
@@ -317,8 +334,41 @@ static void test_world_writable_directory(void **state) {
 
         /* A fresh file of ours there is fine. */
         o = open_ok(path_in("ww/fresh"));
-        assert_int_equal(output_write(o, "a\n", 2), 0);
-        output_free(o);
+        assert_int_equal(write_json(o, A), 0);
+        sink_free(o);
+}
+
+/* What the registry says of each output string a config can hold. */
+static void test_registry(void **state) {
+        char why[160];
+        Sink *o;
+
+        assert_int_equal(sink_kind_of("-"), SINK_KIND_STDOUT);
+        assert_int_equal(sink_kind_of("journal"), SINK_KIND_JOURNAL);
+        assert_int_equal(sink_kind_of("/var/log/psidiag/incidents.ndjson"), SINK_KIND_FILE);
+        assert_int_equal(sink_kind_of("./journal"), SINK_KIND_FILE);
+        assert_string_equal(sink_kind_ops(SINK_KIND_JOURNAL)->name, "journal");
+        assert_string_equal(sink_path_display("-"), "stdout");
+        assert_string_equal(sink_path_display("journal"), "journal");
+        assert_string_equal(sink_path_display("/x"), "/x");
+        assert_int_equal(sink_path_check("-", why, sizeof why), 0);
+        assert_int_equal(sink_path_check("/x", why, sizeof why), 0);
+        assert_int_equal(sink_path_check("x.log", why, sizeof why), -EINVAL);
+        assert_string_equal(why, "must be an absolute path, \"-\" (stdout) or \"journal\"");
+        assert_int_equal(sink_path_check("journal", why, sizeof why), HAVE_JOURNAL ? 0 : -EOPNOTSUPP);
+        assert_int_equal(sink_path_available("/x", why, sizeof why), 0);
+        assert_true(sink_paths_same("/x", "/x"));
+        assert_false(sink_paths_same("/x", "/x/"));
+
+        o = open_ok("-");
+        assert_string_equal(o->name, "stdout");
+        assert_false(sink_can_reopen(o));
+        assert_int_equal(sink_reopen(o, why, sizeof why), 0);
+        sink_free(o);
+        o = open_ok(path_in("f"));
+        assert_string_equal(o->name, path_in("f"));
+        assert_true(sink_can_reopen(o));
+        sink_free(o);
 }
 
 int main(void) {
@@ -335,6 +385,7 @@ int main(void) {
                 cmocka_unit_test_setup_teardown(test_refuses_last_symlink_and_odd_paths, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_follows_trusted_directory_symlink, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_world_writable_directory, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_registry, setup, teardown),
         };
 
         log_set_level(LOG_LEVEL_ERROR);
