@@ -70,6 +70,11 @@ int journal_summary(json_t *inc, char *message, size_t message_size, char *type,
                           : strcmp(type, "snapshot") == 0 ? JOURNAL_MESSAGE_ID_SNAPSHOT
                           : strcmp(type, "oom") == 0      ? JOURNAL_MESSAGE_ID_OOM
                                                           : JOURNAL_MESSAGE_ID_OTHER;
+        /* The incident's own sentence, when it has one (every incident since 0.6). */
+        if (string_at(inc, "summary")) {
+                text_terminal_safe(string_at(inc, "summary"), message, message_size);
+                return 1;
+        }
         trigger = json_object_get(inc, "trigger");
         o = (size_t) snprintf(message, message_size, "%s", type);
         if (json_is_object(trigger) && o < message_size) {
@@ -126,9 +131,9 @@ static int journal_write(Sink *s, json_t *doc, SinkDumpLine dump_line) {
         size_t len;
         int r;
 
-        r = journal_summary(doc, message, sizeof message, type, sizeof type, id, sizeof id, &message_id);
-        if (r < 0)
-                return r;
+        int own = journal_summary(doc, message, sizeof message, type, sizeof type, id, sizeof id, &message_id);
+        if (own < 0)
+                return own;
         r = dump_line(doc, &line, &len);
         if (r < 0)
                 return r;
@@ -136,10 +141,10 @@ static int journal_write(Sink *s, json_t *doc, SinkDumpLine dump_line) {
                 len--;
         if (!journal_load())
                 return -EOPNOTSUPP;
-        return sd_journal_send_fn("MESSAGE=psidiag: %s", message, "MESSAGE_ID=%s", message_id, "PRIORITY=%i",
-                                  strcmp(type, "oom") == 0 ? LOG_ERR : LOG_WARNING, "SYSLOG_IDENTIFIER=psidiag",
-                                  "PSIDIAG_TYPE=%s", type, "PSIDIAG_INCIDENT_ID=%s", id, "PSIDIAG_INCIDENT=%.*s",
-                                  (int) len, line, NULL);
+        return sd_journal_send_fn("MESSAGE=%s%s", own > 0 ? "" : "psidiag: ", message, "MESSAGE_ID=%s", message_id,
+                                  "PRIORITY=%i", strcmp(type, "oom") == 0 ? LOG_ERR : LOG_WARNING,
+                                  "SYSLOG_IDENTIFIER=psidiag", "PSIDIAG_TYPE=%s", type, "PSIDIAG_INCIDENT_ID=%s", id,
+                                  "PSIDIAG_INCIDENT=%.*s", (int) len, line, NULL);
 #else
         return -EOPNOTSUPP;
 #endif

@@ -20,10 +20,11 @@
 
 extern const SinkOps sink_journal_ops;
 
-/* Builds the one-line summary of an incident ("pressure on /demo \"cpu some 20% 2s\":
+/* Builds the journal MESSAGE of an incident: its own `summary` sentence, or, for an incident
+ * without one, a line made of its fields ("pressure on /demo \"cpu some 20% 2s\":
  * api-worker[7570] cpu 1.03s, ...", "oom in /demo: killed hog[7702], 2 related: ..."), with
- * control characters replaced. Returns type's MESSAGE_ID
- * and writes the summary, type and incident id into the buffers. -EINVAL for a value that is
- * not an incident (no string "type"). */
+ * control characters replaced. Writes the message, type and incident id into the buffers and
+ * type's MESSAGE_ID; returns 1 for the incident's sentence, 0 for a made line (which the entry
+ * prefixes with "psidiag: "), -EINVAL for a value that is not an incident (no string "type"). */
 int journal_summary(json_t *incident, char *message, size_t message_size, char *type, size_t type_size, char *id,
                     size_t id_size, const char **ret_message_id);

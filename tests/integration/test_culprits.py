@@ -53,6 +53,18 @@ def describe(c):
             [(g["path"], g["source"], g["usage"], round(g["share"], 3)) for g in c["cgroups"]])
 
 
+def check_summary(inc, victim, culprit):
+    """The sentence names the stalled process first and, when culprits.dominant, the culprit; when
+    no cgroup dominates, it says so instead."""
+    s, c = inc["summary"], inc["culprits"]
+    check(s.startswith(victim), f"summary does not start with {victim!r}: {s!r}")
+    if c["dominant"]:
+        check(culprit in s, f"summary does not name the culprit {culprit!r}: {s!r}")
+    else:
+        check("no dominant culprit" in s and c["cgroups"][0]["share"] < 0.5, f"summary: {s!r}, culprits {c['cgroups']}")
+    print(f"  summary: {s}")
+
+
 def cpu_neighbour(mount, tmp, validate):
     with ScratchCgroup(mount, "cul-svc") as svc, ScratchCgroup(mount, "cul-batch") as batch:
         worker = svc.spawn([WORKLOAD, "spin", "svc-worker"])
@@ -76,6 +88,7 @@ def cpu_neighbour(mount, tmp, validate):
                 check(p["usage"]["cpu_us"] <= dur_us * 1.1, f"a one-thread spinner above one cpu: {p}")
                 check(p["victim"], "the stalled worker is not flagged a victim")
         plausible(inc)
+        check_summary(inc, f"svc-worker (/{svc.rel}) waited ", f": batch-spin (/{batch.rel}, pid {spinner.pid}) used ")
         print(f"cpu: {procs[0]}, cgroup {cgroups[0]}")
 
 
@@ -95,6 +108,7 @@ def fork_storm(mount, tmp, validate):
               and first["processes"] >= 2 and first["cgroup"] == "/" + build.rel, f"culprit processes: {procs}")
         check(make.poll() is None, "the storm's parent died")
         plausible(inc)
+        check_summary(inc, "svc-worker (/", f": psidiag-cc1 processes (/{build.rel}, ended) used ")
         print(f"storm: {procs[0]}, cgroup {cgroups[0]}")
 
 

@@ -88,7 +88,9 @@ def main():
                 code = agent.wait(10)
             check(code == 0, f"exit {code}")
         message = entry["MESSAGE"].decode()
-        check(message.startswith(f'psidiag: pressure on /{cg.rel} "cpu some 50ms 2s": psidiag-spin['), message)
+        inc = json.loads(entry["PSIDIAG_INCIDENT"])
+        check(message == inc["summary"] and message.startswith(f"psidiag-spin (/{cg.rel}) waited "),
+              f"MESSAGE is not the incident's summary: {message!r}")
         check(entry["MESSAGE_ID"].decode() == PRESSURE_ID, f"MESSAGE_ID {entry['MESSAGE_ID']}")
         check(entry["PRIORITY"] == b"4" and entry["SYSLOG_IDENTIFIER"] == b"psidiag", f"{entry.keys()}")
         inc = json.loads(entry["PSIDIAG_INCIDENT"])

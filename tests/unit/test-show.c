@@ -154,6 +154,12 @@ static void test_journal_summary(void **state) {
         assert_string_equal(message_id, JOURNAL_MESSAGE_ID_OOM);
         assert_int_equal(summary("[]", message, sizeof message, type, sizeof type, id, sizeof id, &message_id),
                          -EINVAL);
+        /* Since 0.6 the incident's own sentence is the message. */
+        assert_int_equal(summary("{\"type\":\"pressure\",\"id\":\"y\",\"summary\":\"api (/a) waited 1 s for cpu "
+                                 "in 1 s\",\"most_delayed\":[]}",
+                                 message, sizeof message, type, sizeof type, id, sizeof id, &message_id),
+                         1);
+        assert_string_equal(message, "api (/a) waited 1 s for cpu in 1 s");
 }
 
 int main(void) {
