@@ -38,14 +38,14 @@ int incident_process_identity(json_t *o, const ProcessInfo *info);
  * the path does not say), or JSON null for a NULL path. NULL on allocation failure. */
 json_t *incident_cgroup_meta(const char *path);
 
-/* Every jansson call can fail on allocation; set_new() returns -ENOMEM (and drops v) when it does,
- * so builders can chain `r |= set(...)` and check once. */
+/* Every jansson call can fail on allocation; set_new() returns -ENOMEM when it does, so builders can
+ * chain `r |= set(...)` and check once. v is always consumed: json_object_set_new_nocheck() steals
+ * the reference even when it fails (it releases v itself, also for a NULL obj), so v is never
+ * released here after the call. */
 static inline int set_new(json_t *obj, const char *key, json_t *v) {
-        if (!obj || !v || json_object_set_new_nocheck(obj, key, v) < 0) {
-                json_decref(v);
+        if (!v)
                 return -ENOMEM;
-        }
-        return 0;
+        return json_object_set_new_nocheck(obj, key, v) < 0 ? -ENOMEM : 0;
 }
 
 /* o when every set on it succeeded (r: a chain of set_new()), else NULL with o dropped: the end of
@@ -58,12 +58,11 @@ static inline json_t *object_or_null(json_t *o, int r) {
         return o;
 }
 
+/* As set_new(): json_array_append_new() steals v even when it fails (and for a NULL arr). */
 static inline int append_new(json_t *arr, json_t *v) {
-        if (!arr || !v || json_array_append_new(arr, v) < 0) {
-                json_decref(v);
+        if (!v)
                 return -ENOMEM;
-        }
-        return 0;
+        return json_array_append_new(arr, v) < 0 ? -ENOMEM : 0;
 }
 
 static inline json_t *json_u64(uint64_t v) {
