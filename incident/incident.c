@@ -10,6 +10,7 @@
 #include "incident/culprit-report.h"
 #include "incident/jsonutil.h"
 #include "incident/onwhat-report.h"
+#include "probes/cgmeta.h"
 
 static json_t *time_string(usec_t t) {
         char buf[RFC3339_MAX];
@@ -241,18 +242,15 @@ json_t *incident_build(const IncidentInput *in) {
 
         if (in->has_hot) {
                 json_t *cgroups = json_array();
-                const char *prefix = in->hot_prefix ? in->hot_prefix : "";
 
-                while (*prefix == '/')
-                        prefix++;
                 for (size_t i = 0; i < in->n_hot; i++) {
                         const HotCgroup *h = &in->hot[i];
                         char path[4096];
-                        int n = prefix[0] ? snprintf(path, sizeof path, "/%s/%s", prefix, h->path)
-                                          : snprintf(path, sizeof path, "/%s", h->path);
+                        size_t n =
+                                MIN(cgroup_display_path(in->hot_prefix, h->path, path, sizeof path), sizeof path - 1);
                         json_t *c = json_object();
 
-                        r |= set_new(c, "path", json_string_from_bytes(path, (size_t) MIN(n, (int) sizeof path - 1)));
+                        r |= set_new(c, "path", json_string_from_bytes(path, n));
                         r |= set_new(c, "stall_us", json_u64(h->stall_us));
                         r |= set_new(c, "some_us", json_u64(h->some_us));
                         r |= set_new(c, "full_us", h->has_full ? json_u64(h->full_us) : json_null());

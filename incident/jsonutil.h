@@ -14,6 +14,7 @@
 #include <sys/types.h>
 
 #include "base/macro.h"
+#include "probes/cgmeta.h"
 
 /* What /proc said of a reported process (incident/compose.h reads it). */
 typedef struct ProcessInfo {
@@ -73,12 +74,8 @@ static inline json_t *json_u64(uint64_t v) {
 /* "/a/b" from "a/b" (and "/" from ""), the form /proc/<pid>/cgroup uses. */
 static inline json_t *cgroup_string(const char *rel) {
         char path[4096];
-        int n;
 
         if (!rel)
                 return json_null();
-        while (*rel == '/')
-                rel++;
-        n = snprintf(path, sizeof path, "/%s", rel);
-        return json_string_from_bytes(path, (size_t) MIN(n, (int) sizeof path - 1));
+        return json_string_from_bytes(path, MIN(cgroup_display_path(NULL, rel, path, sizeof path), sizeof path - 1));
 }
