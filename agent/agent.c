@@ -6,6 +6,7 @@
 #include <sys/inotify.h>
 #include <unistd.h>
 
+#include "agent/agent.h"
 #include "agent/daemon.h"
 #include "base/log.h"
 #include "base/macro.h"

@@ -1,14 +1,14 @@
 /* SPDX-License-Identifier: MIT */
 /* The daemon's shared state, for the modules of agent/ only: the agent, its watches and their
  * triggers, and what each module offers the others. Nothing outside agent/ includes this; the
- * public entry is agent.h. */
+ * public entry is agent.h, which includes nothing of this (agent.c builds on both; a module that
+ * reads the options includes agent.h itself). */
 #pragma once
 
 #include <ev.h>
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "agent/agent.h"
 #include "agent/dirwatch.h"
 #include "agent/fdbudget.h"
 #include "agent/runtime.h"
@@ -35,6 +35,7 @@
 #define OOM_SAMPLING_MAX 4
 
 typedef struct Agent Agent;
+typedef struct AgentOptions AgentOptions;
 typedef struct Watch Watch;
 typedef struct OomIncident OomIncident;
 

@@ -3,6 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "agent/agent.h"
 #include "agent/daemon.h"
 #include "base/log.h"
 #include "base/macro.h"

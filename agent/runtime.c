@@ -13,8 +13,6 @@
 #include "probes/system.h"
 #include "sinks/registry.h"
 
-#define CAP_SYS_RESOURCE_BIT 24
-#define CAP_IPC_LOCK_BIT 14
 #define AGENT_NICE (-10)
 
 int runtime_open(Runtime *rt, bool enable_delayacct) {
@@ -32,7 +30,7 @@ int runtime_open(Runtime *rt, bool enable_delayacct) {
                 log_warning("no cgroup2 mount found in /proc/self/mountinfo: only node-wide watches work");
 
         if (system_read_cap_eff(rt->sysroot->proc_fd, &caps) >= 0)
-                rt->privileged = caps & CAP_BIT(CAP_SYS_RESOURCE_BIT);
+                rt->privileged = caps & CAP_BIT(CAP_SYS_RESOURCE);
 
         r = system_read_delayacct(rt->sysroot->proc_fd);
         if (r == 0 && enable_delayacct) {
@@ -107,7 +105,7 @@ void runtime_protect_self(const Runtime *rt) {
 
         /* Only with CAP_IPC_LOCK: under a finite RLIMIT_MEMLOCK, MCL_FUTURE would turn growth past
          * the limit into failed allocations. */
-        if (system_read_cap_eff(rt->sysroot->proc_fd, &caps) >= 0 && (caps & CAP_BIT(CAP_IPC_LOCK_BIT))) {
+        if (system_read_cap_eff(rt->sysroot->proc_fd, &caps) >= 0 && (caps & CAP_BIT(CAP_IPC_LOCK))) {
                 if (mlockall(MCL_CURRENT | MCL_FUTURE | MCL_ONFAULT) < 0)
                         log_debug_errno(-errno, "cannot lock the agent's memory");
         } else

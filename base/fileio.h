@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* Bounded reads of small kernel files relative to a directory fd, so a sysroot (or a test fixture)
- * stands in for / . Never allocates, never logs. */
+ * stands in for / , and whole writes. Never logs. Allocates only in opendir_at() (the DIR); every
+ * read and write works in the caller's buffer. */
 #pragma once
 
 #include <dirent.h>

@@ -15,10 +15,6 @@
 #include "probes/pressure.h"
 #include "triggers/psi.h"
 
-#define CAP_NET_ADMIN_BIT 12
-#define CAP_SYS_ADMIN_BIT 21
-#define CAP_SYS_RESOURCE_BIT 24
-
 const char *check_status_to_string(CheckStatus s) {
         return s == CHECK_OK ? "ok" : s == CHECK_WARN ? "warn" : "fail";
 }
@@ -109,7 +105,7 @@ size_t check_evaluate(const CheckFacts *f, CheckLine *lines) {
         if (f->caps_err < 0)
                 LINE(CHECK_WARN, "capabilities", "cannot read CapEff: %s", strerror(-f->caps_err));
         else {
-                bool net = f->cap_eff & CAP_BIT(CAP_NET_ADMIN_BIT), res = f->cap_eff & CAP_BIT(CAP_SYS_RESOURCE_BIT);
+                bool net = f->cap_eff & CAP_BIT(CAP_NET_ADMIN), res = f->cap_eff & CAP_BIT(CAP_SYS_RESOURCE);
                 LINE(net ? CHECK_OK : CHECK_FAIL, "cap-net-admin", "%s",
                      net ? "present (taskstats)" : "missing: taskstats will refuse every request");
                 LINE(res ? CHECK_OK : CHECK_WARN, "cap-sys-resource", "%s",
@@ -226,7 +222,7 @@ void check_gather(CheckFacts *f) {
 
         f->delayacct = system_read_delayacct(s->proc_fd);
         f->caps_err = system_read_cap_eff(s->proc_fd, &f->cap_eff);
-        f->delayacct_switchable = f->caps_err >= 0 && geteuid() == 0 && (f->cap_eff & CAP_BIT(CAP_SYS_ADMIN_BIT));
+        f->delayacct_switchable = f->caps_err >= 0 && geteuid() == 0 && (f->cap_eff & CAP_BIT(CAP_SYS_ADMIN));
 
         f->procfs_err = proc_read_stat(s->proc_fd, 1, &st);
         if (f->procfs_err >= 0) {

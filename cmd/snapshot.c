@@ -11,6 +11,7 @@
 #include "incident/compose.h"
 #include "probes/procfs.h"
 #include "sampling/sampler.h"
+#include "sinks/registry.h"
 #include "sinks/sink.h"
 
 /* The sample runs on a loop of its own, as the agent's do: the exit listener is drained as

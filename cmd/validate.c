@@ -11,8 +11,6 @@
 #include "probes/system.h"
 #include "triggers/trigger.h"
 
-#define CAP_SYS_RESOURCE_BIT 24
-
 int validate_run(const char *path) {
         _cleanup_free_ char *error = NULL;
         _cleanup_(config_freep) Config *c = NULL;
@@ -32,7 +30,7 @@ int validate_run(const char *path) {
         }
         if (sysroot_open("/", &s) >= 0) {
                 if (system_read_cap_eff(s->proc_fd, &caps) >= 0)
-                        privileged = caps & CAP_BIT(CAP_SYS_RESOURCE_BIT);
+                        privileged = caps & CAP_BIT(CAP_SYS_RESOURCE);
                 r = config_resolve_cgroups(c, s, &error);
                 if (r < 0) {
                         fprintf(stderr, "%s\n", error ? error : "out of memory");

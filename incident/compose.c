@@ -7,6 +7,7 @@
 
 #include "base/macro.h"
 #include "incident/compose.h"
+#include "probes/cgmeta.h"
 #include "probes/procfs.h"
 #include "probes/system.h"
 
@@ -148,12 +149,9 @@ int report_build(const Report *rep, json_t **ret) {
                                 ended_info(rep->sysroot->proc_fd, p->comm, p->uid,
                                            p->origin == PROCESS_SHORT && !p->cgroup ? p->ppid : 0, &infos[i]);
                         if (p->tgid == 0 && p->cgroup) { /* an aggregate: its live ancestor's cgroup */
-                                const char *scope = rep->culprit_scope->node ? "" : rep->culprit_scope->path;
-                                while (*scope == '/')
-                                        scope++;
-                                int n = snprintf(infos[i].cgroup, sizeof infos[i].cgroup, "/%.1000s%s%.1000s", scope,
-                                                 scope[0] && p->cgroup[0] ? "/" : "", p->cgroup);
-                                infos[i].has_cgroup = n > 0 && (size_t) n < sizeof infos[i].cgroup;
+                                size_t n = cgroup_display_path(rep->culprit_scope->node ? "" : rep->culprit_scope->path,
+                                                               p->cgroup, infos[i].cgroup, sizeof infos[i].cgroup);
+                                infos[i].has_cgroup = n < sizeof infos[i].cgroup;
                         }
                 }
                 in.culprits = rep->culprits;

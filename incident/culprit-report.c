@@ -3,6 +3,7 @@
 
 #include "incident/culprit-report.h"
 #include "incident/jsonutil.h"
+#include "probes/cgmeta.h"
 
 static json_t *usage_object(PsiResource res, const CulpritUsage *u, bool cgroup) {
         json_t *o = json_object();
@@ -71,18 +72,11 @@ static json_t *process_object(PsiResource res, const CulpritProcess *p, const Pr
 
 static json_t *cgroup_object(PsiResource res, const CulpritScope *s, const CulpritCgroup *g) {
         char path[4096];
-        const char *prefix = s->path;
+        size_t n = MIN(cgroup_display_path(s->path, g->path, path, sizeof path), sizeof path - 1);
         json_t *o = json_object();
-        int n, r = 0;
+        int r = 0;
 
-        while (*prefix == '/')
-                prefix++;
-        if (!prefix[0] || !g->path[0])
-                n = snprintf(path, sizeof path, "/%s%s", prefix, g->path);
-        else
-                n = snprintf(path, sizeof path, "/%s/%s", prefix, g->path);
-        n = MIN(n, (int) sizeof path - 1);
-        r |= set_new(o, "path", json_string_from_bytes(path, (size_t) n));
+        r |= set_new(o, "path", json_string_from_bytes(path, n));
         r |= set_new(o, "meta", incident_cgroup_meta(path));
         r |= set_new(o, "source", json_string(g->from_counters ? "cgroup" : "processes"));
         r |= set_new(o, "usage", usage_object(res, &g->usage, true));

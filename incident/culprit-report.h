@@ -6,7 +6,7 @@
 
 #include <jansson.h>
 
-#include "incident/incident.h"
+#include "incident/jsonutil.h"
 #include "sampling/culprits.h"
 #include "sampling/sampler.h"
 

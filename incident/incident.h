@@ -10,6 +10,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "incident/jsonutil.h"
 #include "sampling/hot.h"
 #include "sampling/rank.h"
 #include "sampling/snapshot.h"
@@ -19,16 +20,6 @@
 
 #define INCIDENT_SCHEMA_VERSION 1
 #define INCIDENT_THREADS_PER_PROCESS 3
-
-typedef struct ProcessInfo {
-        char comm[64];
-        size_t comm_len; /* raw bytes */
-        char cmdline[4096];
-        ssize_t cmdline_len; /* -1: unknown (exited) -> null */
-        int64_t uid;         /* -1: unknown -> null */
-        char cgroup[1024];
-        bool has_cgroup;
-} ProcessInfo;
 
 /* What an oom incident says about the kill ("oom" and "related" in the schema). */
 typedef struct OomReport {
@@ -104,16 +95,6 @@ typedef struct IncidentInput {
 /* Returns a new reference, or NULL when memory ran out. */
 json_t *incident_build(const IncidentInput *in);
 
-/* comm, cmdline, uid, cgroup and meta of a reported process, set on o. 0 or -ENOMEM. A cgroup
- * outside the agent's cgroup namespace ("/../.." in /proc) is written as
- * PROC_CGROUP_OUTSIDE_NAMESPACE. */
-int incident_process_identity(json_t *o, const ProcessInfo *info);
-
-/* Dumps compact JSON plus '\n' into a malloc'ed buffer. 0 or -ENOMEM. */
-/* {unit, slice, pod_uid, qos, container_runtime, container_id} of a cgroup path (each null when
- * the path does not say), or JSON null for a NULL path. NULL on allocation failure. */
-json_t *incident_cgroup_meta(const char *path);
-
 /* Significant digits of the reals in an incident line (avg10, share). */
 #define INCIDENT_REAL_PRECISION 6
 
@@ -122,6 +103,3 @@ int incident_dump_line(const json_t *incident, char **ret, size_t *ret_len);
 
 /* "<boot id prefix>-<time us hex>-<pid hex>-<seq>": unique on the host across agent restarts. */
 void incident_format_id(const HostInfo *host, usec_t time_real_us, pid_t pid, uint64_t seq, char *buf, size_t size);
-
-/* JSON string from arbitrary bytes (invalid UTF-8 replaced, NUL as space). NULL on ENOMEM. */
-json_t *json_string_from_bytes(const char *s, size_t len);

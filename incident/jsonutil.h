@@ -1,24 +1,52 @@
 /* SPDX-License-Identifier: MIT */
-/* Small jansson helpers shared by the incident's builders: every jansson call can fail on
- * allocation, and bytes from the kernel are made valid UTF-8 first. Pure. */
+/* The leaf of incident/: the jansson helpers every builder of the incident uses (every jansson call
+ * can fail on allocation; bytes from the kernel are made valid UTF-8 first) and the writer of a
+ * reported process's identity. Pure: no I/O and no logging. Includes nothing of incident/, so
+ * incident.c and the report builders (culprit-report, onwhat-report) all build on it. */
 #pragma once
 
 #include <errno.h>
 #include <jansson.h>
+#include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <sys/types.h>
 
 #include "base/macro.h"
-#include "incident/incident.h"
+#include "probes/cgmeta.h"
 
-/* Every jansson call can fail on allocation; set_new() returns -ENOMEM (and drops v) when it does,
- * so builders can chain `r |= set(...)` and check once. */
+/* What /proc said of a reported process (incident/compose.h reads it). */
+typedef struct ProcessInfo {
+        char comm[64];
+        size_t comm_len; /* raw bytes */
+        char cmdline[4096];
+        ssize_t cmdline_len; /* -1: unknown (exited) -> null */
+        int64_t uid;         /* -1: unknown -> null */
+        char cgroup[1024];
+        bool has_cgroup;
+} ProcessInfo;
+
+/* JSON string from arbitrary bytes (invalid UTF-8 replaced, NUL as space). NULL on ENOMEM. */
+json_t *json_string_from_bytes(const char *s, size_t len);
+
+/* comm, cmdline, uid, cgroup and meta of a reported process, set on o. 0 or -ENOMEM. A cgroup
+ * outside the agent's cgroup namespace ("/../.." in /proc) is written as
+ * PROC_CGROUP_OUTSIDE_NAMESPACE. */
+int incident_process_identity(json_t *o, const ProcessInfo *info);
+
+/* {unit, slice, pod_uid, qos, container_runtime, container_id} of a cgroup path (each null when
+ * the path does not say), or JSON null for a NULL path. NULL on allocation failure. */
+json_t *incident_cgroup_meta(const char *path);
+
+/* Every jansson call can fail on allocation; set_new() returns -ENOMEM when it does, so builders can
+ * chain `r |= set(...)` and check once. v is always consumed: json_object_set_new_nocheck() steals
+ * the reference even when it fails (it releases v itself, also for a NULL obj), so v is never
+ * released here after the call. */
 static inline int set_new(json_t *obj, const char *key, json_t *v) {
-        if (!obj || !v || json_object_set_new_nocheck(obj, key, v) < 0) {
-                json_decref(v);
+        if (!v)
                 return -ENOMEM;
-        }
-        return 0;
+        return json_object_set_new_nocheck(obj, key, v) < 0 ? -ENOMEM : 0;
 }
 
 /* o when every set on it succeeded (r: a chain of set_new()), else NULL with o dropped: the end of
@@ -31,12 +59,11 @@ static inline json_t *object_or_null(json_t *o, int r) {
         return o;
 }
 
+/* As set_new(): json_array_append_new() steals v even when it fails (and for a NULL arr). */
 static inline int append_new(json_t *arr, json_t *v) {
-        if (!arr || !v || json_array_append_new(arr, v) < 0) {
-                json_decref(v);
+        if (!v)
                 return -ENOMEM;
-        }
-        return 0;
+        return json_array_append_new(arr, v) < 0 ? -ENOMEM : 0;
 }
 
 static inline json_t *json_u64(uint64_t v) {
@@ -47,12 +74,8 @@ static inline json_t *json_u64(uint64_t v) {
 /* "/a/b" from "a/b" (and "/" from ""), the form /proc/<pid>/cgroup uses. */
 static inline json_t *cgroup_string(const char *rel) {
         char path[4096];
-        int n;
 
         if (!rel)
                 return json_null();
-        while (*rel == '/')
-                rel++;
-        n = snprintf(path, sizeof path, "/%s", rel);
-        return json_string_from_bytes(path, (size_t) MIN(n, (int) sizeof path - 1));
+        return json_string_from_bytes(path, MIN(cgroup_display_path(NULL, rel, path, sizeof path), sizeof path - 1));
 }

@@ -1,4 +1,5 @@
 /* SPDX-License-Identifier: MIT */
+#include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -163,4 +164,22 @@ bool cgroup_meta_parse(const char *path, CgroupMeta *m) {
         if (!m->pod_uid[0])
                 m->qos = in_kubepods ? m->qos : CGROUP_QOS_NONE;
         return any || m->pod_uid[0];
+}
+
+size_t cgroup_display_path(const char *prefix, const char *rel, char *buf, size_t size) {
+        int n;
+
+        prefix = prefix ? prefix : "";
+        rel = rel ? rel : "";
+        while (*prefix == '/')
+                prefix++;
+        while (*rel == '/')
+                rel++;
+        n = snprintf(buf, size, "/%s%s%s", prefix, prefix[0] && rel[0] ? "/" : "", rel);
+        if (n < 0) { /* EOVERFLOW: longer than INT_MAX */
+                if (size > 0)
+                        buf[0] = '\0';
+                return SIZE_MAX;
+        }
+        return (size_t) n;
 }

@@ -5,8 +5,8 @@
  *             cri-containerd-<id>.scope  (crio-<id>.scope, docker-<id>.scope)
  *   cgroupfs  kubepods/burstable/pod<uid>/<id>   (guaranteed pods sit right under kubepods),
  *             docker/<id>
- * plus systemd units (*.service, *.scope, *.slice) anywhere. Pure: takes a path, never touches the
- * host, never logs. */
+ * plus systemd units (*.service, *.scope, *.slice) anywhere; and the "/a/b" form a path is shown in.
+ * Pure: takes a path, never touches the host, never logs. */
 #pragma once
 
 #include <stdbool.h>
@@ -32,3 +32,9 @@ const char *cgroup_qos_to_string(CgroupQos q); /* NULL for NONE */
 
 /* Decodes path ("/a/b" or "a/b"). Returns true when anything was recognized. */
 bool cgroup_meta_parse(const char *path, CgroupMeta *ret);
+
+/* The "/a/b" form /proc/<pid>/cgroup and the incidents use, of rel under prefix (both relative to
+ * the cgroup2 mount or to prefix; NULL or "" is the cgroup itself; leading '/' are ignored):
+ * "/prefix/rel", "/prefix", "/rel" or "/". Written into buf, cut at size - 1 bytes. Returns the
+ * length of the whole path, as snprintf(): size or more means it was cut. */
+size_t cgroup_display_path(const char *prefix, const char *rel, char *buf, size_t size);

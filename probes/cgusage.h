@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
-/* A cgroup's own use of cpu, io and memory, from its counters (groundwork for naming the cgroups
- * that cause pressure): cgroup2 cpu.stat usage_usec (the core file, there even without the cpu
+/* A cgroup's own use of cpu, io and memory, from its counters (the culprit cgroups of
+ * sampling/culprits.h): cgroup2 cpu.stat usage_usec (the core file, there even without the cpu
  * controller), io.stat rbytes/wbytes summed over devices and memory.current, or their cgroup-v1
  * equivalents on hybrid hosts (cpuacct.usage, blkio.throttle.io_service_bytes_recursive,
  * memory.usage_in_bytes). All of them count the whole subtree, and tasks that ended inside a

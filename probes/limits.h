@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
-/* A cgroup's cpu and memory limits and the counters that say how hard it hit them (groundwork for
- * issue 17, "on what"): cgroup2 cpu.max, cpu.stat, memory.{max,high,current,events,events.local,
+/* A cgroup's cpu and memory limits and the counters that say how hard it hit them (the incident's
+ * "limits", sampling/onwhat.h): cgroup2 cpu.max, cpu.stat, memory.{max,high,current,events,events.local,
  * stat}, or their cgroup-v1 equivalents on hybrid hosts (cpu.cfs_{quota,period}_us, cpu.stat,
  * memory.{limit_in_bytes,soft_limit_in_bytes,usage_in_bytes,failcnt,oom_control,stat}). A missing
  * file is "absent" (has_* false), never a failure. Parsers are pure; readers read beneath a

@@ -3,6 +3,7 @@
  * effective capabilities (parsed from /proc/self/status). Never logs. */
 #pragma once
 
+#include <linux/capability.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -22,6 +23,8 @@ int system_parse_cap_eff(const char *buf, size_t len, uint64_t *ret);
 /* Reads our own effective capability mask. 0 or -errno. */
 int system_read_cap_eff(int proc_fd, uint64_t *ret);
 
+/* A capability's bit in that mask; the numbers are the kernel's (CAP_NET_ADMIN, CAP_SYS_ADMIN,
+ * CAP_SYS_RESOURCE, ... from linux/capability.h), the one definition the code uses. */
 #define CAP_BIT(cap) (UINT64_C(1) << (cap))
 
 /* What an incident says about the host. */

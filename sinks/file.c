@@ -165,6 +165,7 @@ const SinkOps sink_stdout_ops = {
 
 const SinkOps sink_file_ops = {
         .name = "file",
+        .named_by_path = true,
         .open = file_open,
         .write = file_write,
         .reopen = file_reopen,

@@ -12,19 +12,8 @@
 #include "incident/incident.h"
 #include "sinks/otlp.h"
 
-/* json_object_set_new() and json_array_append_new() take the reference even when they fail, so
- * a NULL from a constructor needs no decref here. */
-static int set_new(json_t *o, const char *key, json_t *v) {
-        if (!v)
-                return -ENOMEM;
-        return json_object_set_new(o, key, v) < 0 ? -ENOMEM : 0;
-}
-
-static int append_new(json_t *a, json_t *v) {
-        if (!v)
-                return -ENOMEM;
-        return json_array_append_new(a, v) < 0 ? -ENOMEM : 0;
-}
+/* set_new() and append_new() (incident/jsonutil.h): jansson takes the reference even when it
+ * fails, so a NULL from a constructor needs no decref here. */
 
 /* OTLP/JSON writes int64 and uint64 fields as decimal strings (proto3 JSON mapping). */
 static json_t *int64_string(long long i) {

@@ -57,6 +57,10 @@ int sink_path_available(const char *path, char *why, size_t why_size) {
         return ops->available ? ops->available(why, why_size) : 0;
 }
 
+int sink_open(const char *path, SinkFormat format, Sink **ret, char *why, size_t why_size) {
+        return sink_open_kind(sink_kind_ops(sink_kind_of(path)), path, format, ret, why, why_size);
+}
+
 const char *sink_path_display(const char *path) {
         return sink_kind_of(path) == SINK_KIND_STDOUT ? "stdout" : path;
 }

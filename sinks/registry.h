@@ -32,6 +32,11 @@ int sink_path_check(const char *path, char *why, size_t why_size);
  * 0 or -EOPNOTSUPP with a sentence in why. */
 int sink_path_available(const char *path, char *why, size_t why_size);
 
+/* Opens the sink that path names with format. 0, or -errno with a sentence in why: -EOPNOTSUPP
+ * for the journal when psidiag was built without it or libsystemd cannot be loaded, the file
+ * kind's errors (file.h). */
+int sink_open(const char *path, SinkFormat format, Sink **ret, char *why, size_t why_size);
+
 /* How logs and metrics labels name path's sink: "stdout" for "-", else path itself. */
 const char *sink_path_display(const char *path);
 

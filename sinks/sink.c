@@ -8,10 +8,9 @@
 #include "base/macro.h"
 #include "incident/incident.h"
 #include "sinks/otlp.h"
-#include "sinks/registry.h"
 #include "sinks/sink.h"
 
-int sink_open(const char *path, SinkFormat format, Sink **ret, char *why, size_t why_size) {
+int sink_open_kind(const SinkOps *ops, const char *path, SinkFormat format, Sink **ret, char *why, size_t why_size) {
         Sink *s = calloc(1, sizeof *s);
         int r;
 
@@ -19,7 +18,7 @@ int sink_open(const char *path, SinkFormat format, Sink **ret, char *why, size_t
         if (!s)
                 return -ENOMEM;
         s->complaints.interval_us = SINK_COMPLAINT_INTERVAL_US;
-        s->ops = sink_kind_ops(sink_kind_of(path));
+        s->ops = ops;
         s->format = format;
         s->fd = -EBADF;
         s->path = strdup(path);
@@ -27,7 +26,7 @@ int sink_open(const char *path, SinkFormat format, Sink **ret, char *why, size_t
                 free(s);
                 return -ENOMEM;
         }
-        s->name = sink_path_display(s->path);
+        s->name = ops->named_by_path ? s->path : ops->name;
         r = s->ops->open(s, why, why_size);
         if (r < 0) {
                 free(s->path);

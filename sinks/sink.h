@@ -31,9 +31,10 @@ typedef int (*SinkDumpLine)(const json_t *doc, char **ret, size_t *ret_len);
 /* One kind of sink. A kind's functions return 0 or -errno and log at most at debug level; the
  * Sink counts and reports. */
 typedef struct SinkOps {
-        const char *name; /* "stdout", "journal", "file" */
-        bool own_entries; /* takes the incident whatever the format (the journal's fields are built
-                           * from the incident, and PSIDIAG_INCIDENT stays an incident line) */
+        const char *name;   /* "stdout", "journal", "file" */
+        bool named_by_path; /* logs and metrics name a sink of this kind by its path, not name */
+        bool own_entries;   /* takes the incident whatever the format (the journal's fields are built
+                             * from the incident, and PSIDIAG_INCIDENT stays an incident line) */
         /* Whether the kind works here (the journal: libsystemd can be loaded). 0, or -EOPNOTSUPP
          * with a sentence in why. NULL: always. */
         int (*available)(char *why, size_t why_size);
@@ -60,10 +61,9 @@ struct Sink {
         uint64_t failed_since_success;
 };
 
-/* Opens the sink that path names (registry.h) with format. 0, or -errno with a sentence in why:
- * -EOPNOTSUPP for the journal when psidiag was built without it or libsystemd cannot be loaded,
- * the file kind's errors (file.h). */
-int sink_open(const char *path, SinkFormat format, Sink **ret, char *why, size_t why_size);
+/* Opens a sink of kind ops on path with format (registry.h's sink_open() finds the kind a path
+ * names). 0, or -errno with a sentence in why: the kind's open errors (file.h, journal.h). */
+int sink_open_kind(const SinkOps *ops, const char *path, SinkFormat format, Sink **ret, char *why, size_t why_size);
 
 /* Switches the format from the next incident on (a reload that changed output_format). */
 void sink_set_format(Sink *s, SinkFormat format);

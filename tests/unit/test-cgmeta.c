@@ -69,10 +69,29 @@ static void test_nothing_to_say(void **state) {
         assert_string_equal(m.unit, "cri-containerd-XYZ.scope");
 }
 
+static void test_display_path(void **state) {
+        char buf[16];
+
+        assert_int_equal(cgroup_display_path("a/b", "c", buf, sizeof buf), 6);
+        assert_string_equal(buf, "/a/b/c");
+        assert_int_equal(cgroup_display_path("/a", "", buf, sizeof buf), 2);
+        assert_string_equal(buf, "/a");
+        assert_int_equal(cgroup_display_path("", "c/d", buf, sizeof buf), 4);
+        assert_string_equal(buf, "/c/d");
+        assert_int_equal(cgroup_display_path(NULL, "/c", buf, sizeof buf), 2);
+        assert_string_equal(buf, "/c");
+        assert_int_equal(cgroup_display_path(NULL, NULL, buf, sizeof buf), 1);
+        assert_string_equal(buf, "/");
+        /* Cut, and said so. */
+        assert_int_equal(cgroup_display_path("system.slice", "x.service", buf, sizeof buf), 23);
+        assert_string_equal(buf, "/system.slice/x");
+}
+
 int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_cases),
                 cmocka_unit_test(test_nothing_to_say),
+                cmocka_unit_test(test_display_path),
         };
 
         return cmocka_run_group_tests(tests, NULL, NULL);

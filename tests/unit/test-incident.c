@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "incident/incident.h"
+#include "incident/jsonutil.h"
 #include "tests/unit/test-util.h"
 
 #define MS 1000000ULL
@@ -349,6 +350,29 @@ static void test_string_from_bytes(void **state) {
         json_decref(s);
 }
 
+/* jansson's _new setters release the value themselves when they fail (a NULL container, or an
+ * object into itself): set_new() and append_new() must not release it a second time. The extra
+ * reference taken here shows whether they did. */
+static void test_failed_set_releases_once(void **state) {
+        json_t *v = json_string("x"), *o = json_object();
+
+        assert_non_null(v);
+        assert_non_null(o);
+        json_incref(v);
+        assert_int_equal(set_new(NULL, "k", v), -ENOMEM);
+        assert_int_equal(v->refcount, 1);
+        json_incref(v);
+        assert_int_equal(append_new(NULL, v), -ENOMEM);
+        assert_int_equal(v->refcount, 1);
+        json_incref(o);
+        assert_int_equal(set_new(o, "self", o), -ENOMEM);
+        assert_int_equal(o->refcount, 1);
+        assert_int_equal(set_new(o, "k", NULL), -ENOMEM);
+        assert_int_equal(append_new(NULL, NULL), -ENOMEM);
+        json_decref(v);
+        json_decref(o);
+}
+
 int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_pressure_incident),
@@ -356,6 +380,7 @@ int main(void) {
                 cmocka_unit_test(test_oom),
                 cmocka_unit_test(test_id),
                 cmocka_unit_test(test_string_from_bytes),
+                cmocka_unit_test(test_failed_set_releases_once),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }

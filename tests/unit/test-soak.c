@@ -19,6 +19,7 @@
 #include <valgrind/valgrind.h>
 
 #include "base/log.h"
+#include "sinks/registry.h"
 #include "sinks/sink.h"
 #include "incident/compose.h"
 #include "tests/unit/fake-taskstats.h"
