@@ -100,7 +100,6 @@ int agent_run(const AgentOptions *opts) {
 
         if (runtime_open(&a->rt, opts->enable_delayacct) < 0)
                 goto finish;
-        runtime_open_limits(&a->rt); /* "on what" of every cgroup incident */
         r = config_resolve_cgroups(a->config, a->rt.sysroot, &error);
         if (r >= 0)
                 r = runtime_check_outputs(a->config, opts->config_path, &error);

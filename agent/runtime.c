@@ -28,6 +28,10 @@ int runtime_open(Runtime *rt, bool enable_delayacct) {
                             "command line); no trigger can be armed");
         if (rt->sysroot->cgroup2_fd < 0)
                 log_warning("no cgroup2 mount found in /proc/self/mountinfo: only node-wide watches work");
+        /* Which hierarchy has each controller (the sysroot found the mounts): without it, incidents
+         * go without "limits" and culprit passes. */
+        if (limits_hierarchy_open(rt->sysroot, &rt->limits) < 0)
+                rt->limits = NULL;
 
         if (system_read_cap_eff(rt->sysroot->proc_fd, &caps) >= 0)
                 rt->privileged = caps & CAP_BIT(CAP_SYS_RESOURCE);
@@ -79,12 +83,6 @@ int runtime_open(Runtime *rt, bool enable_delayacct) {
 
 const char *runtime_exit_cpus(const Runtime *rt) {
         return rt->taskstats && rt->cpus_online[0] ? rt->cpus_online : NULL;
-}
-
-void runtime_open_limits(Runtime *rt) {
-        /* Which hierarchy has each controller: without it, incidents go without "limits". */
-        if (!rt->limits && limits_hierarchy_open(rt->sysroot, &rt->limits) < 0)
-                rt->limits = NULL;
 }
 
 void runtime_close(Runtime *rt) {

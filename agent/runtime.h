@@ -15,7 +15,7 @@
 typedef struct Runtime {
         Sysroot *sysroot;
         TaskstatsSource *taskstats; /* NULL when taskstats is unavailable (degraded) */
-        LimitsHierarchy *limits;    /* where cgroup limits are read ("on what"); NULL: none */
+        LimitsHierarchy *limits;    /* where cgroup limits are read (culprit scope, "on what"); NULL: none */
         HostInfo host;
         bool privileged;       /* CAP_SYS_RESOURCE: PSI windows need not be multiples of 2 s */
         char cpus_online[256]; /* /sys/devices/system/cpu/online, for the exit listener's cpumask */
@@ -24,13 +24,11 @@ typedef struct Runtime {
 /* The cpus a sample listens on for exit records, NULL when taskstats or the cpu list is missing. */
 const char *runtime_exit_cpus(const Runtime *rt);
 
-/* Opens the sysroot at "/", checks and optionally switches on delay accounting, opens taskstats (a
- * warning, not an error, when that fails). Returns 0 or -errno (logged). */
+/* Opens the sysroot at "/" and where cgroup limits are read (rt->limits, NULL when out of memory),
+ * checks and optionally switches on delay accounting, opens taskstats (a warning, not an error,
+ * when that fails). Returns 0 or -errno (logged). */
 int runtime_open(Runtime *rt, bool enable_delayacct);
 void runtime_close(Runtime *rt);
-/* Finds where cgroup limits are read (rt->limits), for "on what": a mountinfo read, so only what
- * reports it asks. NULL stays when it fails (-ENOMEM). */
-void runtime_open_limits(Runtime *rt);
 /* Current kernel.task_delayacct (false when unreadable). */
 bool runtime_delayacct(const Runtime *rt);
 

@@ -228,8 +228,8 @@ static void watch_start_sample(Watch *w, Trigger *t) {
                 /* Who is causing it: the processes and cgroups competing for the resource. No
                  * culprit pass is not a reason to lose the incident. */
                 w->culprit = malloc(sizeof *w->culprit);
-                if (w->culprit &&
-                    culprit_scope_open(w->agent->rt.sysroot, w->path, t->effective.resource, w->culprit) >= 0)
+                if (w->culprit && w->agent->rt.limits &&
+                    culprit_scope_open(w->agent->rt.limits, w->path, t->effective.resource, w->culprit) >= 0)
                         scope.culprit = w->culprit;
                 else
                         w->culprit = mfree(w->culprit);

@@ -167,10 +167,6 @@ static void gather_pressure(CheckFacts *f, const Sysroot *s) {
 }
 
 static void gather_cgroups(CheckFacts *f, const Sysroot *s) {
-        static const char *const v1[] = { "cpu", "cpuacct", "memory", "blkio", "io", "pids", "cpuset", "freezer" };
-        _cleanup_free_ char *mountinfo = malloc(1 << 20);
-        ssize_t k;
-
         snprintf(f->cgroup2_path, sizeof f->cgroup2_path, "%s", s->cgroup2_path ? s->cgroup2_path : "");
         snprintf(f->memory_v1_path, sizeof f->memory_v1_path, "%s", s->memory_v1_path ? s->memory_v1_path : "");
         if (s->cgroup2_fd >= 0) {
@@ -179,19 +175,8 @@ static void gather_cgroups(CheckFacts *f, const Sysroot *s) {
                 f->cgroup2_write_err = fd >= 0 ? 0 : -errno;
                 safe_close(fd);
         }
-        if (!mountinfo)
-                return;
-        k = read_file_at(s->proc_fd, "self/mountinfo", mountinfo, 1 << 20);
-        if (k < 0)
-                return;
-        for (size_t i = 0; i < ELEMENTSOF(v1); i++) {
-                _cleanup_free_ char *path = NULL;
-                if (mountinfo_find_cgroup1(mountinfo, v1[i], &path) >= 0 &&
-                    strlen(f->v1_controllers) + strlen(v1[i]) + 2 < sizeof f->v1_controllers) {
-                        strcat(f->v1_controllers, f->v1_controllers[0] ? " " : "");
-                        strcat(f->v1_controllers, v1[i]);
-                }
-        }
+        /* The sysroot read mountinfo once for every mount we use. */
+        snprintf(f->v1_controllers, sizeof f->v1_controllers, "%s", s->v1_controllers);
 }
 
 void check_gather(CheckFacts *f) {

@@ -90,14 +90,13 @@ int snapshot_cmd_run(const SnapshotCmdOptions *opts) {
         };
         /* With --resource, also who is causing it: the processes and cgroups competing for it. */
         if (opts->resource >= 0 && opts->pid <= 0 && cgroup) {
-                runtime_open_limits(&rt);
                 scope.limits = rt.limits;
                 scope.limits_cgroup = cgroup;
                 scope.limits_resource = (PsiResource) opts->resource;
                 scope.onwhat = &onwhat;
         }
-        has_culprit = opts->resource >= 0 && opts->pid <= 0 &&
-                      culprit_scope_open(rt.sysroot, cgroup, (PsiResource) opts->resource, &culprit) >= 0;
+        has_culprit = opts->resource >= 0 && opts->pid <= 0 && rt.limits &&
+                      culprit_scope_open(rt.limits, cgroup, (PsiResource) opts->resource, &culprit) >= 0;
         if (has_culprit)
                 scope.culprit = &culprit;
         loop = ev_loop_new(EVFLAG_AUTO);

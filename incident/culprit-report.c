@@ -30,24 +30,25 @@ static json_t *usage_object(PsiResource res, const CulpritUsage *u, bool cgroup)
         return object_or_null(o, r);
 }
 
+/* The limit as "limits" reports it: the cgroup that sets it, in its hierarchy. */
 static json_t *limit_object(const CulpritScope *s) {
         json_t *o;
         int r = 0;
 
-        if (s->limit.kind == CGROUP_LIMIT_NONE)
+        if (s->limit.kind == LIMITS_KIND_NONE)
                 return json_null();
         o = json_object();
-        r |= set_new(o, "cgroup", cgroup_string(s->path));
-        r |= set_new(o, "file", json_string(cgroup_limit_file(s->limit.kind)));
+        r |= set_new(o, "cgroup", cgroup_string(s->limit_path));
+        r |= set_new(o, "file", json_string(limits_kind_file(s->limit.kind)));
         switch (s->limit.kind) {
-        case CGROUP_LIMIT_CPU_MAX:
-        case CGROUP_LIMIT_CPU_CFS_QUOTA:
+        case LIMITS_KIND_CPU_MAX:
+        case LIMITS_KIND_CPU_CFS_QUOTA:
                 r |= set_new(o, "quota_us", json_u64(s->limit.value));
                 r |= set_new(o, "period_us", json_u64(s->limit.period_us));
                 break;
-        case CGROUP_LIMIT_MEMORY_MAX:
-        case CGROUP_LIMIT_MEMORY_HIGH:
-        case CGROUP_LIMIT_MEMORY_LIMIT_IN_BYTES:
+        case LIMITS_KIND_MEMORY_MAX:
+        case LIMITS_KIND_MEMORY_HIGH:
+        case LIMITS_KIND_MEMORY_LIMIT_IN_BYTES:
                 r |= set_new(o, "bytes", json_u64(s->limit.value));
                 break;
         default:

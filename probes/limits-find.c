@@ -17,11 +17,30 @@
 #define SEARCH_DEPTH_MAX 8
 #define SEARCH_PIDS_PER_DIR 8
 
-static const char *const v2_names[_LIMITS_RESOURCE_MAX] = { "cpu", "memory", "io" };
-static const char *const v1_names[_LIMITS_RESOURCE_MAX] = { "cpu", "memory", "blkio" };
+/* Per PsiResource: the controller's name on cgroup2, on v1, and the Sysroot's v1 mount of it. */
+static const char *const v2_names[_PSI_RESOURCE_MAX] = { "cpu", "memory", "io" };
+static const char *const v1_names[_PSI_RESOURCE_MAX] = { "cpu", "memory", "blkio" };
+static const CgroupV1Controller v1_mounts[_PSI_RESOURCE_MAX] = {
+        [PSI_RESOURCE_CPU] = CGROUP_V1_CPU,
+        [PSI_RESOURCE_MEMORY] = CGROUP_V1_MEMORY,
+        [PSI_RESOURCE_IO] = CGROUP_V1_BLKIO,
+};
 
-const char *limits_resource_to_string(LimitsResource r) {
-        return (int) r >= 0 && (int) r < _LIMITS_RESOURCE_MAX ? v2_names[r] : "?";
+static bool has_limits(PsiResource r) {
+        return r == PSI_RESOURCE_CPU || r == PSI_RESOURCE_MEMORY || r == PSI_RESOURCE_IO;
+}
+
+const char *limits_kind_file(LimitsKind k) {
+        static const char *const names[_LIMITS_KIND_MAX] = {
+                [LIMITS_KIND_CPU_MAX] = "cpu.max",
+                [LIMITS_KIND_CPU_CFS_QUOTA] = "cpu.cfs_quota_us",
+                [LIMITS_KIND_MEMORY_MAX] = "memory.max",
+                [LIMITS_KIND_MEMORY_HIGH] = "memory.high",
+                [LIMITS_KIND_MEMORY_LIMIT_IN_BYTES] = "memory.limit_in_bytes",
+                [LIMITS_KIND_IO_MAX] = "io.max",
+                [LIMITS_KIND_BLKIO_THROTTLE] = "blkio.throttle",
+        };
+        return k > LIMITS_KIND_NONE && k < _LIMITS_KIND_MAX ? names[k] : NULL;
 }
 
 /* Whether the space-separated list [s, s+len) has word. */
@@ -41,71 +60,39 @@ static bool list_has(const char *s, size_t len, char sep, const char *word) {
 }
 
 int limits_hierarchy_open(const Sysroot *s, LimitsHierarchy **ret) {
-        _cleanup_free_ char *mountinfo = NULL;
         LimitsHierarchy *h;
         char controllers[512];
         ssize_t n = -ENOENT;
-        size_t size = 64 * 1024;
-        int r = 0;
 
         h = calloc(1, sizeof *h);
         if (!h)
                 return -ENOMEM;
         h->sysroot = s;
-        for (size_t i = 0; i < _LIMITS_RESOURCE_MAX; i++)
+        for (size_t i = 0; i < _PSI_RESOURCE_MAX; i++)
                 h->v1_fd[i] = -EBADF;
 
         if (s->cgroup2_fd >= 0)
                 n = read_file_at(s->cgroup2_fd, "cgroup.controllers", controllers, sizeof controllers);
-        for (;;) {
-                ssize_t m;
-
-                free(mountinfo);
-                mountinfo = malloc(size);
-                if (!mountinfo) {
-                        r = -ENOMEM;
-                        goto fail;
-                }
-                m = read_file_at(s->proc_fd, "self/mountinfo", mountinfo, size);
-                if (m < 0) {
-                        r = (int) m;
-                        goto fail;
-                }
-                if ((size_t) m < size - 1 || size >= 16 * 1024 * 1024)
-                        break;
-                size *= 4;
-        }
-        for (LimitsResource res = 0; res < _LIMITS_RESOURCE_MAX; res++) {
-                _cleanup_free_ char *mp = NULL;
-                const char *rel;
-
+        for (PsiResource res = 0; res < _PSI_RESOURCE_MAX; res++) {
+                if (!has_limits(res))
+                        continue;
                 if (n >= 0 &&
                     list_has(controllers, (size_t) n - (n > 0 && controllers[n - 1] == '\n'), ' ', v2_names[res])) {
                         h->source[res] = LIMITS_SOURCE_V2;
                         continue;
                 }
-                r = mountinfo_find_cgroup1(mountinfo, v1_names[res], &mp);
-                if (r == -ENOENT)
-                        continue;
-                if (r < 0)
-                        goto fail;
-                for (rel = mp; *rel == '/'; rel++)
-                        ;
-                h->v1_fd[res] = openat(s->root_fd, *rel ? rel : ".", O_DIRECTORY | O_RDONLY | O_CLOEXEC);
                 /* A mount we cannot open (another mount namespace's leftovers) is no controller. */
-                h->source[res] = h->v1_fd[res] >= 0 ? LIMITS_SOURCE_V1 : LIMITS_SOURCE_NONE;
+                if (sysroot_open_v1_mount(s, v1_mounts[res], &h->v1_fd[res]) >= 0)
+                        h->source[res] = LIMITS_SOURCE_V1;
         }
         *ret = h;
         return 0;
-fail:
-        limits_hierarchy_free(h);
-        return r;
 }
 
 LimitsHierarchy *limits_hierarchy_free(LimitsHierarchy *h) {
         if (!h)
                 return NULL;
-        for (size_t i = 0; i < _LIMITS_RESOURCE_MAX; i++)
+        for (size_t i = 0; i < _PSI_RESOURCE_MAX; i++)
                 safe_close(h->v1_fd[i]);
         free(h);
         return NULL;
@@ -135,15 +122,15 @@ int limits_parse_proc_cgroup_v1(const char *buf, size_t len, const char *control
         return -ENOENT;
 }
 
-static int mount_fd_of(const LimitsHierarchy *h, LimitsResource res, LimitsSource source) {
+static int mount_fd_of(const LimitsHierarchy *h, PsiResource res, LimitsSource source) {
         if (source == LIMITS_SOURCE_V2)
                 return h->sysroot->cgroup2_fd >= 0 ? h->sysroot->cgroup2_fd : -ENODEV;
-        if (source == LIMITS_SOURCE_V1 && h->v1_fd[res] >= 0)
+        if (source == LIMITS_SOURCE_V1 && has_limits(res) && h->v1_fd[res] >= 0)
                 return h->v1_fd[res];
         return -ENODEV;
 }
 
-int limits_open_cgroup(const LimitsHierarchy *h, LimitsResource resource, LimitsSource source, const char *path,
+int limits_open_cgroup(const LimitsHierarchy *h, PsiResource resource, LimitsSource source, const char *path,
                        int *ret_fd) {
         int mfd = mount_fd_of(h, resource, source);
         int r;
@@ -157,23 +144,39 @@ int limits_open_cgroup(const LimitsHierarchy *h, LimitsResource resource, Limits
         return cgroup_open_walk(mfd, path, ret_fd);
 }
 
-/* Whether the cgroup at fd sets a limit on res. 0/1, or -errno. */
-static int sets_limit(int fd, LimitsResource res, LimitsSource source) {
+/* The limit on res that the cgroup at fd sets itself, NONE when it sets none. 0, or -errno. */
+static int read_setting(int fd, PsiResource res, LimitsSource source, LimitsSetting *ret) {
+        bool v1 = source == LIMITS_SOURCE_V1;
         CpuLimits c;
         MemoryLimits m;
         IoLimits io;
         int r;
 
+        *ret = (LimitsSetting) {};
         switch (res) {
-        case LIMITS_RESOURCE_CPU:
-                r = source == LIMITS_SOURCE_V2 ? limits_read_cpu_v2(fd, &c) : limits_read_cpu_v1(fd, &c);
-                return r < 0 ? r : limits_cpu_is_limited(&c);
-        case LIMITS_RESOURCE_MEMORY:
-                r = source == LIMITS_SOURCE_V2 ? limits_read_memory_v2(fd, &m) : limits_read_memory_v1(fd, &m);
-                return r < 0 ? r : limits_memory_is_limited(&m);
+        case PSI_RESOURCE_CPU:
+                r = v1 ? limits_read_cpu_v1(fd, &c) : limits_read_cpu_v2(fd, &c);
+                if (r >= 0 && limits_cpu_is_limited(&c))
+                        *ret = (LimitsSetting) { .kind = v1 ? LIMITS_KIND_CPU_CFS_QUOTA : LIMITS_KIND_CPU_MAX,
+                                                 .value = c.quota_us,
+                                                 .period_us = c.period_us };
+                return r;
+        case PSI_RESOURCE_MEMORY:
+                r = v1 ? limits_read_memory_v1(fd, &m) : limits_read_memory_v2(fd, &m);
+                if (r >= 0 && m.has_max && m.max_bytes != LIMITS_UNLIMITED)
+                        *ret = (LimitsSetting) { .kind = v1 ? LIMITS_KIND_MEMORY_LIMIT_IN_BYTES
+                                                            : LIMITS_KIND_MEMORY_MAX,
+                                                 .value = m.max_bytes };
+                else if (r >= 0 && m.has_high && m.high_bytes != LIMITS_UNLIMITED)
+                        *ret = (LimitsSetting) { .kind = LIMITS_KIND_MEMORY_HIGH, .value = m.high_bytes };
+                return r;
+        case PSI_RESOURCE_IO:
+                r = v1 ? limits_read_io_v1(fd, &io) : limits_read_io_v2(fd, &io);
+                if (r >= 0 && limits_io_is_limited(&io))
+                        *ret = (LimitsSetting) { .kind = v1 ? LIMITS_KIND_BLKIO_THROTTLE : LIMITS_KIND_IO_MAX };
+                return r;
         default:
-                r = source == LIMITS_SOURCE_V2 ? limits_read_io_v2(fd, &io) : limits_read_io_v1(fd, &io);
-                return r < 0 ? r : limits_io_is_limited(&io);
+                return 0;
         }
 }
 
@@ -190,10 +193,10 @@ static int walk_up(const LimitsHierarchy *h, LimitsLocation *loc) {
                 r = limits_open_cgroup(h, loc->resource, loc->source, cur, &fd);
                 if (r < 0)
                         return r;
-                r = sets_limit(fd, loc->resource, loc->source);
+                r = read_setting(fd, loc->resource, loc->source, &loc->limit);
                 if (r < 0)
                         return r;
-                if (r > 0) {
+                if (loc->limit.kind != LIMITS_KIND_NONE) {
                         loc->limited = true;
                         memcpy(loc->limited_path, cur, sizeof cur);
                         return 0;
@@ -292,11 +295,14 @@ static int search_v1_path(const LimitsHierarchy *h, int fd, const char *controll
         return r;
 }
 
-int limits_locate(const LimitsHierarchy *h, const char *v2_path, LimitsResource resource, LimitsLocation *ret) {
-        LimitsLocation loc = { .resource = resource, .source = h->source[resource] };
+int limits_locate(const LimitsHierarchy *h, const char *v2_path, PsiResource resource, LimitsLocation *ret) {
+        LimitsLocation loc = { .resource = resource };
         const char *p = v2_path;
         int r;
 
+        if (!has_limits(resource))
+                return -EOPNOTSUPP;
+        loc.source = h->source[resource];
         while (*p == '/')
                 p++;
         if (strlen(p) >= sizeof loc.path)
@@ -326,9 +332,50 @@ int limits_locate(const LimitsHierarchy *h, const char *v2_path, LimitsResource 
         return 0;
 }
 
+/* The number of '/'-separated components of path ("" has none). */
+static size_t depth_of(const char *path) {
+        size_t n = *path ? 1 : 0;
+
+        for (; *path; path++)
+                n += *path == '/';
+        return n;
+}
+
+int limits_location_scope(const LimitsLocation *loc, const char *v2_path, size_t *ret_len) {
+        const char *p = v2_path;
+        size_t len, ll = strlen(loc->limited_path);
+
+        if (!loc->limited || ll == 0)
+                return -ENOENT; /* the root: the node is the scope */
+        while (*p == '/')
+                p++;
+        len = strlen(p);
+        while (len > 0 && p[len - 1] == '/')
+                len--;
+        if (ll <= len && memcmp(p, loc->limited_path, ll) == 0 && (ll == len || p[ll] == '/')) {
+                /* cgroup2 (the limited cgroup is v2_path or an ancestor), or a v1 hierarchy that
+                 * mirrors cgroup2 there. */
+                *ret_len = (size_t) (p - v2_path) + ll;
+                return 0;
+        }
+        if (loc->source != LIMITS_SOURCE_V1)
+                return -ENOENT; /* not an ancestor: cannot be, the walk went up from v2_path */
+        /* The v1 cgroups have other names: as many levels up on cgroup2 as on v1. */
+        for (size_t up = depth_of(loc->path) - depth_of(loc->limited_path); up > 0 && len > 0; up--) {
+                while (len > 0 && p[len - 1] != '/')
+                        len--;
+                while (len > 0 && p[len - 1] == '/')
+                        len--;
+        }
+        if (len == 0)
+                return -ENOENT;
+        *ret_len = (size_t) (p - v2_path) + len;
+        return 0;
+}
+
 int limits_read_cpu_at(const LimitsHierarchy *h, LimitsSource source, const char *path, CpuLimits *ret) {
         _cleanup_close_ int fd = -EBADF;
-        int r = limits_open_cgroup(h, LIMITS_RESOURCE_CPU, source, path, &fd);
+        int r = limits_open_cgroup(h, PSI_RESOURCE_CPU, source, path, &fd);
 
         if (r < 0)
                 return r;
@@ -337,7 +384,7 @@ int limits_read_cpu_at(const LimitsHierarchy *h, LimitsSource source, const char
 
 int limits_read_memory_at(const LimitsHierarchy *h, LimitsSource source, const char *path, MemoryLimits *ret) {
         _cleanup_close_ int fd = -EBADF;
-        int r = limits_open_cgroup(h, LIMITS_RESOURCE_MEMORY, source, path, &fd);
+        int r = limits_open_cgroup(h, PSI_RESOURCE_MEMORY, source, path, &fd);
 
         if (r < 0)
                 return r;
@@ -347,7 +394,7 @@ int limits_read_memory_at(const LimitsHierarchy *h, LimitsSource source, const c
 int limits_read_io_at(const LimitsHierarchy *h, LimitsSource source, const char *path, IoLimits *ret) {
         _cleanup_close_ int fd = -EBADF;
         IoLimits io;
-        int r = limits_open_cgroup(h, LIMITS_RESOURCE_IO, source, path, &fd);
+        int r = limits_open_cgroup(h, PSI_RESOURCE_IO, source, path, &fd);
 
         if (r < 0)
                 return r;

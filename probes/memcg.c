@@ -36,17 +36,11 @@ int memcg_read_oom_kill(int fd, uint64_t *ret) {
 }
 
 static int open_v1(const Sysroot *s, const char *path, int *ret_fd, int *ret_event_fd) {
-        _cleanup_close_ int mount_fd = -EBADF, dir_fd = -EBADF, ctl_fd = -EBADF, fd = -EBADF, efd = -EBADF;
+        _cleanup_close_ int dir_fd = -EBADF, ctl_fd = -EBADF, fd = -EBADF, efd = -EBADF;
         char line[64];
         int r, n;
 
-        if (!s->memory_v1_path)
-                return -ENOENT;
-        mount_fd = openat(s->root_fd, s->memory_v1_path[0] == '/' ? s->memory_v1_path + 1 : s->memory_v1_path,
-                          O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-        if (mount_fd < 0)
-                return -errno;
-        r = cgroup_open_walk(mount_fd, path, &dir_fd);
+        r = sysroot_open_v1(s, CGROUP_V1_MEMORY, path, &dir_fd);
         if (r < 0)
                 return r;
         fd = openat(dir_fd, "memory.oom_control", O_RDONLY | O_CLOEXEC | O_NOFOLLOW);

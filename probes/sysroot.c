@@ -130,6 +130,9 @@ static int open_beneath_root(int root_fd, const char *abs, int flags) {
 }
 
 int sysroot_open(const char *root, Sysroot **ret) {
+        static const char *const v1_listed[] = {
+                "cpu", "cpuacct", "memory", "blkio", "io", "pids", "cpuset", "freezer"
+        };
         _cleanup_free_ char *mountinfo = NULL;
         struct statfs sfs;
         Sysroot *s;
@@ -190,6 +193,17 @@ int sysroot_open(const char *root, Sysroot **ret) {
         r = mountinfo_find_cgroup1(mountinfo, "blkio", &s->blkio_v1_path);
         if (r == -ENOMEM)
                 goto fail;
+        for (size_t i = 0; i < ELEMENTSOF(v1_listed); i++) {
+                _cleanup_free_ char *path = NULL;
+
+                r = mountinfo_find_cgroup1(mountinfo, v1_listed[i], &path);
+                if (r == -ENOMEM)
+                        goto fail;
+                if (r >= 0 && strlen(s->v1_controllers) + strlen(v1_listed[i]) + 2 < sizeof s->v1_controllers) {
+                        strcat(s->v1_controllers, s->v1_controllers[0] ? " " : "");
+                        strcat(s->v1_controllers, v1_listed[i]);
+                }
+        }
 
         *ret = s;
         return 0;
@@ -311,22 +325,33 @@ int sysroot_open_cgroup(const Sysroot *s, const char *path, int *ret_fd) {
         return cgroup_open_walk(s->cgroup2_fd, path, ret_fd);
 }
 
-int sysroot_open_v1(const Sysroot *s, CgroupV1Controller c, const char *path, int *ret_fd) {
+int sysroot_open_v1_mount(const Sysroot *s, CgroupV1Controller c, int *ret_fd) {
         const char *mounts[_CGROUP_V1_MAX] = {
                 [CGROUP_V1_MEMORY] = s->memory_v1_path,
                 [CGROUP_V1_CPU] = s->cpu_v1_path,
                 [CGROUP_V1_CPUACCT] = s->cpuacct_v1_path,
                 [CGROUP_V1_BLKIO] = s->blkio_v1_path,
         };
-        _cleanup_close_ int mount_fd = -EBADF;
         const char *m;
+        int fd;
 
         assert(c < _CGROUP_V1_MAX);
         m = mounts[c];
         if (!m)
                 return -ENOENT;
-        mount_fd = openat(s->root_fd, m[0] == '/' ? m + 1 : m, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-        if (mount_fd < 0)
-                return -errno;
+        fd = open_beneath_root(s->root_fd, m, O_DIRECTORY | O_RDONLY);
+        if (fd < 0)
+                return negative_errno();
+        *ret_fd = fd;
+        return 0;
+}
+
+int sysroot_open_v1(const Sysroot *s, CgroupV1Controller c, const char *path, int *ret_fd) {
+        _cleanup_close_ int mount_fd = -EBADF;
+        int r;
+
+        r = sysroot_open_v1_mount(s, c, &mount_fd);
+        if (r < 0)
+                return r;
         return cgroup_open_walk(mount_fd, path, ret_fd);
 }

@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /* Where the kernel's files are: a root directory (normally "/", a fixture tree in tests) with fds
- * for /proc, /proc/pressure and the cgroup2 mount found in /proc/self/mountinfo (kernel-facts.md: cgroup2-mount; hybrid
- * hosts mount it at /sys/fs/cgroup/unified). Also resolves watch paths safely beneath the mount.
- * Never logs above debug. */
+ * for /proc, /proc/pressure and the cgroup2 mount, and the cgroup-v1 controller mounts, all found
+ * in the one read of /proc/self/mountinfo (kernel-facts.md: cgroup2-mount; hybrid hosts mount
+ * cgroup2 at /sys/fs/cgroup/unified). Everything else asks the sysroot for those mounts. Also
+ * resolves watch paths safely beneath the mount. Never logs above debug. */
 #pragma once
 
 #include <errno.h>
@@ -22,6 +23,8 @@ typedef struct Sysroot {
         char *cpu_v1_path;    /* the same for cpu (cpu.cfs_quota_us), cpuacct and blkio */
         char *cpuacct_v1_path;
         char *blkio_v1_path;
+        char v1_controllers[128]; /* which of cpu cpuacct memory blkio io pids cpuset freezer are
+                                   * mounted as cgroup v1, space-separated ("" none): `psidiag check` */
 } Sysroot;
 
 /* The cgroup-v1 controllers whose directories stand in for cgroup2 files on hybrid hosts. */
@@ -33,7 +36,8 @@ typedef enum CgroupV1Controller {
         _CGROUP_V1_MAX,
 } CgroupV1Controller;
 
-/* Opens root (e.g. "/") and its /proc; finds the cgroup2 and v1 memory mounts. A missing cgroup2
+/* Opens root (e.g. "/") and its /proc; finds the cgroup2 mount and the v1 mounts of memory, cpu,
+ * cpuacct and blkio (one mountinfo read). A missing cgroup2
  * mount or /proc/pressure is not an error (their fds are -1). Returns 0 or -errno. */
 int sysroot_open(const char *root, Sysroot **ret);
 Sysroot *sysroot_free(Sysroot *s);
@@ -61,6 +65,10 @@ int sysroot_open_cgroup(const Sysroot *s, const char *path, int *ret_fd);
  * openat(O_NOFOLLOW) per component, with the same errors (ELOOP for a symlink, EXDEV for another
  * mount). Exposed for tests. */
 int cgroup_open_walk(int dirfd, const char *path, int *ret_fd);
+
+/* Opens the root directory of controller c's cgroup-v1 mount. -ENOENT when c is not mounted on v1,
+ * or -errno (a mount point we cannot open: another mount namespace's leftovers). */
+int sysroot_open_v1_mount(const Sysroot *s, CgroupV1Controller c, int *ret_fd);
 
 /* Opens the cgroup-v1 directory of controller c at path ("a/b" relative to that hierarchy's root,
  * "" the root), beneath its mount like sysroot_open_cgroup(). Hybrid hosts managed by systemd keep

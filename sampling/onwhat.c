@@ -18,22 +18,6 @@ static BlockedThreadLook *looks_alloc(void) {
         return p == MAP_FAILED ? NULL : p;
 }
 
-static bool to_limits_resource(PsiResource res, LimitsResource *ret) {
-        switch (res) {
-        case PSI_RESOURCE_CPU:
-                *ret = LIMITS_RESOURCE_CPU;
-                return true;
-        case PSI_RESOURCE_MEMORY:
-                *ret = LIMITS_RESOURCE_MEMORY;
-                return true;
-        case PSI_RESOURCE_IO:
-                *ret = LIMITS_RESOURCE_IO;
-                return true;
-        default:
-                return false;
-        }
-}
-
 /* The cgroup whose limit counts: the nearest limited one, else the trigger's own. */
 static const char *limit_path(const OnWhat *w) {
         return w->loc.limited ? w->loc.limited_path : w->loc.path;
@@ -63,17 +47,15 @@ static bool read_limits(OnWhat *w, const LimitsHierarchy *h, bool end) {
 }
 
 void onwhat_begin(OnWhat *w, const LimitsHierarchy *h, const char *path, PsiResource res) {
-        LimitsResource lr;
-
         w->resource = res;
         w->located = w->has_a = w->has_b = w->has_io_max = false;
         w->n_looks = 0;
         w->has_blocked = w->has_stack = false;
         w->stack_error = 0;
-        if (!h || !path || !to_limits_resource(res, &lr))
+        if (!h || !path)
                 return;
-        /* -ESRCH: a v1 hierarchy and no process left to map the cgroup through. */
-        if (limits_locate(h, path, lr, &w->loc) < 0 || w->loc.source == LIMITS_SOURCE_NONE)
+        /* -EOPNOTSUPP: irq; -ESRCH: a v1 hierarchy and no process left to map the cgroup through. */
+        if (limits_locate(h, path, res, &w->loc) < 0 || w->loc.source == LIMITS_SOURCE_NONE)
                 return;
         w->located = true;
         w->has_a = read_limits(w, h, false);

@@ -83,14 +83,16 @@ static int set_candidates(Sampler *s, size_t n) {
         return 0;
 }
 
-int culprit_scope_open(const Sysroot *sys, const char *stalled, PsiResource res, CulpritScope *ret) {
+int culprit_scope_open(const LimitsHierarchy *h, const char *stalled, PsiResource res, CulpritScope *ret) {
         static const CgroupV1Controller v1[_PSI_RESOURCE_MAX] = {
                 [PSI_RESOURCE_CPU] = CGROUP_V1_CPUACCT,
                 [PSI_RESOURCE_MEMORY] = CGROUP_V1_MEMORY,
                 [PSI_RESOURCE_IO] = CGROUP_V1_BLKIO,
         };
         CulpritScope c = { .resource = res, .node = true, .cgroup_fd = -EBADF, .v1_fd = -EBADF };
+        const Sysroot *sys = h->sysroot;
         const char *rel = stalled;
+        LimitsLocation loc;
         size_t len;
         int r;
 
@@ -102,16 +104,21 @@ int culprit_scope_open(const Sysroot *sys, const char *stalled, PsiResource res,
                 if (strlen(rel) >= sizeof c.path)
                         return -ENAMETOOLONG;
                 /* The nearest limit of the resource, the stalled cgroup's own included: a
-                 * container without a cpu.max of its own is throttled in its pod's. */
-                r = cgroup_limit_find(sys, rel, res, &len, &c.limit);
-                if (r >= 0) {
+                 * container without a cpu.max of its own is throttled in its pod's. Gone, or on v1
+                 * no process to tell where it is (-ESRCH): the node. */
+                r = limits_locate(h, rel, res, &loc);
+                if (r < 0 && !cgroup_is_gone(r) && r != -ESRCH)
+                        return r;
+                if (r >= 0 && limits_location_scope(&loc, rel, &len) >= 0) {
                         c.node = false;
                         memcpy(c.path, rel, len);
                         c.path[len] = '\0';
+                        c.limit = loc.limit;
+                        c.limit_source = loc.source;
+                        memcpy(c.limit_path, loc.limited_path, sizeof c.limit_path);
                         /* cpu, io: throttled by its own limit, not starved by a neighbour. */
                         c.own_limit = res != PSI_RESOURCE_MEMORY && strcmp(c.path, rel) == 0;
-                } else if (r != -ENOENT)
-                        return r;
+                }
         }
         /* The sample itself covers the node only for a node-wide trigger (a watch of "/" lists
          * the cgroup tree, the node pass lists /proc). */

@@ -12,8 +12,8 @@
 #include <ev.h>
 #include <stdbool.h>
 
-#include "probes/cglimit.h"
 #include "probes/cgusage.h"
+#include "probes/limits-find.h"
 #include "sampling/culprits.h"
 #include "sampling/exits.h"
 #include "sampling/onwhat.h"
@@ -28,20 +28,25 @@ typedef struct Sampler Sampler;
  * the stalled cgroup's resource. */
 typedef struct CulpritScope {
         PsiResource resource;
-        bool node;         /* the whole node */
-        char path[4096];   /* the scope's cgroup, relative to the cgroup2 mount ("" for the node) */
-        CgroupLimit limit; /* the limit that made it the scope (NONE: the node) */
-        bool own_limit;    /* cpu, io: the stalled cgroup is limited by its own cpu.max or io.max */
-        bool same;         /* it is the sampled scope itself: the sample's own snapshots serve */
-        int cgroup_fd;     /* its cgroup2 directory (the mount's root for the node), -1 without one */
-        int v1_fd;         /* the same path under the resource's cgroup-v1 controller, or -1 */
+        bool node;                        /* the whole node */
+        char path[4096];                  /* the scope's cgroup, relative to the cgroup2 mount ("" for the node) */
+        LimitsSetting limit;              /* the limit that made it the scope (NONE: the node) */
+        LimitsSource limit_source;        /* the hierarchy of limit_path */
+        char limit_path[LIMITS_PATH_MAX]; /* the cgroup that sets it, in that hierarchy: "limits"' cgroup */
+        bool own_limit;                   /* cpu, io: the stalled cgroup is limited by its own cpu.max or io.max */
+        bool same;                        /* it is the sampled scope itself: the sample's own snapshots serve */
+        int cgroup_fd;                    /* its cgroup2 directory (the mount's root for the node), -1 without one */
+        int v1_fd;                        /* the same path under the resource's cgroup-v1 controller, or -1 */
 } CulpritScope;
 
 /* Decides the culprit scope of a stall of res in stalled ("a/b" relative to the cgroup2 mount; NULL
- * for a node-wide trigger): cpu and io, the node unless the stalled cgroup limits itself (then it);
- * memory, the nearest of the stalled cgroup and its ancestors with a memory limit, else the node.
- * Opens its directories. 0, -EOPNOTSUPP for irq (no use to rank on), or -errno (-ENOMEM). */
-int culprit_scope_open(const Sysroot *s, const char *stalled, PsiResource res, CulpritScope *ret);
+ * for a node-wide trigger) with the finder that "limits" uses (limits_locate(): on v1 through
+ * /proc/<pid>/cgroup), so both name the same limiting cgroup: the nearest of the stalled cgroup and
+ * its ancestors that limits res, its processes those of limits_location_scope(); else the node
+ * (also when on v1 no process tells where the cgroup is, or it is gone). own_limit: cpu and io
+ * limited by the stalled cgroup's own limit. Opens its directories. 0, -EOPNOTSUPP for irq (no use
+ * to rank on), or -errno (-ENOMEM, -EINVAL for a malformed limit file). */
+int culprit_scope_open(const LimitsHierarchy *h, const char *stalled, PsiResource res, CulpritScope *ret);
 void culprit_scope_close(CulpritScope *c);
 
 /* Called when the sample is complete: r is 0 (a and b hold it and ranking ranks it; with a

@@ -36,9 +36,10 @@ static int fail(int r) {
 }
 
 static int resource_of(const char *s) {
-        for (LimitsResource r = 0; r < _LIMITS_RESOURCE_MAX; r++)
-                if (strcmp(s, limits_resource_to_string(r)) == 0)
-                        return (int) r;
+        PsiResource r = psi_resource_from_string(s);
+
+        if (r >= 0 && r <= PSI_RESOURCE_IO)
+                return (int) r;
         fprintf(stderr, "unknown resource %s\n", s);
         exit(2);
 }
@@ -107,9 +108,9 @@ typedef union Reading {
 
 static int read_at(const LimitsHierarchy *h, int res, LimitsSource src, const char *path, Reading *ret) {
         switch (res) {
-        case LIMITS_RESOURCE_CPU:
+        case PSI_RESOURCE_CPU:
                 return limits_read_cpu_at(h, src, path, &ret->cpu);
-        case LIMITS_RESOURCE_MEMORY:
+        case PSI_RESOURCE_MEMORY:
                 return limits_read_memory_at(h, src, path, &ret->memory);
         default:
                 return limits_read_io_at(h, src, path, &ret->io);
@@ -117,9 +118,9 @@ static int read_at(const LimitsHierarchy *h, int res, LimitsSource src, const ch
 }
 
 static void print_reading(int res, const Reading *r) {
-        if (res == LIMITS_RESOURCE_CPU)
+        if (res == PSI_RESOURCE_CPU)
                 print_cpu(&r->cpu);
-        else if (res == LIMITS_RESOURCE_MEMORY)
+        else if (res == PSI_RESOURCE_MEMORY)
                 print_memory(&r->memory);
         else
                 print_io(&r->io);
@@ -144,8 +145,8 @@ static int cmd_limits(int argc, char **argv) {
         if (r < 0)
                 return fail(r);
         if (strcmp(argv[1], "hierarchy") == 0) {
-                for (LimitsResource i = 0; i < _LIMITS_RESOURCE_MAX; i++)
-                        printf("%s%s=%s", i ? " " : "", limits_resource_to_string(i),
+                for (PsiResource i = 0; i <= PSI_RESOURCE_IO; i++)
+                        printf("%s%s=%s", i ? " " : "", psi_resource_to_string(i),
                                limits_source_to_string(h->source[i]));
                 printf("\n");
                 return 0;
@@ -162,7 +163,7 @@ static int cmd_limits(int argc, char **argv) {
                 print_reading(res, &a);
                 return 0;
         }
-        r = limits_locate(h, argv[3], (LimitsResource) res, &loc);
+        r = limits_locate(h, argv[3], (PsiResource) res, &loc);
         if (r < 0)
                 return fail(r);
         if (strcmp(argv[1], "locate") == 0) {
@@ -180,9 +181,9 @@ static int cmd_limits(int argc, char **argv) {
         }
         if (r < 0)
                 return fail(r);
-        if (res == LIMITS_RESOURCE_CPU)
+        if (res == PSI_RESOURCE_CPU)
                 limits_cpu_delta(&a.cpu, &b.cpu, &d.cpu);
-        else if (res == LIMITS_RESOURCE_MEMORY)
+        else if (res == PSI_RESOURCE_MEMORY)
                 limits_memory_delta(&a.memory, &b.memory, &d.memory);
         else
                 limits_io_delta(&a.io, &b.io, &d.io);

@@ -6,6 +6,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "incident/culprit-report.h"
+#include "incident/onwhat-report.h"
 #include "sampling/culprits.h"
 #include "sampling/sampler.h"
 #include "tests/unit/test-util.h"
@@ -343,44 +345,155 @@ static void test_walk(void **state) {
 /* Where culprits are looked for, on fixture trees. */
 static void test_scope(void **state) {
         _cleanup_(sysroot_freep) Sysroot *s = NULL;
+        _cleanup_(limits_hierarchy_freep) LimitsHierarchy *h = NULL;
         CulpritScope c;
 
         assert_int_equal(sysroot_open(fixture("hybrid"), &s), 0);
-        assert_int_equal(culprit_scope_open(s, "app/web", PSI_RESOURCE_IRQ, &c), -EOPNOTSUPP);
+        assert_int_equal(limits_hierarchy_open(s, &h), 0);
+        assert_int_equal(culprit_scope_open(h, "app/web", PSI_RESOURCE_IRQ, &c), -EOPNOTSUPP);
         /* cpu: the node, unless the stalled cgroup limits itself. */
-        assert_int_equal(culprit_scope_open(s, "app/web", PSI_RESOURCE_CPU, &c), 0);
+        assert_int_equal(culprit_scope_open(h, "app/web", PSI_RESOURCE_CPU, &c), 0);
         assert_true(c.node);
         assert_false(c.own_limit);
         assert_false(c.same);
         assert_true(c.cgroup_fd >= 0);
         culprit_scope_close(&c);
-        assert_int_equal(culprit_scope_open(s, "/app/batch", PSI_RESOURCE_CPU, &c), 0);
+        assert_int_equal(culprit_scope_open(h, "/app/batch", PSI_RESOURCE_CPU, &c), 0);
         assert_false(c.node);
         assert_true(c.own_limit);
         assert_true(c.same);
         assert_string_equal(c.path, "app/batch");
-        assert_int_equal(c.limit.kind, CGROUP_LIMIT_CPU_CFS_QUOTA);
+        assert_int_equal(c.limit.kind, LIMITS_KIND_CPU_CFS_QUOTA);
+        assert_int_equal(c.limit.value, 50000);
+        assert_int_equal(c.limit.period_us, 100000);
         assert_true(c.v1_fd >= 0); /* cpu,cpuacct twin */
         culprit_scope_close(&c);
-        /* memory: the nearest limited ancestor. */
-        assert_int_equal(culprit_scope_open(s, "app/web", PSI_RESOURCE_MEMORY, &c), 0);
+        /* memory: the nearest limited ancestor (web's memcg is app's: /proc/100/cgroup). */
+        assert_int_equal(culprit_scope_open(h, "app/web", PSI_RESOURCE_MEMORY, &c), 0);
         assert_false(c.node);
         assert_false(c.own_limit);
         assert_false(c.same);
         assert_string_equal(c.path, "app");
+        assert_string_equal(c.limit_path, "app");
+        assert_int_equal(c.limit.kind, LIMITS_KIND_MEMORY_LIMIT_IN_BYTES);
         assert_int_equal(c.limit.value, 268435456);
         culprit_scope_close(&c);
+        /* No blkio mount: no io limit, no error. */
+        assert_int_equal(culprit_scope_open(h, "app/web", PSI_RESOURCE_IO, &c), 0);
+        assert_true(c.node);
+        assert_int_equal(c.limit.kind, LIMITS_KIND_NONE);
+        culprit_scope_close(&c);
+        /* A missing cgroup limits nothing. */
+        assert_int_equal(culprit_scope_open(h, "no/such", PSI_RESOURCE_CPU, &c), 0);
+        assert_true(c.node);
+        culprit_scope_close(&c);
         /* A node-wide trigger: the sample is the node. */
-        assert_int_equal(culprit_scope_open(s, NULL, PSI_RESOURCE_IO, &c), 0);
+        assert_int_equal(culprit_scope_open(h, NULL, PSI_RESOURCE_IO, &c), 0);
         assert_true(c.node);
         assert_true(c.same);
         culprit_scope_close(&c);
 }
 
+/* The same on a plain cgroup2 host (tests/fixtures/cgroup2). */
+static void test_scope_cgroup2(void **state) {
+        _cleanup_(sysroot_freep) Sysroot *s = NULL;
+        _cleanup_(limits_hierarchy_freep) LimitsHierarchy *h = NULL;
+        CulpritScope c;
+
+        assert_int_equal(sysroot_open(fixture("cgroup2"), &s), 0);
+        assert_int_equal(limits_hierarchy_open(s, &h), 0);
+        /* pod1 sets no memory limit (memory.max "max"); its parent's memory.high does. */
+        assert_int_equal(culprit_scope_open(h, "/kubepods.slice/pod1", PSI_RESOURCE_MEMORY, &c), 0);
+        assert_false(c.node);
+        assert_string_equal(c.path, "kubepods.slice");
+        assert_string_equal(c.limit_path, "kubepods.slice");
+        assert_int_equal(c.limit.kind, LIMITS_KIND_MEMORY_HIGH);
+        assert_int_equal(c.limit.value, 1073741824);
+        assert_string_equal(limits_kind_file(c.limit.kind), "memory.high");
+        culprit_scope_close(&c);
+        /* Its own cpu.max. */
+        assert_int_equal(culprit_scope_open(h, "kubepods.slice/pod1", PSI_RESOURCE_CPU, &c), 0);
+        assert_true(c.own_limit);
+        assert_int_equal(c.limit.kind, LIMITS_KIND_CPU_MAX);
+        assert_int_equal(c.limit.value, 50000);
+        assert_int_equal(c.limit.period_us, 100000);
+        culprit_scope_close(&c);
+        /* io.max with every value "max" limits nothing. */
+        assert_int_equal(culprit_scope_open(h, "kubepods.slice/pod1", PSI_RESOURCE_IO, &c), 0);
+        assert_true(c.node);
+        assert_int_equal(c.limit.kind, LIMITS_KIND_NONE);
+        culprit_scope_close(&c);
+}
+
+/* A hybrid host whose v1 memcg has another path than cgroup2 (tests/fixtures/limits-hybrid:
+ * app/web's tasks are in memcg mem/web-v1, limited by mem's 128 MiB): the culprit scope finds the
+ * limit "limits" reports, and the incident's culprits.limit and limits.memory say the same. */
+static void test_scope_agrees_with_limits(void **state) {
+        _cleanup_(sysroot_freep) Sysroot *s = NULL;
+        _cleanup_(limits_hierarchy_freep) LimitsHierarchy *h = NULL;
+        static const Culprits none = { .resource = PSI_RESOURCE_MEMORY };
+        CulpritScope c;
+        OnWhat w = {};
+        json_t *culprits, *limits, *cl, *lm;
+
+        assert_int_equal(sysroot_open(fixture("limits-hybrid"), &s), 0);
+        assert_int_equal(limits_hierarchy_open(s, &h), 0);
+        assert_int_equal(culprit_scope_open(h, "app/web", PSI_RESOURCE_MEMORY, &c), 0);
+        onwhat_begin(&w, h, "app/web", PSI_RESOURCE_MEMORY);
+        onwhat_end(&w, h);
+        assert_true(w.located && w.loc.limited);
+
+        assert_false(c.node);
+        assert_string_equal(c.limit_path, w.loc.limited_path);
+        assert_string_equal(c.limit_path, "mem");
+        assert_int_equal(c.limit_source, LIMITS_SOURCE_V1);
+        assert_int_equal(c.limit.kind, LIMITS_KIND_MEMORY_LIMIT_IN_BYTES);
+        assert_int_equal(c.limit.value, w.mem_b.max_bytes);
+        assert_int_equal(c.limit.value, 134217728);
+        /* Its processes: mem is one level above mem/web-v1, app one above app/web. */
+        assert_string_equal(c.path, "app");
+        assert_false(c.own_limit || c.same);
+
+        culprits = culprit_report_object(&none, &c, NULL, 0);
+        limits = onwhat_limits_object(&w, false, false, 0, 1000000);
+        assert_non_null(culprits);
+        assert_non_null(limits);
+        cl = json_object_get(culprits, "limit");
+        lm = json_object_get(limits, "memory");
+        assert_true(json_is_object(cl) && json_is_object(lm));
+        assert_string_equal(json_string_value(json_object_get(cl, "cgroup")), "/mem");
+        assert_string_equal(json_string_value(json_object_get(cl, "cgroup")),
+                            json_string_value(json_object_get(lm, "cgroup")));
+        assert_string_equal(json_string_value(json_object_get(cl, "file")), "memory.limit_in_bytes");
+        assert_int_equal(json_integer_value(json_object_get(cl, "bytes")),
+                         json_integer_value(json_object_get(lm, "max_bytes")));
+        assert_string_equal(json_string_value(json_object_get(culprits, "scope")), "/app");
+        json_decref(culprits);
+        json_decref(limits);
+        culprit_scope_close(&c);
+        onwhat_done(&w);
+
+        /* cpu: app.slice/web's quota is its parent app.slice's, one level up on both. */
+        assert_int_equal(culprit_scope_open(h, "app/web", PSI_RESOURCE_CPU, &c), 0);
+        assert_string_equal(c.limit_path, "app.slice");
+        assert_int_equal(c.limit.kind, LIMITS_KIND_CPU_CFS_QUOTA);
+        assert_int_equal(c.limit.value, 50000);
+        assert_string_equal(c.path, "app");
+        assert_false(c.own_limit);
+        culprit_scope_close(&c);
+        /* On v1 no process below idle tells its memcg: the node, as "limits" has none. */
+        assert_int_equal(culprit_scope_open(h, "idle", PSI_RESOURCE_MEMORY, &c), 0);
+        assert_true(c.node);
+        assert_int_equal(c.limit.kind, LIMITS_KIND_NONE);
+        culprit_scope_close(&c);
+}
+
 int main(void) {
         const struct CMUnitTest tests[] = {
-                cmocka_unit_test(test_cpu),       cmocka_unit_test(test_aggregate), cmocka_unit_test(test_cgroups),
-                cmocka_unit_test(test_memory_io), cmocka_unit_test(test_walk),      cmocka_unit_test(test_scope),
+                cmocka_unit_test(test_cpu),           cmocka_unit_test(test_aggregate),
+                cmocka_unit_test(test_cgroups),       cmocka_unit_test(test_memory_io),
+                cmocka_unit_test(test_walk),          cmocka_unit_test(test_scope),
+                cmocka_unit_test(test_scope_cgroup2), cmocka_unit_test(test_scope_agrees_with_limits),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }

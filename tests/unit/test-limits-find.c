@@ -48,17 +48,21 @@ static void test_cgroup2(void **state) {
         IoLimits io;
 
         open_hierarchy(fixture("limits-cgroup2"), &s, &h);
-        for (LimitsResource r = 0; r < _LIMITS_RESOURCE_MAX; r++) {
+        for (PsiResource r = 0; r <= PSI_RESOURCE_IO; r++) {
                 assert_int_equal(h->source[r], LIMITS_SOURCE_V2);
                 assert_true(h->v1_fd[r] < 0);
         }
 
-        assert_int_equal(limits_locate(h, "/kubepods.slice/pod1.slice/ctr", LIMITS_RESOURCE_CPU, &loc), 0);
+        assert_int_equal(limits_locate(h, "/kubepods.slice/pod1.slice/ctr", PSI_RESOURCE_CPU, &loc), 0);
         assert_int_equal(loc.source, LIMITS_SOURCE_V2);
         assert_string_equal(loc.path, "kubepods.slice/pod1.slice/ctr");
         assert_true(loc.limited);
         assert_string_equal(loc.limited_path, "kubepods.slice"); /* pod1 and ctr say "max 100000" */
         assert_int_equal(loc.via_pid, 0);
+        assert_int_equal(loc.limit.kind, LIMITS_KIND_CPU_MAX);
+        assert_int_equal(loc.limit.value, 200000);
+        assert_int_equal(loc.limit.period_us, 100000);
+        assert_string_equal(limits_kind_file(loc.limit.kind), "cpu.max");
         assert_int_equal(limits_read_cpu_at(h, loc.source, loc.limited_path, &cpu), 0);
         assert_true(cpu.has_quota && cpu.has_stat);
         assert_int_equal(cpu.quota_us, 200000);
@@ -67,8 +71,10 @@ static void test_cgroup2(void **state) {
         assert_int_equal(cpu.throttled_us, 2000000);
 
         /* memory.high alone is a limit: the nearest is pod1.slice, not kubepods.slice's max. */
-        assert_int_equal(limits_locate(h, "kubepods.slice/pod1.slice/ctr", LIMITS_RESOURCE_MEMORY, &loc), 0);
+        assert_int_equal(limits_locate(h, "kubepods.slice/pod1.slice/ctr", PSI_RESOURCE_MEMORY, &loc), 0);
         assert_string_equal(loc.limited_path, "kubepods.slice/pod1.slice");
+        assert_int_equal(loc.limit.kind, LIMITS_KIND_MEMORY_HIGH);
+        assert_int_equal(loc.limit.value, 1073741824);
         assert_int_equal(limits_read_memory_at(h, loc.source, loc.path, &mem), 0);
         assert_true(mem.has_max && mem.max_bytes == LIMITS_UNLIMITED);
         assert_true(mem.has_current && mem.current_bytes == 536870912);
@@ -78,12 +84,15 @@ static void test_cgroup2(void **state) {
         assert_int_equal(mem.anon_bytes, 402653184);
         assert_int_equal(mem.refault_file, 3400);
 
-        /* The cgroup itself when it sets the limit. */
-        assert_int_equal(limits_locate(h, "kubepods.slice", LIMITS_RESOURCE_MEMORY, &loc), 0);
+        /* The cgroup itself when it sets the limit; a finite memory.max before memory.high. */
+        assert_int_equal(limits_locate(h, "kubepods.slice", PSI_RESOURCE_MEMORY, &loc), 0);
         assert_string_equal(loc.limited_path, "kubepods.slice");
+        assert_int_equal(loc.limit.kind, LIMITS_KIND_MEMORY_MAX);
+        assert_int_equal(loc.limit.value, 2147483648);
 
-        assert_int_equal(limits_locate(h, "kubepods.slice/pod1.slice/ctr", LIMITS_RESOURCE_IO, &loc), 0);
+        assert_int_equal(limits_locate(h, "kubepods.slice/pod1.slice/ctr", PSI_RESOURCE_IO, &loc), 0);
         assert_string_equal(loc.limited_path, "kubepods.slice");
+        assert_int_equal(loc.limit.kind, LIMITS_KIND_IO_MAX);
         assert_int_equal(limits_read_io_at(h, loc.source, loc.path, &io), 0);
         assert_int_equal(io.n_devices, 2);
         assert_string_equal(io.devices[0].name, "vda"); /* through /sys/dev/block's symlink */
@@ -95,14 +104,18 @@ static void test_cgroup2(void **state) {
         assert_int_equal(io.devices[0].wbps, 10485760);
 
         /* The root sets nothing (it has no cpu.max, memory.max nor io.max). */
-        assert_int_equal(limits_locate(h, "", LIMITS_RESOURCE_CPU, &loc), 0);
+        assert_int_equal(limits_locate(h, "", PSI_RESOURCE_CPU, &loc), 0);
         assert_false(loc.limited);
+        assert_int_equal(loc.limit.kind, LIMITS_KIND_NONE);
         assert_string_equal(loc.path, "");
         assert_int_equal(limits_read_cpu_at(h, LIMITS_SOURCE_V2, "", &cpu), 0);
         assert_false(cpu.has_quota || cpu.has_stat); /* core cpu.stat only: absent */
 
-        assert_int_equal(limits_locate(h, "kubepods.slice/gone", LIMITS_RESOURCE_CPU, &loc), -ENOENT);
-        assert_int_equal(limits_locate(h, "kubepods.slice/../x", LIMITS_RESOURCE_CPU, &loc), -EINVAL);
+        assert_int_equal(limits_locate(h, "kubepods.slice/gone", PSI_RESOURCE_CPU, &loc), -ENOENT);
+        assert_int_equal(limits_locate(h, "kubepods.slice/../x", PSI_RESOURCE_CPU, &loc), -EINVAL);
+        /* irq has no limits. */
+        assert_int_equal(h->source[PSI_RESOURCE_IRQ], LIMITS_SOURCE_NONE);
+        assert_int_equal(limits_locate(h, "kubepods.slice", PSI_RESOURCE_IRQ, &loc), -EOPNOTSUPP);
 }
 
 static void test_hybrid(void **state) {
@@ -114,18 +127,21 @@ static void test_hybrid(void **state) {
         IoLimits io;
 
         open_hierarchy(fixture("limits-hybrid"), &s, &h);
-        for (LimitsResource r = 0; r < _LIMITS_RESOURCE_MAX; r++) {
+        for (PsiResource r = 0; r <= PSI_RESOURCE_IO; r++) {
                 assert_int_equal(h->source[r], LIMITS_SOURCE_V1);
                 assert_true(h->v1_fd[r] >= 0);
         }
 
         /* app/web on cgroup2 is app.slice/web for cpu (quota -1, its parent 50000) ... */
-        assert_int_equal(limits_locate(h, "app/web", LIMITS_RESOURCE_CPU, &loc), 0);
+        assert_int_equal(limits_locate(h, "app/web", PSI_RESOURCE_CPU, &loc), 0);
         assert_int_equal(loc.source, LIMITS_SOURCE_V1);
         assert_int_equal(loc.via_pid, 100);
         assert_string_equal(loc.path, "app.slice/web");
         assert_true(loc.limited);
         assert_string_equal(loc.limited_path, "app.slice");
+        assert_int_equal(loc.limit.kind, LIMITS_KIND_CPU_CFS_QUOTA);
+        assert_int_equal(loc.limit.value, 50000);
+        assert_int_equal(loc.limit.period_us, 100000);
         assert_int_equal(limits_read_cpu_at(h, loc.source, loc.limited_path, &cpu), 0);
         assert_int_equal(cpu.source, LIMITS_SOURCE_V1);
         assert_int_equal(cpu.quota_us, 50000);
@@ -134,9 +150,11 @@ static void test_hybrid(void **state) {
         assert_int_equal(cpu.throttled_us, 4000123);
 
         /* ... mem/web-v1 for memory, limited by its parent's 128 MiB ... */
-        assert_int_equal(limits_locate(h, "/app/web", LIMITS_RESOURCE_MEMORY, &loc), 0);
+        assert_int_equal(limits_locate(h, "/app/web", PSI_RESOURCE_MEMORY, &loc), 0);
         assert_string_equal(loc.path, "mem/web-v1");
         assert_string_equal(loc.limited_path, "mem");
+        assert_int_equal(loc.limit.kind, LIMITS_KIND_MEMORY_LIMIT_IN_BYTES);
+        assert_int_equal(loc.limit.value, 134217728);
         assert_int_equal(limits_read_memory_at(h, loc.source, loc.limited_path, &mem), 0);
         assert_int_equal(mem.max_bytes, 134217728);
         assert_int_equal(limits_read_memory_at(h, loc.source, loc.path, &mem), 0);
@@ -150,9 +168,10 @@ static void test_hybrid(void **state) {
         assert_int_equal(mem.refault_file, 48211);
 
         /* ... and app.slice/web for blkio, limited by app.slice's write_bps_device rule. */
-        assert_int_equal(limits_locate(h, "app/web", LIMITS_RESOURCE_IO, &loc), 0);
+        assert_int_equal(limits_locate(h, "app/web", PSI_RESOURCE_IO, &loc), 0);
         assert_string_equal(loc.path, "app.slice/web");
         assert_string_equal(loc.limited_path, "app.slice");
+        assert_int_equal(loc.limit.kind, LIMITS_KIND_BLKIO_THROTTLE);
         assert_int_equal(limits_read_io_at(h, loc.source, loc.path, &io), 0);
         assert_int_equal(io.n_devices, 1);
         assert_string_equal(io.devices[0].name, "vda");
@@ -164,18 +183,18 @@ static void test_hybrid(void **state) {
 
         /* An empty cgroup: a process of a descendant (the first one listed has ended), with the
          * descendant's part of the path taken off where the v1 path ends with it. */
-        assert_int_equal(limits_locate(h, "svc", LIMITS_RESOURCE_MEMORY, &loc), 0);
+        assert_int_equal(limits_locate(h, "svc", PSI_RESOURCE_MEMORY, &loc), 0);
         assert_int_equal(loc.via_pid, 300);
         assert_string_equal(loc.path, "svc");
         assert_false(loc.limited);
-        assert_int_equal(limits_locate(h, "svc", LIMITS_RESOURCE_CPU, &loc), 0);
+        assert_int_equal(limits_locate(h, "svc", PSI_RESOURCE_CPU, &loc), 0);
         assert_string_equal(loc.path, "svc-v1");
-        assert_int_equal(limits_locate(h, "svc", LIMITS_RESOURCE_IO, &loc), 0);
+        assert_int_equal(limits_locate(h, "svc", PSI_RESOURCE_IO, &loc), 0);
         assert_string_equal(loc.path, ""); /* the process is in the blkio root */
 
         /* No process anywhere below: nothing to learn the v1 cgroup from. */
-        assert_int_equal(limits_locate(h, "idle", LIMITS_RESOURCE_MEMORY, &loc), -ESRCH);
-        assert_int_equal(limits_locate(h, "nosuch", LIMITS_RESOURCE_MEMORY, &loc), -ENOENT);
+        assert_int_equal(limits_locate(h, "idle", PSI_RESOURCE_MEMORY, &loc), -ESRCH);
+        assert_int_equal(limits_locate(h, "nosuch", PSI_RESOURCE_MEMORY, &loc), -ENOENT);
 }
 
 /* A host without a controller anywhere: located nowhere, not an error. */
@@ -186,13 +205,87 @@ static void test_no_controller(void **state) {
         CpuLimits cpu;
 
         /* tests/fixtures/hybrid: cgroup2 without cgroup.controllers, v1 memory and cpu,cpuacct
-         * mounts whose directories the fixture does not have. */
+         * mounts (found by the sysroot), no blkio one. */
         open_hierarchy(fixture("hybrid"), &s, &h);
-        assert_int_equal(h->source[LIMITS_RESOURCE_IO], LIMITS_SOURCE_NONE);
-        assert_int_equal(limits_locate(h, "app/web", LIMITS_RESOURCE_IO, &loc), 0);
+        assert_string_equal(s->cpu_v1_path, "/sys/fs/cgroup/cpu,cpuacct");
+        assert_string_equal(s->cpuacct_v1_path, "/sys/fs/cgroup/cpu,cpuacct");
+        assert_null(s->blkio_v1_path);
+        assert_int_equal(h->source[PSI_RESOURCE_IO], LIMITS_SOURCE_NONE);
+        assert_int_equal(limits_locate(h, "app/web", PSI_RESOURCE_IO, &loc), 0);
         assert_int_equal(loc.source, LIMITS_SOURCE_NONE);
         assert_false(loc.limited);
         assert_int_equal(limits_read_cpu_at(h, LIMITS_SOURCE_NONE, "", &cpu), -ENODEV);
+
+        /* The controllers there are: web's memcg is app's, 256 MiB; batch's own cfs quota; web
+         * has no quota (its cpu cgroup has no cpu.cfs_quota_us, nor has app). */
+        assert_int_equal(h->source[PSI_RESOURCE_MEMORY], LIMITS_SOURCE_V1);
+        assert_int_equal(limits_locate(h, "app/web", PSI_RESOURCE_MEMORY, &loc), 0);
+        assert_string_equal(loc.path, "app");
+        assert_string_equal(loc.limited_path, "app");
+        assert_int_equal(loc.limit.kind, LIMITS_KIND_MEMORY_LIMIT_IN_BYTES);
+        assert_int_equal(loc.limit.value, 268435456);
+        assert_int_equal(limits_locate(h, "app/batch", PSI_RESOURCE_CPU, &loc), 0);
+        assert_string_equal(loc.limited_path, "app/batch");
+        assert_int_equal(loc.limit.kind, LIMITS_KIND_CPU_CFS_QUOTA);
+        assert_int_equal(loc.limit.value, 50000);
+        assert_int_equal(loc.limit.period_us, 100000);
+        assert_int_equal(limits_locate(h, "app/web", PSI_RESOURCE_CPU, &loc), 0);
+        assert_false(loc.limited);
+        assert_int_equal(loc.limit.kind, LIMITS_KIND_NONE);
+}
+
+/* Which cgroup2 cgroup's processes compete for a located limit. */
+static void test_location_scope(void **state) {
+        LimitsLocation loc = { .source = LIMITS_SOURCE_V2, .limited = true };
+        size_t len;
+
+        /* cgroup2: the limited cgroup itself, a leading '/' counted as given. */
+        strcpy(loc.path, "a/b/c");
+        strcpy(loc.limited_path, "a/b");
+        assert_int_equal(limits_location_scope(&loc, "a/b/c", &len), 0);
+        assert_int_equal(len, strlen("a/b"));
+        assert_int_equal(limits_location_scope(&loc, "/a/b/c", &len), 0);
+        assert_int_equal(len, strlen("/a/b"));
+        strcpy(loc.limited_path, "a/b/c");
+        assert_int_equal(limits_location_scope(&loc, "a/b/c", &len), 0);
+        assert_int_equal(len, strlen("a/b/c"));
+        /* Not limited, or limited at the root: the node. */
+        strcpy(loc.limited_path, "");
+        assert_int_equal(limits_location_scope(&loc, "a/b/c", &len), -ENOENT);
+        loc.limited = false;
+        strcpy(loc.limited_path, "a");
+        assert_int_equal(limits_location_scope(&loc, "a/b/c", &len), -ENOENT);
+
+        /* v1 with the same paths: the same cgroup; "a/bx" is no ancestor of "a/b/c". */
+        loc = (LimitsLocation) { .source = LIMITS_SOURCE_V1, .limited = true };
+        strcpy(loc.path, "a/b/c");
+        strcpy(loc.limited_path, "a/b");
+        assert_int_equal(limits_location_scope(&loc, "a/b/c", &len), 0);
+        assert_int_equal(len, strlen("a/b"));
+        /* v1 cgroup mem/web-v1 of cgroup2 app/web, limited at mem: one level up, app. */
+        strcpy(loc.path, "mem/web-v1");
+        strcpy(loc.limited_path, "mem");
+        assert_int_equal(limits_location_scope(&loc, "app/web", &len), 0);
+        assert_int_equal(len, strlen("app"));
+        strcpy(loc.limited_path, "mem/web-v1");
+        assert_int_equal(limits_location_scope(&loc, "/app/web", &len), 0);
+        assert_int_equal(len, strlen("/app/web"));
+        /* A memcg deeper than the cgroup2 cgroup, limited above its depth: the node. */
+        strcpy(loc.path, "x/y/z");
+        strcpy(loc.limited_path, "x");
+        assert_int_equal(limits_location_scope(&loc, "app/web", &len), -ENOENT);
+        strcpy(loc.limited_path, "x/y");
+        assert_int_equal(limits_location_scope(&loc, "app/web", &len), 0);
+        assert_int_equal(len, strlen("app"));
+        /* The v1 path agrees with an ancestor of the cgroup2 one: that ancestor. */
+        strcpy(loc.path, "app");
+        strcpy(loc.limited_path, "app");
+        assert_int_equal(limits_location_scope(&loc, "app/web", &len), 0);
+        assert_int_equal(len, strlen("app"));
+        strcpy(loc.path, "a/bx");
+        strcpy(loc.limited_path, "a/bx");
+        assert_int_equal(limits_location_scope(&loc, "a/b/c", &len), 0);
+        assert_int_equal(len, strlen("a/b/c"));
 }
 
 /* An io.stat longer than the reader's buffer (hundreds of devices): the line the buffer cuts is
@@ -221,9 +314,9 @@ static void test_io_stat_too_long(void **state) {
 
 int main(void) {
         const struct CMUnitTest tests[] = {
-                cmocka_unit_test(test_proc_cgroup_v1),   cmocka_unit_test(test_cgroup2),
-                cmocka_unit_test(test_hybrid),           cmocka_unit_test(test_no_controller),
-                cmocka_unit_test(test_io_stat_too_long),
+                cmocka_unit_test(test_proc_cgroup_v1), cmocka_unit_test(test_cgroup2),
+                cmocka_unit_test(test_hybrid),         cmocka_unit_test(test_no_controller),
+                cmocka_unit_test(test_location_scope), cmocka_unit_test(test_io_stat_too_long),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -67,8 +67,14 @@ static void test_open_hybrid(void **state) {
         assert_int_equal(sysroot_open(fixture("hybrid"), &s), 0);
         assert_string_equal(s->cgroup2_path, "/sys/fs/cgroup/unified");
         assert_string_equal(s->memory_v1_path, "/sys/fs/cgroup/memory");
+        assert_string_equal(s->v1_controllers, "cpu cpuacct memory"); /* name=systemd is none */
         assert_true(s->cgroup2_fd >= 0);
         assert_true(s->pressure_fd >= 0);
+        /* The v1 mounts it found, for the limits code and memcg. */
+        assert_int_equal(sysroot_open_v1_mount(s, CGROUP_V1_MEMORY, &fd), 0);
+        assert_true(faccessat(fd, "app/memory.limit_in_bytes", F_OK, 0) == 0);
+        close(fd);
+        assert_int_equal(sysroot_open_v1_mount(s, CGROUP_V1_BLKIO, &fd), -ENOENT);
 
         assert_int_equal(sysroot_open_cgroup(s, "app/web", &fd), 0);
         assert_true(read_file_at(fd, "cgroup.threads", buf, sizeof buf) > 0);
