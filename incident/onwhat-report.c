@@ -78,8 +78,35 @@ static const IoDeviceLimits *find_device(const IoLimits *io, uint32_t major, uin
         return NULL;
 }
 
+static json_t *node_devices_array(const DiskBusy *busy, size_t n) {
+        json_t *a = json_array();
+        int r = 0;
+
+        for (size_t i = 0; i < n; i++) {
+                const DiskBusy *b = &busy[i];
+                json_t *dev = json_object();
+
+                r |= set_new(dev, "device", json_string_from_bytes(b->name, strlen(b->name)));
+                r |= set_new(dev, "major", json_integer(b->major));
+                r |= set_new(dev, "minor", json_integer(b->minor));
+                r |= set_new(dev, "rbytes", json_u64(b->rbytes));
+                r |= set_new(dev, "wbytes", json_u64(b->wbytes));
+                r |= set_new(dev, "rios", json_u64(b->rios));
+                r |= set_new(dev, "wios", json_u64(b->wios));
+                r |= set_new(dev, "util", json_real(b->util));
+                r |= set_new(dev, "await_ms", b->await_ms >= 0 ? json_real(b->await_ms) : json_null());
+                r |= set_new(dev, "in_flight", json_u64(b->in_flight));
+                r |= append_new(a, dev);
+        }
+        return object_or_null(a, r);
+}
+
 static json_t *io_object(const OnWhat *w, bool lifetime) {
         json_t *o = json_object(), *devs = json_array();
+        const OnWhatDisks *disks = w->disks;
+        DiskBusy busy[ONWHAT_NODE_DEVICES_MAX];
+        size_t n_busy = 0;
+        bool cgroup_io = false;
         IoLimits d;
         int r = 0;
 
@@ -113,8 +140,19 @@ static json_t *io_object(const OnWhat *w, bool lifetime) {
                         max = json_null();
                 r |= set_new(dev, "max", max);
                 r |= append_new(devs, dev);
+                cgroup_io |= v->has_stat && v->rbytes + v->wbytes > 0;
         }
         r |= set_new(o, "devices", devs);
+        /* The node's own counters name the disk where the cgroup's do not see the io. */
+        if (!lifetime && disks && disks->has_a && disks->has_b)
+                n_busy = diskstats_busiest(&disks->a, &disks->b, disks->b_us - disks->a_us, busy,
+                                           ONWHAT_NODE_DEVICES_MAX);
+        r |= set_new(o, "node_devices",
+                     !lifetime && disks && disks->has_b ? node_devices_array(busy, n_busy) : json_null());
+        r |= set_new(o, "devices_source",
+                     cgroup_io    ? json_string("cgroup")
+                     : n_busy > 0 ? json_string("node")
+                                  : json_null());
         return object_or_null(o, r);
 }
 

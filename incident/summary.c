@@ -133,24 +133,39 @@ static void put_where(FILE *f, const char *cgroup) {
                 put_name(f, cgroup);
 }
 
-/* "wrote 1.4 GiB to vda": the busiest device of the incident's io limits, when it names one. */
+/* " on vda (100% busy)": the device the io went to, from the cgroup's own counters when they saw
+ * it (the one that moved most), else the node's busiest (limits.io.devices_source); how busy it
+ * was when the node's counters say. */
 static void put_io_device(FILE *f, const json_t *incident) {
-        const json_t *devices = json_object_get(json_object_get(json_object_get(incident, "limits"), "io"), "devices");
-        const char *best = NULL;
-        double most = -1;
+        const json_t *io = json_object_get(json_object_get(incident, "limits"), "io");
+        const json_t *nodes = json_object_get(io, "node_devices"), *best = NULL, *d;
+        const char *source = field_string(io, "devices_source");
+        double most = -1, util;
         size_t i;
-        json_t *d;
 
-        json_array_foreach(devices, i, d) {
-                double b = field_or_zero(d, "rbytes") + field_or_zero(d, "wbytes");
-                if (field_string(d, "device") && b > most) {
-                        most = b;
-                        best = field_string(d, "device");
+        if (!source)
+                return;
+        if (strcmp(source, "node") == 0)
+                best = json_array_get(nodes, 0);
+        else
+                json_array_foreach(json_object_get(io, "devices"), i, d) {
+                        double b = field_or_zero(d, "rbytes") + field_or_zero(d, "wbytes");
+                        if (field_string(d, "device") && b > most) {
+                                most = b;
+                                best = d;
+                        }
                 }
-        }
-        if (best) {
-                fputs(" on ", f);
-                put_name(f, best);
+        if (!best || !field_string(best, "device"))
+                return;
+        fputs(" on ", f);
+        put_name(f, field_string(best, "device"));
+        /* The node's line of the same device says how busy it was. */
+        json_array_foreach(nodes, i, d) {
+                if (field_or_zero(d, "major") == field_or_zero(best, "major") &&
+                    field_or_zero(d, "minor") == field_or_zero(best, "minor") && field_number(d, "util", &util)) {
+                        fprintf(f, " (%.0f%% busy)", util * 100);
+                        break;
+                }
         }
 }
 
@@ -198,7 +213,7 @@ static void put_culprit_process(FILE *f, const json_t *p) {
         if (!field_number(p, "pid", &pid) && n > 1)
                 fputs(" processes", f);
         fputs(" (", f);
-        put_where(f, field_string(p, "cgroup"));
+        put_name(f, field_string(p, "cgroup") ? field_string(p, "cgroup") : "?");
         if (pid > 0)
                 fprintf(f, ", pid %.0f", pid);
         if (ended)
@@ -252,18 +267,25 @@ static void put_pressure(FILE *f, const json_t *incident) {
         if (top) {
                 put_name(f, field_string(top, "comm"));
                 fputs(" (", f);
-                put_where(f, field_string(top, "cgroup"));
+                put_name(f, field_string(top, "cgroup") ? field_string(top, "cgroup") : "?");
                 fputs(") waited ", f);
                 put_duration_us(f, resource_delay_us(json_object_get(top, "delay_us"), resource));
                 fprintf(f, " for %s", resource);
-        } else {
-                put_where(f, trigger ? where : "/");
+        } else if (json_is_object(trigger)) {
+                put_where(f, where);
                 if (field_number(sample, "stall_us", &stall) && stall > 0) {
                         fputs(" stalled ", f);
                         put_duration_us(f, stall);
                         fprintf(f, " on %s", resource);
                 } else
                         fprintf(f, " stalled on %s", resource);
+        } else {
+                /* A snapshot does not say which cgroup it measured. */
+                fprintf(f, "%s stall", resource);
+                if (field_number(sample, "stall_us", &stall) && stall > 0) {
+                        fputs(" grew ", f);
+                        put_duration_us(f, stall);
+                }
         }
         if (duration_ms > 0) {
                 fputs(" in ", f);
@@ -283,7 +305,7 @@ static void put_oom(FILE *f, const json_t *oom) {
                 fputs("the kernel's OOM killer killed ", f);
                 put_name(f, field_string(victim, "comm"));
                 fputs(" (", f);
-                put_where(f, field_string(victim, "cgroup"));
+                put_name(f, field_string(victim, "cgroup") ? field_string(victim, "cgroup") : "?");
                 if (field_number(victim, "pid", &pid))
                         fprintf(f, ", pid %.0f", pid);
                 fputc(')', f);

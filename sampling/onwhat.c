@@ -5,17 +5,53 @@
 #include <sys/mman.h>
 
 #include "base/macro.h"
+#include "base/timeutil.h"
 #include "probes/procfs.h"
 #include "sampling/onwhat.h"
 
 #define LOOKS_SIZE ((size_t) ONWHAT_LOOKS_MAX * ONWHAT_LOOK_THREADS_MAX * sizeof(BlockedThreadLook))
+#define PAGE_ROUND(n) (((n) + 4095) & ~(size_t) 4095)
+#define DISKS_OFFSET PAGE_ROUND(LOOKS_SIZE)
+#define PAGES_SIZE (DISKS_OFFSET + PAGE_ROUND(sizeof(OnWhatDisks)))
 
-/* The looks' threads (about 204 KiB) in pages of their own: zero until a look writes them, so an
- * agent that keeps one per concurrent sample holds none of it in memory before an incident. */
-static BlockedThreadLook *looks_alloc(void) {
-        void *p = mmap(NULL, LOOKS_SIZE, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+/* The looks' threads (about 204 KiB) and the disk readings (about 31 KiB) in pages of their own:
+ * zero until a sample writes them, so an agent that keeps one per concurrent sample holds none of
+ * it in memory before an incident. */
+static void *pages_alloc(void) {
+        void *p = mmap(NULL, PAGES_SIZE, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 
         return p == MAP_FAILED ? NULL : p;
+}
+
+/* The node's device counters at one end of an io sample. A host without /proc/diskstats (or with
+ * more devices than the buffer holds) has none: the incident then names no node device. */
+static bool pages_ensure(OnWhat *w) {
+        char *p;
+
+        if (w->look_threads)
+                return true;
+        p = pages_alloc();
+        if (!p)
+                return false;
+        w->look_threads = (BlockedThreadLook *) p;
+        w->disks = (OnWhatDisks *) (p + DISKS_OFFSET);
+        return true;
+}
+
+static void read_disks(OnWhat *w, const LimitsHierarchy *h, bool end) {
+        OnWhatDisks *d;
+
+        /* An OnWhat without onwhat_init() (a snapshot's) gets its pages now. */
+        if (!h || !h->sysroot || (!end && !pages_ensure(w)) || !w->disks)
+                return;
+        d = w->disks;
+        if (end) {
+                d->has_b = d->has_a && diskstats_read(h->sysroot->root_fd, d->buf, sizeof d->buf, &d->b) >= 0;
+                d->b_us = now_usec(CLOCK_MONOTONIC);
+        } else {
+                d->has_a = diskstats_read(h->sysroot->root_fd, d->buf, sizeof d->buf, &d->a) >= 0;
+                d->a_us = now_usec(CLOCK_MONOTONIC);
+        }
 }
 
 /* The cgroup whose limit counts: the nearest limited one, else the trigger's own. */
@@ -36,6 +72,7 @@ static bool read_limits(OnWhat *w, const LimitsHierarchy *h, bool end) {
                 r = limits_read_memory_at(h, w->loc.source, limit_path(w), end ? &w->mem_b : &w->mem_a);
                 break;
         case PSI_RESOURCE_IO:
+                read_disks(w, h, end);
                 r = limits_read_io_at(h, w->loc.source, w->loc.path, end ? &w->io_b : &w->io_a);
                 if (r >= 0 && end && w->loc.limited)
                         w->has_io_max = limits_read_io_at(h, w->loc.source, w->loc.limited_path, &w->io_max) >= 0;
@@ -52,6 +89,8 @@ void onwhat_begin(OnWhat *w, const LimitsHierarchy *h, const char *path, PsiReso
         w->n_looks = 0;
         w->has_blocked = w->has_stack = false;
         w->stack_error = 0;
+        if (w->disks)
+                w->disks->has_a = w->disks->has_b = false;
         if (!h || !path)
                 return;
         /* -EOPNOTSUPP: irq; -ESRCH: a v1 hierarchy and no process left to map the cgroup through. */
@@ -84,11 +123,8 @@ void onwhat_look(OnWhat *w, int proc_fd, const Snapshot *s, const pid_t *pids, s
 
         if (w->n_looks >= ONWHAT_LOOKS_MAX)
                 return;
-        if (!w->look_threads) {
-                w->look_threads = looks_alloc();
-                if (!w->look_threads)
-                        return; /* no look: the incident goes without "blocked" */
-        }
+        if (!pages_ensure(w))
+                return; /* no look: the incident goes without "blocked" */
         out = w->look_threads + w->n_looks * ONWHAT_LOOK_THREADS_MAX;
         /* The leaders first, each with the threads the sample measured of it. */
         for (size_t p = 0; p < n && k < ONWHAT_LOOK_THREADS_MAX; p++)
@@ -138,13 +174,18 @@ const char *onwhat_cpu_verdict(uint64_t throttled_us, bool has_stall, uint64_t s
 }
 
 int onwhat_init(OnWhat *w) {
+        char *p = pages_alloc();
+
         *w = (OnWhat) {};
-        w->look_threads = looks_alloc();
-        return w->look_threads ? 0 : -ENOMEM;
+        if (!p)
+                return -ENOMEM;
+        w->look_threads = (BlockedThreadLook *) p;
+        w->disks = (OnWhatDisks *) (p + DISKS_OFFSET);
+        return 0;
 }
 
 void onwhat_done(OnWhat *w) {
         if (w->look_threads)
-                (void) munmap(w->look_threads, LOOKS_SIZE);
+                (void) munmap(w->look_threads, PAGES_SIZE);
         *w = (OnWhat) {};
 }

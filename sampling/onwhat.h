@@ -12,6 +12,7 @@
 #include <stddef.h>
 #include <sys/types.h>
 
+#include "probes/diskstats.h"
 #include "probes/limits-find.h"
 #include "probes/pressure.h"
 #include "probes/wchan.h"
@@ -21,6 +22,18 @@
 /* Looks a sample takes at most (its middle and its end), and threads one look reads at most. */
 #define ONWHAT_LOOKS_MAX 2
 #define ONWHAT_LOOK_THREADS_MAX 512
+
+/* io on the node's own per-device counters (probes/diskstats.h): on hosts whose cgroup counters do
+ * not see the io (cgroup-v1 blkio without a throttle rule), the devices busy during the sample. */
+#define ONWHAT_DISK_BUF (16 * 1024) /* /proc/diskstats of about 120 devices */
+#define ONWHAT_NODE_DEVICES_MAX 4   /* the busiest devices an incident names */
+
+typedef struct OnWhatDisks {
+        bool has_a, has_b;
+        usec_t a_us, b_us; /* CLOCK_MONOTONIC of the readings */
+        DiskStats a, b;
+        char buf[ONWHAT_DISK_BUF];
+} OnWhatDisks;
 
 typedef struct OnWhat {
         PsiResource resource;
@@ -34,6 +47,7 @@ typedef struct OnWhat {
         bool has_io_max;
 
         BlockedThreadLook *look_threads; /* ONWHAT_LOOKS_MAX * ONWHAT_LOOK_THREADS_MAX */
+        OnWhatDisks *disks;              /* io only; in the looks' pages, untouched until an io sample */
         size_t n_look[ONWHAT_LOOKS_MAX];
         size_t n_looks;
         BlockedSummary blocked;
@@ -53,7 +67,8 @@ void onwhat_begin(OnWhat *w, const LimitsHierarchy *h, const char *path, PsiReso
  * read. At most ONWHAT_LOOKS_MAX looks count. */
 void onwhat_look(OnWhat *w, int proc_fd, const Snapshot *s, const pid_t *pids, size_t n);
 
-/* Reads the limits again (w->*_b) and groups the looks. */
+/* Reads the limits again (w->*_b) and groups the looks. For io, both also read the node's
+ * /proc/diskstats (w->disks) when w has them (onwhat_init()). */
 void onwhat_end(OnWhat *w, const LimitsHierarchy *h);
 
 /* "throttled" when the throttled time of the sample covers at least half of the stall (or, the

@@ -8,7 +8,11 @@
 3. A 128 MiB memory-limited cgroup with a grower: the limit is found, max_bytes = 128 MiB.
 4. O_DIRECT writers (under a throttle rule far above the disk's speed: v1 counts only where a rule
    is): the io limits name the block device with written bytes, and the blocked threads are
-   grouped under a non-empty wchan."""
+   grouped under a non-empty wchan, and the node's own counters (node_devices) name the disk too.
+5. The same writers without a rule: node_devices names the disk with its utilisation, and
+   devices_source says whose counters saw the io: "node" on a hybrid host whose disk never had a
+   throttle rule, "cgroup" once one had (the kernel keeps counting: kernel-facts.md: limits) or on
+   cgroup2. It runs before part 4 for that reason."""
 
 import json
 import os
@@ -138,6 +142,9 @@ def io(mount, tmp, validate):
             devs = {d["device"]: d for d in (o["devices"] if o else [])}
             check(name in devs and devs[name]["wbytes"] >= 1 << 20, f"limits.io: {o}")
             check(devs[name]["max"] and devs[name]["max"]["wbps"] == 1 << 40, f"the rule: {devs[name]}")
+            nodes = {d["device"]: d for d in o["node_devices"] or []}
+            check(o["devices_source"] == "cgroup" and name in nodes and nodes[name]["wbytes"] >= 1 << 20
+                  and 0 < nodes[name]["util"] <= 1, f"devices_source {o['devices_source']}, node_devices {nodes}")
             b = inc["blocked"]
             # A thread seen in D may be running again when its wchan is read ("0": the group of
             # null wchan, which sorts first on a tie): a named group must be there.
@@ -158,18 +165,54 @@ def io(mount, tmp, validate):
                     os.unlink(d)
 
 
+def io_node(mount, tmp, validate):
+    """The same writers without a throttle rule: cgroup-v1 blkio counts nothing then
+    (kernel-facts.md: limits), and the node's /proc/diskstats names the disk, with how busy it was."""
+    dev, name = whole_disk(tmp)
+    if not os.path.exists(f"/sys/dev/block/{dev}"):
+        print(f"io-node: {tmp} is not on a block device ({dev}); io-node part not run")
+        return
+    data = [os.path.join(tmp, f"ow-ion-{i}") for i in range(2)]
+    with ScratchCgroup(mount, "ow-ion") as cg:
+        try:
+            for d in data:
+                cg.spawn(["sh", "-c", f"while :; do dd if=/dev/zero of={d} bs=1M count=256 oflag=direct 2>/dev/null; "
+                                      "done"])
+            time.sleep(0.5)
+            inc = snapshot(cg, "io")
+            validate(inc)
+            o = inc["limits"]["io"]
+            nodes = {d["device"]: d for d in o["node_devices"] or []}
+            check(name in nodes and nodes[name]["wbytes"] >= 1 << 20 and nodes[name]["wios"] > 0
+                  and 0 < nodes[name]["util"] <= 1, f"node_devices: {o['node_devices']}")
+            cgroup_io = any((d["wbytes"] or 0) > 0 for d in o["devices"])
+            check(o["devices_source"] == ("cgroup" if cgroup_io else "node"), f"limits.io: {o}")
+            if o["devices_source"] == "node" and inc["culprits"] and inc["culprits"]["dominant"]:
+                check(f" on {name} (" in inc["summary"], f"the summary does not name {name}: {inc['summary']!r}")
+            print(f"io-node: {o['source']} counted {'some' if cgroup_io else 'nothing'}; devices_source "
+                  f"{o['devices_source']}: {name} wrote {nodes[name]['wbytes'] >> 20} MiB, "
+                  f"{nodes[name]['util'] * 100:.0f}% busy; summary: {inc['summary']}")
+        finally:
+            cg.kill_all()
+            for d in data:
+                if os.path.exists(d):
+                    os.unlink(d)
+
+
 def main():
     mount = check_kernel()
     validate = validator(SCHEMAS)
     tmp = tempfile.mkdtemp(prefix="psidiag-it-", dir="/var/tmp")
     try:
-        parts = os.environ.get("PSIDIAG_PARTS", "cpu,contention,memory,io").split(",")
+        parts = os.environ.get("PSIDIAG_PARTS", "cpu,contention,memory,io-node,io").split(",")
         if "cpu" in parts:
             capped(mount, tmp, validate)
         if "contention" in parts:
             contention(mount, validate)
         if "memory" in parts:
             memory(mount, validate)
+        if "io-node" in parts:
+            io_node(mount, tmp, validate)
         if "io" in parts:
             io(mount, tmp, validate)
     finally:

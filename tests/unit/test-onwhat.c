@@ -118,6 +118,40 @@ static void test_memory_io_limits(void **state) {
         assert_int_equal(json_integer_value(json_object_get(d, "wbytes")), 210 << 20);
         assert_int_equal(json_integer_value(json_object_get(json_object_get(d, "max"), "wbps")), 1 << 20);
         assert_true(json_is_null(json_object_get(json_object_get(d, "max"), "rbps")));
+        assert_string_equal(json_string_value(json_object_get(io, "devices_source")), "cgroup");
+        assert_true(json_is_null(json_object_get(io, "node_devices"))); /* no disk readings */
+        json_decref(o);
+}
+
+/* A hybrid host's blkio counts nothing without a throttle rule: the node's /proc/diskstats names
+ * the disk, busiest first. */
+static void test_io_node_devices(void **state) {
+        static const char a[] = " 254 0 vda 100 0 800 50 10 0 80 5 0 40 55\n 8 16 sdb 5 0 40 1 0 0 0 0 0 1 1\n";
+        static const char b[] =
+                " 254 0 vda 100 0 800 50 410 0 204880 2005 3 940 2055\n 8 16 sdb 6 0 48 2 0 0 0 0 0 2 2\n";
+        OnWhat w = located(PSI_RESOURCE_IO);
+        OnWhatDisks disks = { .has_a = true, .has_b = true, .a_us = 5000000, .b_us = 6000000 };
+
+        w.io_a = (IoLimits) { .has_stat = true };
+        w.io_b = w.io_a;
+        assert_int_equal(diskstats_parse(a, strlen(a), &disks.a), 0);
+        assert_int_equal(diskstats_parse(b, strlen(b), &disks.b), 0);
+        w.disks = &disks;
+        json_t *o = onwhat_limits_object(&w, false, false, 0, 1000000), *io = json_object_get(o, "io");
+        json_t *nodes = json_object_get(io, "node_devices"), *d = json_array_get(nodes, 0);
+        assert_string_equal(json_string_value(json_object_get(io, "devices_source")), "node");
+        assert_int_equal(json_array_size(nodes), 2);
+        assert_string_equal(json_string_value(json_object_get(d, "device")), "vda");
+        assert_int_equal(json_integer_value(json_object_get(d, "wbytes")), 204800 * 512);
+        assert_int_equal(json_integer_value(json_object_get(d, "wios")), 400);
+        assert_true(json_real_value(json_object_get(d, "util")) > 0.899 &&
+                    json_real_value(json_object_get(d, "util")) < 0.901);
+        assert_true(json_real_value(json_object_get(d, "await_ms")) > 4.99);
+        assert_int_equal(json_integer_value(json_object_get(d, "in_flight")), 3);
+        json_decref(o);
+        /* A 0 ms sample has no interval to measure. */
+        o = onwhat_limits_object(&w, true, false, 0, 0);
+        assert_true(json_is_null(json_object_get(json_object_get(o, "io"), "node_devices")));
         json_decref(o);
 }
 
@@ -179,7 +213,7 @@ int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_verdict),          cmocka_unit_test(test_cpu_limits),
                 cmocka_unit_test(test_memory_io_limits), cmocka_unit_test(test_blocked),
-                cmocka_unit_test(test_init_reuse),
+                cmocka_unit_test(test_init_reuse),       cmocka_unit_test(test_io_node_devices),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -39,9 +39,27 @@ static void test_io_culprit_and_device(void **state) {
                 "     \"ended\": false, \"victim\": false, \"usage\": {\"read_bytes\": 0, \"write_bytes\": "
                 "1503238554}}],"
                 "   \"cgroups\": [{\"path\": \"/batch\", \"share\": 0.93}, {\"path\": \"/shop/db\", \"share\": 0.07}]},"
-                " \"limits\": {\"io\": {\"devices\": [{\"device\": \"vdb\", \"rbytes\": 10, \"wbytes\": 0},"
-                "   {\"device\": \"vda\", \"rbytes\": 0, \"wbytes\": 1503238554}]}}}",
-                "pgbench (/shop/db) waited 0.31 s for io in 1 s: fio (/batch, pid 4242) wrote 1.4 GiB on vda");
+                " \"limits\": {\"io\": {\"devices_source\": \"cgroup\", \"devices\": [{\"device\": \"vdb\","
+                "   \"major\": 254, \"minor\": 16, \"rbytes\": 10, \"wbytes\": 0},"
+                "   {\"device\": \"vda\", \"major\": 254, \"minor\": 0, \"rbytes\": 0, \"wbytes\": 1503238554}],"
+                "   \"node_devices\": [{\"device\": \"vda\", \"major\": 254, \"minor\": 0, \"util\": 1.0}]}}}",
+                "pgbench (/shop/db) waited 0.31 s for io in 1 s: fio (/batch, pid 4242) wrote 1.4 GiB on vda (100% "
+                "busy)");
+        /* A hybrid host: blkio saw nothing, the node's counters name the disk. */
+        assert_summary(
+                "{\"type\": \"pressure\", \"trigger\": {\"cgroup\": \"/db\", \"resource\": \"io\"},"
+                " \"sample\": {\"duration_ms\": 1000}, \"most_delayed\": [{\"comm\": \"postgres\", \"cgroup\": \"/db\","
+                "   \"delay_us\": {\"blkio\": 90000}}],"
+                " \"culprits\": {\"own_limit\": false, \"limit\": null, \"processes\": [{\"pid\": 9, \"comm\": \"fio\","
+                "   \"cgroup\": \"/batch\", \"processes\": 1, \"ended\": false, \"victim\": false,"
+                "   \"usage\": {\"read_bytes\": 52428800, \"write_bytes\": 0}}], \"cgroups\": [{\"share\": 1.0}]},"
+                " \"limits\": {\"io\": {\"devices_source\": \"node\", \"devices\": [{\"device\": \"vda\", \"major\": "
+                "254,"
+                "   \"minor\": 0, \"rbytes\": 0, \"wbytes\": 0}], \"node_devices\": [{\"device\": \"vdb\", \"major\": "
+                "254,"
+                "   \"minor\": 16, \"util\": 0.874}, {\"device\": \"vda\", \"major\": 254, \"minor\": 0, \"util\": "
+                "0.1}]}}}",
+                "postgres (/db) waited 90 ms for io in 1 s: fio (/batch, pid 9) read 50.0 MiB on vdb (87% busy)");
 }
 
 /* A node-wide storm: 100 cgroups, the largest 4%: nobody is named. */
@@ -182,6 +200,11 @@ static void test_add(void **state) {
         assert_int_equal(json_object_size(j), 2);
         json_decref(j);
         assert_null(summary_add(NULL));
+
+        /* A snapshot does not say which cgroup it measured: the sentence names none. */
+        assert_summary("{\"type\": \"snapshot\", \"trigger\": null, \"sample\": {\"duration_ms\": 1000,"
+                       " \"stall_us\": 500000}, \"most_delayed\": [], \"culprits\": {\"resource\": \"io\"}}",
+                       "io stall grew 0.5 s in 1 s, no process measured waiting");
 }
 
 int main(void) {

@@ -1,0 +1,158 @@
+/* SPDX-License-Identifier: MIT */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "base/fileio.h"
+#include "base/macro.h"
+#include "base/parse.h"
+#include "probes/diskstats.h"
+
+static const char *skip_blanks(const char *s, const char *end) {
+        while (s < end && (*s == ' ' || *s == '\t'))
+                s++;
+        return s;
+}
+
+/* One diskstats line: "MAJ MIN NAME f1 f2 ... f11 [...]". 0 or -EINVAL. */
+static int parse_line(const char *s, const char *end, DiskStat *ret) {
+        uint64_t maj, min, f[11];
+        const char *name;
+        DiskStat d = {};
+
+        s = skip_blanks(s, end);
+        if (parse_u64_prefix(s, end, &maj, &s) < 0 || maj > UINT32_MAX)
+                return -EINVAL;
+        s = skip_blanks(s, end);
+        if (parse_u64_prefix(s, end, &min, &s) < 0 || min > UINT32_MAX)
+                return -EINVAL;
+        s = skip_blanks(s, end);
+        name = s;
+        while (s < end && *s != ' ' && *s != '\t')
+                s++;
+        if (s == name || (size_t) (s - name) >= sizeof d.name)
+                return -EINVAL;
+        memcpy(d.name, name, (size_t) (s - name));
+        for (size_t i = 0; i < ELEMENTSOF(f); i++) {
+                s = skip_blanks(s, end);
+                if (parse_u64_prefix(s, end, &f[i], &s) < 0)
+                        return -EINVAL;
+        }
+        d.major = (uint32_t) maj;
+        d.minor = (uint32_t) min;
+        d.rios = f[0];
+        d.rsectors = f[2];
+        d.rticks_ms = f[3];
+        d.wios = f[4];
+        d.wsectors = f[6];
+        d.wticks_ms = f[7];
+        d.in_flight = f[8];
+        d.io_ticks_ms = f[9];
+        *ret = d;
+        return 0;
+}
+
+int diskstats_parse(const char *buf, size_t len, DiskStats *ret) {
+        const char *p = buf, *end = buf + len;
+        DiskStats *out = ret;
+        bool any = false;
+
+        out->n = out->dropped = 0;
+        while (p < end) {
+                const char *nl = memchr(p, '\n', (size_t) (end - p)), *eol = nl ? nl : end;
+                DiskStat d;
+
+                if (parse_line(p, eol, &d) == 0) {
+                        any = true;
+                        if (out->n < DISKSTATS_MAX)
+                                out->disks[out->n++] = d;
+                        else
+                                out->dropped++;
+                }
+                p = nl ? nl + 1 : end;
+        }
+        return any ? 0 : -EINVAL;
+}
+
+int diskstats_read(int root_fd, char *buf, size_t size, DiskStats *ret) {
+        ssize_t n = read_file_at(root_fd, "proc/diskstats", buf, size);
+        size_t kept = 0;
+        int r;
+
+        if (n < 0)
+                return (int) n;
+        if ((size_t) n >= size - 1)
+                return -ENOBUFS;
+        r = diskstats_parse(buf, (size_t) n, ret);
+        if (r < 0)
+                return r;
+        for (size_t i = 0; i < ret->n; i++) {
+                char path[64];
+                snprintf(path, sizeof path, "sys/dev/block/%u:%u/partition", ret->disks[i].major, ret->disks[i].minor);
+                /* A partition's io is also in its disk's line: keep whole disks only. */
+                if (faccessat(root_fd, path, F_OK, 0) == 0)
+                        continue;
+                ret->disks[kept++] = ret->disks[i];
+        }
+        ret->n = kept;
+        return 0;
+}
+
+/* Counter growth; a counter that went back (a device removed and another added under its
+ * number) counts as none. */
+static uint64_t growth(uint64_t a, uint64_t b) {
+        return b > a ? b - a : 0;
+}
+
+static int busier(const DiskBusy *x, const DiskBusy *y) {
+        if (x->util != y->util)
+                return x->util > y->util ? -1 : 1;
+        uint64_t bx = x->rbytes + x->wbytes, by = y->rbytes + y->wbytes;
+        return bx == by ? 0 : bx > by ? -1 : 1;
+}
+
+size_t diskstats_busiest(const DiskStats *a, const DiskStats *b, uint64_t interval_us, DiskBusy *ret, size_t max) {
+        size_t n = 0;
+
+        for (size_t i = 0; i < b->n; i++) {
+                const DiskStat *e = &b->disks[i], *s = NULL;
+                for (size_t j = 0; j < a->n && !s; j++)
+                        if (a->disks[j].major == e->major && a->disks[j].minor == e->minor)
+                                s = &a->disks[j];
+                if (!s)
+                        continue;
+                uint64_t rios = growth(s->rios, e->rios), wios = growth(s->wios, e->wios);
+                uint64_t ticks = growth(s->io_ticks_ms, e->io_ticks_ms);
+                if (rios + wios == 0 && ticks == 0)
+                        continue;
+                DiskBusy d = {
+                        .major = e->major,
+                        .minor = e->minor,
+                        .rbytes = growth(s->rsectors, e->rsectors) * DISKSTATS_SECTOR_BYTES,
+                        .wbytes = growth(s->wsectors, e->wsectors) * DISKSTATS_SECTOR_BYTES,
+                        .rios = rios,
+                        .wios = wios,
+                        .util = interval_us > 0 ? MIN(1.0, (double) ticks * 1000.0 / (double) interval_us) : 0,
+                        .await_ms = rios + wios > 0 ? (double) (growth(s->rticks_ms, e->rticks_ms) +
+                                                                growth(s->wticks_ms, e->wticks_ms)) /
+                                                              (double) (rios + wios)
+                                                    : -1,
+                        .in_flight = e->in_flight,
+                };
+                memcpy(d.name, e->name, sizeof d.name);
+                /* Insertion into the busiest max so far. */
+                size_t at = n < max ? n : max;
+                while (at > 0 && busier(&d, &ret[at - 1]) < 0)
+                        at--;
+                if (at >= max)
+                        continue;
+                if (n < max)
+                        n++;
+                memmove(&ret[at + 1], &ret[at], (n - 1 - at) * sizeof *ret);
+                ret[at] = d;
+        }
+        return n;
+}

@@ -1,0 +1,222 @@
+#!/usr/bin/python3
+# SPDX-License-Identifier: MIT
+"""Real software as the stalled service: PostgreSQL under its own benchmark client (pgbench, a
+steady read-only load at a fixed rate) in a scratch cgroup, with the agent watching that cgroup's
+cpu pressure, and real neighbours in a sibling cgroup:
+
+1. stress-ng spinning on more cpus than the node has: the incident names a postgres or pgbench
+   process of the database's cgroup as the most delayed, stress-ng (pid, cgroup) as the first
+   culprit, the neighbour's cgroup as the first culprit cgroup, "contention" as the cpu verdict,
+   and says so in its summary.
+2. A compiler storm (make -j4 over generated C files, gcc's cc1 processes coming and going): the
+   first culprit is the aggregate of the ended cc1 processes in the build's cgroup.
+
+Before each neighbour starts, the agent is started anew on the database's cgroup, which by then
+has stall history (pgbench's start, the previous neighbour): no incident may come for three
+windows (kernel-facts.md: trigger-history). The database runs as the postgres user from a scratch
+data directory on a Unix socket of its own (no TCP), and is stopped and removed, with every cgroup,
+whatever happens."""
+
+import glob
+import json
+import os
+import pwd
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from common import (ScratchCgroup, check, check_kernel, read_lines, run, stop_agent,  # noqa: E402
+                    start_watching, validator, wait_lines)
+
+PSIDIAG, WORKLOAD, SCHEMAS = sys.argv[1:4]
+TRIGGER, WINDOW_S = "cpu some 10% 2s", 2
+NCPU = os.cpu_count() or 2
+
+
+def pg_bin():
+    found = sorted(glob.glob("/usr/lib/postgresql/*/bin/postgres"), key=lambda p: int(p.split("/")[4]))
+    check(found, "PostgreSQL is not installed (scripts/test installs postgresql-15)")
+    return os.path.dirname(found[-1])
+
+
+def need(cmd, package):
+    check(shutil.which(cmd), f"{cmd} is missing (scripts/test installs {package})")
+
+
+class Postgres:
+    """A PostgreSQL server in cg, as the postgres user, data and socket in a scratch directory."""
+
+    def __init__(self, cg, tmp):
+        self.bin, self.cg = pg_bin(), cg
+        self.dir = tempfile.mkdtemp(prefix="psidiag-it-pg-", dir=tmp)
+        self.port = 40000 + os.getpid() % 20000
+        self.user = pwd.getpwnam("postgres")
+        os.chown(self.dir, self.user.pw_uid, self.user.pw_gid)
+        self.server = None
+
+    def preexec(self, cg=None):
+        """Runs in the child: joins cg (as root), then becomes the postgres user."""
+        uid, gid = self.user.pw_uid, self.user.pw_gid
+
+        def fn():
+            if cg is not None:
+                with open(os.path.join(cg.path, "cgroup.procs"), "w") as f:
+                    f.write(str(os.getpid()))
+            os.setgroups([])
+            os.setgid(gid)
+            os.setuid(uid)
+        return fn
+
+    def env(self):
+        return {"PATH": "/usr/bin:/bin", "PGHOST": self.dir, "PGPORT": str(self.port), "PGUSER": "postgres",
+                "LC_ALL": "C"}
+
+    def start(self):
+        data = os.path.join(self.dir, "data")
+        r = subprocess.run([f"{self.bin}/initdb", "-D", data, "-A", "trust", "-U", "postgres", "--no-sync", "-E",
+                            "UTF8"], preexec_fn=self.preexec(), capture_output=True, text=True, env=self.env(),
+                           cwd=self.dir, timeout=180)
+        check(r.returncode == 0, f"initdb: {r.stderr[-2000:]}")
+        self.log = os.path.join(self.dir, "server.log")
+        log = open(self.log, "w")
+        self.server = subprocess.Popen(
+            [f"{self.bin}/postgres", "-D", data, "-k", self.dir, "-p", str(self.port), "-c", "listen_addresses=",
+             "-c", "shared_buffers=64MB", "-c", "max_connections=20"],
+            preexec_fn=self.preexec(self.cg), stdout=log, stderr=log, env=self.env(), cwd=self.dir)
+        self.cg.procs.append(self.server)
+        deadline = time.time() + 120
+        while subprocess.run([f"{self.bin}/pg_isready", "-q"], env=self.env()).returncode != 0:
+            check(self.server.poll() is None, f"postgres exited:\n{open(self.log).read()[-2000:]}")
+            check(time.time() < deadline, f"postgres not ready in 120 s:\n{open(self.log).read()[-2000:]}")
+            time.sleep(0.2)
+
+    def pgbench(self, args, cg=None):
+        argv = [f"{self.bin}/pgbench"] + args
+        if cg is None:
+            r = subprocess.run(argv, preexec_fn=self.preexec(), capture_output=True, text=True, env=self.env(),
+                               cwd=self.dir, timeout=600)
+            check(r.returncode == 0, f"pgbench {args}: {r.stderr[-2000:]}")
+            return None
+        p = subprocess.Popen(argv, preexec_fn=self.preexec(cg), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                             env=self.env(), cwd=self.dir)
+        cg.procs.append(p)
+        return p
+
+    def stop(self):
+        if self.server and self.server.poll() is None:
+            self.server.send_signal(signal.SIGINT)  # fast shutdown
+            try:
+                self.server.wait(60)
+            except subprocess.TimeoutExpired:
+                self.server.kill()
+                self.server.wait()
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+
+def make_project(tmp):
+    """C sources that take gcc a few hundred ms each at -O2, and a Makefile that builds them."""
+    src = tempfile.mkdtemp(prefix="psidiag-it-build-", dir=tmp)
+    for i in range(16):
+        with open(os.path.join(src, f"f{i}.c"), "w") as f:
+            for j in range(60):
+                f.write(f"int f{i}_{j}(int *a, int n) {{ int s = {j}; for (int k = 0; k < n; k++) "
+                        f"{{ s += a[k] * {j + 1} ^ (s >> 3); if (s & 1) s -= a[(k * 7) % n]; }} return s; }}\n")
+    objs = " ".join(f"f{i}.o" for i in range(16))
+    with open(os.path.join(src, "Makefile"), "w") as f:
+        f.write(f"all: {objs}\n%.o: %.c\n\tgcc -O2 -c $< -o $@\n")
+    return src
+
+
+def quiet_then_incident(tmp, db, name, start_neighbour, validate):
+    """The agent armed anew on db: nothing for three windows, then the neighbour's incident."""
+    agent, out, log = start_watching(PSIDIAG, tmp, db, name, TRIGGER, top=5)
+    try:
+        armed = time.time()
+        while time.time() - armed < 3 * WINDOW_S + 1:
+            early = read_lines(out)
+            check(not early, f"{name}: an incident before the neighbour started (a false incident on the "
+                  f"database's stall history?): {early[0].get('summary') if early else ''}")
+            check(agent.poll() is None, f"the agent exited:\n{open(log).read()}")
+            time.sleep(0.2)
+        start_neighbour()
+        lines = wait_lines(out, lambda ls: any(l.get("culprits") for l in ls), timeout=90)
+    finally:
+        stop_agent(agent)
+    incidents = [l for l in lines if l.get("culprits")]
+    check(incidents, f"{name}: no incident within 90 s of the neighbour's start:\n{open(log).read()[-3000:]}")
+    inc = incidents[0]
+    validate(inc)
+    return inc
+
+
+def check_victim(inc, db):
+    top = inc["most_delayed"]
+    check(top and top[0]["comm"] in ("postgres", "pgbench") and top[0]["cgroup"] == "/" + db.rel
+          and top[0]["delay_us"]["cpu"] > 0, f"the most delayed is not the database's: "
+          f"{[(p['comm'], p['cgroup'], p['delay_us']['cpu']) for p in top]}")
+    check(inc["summary"].startswith(f"{top[0]['comm']} (/{db.rel}) waited "), f"summary: {inc['summary']!r}")
+    check(inc["limits"]["cpu"]["verdict"] == "contention", f"limits.cpu: {inc['limits']['cpu']}")
+
+
+def main():
+    mount = check_kernel()
+    need("runuser", "util-linux")
+    need("stress-ng", "stress-ng")
+    need("make", "make")
+    need("gcc", "gcc")
+    validate = validator(SCHEMAS)
+    tmp = tempfile.mkdtemp(prefix="psidiag-it-rw-")
+    os.chmod(tmp, 0o755)
+    try:
+        with ScratchCgroup(mount, "db") as db, ScratchCgroup(mount, "batch") as batch, \
+                ScratchCgroup(mount, "build") as build:
+            pg = Postgres(db, tmp)
+            try:
+                stages(pg, db, batch, build, tmp, validate)
+            finally:
+                pg.stop()
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def stages(pg, db, batch, build, tmp, validate):
+    pg.start()
+    pg.pgbench(["-i", "-q", "-s", "5"])
+    # A steady read-only load at a fixed rate: busy, but not stalled on its own.
+    pg.pgbench(["-c", "4", "-j", "2", "-T", "600", "-S", "-R", "400"], cg=db)
+
+    def stress():
+        batch.spawn(["stress-ng", "--cpu", str(NCPU + 2), "--timeout", "300"])
+    inc = quiet_then_incident(tmp, db, "stress", stress, validate)
+    check_victim(inc, db)
+    c = inc["culprits"]
+    first = c["processes"][0]
+    check(first["comm"].startswith("stress-ng") and first["cgroup"] == "/" + batch.rel and first["pid"]
+          and not first["victim"], f"first culprit: {[(p['comm'], p['cgroup']) for p in c['processes']]}")
+    check(c["cgroups"][0]["path"] == "/" + batch.rel and c["dominant"], f"culprit cgroups: {c['cgroups']}")
+    check(f"{first['comm']} (/{batch.rel}, pid {first['pid']}) used " in inc["summary"],
+          f"the summary does not name stress-ng: {inc['summary']!r}")
+    print(f"stress-ng: {inc['summary']}")
+    batch.kill_all()
+
+    src = make_project(tmp)
+
+    def storm():
+        build.spawn(["sh", "-c", f"cd {src} && while :; do make -s -B -j4 >/dev/null 2>&1; done"])
+    inc = quiet_then_incident(tmp, db, "storm", storm, validate)
+    check_victim(inc, db)
+    c = inc["culprits"]
+    cc1 = [p for p in c["processes"] if p["comm"] == "cc1"]
+    check(c["cgroups"][0]["path"] == "/" + build.rel, f"culprit cgroups: {c['cgroups']}")
+    check(cc1 and cc1[0]["pid"] is None and cc1[0]["ended"] and cc1[0]["processes"] >= 2
+          and cc1[0]["cgroup"] == "/" + build.rel,
+          f"no aggregate of ended cc1s: {[(p['comm'], p['pid'], p['processes']) for p in c['processes']]}")
+    print(f"compiler storm: {inc['summary']}")
+    build.kill_all()
+
+
+run(main)

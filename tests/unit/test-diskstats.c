@@ -1,0 +1,126 @@
+/* SPDX-License-Identifier: MIT */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "probes/diskstats.h"
+#include "tests/unit/fake-tree.h"
+#include "tests/unit/test-util.h"
+
+/* This VM's /proc/diskstats (6.18: 17 counters), a 4.x line (11 counters), a partition, junk. */
+static const char A[] =
+        "   7       0 loop0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0\n"
+        " 254       0 vda 225507 133400 373617050 665720 78758 831157 35148160 340198 0 164624 "
+        "1083626 1244999 22 36980416 77663 1312 43\n"
+        " 254       1 vda1 225000 133000 373000000 665000 78000 831000 35000000 340000 0 164000 1000000\n"
+        "   8      16 sdb 10 0 80 5 0 0 0 0 0 4 5\n"
+        "garbage line\n"
+        " 253       0 zram0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0";
+
+/* One second later: vda wrote 100 MiB in 400 ios taking 2,000 ms in all, 900 ms busy, 3 in
+ * flight; sdb read 8 KiB, 1 io of 4 ms, busy 4 ms; loop0 and zram0 idle. */
+static const char B[] =
+        "   7       0 loop0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0\n"
+        " 254       0 vda 225507 133400 373617050 665720 79158 831157 35352960 342198 3 165524 "
+        "1085626 1244999 22 36980416 77663 1312 43\n"
+        " 254       1 vda1 225000 133000 373000000 665000 78400 831000 35204800 342000 3 164900 1000000\n"
+        "   8      16 sdb 11 0 96 9 0 0 0 0 0 8 9\n"
+        " 253       0 zram0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0\n";
+
+static void test_parse(void **state) {
+        DiskStats s;
+
+        assert_int_equal(diskstats_parse(A, strlen(A), &s), 0);
+        assert_int_equal(s.n, 5);
+        assert_string_equal(s.disks[1].name, "vda");
+        assert_int_equal(s.disks[1].major, 254);
+        assert_int_equal(s.disks[1].rsectors, 373617050);
+        assert_int_equal(s.disks[1].wticks_ms, 340198);
+        assert_int_equal(s.disks[1].io_ticks_ms, 164624);
+        assert_string_equal(s.disks[3].name, "sdb");
+        assert_string_equal(s.disks[4].name, "zram0"); /* no newline at the end */
+        assert_int_equal(diskstats_parse("junk\n", 5, &s), -EINVAL);
+        assert_int_equal(diskstats_parse("", 0, &s), -EINVAL);
+        /* A name longer than the kernel's 32 bytes is not a disk line. */
+        assert_int_equal(
+                diskstats_parse("1 2 aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa 1 2 3 4 5 6 7 8 9 10 11\n", 66, &s),
+                -EINVAL);
+}
+
+static void test_busiest(void **state) {
+        DiskStats a, b;
+        DiskBusy busy[4];
+
+        assert_int_equal(diskstats_parse(A, strlen(A), &a), 0);
+        assert_int_equal(diskstats_parse(B, strlen(B), &b), 0);
+        /* Partitions are the reader's to drop; the parser keeps vda1, which ranks after vda. */
+        assert_int_equal(diskstats_busiest(&a, &b, 1000000, busy, 4), 3);
+        assert_string_equal(busy[0].name, "vda");
+        assert_int_equal(busy[0].wbytes, 100 << 20);
+        assert_int_equal(busy[0].rbytes, 0);
+        assert_int_equal(busy[0].wios, 400);
+        assert_true(busy[0].util > 0.899 && busy[0].util < 0.901);
+        assert_true(busy[0].await_ms > 4.99 && busy[0].await_ms < 5.01);
+        assert_int_equal(busy[0].in_flight, 3);
+        assert_string_equal(busy[1].name, "vda1");
+        assert_string_equal(busy[2].name, "sdb");
+        assert_int_equal(busy[2].rbytes, 8192);
+        /* At most max, the busiest kept. */
+        assert_int_equal(diskstats_busiest(&a, &b, 1000000, busy, 1), 1);
+        assert_string_equal(busy[0].name, "vda");
+        /* Utilisation is capped at the interval; a device missing at the start is left out. */
+        assert_int_equal(diskstats_busiest(&a, &b, 100000, busy, 4), 3);
+        assert_true(busy[0].util == 1.0);
+        a.n = 0;
+        assert_int_equal(diskstats_busiest(&a, &b, 1000000, busy, 4), 0);
+}
+
+/* The reader drops partitions (sys/dev/block/MAJ:MIN/partition) and says when the file is too
+ * large for its buffer. */
+static void test_read(void **state) {
+        char dir[] = "/tmp/psidiag-test-diskstats-XXXXXX", path[256], buf[4096];
+        DiskStats s;
+        int root;
+
+        assert_non_null(mkdtemp(dir));
+        snprintf(path, sizeof path, "%s/proc", dir);
+        assert_int_equal(mkdir(path, 0755), 0);
+        snprintf(path, sizeof path, "%s/proc/diskstats", dir);
+        FILE *f = fopen(path, "w");
+        assert_non_null(f);
+        fputs(B, f);
+        fclose(f);
+        snprintf(path, sizeof path, "mkdir -p %s/sys/dev/block/254:1 && touch %s/sys/dev/block/254:1/partition", dir,
+                 dir);
+        assert_int_equal(system(path), 0);
+        root = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        assert_true(root >= 0);
+
+        assert_int_equal(diskstats_read(root, buf, sizeof buf, &s), 0);
+        assert_int_equal(s.n, 4);
+        for (size_t i = 0; i < s.n; i++)
+                assert_string_not_equal(s.disks[i].name, "vda1");
+        assert_int_equal(diskstats_read(root, buf, 64, &s), -ENOBUFS);
+        close(root);
+
+        /* No /proc/diskstats (a restricted /proc): -ENOENT. */
+        snprintf(path, sizeof path, "%s/proc/diskstats", dir);
+        assert_int_equal(unlink(path), 0);
+        root = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        assert_int_equal(diskstats_read(root, buf, sizeof buf, &s), -ENOENT);
+        close(root);
+        assert_int_equal(fake_tree_remove(dir), 0);
+}
+
+int main(void) {
+        const struct CMUnitTest tests[] = {
+                cmocka_unit_test(test_parse),
+                cmocka_unit_test(test_busiest),
+                cmocka_unit_test(test_read),
+        };
+        return cmocka_run_group_tests(tests, NULL, NULL);
+}
