@@ -108,7 +108,7 @@ def fork_storm(mount, tmp, validate):
               and first["processes"] >= 2 and first["cgroup"] == "/" + build.rel, f"culprit processes: {procs}")
         check(make.poll() is None, "the storm's parent died")
         plausible(inc)
-        check_summary(inc, "svc-worker (/", f": psidiag-cc1 processes (/{build.rel}, ended) used ")
+        check_summary(inc, "svc-worker (/", f" psidiag-cc1 processes (/{build.rel}, ended) used ")
         print(f"storm: {procs[0]}, cgroup {cgroups[0]}")
 
 
