@@ -115,11 +115,16 @@ typedef struct IdsWalk {
 
 static int visit_ids(CgroupWalkNode *node, void *userdata) {
         IdsWalk *iw = userdata;
+        size_t n = iw->l->n;
         int r = read_ids_file(node->fd, iw->file, iw->l);
 
         /* cgroup.procs of a threaded cgroup cannot be read (EOPNOTSUPP): its processes are listed
          * at its threaded domain, above it. */
-        return r == -EOPNOTSUPP ? 0 : r;
+        if (r == -EOPNOTSUPP)
+                return 0;
+        if (r < 0)
+                iw->l->n = n; /* a cgroup left out gives none of its ids, not the first few */
+        return r;
 }
 
 static int list_subtree(int dirfd, const char *file, TidList *l) {
