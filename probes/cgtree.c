@@ -1,19 +1,12 @@
 /* SPDX-License-Identifier: MIT */
-#include <dirent.h>
 #include <errno.h>
-#include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #include "base/array.h"
-#include "base/fileio.h"
-#include "base/macro.h"
 #include "probes/cgtree.h"
+#include "probes/cgwalk.h"
 #include "probes/pressure.h"
-
-#define CGROUP_TREE_MAX_DEPTH 64
-#define CGROUP_PATH_MAX 4096
 
 void cgroup_totals_clear(CgroupTotals *t) {
         t->n = 0;
@@ -43,47 +36,25 @@ static int push(CgroupTotals *t, const char *path, size_t len, const PressureSta
         return 0;
 }
 
-static int walk(int dirfd, char *path, size_t len, unsigned depth, PsiResource resource, CgroupTotals *t) {
-        DIR *d;
-        struct dirent *de;
-        int r;
+typedef struct TotalsWalk {
+        PsiResource resource;
+        CgroupTotals *t;
+} TotalsWalk;
 
-        if (depth >= CGROUP_TREE_MAX_DEPTH)
+static int visit_total(CgroupWalkNode *node, void *userdata) {
+        TotalsWalk *tw = userdata;
+        PressureStats ps;
+
+        if (node->depth == 0)
+                return 0; /* descendants only */
+        /* No readable pressure file (PSI off for it): not listed; its children still are. */
+        if (pressure_read_at(node->fd, pressure_file_name(tw->resource, true), &ps) < 0)
                 return 0;
-        r = opendir_at(dirfd, ".", &d);
-        if (r < 0)
-                return r;
-        while ((de = readdir(d))) {
-                size_t n = strlen(de->d_name), sub;
-                PressureStats ps;
-                int child;
-
-                if (de->d_type != DT_DIR || de->d_name[0] == '.' || len + n + 2 > CGROUP_PATH_MAX)
-                        continue;
-                child = openat(dirfd, de->d_name, O_DIRECTORY | O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
-                if (child < 0)
-                        continue; /* removed since readdir */
-                sub = len;
-                if (sub)
-                        path[sub++] = '/';
-                memcpy(path + sub, de->d_name, n + 1);
-                sub += n;
-                if (pressure_read_at(child, pressure_file_name(resource, true), &ps) >= 0)
-                        r = push(t, path, sub, &ps);
-                if (r >= 0)
-                        r = walk(child, path, sub, depth + 1, resource, t);
-                safe_close(child);
-                path[len] = '\0';
-                if (r == -ENOMEM)
-                        break;
-                r = 0; /* a child that vanished mid-walk is not an error */
-        }
-        closedir(d);
-        return r;
+        return push(tw->t, node->path, node->path_len, &ps);
 }
 
 int cgroup_totals_read(int dirfd, PsiResource resource, CgroupTotals *t) {
-        char path[CGROUP_PATH_MAX] = "";
+        TotalsWalk tw = { .resource = resource, .t = t };
 
-        return walk(dirfd, path, 0, 0, resource, t);
+        return cgroup_walk(dirfd, &(CgroupWalk) { .visit = visit_total, .userdata = &tw });
 }

@@ -30,7 +30,8 @@ void cgroup_totals_clear(CgroupTotals *t);
 void cgroup_totals_done(CgroupTotals *t);
 
 /* Appends every descendant of the cgroup at dirfd (not dirfd itself), depth-first, to t with its
- * resource's some and full totals. Cgroups removed while walking, or without a readable pressure
- * file (PSI off for them), are skipped. Depth is bounded like thread listing. 0 or -errno
- * (-ENOMEM). */
+ * resource's some and full totals, by cgroup_walk() and its error policy (probes/cgwalk.h). A
+ * cgroup without a readable pressure file (PSI off for it) is left out, its children are not.
+ * Returns the number of cgroups that could not be read (0: all were), or -errno (-ENOMEM, or
+ * dirfd's own error). */
 int cgroup_totals_read(int dirfd, PsiResource resource, CgroupTotals *t);

@@ -1,5 +1,4 @@
 /* SPDX-License-Identifier: MIT */
-#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdlib.h>
@@ -12,6 +11,7 @@
 #include "base/fileio.h"
 #include "base/parse.h"
 #include "probes/cgusage.h"
+#include "probes/cgwalk.h"
 #include "probes/sysroot.h"
 
 int cgroup_usage_parse_cpu_stat(const char *buf, size_t len, uint64_t *ret_us) {
@@ -221,10 +221,8 @@ int cgroup_usage_read_v1(int cpuacct_fd, int blkio_fd, int memory_fd, CgroupUsag
         return 0;
 }
 
-#define CGROUP_USAGE_MAX_DEPTH 64
 /* Cgroups one walk reads at most (a node of many thousands: the rest count in their parents). */
 #define CGROUP_USAGES_MAX 8192
-#define CGROUP_USAGE_PATH_MAX 4096
 
 void cgroup_usages_clear(CgroupUsages *t) {
         t->n = 0;
@@ -296,66 +294,44 @@ static int push_entry(CgroupUsages *t, int fd, int v1_fd, PsiResource resource, 
         return 0;
 }
 
-static int walk_usage(int dirfd, int v1_fd, char *path, size_t len, unsigned depth, size_t self, PsiResource resource,
-                      CgroupUsages *t) {
-        int r;
-        DIR *d;
-        struct dirent *de;
+typedef struct UsageWalk {
+        int v1_fd;
+        PsiResource resource;
+        CgroupUsages *t;
+} UsageWalk;
 
-        if (depth >= CGROUP_USAGE_MAX_DEPTH) {
-                t->items[self].children_missing = true; /* what is below counts in self */
-                return 0;
-        }
-        r = opendir_at(dirfd, ".", &d);
-        if (r < 0)
-                return r;
-        while ((de = readdir(d))) {
-                size_t n = strlen(de->d_name), sub;
-                int child, v1_child = -EBADF;
+static int visit_usage(CgroupWalkNode *node, void *userdata) {
+        UsageWalk *uw = userdata;
+        _cleanup_close_ int v1_child = -EBADF;
+        int v1 = uw->v1_fd;
 
-                if (de->d_type != DT_DIR || de->d_name[0] == '.')
-                        continue;
-                if (len + n + 2 > CGROUP_USAGE_PATH_MAX || t->n >= CGROUP_USAGES_MAX) {
-                        t->items[self].children_missing = true;
-                        continue;
-                }
-                child = openat(dirfd, de->d_name, O_DIRECTORY | O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
-                if (child < 0) {
-                        /* Removed since readdir is expected; anything else (EMFILE) hides a child. */
-                        if (errno != ENOENT && errno != ENODEV)
-                                t->items[self].children_missing = true;
-                        continue;
-                }
-                if (v1_fd >= 0)
-                        v1_child = openat(v1_fd, de->d_name, O_DIRECTORY | O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
-                sub = len;
-                if (sub)
-                        path[sub++] = '/';
-                memcpy(path + sub, de->d_name, n + 1);
-                sub += n;
-                size_t index = t->n;
-                r = push_entry(t, child, v1_child, resource, path, sub, self);
-                if (r >= 0)
-                        r = walk_usage(child, v1_child, path, sub, depth + 1, index, resource, t);
-                safe_close(child);
-                safe_close(v1_child);
-                path[len] = '\0';
-                if (r == -ENOMEM)
-                        break;
-                if (r < 0 && !cgroup_is_gone(r))
-                        t->items[self].children_missing = true;
-                r = 0; /* a child that vanished mid-walk is not an error */
+        if (node->depth == 0) {
+                node->tag = uw->t->n;
+                return push_entry(uw->t, node->fd, v1, uw->resource, "", 0, CGROUP_USAGE_NO_PARENT);
         }
-        closedir(d);
-        return r;
+        if (uw->t->n >= CGROUP_USAGES_MAX)
+                return -E2BIG; /* a node of many thousands: the rest counts in their parents */
+        /* The v1 twin at the same path, or none: then only cgroup2's counter. */
+        if (v1 >= 0)
+                v1 = v1_child = openat(v1, node->path, O_DIRECTORY | O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+        node->tag = uw->t->n;
+        return push_entry(uw->t, node->fd, v1, uw->resource, node->path, node->path_len, node->parent->tag);
+}
+
+static void mark_unreadable(const CgroupWalkNode *parent, const char *name, int error, void *userdata) {
+        UsageWalk *uw = userdata;
+
+        uw->t->items[parent->tag].children_missing = true; /* what is below counts in parent */
 }
 
 int cgroup_usages_read(int dirfd, int v1_fd, PsiResource resource, CgroupUsages *t) {
-        char path[CGROUP_USAGE_PATH_MAX] = "";
+        UsageWalk uw = { .v1_fd = v1_fd, .resource = resource, .t = t };
         int r;
 
-        r = push_entry(t, dirfd, v1_fd, resource, "", 0, CGROUP_USAGE_NO_PARENT);
-        if (r < 0)
-                return r;
-        return walk_usage(dirfd, v1_fd, path, 0, 0, 0, resource, t);
+        r = cgroup_walk(dirfd, &(CgroupWalk) {
+                                       .visit = visit_usage,
+                                       .unreadable = mark_unreadable,
+                                       .userdata = &uw,
+                               });
+        return r < 0 ? r : 0;
 }

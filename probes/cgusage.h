@@ -76,10 +76,12 @@ void cgroup_usages_clear(CgroupUsages *t);
 bool cgroup_usages_complete(const CgroupUsages *t);
 void cgroup_usages_done(CgroupUsages *t);
 
-/* Walks the cgroup2 directory dirfd and its descendants, depth-first, parents before children
- * (depth bounded like thread listing), reading each one's counter of resource (cpu: cpu.stat;
- * io: io.stat; memory: memory.current) and, where cgroup2 lacks it, its cgroup-v1 twin's under
- * v1_fd, the v1 directory at the same path as dirfd (cpuacct, blkio or memory; -1 for none), and
- * each one's own processes (cgroup.procs). A cgroup removed while walking is skipped. 0 or -errno
- * (-ENOMEM; -ENOENT/-ENODEV when dirfd itself is gone). */
+/* Walks the cgroup2 directory dirfd and its descendants, depth-first, parents before children, by
+ * cgroup_walk() and its error policy (probes/cgwalk.h), reading each one's counter of resource
+ * (cpu: cpu.stat; io: io.stat; memory: memory.current) and, where cgroup2 lacks it, its cgroup-v1
+ * twin's under v1_fd, the v1 directory at the same path as dirfd (cpuacct, blkio or memory; -1 for
+ * none), and each one's own processes (cgroup.procs). A cgroup removed while walking is skipped;
+ * one that cannot be read (a malformed counter, deeper than the walk goes, past the 8,192th
+ * cgroup) marks its parent's children_missing. 0 or -errno (-ENOMEM; dirfd's own error,
+ * -ENOENT/-ENODEV when it is gone). */
 int cgroup_usages_read(int dirfd, int v1_fd, PsiResource resource, CgroupUsages *t);

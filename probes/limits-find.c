@@ -1,5 +1,4 @@
 /* SPDX-License-Identifier: MIT */
-#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
@@ -10,6 +9,7 @@
 #include "base/fileio.h"
 #include "base/macro.h"
 #include "base/parse.h"
+#include "probes/cgwalk.h"
 #include "probes/limits-find.h"
 
 /* Bounds of the search for a process in an empty cgroup's subtree. */
@@ -259,40 +259,34 @@ static int v1_path_of_dir(const LimitsHierarchy *h, int fd, const char *controll
         return 0;
 }
 
-/* Depth-first through the cgroup2 subtree at fd for a process to learn the v1 cgroup from.
- * *budget bounds the directories visited. 1, 0, -errno. */
-static int search_v1_path(const LimitsHierarchy *h, int fd, const char *controller, char *suffix, size_t depth,
-                          int *budget, LimitsLocation *loc) {
-        DIR *d;
-        struct dirent *de;
+typedef struct V1Search {
+        const LimitsHierarchy *h;
+        const char *controller;
+        int budget; /* directories still to visit */
+        bool found;
+        LimitsLocation *loc;
+} V1Search;
+
+/* One cgroup2 directory of the search for a process to learn the v1 cgroup from. */
+static int visit_v1_search(CgroupWalkNode *node, void *userdata) {
+        V1Search *vs = userdata;
+        char suffix[LIMITS_PATH_MAX] = "";
         int r;
 
-        if ((*budget)-- <= 0)
-                return 0;
-        r = v1_path_of_dir(h, fd, controller, suffix, loc);
-        if (r != 0 || depth >= SEARCH_DEPTH_MAX)
-                return r;
-        r = opendir_at(fd, ".", &d);
-        if (r < 0)
-                return r;
-        while (r == 0 && *budget > 0 && (de = readdir(d))) {
-                _cleanup_close_ int child = -EBADF;
-                size_t sl = strlen(suffix);
-
-                if (de->d_type != DT_DIR || de->d_name[0] == '.')
-                        continue;
-                if (sl + 1 + strlen(de->d_name) + 1 > LIMITS_PATH_MAX)
-                        continue;
-                child = openat(fd, de->d_name, O_DIRECTORY | O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
-                if (child < 0)
-                        continue; /* removed meanwhile */
-                suffix[sl] = '/';
-                strcpy(suffix + sl + 1, de->d_name);
-                r = search_v1_path(h, child, controller, suffix, depth + 1, budget, loc);
-                suffix[sl] = '\0';
+        if (vs->budget <= 0)
+                return CGROUP_WALK_STOP;
+        vs->budget--;
+        if (node->path_len > 0) {
+                if (node->path_len + 2 > sizeof suffix)
+                        return -ENAMETOOLONG;
+                suffix[0] = '/';
+                memcpy(suffix + 1, node->path, node->path_len + 1);
         }
-        closedir(d);
-        return r;
+        r = v1_path_of_dir(vs->h, node->fd, vs->controller, suffix, vs->loc);
+        if (r <= 0)
+                return r;
+        vs->found = true;
+        return CGROUP_WALK_STOP;
 }
 
 int limits_locate(const LimitsHierarchy *h, const char *v2_path, PsiResource resource, LimitsLocation *ret) {
@@ -311,16 +305,20 @@ int limits_locate(const LimitsHierarchy *h, const char *v2_path, PsiResource res
                 strcpy(loc.path, p);
         else if (loc.source == LIMITS_SOURCE_V1) {
                 _cleanup_close_ int fd = -EBADF;
-                char suffix[LIMITS_PATH_MAX] = "";
-                int budget = SEARCH_DIRS_MAX;
+                V1Search vs = { .h = h, .controller = v1_names[resource], .budget = SEARCH_DIRS_MAX, .loc = &loc };
 
                 r = limits_open_cgroup(h, resource, LIMITS_SOURCE_V2, p, &fd);
                 if (r < 0)
                         return r;
-                r = search_v1_path(h, fd, v1_names[resource], suffix, 0, &budget, &loc);
+                /* Depth-first through the cgroup2 subtree, bounded, for a process in it. */
+                r = cgroup_walk(fd, &(CgroupWalk) {
+                                            .visit = visit_v1_search,
+                                            .max_depth = SEARCH_DEPTH_MAX,
+                                            .userdata = &vs,
+                                    });
                 if (r < 0)
                         return r;
-                if (r == 0)
+                if (!vs.found)
                         return -ESRCH;
         }
         if (loc.source != LIMITS_SOURCE_NONE) {

@@ -75,12 +75,13 @@ typedef struct LimitsLocation {
 
 /* Finds where the tasks of the cgroup2 cgroup v2_path ("a/b" or "/a/b", "" for the root) are
  * limited for resource (cpu, memory or io; -EOPNOTSUPP for irq). On cgroup2 path is v2_path. On v1 it is the v1 cgroup
- * of a process of the cgroup, or else of its first descendant that has one (with the descendant's part of the path
- * taken off when the v1 path ends with it, as when both hierarchies mirror each other). Limits: cpu a quota (cpu.max,
- * cpu.cfs_quota_us != -1); memory a finite memory.max or memory.high (v1 limit_in_bytes); io a finite io.max or v1
- * throttle rule; ret->limit says which (memory: memory.max when finite, else memory.high). Returns 0 (also with source
- * NONE, or limited false); -ENOENT (-ENODEV) when the cgroup is gone; -ESRCH when on v1 no process of the subtree could
- * tell its v1 cgroup (an empty cgroup); other -errno. */
+ * of a process of the cgroup, or else of its first descendant that has one in cgroup_walk() order (at most 64 cgroups,
+ * 8 deep; one that cannot be read is passed over), with the descendant's part of the path taken off when the v1
+ * path ends with it, as when both hierarchies mirror each other. Limits: cpu a quota (cpu.max, cpu.cfs_quota_us !=
+ * -1); memory a finite memory.max or memory.high (v1 limit_in_bytes); io a finite io.max or v1 throttle rule;
+ * ret->limit says which (memory: memory.max when finite, else memory.high). Returns 0 (also with source NONE, or
+ * limited false); -ENOENT (-ENODEV) when the cgroup is gone; -ESRCH when on v1 no process of the subtree could tell its
+ * v1 cgroup (an empty cgroup); other -errno. */
 int limits_locate(const LimitsHierarchy *h, const char *v2_path, PsiResource resource, LimitsLocation *ret);
 
 /* The cgroup2 cgroup whose processes compete for loc's limit, as the first *ret_len bytes of

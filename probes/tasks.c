@@ -15,10 +15,8 @@
 #include "base/fileio.h"
 #include "base/macro.h"
 #include "base/parse.h"
-#include "probes/sysroot.h"
+#include "probes/cgwalk.h"
 #include "probes/tasks.h"
-
-#define CGROUP_MAX_DEPTH 64
 
 void tid_list_clear(TidList *l) {
         l->n = 0;
@@ -110,52 +108,33 @@ static int read_ids_file(int dirfd, const char *name, TidList *l) {
         }
 }
 
-static int list_subtree(int dirfd, const char *name, TidList *l, unsigned depth) {
-        DIR *d;
-        struct dirent *de;
-        int r;
+typedef struct IdsWalk {
+        const char *file; /* cgroup.threads or cgroup.procs */
+        TidList *l;
+} IdsWalk;
 
-        r = read_ids_file(dirfd, name, l);
+static int visit_ids(CgroupWalkNode *node, void *userdata) {
+        IdsWalk *iw = userdata;
+        size_t n = iw->l->n;
+        int r = read_ids_file(node->fd, iw->file, iw->l);
+
         /* cgroup.procs of a threaded cgroup cannot be read (EOPNOTSUPP): its processes are listed
          * at its threaded domain, above it. */
         if (r == -EOPNOTSUPP)
-                r = 0;
-        if (r < 0)
-                return r;
-        if (depth >= CGROUP_MAX_DEPTH)
                 return 0;
-
-        r = opendir_at(dirfd, ".", &d);
         if (r < 0)
-                return r;
-        while ((de = readdir(d))) {
-                int child;
+                iw->l->n = n; /* a cgroup left out gives none of its ids, not the first few */
+        return r;
+}
 
-                if (de->d_type != DT_DIR || de->d_name[0] == '.')
-                        continue;
-                child = openat(dirfd, de->d_name, O_DIRECTORY | O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
-                if (child < 0) {
-                        /* A child cgroup removed between readdir and open: nothing to count. */
-                        if (cgroup_is_gone(-errno))
-                                continue;
-                        r = negative_errno();
-                        break;
-                }
-                r = list_subtree(child, name, l, depth + 1);
-                safe_close(child);
-                if (cgroup_is_gone(r)) {
-                        r = 0;
-                        continue;
-                }
-                if (r < 0)
-                        break;
-        }
-        closedir(d);
-        return r < 0 ? r : 0;
+static int list_subtree(int dirfd, const char *file, TidList *l) {
+        IdsWalk iw = { .file = file, .l = l };
+
+        return cgroup_walk(dirfd, &(CgroupWalk) { .visit = visit_ids, .userdata = &iw });
 }
 
 int cgroup_list_threads(int cgroup_fd, TidList *l) {
-        return list_subtree(cgroup_fd, "cgroup.threads", l, 0);
+        return list_subtree(cgroup_fd, "cgroup.threads", l);
 }
 
 bool cgroup_is_threaded(int cgroup_fd) {
@@ -166,7 +145,7 @@ bool cgroup_is_threaded(int cgroup_fd) {
 }
 
 int cgroup_list_processes(int cgroup_fd, TidList *l) {
-        return list_subtree(cgroup_fd, "cgroup.procs", l, 0);
+        return list_subtree(cgroup_fd, "cgroup.procs", l);
 }
 
 int cgroup_list_own_processes(int cgroup_fd, TidList *l) {

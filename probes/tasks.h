@@ -24,8 +24,10 @@ int tid_list_reserve(TidList *l, size_t n);
  * -EINVAL. */
 int tid_list_parse_buf(TidList *l, const char *buf, size_t len);
 
-/* Appends every thread of the cgroup at dirfd and its descendants (depth bounded at 64). A child
- * removed while walking is skipped (ENOENT/ENODEV race). Returns 0 or -errno. */
+/* Appends every thread of the cgroup at dirfd and its descendants, by cgroup_walk() and its error
+ * policy (probes/cgwalk.h): a child removed while walking is skipped, one that cannot be read
+ * (its cgroup.threads malformed, say) is left out and counted. Returns that count (0: every
+ * cgroup of the subtree was listed), or -errno: cgroup_fd's own error, or -ENOMEM. */
 int cgroup_list_threads(int cgroup_fd, TidList *l);
 
 /* Whether the cgroup at cgroup_fd is in cgroup v2's threaded mode (cgroup.type "threaded"): its
@@ -33,7 +35,7 @@ int cgroup_list_threads(int cgroup_fd, TidList *l);
 bool cgroup_is_threaded(int cgroup_fd);
 
 /* The same for processes (cgroup.procs): one tgid per process of the subtree, for whole-process
- * taskstats queries. A threaded cgroup's processes are listed at its domain. 0 or -errno. */
+ * taskstats queries. A threaded cgroup's processes are listed at its domain. The same returns. */
 int cgroup_list_processes(int cgroup_fd, TidList *l);
 
 /* The processes of the cgroup at cgroup_fd itself, none of its descendants' (cgroup.procs; none

@@ -1,10 +1,12 @@
 /* SPDX-License-Identifier: MIT */
 #include <errno.h>
-#include <ftw.h>
+#include <fcntl.h>
+#include <dirent.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "tests/unit/fake-tree.h"
 
@@ -77,10 +79,91 @@ int fake_tree_make(char *template, int first, int n, int per_process, FakeTreeSt
         return 0;
 }
 
-static int rm_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw) {
-        return remove(path);
+int fake_tree_mkdirs(const char *dir, const char *path) {
+        char name[256];
+        int fd = open(dir, O_DIRECTORY | O_RDONLY | O_CLOEXEC);
+
+        /* One component at a time beneath an fd, so a path longer than PATH_MAX can be made. */
+        while (fd >= 0 && *path) {
+                size_t n = strcspn(path, "/");
+                int child;
+
+                if (n >= sizeof name) {
+                        close(fd);
+                        return -ENAMETOOLONG;
+                }
+                memcpy(name, path, n);
+                name[n] = '\0';
+                path += n + (path[n] == '/');
+                if (n == 0)
+                        continue;
+                if (mkdirat(fd, name, 0755) < 0 && errno != EEXIST) {
+                        close(fd);
+                        return -errno;
+                }
+                child = openat(fd, name, O_DIRECTORY | O_RDONLY | O_CLOEXEC);
+                close(fd);
+                fd = child;
+        }
+        if (fd < 0)
+                return -errno;
+        close(fd);
+        return 0;
+}
+
+int fake_tree_write(const char *dir, const char *path, const char *s) {
+        char full[8192];
+        const char *slash = strrchr(path, '/');
+        FILE *f;
+
+        if (slash) {
+                char parent[8192];
+                int r;
+
+                snprintf(parent, sizeof parent, "%.*s", (int) (slash - path), path);
+                r = fake_tree_mkdirs(dir, parent);
+                if (r < 0)
+                        return r;
+        }
+        snprintf(full, sizeof full, "%s/%s", dir, path);
+        f = fopen(full, "we");
+        if (!f)
+                return -errno;
+        fputs(s, f);
+        return fclose(f) != 0 ? -EIO : 0;
+}
+
+/* Empties the directory open at fd (taken: closed here) beneath fds, so paths longer than PATH_MAX
+ * go too. 0 or -1. */
+static int remove_below(int fd) {
+        DIR *d = fdopendir(fd);
+        struct dirent *de;
+        int r = 0;
+
+        if (!d) {
+                close(fd);
+                return -1;
+        }
+        while ((de = readdir(d))) {
+                if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0)
+                        continue;
+                if (de->d_type == DT_DIR) {
+                        int child = openat(dirfd(d), de->d_name, O_DIRECTORY | O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+                        if (child < 0 || remove_below(child) < 0)
+                                r = -1;
+                        if (unlinkat(dirfd(d), de->d_name, AT_REMOVEDIR) < 0)
+                                r = -1;
+                } else if (unlinkat(dirfd(d), de->d_name, 0) < 0)
+                        r = -1;
+        }
+        closedir(d);
+        return r;
 }
 
 int fake_tree_remove(const char *dir) {
-        return nftw(dir, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
+        int fd = open(dir, O_DIRECTORY | O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+
+        if (fd < 0 || remove_below(fd) < 0)
+                return -1;
+        return rmdir(dir) < 0 ? -1 : 0;
 }

@@ -9,5 +9,9 @@ typedef char (*FakeTreeState)(int tid);
 
 /* template is a mkdtemp template, rewritten in place. 0 or -errno. */
 int fake_tree_make(char *template, int first, int n, int per_process, FakeTreeState state);
+/* Makes dir/path ("a/b/c") and whatever of its parents is missing. 0 or -errno. */
+int fake_tree_mkdirs(const char *dir, const char *path);
+/* Writes s to the file dir/path (replacing it), its directory made first. 0 or -errno. */
+int fake_tree_write(const char *dir, const char *path, const char *s);
 /* Removes a scratch directory tree (a fake tree or any other). 0, or -1 when something stayed. */
 int fake_tree_remove(const char *dir);

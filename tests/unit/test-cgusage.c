@@ -141,12 +141,51 @@ static void test_read_v2_then_v1(void **state) {
         assert_int_equal(fake_tree_remove(dir), 0);
 }
 
+/* A subtree walk under the walk's policy (probes/cgwalk.h): a child whose counter is malformed is
+ * left out and its parent says children are missing; a child without cgroup.procs any more (being
+ * removed) lists no processes; the others are read. */
+static void test_walk_unreadable_child(void **state) {
+        char dir[] = "/tmp/psidiag-test-XXXXXX";
+        CgroupUsages t = {};
+        bool ok = false;
+        int fd;
+
+        assert_non_null(mkdtemp(dir));
+        assert_int_equal(fake_tree_write(dir, "cpu.stat", "usage_usec 900\n"), 0);
+        assert_int_equal(fake_tree_write(dir, "cgroup.procs", ""), 0);
+        assert_int_equal(fake_tree_write(dir, "a/cpu.stat", "usage_usec 500\n"), 0);
+        assert_int_equal(fake_tree_write(dir, "a/cgroup.procs", "7\n"), 0);
+        assert_int_equal(fake_tree_write(dir, "a/bad/cpu.stat", "usage_usec lots\n"), 0);
+        assert_int_equal(fake_tree_write(dir, "a/bad/below/cpu.stat", "usage_usec 1\n"), 0);
+        assert_int_equal(fake_tree_write(dir, "ok/cpu.stat", "usage_usec 100\n"), 0);
+        fd = open(dir, O_DIRECTORY | O_RDONLY | O_CLOEXEC);
+        assert_true(fd >= 0);
+        assert_int_equal(cgroup_usages_read(fd, -1, PSI_RESOURCE_CPU, &t), 0);
+        assert_int_equal(t.n, 3); /* "", a, ok */
+        for (size_t i = 0; i < t.n; i++) {
+                const char *p = cgroup_usage_path(&t, &t.items[i]);
+                assert_null(strstr(p, "bad"));
+                assert_int_equal(t.items[i].children_missing, strcmp(p, "a") == 0);
+                if (strcmp(p, "ok") == 0) {
+                        ok = true;
+                        assert_int_equal(t.items[i].usage.cpu_us, 100);
+                        assert_int_equal(t.items[i].n_pids, 0);
+                }
+        }
+        assert_true(ok);
+        assert_false(cgroup_usages_complete(&t));
+        close(fd);
+        cgroup_usages_done(&t);
+        assert_int_equal(fake_tree_remove(dir), 0);
+}
+
 int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_cpu_stat),
                 cmocka_unit_test(test_io_stat),
                 cmocka_unit_test(test_blkio_bytes),
                 cmocka_unit_test(test_read_v2_then_v1),
+                cmocka_unit_test(test_walk_unreadable_child),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include "probes/tasks.h"
+#include "tests/unit/fake-tree.h"
 #include "tests/unit/test-util.h"
 
 static int cmp_pid(const void *a, const void *b) {
@@ -98,6 +99,32 @@ static void test_parse_buf(void **state) {
         tid_list_done(&l);
 }
 
+/* The walk's policy (probes/cgwalk.h): a child whose cgroup.threads is malformed is left out and
+ * counted, a child without one (removed meanwhile) is skipped, the rest is listed; the root's own
+ * file is the listing's error. */
+static void test_subtree_unreadable(void **state) {
+        static const pid_t want[] = { 1, 3 };
+        char dir[] = "/tmp/test-tasks-XXXXXX";
+        TidList l = {};
+        int fd;
+
+        assert_non_null(mkdtemp(dir));
+        assert_int_equal(fake_tree_write(dir, "cgroup.threads", "1\n"), 0);
+        assert_int_equal(fake_tree_write(dir, "bad/cgroup.threads", "2\nnot-a-tid\n"), 0);
+        assert_int_equal(fake_tree_write(dir, "bad/below/cgroup.threads", "4\n"), 0);
+        assert_int_equal(fake_tree_mkdirs(dir, "gone"), 0);
+        assert_int_equal(fake_tree_write(dir, "ok/cgroup.threads", "3\n"), 0);
+        fd = open(dir, O_DIRECTORY | O_RDONLY | O_CLOEXEC);
+        assert_true(fd >= 0);
+        assert_int_equal(cgroup_list_threads(fd, &l), 1);
+        assert_tids(&l, want, 2);
+        tid_list_clear(&l);
+        assert_int_equal(cgroup_list_processes(fd, &l), -ENOENT); /* the root has no cgroup.procs */
+        close(fd);
+        tid_list_done(&l);
+        assert_int_equal(fake_tree_remove(dir), 0);
+}
+
 static void test_growth(void **state) {
         TidList l = {};
 
@@ -111,9 +138,10 @@ static void test_growth(void **state) {
 
 int main(void) {
         const struct CMUnitTest tests[] = {
-                cmocka_unit_test(test_cgroup_subtree), cmocka_unit_test(test_cgroup_processes),
-                cmocka_unit_test(test_proc_threads),   cmocka_unit_test(test_proc_processes),
-                cmocka_unit_test(test_parse_buf),      cmocka_unit_test(test_growth),
+                cmocka_unit_test(test_cgroup_subtree),     cmocka_unit_test(test_cgroup_processes),
+                cmocka_unit_test(test_proc_threads),       cmocka_unit_test(test_proc_processes),
+                cmocka_unit_test(test_parse_buf),          cmocka_unit_test(test_growth),
+                cmocka_unit_test(test_subtree_unreadable),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }
