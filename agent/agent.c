@@ -63,6 +63,7 @@ static void agent_free(Agent *a) {
                 sink_free(a->sinks[i]);
         free(a->sinks);
         free(a->metric_outputs);
+        agent_watch_counts_free(a);
         config_free(a->config);
         rate_limit_done(&a->rate);
         history_done(&a->history);

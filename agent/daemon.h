@@ -35,6 +35,21 @@
 #define OOM_SAMPLING_MAX 4
 
 typedef struct Agent Agent;
+
+/* What the metrics count incidents by (psidiag_incidents_total{type}). */
+typedef enum AgentIncidentType {
+        AGENT_INCIDENT_PRESSURE,
+        AGENT_INCIDENT_OOM,
+        _AGENT_INCIDENT_TYPE_MAX,
+} AgentIncidentType;
+
+/* The incidents of one configured watch, by its label: the cgroup pattern as configured, "/" for
+ * a node-wide watch; a pattern matching many cgroups is one label (bounded cardinality). */
+typedef struct WatchCounts {
+        char *label;
+        uint64_t incidents[_AGENT_INCIDENT_TYPE_MAX][_PSI_RESOURCE_MAX];
+        uint64_t stall_us[_PSI_RESOURCE_MAX];
+} WatchCounts;
 typedef struct AgentOptions AgentOptions;
 typedef struct Watch Watch;
 typedef struct OomIncident OomIncident;
@@ -141,12 +156,27 @@ struct Agent {
         uint64_t samples, sample_thread_errors, cgroups_gone;
         MetricsOutput *metric_outputs;
         size_t cap_metric_outputs;
+        WatchCounts *watch_counts; /* per configured watch label, kept across reloads */
+        size_t n_watch_counts, cap_watch_counts;
+        MetricsSeries *metric_series; /* the metrics file's scratch */
+        size_t cap_metric_series;
+        uint64_t exit_records_lost;
+        bool watch_counts_warned;
         LogRateLimit metrics_complaints;
 };
 
 /* health.c: rewrites the metrics file after a counter changed (no timer: an idle agent stays
  * idle); complains at most every SINK_COMPLAINT_INTERVAL_US when it cannot. */
 void agent_metrics_update(Agent *a);
+
+/* The metrics label of a configured watch: its cgroup pattern, "/" node-wide. */
+const char *watch_config_label(const WatchConfig *cfg);
+
+/* Counts an incident of watch label (watch_config_label()) for the metrics, with the stall its
+ * sample measured (0 when none); the caller rewrites the metrics file. Out of memory, the count is
+ * lost (logged once). */
+void agent_count_incident(Agent *a, const char *label, AgentIncidentType type, PsiResource res, uint64_t stall_us);
+void agent_watch_counts_free(Agent *a);
 
 /* watch.c: watches, their triggers, wakeups and samples. */
 /* Arms a watch of cfg on path (NULL: node-wide) and adds it to the agent. NULL when the cgroup

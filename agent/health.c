@@ -1,4 +1,5 @@
 /* SPDX-License-Identifier: MIT */
+#include <assert.h>
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -13,6 +14,81 @@ static unsigned triggers_configured(const Agent *a) {
         for (size_t i = 0; i < a->n_watches; i++)
                 n += (unsigned) a->watches[i]->n_triggers;
         return n;
+}
+
+static const char *const incident_type_labels[_AGENT_INCIDENT_TYPE_MAX] = {
+        [AGENT_INCIDENT_PRESSURE] = "pressure",
+        [AGENT_INCIDENT_OOM] = "oom",
+};
+
+const char *watch_config_label(const WatchConfig *cfg) {
+        return cfg && cfg->cgroup ? cfg->cgroup : "/";
+}
+
+void agent_count_incident(Agent *a, const char *label, AgentIncidentType type, PsiResource res, uint64_t stall_us) {
+        WatchCounts *c = NULL;
+
+        assert(type < _AGENT_INCIDENT_TYPE_MAX && res < _PSI_RESOURCE_MAX);
+        for (size_t i = 0; i < a->n_watch_counts && !c; i++)
+                if (strcmp(a->watch_counts[i].label, label) == 0)
+                        c = &a->watch_counts[i];
+        if (!c) {
+                char *l = strdup(label);
+                if (!l || array_grow((void **) &a->watch_counts, &a->cap_watch_counts, a->n_watch_counts, 4,
+                                     sizeof *a->watch_counts) < 0) {
+                        free(l);
+                        if (!a->watch_counts_warned)
+                                log_warning("out of memory: incidents of watch %s are not counted in the metrics",
+                                            label);
+                        a->watch_counts_warned = true;
+                        return;
+                }
+                c = &a->watch_counts[a->n_watch_counts++];
+                *c = (WatchCounts) { .label = l };
+        }
+        c->incidents[type][res]++;
+        c->stall_us[res] += stall_us;
+}
+
+void agent_watch_counts_free(Agent *a) {
+        for (size_t i = 0; i < a->n_watch_counts; i++)
+                free(a->watch_counts[i].label);
+        free(a->watch_counts);
+        free(a->metric_series);
+        a->watch_counts = NULL;
+        a->metric_series = NULL;
+        a->n_watch_counts = a->cap_watch_counts = a->cap_metric_series = 0;
+}
+
+/* The incident and stall series of the watch counts, in a->metric_series: incidents first (*ret_n
+ * of them), then stall. False when out of memory. */
+static bool watch_series(Agent *a, size_t *ret_n_incidents, size_t *ret_n_stall) {
+        size_t n = 0, max = a->n_watch_counts * (_AGENT_INCIDENT_TYPE_MAX + 1) * _PSI_RESOURCE_MAX;
+        size_t n_incidents;
+
+        if (array_reserve((void **) &a->metric_series, &a->cap_metric_series, MAX(max, (size_t) 1),
+                          sizeof *a->metric_series) < 0)
+                return false;
+        for (size_t i = 0; i < a->n_watch_counts; i++)
+                for (AgentIncidentType t = 0; t < _AGENT_INCIDENT_TYPE_MAX; t++)
+                        for (PsiResource r = 0; r < _PSI_RESOURCE_MAX; r++)
+                                if (a->watch_counts[i].incidents[t][r] > 0)
+                                        a->metric_series[n++] = (MetricsSeries) {
+                                                .labels = { a->watch_counts[i].label, incident_type_labels[t],
+                                                            psi_resource_to_string(r) },
+                                                .value = a->watch_counts[i].incidents[t][r],
+                                        };
+        n_incidents = n;
+        for (size_t i = 0; i < a->n_watch_counts; i++)
+                for (PsiResource r = 0; r < _PSI_RESOURCE_MAX; r++)
+                        if (a->watch_counts[i].incidents[AGENT_INCIDENT_PRESSURE][r] > 0)
+                                a->metric_series[n++] = (MetricsSeries) {
+                                        .labels = { a->watch_counts[i].label, psi_resource_to_string(r) },
+                                        .value = a->watch_counts[i].stall_us[r],
+                                };
+        *ret_n_incidents = n_incidents;
+        *ret_n_stall = n - n_incidents;
+        return true;
 }
 
 /* Rewrites the metrics file after a counter changed (no timer: an idle agent stays idle). */
@@ -31,6 +107,9 @@ void agent_metrics_update(Agent *a) {
                         .written = a->sinks[i]->written,
                         .failed = a->sinks[i]->failed,
                 };
+        size_t n_incidents = 0, n_stall = 0;
+        if (!watch_series(a, &n_incidents, &n_stall))
+                return;
         MetricsCount wakeups[_WAKEUP_VERDICT_MAX];
         for (WakeupVerdict v = 0; v < _WAKEUP_VERDICT_MAX; v++)
                 wakeups[v] = (MetricsCount) { .label = wakeup_verdict_label(v), .value = a->wakeups[v] };
@@ -45,6 +124,11 @@ void agent_metrics_update(Agent *a) {
                 .cgroups_gone = a->cgroups_gone,
                 .oom_kills = a->oom_kills,
                 .kmsg_lost = a->kmsg_lost,
+                .exit_records_lost = a->exit_records_lost,
+                .incidents = a->metric_series,
+                .n_incidents = n_incidents,
+                .stall = a->metric_series + n_incidents,
+                .n_stall = n_stall,
                 .outputs = a->metric_outputs,
                 .n_outputs = a->n_sinks,
                 .wakeups = wakeups,

@@ -25,6 +25,7 @@ struct OomIncident {
         uint64_t kills;
         char *victim_cgroup; /* "a/b" as our watches name it; NULL unknown */
         char *cgroup;        /* the cgroup measured; NULL node-wide */
+        char *watch_label;   /* the deepest covering watch's, for the metrics */
         int cgroup_fd;
         unsigned top;
         Sink **sinks; /* distinct outputs of the watches that cover the kill (of a->n_sinks) */
@@ -55,6 +56,7 @@ static void oom_incident_free(OomIncident *o) {
         free(o->sinks);
         free(o->victim_cgroup);
         free(o->cgroup);
+        free(o->watch_label);
         free(o);
 }
 
@@ -152,6 +154,7 @@ static void oom_write(OomIncident *o, OomBasis basis) {
         for (size_t i = 0; i < o->n_sinks; i++)
                 (void) sink_write(o->sinks[i], incident);
         a->oom_kills += o->kills;
+        agent_count_incident(a, o->watch_label, AGENT_INCIDENT_OOM, PSI_RESOURCE_MEMORY, 0);
         agent_metrics_update(a);
         if (o->has_kill)
                 log_info("oom kill of pid %d (%.*s) in /%s: incident %s, %zu related", (int) o->kill.pid,
@@ -260,9 +263,11 @@ void agent_oom(Agent *a, const OomKill *kill, const char *victim_cgroup, const c
         if (kill)
                 o->kill = *kill;
         o->sinks = calloc(MAX(a->n_sinks, (size_t) 1), sizeof *o->sinks);
-        if (!o->sinks || (victim_cgroup && !(o->victim_cgroup = strdup(victim_cgroup)))) {
+        o->watch_label = strdup(watch_config_label(deepest->cfg));
+        if (!o->sinks || !o->watch_label || (victim_cgroup && !(o->victim_cgroup = strdup(victim_cgroup)))) {
                 log_error("out of memory: an oom kill is not reported");
                 free(o->sinks);
+                free(o->watch_label);
                 free(o);
                 return;
         }

@@ -52,7 +52,28 @@ static void per_output(FILE *f, const char *name, const Metrics *m, bool failed)
         }
 }
 
+/* name{k1="v1",k2="v2"} value per series; seconds: the value is microseconds, written as seconds. */
+static void series(FILE *f, const char *name, const char *const *keys, size_t n_keys, const MetricsSeries *s, size_t n,
+                   bool seconds) {
+        for (size_t i = 0; i < n; i++) {
+                fprintf(f, "%s{", name);
+                for (size_t k = 0; k < n_keys; k++) {
+                        fprintf(f, "%s%s=\"", k ? "," : "", keys[k]);
+                        label_value(f, s[i].labels[k] ? s[i].labels[k] : "");
+                        fputc('"', f);
+                }
+                if (seconds)
+                        fprintf(f, "} %llu.%06llu\n", (unsigned long long) (s[i].value / 1000000),
+                                (unsigned long long) (s[i].value % 1000000));
+                else
+                        fprintf(f, "} %llu\n", (unsigned long long) s[i].value);
+        }
+}
+
 int metrics_format(const Metrics *m, char **ret) {
+        static const char *const incident_keys[] = { "watch", "type", "resource" }, *const stall_keys[] = {
+                "watch", "resource"
+        };
         char *buf = NULL;
         size_t len = 0;
         FILE *f = open_memstream(&buf, &len);
@@ -88,6 +109,18 @@ int metrics_format(const Metrics *m, char **ret) {
         per_output(f, "psidiag_incidents_written_total", m, false);
         metric(f, "psidiag_incidents_lost_total", "counter", "Incident lines that could not be written, by output.");
         per_output(f, "psidiag_incidents_lost_total", m, true);
+        metric(f, "psidiag_incidents_total", "counter",
+               "Incidents taken, by watch (its configured cgroup pattern, / node-wide), type (pressure, oom) and "
+               "resource.");
+        series(f, "psidiag_incidents_total", incident_keys, 3, m->incidents, m->n_incidents, false);
+        metric(f, "psidiag_stall_seconds_total", "counter",
+               "Stall time measured in the samples of pressure incidents (growth of the fired some/full total), by "
+               "watch and resource.");
+        series(f, "psidiag_stall_seconds_total", stall_keys, 2, m->stall, m->n_stall, true);
+        single(f, "psidiag_exit_records_lost_total", "counter",
+               "taskstats exit records the kernel dropped during samples (an exit storm): ended processes "
+               "missing from culprits.",
+               m->exit_records_lost);
         if (fclose(f) != 0) {
                 free(buf);
                 return -ENOMEM;

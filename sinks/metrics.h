@@ -13,6 +13,13 @@ typedef struct MetricsCount {
         uint64_t value;
 } MetricsCount;
 
+/* One series of a family with up to three labels, in the order of the family's label names. */
+#define METRICS_LABELS_MAX 3
+typedef struct MetricsSeries {
+        const char *labels[METRICS_LABELS_MAX];
+        uint64_t value;
+} MetricsSeries;
+
 typedef struct MetricsOutput {
         const char *path; /* the output's path, or "stdout", "journal" */
         uint64_t written, failed;
@@ -28,6 +35,14 @@ typedef struct Metrics {
         size_t n_suppressed;
         uint64_t samples, sample_thread_errors, cgroups_gone;
         uint64_t oom_kills, kmsg_lost;
+        uint64_t exit_records_lost; /* taskstats exit records the kernel dropped in samples */
+        /* psidiag_incidents_total{watch, type, resource} and psidiag_stall_seconds_total{watch,
+         * resource} (values in microseconds, written as seconds): one series per configured watch
+         * (its cgroup pattern, "/" node-wide), never per matched cgroup. */
+        const MetricsSeries *incidents;
+        size_t n_incidents;
+        const MetricsSeries *stall;
+        size_t n_stall;
         const MetricsOutput *outputs;
         size_t n_outputs;
 } Metrics;

@@ -20,7 +20,21 @@ static const MetricsCount wakeups[] = {
         { "sample", 9 }, { "no_growth", 1 }, { "busy", 2 }, { "cooldown", 5 }, { "capacity", 0 }, { "rate_limit", 0 },
 };
 
+static const MetricsSeries incidents[] = {
+        { .labels = { "shop/db", "pressure", "io" }, .value = 4 },
+        { .labels = { "kubepods/*/pod*", "oom", "memory" }, .value = 1 },
+};
+
+static const MetricsSeries stall[] = {
+        { .labels = { "shop/db", "io" }, .value = 2500001 },
+};
+
 static const Metrics sample_metrics = {
+        .incidents = incidents,
+        .n_incidents = 2,
+        .stall = stall,
+        .n_stall = 1,
+        .exit_records_lost = 6,
         .version = "0.3.0",
         .start_time_s = 1795000000,
         .watches = 2,
@@ -55,6 +69,12 @@ static void test_format(void **state) {
         assert_non_null(strstr(text, "psidiag_oom_kills_total 2\n"));
         assert_non_null(strstr(text, "# TYPE psidiag_kmsg_lost_total counter\npsidiag_kmsg_lost_total 3\n"));
         assert_non_null(strstr(text, "psidiag_incidents_suppressed_total{reason=\"cooldown\"} 5\n"));
+        assert_non_null(
+                strstr(text, "psidiag_incidents_total{watch=\"shop/db\",type=\"pressure\",resource=\"io\"} 4\n"));
+        assert_non_null(strstr(
+                text, "psidiag_incidents_total{watch=\"kubepods/*/pod*\",type=\"oom\",resource=\"memory\"} 1\n"));
+        assert_non_null(strstr(text, "psidiag_stall_seconds_total{watch=\"shop/db\",resource=\"io\"} 2.500001\n"));
+        assert_non_null(strstr(text, "psidiag_exit_records_lost_total 6\n"));
         /* Every line is a comment or "name[{labels}] value". */
         for (char *l = strtok(text, "\n"); l; l = strtok(NULL, "\n"))
                 assert_true(l[0] == '#' || strncmp(l, "psidiag_", 8) == 0);
