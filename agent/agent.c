@@ -47,7 +47,7 @@ static void agent_free(Agent *a) {
                 log_debug("closed %zu triggers in %llu ms", closing,
                           (unsigned long long) ((now_usec(CLOCK_MONOTONIC) - start) / USEC_PER_MSEC));
         free(a->watches);
-        free(a->procs);
+        free(a->procs.items);
         free(a->missing_warned);
         if (a->loop) {
                 ev_signal_stop(a->loop, &a->sig_int);
@@ -141,9 +141,10 @@ int agent_run(const AgentOptions *opts) {
         a->top_max = 1;
         for (size_t i = 0; i < a->config->n_watches; i++)
                 a->top_max = MAX(a->top_max, a->config->watches[i].top);
-        a->procs = calloc((size_t) a->top_max * 2, sizeof *a->procs); /* most delayed, culprits */
+        a->procs.cap = (size_t) a->top_max * 2; /* most delayed, culprits */
+        a->procs.items = calloc(a->procs.cap, sizeof *a->procs.items);
         a->missing_warned = calloc(a->config->n_watches ? a->config->n_watches : 1, sizeof *a->missing_warned);
-        if (!a->procs || !a->missing_warned) {
+        if (!a->procs.items || !a->missing_warned) {
                 log_error("out of memory");
                 goto finish;
         }

@@ -16,7 +16,7 @@
 #include "base/closer.h"
 #include "base/log.h"
 #include "config/config.h"
-#include "incident/compose.h"
+#include "incident/incident.h"
 #include "incident/history.h"
 #include "probes/kmsg.h"
 #include "probes/memcg.h"
@@ -121,7 +121,9 @@ struct Agent {
          * none of it at its wakeup and an idle watch holds none. */
         OnWhat **onwhat_free;
         size_t n_onwhat_free, n_onwhat;
-        ProcessInfo *procs; /* report scratch shared by all watches (reports are built one at a time) */
+        /* Where every sample reads its reported processes' identities (2 * top_max entries): one for
+         * all, since each incident is built in its sample's done callback, one at a time. */
+        ProcessInfoBuffer procs;
         unsigned top_max;
         FdBudget fds; /* descriptors the triggers may still take */
         RateLimit rate;

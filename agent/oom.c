@@ -86,13 +86,15 @@ static void oom_victim_delays(OomIncident *o) {
         }
 }
 
-typedef enum OomBasis {
-        OOM_BASIS_DELTA,    /* A and B around the window */
-        OOM_BASIS_LIFETIME, /* A alone (a window of 0, or B failed) */
-        OOM_BASIS_NONE,     /* pressure only */
-} OomBasis;
+/* A window whose end was not reached (B failed, or the agent is stopping): A's lifetime totals
+ * are what there is. */
+static void oom_result_lifetime(OomIncident *o) {
+        if (sampler_result_lifetime(&o->sampler) < 0)
+                log_warning("out of memory: the oom incident of pid %d names no process", (int) o->kill.pid);
+}
 
-static void oom_write(OomIncident *o, OomBasis basis) {
+/* The incident of the sampler's result (a delta, lifetime totals, or pressure alone). */
+static void oom_write(OomIncident *o) {
         Agent *a = o->agent;
         Sampler *s = &o->sampler;
         json_auto_t *incident = NULL;
@@ -100,11 +102,6 @@ static void oom_write(OomIncident *o, OomBasis basis) {
         char id[HISTORY_ID_MAX];
         int r;
 
-        bool lifetime = basis != OOM_BASIS_DELTA;
-        /* A window whose end was not reached (B failed, or the agent is stopping): A's lifetime
-         * totals are what there is. */
-        if (basis == OOM_BASIS_LIFETIME && s->sample_ms > 0 && sampler_rank_lifetime(s) < 0)
-                log_warning("out of memory: the oom incident of pid %d names no process", (int) o->kill.pid);
         /* An exit record heard since the kill beats the taskstats reading taken at it, which is
          * kept otherwise. */
         if (!o->has_victim_delay || strcmp(o->victim_delay_source, "exit_record") != 0)
@@ -125,28 +122,16 @@ static void oom_write(OomIncident *o, OomBasis basis) {
         };
         memcpy(rep.victim_delay_ns, o->victim_delay_ns, sizeof rep.victim_delay_ns);
 
-        r = report_compose(
-                &(Report) {
-                        .sysroot = a->rt.sysroot,
-                        .host = &a->rt.host,
-                        .type = "oom",
-                        .wakeup_real_us = s->wakeup_real_us,
-                        .delayacct = runtime_delayacct(&a->rt),
-                        .resource = PSI_RESOURCE_MEMORY,
-                        .has_stall = true,
-                        .stall = PSI_STALL_SOME,
-                        .top = o->top,
-                        .a = lifetime ? NULL : &s->a,
-                        .b = lifetime ? &s->a : &s->b,
-                        .threads_base = lifetime ? NULL : s->threads_base,
-                        .unmeasured = basis == OOM_BASIS_NONE,
-                        .ranking = &s->ranking,
-                        .hot = basis == OOM_BASIS_NONE ? NULL : &s->hot,
-                        .scope_cgroup = o->cgroup,
-                        .procs = a->procs,
-                        .oom = &rep,
-                },
-                ++a->seq, id, sizeof id, &incident);
+        incident_format_id(&a->rt.host, s->result.wakeup_real_us, getpid(), ++a->seq, id, sizeof id);
+        r = incident_build(&s->result,
+                           &(IncidentContext) {
+                                   .type = "oom",
+                                   .id = id,
+                                   .host = &a->rt.host,
+                                   .delayacct = runtime_delayacct(&a->rt),
+                                   .oom = &rep,
+                           },
+                           &incident);
         if (r < 0) {
                 log_error_errno(r, "cannot build the oom incident of pid %d", (int) o->kill.pid);
                 return;
@@ -175,7 +160,9 @@ static void oom_sample_done(Sampler *s, int r) {
                                    "reporting the first snapshot");
         if (s->partial)
                 log_warning("out of memory: the oom incident's sample lacks exits, thread detail or processes");
-        oom_write(o, r >= 0 && s->sample_ms > 0 ? OOM_BASIS_DELTA : OOM_BASIS_LIFETIME);
+        if (r < 0) /* a window of 0 has no B to fail: its result is A's lifetime already */
+                oom_result_lifetime(o);
+        oom_write(o);
         oom_incident_free(o);
 }
 
@@ -299,6 +286,8 @@ void agent_oom(Agent *a, const OomKill *kill, const char *victim_cgroup, const c
                 .cgroups_resource = PSI_RESOURCE_MEMORY,
                 .resource = PSI_RESOURCE_MEMORY,
                 .detail = o->top,
+                .cgroup_path = o->cgroup,
+                .identities = &a->procs,
         };
         if (r >= 0 && a->oom_sampling < OOM_SAMPLING_MAX) {
                 uint64_t ms = deepest->cfg->sample_ms;
@@ -323,11 +312,8 @@ void agent_oom(Agent *a, const OomKill *kill, const char *victim_cgroup, const c
                 log_debug_errno(r, "cannot measure the cgroup of an oom kill");
         oom_query_victim(o);
         /* Not measured: the pressure of what could be opened, written now. */
-        o->sampler.wakeup_real_us = now_usec(CLOCK_REALTIME);
-        o->sampler.a.mono_us = now_usec(CLOCK_MONOTONIC);
-        o->sampler.a.real_us = o->sampler.wakeup_real_us;
-        snapshot_read_pressure(&o->sampler.a, &scope);
-        oom_write(o, OOM_BASIS_NONE);
+        sampler_result_unmeasured(&o->sampler, &scope);
+        oom_write(o);
         oom_incident_free(o);
 }
 
@@ -359,7 +345,8 @@ void oom_flush(Agent *a) {
                 if (o->sampler.running) {
                         sampler_cancel(&o->sampler);
                         a->oom_sampling--;
-                        oom_write(o, OOM_BASIS_LIFETIME);
+                        oom_result_lifetime(o);
+                        oom_write(o);
                 }
                 oom_incident_free(o);
         }

@@ -163,8 +163,8 @@ void reload(Agent *a) {
         free(a->missing_warned);
         a->missing_warned = warned;
         if (procs) {
-                free(a->procs);
-                a->procs = procs;
+                free(a->procs.items);
+                a->procs = (ProcessInfoBuffer) { .items = procs, .cap = (size_t) top * 2 };
                 a->top_max = top;
         }
         if (a->config->max_incidents_per_minute != old->max_incidents_per_minute) {

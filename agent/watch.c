@@ -137,35 +137,21 @@ static void watch_report_sample(Sampler *s, int r) {
                 log_debug_errno(s->a.errors ? s->a.first_error : s->b.first_error,
                                 "%u processes of %s could not be measured", s->a.errors + s->b.errors, w->name);
 
-        r = report_compose(
-                &(Report) {
-                        .sysroot = a->rt.sysroot,
-                        .host = &a->rt.host,
-                        .type = "pressure",
-                        .wakeup_real_us = s->wakeup_real_us,
-                        .delayacct = runtime_delayacct(&a->rt),
-                        .has_trigger = true,
-                        .trigger_cgroup = w->path,
-                        .trigger = t->effective,
-                        .trigger_spec = t->cfg->text,
-                        .resource = t->effective.resource,
-                        .has_stall = true,
-                        .stall = t->effective.stall,
-                        .top = w->cfg->top,
-                        .a = lifetime ? NULL : &s->a,
-                        .b = lifetime ? &s->a : &s->b,
-                        .threads_base = s->threads_base,
-                        .ranking = &s->ranking,
-                        .hot = &s->hot,
-                        .scope_cgroup = w->path,
-                        .procs = a->procs,
-                        .culprits = culprit && s->has_culprits ? &s->culprits : NULL,
-                        .onwhat = s->has_onwhat ? s->onwhat : NULL,
-                        .culprit_scope = culprit,
-                        .has_suppressed = true,
-                        .suppressed = a->rate.suppressed_since_incident,
-                },
-                ++a->seq, id, sizeof id, &incident);
+        incident_format_id(&a->rt.host, s->result.wakeup_real_us, getpid(), ++a->seq, id, sizeof id);
+        r = incident_build(&s->result,
+                           &(IncidentContext) {
+                                   .type = "pressure",
+                                   .id = id,
+                                   .host = &a->rt.host,
+                                   .delayacct = runtime_delayacct(&a->rt),
+                                   .has_trigger = true,
+                                   .trigger_cgroup = w->path,
+                                   .trigger = t->effective,
+                                   .trigger_spec = t->cfg->text,
+                                   .has_suppressed = true,
+                                   .suppressed = a->rate.suppressed_since_incident,
+                           },
+                           &incident);
         if (r < 0) {
                 log_error_errno(r, "cannot build the incident for %s", w->name);
                 return;
@@ -221,6 +207,9 @@ static void watch_start_sample(Watch *w, Trigger *t) {
                 scope.walk_cgroups = true;
                 scope.cgroups_resource = t->effective.resource;
                 scope.resource = t->effective.resource;
+                scope.stall = t->effective.stall;
+                scope.cgroup_path = w->path;
+                scope.identities = &w->agent->procs;
                 /* On what: the limit behind the stall, and where blocked threads wait. */
                 scope.limits = w->agent->rt.limits;
                 scope.limits_cgroup = w->path;

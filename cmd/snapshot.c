@@ -8,7 +8,7 @@
 #include "base/log.h"
 #include "base/macro.h"
 #include "cmd/snapshot.h"
-#include "incident/compose.h"
+#include "incident/incident.h"
 #include "probes/procfs.h"
 #include "sampling/sampler.h"
 #include "sinks/registry.h"
@@ -34,7 +34,7 @@ int snapshot_cmd_run(const SnapshotCmdOptions *opts) {
         struct ev_loop *loop = NULL;
         Sampler sampler = {};
         SnapshotDone done = {};
-        _cleanup_free_ ProcessInfo *procs = NULL;
+        ProcessInfoBuffer procs = {};
         json_auto_t *incident = NULL;
         _cleanup_close_ int cgroup_fd = -EBADF;
         SampleScope scope;
@@ -70,8 +70,9 @@ int snapshot_cmd_run(const SnapshotCmdOptions *opts) {
                         goto finish;
                 }
         }
-        procs = calloc((size_t) opts->top * 2, sizeof *procs); /* most delayed, culprits */
-        if (!procs) {
+        procs.cap = (size_t) opts->top * 2; /* most delayed, culprits */
+        procs.items = calloc(procs.cap, sizeof *procs.items);
+        if (!procs.items) {
                 log_error("out of memory");
                 goto finish;
         }
@@ -87,6 +88,9 @@ int snapshot_cmd_run(const SnapshotCmdOptions *opts) {
                 .cgroups_resource = opts->resource >= 0 ? (PsiResource) opts->resource : PSI_RESOURCE_CPU,
                 .resource = opts->resource,
                 .detail = opts->top,
+                .stall = opts->resource == PSI_RESOURCE_IRQ ? PSI_STALL_FULL : PSI_STALL_SOME,
+                .cgroup_path = cgroup,
+                .identities = &procs,
         };
         /* With --resource, also who is causing it: the processes and cgroups competing for it. */
         if (opts->resource >= 0 && opts->pid <= 0 && cgroup) {
@@ -128,32 +132,17 @@ int snapshot_cmd_run(const SnapshotCmdOptions *opts) {
                 log_warning_errno(a->errors ? a->first_error : b->first_error, "%u processes could not be measured",
                                   a->errors + b->errors);
 
-        usec_t wakeup = sampler.wakeup_real_us;
-        r = report_compose(
-                &(Report) {
-                        .sysroot = rt.sysroot,
-                        .host = &rt.host,
-                        .type = "snapshot",
-                        .wakeup_real_us = wakeup,
-                        .delayacct = runtime_delayacct(&rt),
-                        .resource = opts->resource,
-                        .has_stall = opts->resource >= 0,
-                        .stall = opts->resource == PSI_RESOURCE_IRQ ? PSI_STALL_FULL : PSI_STALL_SOME,
-                        .top = opts->top,
-                        .a = opts->sample_ms > 0 ? a : NULL,
-                        .b = opts->sample_ms > 0 ? b : a,
-                        .threads_base = sampler.threads_base,
-                        .ranking = &sampler.ranking,
-                        .hot = &sampler.hot,
-                        .scope_cgroup = cgroup,
-                        /* --pid: every delayed thread, as getdelays -t would list them */
-                        .threads_per_process = opts->pid > 0 ? 100000 : 0,
-                        .procs = procs,
-                        .culprits = has_culprit && sampler.has_culprits ? &sampler.culprits : NULL,
-                        .onwhat = sampler.has_onwhat ? sampler.onwhat : NULL,
-                        .culprit_scope = has_culprit ? &culprit : NULL,
-                },
-                1, id, sizeof id, &incident);
+        incident_format_id(&rt.host, sampler.result.wakeup_real_us, getpid(), 1, id, sizeof id);
+        r = incident_build(&sampler.result,
+                           &(IncidentContext) {
+                                   .type = "snapshot",
+                                   .id = id,
+                                   .host = &rt.host,
+                                   .delayacct = runtime_delayacct(&rt),
+                                   /* --pid: every delayed thread, as getdelays -t would list them */
+                                   .threads_per_process = opts->pid > 0 ? 100000 : 0,
+                           },
+                           &incident);
         if (r < 0) {
                 log_error_errno(r, "cannot build the incident");
                 goto finish;
@@ -173,6 +162,7 @@ int snapshot_cmd_run(const SnapshotCmdOptions *opts) {
         exit_code = 0;
 finish:
         sampler_free(&sampler);
+        free(procs.items);
         onwhat_done(&onwhat);
         if (has_culprit)
                 culprit_scope_close(&culprit);

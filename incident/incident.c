@@ -163,11 +163,78 @@ static int oom_add(json_t *incident, const OomReport *oom) {
         return r;
 }
 
-json_t *incident_build(const IncidentInput *in) {
-        json_t *o = json_object(), *host = json_object(), *agent = json_object(), *sample = json_object(),
-               *states = json_object(), *top = json_array(), *trigger;
+static bool pressure_total(const Snapshot *s, PsiResource res, PsiStall stall, uint64_t *ret) {
+        if (res < 0 || (size_t) res >= SAMPLE_PRESSURE_RESOURCES || !s->has_pressure[res] ||
+            !s->pressure[res].has[stall])
+                return false;
+        *ret = s->pressure[res].line[stall].total_us;
+        return true;
+}
+
+/* The growth of the sampled scope's fired line over the window (a delta sample only). */
+static bool sample_stall_us(const SampleResult *res, uint64_t *ret) {
+        uint64_t before, after;
+
+        if (!res->a || !res->has_stall || !pressure_total(res->a, (PsiResource) res->resource, res->stall, &before) ||
+            !pressure_total(res->b, (PsiResource) res->resource, res->stall, &after))
+                return false;
+        *ret = after >= before ? after - before : 0;
+        return true;
+}
+
+static json_t *sample_object(const SampleResult *res, const Snapshot *first, bool has_stall, uint64_t stall_us,
+                             uint64_t duration_ms) {
+        const Snapshot *a = res->a, *b = res->b;
+        json_t *sample = json_object();
+        bool listener = a && b->has_exit_listener;
+        int r = 0;
+
+        r |= set_new(sample, "start", time_string(first->real_us));
+        r |= set_new(sample, "duration_ms", json_u64(duration_ms));
+        r |= set_new(sample, "basis",
+                     json_string(res->basis == SAMPLE_BASIS_NONE       ? "none"
+                                 : res->basis == SAMPLE_BASIS_LIFETIME ? "lifetime"
+                                                                       : "delta"));
+        r |= set_new(sample, "tasks", json_integer(first->listed));
+        r |= set_new(sample, "processes", json_integer(first->processes));
+        /* Processes listed but gone before taskstats answered, the subtree's threads whose exit
+         * records were heard, and processes that ended unheard. */
+        r |= set_new(sample, "exited", json_integer(first->exited + (a ? b->exit_records + b->ended_unheard : 0)));
+        r |= set_new(sample, "errors", json_integer(a ? a->errors + b->errors : b->errors));
+        r |= set_new(sample, "exit_records", listener ? json_integer(b->exit_records) : json_null());
+        r |= set_new(sample, "lost_exit_records", listener ? json_integer(b->lost_exit_records) : json_null());
+        if (listener) {
+                json_t *u = json_object();
+                r |= set_new(u, "processes", json_integer(b->unattributed));
+                r |= set_new(u, "delay_us",
+                             delays_object(b->unattributed_ns, b->unattributed_present | res->ranking->present));
+                r |= set_new(sample, "unattributed", u);
+        } else
+                r |= set_new(sample, "unattributed", json_null());
+        r |= set_new(sample, "threads_ms",
+                     res->threads_base && b->threads_mono_us >= res->threads_base->threads_mono_us
+                             ? json_u64((b->threads_mono_us - res->threads_base->threads_mono_us + USEC_PER_MSEC / 2) /
+                                        USEC_PER_MSEC)
+                             : json_null());
+        r |= set_new(sample, "stall_us", has_stall ? json_u64(stall_us) : json_null());
+        return object_or_null(sample, r);
+}
+
+int incident_build(const SampleResult *res, const IncidentContext *ctx, json_t **ret) {
+        json_t *o = json_object(), *host = json_object(), *agent = json_object(), *states = json_object(),
+               *top = json_array(), *trigger;
+        /* Without a, one snapshot (b) stands for the whole sample and delays are lifetime totals. */
+        const Snapshot *first = res->a ? res->a : res->b;
+        const Ranking *rk = res->ranking;
+        int taskstats_version = res->b->taskstats_version  ? res->b->taskstats_version
+                                : first->taskstats_version ? first->taskstats_version
+                                                           : -1;
+        uint64_t duration_ms = (res->b->mono_us - first->mono_us + USEC_PER_MSEC / 2) / USEC_PER_MSEC;
+        uint64_t stall_us = 0;
+        bool has_stall = sample_stall_us(res, &stall_us);
+        unsigned max_threads = ctx->threads_per_process ? ctx->threads_per_process : INCIDENT_THREADS_PER_PROCESS;
         TaskStateCounts none;
-        const TaskStateCounts *st = in->states;
+        const TaskStateCounts *st = first->has_states ? &first->states : NULL;
         int r = 0;
 
         if (!st) {
@@ -176,60 +243,40 @@ json_t *incident_build(const IncidentInput *in) {
         }
 
         r |= set_new(o, "schema_version", json_integer(INCIDENT_SCHEMA_VERSION));
-        r |= set_new(o, "type", json_string(in->type));
-        r |= set_new(o, "id", json_string(in->id));
-        r |= set_new(o, "time", time_string(in->time_real_us));
+        r |= set_new(o, "type", json_string(ctx->type));
+        r |= set_new(o, "id", json_string(ctx->id));
+        r |= set_new(o, "time", time_string(res->wakeup_real_us));
 
-        r |= set_new(host, "hostname", json_string_from_bytes(in->host->hostname, strlen(in->host->hostname)));
-        r |= set_new(host, "kernel", json_string_from_bytes(in->host->kernel, strlen(in->host->kernel)));
-        r |= set_new(host, "boot_id", json_string_from_bytes(in->host->boot_id, strlen(in->host->boot_id)));
+        r |= set_new(host, "hostname", json_string_from_bytes(ctx->host->hostname, strlen(ctx->host->hostname)));
+        r |= set_new(host, "kernel", json_string_from_bytes(ctx->host->kernel, strlen(ctx->host->kernel)));
+        r |= set_new(host, "boot_id", json_string_from_bytes(ctx->host->boot_id, strlen(ctx->host->boot_id)));
         r |= set_new(o, "host", host);
 
-        r |= set_new(agent, "version", json_string(in->agent_version));
-        r |= set_new(agent, "delayacct", json_boolean(in->delayacct));
+        r |= set_new(agent, "version", json_string(ctx->agent_version ? ctx->agent_version : PSIDIAG_VERSION));
+        r |= set_new(agent, "delayacct", json_boolean(ctx->delayacct));
         r |= set_new(agent, "taskstats_version",
-                     in->taskstats_version >= 0 ? json_integer(in->taskstats_version) : json_null());
-        const char *why = in->onwhat ? onwhat_stack_unavailable(in->onwhat) : NULL;
+                     taskstats_version >= 0 ? json_integer(taskstats_version) : json_null());
+        const char *why = res->onwhat ? onwhat_stack_unavailable(res->onwhat) : NULL;
         r |= set_new(agent, "stack_unavailable", why ? json_string(why) : json_null());
         r |= set_new(o, "agent", agent);
 
-        if (in->has_trigger) {
+        if (ctx->has_trigger) {
                 trigger = json_object();
                 /* "/a/b", the form /proc/<pid>/cgroup uses, so it joins with most_delayed[].cgroup. */
-                r |= set_new(trigger, "cgroup", cgroup_string(in->trigger_cgroup));
-                r |= set_new(trigger, "resource", json_string(psi_resource_to_string(in->trigger.resource)));
-                r |= set_new(trigger, "stall", json_string(psi_stall_to_string(in->trigger.stall)));
-                r |= set_new(trigger, "threshold_us", json_u64(in->trigger.threshold_us));
-                r |= set_new(trigger, "window_us", json_u64(in->trigger.window_us));
-                r |= set_new(trigger, "spec", json_string_from_bytes(in->trigger_spec, strlen(in->trigger_spec)));
+                r |= set_new(trigger, "cgroup", cgroup_string(ctx->trigger_cgroup));
+                r |= set_new(trigger, "resource", json_string(psi_resource_to_string(ctx->trigger.resource)));
+                r |= set_new(trigger, "stall", json_string(psi_stall_to_string(ctx->trigger.stall)));
+                r |= set_new(trigger, "threshold_us", json_u64(ctx->trigger.threshold_us));
+                r |= set_new(trigger, "window_us", json_u64(ctx->trigger.window_us));
+                r |= set_new(trigger, "spec", json_string_from_bytes(ctx->trigger_spec, strlen(ctx->trigger_spec)));
         } else
                 trigger = json_null();
         r |= set_new(o, "trigger", trigger);
 
-        r |= set_new(o, "pressure", pressure_object(in->pressure_from));
-
-        r |= set_new(sample, "start", time_string(in->sample_start_real_us));
-        r |= set_new(sample, "duration_ms", json_u64(in->sample_duration_ms));
-        r |= set_new(sample, "basis", json_string(in->unmeasured ? "none" : in->lifetime ? "lifetime" : "delta"));
-        r |= set_new(sample, "tasks", json_integer(in->tasks));
-        r |= set_new(sample, "processes", json_integer(in->processes));
-        r |= set_new(sample, "exited", json_integer(in->exited));
-        r |= set_new(sample, "errors", json_integer(in->errors));
-        r |= set_new(sample, "exit_records", in->has_exit_listener ? json_integer(in->exit_records) : json_null());
-        r |= set_new(sample, "lost_exit_records",
-                     in->has_exit_listener ? json_integer(in->lost_exit_records) : json_null());
-        if (in->has_exit_listener) {
-                json_t *u = json_object();
-                r |= set_new(u, "processes", json_integer(in->unattributed));
-                r |= set_new(u, "delay_us", delays_object(in->unattributed_ns, in->unattributed_present));
-                r |= set_new(sample, "unattributed", u);
-        } else
-                r |= set_new(sample, "unattributed", json_null());
-        r |= set_new(sample, "threads_ms", in->has_threads_ms ? json_u64(in->threads_ms) : json_null());
-        r |= set_new(sample, "stall_us", in->has_stall ? json_u64(in->stall_us) : json_null());
-        r |= set_new(o, "sample", sample);
-        if (in->has_suppressed)
-                r |= set_new(o, "suppressed", json_u64(in->suppressed));
+        r |= set_new(o, "pressure", pressure_object(first));
+        r |= set_new(o, "sample", sample_object(res, first, has_stall, stall_us, duration_ms));
+        if (ctx->has_suppressed)
+                r |= set_new(o, "suppressed", json_u64(ctx->suppressed));
 
         r |= set_new(states, "source", json_string(task_state_source_to_string(st->source)));
         r |= set_new(states, "running", json_u64(st->running));
@@ -241,14 +288,14 @@ json_t *incident_build(const IncidentInput *in) {
         r |= set_new(states, "scaled", json_boolean(st->scaled));
         r |= set_new(o, "states", states);
 
-        if (in->has_hot) {
+        if (res->hot) {
                 json_t *cgroups = json_array();
 
-                for (size_t i = 0; i < in->n_hot; i++) {
-                        const HotCgroup *h = &in->hot[i];
+                for (size_t i = 0; i < res->hot->n; i++) {
+                        const HotCgroup *h = &res->hot->items[i];
                         char path[4096];
                         size_t n =
-                                MIN(cgroup_display_path(in->hot_prefix, h->path, path, sizeof path), sizeof path - 1);
+                                MIN(cgroup_display_path(res->hot_prefix, h->path, path, sizeof path), sizeof path - 1);
                         json_t *c = json_object();
 
                         r |= set_new(c, "path", json_string_from_bytes(path, n));
@@ -261,26 +308,29 @@ json_t *incident_build(const IncidentInput *in) {
                 r |= set_new(o, "cgroups", cgroups);
         }
 
-        for (size_t i = 0; in->ranking && i < in->n_procs && i < in->ranking->n_procs; i++)
-                r |= append_new(top, process_object(in->ranking, &in->ranking->procs[i], &in->procs[i],
-                                                    in->threads_per_process ? in->threads_per_process
-                                                                            : INCIDENT_THREADS_PER_PROCESS));
+        for (size_t i = 0; rk && i < res->n_procs && i < rk->n_procs; i++)
+                r |= append_new(top, process_object(rk, &rk->procs[i], &res->procs[i], max_threads));
         r |= set_new(o, "most_delayed", top);
-        json_t *culprits = in->culprits ? culprit_report_object(in->culprits, in->culprit_scope, in->culprit_procs,
-                                                                in->n_culprit_procs)
-                                        : NULL;
+        json_t *culprits = res->culprits ? culprit_report_object(res->culprits, res->culprit_scope, res->culprit_procs,
+                                                                 res->n_culprit_procs)
+                                         : NULL;
         /* A culprit pass that ran out of memory leaves the incident without it, never drops it. */
         r |= set_new(o, "culprits", culprits ? culprits : json_null());
-        json_t *limits = in->onwhat ? onwhat_limits_object(in->onwhat, in->lifetime, in->has_stall, in->stall_us,
-                                                           in->sample_duration_ms * 1000)
-                                    : NULL;
-        json_t *blocked = in->onwhat && in->onwhat->has_blocked ? onwhat_blocked_array(in->onwhat) : NULL;
+        bool lifetime = res->basis != SAMPLE_BASIS_DELTA;
+        json_t *limits = res->onwhat
+                                 ? onwhat_limits_object(res->onwhat, lifetime, has_stall, stall_us, duration_ms * 1000)
+                                 : NULL;
+        json_t *blocked = res->onwhat && res->onwhat->has_blocked ? onwhat_blocked_array(res->onwhat) : NULL;
         r |= set_new(o, "limits", limits ? limits : json_null());
         r |= set_new(o, "blocked", blocked ? blocked : json_null());
-        if (in->oom)
-                r |= oom_add(o, in->oom);
+        if (ctx->oom)
+                r |= oom_add(o, ctx->oom);
 
-        return summary_add(object_or_null(o, r));
+        json_t *j = summary_add(object_or_null(o, r));
+        if (!j)
+                return -ENOMEM;
+        *ret = j;
+        return 0;
 }
 
 int incident_dump_line(const json_t *incident, char **ret, size_t *ret_len) {

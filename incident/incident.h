@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
-/* Building the incident JSON (schema_version 1, schemas/incident.schema.json) from plain structs,
- * and dumping it as one line. Pure: no I/O and no logging. Task names and command lines are
- * arbitrary bytes; they are made valid UTF-8 here (kernel-facts.md: utf8). */
+/* Building the incident JSON (schema_version 1, schemas/incident.schema.json) from a sample's
+ * result and its context, and dumping it as one line. Pure: no I/O and no logging. Task names and
+ * command lines are arbitrary bytes; they are made valid UTF-8 here (kernel-facts.md: utf8). */
 #pragma once
 
 #include <jansson.h>
@@ -13,6 +13,7 @@
 #include "incident/jsonutil.h"
 #include "sampling/hot.h"
 #include "sampling/rank.h"
+#include "sampling/result.h"
 #include "sampling/snapshot.h"
 #include "probes/kmsg.h"
 #include "probes/system.h"
@@ -36,64 +37,30 @@ typedef struct OomReport {
         size_t n_related;
 } OomReport;
 
-typedef struct IncidentInput {
+/* What an incident says beside its sample: who writes it, why, and about what. The sample itself
+ * is the Sampler's SampleResult (sampling/result.h), taken as it is. */
+typedef struct IncidentContext {
         const char *type; /* "pressure", "snapshot" or "oom" */
         const char *id;
-        usec_t time_real_us; /* the wakeup */
         const HostInfo *host;
-        const char *agent_version;
+        const char *agent_version; /* NULL: PSIDIAG_VERSION */
         bool delayacct;
-        int taskstats_version; /* -1: null */
 
         bool has_trigger;
         const char *trigger_cgroup; /* NULL: node-wide */
         PsiTriggerSpec trigger;     /* effective */
         const char *trigger_spec;   /* as configured */
 
-        const Snapshot *pressure_from; /* pressure of cpu, memory, io */
-        unsigned threads_per_process;  /* 0: INCIDENT_THREADS_PER_PROCESS */
-
-        usec_t sample_start_real_us;
-        uint64_t sample_duration_ms;
-        bool lifetime;       /* one snapshot, delays since each thread began (sample_ms 0) */
-        bool unmeasured;     /* no tasks measured, pressure only: basis "none" */
-        bool has_suppressed; /* write "suppressed" (the agent's incidents) */
+        unsigned threads_per_process; /* 0: INCIDENT_THREADS_PER_PROCESS */
+        bool has_suppressed;          /* write "suppressed" (the agent's incidents) */
         uint64_t suppressed;
-        bool has_exit_listener; /* exit records were listened for */
-        unsigned exit_records, lost_exit_records;
-        bool has_hot; /* the descendant cgroups were walked: "cgroups" is written */
-        const HotCgroup *hot;
-        size_t n_hot;
-        const char *hot_prefix;         /* the sampled cgroup ("a/b"), NULL node-wide */
-        unsigned tasks, exited, errors; /* tasks: threads listed at the start */
-        unsigned processes;             /* processes listed at the start */
-        unsigned unattributed;          /* started and ended in the sample, not placed (with an exit listener) */
-        uint64_t unattributed_ns[_TASK_DELAY_MAX];
-        uint32_t unattributed_present;
-        bool has_threads_ms; /* the threads' deltas cover the last threads_ms of the sample */
-        uint64_t threads_ms;
-        bool has_stall;
-        uint64_t stall_us;
-
-        const TaskStateCounts *states; /* NULL: counts unavailable -> all zero, source procfs */
-
-        const Ranking *ranking;
-        const ProcessInfo *procs; /* one per ranking->procs[i], i < n_procs */
-        size_t n_procs;           /* already capped at top */
 
         const OomReport *oom; /* type "oom": writes "oom" and "related" */
+} IncidentContext;
 
-        /* Who is causing it: "culprits" (null without a culprit pass). */
-        const struct Culprits *culprits;
-        const struct CulpritScope *culprit_scope;
-        const ProcessInfo *culprit_procs; /* one per culprits->procs[i], i < n_culprit_procs */
-        size_t n_culprit_procs;
-        /* On what: "limits" and "blocked" (null without them). */
-        const struct OnWhat *onwhat;
-} IncidentInput;
-
-/* Returns a new reference, or NULL when memory ran out. */
-json_t *incident_build(const IncidentInput *in);
+/* The incident of sample res (schemas/incident.schema.json), a new reference, in *ret. Pure: the
+ * identities of the processes it names come with res. 0 or -ENOMEM. */
+int incident_build(const SampleResult *res, const IncidentContext *ctx, json_t **ret);
 
 /* Significant digits of the reals in an incident line (avg10, share). */
 #define INCIDENT_REAL_PRECISION 6

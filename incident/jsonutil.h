@@ -15,17 +15,7 @@
 
 #include "base/macro.h"
 #include "probes/cgmeta.h"
-
-/* What /proc said of a reported process (incident/compose.h reads it). */
-typedef struct ProcessInfo {
-        char comm[64];
-        size_t comm_len; /* raw bytes */
-        char cmdline[4096];
-        ssize_t cmdline_len; /* -1: unknown (exited) -> null */
-        int64_t uid;         /* -1: unknown -> null */
-        char cgroup[1024];
-        bool has_cgroup;
-} ProcessInfo;
+#include "sampling/result.h" /* ProcessInfo */
 
 /* JSON string from arbitrary bytes (invalid UTF-8 replaced, NUL as space). NULL on ENOMEM. */
 json_t *json_string_from_bytes(const char *s, size_t len);

@@ -13,6 +13,7 @@
 #include <sys/types.h>
 
 #include "probes/cgusage.h"
+#include "probes/limits-find.h"
 #include "probes/pressure.h"
 #include "sampling/snapshot.h"
 
@@ -77,6 +78,21 @@ typedef struct Culprits {
         bool *pu_valid;
         size_t cap_pu, cap_pu_valid;
 } Culprits;
+
+/* Where a culprit pass looks (culprit_scope_open(), sampling/sampler.h): the processes and cgroups that compete for
+ * the stalled cgroup's resource. */
+typedef struct CulpritScope {
+        PsiResource resource;
+        bool node;                        /* the whole node */
+        char path[4096];                  /* the scope's cgroup, relative to the cgroup2 mount ("" for the node) */
+        LimitsSetting limit;              /* the limit that made it the scope (NONE: the node) */
+        LimitsSource limit_source;        /* the hierarchy of limit_path */
+        char limit_path[LIMITS_PATH_MAX]; /* the cgroup that sets it, in that hierarchy: "limits"' cgroup */
+        bool own_limit;                   /* cpu, io: the stalled cgroup is limited by its own cpu.max or io.max */
+        bool same;                        /* it is the sampled scope itself: the sample's own snapshots serve */
+        int cgroup_fd;                    /* its cgroup2 directory (the mount's root for the node), -1 without one */
+        int v1_fd;                        /* the same path under the resource's cgroup-v1 controller, or -1 */
+} CulpritScope;
 
 typedef struct CulpritsInput {
         PsiResource resource;

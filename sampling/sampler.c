@@ -215,10 +215,57 @@ static void build_culprits(Sampler *s, bool lifetime) {
         s->has_culprits = true;
 }
 
-int sampler_rank_lifetime(Sampler *s) {
+/* s->result of what s holds now: the hottest cgroups built, the reported processes' identities
+ * read. passes: with the culprits and "on what" of the sample. Out of memory loses the hottest
+ * cgroups (-ENOMEM), never the result. */
+static int make_result(Sampler *s, SampleBasis basis, bool passes) {
+        const Snapshot *a = basis == SAMPLE_BASIS_DELTA ? &s->a : NULL;
+        const Snapshot *b = basis == SAMPLE_BASIS_DELTA ? &s->b : &s->a;
+        SampleResult *res = &s->result;
+        int r = 0;
+
+        *res = (SampleResult) {
+                .basis = basis,
+                .wakeup_real_us = s->wakeup_real_us,
+                .a = a,
+                .b = b,
+                .threads_base = basis == SAMPLE_BASIS_DELTA ? s->threads_base : NULL,
+                .ranking = &s->ranking,
+                .resource = s->scope.resource,
+                .has_stall = s->scope.resource >= 0,
+                .stall = s->scope.stall,
+                .culprits = passes && s->has_culprits && s->scope.culprit ? &s->culprits : NULL,
+                .culprit_scope = passes ? s->scope.culprit : NULL,
+                .onwhat = passes && s->has_onwhat ? s->onwhat : NULL,
+        };
+        if (basis != SAMPLE_BASIS_NONE && b->has_cgroups && (!a || a->has_cgroups)) {
+                r = hot_cgroups_build(&s->hot, a ? &a->cgroups : NULL, &b->cgroups,
+                                      res->has_stall ? res->stall : PSI_STALL_SOME, HOT_CGROUPS_MAX);
+                if (r >= 0) {
+                        res->hot = &s->hot;
+                        res->hot_prefix = s->scope.cgroup_path;
+                }
+        }
+        sample_result_identify(res, s->scope.sysroot->proc_fd, s->scope.identities, s->scope.detail);
+        return r;
+}
+
+int sampler_result_lifetime(Sampler *s) {
         int r = ranking_build(&s->ranking, NULL, &s->a, s->scope.resource);
 
-        return r < 0 ? r : ranking_add_threads(&s->ranking, NULL, &s->a, s->scope.resource);
+        if (r >= 0)
+                r = ranking_add_threads(&s->ranking, NULL, &s->a, s->scope.resource);
+        int k = make_result(s, SAMPLE_BASIS_LIFETIME, false);
+        return r < 0 ? r : k;
+}
+
+void sampler_result_unmeasured(Sampler *s, const SampleScope *scope) {
+        s->scope = *scope;
+        s->wakeup_real_us = now_usec(CLOCK_REALTIME);
+        s->a.mono_us = now_usec(CLOCK_MONOTONIC);
+        s->a.real_us = s->wakeup_real_us;
+        snapshot_read_pressure(&s->a, scope);
+        (void) make_result(s, SAMPLE_BASIS_NONE, false);
 }
 
 /* A window of 0: A's lifetime totals ranked, the leaders' threads measured now. Out of memory
@@ -285,6 +332,8 @@ static void finish(Sampler *s) {
         s->b_start_us = now_usec(CLOCK_MONOTONIC);
         r = s->sample_ms > 0 ? finish_delta(s) : finish_lifetime(s);
         s->b_end_us = now_usec(CLOCK_MONOTONIC);
+        if (r >= 0 && make_result(s, s->sample_ms > 0 ? SAMPLE_BASIS_DELTA : SAMPLE_BASIS_LIFETIME, true) < 0)
+                s->partial = true;
         s->done(s, r);
 }
 

@@ -5,8 +5,9 @@
  * exits merged and the ranking built: processes over A..B, their threads over M..B. A window of 0
  * ranks A's lifetime totals and measures the leaders' threads once. `snapshot --pid` measures the
  * one process's threads at A and B. Used by a watch when its trigger fires, by an oom incident
- * after a kill and by `psidiag snapshot`; what is made of the result is the owner's (the done
- * callback). Logs nothing. */
+ * after a kill and by `psidiag snapshot`. The answer is one SampleResult (Sampler.result,
+ * sampling/result.h) with the reported processes' identities read; what is made of it is the
+ * owner's (the done callback). Logs nothing. */
 #pragma once
 
 #include <ev.h>
@@ -19,25 +20,11 @@
 #include "sampling/onwhat.h"
 #include "sampling/hot.h"
 #include "sampling/rank.h"
+#include "sampling/result.h"
 #include "sampling/snapshot.h"
 #include "probes/taskstats.h"
 
 typedef struct Sampler Sampler;
-
-/* Where a culprit pass looks (culprit_scope_open()): the processes and cgroups that compete for
- * the stalled cgroup's resource. */
-typedef struct CulpritScope {
-        PsiResource resource;
-        bool node;                        /* the whole node */
-        char path[4096];                  /* the scope's cgroup, relative to the cgroup2 mount ("" for the node) */
-        LimitsSetting limit;              /* the limit that made it the scope (NONE: the node) */
-        LimitsSource limit_source;        /* the hierarchy of limit_path */
-        char limit_path[LIMITS_PATH_MAX]; /* the cgroup that sets it, in that hierarchy: "limits"' cgroup */
-        bool own_limit;                   /* cpu, io: the stalled cgroup is limited by its own cpu.max or io.max */
-        bool same;                        /* it is the sampled scope itself: the sample's own snapshots serve */
-        int cgroup_fd;                    /* its cgroup2 directory (the mount's root for the node), -1 without one */
-        int v1_fd;                        /* the same path under the resource's cgroup-v1 controller, or -1 */
-} CulpritScope;
 
 /* Decides the culprit scope of a stall of res in stalled ("a/b" relative to the cgroup2 mount; NULL
  * for a node-wide trigger) with the finder that "limits" uses (limits_locate(): on v1 through
@@ -49,10 +36,10 @@ typedef struct CulpritScope {
 int culprit_scope_open(const LimitsHierarchy *h, const char *stalled, PsiResource res, CulpritScope *ret);
 void culprit_scope_close(CulpritScope *c);
 
-/* Called when the sample is complete: r is 0 (a and b hold it and ranking ranks it; with a
- * window of 0, a alone holds lifetime totals; partial says memory ran out on the way and exits,
- * thread detail or processes may be missing), or -errno when B could not be taken (-ENOENT or
- * -ENODEV: the cgroup went away). */
+/* Called when the sample is complete: r is 0 (s->result holds it, valid until the next start; with
+ * a window of 0 its basis is LIFETIME; partial says memory ran out on the way and exits, thread
+ * detail, hot cgroups or processes may be missing), or -errno when B could not be taken (-ENOENT
+ * or -ENODEV: the cgroup went away; sampler_result_lifetime() can still make A a result). */
 typedef void (*SamplerDone)(Sampler *s, int r);
 
 struct Sampler {
@@ -74,6 +61,7 @@ struct Sampler {
         size_t n_candidates, cap_candidates;
         Ranking ranking;
         HotCgroups hot;
+        SampleResult result; /* what the last sample answers (sampling/result.h) */
         /* The culprit pass (SampleScope.culprit): its processes at both ends (or a and b when the
          * scope is the sample's), its cgroups, and what they add up to. */
         Snapshot ca, cb;
@@ -110,9 +98,14 @@ int sampler_start(Sampler *s, const SampleScope *scope, uint64_t sample_ms);
 /* Stops a running sample without calling done. */
 void sampler_cancel(Sampler *s);
 
-/* Ranks a alone, its lifetime totals, with no thread detail: what an owner reports when B could
- * not be taken or the sample was cancelled. 0 or -ENOMEM. */
-int sampler_rank_lifetime(Sampler *s);
+/* Makes s->result of a alone, ranked on its lifetime totals, with no thread detail, culprits nor
+ * "on what": what an owner reports when B could not be taken or the sample was cancelled. The
+ * result is made in any case; -ENOMEM says the ranking (or the hot cgroups) ran out of memory. */
+int sampler_result_lifetime(Sampler *s);
+
+/* Makes s->result of scope's pressure alone (basis NONE), read now into s->a: what an owner
+ * reports when no sample could be started. */
+void sampler_result_unmeasured(Sampler *s, const SampleScope *scope);
 
 /* The victim of an oom kill: the final delays of process pid (its AGGR_TGID exit record, else its
  * threads' records summed) when the listener heard it exit. False when it did not (ret_ns and

@@ -135,6 +135,10 @@ typedef struct SampleScope {
         PsiResource limits_resource;
         int usage; /* PSI_RESOURCE_IO or _MEMORY: also each process's storage bytes or resident
                     * size (a culprit pass); -1 (or cpu: taskstats has it) for none */
+        /* The Sampler's result (sampling/result.h): */
+        PsiStall stall;          /* with resource a PsiResource: the line the sample is about */
+        const char *cgroup_path; /* the cgroup's path ("a/b", "" root), NULL node-wide: names the hot cgroups */
+        struct ProcessInfoBuffer *identities; /* the owner's, where reported processes' identities go; NULL: none */
 } SampleScope;
 
 /* At most this many threads are measured one by one for the detailed processes of one snapshot

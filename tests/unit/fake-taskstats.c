@@ -12,15 +12,19 @@ typedef struct Fake {
         size_t n;
         unsigned calls;
         unsigned delay_us;  /* each query takes this long, as a loaded kernel's would */
-        uint64_t growth_ns; /* each query first grows task i's cpu delay by (i + 1) times this */
+        uint64_t growth_ns; /* each query first grows task i's cpu delay and cpu time by (i + 1) times this */
 } Fake;
 
 static void query(Fake *f) {
         f->calls++;
         if (f->delay_us)
                 usleep(f->delay_us);
-        for (size_t i = 0; f->growth_ns && i < f->n; i++)
+        for (size_t i = 0; f->growth_ns && i < f->n; i++) {
                 f->tasks[i].stats.delay_ns[TASK_DELAY_CPU] += f->growth_ns * (i + 1);
+                /* It runs as much as it waits: a culprit pass has cpu time to rank. */
+                f->tasks[i].stats.cpu_run_ns += f->growth_ns * (i + 1);
+                f->tasks[i].stats.has_cpu_run = true;
+        }
 }
 
 static int fake_get_tid(TaskstatsSource *s, pid_t tid, TaskStats *ret) {

@@ -18,8 +18,9 @@ typedef struct FakeTask {
 TaskstatsSource *fake_taskstats_new(FakeTask *tasks, size_t n);
 /* Makes every get_tid call take delay_us (0: none). */
 void fake_taskstats_set_delay(TaskstatsSource *s, unsigned delay_us);
-/* Makes every query first grow task i's cpu delay by (i + 1) * growth_ns (0: none), so the
- * delays move between the snapshots of a sample run on a loop. */
+/* Makes every query first grow task i's cpu delay and its cpu time used by (i + 1) * growth_ns
+ * (0: none), so the delays and the culprits' use move between the snapshots of a sample run on a
+ * loop. */
 void fake_taskstats_set_growth(TaskstatsSource *s, uint64_t growth_ns);
 /* Number of get_tid and get_tgid calls so far. */
 unsigned fake_taskstats_calls(TaskstatsSource *s);

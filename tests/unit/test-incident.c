@@ -15,12 +15,13 @@ static const HostInfo host = {
         .boot_id = "7840f08a-03c2-46e9-b294-dfdea98b2399",
 };
 
-static json_t *build_and_reparse(const IncidentInput *in, char **ret_line) {
-        json_t *j = incident_build(in), *back;
+static json_t *build_and_reparse(const SampleResult *res, const IncidentContext *ctx, char **ret_line) {
+        json_t *j = NULL, *back;
         json_error_t err;
         char *line;
         size_t len;
 
+        assert_int_equal(incident_build(res, ctx, &j), 0);
         assert_non_null(j);
         assert_int_equal(incident_dump_line(j, &line, &len), 0);
         json_decref(j);
@@ -69,9 +70,11 @@ static void test_pressure_incident(void **state) {
                                         .cgroup = "/../../system.slice/nginx.service",
                                         .has_cgroup = true,
                                 } };
-        Snapshot a = { .real_us = 1795337041123456ULL, .mono_us = 5000000 };
+        Snapshot a = { .real_us = 1795337041123456ULL, .mono_us = 5000000, .listed = 6, .processes = 2 },
+                 m = { .threads_mono_us = 5252000 }, b = { .mono_us = 5503000, .threads_mono_us = 5503000 };
         TaskStateCounts states = { .source = TASK_STATE_SOURCE_PROCFS, .running = 4, .sleeping = 2, .io_wait = -1 };
-        IncidentInput in;
+        SampleResult res;
+        IncidentContext ctx;
         json_t *j, *p, *t;
         char *line;
 
@@ -88,40 +91,45 @@ static void test_pressure_incident(void **state) {
                 .line = { { 85.5, 20.25, 5, 19821775 }, { 0.32, 0.26, 0.06, 279339 } },
                 .has = { true, true },
         };
-        in = (IncidentInput) {
+        a.has_states = true;
+        a.states = states;
+        /* The end: the stall grew by 457832 us; an exit listener heard one exit and 4 processes
+         * nobody placed. */
+        b.has_pressure[PSI_RESOURCE_CPU] = true;
+        b.pressure[PSI_RESOURCE_CPU] = a.pressure[PSI_RESOURCE_CPU];
+        b.pressure[PSI_RESOURCE_CPU].line[PSI_STALL_SOME].total_us += 457832;
+        b.taskstats_version = 16;
+        b.has_exit_listener = true;
+        b.exit_records = 1;
+        b.unattributed = 4;
+        b.unattributed_ns[TASK_DELAY_CPU] = 7 * MS;
+        b.unattributed_present = TASK_DELAY_ALL;
+        res = (SampleResult) {
+                .basis = SAMPLE_BASIS_DELTA,
+                .wakeup_real_us = a.real_us,
+                .a = &a,
+                .b = &b,
+                .threads_base = &m,
+                .ranking = &rk,
+                .resource = PSI_RESOURCE_CPU,
+                .has_stall = true,
+                .stall = PSI_STALL_SOME,
+                .procs = info,
+                .n_procs = 2,
+        };
+        ctx = (IncidentContext) {
                 .type = "pressure",
                 .id = "7840f08a-1-2-3",
-                .time_real_us = a.real_us,
                 .host = &host,
                 .agent_version = "0.1.0",
                 .delayacct = true,
-                .taskstats_version = 16,
                 .has_trigger = true,
                 .trigger_cgroup = "system.slice/nginx.service",
                 .trigger = { PSI_RESOURCE_CPU, PSI_STALL_SOME, 100000, 2000000 },
                 .trigger_spec = "cpu some 50ms 1s",
-                .pressure_from = &a,
-                .sample_start_real_us = a.real_us,
-                .sample_duration_ms = 503,
-                .tasks = 6,
-                .processes = 2,
-                .exited = 1,
-                .errors = 0,
-                .has_exit_listener = true,
-                .unattributed = 4,
-                .unattributed_ns = { 7 * MS },
-                .unattributed_present = TASK_DELAY_ALL,
-                .has_threads_ms = true,
-                .threads_ms = 251,
-                .has_stall = true,
-                .stall_us = 457832,
-                .states = &states,
-                .ranking = &rk,
-                .procs = info,
-                .n_procs = 2,
         };
 
-        j = build_and_reparse(&in, &line);
+        j = build_and_reparse(&res, &ctx, &line);
         assert_int_equal(json_integer_value(json_object_get(j, "schema_version")), 1);
         assert_string_equal(json_string_value(json_object_get(j, "time")), "2026-11-22T08:44:01.123456Z");
         assert_true(json_is_true(json_object_get(json_object_get(j, "agent"), "delayacct")));
@@ -184,20 +192,19 @@ static void test_pressure_incident(void **state) {
 
 static void test_snapshot_without_anything(void **state) {
         Snapshot a = {};
-        IncidentInput in = {
+        Ranking rk = {};
+        SampleResult res = { .basis = SAMPLE_BASIS_LIFETIME, .b = &a, .ranking = &rk, .resource = RANK_SCORE_ALL };
+        IncidentContext ctx = {
                 .type = "snapshot",
                 .id = "x",
                 .host = &host,
                 .agent_version = "0.1.0",
-                .taskstats_version = -1,
-                .pressure_from = &a,
         };
         ProcessInfo none = { .comm = "", .cmdline_len = -1, .uid = -1 };
-        Ranking rk = {};
         json_t *j, *p;
         char *line;
 
-        j = build_and_reparse(&in, &line);
+        j = build_and_reparse(&res, &ctx, &line);
         assert_true(json_is_null(json_object_get(j, "trigger")));
         assert_true(json_is_null(json_object_get(json_object_get(j, "agent"), "taskstats_version")));
         assert_true(json_is_null(json_object_get(json_object_get(j, "sample"), "stall_us")));
@@ -212,10 +219,9 @@ static void test_snapshot_without_anything(void **state) {
         /* An exited process: cmdline, uid and cgroup unknown. */
         ProcessDelta pd = { .tgid = 7, .total_ns = 1 };
         rk = (Ranking) { .procs = &pd, .n_procs = 1 };
-        in.ranking = &rk;
-        in.procs = &none;
-        in.n_procs = 1;
-        j = build_and_reparse(&in, &line);
+        res.procs = &none;
+        res.n_procs = 1;
+        j = build_and_reparse(&res, &ctx, &line);
         p = json_array_get(json_object_get(j, "most_delayed"), 0);
         assert_true(json_is_null(json_object_get(p, "cmdline")));
         assert_true(json_is_null(json_object_get(p, "uid")));
@@ -226,7 +232,8 @@ static void test_snapshot_without_anything(void **state) {
 }
 
 static void test_oom(void **state) {
-        Snapshot a = {};
+        Snapshot a = { .taskstats_version = 16 };
+        Ranking rk = {};
         OomKill k = {
                 .has_header = true,
                 .constraint = "CONSTRAINT_MEMCG",
@@ -257,19 +264,24 @@ static void test_oom(void **state) {
         };
         oom.victim_delay_ns[TASK_DELAY_CPU] = 3 * MS;
         oom.victim_delay_ns[TASK_DELAY_RECLAIM] = 7 * MS + 999;
-        IncidentInput in = {
+        SampleResult res = {
+                .basis = SAMPLE_BASIS_LIFETIME,
+                .b = &a,
+                .ranking = &rk,
+                .resource = PSI_RESOURCE_MEMORY,
+                .has_stall = true,
+        };
+        IncidentContext ctx = {
                 .type = "oom",
                 .id = "x",
                 .host = &host,
                 .agent_version = "0.3.0",
-                .taskstats_version = 16,
-                .pressure_from = &a,
                 .oom = &oom,
         };
         json_t *j, *o, *v;
         char *line;
 
-        j = build_and_reparse(&in, &line);
+        j = build_and_reparse(&res, &ctx, &line);
         assert_string_equal(json_string_value(json_object_get(j, "type")), "oom");
         assert_true(json_is_null(json_object_get(j, "trigger")));
         o = json_object_get(j, "oom");
@@ -300,9 +312,8 @@ static void test_oom(void **state) {
 
         /* Counted without kmsg, not measured, node-wide: victim null, basis none, related empty. */
         oom = (OomReport) { .source = "memory.oom_control", .kills = 3 };
-        in.unmeasured = true;
-        in.lifetime = true;
-        j = build_and_reparse(&in, &line);
+        res.basis = SAMPLE_BASIS_NONE;
+        j = build_and_reparse(&res, &ctx, &line);
         o = json_object_get(j, "oom");
         assert_true(json_is_null(json_object_get(o, "victim")));
         assert_true(json_is_null(json_object_get(o, "constraint")));
@@ -317,8 +328,8 @@ static void test_oom(void **state) {
         /* A Killed process line alone (its oom-kill line rate-limited away): no memcg, rss known. */
         k.has_header = false;
         oom = (OomReport) { .source = "kmsg", .kill = &k, .kills = 1 };
-        in.unmeasured = false;
-        j = build_and_reparse(&in, &line);
+        res.basis = SAMPLE_BASIS_LIFETIME;
+        j = build_and_reparse(&res, &ctx, &line);
         v = json_object_get(json_object_get(j, "oom"), "victim");
         assert_true(json_is_null(json_object_get(v, "memcg")));
         assert_true(json_is_null(json_object_get(v, "cgroup")));

@@ -1,16 +1,19 @@
 /* SPDX-License-Identifier: MIT */
-/* No leak over 10,000 samples: the agent's whole sample path (both snapshots, ranking, the
- * incident line, the output write) run 10,000 times on a fixture host with the fake taskstats,
- * with the delays growing every time. The heap in use after the last sample must equal the heap
- * after the first hundred (reused buffers only grow to the largest sample, then stay). Heap
- * accounting comes from glibc (mallinfo2) or, under ASan, from the sanitizer's allocator; under
- * valgrind (a tenth of the samples) memcheck's leak check judges instead.
+/* No leak over 10,000 samples: the real Sampler on a loop (snapshot A with states, the middle's
+ * processes and candidates' threads, B, the exits merged, ranking, the culprit pass over a scope
+ * of its own, "on what" with its looks of blocked threads, the hot cgroups, the identities), the
+ * incident and its write to an output, 10,000 times on a generated cgroup with the fake taskstats,
+ * the delays and cpu time growing with every query. The heap in use after the last sample must
+ * equal the heap after the first hundred (reused buffers only grow to the largest sample, then
+ * stay). Heap accounting comes from glibc (mallinfo2) or, under ASan, from the sanitizer's
+ * allocator; under valgrind (a tenth of the samples) memcheck's leak check judges instead.
  *
  * mallinfo2 counts chunks parked in glibc's per-thread cache (tcache) as in use, so with it on the
  * figure moves by a chunk or two with the order of the last frees: one CI run saw 160 bytes "grow"
  * that way. The test therefore runs itself with the tcache off (GLIBC_TUNABLES, set and re-exec'd
  * in main), where the figure is exactly the bytes of live chunks. */
 #include <errno.h>
+#include <fcntl.h>
 #include <malloc.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -21,8 +24,10 @@
 #include "base/log.h"
 #include "sinks/registry.h"
 #include "sinks/sink.h"
-#include "incident/compose.h"
+#include "incident/incident.h"
+#include "sampling/sampler.h"
 #include "tests/unit/fake-taskstats.h"
+#include "tests/unit/fake-tree.h"
 #include "tests/unit/test-util.h"
 
 #if defined(__SANITIZE_ADDRESS__)
@@ -42,77 +47,95 @@ static size_t heap_in_use(void) {
 #define WARMUP 100
 #define MS 1000000ULL
 
+/* Two processes of three threads, one of two, some threads blocked. */
+static char state_of(int tid) {
+        return tid % 3 == 0 ? 'D' : 'S';
+}
+
+static void on_done(Sampler *s, int r) {
+        *(int *) s->userdata = r;
+}
+
 static void test_no_growth_over_10000_samples(void **state) {
         static const uint64_t d0[_TASK_DELAY_MAX] = { 1 * MS };
+        static const HostInfo host = { .hostname = "node-1", .kernel = "6.18.0", .boot_id = "b" };
         FakeTask tasks[] = {
                 { .tid = 100, .stats = fake_task_stats(100, 100, "web", d0) },
                 { .tid = 101, .stats = fake_task_stats(101, 100, "worker", d0) },
                 { .tid = 102, .error = -ESRCH },
-                { .tid = 200, .stats = fake_task_stats(200, 200, "batch\n\"x\xff", d0) },
-                { .tid = 201, .stats = fake_task_stats(201, 200, "cruncher", d0) },
+                { .tid = 103, .stats = fake_task_stats(103, 103, "batch\n\"x\xff", d0) },
+                { .tid = 104, .stats = fake_task_stats(104, 103, "cruncher", d0) },
+                { .tid = 105, .stats = fake_task_stats(105, 103, "cruncher", d0) },
+                { .tid = 106, .stats = fake_task_stats(106, 106, "log", d0) },
+                { .tid = 107, .stats = fake_task_stats(107, 106, "log", d0) },
         };
-        static const HostInfo host = { .hostname = "node-1", .kernel = "6.18.0", .boot_id = "b" };
+        char dir[] = "/tmp/psidiag-soak-XXXXXX", path[256];
+        Sysroot sysroot = { .root_fd = -1, .pressure_fd = -1, .cgroup2_fd = -1 };
         TaskstatsSource *ts = fake_taskstats_new(tasks, ELEMENTSOF(tasks));
-        Sysroot *sysroot = NULL;
-        Snapshot a = {}, b = {};
-        Ranking ranking = {};
-        ProcessInfo procs[10];
+        struct ev_loop *loop = ev_loop_new(EVFLAG_AUTO);
+        ProcessInfoBuffer ids = { .items = calloc(20, sizeof(ProcessInfo)), .cap = 20 };
+        OnWhat onwhat = {};
+        Sampler s;
         Sink *out = NULL;
         char why[160];
         size_t base = 0, bytes = 0;
         unsigned samples = RUNNING_ON_VALGRIND ? SAMPLES / 10 : SAMPLES;
-        int fd;
+        int r;
 
-        assert_int_equal(sysroot_open(fixture("hybrid"), &sysroot), 0);
-        assert_int_equal(sysroot_open_cgroup(sysroot, "app", &fd), 0);
+        assert_non_null(loop);
+        assert_non_null(ids.items);
+        fake_taskstats_set_growth(ts, 1 * MS);
+        assert_int_equal(fake_tree_make(dir, 100, 8, 3, state_of), 0);
+        snprintf(path, sizeof path, "%s/proc", dir);
+        sysroot.proc_fd = open(path, O_DIRECTORY | O_RDONLY | O_CLOEXEC);
+        int cgroup_fd = open(dir, O_DIRECTORY | O_RDONLY | O_CLOEXEC);
+        assert_true(sysroot.proc_fd >= 0 && cgroup_fd >= 0);
         assert_int_equal(sink_open("/dev/null", SINK_FORMAT_INCIDENT, &out, why, sizeof why), 0);
-        SampleScope scope = { .sysroot = sysroot, .taskstats = ts, .cgroup_fd = fd, .detail = ELEMENTSOF(procs) };
-        pid_t top[ELEMENTSOF(procs)];
+        CulpritScope culprit = { .resource = PSI_RESOURCE_CPU,
+                                 .cgroup_fd = fcntl(cgroup_fd, F_DUPFD_CLOEXEC, 3),
+                                 .v1_fd = -EBADF };
+        SampleScope scope = { .sysroot = &sysroot,
+                              .taskstats = ts,
+                              .cgroup_fd = cgroup_fd,
+                              .resource = PSI_RESOURCE_CPU,
+                              .detail = 10,
+                              .culprit = &culprit,
+                              .onwhat = &onwhat,
+                              .limits_cgroup = "",
+                              .limits_resource = PSI_RESOURCE_CPU,
+                              .cgroup_path = "",
+                              .identities = &ids };
+        sampler_init(&s, loop, NULL, on_done, &r);
 
         for (unsigned i = 0; i < samples; i++) {
+                json_t *incident = NULL;
                 char *line = NULL;
                 size_t len;
 
-                assert_int_equal(snapshot_take(&a, &scope, true), 0);
-                /* The sampler's steps, its middle folded into A: the candidates' threads. */
-                size_t n_top = 0;
-                for (size_t k = 0; k < a.n_procs && n_top < ELEMENTSOF(top); k++)
-                        top[n_top++] = a.procs[k].tgid;
-                assert_int_equal(snapshot_take_threads(&a, &scope, top, n_top), 0);
-                for (size_t t = 0; t < ELEMENTSOF(tasks); t++)
-                        for (TaskDelay d = 0; d < _TASK_DELAY_MAX; d++)
-                                tasks[t].stats.delay_ns[d] += (t + 1) * (d + 1) * MS;
-                assert_int_equal(snapshot_take(&b, &scope, false), 0);
-                assert_int_equal(snapshot_take_threads(&b, &scope, top, n_top), 0);
-                assert_int_equal(ranking_build(&ranking, &a, &b, PSI_RESOURCE_CPU), 0);
-                assert_int_equal(ranking_add_threads(&ranking, &a, &b, PSI_RESOURCE_CPU), 0);
-                json_t *incident = NULL;
-
-                assert_int_equal(report_build(
-                                         &(Report) {
-                                                 .sysroot = sysroot,
-                                                 .host = &host,
-                                                 .type = "pressure",
-                                                 .id = "soak",
-                                                 .has_trigger = true,
-                                                 .trigger_cgroup = "app",
-                                                 .trigger = { PSI_RESOURCE_CPU, PSI_STALL_SOME, 50000, 2000000 },
-                                                 .trigger_spec = "cpu some 50ms 2s",
-                                                 .resource = PSI_RESOURCE_CPU,
-                                                 .has_stall = true,
-                                                 .top = ELEMENTSOF(procs),
-                                                 .a = &a,
-                                                 .b = &b,
-                                                 .threads_base = &a,
-                                                 .ranking = &ranking,
-                                                 .procs = procs,
-                                         },
-                                         &incident),
+                r = 1;
+                assert_int_equal(sampler_start(&s, &scope, 1), 0);
+                ev_run(loop, 0);
+                assert_int_equal(r, 0);
+                assert_false(s.partial);
+                assert_non_null(s.result.culprits);
+                assert_int_equal(incident_build(&s.result,
+                                                &(IncidentContext) {
+                                                        .type = "pressure",
+                                                        .id = "soak",
+                                                        .host = &host,
+                                                        .has_trigger = true,
+                                                        .trigger_cgroup = "app",
+                                                        .trigger = { PSI_RESOURCE_CPU, PSI_STALL_SOME, 50000, 2000000 },
+                                                        .trigger_spec = "cpu some 50ms 2s",
+                                                },
+                                                &incident),
                                  0);
                 assert_int_equal(incident_dump_line(incident, &line, &len), 0);
                 assert_non_null(strstr(line, "\"comm\":\"web\""));
+                assert_non_null(strstr(line, "\"culprits\":{"));
                 assert_int_equal(sink_write(out, incident), 0);
                 json_decref(incident);
+                sampler_drop_onwhat(&s);
                 bytes += len;
                 free(line);
                 if (i + 1 == WARMUP)
@@ -122,6 +145,7 @@ static void test_no_growth_over_10000_samples(void **state) {
         print_message("%u samples, %zu bytes of incidents; heap in use %zu bytes after %u, %zu after %u\n", samples,
                       bytes, base, WARMUP, end, samples);
         assert_int_equal(out->written, samples);
+        assert_true(onwhat.n_looks > 0);
         /* Valgrind replaces malloc, so mallinfo2 says nothing there; memcheck's own leak check at
          * exit stands in for the growth check. */
         if (!RUNNING_ON_VALGRIND) {
@@ -130,12 +154,15 @@ static void test_no_growth_over_10000_samples(void **state) {
         }
 
         sink_free(out);
-        snapshot_done(&a);
-        snapshot_done(&b);
-        ranking_done(&ranking);
-        safe_close(fd);
-        sysroot_free(sysroot);
+        sampler_free(&s);
+        onwhat_done(&onwhat);
+        culprit_scope_close(&culprit);
+        ev_loop_destroy(loop);
+        free(ids.items);
+        safe_close(cgroup_fd);
+        safe_close(sysroot.proc_fd);
         taskstats_source_free(ts);
+        fake_tree_remove(dir);
 }
 
 #define NO_TCACHE "glibc.malloc.tcache_count=0"

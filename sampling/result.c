@@ -1,0 +1,85 @@
+/* SPDX-License-Identifier: MIT */
+#include <stdio.h>
+#include <string.h>
+
+#include "base/macro.h"
+#include "probes/cgmeta.h"
+#include "probes/procfs.h"
+#include "sampling/result.h"
+
+void process_info_read(int proc_fd, pid_t pid, const char *fallback_comm, ProcessInfo *ret) {
+        ssize_t n;
+        uid_t uid;
+
+        n = proc_read_comm(proc_fd, pid, ret->comm, sizeof ret->comm);
+        if (n >= 0)
+                ret->comm_len = (size_t) n;
+        else {
+                snprintf(ret->comm, sizeof ret->comm, "%s", fallback_comm);
+                ret->comm_len = strlen(ret->comm);
+        }
+        ret->cmdline_len = proc_read_cmdline(proc_fd, pid, ret->cmdline, sizeof ret->cmdline);
+        if (ret->cmdline_len < 0)
+                ret->cmdline_len = -1;
+        ret->uid = proc_read_uid(proc_fd, pid, &uid) >= 0 ? (int64_t) uid : -1;
+        ret->has_cgroup = proc_read_cgroup(proc_fd, pid, ret->cgroup, sizeof ret->cgroup) >= 0;
+}
+
+static const char *leader_comm(const Ranking *rk, const ProcessDelta *p) {
+        if (p->comm[0])
+                return p->comm;
+        for (size_t i = 0; i < p->n; i++)
+                if (rk->threads[p->first + i].tid == p->tgid)
+                        return rk->threads[p->first + i].comm;
+        return p->n > 0 ? rk->threads[p->first].comm : "";
+}
+
+/* What is known of a process that ended during the sample: its exit record, and the cgroup of
+ * its parent for one placed by it. Its pid may already be another process's: /proc is not read
+ * for it. */
+static void ended_info(int proc_fd, const char *comm, int64_t uid, pid_t placed_by, ProcessInfo *ret) {
+        snprintf(ret->comm, sizeof ret->comm, "%s", comm);
+        ret->comm_len = strlen(ret->comm);
+        ret->cmdline_len = -1;
+        ret->uid = uid;
+        ret->has_cgroup = placed_by > 0 && proc_read_cgroup(proc_fd, placed_by, ret->cgroup, sizeof ret->cgroup) >= 0;
+}
+
+void sample_result_identify(SampleResult *r, int proc_fd, ProcessInfoBuffer *buf, size_t top) {
+        ProcessInfo *infos;
+
+        r->procs = r->culprit_procs = NULL;
+        r->n_procs = r->n_culprit_procs = 0;
+        if (!buf || !buf->items)
+                return;
+        top = MIN(top, buf->cap / 2);
+        infos = buf->items;
+        r->n_procs = r->ranking ? MIN(top, r->ranking->n_procs) : 0;
+        for (size_t i = 0; i < r->n_procs; i++) {
+                const ProcessDelta *p = &r->ranking->procs[i];
+                if (p->origin != PROCESS_MEASURED)
+                        ended_info(proc_fd, p->comm, p->uid, p->origin == PROCESS_SHORT ? p->ppid : 0, &infos[i]);
+                else
+                        process_info_read(proc_fd, p->tgid, leader_comm(r->ranking, p), &infos[i]);
+        }
+        r->procs = infos;
+
+        if (!r->culprits || !r->culprit_scope)
+                return;
+        infos = buf->items + top;
+        r->n_culprit_procs = MIN(r->culprits->n_procs, top);
+        for (size_t i = 0; i < r->n_culprit_procs; i++) {
+                const CulpritProcess *p = &r->culprits->procs[i];
+                if (p->tgid > 0 && p->origin == PROCESS_MEASURED)
+                        process_info_read(proc_fd, p->tgid, p->comm, &infos[i]);
+                else
+                        ended_info(proc_fd, p->comm, p->uid, p->origin == PROCESS_SHORT && !p->cgroup ? p->ppid : 0,
+                                   &infos[i]);
+                if (p->tgid == 0 && p->cgroup) { /* an aggregate: its live ancestor's cgroup */
+                        size_t n = cgroup_display_path(r->culprit_scope->node ? "" : r->culprit_scope->path, p->cgroup,
+                                                       infos[i].cgroup, sizeof infos[i].cgroup);
+                        infos[i].has_cgroup = n < sizeof infos[i].cgroup;
+                }
+        }
+        r->culprit_procs = infos;
+}

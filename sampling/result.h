@@ -1,0 +1,78 @@
+/* SPDX-License-Identifier: MIT */
+/* What one sample answers, as the Sampler hands it to its owner: the snapshots, the ranking, the
+ * hottest cgroups, the culprits and "on what", each where the Sampler keeps it (pointed to, never
+ * copied), and the identity (comm, cmdline, uid, cgroup) of each process the incident names, read
+ * from /proc here so that the incident layer does no I/O. Does not build the incident
+ * (incident/incident.h takes the result as it is) and does not log. */
+#pragma once
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "base/timeutil.h"
+#include "probes/pressure.h"
+#include "sampling/culprits.h"
+#include "sampling/hot.h"
+#include "sampling/onwhat.h"
+#include "sampling/rank.h"
+#include "sampling/snapshot.h"
+
+/* What /proc said of a reported process. */
+typedef struct ProcessInfo {
+        char comm[64];
+        size_t comm_len; /* raw bytes */
+        char cmdline[4096];
+        ssize_t cmdline_len; /* -1: unknown (exited) -> null */
+        int64_t uid;         /* -1: unknown -> null */
+        char cgroup[1024];
+        bool has_cgroup;
+} ProcessInfo;
+
+/* Where the identities of a sample's reported processes are read: the owner's, lent to every
+ * sample it runs (SampleScope.identities). Samples whose results are used one at a time (in their
+ * done callback) can share one; the owner may replace items by a larger one between samples.
+ * 2 * SampleScope.detail entries serve a sample (its most delayed, then its culprits). */
+typedef struct ProcessInfoBuffer {
+        ProcessInfo *items;
+        size_t cap;
+} ProcessInfoBuffer;
+
+typedef enum SampleBasis {
+        SAMPLE_BASIS_DELTA,    /* A and B around the window: delays over the window */
+        SAMPLE_BASIS_LIFETIME, /* A alone (a window of 0, or B not taken): delays since each task began */
+        SAMPLE_BASIS_NONE,     /* pressure only: no task was measured */
+} SampleBasis;
+
+typedef struct SampleResult {
+        SampleBasis basis;
+        usec_t wakeup_real_us;
+        const Snapshot *a;            /* the start: NULL unless basis DELTA */
+        const Snapshot *b;            /* the end; for LIFETIME and NONE the one snapshot */
+        const Snapshot *threads_base; /* where the threads' deltas start (NULL: lifetime, or none measured) */
+        const Ranking *ranking;       /* of a and b, threads attached */
+        int resource;                 /* what was ranked: a PsiResource or RANK_SCORE_ALL */
+        bool has_stall;               /* resource is a PsiResource: stall is the line the sample is about */
+        PsiStall stall;
+        const HotCgroups *hot;    /* the hottest descendant cgroups; NULL: not walked */
+        const char *hot_prefix;   /* the sampled cgroup ("a/b", "" root), NULL node-wide: prefixes hot paths */
+        const ProcessInfo *procs; /* one per ranking->procs[i], i < n_procs */
+        size_t n_procs;           /* capped at the scope's detail */
+        const Culprits *culprits; /* NULL: no culprit pass (or it ran out of memory) */
+        const struct CulpritScope *culprit_scope;
+        const ProcessInfo *culprit_procs; /* one per culprits->procs[i], i < n_culprit_procs */
+        size_t n_culprit_procs;
+        const OnWhat *onwhat; /* NULL: no "limits" nor "blocked" */
+} SampleResult;
+
+/* Fills ret for the live process pid, falling back to fallback_comm (from taskstats) when /proc no
+ * longer has it. Never fails: what cannot be read is marked unknown. */
+void process_info_read(int proc_fd, pid_t pid, const char *fallback_comm, ProcessInfo *ret);
+
+/* Reads the identities of r's reported processes into buf (at most top of r->ranking's, then at
+ * most top of r->culprits'), and points r->procs and r->culprit_procs at them. A process that ended
+ * during the sample keeps what its exit record says; its pid may be another's by now, so /proc is
+ * read only for the cgroup of the parent that placed a short-lived one. r->ranking, r->culprits
+ * and r->culprit_scope are set before. */
+void sample_result_identify(SampleResult *r, int proc_fd, ProcessInfoBuffer *buf, size_t top);
