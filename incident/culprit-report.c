@@ -100,5 +100,6 @@ json_t *culprit_report_object(const Culprits *c, const CulpritScope *scope, cons
         for (size_t i = 0; i < c->n_cgroups; i++)
                 r |= append_new(cgroups, cgroup_object(c->resource, scope, &c->cgroups[i]));
         r |= set_new(o, "cgroups", cgroups);
+        r |= set_new(o, "cgroups_total", json_u64(c->n_cgroups_total));
         return object_or_null(o, r);
 }

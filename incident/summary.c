@@ -169,7 +169,7 @@ static void put_io_device(FILE *f, const json_t *incident) {
         }
 }
 
-static void put_usage(FILE *f, const json_t *incident, const char *resource, const json_t *usage) {
+static void put_usage(FILE *f, const char *resource, const json_t *usage) {
         double v, r = field_or_zero(usage, "read_bytes"), w = field_or_zero(usage, "write_bytes");
 
         if (strcmp(resource, "cpu") == 0) {
@@ -189,9 +189,9 @@ static void put_usage(FILE *f, const json_t *incident, const char *resource, con
                         fputs(r > 0 ? " and wrote " : " wrote ", f);
                         put_bytes(f, w);
                 }
-                put_io_device(f, incident);
         } else {
-                if (field_number(usage, "rss_growth_bytes", &v) && v > 0) {
+                if ((field_number(usage, "rss_growth_bytes", &v) || field_number(usage, "memory_growth_bytes", &v)) &&
+                    v > 0) {
                         fputs(" grew by ", f);
                         put_bytes(f, v);
                 } else if (field_number(usage, "memory_bytes", &v) || field_number(usage, "rss_bytes", &v)) {
@@ -221,9 +221,21 @@ static void put_culprit_process(FILE *f, const json_t *p) {
         fputc(')', f);
 }
 
+/* Whether cgroup path is dir or below it ("/" holds every path). */
+static bool cgroup_within(const char *path, const char *dir) {
+        size_t n;
+
+        if (!path || !dir)
+                return false;
+        if (strcmp(dir, "/") == 0)
+                return true;
+        n = strlen(dir);
+        return strncmp(path, dir, n) == 0 && (path[n] == '\0' || path[n] == '/');
+}
+
 static void put_culprits(FILE *f, const json_t *incident, const char *resource) {
         const json_t *c = json_object_get(incident, "culprits"), *limit = json_object_get(c, "limit");
-        const json_t *cgroups = json_object_get(c, "cgroups"), *procs = json_object_get(c, "processes"), *p;
+        const json_t *cgroups = json_object_get(c, "cgroups"), *procs = json_object_get(c, "processes"), *p, *cg;
         double share = 0;
 
         if (!json_is_object(c))
@@ -239,18 +251,31 @@ static void put_culprits(FILE *f, const json_t *incident, const char *resource) 
         if (json_array_size(cgroups) == 0)
                 return;
         if (!summary_culprit_dominant(c)) {
-                (void) field_number(json_array_get(cgroups, 0), "share", &share);
-                fprintf(f, ": no dominant culprit: %zu cgroups share the %s, the largest %.0f%%",
-                        json_array_size(cgroups), resource, share * 100);
+                double total = (double) json_array_size(cgroups);
+                /* culprits.cgroups lists the top few; cgroups_total counts every one that used it. */
+                (void) field_number(c, "cgroups_total", &total);
+                fprintf(f, ": no dominant culprit: %.0f cgroup%s share the ", total, total == 1 ? "" : "s");
+                put_name(f, resource);
+                if (field_number(json_array_get(cgroups, 0), "share", &share))
+                        fprintf(f, ", the largest %.0f%%", share * 100);
                 return;
         }
-        /* The top user; when it is one of the stalled cgroup's own processes, say so. */
-        p = json_array_get(procs, 0);
-        if (!p)
+        /* The dominant cgroup's top process (the list is ranked over the whole scope: its first
+         * may be a lesser cgroup's one big process); none listed: the cgroup itself. */
+        cg = json_array_get(cgroups, 0);
+        p = NULL;
+        for (size_t i = 0; i < json_array_size(procs) && !p; i++)
+                if (cgroup_within(field_string(json_array_get(procs, i), "cgroup"), field_string(cg, "path")))
+                        p = json_array_get(procs, i);
+        if (!p) {
+                fputs(": ", f);
+                put_name(f, field_string(cg, "path") ? field_string(cg, "path") : "?");
+                put_usage(f, resource, json_object_get(cg, "usage"));
                 return;
+        }
         fputs(json_is_true(json_object_get(p, "victim")) ? ": its own processes use the most, " : ": ", f);
         put_culprit_process(f, p);
-        put_usage(f, incident, resource, json_object_get(p, "usage"));
+        put_usage(f, resource, json_object_get(p, "usage"));
 }
 
 static void put_pressure(FILE *f, const json_t *incident) {
@@ -270,18 +295,25 @@ static void put_pressure(FILE *f, const json_t *incident) {
                 put_name(f, field_string(top, "cgroup") ? field_string(top, "cgroup") : "?");
                 fputs(") waited ", f);
                 put_duration_us(f, resource_delay_us(json_object_get(top, "delay_us"), resource));
-                fprintf(f, " for %s", resource);
+                fputs(" for ", f);
+                put_name(f, resource);
+                if (strcmp(resource, "io") == 0)
+                        put_io_device(f, incident);
         } else if (json_is_object(trigger)) {
                 put_where(f, where);
+                fputs(" stalled ", f);
                 if (field_number(sample, "stall_us", &stall) && stall > 0) {
-                        fputs(" stalled ", f);
                         put_duration_us(f, stall);
-                        fprintf(f, " on %s", resource);
-                } else
-                        fprintf(f, " stalled on %s", resource);
+                        fputc(' ', f);
+                }
+                fputs("on ", f);
+                put_name(f, resource);
+                if (strcmp(resource, "io") == 0)
+                        put_io_device(f, incident);
         } else {
                 /* A snapshot does not say which cgroup it measured. */
-                fprintf(f, "%s stall", resource);
+                put_name(f, resource);
+                fputs(" stall", f);
                 if (field_number(sample, "stall_us", &stall) && stall > 0) {
                         fputs(" grew ", f);
                         put_duration_us(f, stall);
@@ -316,7 +348,10 @@ static void put_oom(FILE *f, const json_t *oom) {
                                              1024);
                 }
         } else {
-                fprintf(f, "the kernel's OOM killer killed %.0f process%s in ", kills, kills == 1 ? "" : "es");
+                if (kills > 0)
+                        fprintf(f, "the kernel's OOM killer killed %.0f process%s in ", kills, kills == 1 ? "" : "es");
+                else
+                        fputs("the kernel's OOM killer killed in ", f);
                 put_where(f, field_string(oom, "cgroup"));
         }
         if (json_is_true(json_object_get(oom, "global")))

@@ -396,6 +396,7 @@ static int build_cgroups(Culprits *c, const CulpritsInput *in) {
         }
         if (c->n_cgroups > 0)
                 qsort(c->cgroups, c->n_cgroups, sizeof *c->cgroups, cmp_cgroup);
+        c->n_cgroups_total = c->n_cgroups;
         c->n_cgroups = MIN(c->n_cgroups, in->top);
         for (size_t i = 0; i < c->n_cgroups; i++)
                 c->cgroups[i].share = share_of(in->resource, &c->cgroups[i].usage, &total);
@@ -406,7 +407,7 @@ int culprits_build(Culprits *c, const CulpritsInput *in) {
         int r;
 
         c->resource = in->resource;
-        c->n_procs = c->n_cgroups = 0;
+        c->n_procs = c->n_cgroups = c->n_cgroups_total = 0;
         c->total = (CulpritUsage) {};
         r = build_processes(c, in);
         if (r >= 0 && in->gb)

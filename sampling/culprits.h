@@ -67,8 +67,9 @@ typedef struct Culprits {
         size_t n_procs, cap_procs;
         CulpritCgroup *cgroups; /* most first; at most top */
         size_t n_cgroups, cap_cgroups;
-        CulpritUsage total; /* the scope's processes summed over the sample */
-        size_t *order;      /* scratch: a's walk sorted by path */
+        size_t n_cgroups_total; /* the cgroups that used the resource, before the cut to top */
+        CulpritUsage total;     /* the scope's processes summed over the sample */
+        size_t *order;          /* scratch: a's walk sorted by path */
         size_t cap_order;
         CulpritOwn *own_a, *own_b; /* scratch: per cgroup of each walk */
         size_t cap_own_a, cap_own_b;

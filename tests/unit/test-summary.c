@@ -43,8 +43,8 @@ static void test_io_culprit_and_device(void **state) {
                 "   \"major\": 254, \"minor\": 16, \"rbytes\": 10, \"wbytes\": 0},"
                 "   {\"device\": \"vda\", \"major\": 254, \"minor\": 0, \"rbytes\": 0, \"wbytes\": 1503238554}],"
                 "   \"node_devices\": [{\"device\": \"vda\", \"major\": 254, \"minor\": 0, \"util\": 1.0}]}}}",
-                "pgbench (/shop/db) waited 0.31 s for io in 1 s: fio (/batch, pid 4242) wrote 1.4 GiB on vda (100% "
-                "busy)");
+                "pgbench (/shop/db) waited 0.31 s for io on vda (100% busy) in 1 s: fio (/batch, pid 4242) wrote 1.4 "
+                "GiB");
         /* A hybrid host: blkio saw nothing, the node's counters name the disk. */
         assert_summary(
                 "{\"type\": \"pressure\", \"trigger\": {\"cgroup\": \"/db\", \"resource\": \"io\"},"
@@ -52,14 +52,15 @@ static void test_io_culprit_and_device(void **state) {
                 "   \"delay_us\": {\"blkio\": 90000}}],"
                 " \"culprits\": {\"own_limit\": false, \"limit\": null, \"processes\": [{\"pid\": 9, \"comm\": \"fio\","
                 "   \"cgroup\": \"/batch\", \"processes\": 1, \"ended\": false, \"victim\": false,"
-                "   \"usage\": {\"read_bytes\": 52428800, \"write_bytes\": 0}}], \"cgroups\": [{\"share\": 1.0}]},"
+                "   \"usage\": {\"read_bytes\": 52428800, \"write_bytes\": 0}}], \"cgroups\": [{\"path\": \"/batch\", "
+                "\"share\": 1.0}]},"
                 " \"limits\": {\"io\": {\"devices_source\": \"node\", \"devices\": [{\"device\": \"vda\", \"major\": "
                 "254,"
                 "   \"minor\": 0, \"rbytes\": 0, \"wbytes\": 0}], \"node_devices\": [{\"device\": \"vdb\", \"major\": "
                 "254,"
                 "   \"minor\": 16, \"util\": 0.874}, {\"device\": \"vda\", \"major\": 254, \"minor\": 0, \"util\": "
                 "0.1}]}}}",
-                "postgres (/db) waited 90 ms for io in 1 s: fio (/batch, pid 9) read 50.0 MiB on vdb (87% busy)");
+                "postgres (/db) waited 90 ms for io on vdb (87% busy) in 1 s: fio (/batch, pid 9) read 50.0 MiB");
 }
 
 /* A node-wide storm: 100 cgroups, the largest 4%: nobody is named. */
@@ -124,7 +125,8 @@ static void test_ended_aggregate_and_own_processes(void **state) {
                 " \"culprits\": {\"own_limit\": false, \"limit\": null, \"processes\": [{\"pid\": null, \"comm\": "
                 "\"cc1\","
                 "   \"cgroup\": \"/build\", \"processes\": 35, \"ended\": true, \"victim\": false,"
-                "   \"usage\": {\"cpu_us\": 3500000}}], \"cgroups\": [{\"share\": 0.8}, {\"share\": 0.2}]}}",
+                "   \"usage\": {\"cpu_us\": 3500000}}], \"cgroups\": [{\"path\": \"/build\", \"share\": 0.8}, "
+                "{\"share\": 0.2}]}}",
                 "api (/svc) waited 42 ms for cpu in 2 s: 35 cc1 processes (/build, ended) used 3.5 s of cpu");
         assert_summary(
                 "{\"type\": \"pressure\", \"trigger\": {\"cgroup\": \"/svc\", \"resource\": \"cpu\"},"
@@ -132,9 +134,39 @@ static void test_ended_aggregate_and_own_processes(void **state) {
                 "   \"delay_us\": {\"cpu\": 420000}}],"
                 " \"culprits\": {\"own_limit\": false, \"limit\": null, \"processes\": [{\"pid\": 5, \"comm\": \"api\","
                 "   \"cgroup\": \"/svc\", \"processes\": 1, \"ended\": false, \"victim\": true,"
-                "   \"usage\": {\"cpu_us\": 990000}}], \"cgroups\": [{\"share\": 0.99}]}}",
+                "   \"usage\": {\"cpu_us\": 990000}}], \"cgroups\": [{\"path\": \"/svc\", \"share\": 0.99}]}}",
                 "api (/svc) waited 0.42 s for cpu in 1 s: its own processes use the most, api (/svc, pid 5) "
                 "used 0.99 s of cpu");
+}
+
+/* The culprit named is the dominant cgroup's top process, not the scope's first process when that
+ * one is a lesser cgroup's; with none of the dominant cgroup's listed, the cgroup itself. And the
+ * count of cgroups is every one that used the resource, not the listed few. */
+static void test_dominant_cgroup_process(void **state) {
+        static const char *const base =
+                "{\"type\": \"pressure\", \"trigger\": {\"cgroup\": \"/web\", \"resource\": \"cpu\"},"
+                " \"sample\": {\"duration_ms\": 1000}, \"most_delayed\": [], \"culprits\": {\"own_limit\": false,"
+                " \"limit\": null, \"processes\": [%s], \"cgroups\": [{\"path\": \"/batch\", \"share\": 0.6,"
+                " \"usage\": {\"cpu_us\": 1200000}}, {\"path\": \"/web\", \"share\": 0.1}]}}";
+        char text[1024];
+
+        snprintf(text, sizeof text, base,
+                 "{\"pid\": 7, \"comm\": \"nginx\", \"cgroup\": \"/web\", \"processes\": 1, \"usage\": {\"cpu_us\": "
+                 "200000}},"
+                 " {\"pid\": 9, \"comm\": \"cc1\", \"cgroup\": \"/batch/job1\", \"processes\": 1,"
+                 " \"usage\": {\"cpu_us\": 150000}}");
+        assert_summary(text, "/web stalled on cpu in 1 s, no process measured waiting: cc1 (/batch/job1, pid 9) used "
+                             "0.15 s of cpu");
+        snprintf(text, sizeof text, base,
+                 "{\"pid\": 7, \"comm\": \"nginx\", \"cgroup\": \"/web\", \"processes\": 1, \"usage\": {\"cpu_us\": "
+                 "200000}}");
+        assert_summary(text, "/web stalled on cpu in 1 s, no process measured waiting: /batch used 1.2 s of cpu");
+        assert_summary(
+                "{\"type\": \"pressure\", \"trigger\": {\"cgroup\": \"/\", \"resource\": \"cpu\"}, \"sample\": {},"
+                " \"most_delayed\": [], \"culprits\": {\"cgroups_total\": 100, \"cgroups\": [{\"path\": \"/a\","
+                " \"share\": 0.04}, {\"path\": \"/b\", \"share\": 0.03}]}}",
+                "the node stalled on cpu, no process measured waiting: no dominant culprit: 100 cgroups share the "
+                "cpu, the largest 4%");
 }
 
 static void test_own_limit_and_memory(void **state) {
@@ -153,7 +185,7 @@ static void test_own_limit_and_memory(void **state) {
                 "   \"processes\": [{\"pid\": 77, \"comm\": \"python3\", \"cgroup\": \"/db/job\", \"processes\": 1,"
                 "   \"ended\": false, \"victim\": false, \"usage\": {\"rss_bytes\": 40000000, \"rss_growth_bytes\": "
                 "20971520}}],"
-                "   \"cgroups\": [{\"share\": 0.7}, {\"share\": 0.3}]}}",
+                "   \"cgroups\": [{\"path\": \"/db/job\", \"share\": 0.7}, {\"share\": 0.3}]}}",
                 "postgres (/db) waited 0.2 s for memory in 1 s: python3 (/db/job, pid 77) grew by 20.0 MiB");
 }
 
@@ -214,6 +246,7 @@ int main(void) {
                 cmocka_unit_test(test_dominance_rule),
                 cmocka_unit_test(test_hostile_comm),
                 cmocka_unit_test(test_ended_aggregate_and_own_processes),
+                cmocka_unit_test(test_dominant_cgroup_process),
                 cmocka_unit_test(test_own_limit_and_memory),
                 cmocka_unit_test(test_oom),
                 cmocka_unit_test(test_add),
