@@ -57,6 +57,22 @@ static json_t *limit_object(const CulpritScope *s) {
         return object_or_null(o, r);
 }
 
+/* An aggregate's spawner: its nearest live ancestor, named by culprits_read_spawners(). */
+static json_t *spawner_object(const CulpritSpawner *s) {
+        json_t *o;
+        int r = 0;
+
+        if (!s)
+                return json_null();
+        o = json_object();
+        r |= set_new(o, "pid", json_integer(s->pid));
+        r |= set_new(o, "comm", s->comm_len >= 0 ? json_string_from_bytes(s->comm, (size_t) s->comm_len) : json_null());
+        r |= set_new(o, "cmdline",
+                     s->cmdline_len >= 0 ? json_string_from_bytes(s->cmdline, (size_t) s->cmdline_len) : json_null());
+        r |= set_new(o, "processes", json_integer(s->processes));
+        return object_or_null(o, r);
+}
+
 static json_t *process_object(PsiResource res, const CulpritProcess *p, const ProcessInfo *info) {
         json_t *o = json_object();
         int r = 0;
@@ -66,6 +82,7 @@ static json_t *process_object(PsiResource res, const CulpritProcess *p, const Pr
         r |= set_new(o, "processes", json_integer(p->tgid > 0 ? 1 : p->ended));
         r |= set_new(o, "ended", json_boolean(p->origin != PROCESS_MEASURED));
         r |= set_new(o, "victim", json_boolean(p->victim));
+        r |= set_new(o, "spawner", spawner_object(p->spawner));
         r |= set_new(o, "usage", usage_object(res, &p->usage, false));
         r |= set_new(o, "share", json_real(p->share));
         return object_or_null(o, r);

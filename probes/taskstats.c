@@ -53,6 +53,7 @@ typedef struct TaskstatsLayout {
         TaskstatsField max[_TASK_DELAY_MAX];
         TaskstatsField max_ts[_TASK_DELAY_MAX]; /* a struct __kernel_timespec */
         TaskstatsField comm, uid, pid, ppid, btime64, tgid, cpu_run;
+        TaskstatsField hiwater_rss, read_bytes, write_bytes, cancelled_write_bytes;
 } TaskstatsLayout;
 
 static const TaskstatsLayout layout_classic = {
@@ -93,6 +94,10 @@ static const TaskstatsLayout layout_classic = {
         .btime64 = { 10, 344 },
         .tgid = { 12, 368 },
         .cpu_run = { 1, 64 },
+        .hiwater_rss = { 2, 200 },
+        .read_bytes = { 2, 248 },
+        .write_bytes = { 2, 256 },
+        .cancelled_write_bytes = { 2, 264 },
 };
 
 static const TaskstatsLayout layout_v15 = {
@@ -124,6 +129,11 @@ static const TaskstatsLayout layout_v15 = {
         .btime64 = { 15, 424 },
         .tgid = { 15, 464 },
         .cpu_run = { 15, 112 },
+        /* 48 bytes further than classic, like everything from ac_comm to the reclaim delay. */
+        .hiwater_rss = { 15, 248 },
+        .read_bytes = { 15, 296 },
+        .write_bytes = { 15, 304 },
+        .cancelled_write_bytes = { 15, 312 },
 };
 
 static bool field_present(const TaskstatsField *f, uint16_t version, size_t len, size_t size) {
@@ -203,6 +213,17 @@ static int parse_payload(const void *data, size_t len, uint16_t version_if_none,
         if (field_present(&l->cpu_run, version, len, 8)) {
                 ts.cpu_run_ns = get_u64(p, l->cpu_run.offset);
                 ts.has_cpu_run = true;
+        }
+        if (field_present(&l->hiwater_rss, version, len, 8)) {
+                ts.hiwater_rss_kib = get_u64(p, l->hiwater_rss.offset);
+                ts.has_hiwater_rss = true;
+        }
+        if (field_present(&l->read_bytes, version, len, 8) && field_present(&l->write_bytes, version, len, 8) &&
+            field_present(&l->cancelled_write_bytes, version, len, 8)) {
+                ts.read_bytes = get_u64(p, l->read_bytes.offset);
+                ts.write_bytes = get_u64(p, l->write_bytes.offset);
+                ts.cancelled_write_bytes = get_u64(p, l->cancelled_write_bytes.offset);
+                ts.has_io = true;
         }
 
         *ret = ts;

@@ -57,6 +57,14 @@ typedef struct TaskStats {
          * set when none was recorded. Same thread as max_ns, so also last-thread-wins by TGID. */
         uint64_t max_ts_ns[_TASK_DELAY_MAX];
         uint32_t max_ts_present; /* TASK_DELAY_MASK bits of max_ts_ns this payload carries */
+        /* Per-PID replies and exit records only (xacct_add_tsk() in kernel/tsacct.c): a TGID reply
+         * and an AGGR_TGID record leave them 0 although the layout has them (kernel-facts.md:
+         * tgid-totals). The high-water mark of the address space's resident set, in KiB (the whole
+         * process's: threads share it), and the thread's own storage bytes, rounded down to KiB. */
+        uint64_t hiwater_rss_kib;
+        bool has_hiwater_rss;
+        uint64_t read_bytes, write_bytes, cancelled_write_bytes;
+        bool has_io;
 } TaskStats;
 
 /* Highest struct version whose layout we know; newer versions are read with the v16+ layout,

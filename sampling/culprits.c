@@ -184,12 +184,54 @@ static const char *ancestor_cgroup(const Culprits *c, const CulpritsInput *in, p
         return NULL;
 }
 
-/* A process that ended during the sample joins its comm's aggregate. */
+/* The nearest ancestor alive at the end of the sample of a process that ended in it, up the exit
+ * records' parents through the processes that ended too (a compiler's gcc, ended before it): one
+ * the end snapshot measured (*ret_measured), or one the sample never had, outside the scope (alive
+ * if /proc still has it: culprits_read_spawners()). 0 when the chain reaches a process of the start
+ * that ended unheard (its parent unknown), or goes deeper than 16. */
+static pid_t live_ancestor(const CulpritsInput *in, pid_t ppid, bool *ret_measured) {
+        for (unsigned depth = 0; ppid > 0 && depth < 16; depth++) {
+                const ProcessDelays *p = snapshot_find_process(in->b, ppid);
+
+                if (!p) {
+                        if (in->a && snapshot_find_process(in->a, ppid))
+                                return 0;
+                        *ret_measured = false;
+                        return ppid;
+                }
+                if (p->origin == PROCESS_MEASURED) {
+                        *ret_measured = true;
+                        return ppid;
+                }
+                ppid = p->ppid;
+        }
+        return 0;
+}
+
+static void count_spawner(CulpritProcess *g, pid_t pid, bool measured) {
+        if (pid <= 0)
+                return;
+        for (size_t k = 0; k < CULPRIT_SPAWNER_CANDIDATES; k++) {
+                if (g->spawner_pids[k] == 0) {
+                        g->spawner_pids[k] = pid;
+                        g->spawner_measured[k] = measured;
+                }
+                if (g->spawner_pids[k] == pid) {
+                        g->spawner_counts[k]++;
+                        return;
+                }
+        }
+        /* More different ones than that: the rest are not counted. */
+}
+
+/* A process that started and ended during the sample joins its comm's aggregate. */
 static int aggregate(Culprits *c, const CulpritsInput *in, size_t first_aggregate, const ProcessDelays *pb,
                      const CulpritUsage *u) {
         size_t n = c->n_procs - first_aggregate;
         const char *cgroup = ancestor_cgroup(c, in, pb->ppid);
         CulpritProcess *g = NULL;
+        bool measured = false;
+        pid_t spawner = live_ancestor(in, pb->ppid, &measured);
 
         for (size_t i = first_aggregate; i < c->n_procs; i++)
                 if (strcmp(c->procs[i].comm, pb->comm) == 0 && c->procs[i].cgroup == cgroup) {
@@ -215,6 +257,7 @@ static int aggregate(Culprits *c, const CulpritsInput *in, size_t first_aggregat
         if (g->cgroup != cgroup)
                 g->cgroup = NULL; /* the last, taking the rest */
         usage_add(&g->usage, u);
+        count_spawner(g, spawner, measured);
         return 0;
 }
 
@@ -231,7 +274,8 @@ static int build_processes(Culprits *c, const CulpritsInput *in) {
                 const ProcessDelays *pb = &b->procs[i];
 
                 c->pu_valid[i] = process_usage(in->resource, in->a, pb, &c->pu[i]);
-                if (!c->pu_valid[i] || pb->origin != PROCESS_MEASURED)
+                /* One measured at the start keeps its pid when it ends (an OOM victim). */
+                if (!c->pu_valid[i] || pb->origin == PROCESS_SHORT)
                         continue;
                 CulpritProcess p = {
                         .tgid = pb->tgid,
@@ -248,7 +292,7 @@ static int build_processes(Culprits *c, const CulpritsInput *in) {
         if (r < 0)
                 return r;
         for (size_t i = 0; i < b->n_procs; i++)
-                if (c->pu_valid[i] && b->procs[i].origin != PROCESS_MEASURED) {
+                if (c->pu_valid[i] && b->procs[i].origin == PROCESS_SHORT) {
                         r = aggregate(c, in, first_aggregate, &b->procs[i], &c->pu[i]);
                         if (r < 0)
                                 return r;
@@ -415,7 +459,40 @@ int culprits_build(Culprits *c, const CulpritsInput *in) {
         return r;
 }
 
+int culprits_read_spawners(Culprits *c, int proc_fd) {
+        if (array_reserve((void **) &c->spawners, &c->cap_spawners, c->n_procs, sizeof *c->spawners) < 0)
+                return -ENOMEM;
+        for (size_t i = 0; i < c->n_procs; i++) {
+                CulpritProcess *p = &c->procs[i];
+                CulpritSpawner *s = &c->spawners[i];
+                size_t best = 0;
+
+                p->spawner = NULL;
+                if (p->tgid > 0)
+                        continue;
+                for (size_t k = 1; k < CULPRIT_SPAWNER_CANDIDATES; k++)
+                        if (p->spawner_counts[k] > p->spawner_counts[best])
+                                best = k;
+                if (p->spawner_pids[best] <= 0)
+                        continue;
+                *s = (CulpritSpawner) { .pid = p->spawner_pids[best], .processes = p->spawner_counts[best] };
+                s->comm_len = proc_read_comm(proc_fd, s->pid, s->comm, sizeof s->comm);
+                /* Outside the scope and gone from /proc: it ended too (-ESRCH), nobody alive to name. */
+                if (s->comm_len < 0 && !p->spawner_measured[best])
+                        continue;
+                s->cmdline_len =
+                        s->comm_len < 0 ? -1 : proc_read_cmdline(proc_fd, s->pid, s->cmdline, sizeof s->cmdline);
+                if (s->cmdline_len < 0)
+                        s->cmdline_len = -1;
+                if (s->comm_len < 0)
+                        s->comm_len = -1;
+                p->spawner = s;
+        }
+        return 0;
+}
+
 void culprits_done(Culprits *c) {
+        free(c->spawners);
         free(c->procs);
         free(c->cgroups);
         free(c->order);

@@ -1,10 +1,14 @@
 /* SPDX-License-Identifier: MIT */
 /* Who is causing the pressure: the processes and the cgroups of the culprit scope (the node, or the
  * cgroup whose limit the stalled tasks compete under) ranked by their use of the fired resource
- * during the sample: cpu time, storage bytes, or memory growth then size. Processes that ended
- * during the sample (a fork storm's) are aggregated by comm and their live ancestor's cgroup. Cgroups rank on their own
- * counters (a cgroup's counter less its children's) where every counter is there, else on the sum
- * of their own processes. Pure: no I/O, no logging; buffers are reused. */
+ * during the sample: cpu time, storage bytes, or memory growth then size. A process measured at the
+ * start that ended during the sample stays an entry of its own with its last use (its exit
+ * records': kernel-facts.md: exit-records); processes that started and ended inside it (a fork
+ * storm's) are aggregated by comm and their live ancestor's cgroup, and named by their spawner, the
+ * nearest ancestor still alive. Cgroups rank on their own counters (a cgroup's counter less its
+ * children's) where every counter is there, else on the sum of their own processes.
+ * culprits_build() is pure (no I/O, no logging); culprits_read_spawners() reads /proc for the
+ * spawners' names only. Buffers are reused. */
 #pragma once
 
 #include <stdbool.h>
@@ -15,16 +19,33 @@
 #include "probes/cgusage.h"
 #include "probes/limits-find.h"
 #include "probes/pressure.h"
+#include "probes/procfs.h"
 #include "sampling/snapshot.h"
 
 /* Processes of one comm that ended during a sample, under the same live ancestor's
  * cgroup, are one entry, up to this many entries; the rest are summed in the last. */
 #define CULPRIT_AGGREGATES_MAX 64
 
+/* An aggregate counts the live ancestors of its processes, up to this many different ones. */
+#define CULPRIT_SPAWNER_CANDIDATES 4
+#define CULPRIT_SPAWNER_CMDLINE_MAX 1024
+
+/* An aggregate's spawner: the nearest ancestor of its processes alive at the end of the sample,
+ * the one most of them descend from (a build's make behind its compilers' short-lived gcc). */
+typedef struct CulpritSpawner {
+        pid_t pid;
+        unsigned processes; /* of the aggregate's, how many descend from it */
+        char comm[PROC_COMM_MAX];
+        ssize_t comm_len; /* raw bytes; -1: unknown (it ended after the sample) */
+        char cmdline[CULPRIT_SPAWNER_CMDLINE_MAX];
+        ssize_t cmdline_len; /* -1: unknown */
+} CulpritSpawner;
+
 typedef struct CulpritUsage {
         uint64_t cpu_us;
         uint64_t read_bytes, write_bytes;
-        uint64_t rss_bytes;       /* memory: resident now (processes) or charged now (cgroups) */
+        uint64_t rss_bytes;       /* memory: resident now (processes; one that ended: its high-water mark, an
+                                   * aggregate: their sum) or charged now (cgroups) */
         int64_t rss_growth_bytes; /* memory: its change over the sample */
         bool has_growth;          /* false for a lifetime pass or a process new in the sample */
         uint64_t majflt;          /* memory, processes: major faults in the sample */
@@ -44,6 +65,13 @@ typedef struct CulpritProcess {
         bool victim; /* also among the most delayed */
         int64_t key; /* the order: the score, or memory growth */
         uint64_t key2;
+        /* An aggregate's candidate spawners (culprits_build): the live ancestors of its processes,
+         * how many descend from each, and whether the end snapshot had it (else it lies outside the
+         * scope: alive only if /proc still has it). */
+        pid_t spawner_pids[CULPRIT_SPAWNER_CANDIDATES];
+        unsigned spawner_counts[CULPRIT_SPAWNER_CANDIDATES];
+        bool spawner_measured[CULPRIT_SPAWNER_CANDIDATES];
+        const CulpritSpawner *spawner; /* culprits_read_spawners(), into Culprits.spawners; NULL: none */
 } CulpritProcess;
 
 typedef struct CulpritCgroup {
@@ -78,6 +106,8 @@ typedef struct Culprits {
         CulpritUsage *pu; /* scratch: per process of b */
         bool *pu_valid;
         size_t cap_pu, cap_pu_valid;
+        CulpritSpawner *spawners; /* one per entry of procs (culprits_read_spawners) */
+        size_t cap_spawners;
 } Culprits;
 
 /* Where a culprit pass looks (culprit_scope_open(), sampling/sampler.h): the processes and cgroups that compete for
@@ -105,8 +135,12 @@ typedef struct CulpritsInput {
         size_t top;
 } CulpritsInput;
 
-/* Builds c from in. 0 or -ENOMEM. */
+/* Builds c from in; no spawner is named yet (CulpritProcess.spawner NULL). 0 or -ENOMEM. */
 int culprits_build(Culprits *c, const CulpritsInput *in);
+/* Names each aggregate's spawner: of its candidates, the one most of its processes descend from,
+ * with its comm and cmdline from /proc (proc_fd). One the end snapshot did not have and /proc no
+ * longer has is none (it ended, or never was alive). Does not log. 0 or -ENOMEM. */
+int culprits_read_spawners(Culprits *c, int proc_fd);
 void culprits_done(Culprits *c);
 
 /* What an entry is ranked on for res: cpu time, bytes read and written, or memory growth (then

@@ -19,6 +19,12 @@ static void record_from(ExitRecord *x, const TaskStats *ts, bool process) {
                 .cpu_run_ns = ts->cpu_run_ns,
                 .has_cpu_run = ts->has_cpu_run,
                 .process = process,
+                /* The kernel's KiB (xacct_add_tsk() in kernel/tsacct.c). */
+                .hiwater_rss_bytes = ts->has_hiwater_rss ? ts->hiwater_rss_kib * 1024 : 0,
+                .has_hiwater_rss = ts->has_hiwater_rss && !process,
+                .read_bytes = ts->read_bytes,
+                .write_bytes = ts->write_bytes,
+                .has_io = ts->has_io && !process,
         };
         memcpy(x->t.delay_ns, ts->delay_ns, sizeof x->t.delay_ns);
         memcpy(x->t.comm, ts->comm, sizeof x->t.comm);
@@ -49,6 +55,7 @@ void exit_records_clear(ExitRecords *e) {
 void exit_records_done(ExitRecords *e) {
         free(e->items);
         free(e->finals);
+        free(e->threads);
         *e = (ExitRecords) {};
 }
 
@@ -102,6 +109,46 @@ static int index_finals(ExitRecords *e) {
         return 0;
 }
 
+/* e->threads: every thread record of a known process, sorted by tgid. 0 or -ENOMEM. */
+static int index_threads(ExitRecords *e) {
+        e->n_threads = 0;
+        if (array_reserve((void **) &e->threads, &e->cap_threads, e->n, sizeof *e->threads) < 0)
+                return -ENOMEM;
+        for (size_t i = 0; i < e->n; i++)
+                if (!e->items[i].process && e->items[i].t.tgid > 0)
+                        e->threads[e->n_threads++] = &e->items[i];
+        if (e->n_threads > 0)
+                qsort(e->threads, e->n_threads, sizeof *e->threads, cmp_record_tgid);
+        return 0;
+}
+
+/* What the thread records of process tgid say of its last use: io summed, the high-water mark of
+ * its address space (the same mm for every thread; the largest, since a thread that ends after the
+ * mm is gone reads 0). */
+static void last_use(const ExitRecords *e, pid_t tgid, ProcessDelays *p) {
+        size_t lo = 0, hi = e->n_threads;
+
+        while (lo < hi) {
+                size_t mid = lo + (hi - lo) / 2;
+                if (e->threads[mid]->t.tgid < tgid)
+                        lo = mid + 1;
+                else
+                        hi = mid;
+        }
+        for (size_t i = lo; i < e->n_threads && e->threads[i]->t.tgid == tgid; i++) {
+                const ExitRecord *x = e->threads[i];
+                if (x->has_io) {
+                        p->read_bytes += x->read_bytes;
+                        p->write_bytes += x->write_bytes;
+                        p->has_io = true;
+                }
+                if (x->has_hiwater_rss) {
+                        p->rss_bytes = p->rss_bytes > x->hiwater_rss_bytes ? p->rss_bytes : x->hiwater_rss_bytes;
+                        p->has_mem = true;
+                }
+        }
+}
+
 static const ExitRecord *find_final(const ExitRecords *e, pid_t tgid) {
         size_t lo = 0, hi = e->n_finals;
 
@@ -115,7 +162,7 @@ static const ExitRecord *find_final(const ExitRecords *e, pid_t tgid) {
         return lo < e->n_finals && e->finals[lo]->t.tgid == tgid ? e->finals[lo] : NULL;
 }
 
-static int append_process(Snapshot *b, const ExitRecord *x, ProcessOrigin origin) {
+static int append_process(Snapshot *b, const ExitRecords *e, const ExitRecord *x, ProcessOrigin origin) {
         ProcessDelays p = {
                 .tgid = x->t.tgid,
                 .ppid = x->ppid,
@@ -128,6 +175,7 @@ static int append_process(Snapshot *b, const ExitRecord *x, ProcessOrigin origin
 
         memcpy(p.delay_ns, x->t.delay_ns, sizeof p.delay_ns);
         memcpy(p.comm, x->t.comm, sizeof p.comm);
+        last_use(e, x->t.tgid, &p);
         return snapshot_append_process(b, &p);
 }
 
@@ -164,6 +212,8 @@ int snapshot_merge_exits(Snapshot *b, const Snapshot *a, const Snapshot *threads
                 if (e->items[i].t.tgid <= 0 && snapshot_find_process(a, e->items[i].t.tid))
                         e->items[i].t.tgid = e->items[i].t.tid;
         r = index_finals(e);
+        if (r >= 0)
+                r = index_threads(e);
         if (r < 0)
                 return r;
 
@@ -180,7 +230,7 @@ int snapshot_merge_exits(Snapshot *b, const Snapshot *a, const Snapshot *threads
                         b->ended_unheard++;
                         continue;
                 }
-                r = append_process(b, x, PROCESS_ENDED);
+                r = append_process(b, e, x, PROCESS_ENDED);
                 if (r < 0)
                         return r;
         }
@@ -197,7 +247,7 @@ int snapshot_merge_exits(Snapshot *b, const Snapshot *a, const Snapshot *threads
                          * the next, with their own children. */
                         if (in_sample_n(b, before, a, x->t.tgid) || x->ppid <= 0 || !in_sample_n(b, before, a, x->ppid))
                                 continue;
-                        r = append_process(b, x, PROCESS_SHORT);
+                        r = append_process(b, e, x, PROCESS_SHORT);
                         if (r < 0)
                                 return r;
                 }

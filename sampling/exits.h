@@ -20,6 +20,12 @@ typedef struct ExitRecord {
         uint64_t cpu_run_ns;
         bool has_cpu_run;
         bool process;
+        /* A thread's record only (an AGGR_TGID record has none: kernel-facts.md: exit-records):
+         * the address space's resident high-water mark, and the thread's own storage bytes. */
+        uint64_t hiwater_rss_bytes;
+        bool has_hiwater_rss;
+        uint64_t read_bytes, write_bytes;
+        bool has_io;
 } ExitRecord;
 
 /* Exit records gathered while a sample runs (taskstats_exit_listener_drain), reused. */
@@ -29,6 +35,8 @@ typedef struct ExitRecords {
         unsigned lost;
         const ExitRecord **finals; /* scratch of snapshot_merge_exits(): each process's final record */
         size_t n_finals, cap_finals;
+        const ExitRecord **threads; /* scratch of snapshot_merge_exits(): the thread records, by tgid */
+        size_t n_threads, cap_threads;
 } ExitRecords;
 
 /* Keeps the records of one exit message: the thread's, and the process's when given (the last
@@ -47,6 +55,10 @@ const ExitRecord *exit_records_find_process(const ExitRecords *e, pid_t tgid);
  * (kernel-facts.md: exit-records):
  * - a process of a that b no longer has gets its final counters (origin ENDED); one with no
  *   record heard is counted in b->ended_unheard;
+ * - a process that ended (ENDED or SHORT) gets the last use its thread records tell: storage bytes
+ *   summed over them (has_io; for a process whose threads also ended before the sample, less than
+ *   its /proc/<pid>/io said: those ended unheard) and the resident high-water mark as rss_bytes
+ *   (has_mem; the size it had reached when it ended, an OOM victim's before the kill freed it);
  * - a process that started and ended inside the sample (in neither listing) is placed in the
  *   subtree when its parent is a process of a or b, or another such process (origin SHORT); the
  *   others are summed in b->unattributed: a record never says which cgroup its task was in;

@@ -208,7 +208,8 @@ static void build_culprits(Sampler *s, bool lifetime) {
                 .n_victims = n,
                 .top = MAX(s->scope.detail, 1u),
         };
-        if (culprits_build(&s->culprits, &in) < 0) {
+        if (culprits_build(&s->culprits, &in) < 0 ||
+            culprits_read_spawners(&s->culprits, s->scope.sysroot->proc_fd) < 0) {
                 s->partial = true;
                 return;
         }

@@ -9,15 +9,26 @@ service's cgroup each time.
    its cgroup is the first culprit cgroup (its counters include the ended children) and its
    children are one aggregate, by comm, with a count.
 3. memory: in one memory-limited cgroup, a grower beside a page-cache reader and an idle process:
-   the scope is that cgroup with its limit, and the grower is the first culprit."""
+   the scope is that cgroup with its limit, and the grower is the first culprit.
+   The storm's children are short-lived gccs that each run a cc1: the cc1s' aggregate names their
+   spawner, the live make behind the ended gccs.
+4. oom: a grower that the OOM killer ends in the middle of a snapshot of its 48 MiB cgroup stays
+   the first memory culprit, with its pid, ended, and the size its exit record says it reached.
+5. writers: a storm of short writers (each writes and syncs 4 MiB, then ends): their aggregate has
+   the bytes (from their exit records) and names their parent as spawner."""
 
+import json
 import os
+import shutil
+import signal
+import subprocess
 import sys
 import tempfile
+import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from common import (LimitedCgroup, ScratchCgroup, check, check_kernel, make_file, run, spawn,  # noqa: E402
-                    start_watching, stop_agent, validator, wait_lines)
+from common import (Failed, LimitedCgroup, ScratchCgroup, check, check_kernel, make_file, run,  # noqa: E402
+                    spawn, start_watching, stop_agent, validator, wait_lines)
 
 PSIDIAG, WORKLOAD, SCHEMAS = sys.argv[1:4]
 NCPU = os.cpu_count() or 1
@@ -96,7 +107,9 @@ def fork_storm(mount, tmp, validate):
     with ScratchCgroup(mount, "cul-svc2") as svc, ScratchCgroup(mount, "cul-build") as build:
         svc.spawn([WORKLOAD, "spin", "svc-worker"])
         agent, out, log = start_watching(PSIDIAG, tmp, svc, "storm", "cpu some 50ms 2s", top=5)
-        make = build.spawn([WORKLOAD, "storm", "psidiag-cc1", "4"])
+        # make -> gcc (short-lived) -> cc1: the cc1s' spawner is the make behind their gone gccs.
+        env = dict(os.environ, PSIDIAG_STORM_VIA="psidiag-gcc", PSIDIAG_STORM_PARENT="psidiag-make")
+        make = spawn(build, [WORKLOAD, "storm", "psidiag-cc1", "4"], env)
         inc = first_with_culprits(agent, out, log)
         validate(inc)
         c = inc["culprits"]
@@ -107,6 +120,10 @@ def fork_storm(mount, tmp, validate):
         check(first["pid"] is None and first["comm"] == "psidiag-cc1" and first["ended"]
               and first["processes"] >= 2 and first["cgroup"] == "/" + build.rel, f"culprit processes: {procs}")
         check(make.poll() is None, "the storm's parent died")
+        sp = first["spawner"]
+        check(sp and sp["pid"] == make.pid and sp["comm"] == "psidiag-make" and "storm" in (sp["cmdline"] or "")
+              and 1 <= sp["processes"] <= first["processes"] and sp["processes"] * 2 > first["processes"],
+              f"the cc1s' spawner: {sp}, make {make.pid}")
         plausible(inc)
         check_summary(inc, "svc-worker (/", f" psidiag-cc1 processes (/{build.rel}, ended) used ")
         print(f"storm: {procs[0]}, cgroup {cgroups[0]}")
@@ -141,12 +158,77 @@ def memory_grower(mount, tmp, validate):
         os.unlink(data)
 
 
+def snapshot(cg, res, ms, top=5):
+    p = subprocess.run([PSIDIAG, "snapshot", cg.rel, "--resource", res, "--sample-ms", str(ms), "--top", str(top)],
+                       capture_output=True, text=True, timeout=ms / 1000 + 60)
+    check(p.returncode == 0, f"snapshot: {p.returncode} {p.stderr[-2000:]}")
+    return json.loads(p.stdout.splitlines()[-1])
+
+
+def oom_grower(mount, tmp, validate):
+    limit = 48 << 20
+    data = make_file("/var/tmp", 96 << 20)
+    try:
+        with ScratchCgroup(mount, "cul-oom") as cg, LimitedCgroup(mount, cg, "cul-oom", limit) as lim:
+            env = dict(os.environ, PSIDIAG_FILE=data, PSIDIAG_ALLOC_MS="40")
+            reader = spawn(cg, [WORKLOAD, "thrash", "psidiag-reader"], env, lim.extra)
+            time.sleep(1)
+            grower = spawn(cg, [WORKLOAD, "alloc", "psidiag-grower"], env, lim.extra)
+            time.sleep(0.5)  # alive at the start of the sample, killed in its middle
+            inc = snapshot(cg, "memory", 8000)
+            try:
+                grower.wait(1)
+            except subprocess.TimeoutExpired:
+                raise Failed("the grower was not OOM-killed during the 8 s sample")
+            check(grower.returncode == -signal.SIGKILL, f"the grower ended with {grower.returncode}")
+            validate(inc)
+            c = inc["culprits"]
+            procs, cgroups = describe(c)
+            check(c["resource"] == "memory" and c["scope"] == "/" + cg.rel, f"scope {c['scope']} ({lim.how})")
+            first = c["processes"][0]
+            check(first["pid"] == grower.pid and first["ended"] and first["processes"] == 1,
+                  f"the killed grower is not the first culprit: {procs}")
+            u = first["usage"]
+            check(16 << 20 <= u["rss_bytes"] <= limit * 11 // 10 and u["rss_growth_bytes"] > 0, f"grower usage {u}")
+            check(all(p["pid"] != reader.pid for p in c["processes"][:1]), "the reader ranks first")
+            plausible(inc)
+            print(f"oom ({lim.how}): {procs[:3]}")
+    finally:
+        os.unlink(data)
+
+
+def short_writers(mount, tmp, validate):
+    wdir = tempfile.mkdtemp(prefix="psidiag-it-w-", dir="/var/tmp")  # a disk, not a tmpfs
+    try:
+        with ScratchCgroup(mount, "cul-writers") as cg:
+            env = dict(os.environ, PSIDIAG_DIR=wdir, PSIDIAG_STORM_PARENT="psidiag-wparent")
+            parent = spawn(cg, [WORKLOAD, "writers", "psidiag-writer", "2"], env)
+            time.sleep(0.5)
+            inc = snapshot(cg, "io", 3000, top=10)
+            check(parent.poll() is None, "the writers' parent died")
+            validate(inc)
+            c = inc["culprits"]
+            procs, cgroups = describe(c)
+            mine = [p for p in c["processes"] if p["comm"] == "psidiag-writer" and p["pid"] is None]
+            check(mine, f"no aggregate of the short writers among {procs}")
+            w = mine[0]
+            check(w["ended"] and w["processes"] >= 2 and w["usage"]["write_bytes"] >= (4 << 20) * (w["processes"] // 2),
+                  f"the writers' aggregate: {w}")
+            sp = w["spawner"]
+            check(sp and sp["pid"] == parent.pid and sp["comm"] == "psidiag-wparent", f"the writers' spawner: {sp}")
+            plausible(inc)
+            print(f"writers: {[p for p in procs if p[1] == 'psidiag-writer']}, spawner {sp}")
+    finally:
+        shutil.rmtree(wdir, ignore_errors=True)
+
+
 def main():
     mount = check_kernel()
     validate = validator(SCHEMAS)
     tmp = tempfile.mkdtemp(prefix="psidiag-it-")
-    parts = os.environ.get("PSIDIAG_PARTS", "cpu,storm,memory").split(",")
-    for name, part in (("cpu", cpu_neighbour), ("storm", fork_storm), ("memory", memory_grower)):
+    parts = os.environ.get("PSIDIAG_PARTS", "cpu,storm,memory,oom,writers").split(",")
+    for name, part in (("cpu", cpu_neighbour), ("storm", fork_storm), ("memory", memory_grower), ("oom", oom_grower),
+                       ("writers", short_writers)):
         if name in parts:
             part(mount, tmp, validate)
 

@@ -5,12 +5,14 @@
  * (read the file PSIDIAG_FILE through the page cache, or with O_DIRECT), and alloc (touch 1 MiB
  * of anonymous memory every PSIDIAG_ALLOC_MS ms, 20 by default, until the OOM killer ends it or
  * it holds PSIDIAG_ALLOC_MAX_MB), and storm (children of COMM that spin 100 ms each and end, THREADS
- * of them at a time: a build's compilers).
+ * of them at a time: a build's compilers), and writers (the same, each child writing, syncing and
+ * removing a 4 MiB file in PSIDIAG_DIR: short writers).
  * tick (2 ms of work every 20 ms: a quiet service).
  * Usage: psidiag-workload spin|sleep|tick|park|spin-exit|thrash|dio-read|alloc [COMM [THREADS]]. Runs until killed.
  * COMM becomes the task's name (prctl), so tests can tell workloads apart, hostile names included. */
 #include <fcntl.h>
 #include <pthread.h>
+#include <stdbool.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -167,9 +169,44 @@ static char **args_from_env(int *argc, char **argv) {
         return words;
 }
 
+/* What a storm's child does: spin for 100 ms of cpu, or (writers) write 4 MiB to a new file in
+ * PSIDIAG_DIR, fsync it and remove it. */
+static void storm_child(const char *comm, bool writer) {
+        if (comm)
+                prctl(PR_SET_NAME, comm, 0, 0, 0);
+        if (writer) {
+                static char buf[1 << 20];
+                char path[4096];
+                const char *dir = getenv("PSIDIAG_DIR");
+                int fd;
+
+                snprintf(path, sizeof path, "%s/w.%d", dir ? dir : "/var/tmp", (int) getpid());
+                fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+                if (fd < 0)
+                        _exit(3);
+                memset(buf, 0x5a, sizeof buf);
+                for (int i = 0; i < 4; i++)
+                        if (write(fd, buf, sizeof buf) != (ssize_t) sizeof buf)
+                                _exit(3);
+                fsync(fd);
+                close(fd);
+                unlink(path);
+                _exit(0);
+        }
+        spin_for_ms(CLOCK_PROCESS_CPUTIME_ID, 100); /* 100 ms of cpu, however busy the node */
+        _exit(0);
+}
+
 /* A fork storm, as a build runs compilers: forever, `threads` children at a time, each named comm,
- * spinning for 100 ms and ending. */
-static void storm(int children, const char *comm) {
+ * spinning for 100 ms and ending (writers: writing 4 MiB each). With PSIDIAG_STORM_VIA=NAME each
+ * child is a short-lived NAME that runs the named one and waits for it (make -> gcc -> cc1), and
+ * the storm itself is named PSIDIAG_STORM_PARENT when set. */
+static void storm(int children, const char *comm, bool writer) {
+        const char *via = getenv("PSIDIAG_STORM_VIA"), *parent = getenv("PSIDIAG_STORM_PARENT");
+        pid_t pid;
+
+        if (parent)
+                prctl(PR_SET_NAME, parent, 0, 0, 0);
         for (int i = 0; i < children; i++)
                 if (fork() == 0)
                         goto child;
@@ -181,10 +218,13 @@ static void storm(int children, const char *comm) {
                         goto child;
         }
 child:
-        if (comm)
-                prctl(PR_SET_NAME, comm, 0, 0, 0);
-        spin_for_ms(CLOCK_PROCESS_CPUTIME_ID, 100); /* 100 ms of cpu, however busy the node */
-        _exit(0);
+        if (!via)
+                storm_child(comm, writer);
+        prctl(PR_SET_NAME, via, 0, 0, 0);
+        pid = fork();
+        if (pid == 0)
+                storm_child(comm, writer);
+        _exit(pid > 0 && waitpid(pid, NULL, 0) == pid ? 0 : 3);
 }
 
 int main(int argc, char **argv) {
@@ -194,7 +234,8 @@ int main(int argc, char **argv) {
 
         if (argc < 2) {
                 fprintf(stderr,
-                        "usage: %s spin|sleep|tick|park|churn|storm|spin-exit|thrash|dio-read|alloc [COMM [THREADS]]\n",
+                        "usage: %s spin|sleep|tick|park|churn|storm|writers|spin-exit|thrash|dio-read|alloc [COMM "
+                        "[THREADS]]\n",
                         argv[0]);
                 return 2;
         }
@@ -215,8 +256,8 @@ int main(int argc, char **argv) {
                         return 2;
                 }
                 fn = argv[1][0] == 't' ? thrash : dio_read;
-        } else if (strcmp(argv[1], "storm") == 0) {
-                storm(threads, argc > 2 ? argv[2] : NULL);
+        } else if (strcmp(argv[1], "storm") == 0 || strcmp(argv[1], "writers") == 0) {
+                storm(threads, argc > 2 ? argv[2] : NULL, argv[1][0] == 'w');
                 return 0;
         } else if (strcmp(argv[1], "churn") == 0) {
                 if (argc > 2)
@@ -232,7 +273,8 @@ int main(int argc, char **argv) {
                 setitimer(ITIMER_REAL, &it, NULL);
         } else {
                 fprintf(stderr,
-                        "usage: %s spin|sleep|tick|park|churn|storm|spin-exit|thrash|dio-read|alloc [COMM [THREADS]]\n",
+                        "usage: %s spin|sleep|tick|park|churn|storm|writers|spin-exit|thrash|dio-read|alloc [COMM "
+                        "[THREADS]]\n",
                         argv[0]);
                 return 2;
         }

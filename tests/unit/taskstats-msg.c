@@ -23,6 +23,10 @@ void fill_v13(struct taskstats *t, __u16 version) {
         t->ac_ppid = 4000;
         t->ac_tgid = 4300;
         t->ac_btime64 = 1795000000;
+        t->hiwater_rss = 123456;
+        t->read_bytes = 4096 * 3;
+        t->write_bytes = 4096 * 5;
+        t->cancelled_write_bytes = 4096;
 }
 
 void expect_common(const TaskStats *ts, uint16_t version) {
@@ -42,6 +46,12 @@ void expect_common(const TaskStats *ts, uint16_t version) {
         assert_int_equal(ts->btime_s, 1795000000);
         assert_true(ts->has_cpu_run);
         assert_int_equal(ts->cpu_run_ns, 9000009);
+        assert_true(ts->has_hiwater_rss);
+        assert_int_equal(ts->hiwater_rss_kib, 123456);
+        assert_true(ts->has_io);
+        assert_int_equal(ts->read_bytes, 4096 * 3);
+        assert_int_equal(ts->write_bytes, 4096 * 5);
+        assert_int_equal(ts->cancelled_write_bytes, 4096);
 }
 
 /* A TASKSTATS_CMD_NEW reply as the kernel builds it: AGGR_PID { PID, STATS }. */
@@ -85,6 +95,8 @@ void expect_same_as_tgid(const void *payload, size_t len, const TaskStats *want)
         assert_int_equal(ts.max_present, want->max_present);
         assert_memory_equal(ts.max_ts_ns, want->max_ts_ns, sizeof ts.max_ts_ns);
         assert_int_equal(ts.max_ts_present, want->max_ts_present);
+        assert_int_equal(ts.hiwater_rss_kib, want->hiwater_rss_kib);
+        assert_int_equal(ts.write_bytes, want->write_bytes);
         nlmsg_free(msg);
 }
 

@@ -10,6 +10,7 @@
 #include "incident/onwhat-report.h"
 #include "sampling/culprits.h"
 #include "sampling/sampler.h"
+#include "tests/unit/fake-tree.h"
 #include "tests/unit/test-util.h"
 
 #define MS 1000000ULL /* ns */
@@ -130,18 +131,22 @@ static void test_aggregate(void **state) {
                 .resource = PSI_RESOURCE_CPU, .a = &a, .b = &b, .ga = &ga, .gb = &gb, .scope_is_node = true, .top = 10
         };
         assert_int_equal(culprits_build(&c, &in), 0);
-        assert_int_equal(c.n_procs, 4);
+        assert_int_equal(c.n_procs, 5);
         assert_int_equal(c.procs[0].tgid, 0);
         assert_string_equal(c.procs[0].comm, "cc1");
         assert_string_equal(c.procs[0].cgroup, "build");
-        assert_int_equal(c.procs[0].ended, 4);
-        assert_int_equal(c.procs[0].usage.cpu_us, 360000);
-        assert_string_equal(c.procs[1].comm, "cc1");
-        assert_null(c.procs[1].cgroup);
-        assert_int_equal(c.procs[1].ended, 1);
-        assert_int_equal(c.procs[2].tgid, 7);
-        assert_string_equal(c.procs[3].comm, "sh");
-        assert_int_equal(c.procs[3].ended, 1);
+        assert_int_equal(c.procs[0].ended, 3);
+        assert_int_equal(c.procs[0].usage.cpu_us, 300000);
+        /* The compiler measured at A keeps its pid: it ended, it is no stranger. */
+        assert_int_equal(c.procs[1].tgid, 8);
+        assert_int_equal(c.procs[1].origin, PROCESS_ENDED);
+        assert_int_equal(c.procs[1].usage.cpu_us, 60000);
+        assert_string_equal(c.procs[2].comm, "cc1");
+        assert_null(c.procs[2].cgroup);
+        assert_int_equal(c.procs[2].ended, 1);
+        assert_int_equal(c.procs[3].tgid, 7);
+        assert_string_equal(c.procs[4].comm, "sh");
+        assert_int_equal(c.procs[4].ended, 1);
         /* The build cgroup's own counters have its ended compilers. */
         assert_int_equal(c.n_cgroups, 1);
         assert_string_equal(c.cgroups[0].path, "build");
@@ -153,6 +158,222 @@ static void test_aggregate(void **state) {
         snapshot_done(&b);
         cgroup_usages_done(&ga);
         cgroup_usages_done(&gb);
+}
+
+/* A /proc/<pid>/cmdline of the fake tree: NUL-separated arguments. */
+static void write_cmdline(const char *dir, pid_t pid, const char *args, size_t len) {
+        char path[512];
+        FILE *f;
+
+        snprintf(path, sizeof path, "%s/%d/cmdline", dir, (int) pid);
+        assert_non_null(f = fopen(path, "w"));
+        assert_int_equal(fwrite(args, 1, len, f), len);
+        assert_int_equal(fclose(f), 0);
+}
+
+/* The spawner of an aggregate: the nearest ancestor alive at the end, up the exit records'
+ * parents through ancestors that ended (kernel-facts.md: exit-records), named from /proc. */
+static void test_spawner(void **state) {
+        char dir[] = "/tmp/psidiag-test-XXXXXX";
+        Snapshot a = {}, b = {};
+        Culprits c = {};
+        int proc_fd;
+
+        assert_non_null(mkdtemp(dir));
+        assert_int_equal(fake_tree_write(dir, "7/comm", "make\n"), 0);
+        write_cmdline(dir, 7, "make\0-j4\0", 9);
+        assert_int_equal(fake_tree_write(dir, "5/comm", "bash\n"), 0);
+        write_cmdline(dir, 5, "-bash\0", 6);
+        assert_int_equal(fake_tree_write(dir, "1/comm", "systemd\n"), 0);
+        proc_fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        assert_true(proc_fd >= 0);
+
+        /* make (7) alive; gcc 8 running at A ended; its cc1s started and ended under it. */
+        add(&a, 7, PROCESS_MEASURED, 0, "", 0);
+        add(&a, 8, PROCESS_MEASURED, 0, "", 0);
+        add(&b, 7, PROCESS_MEASURED, 0, "", 1 * MS);
+        add(&b, 8, PROCESS_ENDED, 7, "gcc", 1 * MS);
+        add(&b, 100, PROCESS_SHORT, 8, "cc1", 100 * MS);
+        add(&b, 101, PROCESS_SHORT, 8, "cc1", 100 * MS);
+        add(&b, 102, PROCESS_SHORT, 7, "gcc", 1 * MS); /* a gcc born and ended in the sample */
+        add(&b, 103, PROCESS_SHORT, 102, "cc1", 100 * MS);
+        add(&b, 104, PROCESS_SHORT, 7, "cc1", 100 * MS);
+        CulpritsInput in = { .resource = PSI_RESOURCE_CPU, .a = &a, .b = &b, .top = 10 };
+        assert_int_equal(culprits_build(&c, &in), 0);
+        assert_null(c.procs[0].spawner); /* not named before culprits_read_spawners() */
+        assert_int_equal(culprits_read_spawners(&c, proc_fd), 0);
+        assert_int_equal(c.procs[0].tgid, 0);
+        assert_string_equal(c.procs[0].comm, "cc1");
+        assert_int_equal(c.procs[0].ended, 4);
+        assert_non_null(c.procs[0].spawner);
+        assert_int_equal(c.procs[0].spawner->pid, 7);
+        assert_int_equal(c.procs[0].spawner->processes, 4);
+        assert_memory_equal(c.procs[0].spawner->comm, "make", 4);
+        assert_int_equal(c.procs[0].spawner->comm_len, 4);
+        assert_string_equal(c.procs[0].spawner->cmdline, "make -j4");
+        for (size_t i = 0; i < c.n_procs; i++)
+                if (c.procs[i].tgid > 0)
+                        assert_null(c.procs[i].spawner); /* single processes have none */
+
+        /* The spawner ended too: make 7 ended in the sample, its shell (5, outside the scope) is
+         * still in /proc. */
+        Snapshot b2 = {};
+        add(&b2, 7, PROCESS_ENDED, 5, "make", 1 * MS);
+        add(&b2, 8, PROCESS_ENDED, 7, "gcc", 1 * MS);
+        add(&b2, 100, PROCESS_SHORT, 8, "cc1", 100 * MS);
+        add(&b2, 104, PROCESS_SHORT, 7, "cc1", 100 * MS);
+        in.b = &b2;
+        assert_int_equal(culprits_build(&c, &in), 0);
+        assert_int_equal(culprits_read_spawners(&c, proc_fd), 0);
+        assert_int_equal(c.procs[0].tgid, 0);
+        assert_non_null(c.procs[0].spawner);
+        assert_int_equal(c.procs[0].spawner->pid, 5);
+        assert_string_equal(c.procs[0].spawner->cmdline, "-bash");
+        assert_int_equal(c.procs[0].spawner->processes, 2);
+
+        /* No live ancestor: the shell is gone from /proc too. */
+        Snapshot b3 = {};
+        add(&b3, 7, PROCESS_ENDED, 6, "make", 1 * MS);
+        add(&b3, 100, PROCESS_SHORT, 7, "cc1", 100 * MS);
+        in.b = &b3;
+        assert_int_equal(culprits_build(&c, &in), 0);
+        assert_int_equal(culprits_read_spawners(&c, proc_fd), 0);
+        assert_int_equal(c.procs[0].tgid, 0);
+        assert_null(c.procs[0].spawner);
+        /* Nor when the chain reaches a process of the start that ended unheard (8: in a, not in
+         * b): its parent is unknown, and pid 8 in /proc would be another process. */
+        Snapshot b4 = {};
+        add(&b4, 7, PROCESS_MEASURED, 0, "", 1 * MS);
+        add(&b4, 100, PROCESS_SHORT, 8, "cc1", 100 * MS);
+        in.b = &b4;
+        assert_int_equal(fake_tree_write(dir, "8/comm", "reused\n"), 0);
+        assert_int_equal(culprits_build(&c, &in), 0);
+        assert_int_equal(culprits_read_spawners(&c, proc_fd), 0);
+        assert_null(c.procs[0].spawner);
+
+        /* The JSON: the aggregate's spawner, null for a single process. */
+        in.b = &b;
+        assert_int_equal(culprits_build(&c, &in), 0);
+        assert_int_equal(culprits_read_spawners(&c, proc_fd), 0);
+        CulpritScope scope = { .resource = PSI_RESOURCE_CPU, .node = true };
+        ProcessInfo infos[10] = {};
+        json_t *o = culprit_report_object(&c, &scope, infos, c.n_procs);
+        assert_non_null(o);
+        json_t *sp = json_object_get(json_array_get(json_object_get(o, "processes"), 0), "spawner");
+        assert_int_equal(json_integer_value(json_object_get(sp, "pid")), 7);
+        assert_string_equal(json_string_value(json_object_get(sp, "comm")), "make");
+        assert_string_equal(json_string_value(json_object_get(sp, "cmdline")), "make -j4");
+        assert_int_equal(json_integer_value(json_object_get(sp, "processes")), 4);
+        json_t *last = json_array_get(json_object_get(o, "processes"), c.n_procs - 1);
+        assert_true(json_is_null(json_object_get(last, "spawner")));
+        json_decref(o);
+
+        close(proc_fd);
+        culprits_done(&c);
+        snapshot_done(&a);
+        snapshot_done(&b);
+        snapshot_done(&b2);
+        snapshot_done(&b3);
+        snapshot_done(&b4);
+        assert_int_equal(fake_tree_remove(dir), 0);
+}
+
+static TaskStats exit_record(pid_t pid, pid_t ppid, const char *comm, uint64_t hiwater_kib, uint64_t write_bytes) {
+        TaskStats t = { .version = 16, .pid = pid, .tgid = pid, .ppid = ppid, .uid = 1000, .has_cpu_run = true };
+
+        snprintf(t.comm, sizeof t.comm, "%s", comm);
+        t.hiwater_rss_kib = hiwater_kib;
+        t.has_hiwater_rss = true;
+        t.write_bytes = write_bytes;
+        t.has_io = true;
+        return t;
+}
+
+/* A memory sample that spans an OOM kill: the grower killed mid-sample stays the first culprit,
+ * with the size its exit record says it reached, ended, with its pid; the page-cache reader
+ * second. */
+static void test_killed_grower(void **state) {
+        Snapshot a = {}, b = {};
+        ExitRecords e = {};
+        Culprits c = {};
+        TaskStats t;
+
+        add(&a, 1, PROCESS_MEASURED, 0, "", 0); /* the page-cache reader */
+        add(&a, 2, PROCESS_MEASURED, 0, "", 0); /* the grower */
+        add(&a, 3, PROCESS_MEASURED, 0, "", 0); /* idle */
+        mem(&a, 1, 8, 100);
+        mem(&a, 2, 30, 0);
+        mem(&a, 3, 4, 0);
+        add(&b, 1, PROCESS_MEASURED, 0, "", 0);
+        add(&b, 3, PROCESS_MEASURED, 0, "", 0);
+        mem(&b, 1, 12, 900);
+        mem(&b, 3, 4, 0);
+        t = exit_record(2, 1, "grower", 46 << 10, 0); /* 46 MiB when the OOM killer ended it */
+        assert_int_equal(exit_records_add(&e, &t, NULL), 0);
+        assert_int_equal(snapshot_merge_exits(&b, &a, NULL, &e), 0);
+
+        CulpritsInput in = { .resource = PSI_RESOURCE_MEMORY, .a = &a, .b = &b, .top = 5 };
+        assert_int_equal(culprits_build(&c, &in), 0);
+        assert_int_equal(c.n_procs, 3);
+        assert_int_equal(c.procs[0].tgid, 2);
+        assert_int_equal(c.procs[0].origin, PROCESS_ENDED);
+        assert_int_equal(c.procs[0].usage.rss_bytes, 46ull << 20);
+        assert_int_equal(c.procs[0].usage.rss_growth_bytes, 16 << 20);
+        assert_string_equal(c.procs[0].comm, "grower");
+        assert_int_equal(c.procs[1].tgid, 1);
+
+        CulpritScope scope = { .resource = PSI_RESOURCE_MEMORY, .node = true };
+        ProcessInfo infos[5] = {};
+        json_t *o = culprit_report_object(&c, &scope, infos, c.n_procs);
+        json_t *p = json_array_get(json_object_get(o, "processes"), 0);
+        assert_int_equal(json_integer_value(json_object_get(p, "pid")), 2);
+        assert_true(json_is_true(json_object_get(p, "ended")));
+        assert_int_equal(json_integer_value(json_object_get(json_object_get(p, "usage"), "rss_bytes")), 46 << 20);
+        assert_true(json_is_null(json_object_get(p, "spawner")));
+        json_decref(o);
+
+        culprits_done(&c);
+        exit_records_done(&e);
+        snapshot_done(&a);
+        snapshot_done(&b);
+}
+
+/* A storm of short writers: the bytes their exit records carry are in their aggregate, not only
+ * in their cgroup's counter. */
+static void test_short_writers(void **state) {
+        Snapshot a = {}, b = {};
+        ExitRecords e = {};
+        Culprits c = {};
+        TaskStats t;
+
+        add(&a, 7, PROCESS_MEASURED, 0, "", 0); /* the spawner */
+        add(&a, 9, PROCESS_MEASURED, 0, "", 0); /* a steady writer */
+        io(&a, 7, 0, 0);
+        io(&a, 9, 0, 1 << 20);
+        add(&b, 7, PROCESS_MEASURED, 0, "", 0);
+        add(&b, 9, PROCESS_MEASURED, 0, "", 0);
+        io(&b, 7, 0, 0);
+        io(&b, 9, 0, 9 << 20); /* 8 MiB in the sample */
+        for (pid_t pid = 100; pid < 105; pid++) {
+                t = exit_record(pid, 7, "writer", 1 << 10, 4 << 20);
+                assert_int_equal(exit_records_add(&e, &t, NULL), 0);
+        }
+        assert_int_equal(snapshot_merge_exits(&b, &a, NULL, &e), 0);
+
+        CulpritsInput in = { .resource = PSI_RESOURCE_IO, .a = &a, .b = &b, .top = 5 };
+        assert_int_equal(culprits_build(&c, &in), 0);
+        assert_int_equal(c.n_procs, 2);
+        assert_int_equal(c.procs[0].tgid, 0);
+        assert_string_equal(c.procs[0].comm, "writer");
+        assert_int_equal(c.procs[0].ended, 5);
+        assert_int_equal(c.procs[0].usage.write_bytes, 20 << 20);
+        assert_int_equal(c.procs[1].tgid, 9);
+        assert_int_equal(c.total.write_bytes, 28 << 20);
+
+        culprits_done(&c);
+        exit_records_done(&e);
+        snapshot_done(&a);
+        snapshot_done(&b);
 }
 
 static void test_cgroups(void **state) {
@@ -490,10 +711,17 @@ static void test_scope_agrees_with_limits(void **state) {
 
 int main(void) {
         const struct CMUnitTest tests[] = {
-                cmocka_unit_test(test_cpu),           cmocka_unit_test(test_aggregate),
-                cmocka_unit_test(test_cgroups),       cmocka_unit_test(test_memory_io),
-                cmocka_unit_test(test_walk),          cmocka_unit_test(test_scope),
-                cmocka_unit_test(test_scope_cgroup2), cmocka_unit_test(test_scope_agrees_with_limits),
+                cmocka_unit_test(test_cpu),
+                cmocka_unit_test(test_aggregate),
+                cmocka_unit_test(test_spawner),
+                cmocka_unit_test(test_killed_grower),
+                cmocka_unit_test(test_short_writers),
+                cmocka_unit_test(test_cgroups),
+                cmocka_unit_test(test_memory_io),
+                cmocka_unit_test(test_walk),
+                cmocka_unit_test(test_scope),
+                cmocka_unit_test(test_scope_cgroup2),
+                cmocka_unit_test(test_scope_agrees_with_limits),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }

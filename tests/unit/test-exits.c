@@ -100,6 +100,58 @@ static void test_merge_exits(void **state) {
         snapshot_done(&b);
 }
 
+static TaskStats with_use(TaskStats t, uint64_t hiwater_kib, uint64_t read_bytes, uint64_t write_bytes) {
+        t.hiwater_rss_kib = hiwater_kib;
+        t.has_hiwater_rss = true;
+        t.read_bytes = read_bytes;
+        t.write_bytes = write_bytes;
+        t.has_io = true;
+        return t;
+}
+
+/* What an ended process last used, from its thread records (the AGGR_TGID record has neither):
+ * io summed over its threads, the resident high-water mark of its address space as its size. */
+static void test_merge_exits_last_use(void **state) {
+        Snapshot a = {}, b = {};
+        ExitRecords e = {};
+        TaskStats t, p;
+
+        add_process(&a, 10, 0);
+        add_process(&a, 20, 0); /* a grower killed mid-sample */
+        add_process(&a, 30, 0); /* two threads */
+        add_process(&b, 10, 0);
+        t = with_use(exit_stats(20, 20, 1, "grower", 0), 150 << 10, 0, 0);
+        assert_int_equal(exit_records_add(&e, &t, NULL), 0);
+        t = with_use(exit_stats(31, 30, 1, "db-w", 0), 4 << 10, 4096, 1 << 20);
+        assert_int_equal(exit_records_add(&e, &t, NULL), 0);
+        t = with_use(exit_stats(30, 30, 1, "db", 0), 0, 0, 2 << 20); /* the mm already gone: 0 */
+        p = exit_stats(30, 30, 1, "db", 0);                          /* the accumulator: no use */
+        assert_int_equal(exit_records_add(&e, &t, &p), 0);
+        /* A short writer of 10's: started and ended in the sample. */
+        t = with_use(exit_stats(40, 40, 10, "writer", 0), 2 << 10, 0, 3 << 20);
+        assert_int_equal(exit_records_add(&e, &t, NULL), 0);
+
+        assert_int_equal(snapshot_merge_exits(&b, &a, NULL, &e), 0);
+        const ProcessDelays *x = snapshot_find_process(&b, 20);
+        assert_int_equal(x->origin, PROCESS_ENDED);
+        assert_true(x->has_mem);
+        assert_int_equal(x->rss_bytes, 150ull << 20);
+        x = snapshot_find_process(&b, 30);
+        assert_true(x->has_io && x->has_mem);
+        assert_int_equal(x->read_bytes, 4096);
+        assert_int_equal(x->write_bytes, 3 << 20);
+        assert_int_equal(x->rss_bytes, 4 << 20);
+        x = snapshot_find_process(&b, 40);
+        assert_int_equal(x->origin, PROCESS_SHORT);
+        assert_true(x->has_io);
+        assert_int_equal(x->write_bytes, 3 << 20);
+        assert_false(snapshot_find_process(&b, 10)->has_io); /* alive: /proc's, not read here */
+
+        exit_records_done(&e);
+        snapshot_done(&a);
+        snapshot_done(&b);
+}
+
 /* Before taskstats v12 records carry no tgid: one whose task was a process of a is that
  * process's end; the others cannot be placed, and are neither placed nor unattributed. */
 static void test_merge_exits_without_tgid(void **state) {
@@ -211,6 +263,7 @@ static void test_victim_exit_delays(void **state) {
 int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_merge_exits),
+                cmocka_unit_test(test_merge_exits_last_use),
                 cmocka_unit_test(test_merge_exits_without_tgid),
                 cmocka_unit_test(test_merge_thread_exits),
                 cmocka_unit_test(test_victim_exit_delays),

@@ -77,6 +77,11 @@ static void test_v15_mid_struct_fields(void **state) {
                 .ac_ppid = 4000,
                 .ac_tgid = 4300,
                 .ac_btime64 = 1795000000,
+                .hiwater_rss = 123456,
+                .read_bytes = 4096 * 3,
+                .write_bytes = 4096 * 5,
+                .cancelled_write_bytes = 4096,
+                .write_char = 77, /* beside write_bytes: a shifted read would show it */
         };
         TaskStats ts;
         struct nl_msg *msg;
@@ -156,6 +161,8 @@ static void test_payload_edges(void **state) {
         assert_string_equal(ts.comm, "");
         assert_int_equal(ts.tgid, 0);
         assert_false(ts.has_cpu_run); /* at offset 64: past these 32 bytes */
+        assert_false(ts.has_hiwater_rss);
+        assert_false(ts.has_io);
         expect_no_maxima(&ts);
 }
 
