@@ -171,7 +171,7 @@ struct Agent {
  * idle); complains at most every SINK_COMPLAINT_INTERVAL_US when it cannot. */
 void agent_metrics_update(Agent *a);
 
-/* The metrics label of a configured watch: its cgroup pattern, "/" node-wide. */
+/* The metrics label of a configured watch: its cgroup pattern, "/" node-wide or on the root. */
 const char *watch_config_label(const WatchConfig *cfg);
 
 /* Counts an incident of watch label (watch_config_label()) for the metrics, with the stall its

@@ -22,7 +22,8 @@ static const char *const incident_type_labels[_AGENT_INCIDENT_TYPE_MAX] = {
 };
 
 const char *watch_config_label(const WatchConfig *cfg) {
-        return cfg && cfg->cgroup ? cfg->cgroup : "/";
+        /* A node-wide watch and one on the root cgroup ("") both watch the whole node. */
+        return cfg && cfg->cgroup && cfg->cgroup[0] ? cfg->cgroup : "/";
 }
 
 void agent_count_incident(Agent *a, const char *label, AgentIncidentType type, PsiResource res, uint64_t stall_us) {

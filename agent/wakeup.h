@@ -52,8 +52,8 @@ void trigger_total_arm(TriggerTotal *t, uint64_t total_us, usec_t now_mono_us);
 
 /* Decides what a wakeup of a trigger armed with spec is. A wakeup counts only if the total grew by
  * at least spec->threshold_us since the base: the arming, or the newest earlier wakeup at least
- * two windows old (no real firing measures stall older than that: window_update() interpolates
- * only the previous window). The first wakeup of a trigger whose total could not be read when
+ * two windows old: stricter than the kernel's window, which can carry stall over a quiet gap
+ * (kernel-facts.md: trigger-history). The first wakeup of a trigger whose total could not be read when
  * arming counts, and becomes its arming. Records total_us whenever it grew, whatever the verdict. */
 WakeupVerdict wakeup_decide(TriggerTotal *t, const PsiTriggerSpec *spec, const WatchTiming *w, uint64_t total_us,
                             usec_t now_mono_us);

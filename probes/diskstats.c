@@ -55,7 +55,8 @@ static int parse_line(const char *s, const char *end, DiskStat *ret) {
         return 0;
 }
 
-int diskstats_parse(const char *buf, size_t len, DiskStats *ret) {
+int diskstats_parse_filtered(const char *buf, size_t len, bool (*keep)(uint32_t major, uint32_t minor, void *userdata),
+                             void *userdata, DiskStats *ret) {
         const char *p = buf, *end = buf + len;
         DiskStats *out = ret;
         bool any = false;
@@ -67,7 +68,9 @@ int diskstats_parse(const char *buf, size_t len, DiskStats *ret) {
 
                 if (parse_line(p, eol, &d) == 0) {
                         any = true;
-                        if (out->n < DISKSTATS_MAX)
+                        if (keep && !keep(d.major, d.minor, userdata)) {
+                                /* left out: not counted against DISKSTATS_MAX */
+                        } else if (out->n < DISKSTATS_MAX)
                                 out->disks[out->n++] = d;
                         else
                                 out->dropped++;
@@ -77,28 +80,26 @@ int diskstats_parse(const char *buf, size_t len, DiskStats *ret) {
         return any ? 0 : -EINVAL;
 }
 
+int diskstats_parse(const char *buf, size_t len, DiskStats *ret) {
+        return diskstats_parse_filtered(buf, len, NULL, NULL, ret);
+}
+
+/* A partition's io is also in its disk's line: keep whole disks only. */
+static bool is_whole_disk(uint32_t major, uint32_t minor, void *userdata) {
+        char path[64];
+
+        snprintf(path, sizeof path, "sys/dev/block/%u:%u/partition", major, minor);
+        return faccessat(*(int *) userdata, path, F_OK, 0) < 0;
+}
+
 int diskstats_read(int root_fd, char *buf, size_t size, DiskStats *ret) {
         ssize_t n = read_file_at(root_fd, "proc/diskstats", buf, size);
-        size_t kept = 0;
-        int r;
 
         if (n < 0)
                 return (int) n;
         if ((size_t) n >= size - 1)
                 return -ENOBUFS;
-        r = diskstats_parse(buf, (size_t) n, ret);
-        if (r < 0)
-                return r;
-        for (size_t i = 0; i < ret->n; i++) {
-                char path[64];
-                snprintf(path, sizeof path, "sys/dev/block/%u:%u/partition", ret->disks[i].major, ret->disks[i].minor);
-                /* A partition's io is also in its disk's line: keep whole disks only. */
-                if (faccessat(root_fd, path, F_OK, 0) == 0)
-                        continue;
-                ret->disks[kept++] = ret->disks[i];
-        }
-        ret->n = kept;
-        return 0;
+        return diskstats_parse_filtered(buf, (size_t) n, is_whole_disk, &root_fd, ret);
 }
 
 /* Counter growth; a counter that went back (a device removed and another added under its

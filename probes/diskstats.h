@@ -10,7 +10,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define DISKSTATS_MAX 64           /* devices kept per reading; more are counted in dropped */
+#define DISKSTATS_MAX 128          /* devices kept per reading; more are counted in dropped */
 #define DISKSTATS_NAME_MAX 32      /* the kernel's disk names are at most 32 bytes (DISK_NAME_LEN) */
 #define DISKSTATS_SECTOR_BYTES 512 /* diskstats counts 512-byte sectors whatever the device's */
 
@@ -43,6 +43,11 @@ typedef struct DiskBusy {
  * add discards, 5.5 flushes). Lines it cannot read are skipped; devices past DISKSTATS_MAX are
  * counted in dropped. 0, or -EINVAL when no line could be read. */
 int diskstats_parse(const char *buf, size_t len, DiskStats *ret);
+
+/* The same, keeping only the devices keep() says yes to (before DISKSTATS_MAX counts them): the
+ * reader leaves partitions out this way. */
+int diskstats_parse_filtered(const char *buf, size_t len, bool (*keep)(uint32_t major, uint32_t minor, void *userdata),
+                             void *userdata, DiskStats *ret);
 
 /* Reads <root>/proc/diskstats and keeps the whole disks: a device whose
  * <root>/sys/dev/block/MAJ:MIN/partition exists is a partition and is left out. buf is the

@@ -14,7 +14,7 @@
 #define DISKS_OFFSET PAGE_ROUND(LOOKS_SIZE)
 #define PAGES_SIZE (DISKS_OFFSET + PAGE_ROUND(sizeof(OnWhatDisks)))
 
-/* The looks' threads (about 204 KiB) and the disk readings (about 31 KiB) in pages of their own:
+/* The looks' threads (about 204 KiB) and the disk readings (about 90 KiB) in pages of their own:
  * zero until a sample writes them, so an agent that keeps one per concurrent sample holds none of
  * it in memory before an incident. */
 static void *pages_alloc(void) {

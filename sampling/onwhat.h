@@ -25,7 +25,7 @@
 
 /* io on the node's own per-device counters (probes/diskstats.h): on hosts whose cgroup counters do
  * not see the io (cgroup-v1 blkio without a throttle rule), the devices busy during the sample. */
-#define ONWHAT_DISK_BUF (16 * 1024) /* /proc/diskstats of about 120 devices */
+#define ONWHAT_DISK_BUF (64 * 1024) /* /proc/diskstats of about 500 devices, partitions included */
 #define ONWHAT_NODE_DEVICES_MAX 4   /* the busiest devices an incident names */
 
 typedef struct OnWhatDisks {

@@ -107,6 +107,31 @@ static void test_read(void **state) {
         assert_int_equal(diskstats_read(root, buf, 64, &s), -ENOBUFS);
         close(root);
 
+        /* A storage node: 300 partitions listed before its last disks; the cap counts disks only. */
+        char big[65536];
+        size_t o = 0;
+        for (int i = 0; i < 300; i++) {
+                o += (size_t) snprintf(big + o, sizeof big - o, " 8 %d sda%d 1 0 8 1 1 0 8 1 0 2 2\n", i + 1, i + 1);
+                snprintf(path, sizeof path, "mkdir -p %s/sys/dev/block/8:%d && touch %s/sys/dev/block/8:%d/partition",
+                         dir, i + 1, dir, i + 1);
+                assert_int_equal(system(path), 0);
+        }
+        o += (size_t) snprintf(big + o, sizeof big - o, " 65 0 sdq 5 0 40 1 0 0 0 0 0 1 1\n");
+        snprintf(path, sizeof path, "%s/proc/diskstats", dir);
+        f = fopen(path, "w");
+        assert_non_null(f);
+        fwrite(big, 1, o, f);
+        fclose(f);
+        char *large = malloc(65536);
+        assert_non_null(large);
+        root = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        assert_int_equal(diskstats_read(root, large, 65536, &s), 0);
+        assert_int_equal(s.n, 1);
+        assert_string_equal(s.disks[0].name, "sdq");
+        assert_int_equal(s.dropped, 0);
+        close(root);
+        free(large);
+
         /* No /proc/diskstats (a restricted /proc): -ENOENT. */
         snprintf(path, sizeof path, "%s/proc/diskstats", dir);
         assert_int_equal(unlink(path), 0);
