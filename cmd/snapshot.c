@@ -92,8 +92,9 @@ int snapshot_cmd_run(const SnapshotCmdOptions *opts) {
                 .cgroup_path = cgroup,
                 .identities = &procs,
         };
-        /* With --resource, also who is causing it: the processes and cgroups competing for it. */
-        if (opts->resource >= 0 && opts->pid <= 0 && cgroup) {
+        /* With --resource, also who is causing it: the processes and cgroups competing for it; on
+         * what, for a cgroup, and node-wide for io (the node's busy disks). */
+        if (opts->resource >= 0 && opts->pid <= 0 && (cgroup || opts->resource == PSI_RESOURCE_IO)) {
                 scope.limits = rt.limits;
                 scope.limits_cgroup = cgroup;
                 scope.limits_resource = (PsiResource) opts->resource;

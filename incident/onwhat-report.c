@@ -156,10 +156,28 @@ static json_t *io_object(const OnWhat *w, bool lifetime) {
         return object_or_null(o, r);
 }
 
+/* io node-wide (or where no cgroup could be located): no cgroup counters and no rule, the node's
+ * disks only. */
+static json_t *io_node_object(const OnWhat *w, bool lifetime) {
+        OnWhat node = *w;
+
+        node.loc = (LimitsLocation) { .source = LIMITS_SOURCE_NONE, .path = "" };
+        node.io_a = node.io_b = (IoLimits) {};
+        node.has_io_max = false;
+        return io_object(&node, lifetime);
+}
+
 json_t *onwhat_limits_object(const OnWhat *w, bool lifetime, bool has_stall, uint64_t stall_us, uint64_t duration_us) {
         json_t *o = json_object();
         bool ok = w->located && w->has_b && (lifetime || w->has_a);
         int r = 0;
+
+        if (!ok && w->resource == PSI_RESOURCE_IO && w->disks && w->disks->has_b && !lifetime) {
+                r |= set_new(o, "cpu", json_null());
+                r |= set_new(o, "memory", json_null());
+                r |= set_new(o, "io", io_node_object(w, lifetime));
+                return object_or_null(o, r);
+        }
 
         r |= set_new(o, "cpu",
                      ok && w->resource == PSI_RESOURCE_CPU ? cpu_object(w, lifetime, has_stall, stall_us, duration_us)

@@ -318,6 +318,8 @@ static void put_pressure(FILE *f, const json_t *incident) {
                         fputs(" grew ", f);
                         put_duration_us(f, stall);
                 }
+                if (strcmp(resource, "io") == 0)
+                        put_io_device(f, incident);
         }
         if (duration_ms > 0) {
                 fputs(" in ", f);

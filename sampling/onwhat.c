@@ -72,7 +72,6 @@ static bool read_limits(OnWhat *w, const LimitsHierarchy *h, bool end) {
                 r = limits_read_memory_at(h, w->loc.source, limit_path(w), end ? &w->mem_b : &w->mem_a);
                 break;
         case PSI_RESOURCE_IO:
-                read_disks(w, h, end);
                 r = limits_read_io_at(h, w->loc.source, w->loc.path, end ? &w->io_b : &w->io_a);
                 if (r >= 0 && end && w->loc.limited)
                         w->has_io_max = limits_read_io_at(h, w->loc.source, w->loc.limited_path, &w->io_max) >= 0;
@@ -91,6 +90,9 @@ void onwhat_begin(OnWhat *w, const LimitsHierarchy *h, const char *path, PsiReso
         w->stack_error = 0;
         if (w->disks)
                 w->disks->has_a = w->disks->has_b = false;
+        /* The node's disks are read for any io sample, node-wide ones too (no cgroup, no limit). */
+        if (res == PSI_RESOURCE_IO)
+                read_disks(w, h, false);
         if (!h || !path)
                 return;
         /* -EOPNOTSUPP: irq; -ESRCH: a v1 hierarchy and no process left to map the cgroup through. */
@@ -153,6 +155,8 @@ void onwhat_look(OnWhat *w, int proc_fd, const Snapshot *s, const pid_t *pids, s
 void onwhat_end(OnWhat *w, const LimitsHierarchy *h) {
         BlockedLook looks[ONWHAT_LOOKS_MAX];
 
+        if (w->resource == PSI_RESOURCE_IO)
+                read_disks(w, h, true);
         if (w->located)
                 w->has_b = w->has_a && read_limits(w, h, true);
         if (w->n_looks == 0)

@@ -59,7 +59,8 @@ typedef struct OnWhat {
 } OnWhat;
 
 /* Locates and reads the limits of res for the cgroup at path ("a/b", relative to the cgroup2
- * mount) into w->*_a, and forgets the looks. irq has no limits (nothing is read). */
+ * mount; NULL node-wide: no limits) into w->*_a, and forgets the looks. irq has no limits
+ * (nothing is read). io also reads the node's disks (w->disks), node-wide too. */
 void onwhat_begin(OnWhat *w, const LimitsHierarchy *h, const char *path, PsiResource res);
 
 /* One look at the threads of pids[0..n) that s has measured (snapshot_take_threads): their states

@@ -394,7 +394,9 @@ int sampler_start(Sampler *s, const SampleScope *scope, uint64_t sample_ms) {
         if (r >= 0)
                 culprits_take(s, &s->ca, &s->a, &s->ga, &s->has_ca, &s->has_ga);
         s->onwhat = scope->onwhat;
-        s->has_onwhat = r >= 0 && s->onwhat && scope->limits_cgroup && scope->pid <= 0;
+        /* Node-wide, only io has something to say: the node's busy disks. */
+        s->has_onwhat = r >= 0 && s->onwhat && scope->pid <= 0 &&
+                        (scope->limits_cgroup || scope->limits_resource == PSI_RESOURCE_IO);
         if (s->has_onwhat)
                 onwhat_begin(s->onwhat, scope->limits, scope->limits_cgroup, scope->limits_resource);
         if (r >= 0 && scope->pid > 0)

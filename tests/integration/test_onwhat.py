@@ -189,6 +189,15 @@ def io_node(mount, tmp, validate):
             check(o["devices_source"] == ("cgroup" if cgroup_io else "node"), f"limits.io: {o}")
             if o["devices_source"] == "node" and inc["culprits"] and inc["culprits"]["dominant"]:
                 check(f" on {name} (" in inc["summary"], f"the summary does not name {name}: {inc['summary']!r}")
+            # Node-wide, io says which disks were busy too (no cgroup, no limit).
+            p = subprocess.run([PSIDIAG, "snapshot", "--resource", "io", "--sample-ms", "1000"], capture_output=True,
+                               text=True, timeout=60)
+            check(p.returncode == 0, f"snapshot: {p.returncode} {p.stderr}")
+            node = json.loads(p.stdout)
+            validate(node)
+            nio = node["limits"] and node["limits"]["io"]
+            check(nio and nio["source"] == "none" and nio["devices_source"] == "node"
+                  and name in {d["device"] for d in nio["node_devices"]}, f"node-wide limits: {node['limits']}")
             print(f"io-node: {o['source']} counted {'some' if cgroup_io else 'nothing'}; devices_source "
                   f"{o['devices_source']}: {name} wrote {nodes[name]['wbytes'] >> 20} MiB, "
                   f"{nodes[name]['util'] * 100:.0f}% busy; summary: {inc['summary']}")

@@ -149,6 +149,18 @@ static void test_io_node_devices(void **state) {
         assert_true(json_real_value(json_object_get(d, "await_ms")) > 4.99);
         assert_int_equal(json_integer_value(json_object_get(d, "in_flight")), 3);
         json_decref(o);
+        /* Node-wide (nothing located): io holds the node's disks only. */
+        OnWhat node = { .resource = PSI_RESOURCE_IO, .disks = &disks };
+        json_t *n = onwhat_limits_object(&node, false, false, 0, 1000000), *nio = json_object_get(n, "io");
+        assert_true(json_is_null(json_object_get(n, "cpu")));
+        assert_string_equal(json_string_value(json_object_get(nio, "cgroup")), "/");
+        assert_string_equal(json_string_value(json_object_get(nio, "source")), "none");
+        assert_int_equal(json_array_size(json_object_get(nio, "devices")), 0);
+        assert_string_equal(json_string_value(json_object_get(nio, "devices_source")), "node");
+        assert_string_equal(
+                json_string_value(json_object_get(json_array_get(json_object_get(nio, "node_devices"), 0), "device")),
+                "vda");
+        json_decref(n);
         /* A 0 ms sample has no interval to measure. */
         o = onwhat_limits_object(&w, true, false, 0, 0);
         assert_true(json_is_null(json_object_get(json_object_get(o, "io"), "node_devices")));
