@@ -186,8 +186,9 @@ static void pass_take_start(Sampler *s) {
         p->started = true;
         p->ended = false;
         p->has_cb = p->has_gb = false;
-        p->start_real_us = now_usec(CLOCK_REALTIME);
-        p->start_mono_us = now_usec(CLOCK_MONOTONIC);
+        /* The sample's own times: its incident's culprits.window is then its sample's. */
+        p->start_real_us = s->a.real_us;
+        p->start_mono_us = s->a.mono_us;
         culprits_take(s, &p->ca, &s->a, &p->ga, &p->has_ca, &p->has_ga);
 }
 
@@ -197,7 +198,7 @@ static void pass_take_end(Sampler *s, bool listened) {
         CulpritPass *p = s->pass;
 
         p->ended = true;
-        p->end_mono_us = now_usec(CLOCK_MONOTONIC);
+        p->end_mono_us = s->b.mono_us;
         culprits_take(s, &p->cb, &s->b, &p->gb, &p->has_cb, &p->has_gb);
         if (p->has_ca && p->has_cb) {
                 if (snapshot_merge_exits(&p->cb, &p->ca, NULL, listened ? &s->exits : NULL) < 0)
