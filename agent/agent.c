@@ -37,6 +37,7 @@ static void agent_free(Agent *a) {
         while (a->n_watches > 0)
                 watch_remove(a, a->watches[a->n_watches - 1]);
         agent_onwhat_free(a);
+        agent_passes_free(a);
         /* The kernel would close what is left one by one at exit, a grace period each: close the
          * triggers here, all at once, and wait for them. */
         if (a->loop && a->psi)

@@ -10,6 +10,7 @@
 #include <stdint.h>
 
 #include "agent/dirwatch.h"
+#include "agent/episode.h"
 #include "agent/fdbudget.h"
 #include "agent/runtime.h"
 #include "agent/wakeup.h"
@@ -50,6 +51,16 @@ typedef struct WatchCounts {
         uint64_t incidents[_AGENT_INCIDENT_TYPE_MAX][_PSI_RESOURCE_MAX];
         uint64_t stall_us[_PSI_RESOURCE_MAX];
 } WatchCounts;
+/* A node culprit pass that overlapping samples of one resource share (agent/episode.h), from the
+ * agent's pool: back to it when its last sample is reported or dropped. */
+typedef struct SharedPass {
+        CulpritPass pass;
+        PsiResource resource;
+        unsigned users; /* samples in flight that use it */
+        char id[EPISODE_ID_MAX];
+} SharedPass;
+#define SHARED_PASS_POOL_MAX 4
+
 typedef struct AgentOptions AgentOptions;
 typedef struct Watch Watch;
 typedef struct OomIncident OomIncident;
@@ -79,8 +90,10 @@ struct Watch {
 
         Trigger *fired;
         Sampler sampler;
-        OnWhat *onwhat;        /* lent from the agent's pool while a sample runs */
-        CulpritScope *culprit; /* while a sample runs with a culprit pass (allocated then: 4 KiB) */
+        OnWhat *onwhat;               /* lent from the agent's pool while a sample runs */
+        CulpritScope *culprit;        /* while a sample runs with a culprit pass (allocated then: 4 KiB) */
+        SharedPass *pass;             /* while a sample runs: the node pass it shares; NULL: its own */
+        char episode[EPISODE_ID_MAX]; /* the sample's episode */
         WatchTiming timing;
 
         /* Without /dev/kmsg: the cgroup's oom_kill counter (probes/memcg.h). */
@@ -152,10 +165,19 @@ struct Agent {
         bool inotify_full_warned;
         ev_periodic quiet; /* never fires: makes libev watch the clock with a timerfd (below) */
 
+        /* Node-wide storms: the episode of each resource, and the node culprit pass of each
+         * resource that samples starting now may still join (its end not taken yet). */
+        Episode episodes[_PSI_RESOURCE_MAX];
+        uint64_t episode_seq, pass_seq;
+        SharedPass *open_pass[_PSI_RESOURCE_MAX];
+        SharedPass *pass_free[SHARED_PASS_POOL_MAX];
+        size_t n_pass_free;
+
         /* Health counters for the metrics file. */
         uint64_t start_time_s;
         uint64_t wakeups[_WAKEUP_VERDICT_MAX];
         uint64_t samples, sample_thread_errors, cgroups_gone;
+        uint64_t culprit_passes, culprit_passes_shared; /* passes run; samples that joined another's */
         MetricsOutput *metric_outputs;
         size_t cap_metric_outputs;
         WatchCounts *watch_counts; /* per configured watch label, kept across reloads */
@@ -201,6 +223,8 @@ int watch_open_cgroup(Watch *w, int *ret_fd);
 int agent_onwhat_reserve(Agent *a, size_t n);
 /* Frees the pool; every sample must have given its OnWhat back (watch_drop_sample). */
 void agent_onwhat_free(Agent *a);
+/* Frees the pool of shared culprit passes; every sample must have given its pass back. */
+void agent_passes_free(Agent *a);
 /* Arms one trigger of w; cgroup_fd is w's cgroup directory (-1 node-wide). NULL when it could not
  * be armed (logged, or counted as out of descriptors). */
 Trigger *trigger_arm(Agent *a, Watch *w, int cgroup_fd, const WatchTrigger *cfg);

@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 #include <errno.h>
+#include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
@@ -70,6 +71,70 @@ void agent_onwhat_free(Agent *a) {
         a->n_onwhat_free = a->n_onwhat = 0;
 }
 
+void agent_passes_free(Agent *a) {
+        for (size_t i = 0; i < a->n_pass_free; i++) {
+                culprit_pass_done(&a->pass_free[i]->pass);
+                free(a->pass_free[i]);
+        }
+        a->n_pass_free = 0;
+}
+
+/* A node pass of res for samples that start while its end is not taken, from the pool. NULL out of
+ * memory (the sample then runs its own). */
+static SharedPass *agent_pass_new(Agent *a, PsiResource res) {
+        SharedPass *sp = a->n_pass_free > 0 ? a->pass_free[--a->n_pass_free] : calloc(1, sizeof *sp);
+
+        if (!sp)
+                return NULL;
+        sp->pass.started = sp->pass.ended = false;
+        sp->resource = res;
+        sp->users = 1;
+        episode_format_id('p', now_usec(CLOCK_REALTIME), ++a->pass_seq, a->rt.host.boot_id, getpid(), sp->id,
+                          sizeof sp->id);
+        a->open_pass[res] = sp;
+        return sp;
+}
+
+/* The sample's shared pass, given back: to the pool once no sample uses it. */
+static void watch_release_pass(Watch *w) {
+        Agent *a = w->agent;
+        SharedPass *sp = TAKE_PTR(w->pass);
+
+        if (!sp || --sp->users > 0)
+                return;
+        if (a->open_pass[sp->resource] == sp)
+                a->open_pass[sp->resource] = NULL;
+        if (a->n_pass_free < SHARED_PASS_POOL_MAX) {
+                a->pass_free[a->n_pass_free++] = sp;
+                return;
+        }
+        culprit_pass_done(&sp->pass);
+        free(sp);
+}
+
+/* The culprit pass of w's sample about to start: the node's pass of the resource that another
+ * sample runs, while its end is not taken (their windows overlap), else a new one that later
+ * samples may join; a scope other than the node (a limit's, or the sample's own) is the
+ * sample's alone. */
+static CulpritPass *watch_take_pass(Watch *w, const CulpritScope *c) {
+        Agent *a = w->agent;
+        SharedPass *sp = a->open_pass[c->resource];
+
+        if (!c->node || c->same || w->cfg->sample_ms == 0) {
+                a->culprit_passes++;
+                return NULL;
+        }
+        if (episode_pass_joinable(sp != NULL, sp && sp->pass.ended, w->cfg->sample_ms)) {
+                sp->users++;
+                a->culprit_passes_shared++;
+        } else {
+                sp = agent_pass_new(a, c->resource);
+                a->culprit_passes++;
+        }
+        w->pass = sp;
+        return sp ? &sp->pass : NULL;
+}
+
 /* The sample's "on what", back to the pool. */
 static void watch_give_onwhat(Watch *w) {
         Agent *a = w->agent;
@@ -84,6 +149,7 @@ void watch_drop_sample(Watch *w, const char *why) {
                 return;
         sampler_cancel(&w->sampler);
         watch_give_onwhat(w);
+        watch_release_pass(w);
         watch_close_sample_fd(w);
         w->timing.sampling = false;
         w->agent->sampling--;
@@ -150,6 +216,8 @@ static void watch_report_sample(Sampler *s, int r) {
                                    .trigger_spec = t->cfg->text,
                                    .has_suppressed = true,
                                    .suppressed = a->rate.suppressed_since_incident,
+                                   .episode = w->episode,
+                                   .culprit_pass = w->pass && s->result.culprits ? w->pass->id : NULL,
                            },
                            &incident);
         if (r < 0) {
@@ -181,6 +249,7 @@ static void watch_report_sample(Sampler *s, int r) {
 static void watch_finish_sample(Sampler *s, int r) {
         watch_report_sample(s, r);
         watch_give_onwhat(ASSERT_PTR(s->userdata));
+        watch_release_pass(s->userdata);
 }
 
 /* The cgroup's directory, opened now: between samples a watch holds no descriptor but its
@@ -222,14 +291,16 @@ static void watch_start_sample(Watch *w, Trigger *t) {
                  * culprit pass is not a reason to lose the incident. */
                 w->culprit = malloc(sizeof *w->culprit);
                 if (w->culprit && w->agent->rt.limits &&
-                    culprit_scope_open(w->agent->rt.limits, w->path, t->effective.resource, w->culprit) >= 0)
+                    culprit_scope_open(w->agent->rt.limits, w->path, t->effective.resource, w->culprit) >= 0) {
                         scope.culprit = w->culprit;
-                else
+                        scope.pass = watch_take_pass(w, w->culprit);
+                } else
                         w->culprit = mfree(w->culprit);
                 r = sampler_start(&w->sampler, &scope, w->cfg->sample_ms);
         }
         if (r < 0) {
                 watch_give_onwhat(w);
+                watch_release_pass(w);
                 watch_close_sample_fd(w);
                 w->timing.sampling = false;
                 w->agent->sampling--;
@@ -289,6 +360,18 @@ static void trigger_event(Trigger *t, bool gone) {
                                     a->config->max_incidents_per_minute);
         }
         a->wakeups[verdict]++;
+        /* Every wakeup with real growth, held back or not, tells that the stall goes on. */
+        if (verdict != WAKEUP_NO_GROWTH && verdict != WAKEUP_BELOW_THRESHOLD) {
+                usec_t now = now_usec(CLOCK_MONOTONIC);
+                Episode *e = &a->episodes[t->effective.resource];
+                if (episode_note(e, &a->episode_seq, now, now_usec(CLOCK_REALTIME), t->effective.window_us,
+                                 verdict == WAKEUP_SAMPLE ? now + w->cfg->sample_ms * USEC_PER_MSEC : 0))
+                        log_debug("episode %" PRIu64 " of %s pressure begins with %s", e->seq,
+                                  psi_resource_to_string(t->effective.resource), w->name);
+                if (verdict == WAKEUP_SAMPLE)
+                        episode_format_id('e', e->start_real_us, e->seq, a->rt.host.boot_id, getpid(), w->episode,
+                                          sizeof w->episode);
+        }
         if (verdict != WAKEUP_SAMPLE) {
                 agent_metrics_update(a);
                 log_debug("trigger \"%s\" on %s %s; ignored", t->cfg->text, w->name, wakeup_verdict_to_string(verdict));

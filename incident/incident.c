@@ -220,6 +220,24 @@ static json_t *sample_object(const SampleResult *res, const Snapshot *first, boo
         return object_or_null(sample, r);
 }
 
+/* The window the culprits cover (a shared pass's can start before the sample and end before it),
+ * and the pass they come from. */
+static int culprits_window_add(json_t *culprits, const SampleResult *res, const char *pass) {
+        json_t *w = json_null();
+        int r = 0;
+
+        if (res->has_culprit_window) {
+                w = json_object();
+                r |= set_new(w, "start", time_string(res->culprit_start_real_us));
+                r |= set_new(w, "duration_ms",
+                             json_u64((res->culprit_duration_us + USEC_PER_MSEC / 2) / USEC_PER_MSEC));
+                w = object_or_null(w, r);
+        }
+        r |= set_new(culprits, "window", w);
+        r |= set_new(culprits, "shared_pass", pass ? json_string(pass) : json_null());
+        return r;
+}
+
 int incident_build(const SampleResult *res, const IncidentContext *ctx, json_t **ret) {
         json_t *o = json_object(), *host = json_object(), *agent = json_object(), *states = json_object(),
                *top = json_array(), *trigger;
@@ -246,6 +264,7 @@ int incident_build(const SampleResult *res, const IncidentContext *ctx, json_t *
         r |= set_new(o, "type", json_string(ctx->type));
         r |= set_new(o, "id", json_string(ctx->id));
         r |= set_new(o, "time", time_string(res->wakeup_real_us));
+        r |= set_new(o, "episode", ctx->episode ? json_string(ctx->episode) : json_null());
 
         r |= set_new(host, "hostname", json_string_from_bytes(ctx->host->hostname, strlen(ctx->host->hostname)));
         r |= set_new(host, "kernel", json_string_from_bytes(ctx->host->kernel, strlen(ctx->host->kernel)));
@@ -314,6 +333,8 @@ int incident_build(const SampleResult *res, const IncidentContext *ctx, json_t *
         json_t *culprits = res->culprits ? culprit_report_object(res->culprits, res->culprit_scope, res->culprit_procs,
                                                                  res->n_culprit_procs)
                                          : NULL;
+        if (culprits)
+                r |= culprits_window_add(culprits, res, ctx->culprit_pass);
         /* A culprit pass that ran out of memory leaves the incident without it, never drops it. */
         r |= set_new(o, "culprits", culprits ? culprits : json_null());
         bool lifetime = res->basis != SAMPLE_BASIS_DELTA;

@@ -56,6 +56,12 @@ typedef struct IncidentContext {
         uint64_t suppressed;
 
         const OomReport *oom; /* type "oom": writes "oom" and "related" */
+
+        /* The agent's pressure incidents (agent/episode.h): the episode of the trigger's resource
+         * they belong to, and the id of the node culprit pass their culprits come from when it may
+         * serve several samples. NULL: "episode" null, "culprits.shared_pass" null. */
+        const char *episode;
+        const char *culprit_pass;
 } IncidentContext;
 
 /* The incident of sample res (schemas/incident.schema.json), a new reference, in *ret. Pure: the

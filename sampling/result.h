@@ -61,6 +61,9 @@ typedef struct SampleResult {
         size_t n_procs;           /* capped at the scope's detail */
         const Culprits *culprits; /* NULL: no culprit pass (or it ran out of memory) */
         const struct CulpritScope *culprit_scope;
+        bool has_culprit_window;      /* a delta sample's culprits: the window they cover */
+        usec_t culprit_start_real_us; /* the sample's own, or that of the pass it shares */
+        usec_t culprit_duration_us;
         const ProcessInfo *culprit_procs; /* one per culprits->procs[i], i < n_culprit_procs */
         size_t n_culprit_procs;
         const OnWhat *onwhat; /* NULL: no "limits" nor "blocked" */

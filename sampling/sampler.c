@@ -172,9 +172,45 @@ static void culprits_take(Sampler *s, Snapshot *snap, const Snapshot *sample, Cg
         }
 }
 
+void culprit_pass_done(CulpritPass *p) {
+        snapshot_done(&p->ca);
+        snapshot_done(&p->cb);
+        cgroup_usages_done(&p->ga);
+        cgroup_usages_done(&p->gb);
+}
+
+/* The pass's start, with snapshot A just taken (a shared pass: by the first sample to start). */
+static void pass_take_start(Sampler *s) {
+        CulpritPass *p = s->pass;
+
+        p->started = true;
+        p->ended = false;
+        p->has_cb = p->has_gb = false;
+        /* The sample's own times: its incident's culprits.window is then its sample's. */
+        p->start_real_us = s->a.real_us;
+        p->start_mono_us = s->a.mono_us;
+        culprits_take(s, &p->ca, &s->a, &p->ga, &p->has_ca, &p->has_ga);
+}
+
+/* The pass's end, with snapshot B just taken (a shared pass: by the first sample to finish; the
+ * exit records are that sample's). */
+static void pass_take_end(Sampler *s, bool listened) {
+        CulpritPass *p = s->pass;
+
+        p->ended = true;
+        p->end_mono_us = s->b.mono_us;
+        culprits_take(s, &p->cb, &s->b, &p->gb, &p->has_cb, &p->has_gb);
+        if (p->has_ca && p->has_cb) {
+                if (snapshot_merge_exits(&p->cb, &p->ca, NULL, listened ? &s->exits : NULL) < 0)
+                        s->partial = true;
+                snapshot_mark_born(&p->cb, &p->ca, s->scope.sysroot->proc_fd);
+        }
+}
+
 static void build_culprits(Sampler *s, bool lifetime) {
         static const Snapshot empty;
         const CulpritScope *c = s->scope.culprit;
+        const CulpritPass *p = s->pass;
         const Snapshot *a, *b;
         size_t n;
 
@@ -186,10 +222,10 @@ static void build_culprits(Sampler *s, bool lifetime) {
                 b = lifetime ? &s->a : &s->b;
         } else if (lifetime) {
                 a = NULL;
-                b = s->has_ca ? &s->ca : &empty;
+                b = p->has_ca ? &p->ca : &empty;
         } else {
-                a = s->has_ca && s->has_cb ? &s->ca : NULL;
-                b = a ? &s->cb : &empty;
+                a = p->has_ca && p->has_cb ? &p->ca : NULL;
+                b = a ? &p->cb : &empty;
         }
         n = MIN((size_t) MAX(s->scope.detail, 1u), s->ranking.n_procs);
         if (array_reserve((void **) &s->victims, &s->cap_victims, n, sizeof *s->victims) < 0) {
@@ -201,8 +237,8 @@ static void build_culprits(Sampler *s, bool lifetime) {
                 .resource = c->resource,
                 .a = a,
                 .b = b,
-                .ga = !lifetime && s->has_ga && s->has_gb ? &s->ga : NULL,
-                .gb = lifetime ? (s->has_ga ? &s->ga : NULL) : (s->has_ga && s->has_gb ? &s->gb : NULL),
+                .ga = !lifetime && p->has_ga && p->has_gb ? &p->ga : NULL,
+                .gb = lifetime ? (p->has_ga ? &p->ga : NULL) : (p->has_ga && p->has_gb ? &p->gb : NULL),
                 .scope_is_node = c->node,
                 .victims = s->victims,
                 .n_victims = n,
@@ -239,6 +275,19 @@ static int make_result(Sampler *s, SampleBasis basis, bool passes) {
                 .culprit_scope = passes ? s->scope.culprit : NULL,
                 .onwhat = passes && s->has_onwhat ? s->onwhat : NULL,
         };
+        /* The window the culprits cover: the sample's own, or the pass it shares. */
+        if (res->culprits && basis == SAMPLE_BASIS_DELTA) {
+                const CulpritPass *p = s->pass;
+                res->has_culprit_window = true;
+                if (s->scope.culprit->same) {
+                        res->culprit_start_real_us = s->a.real_us;
+                        res->culprit_duration_us = s->b.mono_us - s->a.mono_us;
+                } else if (p->has_ca && p->has_cb) {
+                        res->culprit_start_real_us = p->start_real_us;
+                        res->culprit_duration_us = p->end_mono_us - p->start_mono_us;
+                } else
+                        res->has_culprit_window = false;
+        }
         if (basis != SAMPLE_BASIS_NONE && b->has_cgroups && (!a || a->has_cgroups)) {
                 r = hot_cgroups_build(&s->hot, a ? &a->cgroups : NULL, &b->cgroups,
                                       res->has_stall ? res->stall : PSI_STALL_SOME, HOT_CGROUPS_MAX);
@@ -313,12 +362,8 @@ static int finish_delta(Sampler *s) {
                 onwhat_end(s->onwhat, s->scope.limits);
         }
         if (s->scope.culprit) {
-                culprits_take(s, &s->cb, &s->b, &s->gb, &s->has_cb, &s->has_gb);
-                if (s->has_ca && s->has_cb) {
-                        if (snapshot_merge_exits(&s->cb, &s->ca, NULL, listened ? &s->exits : NULL) < 0)
-                                s->partial = true;
-                        snapshot_mark_born(&s->cb, &s->ca, s->scope.sysroot->proc_fd);
-                }
+                if (!s->pass->ended)
+                        pass_take_end(s, listened);
                 build_culprits(s, false);
         }
         return 0;
@@ -386,13 +431,17 @@ int sampler_start(Sampler *s, const SampleScope *scope, uint64_t sample_ms) {
                 }
         }
         s->wakeup_real_us = now_usec(CLOCK_REALTIME);
-        s->has_culprits = s->has_ca = s->has_cb = s->has_ga = s->has_gb = false;
+        s->has_culprits = false;
+        /* A shared pass already started is joined: its start is another sample's. */
+        s->pass = scope->culprit ? (scope->pass ? scope->pass : &s->own_pass) : NULL;
+        if (s->pass == &s->own_pass)
+                s->own_pass.started = s->own_pass.ended = false;
         /* A culprit pass over the sampled scope itself reads the resource's use with it. */
         if (scope->culprit && scope->culprit->same)
                 s->scope.usage = (int) scope->culprit->resource;
         r = snapshot_take(&s->a, &s->scope, true);
-        if (r >= 0)
-                culprits_take(s, &s->ca, &s->a, &s->ga, &s->has_ca, &s->has_ga);
+        if (r >= 0 && s->pass && !s->pass->started)
+                pass_take_start(s);
         s->onwhat = scope->onwhat;
         /* Node-wide, only io has something to say: the node's busy disks. */
         s->has_onwhat = r >= 0 && s->onwhat && scope->pid <= 0 &&
@@ -481,10 +530,8 @@ void sampler_free(Sampler *s) {
         snapshot_done(&s->a);
         snapshot_done(&s->m);
         snapshot_done(&s->b);
-        snapshot_done(&s->ca);
-        snapshot_done(&s->cb);
-        cgroup_usages_done(&s->ga);
-        cgroup_usages_done(&s->gb);
+        culprit_pass_done(&s->own_pass);
+        s->pass = NULL;
         culprits_done(&s->culprits);
         sampler_drop_onwhat(s);
         free(s->victims);

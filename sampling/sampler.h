@@ -26,6 +26,22 @@
 
 typedef struct Sampler Sampler;
 
+/* One culprit pass: the culprit scope's processes and cgroups at both ends of a window. A sample
+ * runs its own (Sampler.own_pass), or one its owner lends (SampleScope.pass) to samples of the same
+ * scope whose windows overlap: the first of them to start takes its start, the first to finish
+ * takes its end, and each builds its culprits from it with its own victims. */
+typedef struct CulpritPass {
+        Snapshot ca, cb; /* the scope's processes (unless the scope is the sample's own) */
+        CgroupUsages ga, gb;
+        bool has_ca, has_cb, has_ga, has_gb;
+        bool started, ended;                 /* its start and its end were taken (or tried) */
+        usec_t start_real_us, start_mono_us; /* when the start was taken */
+        usec_t end_mono_us;                  /* when the end was taken */
+} CulpritPass;
+
+/* A pass's buffers; NULL-safe on a zeroed one. */
+void culprit_pass_done(CulpritPass *p);
+
 /* Decides the culprit scope of a stall of res in stalled ("a/b" relative to the cgroup2 mount; NULL
  * for a node-wide trigger) with the finder that "limits" uses (limits_locate(): on v1 through
  * /proc/<pid>/cgroup), so both name the same limiting cgroup: the nearest of the stalled cgroup and
@@ -63,10 +79,10 @@ struct Sampler {
         HotCgroups hot;
         SampleResult result; /* what the last sample answers (sampling/result.h) */
         /* The culprit pass (SampleScope.culprit): its processes at both ends (or a and b when the
-         * scope is the sample's), its cgroups, and what they add up to. */
-        Snapshot ca, cb;
-        CgroupUsages ga, gb;
-        bool has_ga, has_gb, has_ca, has_cb;
+         * scope is the sample's), its cgroups, and what they add up to. pass: own_pass, or the
+         * owner's (SampleScope.pass) while the sample runs. */
+        CulpritPass own_pass;
+        CulpritPass *pass;
         Culprits culprits;
         bool has_culprits;
         pid_t *victims;

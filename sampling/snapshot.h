@@ -127,6 +127,8 @@ typedef struct SampleScope {
         int resource;                       /* what processes are ranked on: a PsiResource or RANK_SCORE_ALL */
         unsigned detail;                    /* processes whose threads are measured for the incident (its top) */
         const struct CulpritScope *culprit; /* also a culprit pass over it (the Sampler); NULL: none */
+        struct CulpritPass *pass;           /* with culprit: the owner's pass, shared with other samples of the same
+                                             * scope (sampling/sampler.h); NULL: the sample's own */
         const struct Snapshot *reuse;       /* taken just before: its processes are copied, not asked again */
         const TidList *listed; /* the scope's processes, listed just before (a culprit pass's cgroup walk) */
         const struct LimitsHierarchy *limits; /* with limits_cgroup: "on what" (the Sampler) */

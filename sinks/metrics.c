@@ -121,6 +121,16 @@ int metrics_format(const Metrics *m, char **ret) {
                "taskstats exit records the kernel dropped during samples (an exit storm): ended processes "
                "missing from culprits.",
                m->exit_records_lost);
+        single(f, "psidiag_episodes_total", "counter",
+               "Pressure episodes begun: runs of wakeups of one resource each within a trigger window of the last "
+               "(the incidents' episode).",
+               m->episodes);
+        single(f, "psidiag_culprit_passes_total", "counter",
+               "Culprit passes run (each measures its scope at both ends).", m->culprit_passes);
+        single(f, "psidiag_culprit_passes_shared_total", "counter",
+               "Samples whose culprits came from the node pass another overlapping sample of the resource ran "
+               "(culprits.shared_pass).",
+               m->culprit_passes_shared);
         if (fclose(f) != 0) {
                 free(buf);
                 return -ENOMEM;

@@ -35,7 +35,10 @@ typedef struct Metrics {
         size_t n_suppressed;
         uint64_t samples, sample_thread_errors, cgroups_gone;
         uint64_t oom_kills, kmsg_lost;
-        uint64_t exit_records_lost; /* taskstats exit records the kernel dropped in samples */
+        uint64_t exit_records_lost;     /* taskstats exit records the kernel dropped in samples */
+        uint64_t episodes;              /* pressure episodes begun (agent/episode.h) */
+        uint64_t culprit_passes;        /* culprit passes run */
+        uint64_t culprit_passes_shared; /* samples whose culprits came from another sample's node pass */
         /* psidiag_incidents_total{watch, type, resource} and psidiag_stall_seconds_total{watch,
          * resource} (values in microseconds, written as seconds): one series per configured watch
          * (its cgroup pattern, "/" node-wide), never per matched cgroup. */

@@ -7,9 +7,10 @@
  * it holds PSIDIAG_ALLOC_MAX_MB), and storm (children of COMM that spin 100 ms each and end, THREADS
  * of them at a time: a build's compilers), and writers (the same, each child writing, syncing and
  * removing a 4 MiB file in PSIDIAG_DIR: short writers).
- * tick (2 ms of work every 20 ms: a quiet service).
- * Usage: psidiag-workload spin|sleep|tick|park|spin-exit|thrash|dio-read|alloc [COMM [THREADS]]. Runs until killed.
- * COMM becomes the task's name (prctl), so tests can tell workloads apart, hostile names included. */
+ * tick (2 ms of work every 20 ms: a quiet service), blip (1 ms of cpu every 100 ms: a bursty worker).
+ * Usage: psidiag-workload spin|sleep|tick|blip|park|spin-exit|thrash|dio-read|alloc|storm|writers [COMM [THREADS]].
+ * Runs until killed. COMM becomes the task's name (prctl), so tests can tell workloads apart, hostile names
+ * included. */
 #include <fcntl.h>
 #include <pthread.h>
 #include <stdbool.h>
@@ -149,6 +150,18 @@ static void *tick(void *arg) {
         return NULL;
 }
 
+/* 1 ms of cpu every 100 ms: a bursty worker that a hundred of share two cpus without a stall of
+ * their own, and that waits at once when something else takes the cpus (a node-wide storm). */
+static void *blip(void *arg) {
+        struct timespec ts = { .tv_nsec = 100 * 1000 * 1000 };
+
+        for (;;) {
+                spin_for_ms(CLOCK_THREAD_CPUTIME_ID, 1);
+                nanosleep(&ts, NULL);
+        }
+        return NULL;
+}
+
 /* PSIDIAG_WORKLOAD="MODE [COMM [THREADS]]" stands in for the arguments, so that a workload can be
  * started with a command line of its own ("/usr/lib/shop/api-worker --port 8080"), as the schema
  * examples are. */
@@ -234,7 +247,7 @@ int main(int argc, char **argv) {
 
         if (argc < 2) {
                 fprintf(stderr,
-                        "usage: %s spin|sleep|tick|park|churn|storm|writers|spin-exit|thrash|dio-read|alloc [COMM "
+                        "usage: %s spin|sleep|tick|blip|park|churn|storm|writers|spin-exit|thrash|dio-read|alloc [COMM "
                         "[THREADS]]\n",
                         argv[0]);
                 return 2;
@@ -245,6 +258,8 @@ int main(int argc, char **argv) {
                 fn = nap;
         else if (strcmp(argv[1], "tick") == 0)
                 fn = tick;
+        else if (strcmp(argv[1], "blip") == 0)
+                fn = blip;
         else if (strcmp(argv[1], "park") == 0)
                 fn = park;
         else if (strcmp(argv[1], "alloc") == 0)
@@ -273,7 +288,7 @@ int main(int argc, char **argv) {
                 setitimer(ITIMER_REAL, &it, NULL);
         } else {
                 fprintf(stderr,
-                        "usage: %s spin|sleep|tick|park|churn|storm|writers|spin-exit|thrash|dio-read|alloc [COMM "
+                        "usage: %s spin|sleep|tick|blip|park|churn|storm|writers|spin-exit|thrash|dio-read|alloc [COMM "
                         "[THREADS]]\n",
                         argv[0]);
                 return 2;

@@ -190,6 +190,59 @@ static void test_pressure_incident(void **state) {
         json_decref(j);
 }
 
+/* A storm's incident: its episode, and culprits from a node pass that an earlier overlapping
+ * sample started (its window is not the sample's own, and says so). */
+static void test_episode_and_shared_pass(void **state) {
+        Snapshot a = { .real_us = 1795337041123456ULL, .mono_us = 5000000 }, b = { .mono_us = 6000000 };
+        Ranking rk = {};
+        Culprits c = { .resource = PSI_RESOURCE_CPU };
+        CulpritScope scope = { .resource = PSI_RESOURCE_CPU, .node = true };
+        SampleResult res = {
+                .basis = SAMPLE_BASIS_DELTA,
+                .wakeup_real_us = a.real_us,
+                .a = &a,
+                .b = &b,
+                .ranking = &rk,
+                .resource = PSI_RESOURCE_CPU,
+                .culprits = &c,
+                .culprit_scope = &scope,
+                .has_culprit_window = true,
+                .culprit_start_real_us = a.real_us - 400 * USEC_PER_MSEC,
+                .culprit_duration_us = 1000400,
+        };
+        IncidentContext ctx = {
+                .type = "pressure",
+                .id = "x",
+                .host = &host,
+                .agent_version = "0.1.0",
+                .episode = "7840f08a-19a2-2a-e3",
+                .culprit_pass = "7840f08a-19a2-2a-p5",
+        };
+        json_t *j, *w;
+        char *line;
+
+        j = build_and_reparse(&res, &ctx, &line);
+        assert_string_equal(json_string_value(json_object_get(j, "episode")), "7840f08a-19a2-2a-e3");
+        json_t *cj = json_object_get(j, "culprits");
+        assert_string_equal(json_string_value(json_object_get(cj, "shared_pass")), "7840f08a-19a2-2a-p5");
+        w = json_object_get(cj, "window");
+        assert_string_equal(json_string_value(json_object_get(w, "start")), "2026-11-22T08:44:00.723456Z");
+        assert_int_equal(json_integer_value(json_object_get(w, "duration_ms")), 1000);
+        free(line);
+        json_decref(j);
+
+        /* Its own pass, and no episode (a snapshot): null, never absent. */
+        ctx.episode = ctx.culprit_pass = NULL;
+        res.has_culprit_window = false;
+        j = build_and_reparse(&res, &ctx, &line);
+        assert_true(json_is_null(json_object_get(j, "episode")));
+        cj = json_object_get(j, "culprits");
+        assert_true(json_is_null(json_object_get(cj, "shared_pass")));
+        assert_true(json_is_null(json_object_get(cj, "window")));
+        free(line);
+        json_decref(j);
+}
+
 static void test_snapshot_without_anything(void **state) {
         Snapshot a = {};
         Ranking rk = {};
@@ -388,6 +441,7 @@ int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_pressure_incident),
                 cmocka_unit_test(test_snapshot_without_anything),
+                cmocka_unit_test(test_episode_and_shared_pass),
                 cmocka_unit_test(test_oom),
                 cmocka_unit_test(test_id),
                 cmocka_unit_test(test_string_from_bytes),

@@ -1,0 +1,114 @@
+#!/usr/bin/python3
+# SPDX-License-Identifier: MIT
+"""A node-wide cpu stall wakes many watches at once (issue 24, "Node-wide storms"): 20 watched
+cgroups, each with a bursty worker (workload blip), and spinners in another cgroup taking every
+cpu. The incidents of the storm carry one `episode`; overlapping samples share one node culprit
+pass, which the incidents say in `culprits.shared_pass` (the same id on several of them, with the
+pass's `window` beginning no later than their own sample) and the metrics count
+(psidiag_culprit_passes_shared_total); a later, separate stall is a new episode. Every cgroup and
+process is removed whatever happens."""
+
+import json
+import os
+import re
+import subprocess
+import sys
+import tempfile
+import time
+
+from common import (ScratchCgroup, check, check_kernel, read_lines, run, stop_agent, validator,
+                    wait_lines)
+
+PSIDIAG, WORKLOAD, SCHEMAS = sys.argv[1:4]
+WATCHED = 20
+TRIGGER = "cpu some 50ms 2s"  # two windows (4 s) of quiet end an episode
+
+
+def metric(path, name):
+    try:
+        m = re.search(rf"^{name} (\d+)", open(path).read(), re.M)
+    except FileNotFoundError:
+        return 0
+    return int(m.group(1)) if m else 0
+
+
+def stall_for(mount, out, since, want, timeout=90):
+    """Spinners in a cgroup of their own (3 threads a cpu) until want incidents have been written
+    after since; returns those incidents, all of them written while the spinners ran."""
+    with ScratchCgroup(mount, "storm-stall") as stall:
+        stall.spawn([WORKLOAD, "spin", "psidiag-spin", str(3 * os.cpu_count())])
+        lines = wait_lines(out, lambda l: len(l) - since >= want, timeout=timeout)
+    check(len(lines) - since >= want, f"only {len(lines) - since} incidents under the stall within {timeout} s")
+    return lines[since:]
+
+
+def main():
+    mount = check_kernel()
+    validate = validator(SCHEMAS)
+    cgs = [ScratchCgroup(mount, f"storm{i}") for i in range(WATCHED)]
+    agent = None
+    try:
+        for cg in cgs:
+            cg.__enter__()
+            cg.spawn([WORKLOAD, "blip", "psidiag-blip"])
+        with tempfile.TemporaryDirectory() as tmp:
+            out = os.path.join(tmp, "storm.ndjson")
+            prom = os.path.join(tmp, "storm.prom")
+            cfg = os.path.join(tmp, "storm.json")
+            with open(cfg, "w") as f:
+                json.dump({"output": out, "metrics_file": prom, "sample_ms": 1000, "cooldown_ms": 0,
+                           "max_concurrent_samples": WATCHED, "max_incidents_per_minute": 0,
+                           "watch": [{"cgroup": cg.rel, "triggers": [TRIGGER]} for cg in cgs]}, f)
+            log = os.path.join(tmp, "storm.log")
+            with open(log, "w") as err:
+                agent = subprocess.Popen([PSIDIAG, "--config", cfg, "--enable-delayacct"], stderr=err)
+            deadline = time.time() + 60
+            while "watching:" not in open(log).read():
+                check(agent.poll() is None and time.time() < deadline, f"the agent did not start:\n{open(log).read()}")
+                time.sleep(0.1)
+            time.sleep(2)
+
+            # The storm.
+            first = stall_for(mount, out, len(read_lines(out)), want=2 * WATCHED // 3)
+            for i in first:
+                validate(i)
+            episodes = {i["episode"] for i in first}
+            check(len(episodes) == 1, f"one stall, {len(episodes)} episodes: {sorted(episodes)}")
+            passes = {}
+            for i in first:
+                c = i["culprits"]
+                check(c is not None and c["scope"] == "/", f"no node culprits: {c}")
+                check(c["shared_pass"], f"a cgroup's node pass has no id: {c}")
+                check(c["window"]["start"] <= i["sample"]["start"],
+                      f"the pass began after the sample: {c['window']} {i['sample']['start']}")
+                passes.setdefault(c["shared_pass"], []).append(i)
+            shared = max(len(v) for v in passes.values())
+            check(shared >= 2, f"no culprit pass served two incidents: {len(passes)} passes for {len(first)}")
+            # Every incident of a pass reports the same measurement, each with its own victims.
+            for v in passes.values():
+                check(len({json.dumps(i["culprits"]["total"]) for i in v}) == 1, "one pass, different totals")
+                check(len({i["culprits"]["window"]["start"] for i in v}) == 1, "one pass, different windows")
+            check(metric(prom, "psidiag_culprit_passes_shared_total") >= 1, "the metrics count no shared pass")
+            check(metric(prom, "psidiag_culprit_passes_total") < metric(prom, "psidiag_samples_total"),
+                  "as many culprit passes as samples")
+            print(f"storm: {len(first)} incidents, one episode, {len(passes)} culprit passes "
+                  f"(at most {shared} incidents on one)")
+
+            # Quiet: the samples in flight end, the triggers' last windows with stall in them fire,
+            # then two windows without a wakeup.
+            n = len(wait_lines(out, lambda l: False, timeout=12))
+
+            second = stall_for(mount, out, n, want=3)
+            again = {i["episode"] for i in second}
+            check(not again & episodes, f"a separate stall 12 s later kept the episode {episodes}")
+            check(len(again) == 1, f"the second stall has {len(again)} episodes")
+            check(metric(prom, "psidiag_episodes_total") >= 2, "the metrics count fewer than two episodes")
+            print(f"second stall: {len(second)} incidents, a new episode")
+    finally:
+        if agent:
+            stop_agent(agent)
+        for cg in cgs:
+            cg.__exit__(None, None, None)
+
+
+run(main)
