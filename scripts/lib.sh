@@ -4,8 +4,8 @@
 PSIDIAG_PACKAGES=(gcc meson ninja-build pkg-config libev-dev libnl-3-dev libnl-genl-3-dev
                   libjansson-dev libcmocka-dev libsystemd-dev python3 python3-jsonschema python3-yaml
                   clang-format nodejs rsyslog
-                  postgresql-15 stress-ng make prometheus prometheus-node-exporter)
-# postgresql-15 (with pgbench), stress-ng, make and gcc: integration-realworld stages a database
+                  postgresql-15 stress-ng make fio prometheus prometheus-node-exporter)
+# postgresql-15 (with pgbench), stress-ng, make, gcc and fio: integration-realworld stages a database
 # under its benchmark client beside real neighbours. Installing postgresql-15 makes Debian's own
 # "main" cluster; the test never uses it (its server has a data directory and socket of its own).
 # prometheus (promtool) and prometheus-node-exporter: the rules' unit tests and integration-fleet,

@@ -10,6 +10,10 @@ cpu pressure, and real neighbours in a sibling cgroup:
    and says so in its summary.
 2. A compiler storm (make -j4 over generated C files, gcc's cc1 processes coming and going): the
    first culprit is the aggregate of the ended cc1 processes in the build's cgroup.
+3. fio writing with O_DIRECT beside the database's commits (pgbench's write transactions), an io
+   trigger on the database: the most delayed is a postgres or pgbench process waiting for io, fio
+   in the neighbour's cgroup is the first culprit there, the node's disk is named (limits.io) and
+   the summary says both.
 
 Before each neighbour starts, the agent is started anew on the database's cgroup, which by then
 has stall history (pgbench's start, the previous neighbour): no incident may come for three
@@ -30,7 +34,7 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from common import (ScratchCgroup, check, check_kernel, read_lines, run, stop_agent,  # noqa: E402
-                    start_watching, validator, wait_lines)
+                    start_watching, validator, wait_lines, whole_disk)
 
 PSIDIAG, WORKLOAD, SCHEMAS = sys.argv[1:4]
 TRIGGER, WINDOW_S = "cpu some 10% 2s", 2
@@ -131,9 +135,9 @@ def make_project(tmp):
     return src
 
 
-def quiet_then_incident(tmp, db, name, start_neighbour, validate):
+def quiet_then_incident(tmp, db, name, start_neighbour, validate, trigger=TRIGGER):
     """The agent armed anew on db: nothing for three windows, then the neighbour's incident."""
-    agent, out, log = start_watching(PSIDIAG, tmp, db, name, TRIGGER, top=5)
+    agent, out, log = start_watching(PSIDIAG, tmp, db, name, trigger, top=5)
     try:
         armed = time.time()
         while time.time() - armed < 3 * WINDOW_S + 1:
@@ -168,6 +172,7 @@ def main():
     need("stress-ng", "stress-ng")
     need("make", "make")
     need("gcc", "gcc")
+    need("fio", "fio")
     validate = validator(SCHEMAS)
     tmp = tempfile.mkdtemp(prefix="psidiag-it-rw-")
     os.chmod(tmp, 0o755)
@@ -218,6 +223,32 @@ def stages(pg, db, batch, build, tmp, validate):
           f"no aggregate of ended cc1s: {[(p['comm'], p['pid'], p['processes']) for p in c['processes']]}")
     print(f"compiler storm: {inc['summary']}")
     build.kill_all()
+
+    # 3. io: the database commits (pgbench's write transactions, each an fsync of the WAL) while
+    # fio writes with O_DIRECT beside it; an io trigger on the database's cgroup.
+    pg.pgbench(["-c", "2", "-j", "1", "-T", "600", "-N", "-R", "50"], cg=db)
+    data = os.path.join(tmp, "fio-data")
+
+    def fio():
+        batch.spawn(["fio", "--name=psidiag-neighbour", f"--filename={data}", "--size=256M", "--rw=randwrite",
+                     "--bs=64k", "--direct=1", "--ioengine=psync", "--numjobs=4", "--time_based", "--runtime=300",
+                     "--group_reporting"])
+    inc = quiet_then_incident(tmp, db, "fio", fio, validate, trigger="io some 10% 2s")
+    top = inc["most_delayed"]
+    check(top and top[0]["comm"] in ("postgres", "pgbench") and top[0]["cgroup"] == "/" + db.rel
+          and top[0]["delay_us"]["blkio"] > 0, f"the most delayed is not the database's, waiting for io: "
+          f"{[(p['comm'], p['cgroup'], p['delay_us']['blkio']) for p in top]}")
+    c = inc["culprits"]
+    check(c["resource"] == "io" and c["cgroups"][0]["path"] == "/" + batch.rel, f"culprit cgroups: {c['cgroups']}")
+    fios = [p for p in c["processes"] if p["cgroup"] == "/" + batch.rel]
+    check(fios and fios[0]["comm"] == "fio" and fios[0]["usage"]["write_bytes"] > 1 << 20,
+          f"culprit processes: {[(p['comm'], p['cgroup'], p['usage']) for p in c['processes']]}")
+    io = inc["limits"]["io"]
+    dev = whole_disk(tmp)[1]
+    check(io and dev in {d["device"] for d in io["node_devices"] or []}, f"limits.io: {io}")
+    check(f" for io on " in inc["summary"] and " fio (/" in inc["summary"], f"summary: {inc['summary']!r}")
+    print(f"fio: {inc['summary']}")
+    batch.kill_all()
 
 
 run(main)
