@@ -141,23 +141,25 @@ static void test_ended_aggregate_and_own_processes(void **state) {
 
 /* The culprit named is the dominant cgroup's top process, not the scope's first process when that
  * one is a lesser cgroup's; with none of the dominant cgroup's listed, the cgroup itself. And the
- * count of cgroups is every one that used the resource, not the listed few. */
+ * count of cgroups is every one that used the resource, not the listed few. (A macro: the format
+ * must be a literal for -Wformat-nonliteral.) */
+#define DOMINANT_BASE                                                                                                  \
+        "{\"type\": \"pressure\", \"trigger\": {\"cgroup\": \"/web\", \"resource\": \"cpu\"},"                         \
+        " \"sample\": {\"duration_ms\": 1000}, \"most_delayed\": [], \"culprits\": {\"own_limit\": false,"             \
+        " \"limit\": null, \"processes\": [%s], \"cgroups\": [{\"path\": \"/batch\", \"share\": 0.6,"                  \
+        " \"usage\": {\"cpu_us\": 1200000}}, {\"path\": \"/web\", \"share\": 0.1}]}}"
+
 static void test_dominant_cgroup_process(void **state) {
-        static const char *const base =
-                "{\"type\": \"pressure\", \"trigger\": {\"cgroup\": \"/web\", \"resource\": \"cpu\"},"
-                " \"sample\": {\"duration_ms\": 1000}, \"most_delayed\": [], \"culprits\": {\"own_limit\": false,"
-                " \"limit\": null, \"processes\": [%s], \"cgroups\": [{\"path\": \"/batch\", \"share\": 0.6,"
-                " \"usage\": {\"cpu_us\": 1200000}}, {\"path\": \"/web\", \"share\": 0.1}]}}";
         char text[1024];
 
-        snprintf(text, sizeof text, base,
+        snprintf(text, sizeof text, DOMINANT_BASE,
                  "{\"pid\": 7, \"comm\": \"nginx\", \"cgroup\": \"/web\", \"processes\": 1, \"usage\": {\"cpu_us\": "
                  "200000}},"
                  " {\"pid\": 9, \"comm\": \"cc1\", \"cgroup\": \"/batch/job1\", \"processes\": 1,"
                  " \"usage\": {\"cpu_us\": 150000}}");
         assert_summary(text, "/web stalled on cpu in 1 s, no process measured waiting: cc1 (/batch/job1, pid 9) used "
                              "0.15 s of cpu");
-        snprintf(text, sizeof text, base,
+        snprintf(text, sizeof text, DOMINANT_BASE,
                  "{\"pid\": 7, \"comm\": \"nginx\", \"cgroup\": \"/web\", \"processes\": 1, \"usage\": {\"cpu_us\": "
                  "200000}}");
         assert_summary(text, "/web stalled on cpu in 1 s, no process measured waiting: /batch used 1.2 s of cpu");
