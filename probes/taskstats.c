@@ -52,7 +52,7 @@ typedef struct TaskstatsLayout {
         TaskstatsField delay[_TASK_DELAY_MAX];
         TaskstatsField max[_TASK_DELAY_MAX];
         TaskstatsField max_ts[_TASK_DELAY_MAX]; /* a struct __kernel_timespec */
-        TaskstatsField comm, uid, pid, ppid, btime64, tgid, cpu_run;
+        TaskstatsField comm, uid, pid, ppid, btime64, tgid, cpu_run, exit_code, hiwater_rss;
 } TaskstatsLayout;
 
 static const TaskstatsLayout layout_classic = {
@@ -93,6 +93,8 @@ static const TaskstatsLayout layout_classic = {
         .btime64 = { 10, 344 },
         .tgid = { 12, 368 },
         .cpu_run = { 1, 64 },
+        .exit_code = { 1, 4 },
+        .hiwater_rss = { 1, 200 },
 };
 
 static const TaskstatsLayout layout_v15 = {
@@ -124,6 +126,8 @@ static const TaskstatsLayout layout_v15 = {
         .btime64 = { 15, 424 },
         .tgid = { 15, 464 },
         .cpu_run = { 15, 112 },
+        .exit_code = { 15, 4 },
+        .hiwater_rss = { 15, 248 },
 };
 
 static bool field_present(const TaskstatsField *f, uint16_t version, size_t len, size_t size) {
@@ -198,6 +202,14 @@ static int parse_payload(const void *data, size_t len, uint16_t version_if_none,
                 ts.ppid = (pid_t) get_u32(p, l->ppid.offset);
         if (field_present(&l->btime64, version, len, 8))
                 ts.btime_s = get_u64(p, l->btime64.offset);
+        if (field_present(&l->exit_code, version, len, 4)) {
+                ts.exit_code = get_u32(p, l->exit_code.offset);
+                ts.has_exit_code = true;
+        }
+        if (field_present(&l->hiwater_rss, version, len, 8)) {
+                ts.hiwater_rss_kib = get_u64(p, l->hiwater_rss.offset);
+                ts.has_hiwater_rss = true;
+        }
         if (field_present(&l->tgid, version, len, 4))
                 ts.tgid = (pid_t) get_u32(p, l->tgid.offset);
         if (field_present(&l->cpu_run, version, len, 8)) {

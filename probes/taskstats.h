@@ -41,6 +41,15 @@ typedef struct TaskStats {
         pid_t ppid; /* ac_ppid: the parent process, 0 when absent */
         uid_t uid;
         uint64_t btime_s; /* ac_btime64 (v10+), 0 when absent */
+        /* ac_exitcode: the task's exit_code as bacct_add_tsk() copies it (kernel/tsacct.c): the
+         * signal that ended it in the low 7 bits (0x80: core dumped), else the status << 8. Only
+         * exit records carry it (0 in a query's reply: the task is alive). */
+        uint32_t exit_code;
+        bool has_exit_code;
+        /* hiwater_rss (xacct_add_tsk(), kernel/tsacct.c): the peak RSS of the task's mm in KiB, filled
+         * only while it has one (an exit record is sent before exit_mm()). */
+        uint64_t hiwater_rss_kib;
+        bool has_hiwater_rss;
         char comm[TASKSTATS_COMM_MAX + 1];
         uint64_t delay_ns[_TASK_DELAY_MAX];
         uint32_t present;    /* TASK_DELAY_MASK bits of the delays this payload carries */
