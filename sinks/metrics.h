@@ -36,6 +36,8 @@ typedef struct Metrics {
         uint64_t samples, sample_thread_errors, cgroups_gone;
         uint64_t oom_kills, kmsg_lost;
         uint64_t exit_records_lost; /* taskstats exit records the kernel dropped in samples */
+        const MetricsCount *kills;  /* psidiag_kills_total{killer=...}: kill incidents by killer */
+        size_t n_kills;
         /* psidiag_incidents_total{watch, type, resource} and psidiag_stall_seconds_total{watch,
          * resource} (values in microseconds, written as seconds): one series per configured watch
          * (its cgroup pattern, "/" node-wide), never per matched cgroup. */
