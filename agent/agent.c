@@ -34,6 +34,7 @@ static void agent_free(Agent *a) {
 
         if (a->loop)
                 oom_watch_stop(a);
+        kills_stop(a);
         while (a->n_watches > 0)
                 watch_remove(a, a->watches[a->n_watches - 1]);
         agent_onwhat_free(a);
@@ -189,6 +190,8 @@ int agent_run(const AgentOptions *opts) {
                 goto finish;
         }
         oom_watch_start(a);
+        if (kills_start(a) < 0)
+                log_warning("out of memory: kill incidents are not reported");
         a->start_time_s = now_usec(CLOCK_REALTIME) / USEC_PER_SEC;
         agent_metrics_update(a);
         log_info("watching: %u trigger%s armed on %zu watch%s", a->armed, a->armed == 1 ? "" : "s", a->n_watches,

@@ -19,6 +19,7 @@
 #include "config/config.h"
 #include "incident/incident.h"
 #include "incident/history.h"
+#include "probes/killmarks.h"
 #include "probes/kmsg.h"
 #include "probes/memcg.h"
 #include "sampling/sampler.h"
@@ -41,6 +42,7 @@ typedef struct Agent Agent;
 typedef enum AgentIncidentType {
         AGENT_INCIDENT_PRESSURE,
         AGENT_INCIDENT_OOM,
+        AGENT_INCIDENT_KILL,
         _AGENT_INCIDENT_TYPE_MAX,
 } AgentIncidentType;
 
@@ -64,6 +66,7 @@ typedef struct SharedPass {
 typedef struct AgentOptions AgentOptions;
 typedef struct Watch Watch;
 typedef struct OomIncident OomIncident;
+typedef struct AgentKills AgentKills;
 
 /* One armed trigger. Heap-allocated one by one: the trigger set hands its pointer back with each
  * event, so a trigger kept across a reload must not move. */
@@ -141,7 +144,8 @@ struct Agent {
         FdBudget fds; /* descriptors the triggers may still take */
         RateLimit rate;
         LogRateLimit rate_warned;
-        History history; /* recent pressure incidents, for the related ids of oom incidents */
+        History history;   /* recent pressure incidents, for the related ids of oom incidents */
+        AgentKills *kills; /* kill incidents (kills.c): NULL until started */
 
         /* OOM kills: /dev/kmsg, or the memory cgroups' kill counters without it. */
         int kmsg_fd;
@@ -250,6 +254,21 @@ void oom_watch_stop(Agent *a);
 /* w's kill counter, when kills are counted (once per cgroup). */
 void watch_counter_open(Agent *a, Watch *w);
 void watch_counter_close(Agent *a, Watch *w);
+
+/* kills.c: kill incidents (processes of a watched cgroup ended by SIGKILL/SIGTERM under pressure).
+ * A kill window opens at a pressure incident and is extended by later wakeups; while any is open an
+ * exit listener, a 1 s refresh of the members and the kill log files are open, none otherwise. */
+int kills_start(Agent *a);
+/* Writes the groups in flight and closes everything. */
+void kills_stop(Agent *a);
+void kills_pressure_incident(Agent *a, Watch *w, const Trigger *t, const char *id);
+void kills_trigger_wakeup(Agent *a, Watch *w);
+void kills_forget_watch(Agent *a, Watch *w);
+/* Every /dev/kmsg message (oomd's kill line), and the kernel OOM killer's victims. */
+void kills_kmsg_message(Agent *a, const char *msg, size_t len);
+void kills_kernel_victim(Agent *a, pid_t pid);
+/* psidiag_kills_total{killer} */
+uint64_t kills_count(const Agent *a, KillerKind k);
 
 /* discovery.c: cgroups that come and go. */
 /* Arms every configured cgroup that exists and is not armed yet, and watches (inotify) the

@@ -19,6 +19,7 @@ static unsigned triggers_configured(const Agent *a) {
 static const char *const incident_type_labels[_AGENT_INCIDENT_TYPE_MAX] = {
         [AGENT_INCIDENT_PRESSURE] = "pressure",
         [AGENT_INCIDENT_OOM] = "oom",
+        [AGENT_INCIDENT_KILL] = "kill",
 };
 
 const char *watch_config_label(const WatchConfig *cfg) {
@@ -111,6 +112,9 @@ void agent_metrics_update(Agent *a) {
         size_t n_incidents = 0, n_stall = 0;
         if (!watch_series(a, &n_incidents, &n_stall))
                 return;
+        MetricsCount kills[_KILLER_MAX];
+        for (KillerKind k = 0; k < _KILLER_MAX; k++)
+                kills[k] = (MetricsCount) { .label = killer_kind_to_string(k), .value = kills_count(a, k) };
         MetricsCount wakeups[_WAKEUP_VERDICT_MAX];
         for (WakeupVerdict v = 0; v < _WAKEUP_VERDICT_MAX; v++)
                 wakeups[v] = (MetricsCount) { .label = wakeup_verdict_label(v), .value = a->wakeups[v] };
@@ -129,6 +133,8 @@ void agent_metrics_update(Agent *a) {
                 .episodes = a->episode_seq,
                 .culprit_passes = a->culprit_passes,
                 .culprit_passes_shared = a->culprit_passes_shared,
+                .kills = kills,
+                .n_kills = _KILLER_MAX,
                 .incidents = a->metric_series,
                 .n_incidents = n_incidents,
                 .stall = a->metric_series + n_incidents,

@@ -215,11 +215,13 @@ static void on_kmsg_io(struct ev_loop *loop, ev_io *io, int revents) {
                 }
                 if (kmsg_parse_record(a->kmsg_buf, (size_t) n, &rec) < 0)
                         continue;
+                kills_kmsg_message(a, rec.message, rec.message_len);
                 if (oom_parse_message(rec.message, rec.message_len, &a->kmsg_kill) != OOM_LINE_KILLED)
                         continue;
                 /* Both clocks count from boot (suspend aside): how late the kill is read. */
                 log_debug("oom kill of pid %d read %lld us after the kernel logged it", (int) a->kmsg_kill.pid,
                           (long long) now_usec(CLOCK_MONOTONIC) - (long long) rec.timestamp_us);
+                kills_kernel_victim(a, a->kmsg_kill.pid);
                 _cleanup_free_ char *cg = oom_victim_cgroup(a, &a->kmsg_kill);
                 agent_oom(a, &a->kmsg_kill, cg, "kmsg", 1);
                 a->kmsg_kill = (OomKill) {};

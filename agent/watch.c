@@ -164,6 +164,7 @@ void watch_remove(Agent *a, Watch *w) {
                         break;
                 }
         watch_drop_sample(w, "its cgroup is no longer watched");
+        kills_forget_watch(a, w);
         watch_counter_close(a, w);
         for (size_t j = 0; j < w->n_triggers; j++)
                 trigger_free(a, w->triggers[j]);
@@ -231,6 +232,7 @@ static void watch_report_sample(Sampler *s, int r) {
         a->exit_records_lost += (uint64_t) MAX(json_integer_value(json_object_get(sample, "lost_exit_records")), 0);
         if (history_add(&a->history, w->path, id, now_usec(CLOCK_MONOTONIC)) < 0)
                 log_warning("out of memory: incident %s will not be linked to a later oom kill", id);
+        kills_pressure_incident(a, w, t, id);
         a->rate.suppressed_since_incident = 0;
         a->samples++;
         a->sample_thread_errors += lifetime ? s->a.errors : s->a.errors + s->b.errors;
@@ -363,6 +365,7 @@ static void trigger_event(Trigger *t, bool gone) {
         /* Every wakeup with real growth, held back or not, tells that the stall goes on. */
         if (verdict != WAKEUP_NO_GROWTH && verdict != WAKEUP_BELOW_THRESHOLD) {
                 usec_t now = now_usec(CLOCK_MONOTONIC);
+                kills_trigger_wakeup(a, w); /* still under pressure: the kill window goes on */
                 Episode *e = &a->episodes[t->effective.resource];
                 if (episode_note(e, &a->episode_seq, now, now_usec(CLOCK_REALTIME), t->effective.window_us,
                                  verdict == WAKEUP_SAMPLE ? now + w->cfg->sample_ms * USEC_PER_MSEC : 0))

@@ -306,6 +306,38 @@ static void show_oom(json_t *inc, FILE *out) {
         }
 }
 
+/* The victims of a kill incident, its killer and the pressure before it. */
+static void show_kill(json_t *inc, FILE *out) {
+        json_t *o = json_object_get(inc, "kill"), *victims, *killer, *p;
+        char comm[64], cg[256], name[64], mark[256], id[128];
+        size_t i;
+        json_t *v;
+
+        if (!json_is_object(o))
+                return;
+        victims = json_object_get(o, "victims");
+        killer = json_object_get(o, "killer");
+        p = json_object_get(o, "pressure");
+        if (json_is_object(killer)) {
+                text_terminal_safe(get_str(killer, "name") ? get_str(killer, "name") : "-", name, sizeof name);
+                text_terminal_safe(get_str(killer, "mark") ? get_str(killer, "mark") : "-", mark, sizeof mark);
+                fprintf(out, "  killer    %s (%s: %s)\n", name,
+                        get_str(killer, "basis") ? get_str(killer, "basis") : "-", mark);
+        } else
+                fputs("  killer    unknown (no mark)\n", out);
+        fprintf(out, "  victims   %lld\n", get_int(o, "victims_total"));
+        json_array_foreach(victims, i, v) {
+                text_terminal_safe(get_str(v, "comm") ? get_str(v, "comm") : "-", comm, sizeof comm);
+                text_terminal_safe(get_str(v, "cgroup") ? get_str(v, "cgroup") : "-", cg, sizeof cg);
+                fprintf(out, "  killed    pid %lld %s in %s by %s, rss %lld KiB\n", get_int(v, "pid"), comm, cg,
+                        get_str(v, "signal") ? get_str(v, "signal") : "-", get_int(v, "rss_kib"));
+        }
+        if (get_str(p, "incident")) {
+                text_terminal_safe(get_str(p, "incident"), id, sizeof id);
+                fprintf(out, "  pressure  incident %s, %lld ms before\n", id, get_int(p, "since_ms"));
+        }
+}
+
 /* The incident's sentence; a line written before psidiag 0.6 has none, and gets one made from its
  * fields as the agent makes it. */
 static void show_summary(json_t *inc, FILE *out) {
@@ -342,14 +374,16 @@ int show_line(const char *line, size_t len, FILE *out, char *error, size_t error
                 text_terminal_safe(c ? c : "node", cg, sizeof cg);
                 text_terminal_safe(get_str(t, "spec"), spec, sizeof spec);
                 fprintf(out, "%s  %s  %s  \"%s\"  on %s\n", when, type, cg, spec, host);
-        } else if (json_is_object(json_object_get(inc, "oom"))) {
-                const char *c = get_str(json_object_get(inc, "oom"), "cgroup");
+        } else if (json_is_object(json_object_get(inc, "oom")) || json_is_object(json_object_get(inc, "kill"))) {
+                json_t *k = json_object_get(inc, "oom") ? json_object_get(inc, "oom") : json_object_get(inc, "kill");
+                const char *c = get_str(k, "cgroup");
                 text_terminal_safe(c ? c : "node", cg, sizeof cg);
                 fprintf(out, "%s  %s  %s  on %s\n", when, type, cg, host);
         } else
                 fprintf(out, "%s  %s  on %s\n", when, type, host);
         show_summary(inc, out);
         show_oom(inc, out);
+        show_kill(inc, out);
         show_pressure(inc, out);
         show_on_what(inc, out);
         show_processes(inc, out);

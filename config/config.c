@@ -259,6 +259,9 @@ Config *config_free(Config *c) {
         free(c->watches);
         free(c->output);
         free(c->metrics_file);
+        for (size_t i = 0; i < c->n_kill_log_files; i++)
+                free(c->kill_log_files[i]);
+        free(c->kill_log_files);
         free(c);
         return NULL;
 }
@@ -291,6 +294,7 @@ int config_parse(const char *text, size_t len, const char *name, Config **ret, c
         c->max_incidents_per_minute = CONFIG_DEFAULT_MAX_INCIDENTS_PER_MINUTE;
         c->max_concurrent_samples = CONFIG_DEFAULT_MAX_CONCURRENT_SAMPLES;
         c->oom_lookback_s = CONFIG_DEFAULT_OOM_LOOKBACK_S;
+        c->kill_window_s = CONFIG_DEFAULT_KILL_WINDOW_S;
 
         if (!json_is_object(root)) {
                 r = fail_at(&st, NULL, 0, "the config must be a JSON object");
@@ -328,6 +332,44 @@ int config_parse(const char *text, size_t len, const char *name, Config **ret, c
                         if (r < 0)
                                 goto fail;
                         c->oom_lookback_s = (unsigned) u;
+                } else if (strcmp(key, "kill_window_s") == 0) {
+                        uint64_t u;
+                        r = get_uint(&st, v, path, 1, "kill_window_s", CONFIG_KILL_WINDOW_S_MAX, 0, &u);
+                        if (r < 0)
+                                goto fail;
+                        c->kill_window_s = (unsigned) u;
+                } else if (strcmp(key, "kill_log_files") == 0) {
+                        size_t i;
+                        json_t *f;
+
+                        if (!json_is_array(v) || json_array_size(v) > CONFIG_KILL_LOG_FILES_MAX) {
+                                r = fail_at(&st, path, 1, "kill_log_files must be a list of at most %d absolute paths",
+                                            CONFIG_KILL_LOG_FILES_MAX);
+                                goto fail;
+                        }
+                        for (i = 0; i < c->n_kill_log_files; i++)
+                                free(c->kill_log_files[i]);
+                        free(c->kill_log_files);
+                        c->n_kill_log_files = 0;
+                        c->kill_log_files = calloc(MAX(json_array_size(v), (size_t) 1), sizeof *c->kill_log_files);
+                        if (!c->kill_log_files) {
+                                r = -ENOMEM;
+                                goto fail;
+                        }
+                        c->has_kill_log_files = true;
+                        json_array_foreach(v, i, f) {
+                                const char *s = json_string_value(f);
+                                if (!s || s[0] != '/' || json_string_length(f) != strlen(s)) {
+                                        r = fail_at(&st, path, 1, "kill_log_files must be a list of absolute paths");
+                                        goto fail;
+                                }
+                                c->kill_log_files[c->n_kill_log_files] = strdup(s);
+                                if (!c->kill_log_files[c->n_kill_log_files]) {
+                                        r = -ENOMEM;
+                                        goto fail;
+                                }
+                                c->n_kill_log_files++;
+                        }
                 } else if (strcmp(key, "output_format") == 0) {
                         const char *f = json_string_value(v);
 
@@ -361,8 +403,8 @@ int config_parse(const char *text, size_t len, const char *name, Config **ret, c
                 } else {
                         r = fail_at(&st, path, 1,
                                     "unknown key \"%s\" (expected output, output_format, top, sample_ms, cooldown_ms, "
-                                    "max_incidents_per_minute, max_concurrent_samples, oom_lookback_s, metrics_file, "
-                                    "watch)",
+                                    "max_incidents_per_minute, max_concurrent_samples, oom_lookback_s, kill_window_s, "
+                                    "kill_log_files, metrics_file, watch)",
                                     key);
                         goto fail;
                 }

@@ -49,6 +49,14 @@ typedef struct Config {
         unsigned max_incidents_per_minute; /* over all watches; 0: no limit */
         unsigned max_concurrent_samples;
         unsigned oom_lookback_s; /* an oom incident links the pressure incidents of this many seconds before it */
+        /* Kill incidents: a watch's processes dying by SIGKILL/SIGTERM this many seconds after its
+         * last pressure incident or trigger wakeup are victims; 0 turns kill incidents off. */
+        unsigned kill_window_s;
+        /* Syslog-style files where killers' lines are looked for (tailed only while a kill window
+         * is open). has_kill_log_files false: the defaults that exist (CONFIG_DEFAULT_KILL_LOG_FILES). */
+        char **kill_log_files;
+        size_t n_kill_log_files;
+        bool has_kill_log_files;
         unsigned top;
         uint64_t sample_ms;
         uint64_t cooldown_ms;
@@ -57,6 +65,12 @@ typedef struct Config {
 } Config;
 
 #define CONFIG_DEFAULT_TOP 10
+#define CONFIG_DEFAULT_KILL_WINDOW_S 60
+#define CONFIG_KILL_WINDOW_S_MAX 3600
+#define CONFIG_KILL_LOG_FILES_MAX 8
+/* Used when kill_log_files is not set, those of them that exist. */
+#define CONFIG_DEFAULT_KILL_LOG_FILES                                                                                  \
+        { "/var/log/syslog", "/var/log/messages" }
 #define CONFIG_DEFAULT_SAMPLE_MS 1000
 #define CONFIG_DEFAULT_COOLDOWN_MS 10000
 #define CONFIG_DEFAULT_MAX_INCIDENTS_PER_MINUTE 60

@@ -163,6 +163,75 @@ static int oom_add(json_t *incident, const OomReport *oom) {
         return r;
 }
 
+static json_t *kill_victim_object(const KillVictim *v) {
+        json_t *o = json_object();
+        int r = 0;
+
+        r |= set_new(o, "pid", json_integer(v->pid));
+        r |= set_new(o, "comm", json_string_from_bytes(v->comm, strnlen(v->comm, sizeof v->comm)));
+        r |= set_new(o, "cmdline",
+                     v->has_member && v->member.has_cmdline
+                             ? json_string_from_bytes(v->member.cmdline, v->member.cmdline_len)
+                             : json_null());
+        r |= set_new(o, "uid", v->uid >= 0 ? json_integer(v->uid) : json_null());
+        r |= set_new(o, "cgroup",
+                     v->has_member && v->member.has_cgroup ? cgroup_string(v->member.cgroup) : json_null());
+        r |= set_new(o, "rss_kib", v->has_rss ? json_u64(v->rss_kib) : json_null());
+        r |= set_new(o, "rss_source", v->has_rss ? json_string(v->rss_source) : json_null());
+        r |= set_new(o, "signal", json_string(v->signal == 9 ? "SIGKILL" : "SIGTERM"));
+        r |= set_new(o, "delay_us", v->present ? delays_object(v->delay_ns, v->present) : json_null());
+        return object_or_null(o, r);
+}
+
+static json_t *opt_u64(bool has, uint64_t v) {
+        return has ? json_u64(v) : json_null();
+}
+
+static int kill_add(json_t *incident, const KillReport *k) {
+        const KillGroup *g = k->group;
+        json_t *o = json_object(), *victims = json_array(), *signals = json_array(), *mem = json_object(),
+               *pressure = json_object(), *killer, *related = json_array();
+        int r = 0;
+
+        for (size_t i = 0; i < g->n_listed; i++)
+                r |= append_new(victims, kill_victim_object(&g->listed[i]));
+        if (g->sigterm)
+                r |= append_new(signals, json_string("SIGTERM"));
+        if (g->sigkill)
+                r |= append_new(signals, json_string("SIGKILL"));
+        r |= set_new(o, "cgroup", cgroup_string(k->cgroup));
+        r |= set_new(o, "victims_total", json_u64(g->total));
+        r |= set_new(o, "signals", signals);
+        r |= set_new(o, "victims", victims);
+        if (k->killer && k->killer->killer != KILLER_UNKNOWN) {
+                killer = json_object();
+                r |= set_new(killer, "name", json_string(killer_kind_to_string(k->killer->killer)));
+                r |= set_new(killer, "basis", json_string(killmark_basis_to_string(k->killer->basis)));
+                r |= set_new(killer, "mark", json_string_from_bytes(k->killer->mark, strlen(k->killer->mark)));
+                killer = object_or_null(killer, r);
+        } else
+                killer = json_null();
+        r |= set_new(o, "killer", killer);
+        r |= set_new(mem, "current_kib", opt_u64(k->has_memory_current, k->memory_current_kib));
+        r |= set_new(mem, "max_kib", opt_u64(k->has_memory_max, k->memory_max_kib));
+        r |= set_new(mem, "swap_current_kib", opt_u64(k->has_swap_current, k->swap_current_kib));
+        r |= set_new(mem, "oom_kill", opt_u64(k->has_oom_kill, k->oom_kill));
+        r |= set_new(o, "memory", mem);
+        r |= set_new(pressure, "trigger",
+                     k->trigger_spec ? json_string_from_bytes(k->trigger_spec, strlen(k->trigger_spec)) : json_null());
+        r |= set_new(pressure, "incident",
+                     k->pressure_incident ? json_string_from_bytes(k->pressure_incident, strlen(k->pressure_incident))
+                                          : json_null());
+        r |= set_new(pressure, "since_ms", k->pressure_incident ? json_u64(k->since_pressure_ms) : json_null());
+        r |= set_new(pressure, "above_trigger", json_boolean(k->above_trigger));
+        r |= set_new(o, "pressure", pressure);
+        r |= set_new(incident, "kill", o);
+        for (size_t i = 0; i < k->n_related; i++)
+                r |= append_new(related, json_string_from_bytes(k->related[i], strlen(k->related[i])));
+        r |= set_new(incident, "related", related);
+        return r;
+}
+
 static bool pressure_total(const Snapshot *s, PsiResource res, PsiStall stall, uint64_t *ret) {
         if (res < 0 || (size_t) res >= SAMPLE_PRESSURE_RESOURCES || !s->has_pressure[res] ||
             !s->pressure[res].has[stall])
@@ -346,6 +415,8 @@ int incident_build(const SampleResult *res, const IncidentContext *ctx, json_t *
         r |= set_new(o, "blocked", blocked ? blocked : json_null());
         if (ctx->oom)
                 r |= oom_add(o, ctx->oom);
+        if (ctx->kill)
+                r |= kill_add(o, ctx->kill);
 
         json_t *j = summary_add(object_or_null(o, r));
         if (!j)

@@ -16,6 +16,7 @@
 #include "sampling/result.h"
 #include "sampling/snapshot.h"
 #include "probes/kmsg.h"
+#include "sampling/kills.h"
 #include "probes/system.h"
 #include "triggers/trigger.h"
 
@@ -37,10 +38,29 @@ typedef struct OomReport {
         size_t n_related;
 } OomReport;
 
+/* What a kill incident says ("kill" and "related" in the schema): the victims of one watched
+ * cgroup that died by SIGKILL or SIGTERM under pressure, who killed them, and what pressure. */
+typedef struct KillReport {
+        const KillGroup *group;
+        const char *cgroup; /* the watched cgroup, "a/b"; NULL node-wide */
+        const KillerChoice *killer;
+        /* The cgroup's memory right after (null where not read). */
+        bool has_memory_current, has_memory_max, has_swap_current, has_oom_kill;
+        uint64_t memory_current_kib, memory_max_kib, swap_current_kib, oom_kill;
+        /* The pressure the kill came under: the watch's trigger, the last pressure incident, how
+         * long before the first victim it was written, and whether a trigger fired since. */
+        const char *trigger_spec;
+        const char *pressure_incident; /* id; NULL when none is known */
+        uint64_t since_pressure_ms;
+        bool above_trigger;
+        const char *const *related; /* ids, newest first */
+        size_t n_related;
+} KillReport;
+
 /* What an incident says beside its sample: who writes it, why, and about what. The sample itself
  * is the Sampler's SampleResult (sampling/result.h), taken as it is. */
 typedef struct IncidentContext {
-        const char *type; /* "pressure", "snapshot" or "oom" */
+        const char *type; /* "pressure", "snapshot", "oom" or "kill" */
         const char *id;
         const HostInfo *host;
         const char *agent_version; /* NULL: PSIDIAG_VERSION */
@@ -55,7 +75,8 @@ typedef struct IncidentContext {
         bool has_suppressed;          /* write "suppressed" (the agent's incidents) */
         uint64_t suppressed;
 
-        const OomReport *oom; /* type "oom": writes "oom" and "related" */
+        const OomReport *oom;   /* type "oom": writes "oom" and "related" */
+        const KillReport *kill; /* type "kill": writes "kill" and "related" */
 
         /* The agent's pressure incidents (agent/episode.h): the episode of the trigger's resource
          * they belong to, and the id of the node culprit pass their culprits come from when it may

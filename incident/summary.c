@@ -366,6 +366,63 @@ static void put_oom(FILE *f, const json_t *oom) {
                 fprintf(f, " (%.0f kills)", kills);
 }
 
+/* "killed by earlyoom: grower (/cg, pid N) holding 40 MiB, under memory pressure (incident ID, 2.1 s
+ * before)", or "3 processes of /cg killed by SIGKILL (killer unknown): ...". */
+static void put_kill(FILE *f, const json_t *kill) {
+        const json_t *victims = json_object_get(kill, "victims"), *v = json_array_get(victims, 0),
+                     *killer = json_object_get(kill, "killer"), *p = json_object_get(kill, "pressure");
+        double total = field_or_zero(kill, "victims_total"), pid, rss, since;
+        const char *trigger = field_string(p, "trigger"), *id = field_string(p, "incident");
+
+        if (json_is_object(killer)) {
+                fputs("killed by ", f);
+                put_name(f, field_string(killer, "name") ? field_string(killer, "name") : "?");
+                if (field_string(killer, "basis") && strcmp(field_string(killer, "basis"), "running_process") == 0)
+                        fputs(" (running, no log of the kill)", f);
+        } else
+                fputs("killed by a signal (killer unknown)", f);
+        fputs(": ", f);
+        if (json_is_object(v)) {
+                put_name(f, field_string(v, "comm") ? field_string(v, "comm") : "?");
+                fputs(" (", f);
+                put_name(f, field_string(v, "cgroup")      ? field_string(v, "cgroup")
+                            : field_string(kill, "cgroup") ? field_string(kill, "cgroup")
+                                                           : "?");
+                if (field_number(v, "pid", &pid))
+                        fprintf(f, ", pid %.0f", pid);
+                fputc(')', f);
+                if (field_number(v, "rss_kib", &rss)) {
+                        fputs(" holding ", f);
+                        put_bytes(f, rss * 1024);
+                }
+                if (field_string(v, "signal"))
+                        fprintf(f, ", %s", field_string(v, "signal"));
+        }
+        if (total > 1)
+                fprintf(f, " and %.0f more", total - 1);
+        if (trigger && strchr(trigger, ' ')) {
+                /* "memory some 50ms 2s": "under memory pressure (some 50ms 2s)" */
+                const char *sp = strchr(trigger, ' ');
+                char res[16];
+                snprintf(res, sizeof res, "%.*s", (int) MIN((size_t) (sp - trigger), sizeof res - 1), trigger);
+                fputs(", under ", f);
+                put_name(f, res);
+                fputs(" pressure (", f);
+                put_name(f, sp + 1);
+                fputc(')', f);
+        } else
+                fputs(", under pressure", f);
+        if (id) {
+                fputs(" after incident ", f);
+                put_name(f, id);
+                if (field_number(p, "since_ms", &since)) {
+                        fputs(", ", f);
+                        put_duration_us(f, since * 1000);
+                        fputs(" before", f);
+                }
+        }
+}
+
 int summary_format(const json_t *incident, char **ret) {
         const char *type = field_string(incident, "type");
         char *buf = NULL;
@@ -374,14 +431,17 @@ int summary_format(const json_t *incident, char **ret) {
 
         if (!type)
                 return -EINVAL;
-        if (strcmp(type, "oom") == 0 ? !json_is_object(json_object_get(incident, "oom"))
-                                     : !json_is_object(json_object_get(incident, "sample")))
+        if (strcmp(type, "oom") == 0    ? !json_is_object(json_object_get(incident, "oom"))
+            : strcmp(type, "kill") == 0 ? !json_is_object(json_object_get(incident, "kill"))
+                                        : !json_is_object(json_object_get(incident, "sample")))
                 return -EINVAL;
         f = open_memstream(&buf, &len);
         if (!f)
                 return -ENOMEM;
         if (strcmp(type, "oom") == 0)
                 put_oom(f, json_object_get(incident, "oom"));
+        else if (strcmp(type, "kill") == 0)
+                put_kill(f, json_object_get(incident, "kill"));
         else
                 put_pressure(f, incident);
         if (ferror(f) | fclose(f)) {

@@ -85,3 +85,27 @@ int memcg_open_oom_counter(const Sysroot *s, const char *path, MemcgCounterKind 
         *ret_kind = MEMCG_COUNTER_OOM_CONTROL;
         return 0;
 }
+
+/* A file of one decimal (or "max") and a newline. */
+static bool read_number(int cgroup_fd, const char *name, uint64_t *ret) {
+        char buf[64];
+        ssize_t n = read_file_at(cgroup_fd, name, buf, sizeof buf);
+
+        while (n > 0 && buf[n - 1] == '\n')
+                n--;
+        return n > 0 && parse_u64_exact(buf, (size_t) n, ret) >= 0;
+}
+
+void memcg_read_state(int cgroup_fd, MemcgState *ret) {
+        char buf[1024];
+        ssize_t n;
+
+        *ret = (MemcgState) {};
+        if (cgroup_fd < 0)
+                return;
+        ret->has_current = read_number(cgroup_fd, "memory.current", &ret->current_bytes);
+        ret->has_max = read_number(cgroup_fd, "memory.max", &ret->max_bytes);
+        ret->has_swap_current = read_number(cgroup_fd, "memory.swap.current", &ret->swap_current_bytes);
+        n = read_file_at(cgroup_fd, "memory.events", buf, sizeof buf);
+        ret->has_oom_kill = n > 0 && memcg_parse_oom_kill(buf, (size_t) n, &ret->oom_kill) >= 0;
+}

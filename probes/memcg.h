@@ -6,6 +6,7 @@
  * The parser is pure; the rest opens files beneath the mounts. Never logs. */
 #pragma once
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "probes/sysroot.h"
@@ -31,3 +32,14 @@ int memcg_read_oom_kill(int fd, uint64_t *ret);
  * Returns 0, -ENOENT when the cgroup has no memory counter, or -errno. */
 int memcg_open_oom_counter(const Sysroot *s, const char *path, MemcgCounterKind *ret_kind, int *ret_fd,
                            int *ret_event_fd);
+
+/* A cgroup2 memory cgroup's state now (for kill incidents): memory.current, memory.max ("max":
+ * has_max false), memory.swap.current, and memory.events oom_kill. Each is set where its file
+ * could be read (none without the memory controller). */
+typedef struct MemcgState {
+        bool has_current, has_max, has_swap_current, has_oom_kill;
+        uint64_t current_bytes, max_bytes, swap_current_bytes, oom_kill;
+} MemcgState;
+
+/* Reads them from the cgroup2 directory cgroup_fd. Never fails: what is missing stays unset. */
+void memcg_read_state(int cgroup_fd, MemcgState *ret);

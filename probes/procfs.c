@@ -279,6 +279,26 @@ int proc_cgroup_namespace_read(int proc_fd, unsigned max_scan, ProcCgroupNamespa
         return 0;
 }
 
+int proc_read_rss_kib(int proc_fd, pid_t pid, uint64_t *ret) {
+        char buf[256];
+        ssize_t n = read_pid_file(proc_fd, pid, "statm", buf, sizeof buf - 1);
+        const char *p, *end;
+        uint64_t pages;
+
+        if (n < 0)
+                return (int) n;
+        buf[n] = '\0';
+        p = strchr(buf, ' ');
+        if (!p)
+                return -EINVAL;
+        p++;
+        end = p + strcspn(p, " \n");
+        if (parse_u64_exact(p, (size_t) (end - p), &pages) < 0)
+                return -EINVAL;
+        *ret = pages * (uint64_t) (sysconf(_SC_PAGESIZE) / 1024);
+        return 0;
+}
+
 ssize_t proc_read_comm(int proc_fd, pid_t pid, char *out, size_t size) {
         ssize_t n = read_pid_file(proc_fd, pid, "comm", out, size);
 

@@ -80,6 +80,10 @@ int proc_read_uid(int proc_fd, pid_t pid, uid_t *ret);
 int proc_read_tgid(int proc_fd, pid_t tid, pid_t *ret);
 int proc_read_cgroup(int proc_fd, pid_t pid, char *out, size_t size);
 
+/* The resident set of process pid (/proc/<pid>/statm's second field, in pages) in KiB. 0, -ESRCH
+ * (gone), -EINVAL (malformed) or -errno. */
+int proc_read_rss_kib(int proc_fd, pid_t pid, uint64_t *ret);
+
 /* Reads /proc/<pid>/comm without the trailing newline. Returns its length or -errno. */
 ssize_t proc_read_comm(int proc_fd, pid_t pid, char *out, size_t size);
 

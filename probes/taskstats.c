@@ -52,7 +52,7 @@ typedef struct TaskstatsLayout {
         TaskstatsField delay[_TASK_DELAY_MAX];
         TaskstatsField max[_TASK_DELAY_MAX];
         TaskstatsField max_ts[_TASK_DELAY_MAX]; /* a struct __kernel_timespec */
-        TaskstatsField comm, uid, pid, ppid, btime64, tgid, cpu_run;
+        TaskstatsField comm, uid, pid, ppid, btime64, tgid, cpu_run, exit_code;
         TaskstatsField hiwater_rss, read_bytes, write_bytes, cancelled_write_bytes;
 } TaskstatsLayout;
 
@@ -94,6 +94,7 @@ static const TaskstatsLayout layout_classic = {
         .btime64 = { 10, 344 },
         .tgid = { 12, 368 },
         .cpu_run = { 1, 64 },
+        .exit_code = { 1, 4 },
         .hiwater_rss = { 2, 200 },
         .read_bytes = { 2, 248 },
         .write_bytes = { 2, 256 },
@@ -129,6 +130,7 @@ static const TaskstatsLayout layout_v15 = {
         .btime64 = { 15, 424 },
         .tgid = { 15, 464 },
         .cpu_run = { 15, 112 },
+        .exit_code = { 15, 4 },
         /* 48 bytes further than classic, like everything from ac_comm to the reclaim delay. */
         .hiwater_rss = { 15, 248 },
         .read_bytes = { 15, 296 },
@@ -208,6 +210,10 @@ static int parse_payload(const void *data, size_t len, uint16_t version_if_none,
                 ts.ppid = (pid_t) get_u32(p, l->ppid.offset);
         if (field_present(&l->btime64, version, len, 8))
                 ts.btime_s = get_u64(p, l->btime64.offset);
+        if (field_present(&l->exit_code, version, len, 4)) {
+                ts.exit_code = get_u32(p, l->exit_code.offset);
+                ts.has_exit_code = true;
+        }
         if (field_present(&l->tgid, version, len, 4))
                 ts.tgid = (pid_t) get_u32(p, l->tgid.offset);
         if (field_present(&l->cpu_run, version, len, 8)) {

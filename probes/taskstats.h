@@ -41,6 +41,11 @@ typedef struct TaskStats {
         pid_t ppid; /* ac_ppid: the parent process, 0 when absent */
         uid_t uid;
         uint64_t btime_s; /* ac_btime64 (v10+), 0 when absent */
+        /* ac_exitcode: the task's exit_code as bacct_add_tsk() copies it (kernel/tsacct.c): the
+         * signal that ended it in the low 7 bits (0x80: core dumped), else the status << 8. Only
+         * exit records carry it (0 in a query's reply: the task is alive). */
+        uint32_t exit_code;
+        bool has_exit_code;
         char comm[TASKSTATS_COMM_MAX + 1];
         uint64_t delay_ns[_TASK_DELAY_MAX];
         uint32_t present;    /* TASK_DELAY_MASK bits of the delays this payload carries */
@@ -60,7 +65,8 @@ typedef struct TaskStats {
         /* Per-PID replies and exit records only (xacct_add_tsk() in kernel/tsacct.c): a TGID reply
          * and an AGGR_TGID record leave them 0 although the layout has them (kernel-facts.md:
          * tgid-totals). The high-water mark of the address space's resident set, in KiB (the whole
-         * process's: threads share it), and the thread's own storage bytes, rounded down to KiB. */
+         * process's: threads share it; an exit record is sent before exit_mm(), so it has it), and
+         * the thread's own storage bytes, rounded down to KiB. */
         uint64_t hiwater_rss_kib;
         bool has_hiwater_rss;
         uint64_t read_bytes, write_bytes, cancelled_write_bytes;

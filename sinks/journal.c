@@ -69,6 +69,7 @@ int journal_summary(json_t *inc, char *message, size_t message_size, char *type,
         *ret_message_id = strcmp(type, "pressure") == 0   ? JOURNAL_MESSAGE_ID_PRESSURE
                           : strcmp(type, "snapshot") == 0 ? JOURNAL_MESSAGE_ID_SNAPSHOT
                           : strcmp(type, "oom") == 0      ? JOURNAL_MESSAGE_ID_OOM
+                          : strcmp(type, "kill") == 0     ? JOURNAL_MESSAGE_ID_KILL
                                                           : JOURNAL_MESSAGE_ID_OTHER;
         /* The incident's own sentence, when it has one (every incident since 0.6). */
         if (string_at(inc, "summary")) {
@@ -142,7 +143,8 @@ static int journal_write(Sink *s, json_t *doc, SinkDumpLine dump_line) {
         if (!journal_load())
                 return -EOPNOTSUPP;
         return sd_journal_send_fn("MESSAGE=%s%s", own > 0 ? "" : "psidiag: ", message, "MESSAGE_ID=%s", message_id,
-                                  "PRIORITY=%i", strcmp(type, "oom") == 0 ? LOG_ERR : LOG_WARNING,
+                                  "PRIORITY=%i",
+                                  strcmp(type, "oom") == 0 || strcmp(type, "kill") == 0 ? LOG_ERR : LOG_WARNING,
                                   "SYSLOG_IDENTIFIER=psidiag", "PSIDIAG_TYPE=%s", type, "PSIDIAG_INCIDENT_ID=%s", id,
                                   "PSIDIAG_INCIDENT=%.*s", (int) len, line, NULL);
 #else

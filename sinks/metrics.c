@@ -103,6 +103,10 @@ int metrics_format(const Metrics *m, char **ret) {
                m->sample_thread_errors);
         single(f, "psidiag_cgroups_gone_total", "counter", "Watched cgroups that were removed.", m->cgroups_gone);
         single(f, "psidiag_oom_kills_total", "counter", "OOM kills written as oom incidents.", m->oom_kills);
+        metric(f, "psidiag_kills_total", "counter",
+               "Kill incidents (processes of a watched cgroup killed by SIGKILL or SIGTERM under pressure), by killer "
+               "(earlyoom, nohang, systemd-oomd, oomd, unknown).");
+        labelled(f, "psidiag_kills_total", "killer", m->kills, m->n_kills);
         single(f, "psidiag_kmsg_lost_total", "counter",
                "Times the kernel's message ring overwrote messages before psidiag read them.", m->kmsg_lost);
         metric(f, "psidiag_incidents_written_total", "counter", "Incident lines written, by output.");
@@ -110,7 +114,7 @@ int metrics_format(const Metrics *m, char **ret) {
         metric(f, "psidiag_incidents_lost_total", "counter", "Incident lines that could not be written, by output.");
         per_output(f, "psidiag_incidents_lost_total", m, true);
         metric(f, "psidiag_incidents_total", "counter",
-               "Incidents taken, by watch (its configured cgroup pattern, / node-wide), type (pressure, oom) and "
+               "Incidents taken, by watch (its configured cgroup pattern, / node-wide), type (pressure, oom, kill) and "
                "resource.");
         series(f, "psidiag_incidents_total", incident_keys, 3, m->incidents, m->n_incidents, false);
         metric(f, "psidiag_stall_seconds_total", "counter",

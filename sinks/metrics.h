@@ -39,6 +39,8 @@ typedef struct Metrics {
         uint64_t episodes;              /* pressure episodes begun (agent/episode.h) */
         uint64_t culprit_passes;        /* culprit passes run */
         uint64_t culprit_passes_shared; /* samples whose culprits came from another sample's node pass */
+        const MetricsCount *kills;      /* psidiag_kills_total{killer=...}: kill incidents by killer */
+        size_t n_kills;
         /* psidiag_incidents_total{watch, type, resource} and psidiag_stall_seconds_total{watch,
          * resource} (values in microseconds, written as seconds): one series per configured watch
          * (its cgroup pattern, "/" node-wide), never per matched cgroup. */

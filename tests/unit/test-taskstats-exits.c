@@ -198,7 +198,9 @@ static void test_exit_records_every_layout(void **state) {
                                    .ac_uid = 1000,
                                    .ac_pid = 4321,
                                    .ac_ppid = 4000,
-                                   .ac_tgid = 4300 },
+                                   .ac_tgid = 4300,
+                                   .ac_exitcode = 15,
+                                   .hiwater_rss = 777 },
                       group15 = { .cpu_delay_total = 777,
                                   .cpu_delay_max = 4343,
                                   .thrashing_delay_total = 55,
@@ -210,6 +212,8 @@ static void test_exit_records_every_layout(void **state) {
 
         /* Classic layout (13), with and without the group. */
         fill_v13(&thread13, 13);
+        /* Killed by SIGKILL (bacct_add_tsk() copies tsk->exit_code); its peak rss is fill_v13()'s. */
+        thread13.ac_exitcode = 9;
         memset(&group13, 0, sizeof group13);
         group13.cpu_delay_total = 999999999;
         group13.thrashing_delay_total = 55;
@@ -217,6 +221,8 @@ static void test_exit_records_every_layout(void **state) {
         msg = build_exit(&thread13, &group13, sizeof thread13);
         parse_exit(msg, &t, &p, &has);
         expect_common(&t, 13);
+        assert_true(t.has_exit_code);
+        assert_int_equal(t.exit_code, 9);
         assert_true(has);
         expect_group(&p, 13, 999999999);
         nlmsg_free(msg);
@@ -232,6 +238,8 @@ static void test_exit_records_every_layout(void **state) {
         parse_exit(msg, &t, &p, &has);
         assert_int_equal(t.version, 15);
         assert_int_equal(t.ppid, 4000);
+        assert_int_equal(t.exit_code, 15);
+        assert_int_equal(t.hiwater_rss_kib, 777);
         assert_true(has);
         expect_group(&p, 15, 777);
         /* The group's maximum is the last folded thread's (fill_tgid_exit()), at v15's offset. */

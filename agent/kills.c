@@ -1,0 +1,669 @@
+/* SPDX-License-Identifier: MIT */
+/* The loop side of kill incidents: kill windows, the exit listener, the members' refresh, the kill
+ * log files and the grouping timer. Every decision is sampling/kills.h's. */
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "agent/daemon.h"
+#include "base/log.h"
+#include "base/macro.h"
+#include "probes/memcg.h"
+#include "probes/procfs.h"
+#include "probes/tasks.h"
+#include "sampling/kills.h"
+
+#define KILL_TICK_S 1.0
+#define KILL_MEMBERS_MAX 4096
+#define KILL_XATTR_CGROUPS_MAX 16
+#define KILL_LOG_LINE_MAX 4096
+#define KILL_RELATED_MAX 64
+
+typedef struct XattrBase {
+        char path[KILL_CGROUP_MAX];
+        CgroupKillXattrs x;
+} XattrBase;
+
+typedef struct KillWindow {
+        AgentKills *k;
+        Watch *watch;
+        char trigger[128];
+        char incident[HISTORY_ID_MAX];
+        usec_t incident_mono_us, until_us, last_wakeup_us;
+        KillMembers members;
+        uint64_t oom_kill_base;
+        bool has_oom_kill_base;
+        XattrBase xattrs[KILL_XATTR_CGROUPS_MAX];
+        size_t n_xattrs;
+        KillGroup *group; /* in flight, written when group_timer fires */
+        ev_timer group_timer;
+} KillWindow;
+
+typedef struct KillLog {
+        char *path;
+        int fd;
+        char buf[KILL_LOG_LINE_MAX];
+        size_t len;
+        KillLogState state;
+} KillLog;
+
+struct AgentKills {
+        Agent *a;
+        KillWindow **windows;
+        size_t n;
+        TaskstatsExitListener *listener;
+        ev_io listener_io;
+        ev_timer tick;
+        KernelVictims kernel;
+        KillMark marks[KILL_MARKS_MAX]; /* ring, oldest at marks_next when full */
+        usec_t mark_us[KILL_MARKS_MAX];
+        size_t n_marks, marks_next;
+        KillLog logs[CONFIG_KILL_LOG_FILES_MAX];
+        size_t n_logs;
+        uint64_t lost;
+        uint64_t by_killer[_KILLER_MAX];
+};
+
+static void mark_push(AgentKills *k, const KillMark *m) {
+        k->marks[k->marks_next] = *m;
+        k->mark_us[k->marks_next] = now_usec(CLOCK_MONOTONIC);
+        k->marks_next = (k->marks_next + 1) % KILL_MARKS_MAX;
+        k->n_marks = MIN(k->n_marks + 1, (size_t) KILL_MARKS_MAX);
+}
+
+/* ---- kill log files ------------------------------------------------------------------------ */
+
+static void logs_open(AgentKills *k) {
+        static const char *const defaults[] = CONFIG_DEFAULT_KILL_LOG_FILES;
+        const Config *c = k->a->config;
+        size_t n = c->has_kill_log_files ? c->n_kill_log_files : ELEMENTSOF(defaults);
+
+        for (size_t i = 0; i < n && k->n_logs < CONFIG_KILL_LOG_FILES_MAX; i++) {
+                const char *p = c->has_kill_log_files ? c->kill_log_files[i] : defaults[i];
+                int fd = open(p, O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
+                if (fd < 0) {
+                        if (c->has_kill_log_files)
+                                log_debug_errno(-errno, "cannot read kill log file %s", p);
+                        continue;
+                }
+                /* Only what is written from now on: the kill window's lines. */
+                (void) lseek(fd, 0, SEEK_END);
+                KillLog *l = &k->logs[k->n_logs];
+                *l = (KillLog) { .path = strdup(p), .fd = fd };
+                kill_log_state_init(&l->state);
+                k->n_logs++;
+        }
+}
+
+static void logs_close(AgentKills *k) {
+        for (size_t i = 0; i < k->n_logs; i++) {
+                safe_close(k->logs[i].fd);
+                free(k->logs[i].path);
+        }
+        k->n_logs = 0;
+}
+
+/* Reads what was appended to the log files (bounded per call) and keeps the marks. */
+static void logs_drain(AgentKills *k) {
+        for (size_t i = 0; i < k->n_logs; i++) {
+                KillLog *l = &k->logs[i];
+                for (unsigned round = 0; round < 64; round++) {
+                        ssize_t n = read(l->fd, l->buf + l->len, sizeof l->buf - l->len);
+                        size_t start = 0;
+                        if (n <= 0)
+                                break;
+                        l->len += (size_t) n;
+                        for (size_t j = 0; j < l->len; j++) {
+                                KillMark m;
+                                if (l->buf[j] != '\n')
+                                        continue;
+                                if (kill_log_parse_line(l->buf + start, j - start, &l->state, &m) > 0) {
+                                        log_debug("%s: a kill by %s of pid %d (%s)", l->path,
+                                                  killer_kind_to_string(m.killer), (int) m.pid, m.name);
+                                        mark_push(k, &m);
+                                }
+                                start = j + 1;
+                        }
+                        if (start == 0 && l->len == sizeof l->buf)
+                                l->len = 0; /* a line longer than any mark: dropped */
+                        else {
+                                memmove(l->buf, l->buf + start, l->len - start);
+                                l->len -= start;
+                        }
+                }
+        }
+}
+
+/* ---- members ------------------------------------------------------------------------------- */
+
+/* Reads the baseline of the oomd_* xattrs of path once per window. */
+static void xattr_base(KillWindow *w, const char *path) {
+        Agent *a = w->k->a;
+        int fd;
+
+        for (size_t i = 0; i < w->n_xattrs; i++)
+                if (strcmp(w->xattrs[i].path, path) == 0)
+                        return;
+        if (w->n_xattrs >= KILL_XATTR_CGROUPS_MAX || sysroot_open_cgroup(a->rt.sysroot, path, &fd) < 0)
+                return;
+        XattrBase *b = &w->xattrs[w->n_xattrs++];
+        snprintf(b->path, sizeof b->path, "%s", path);
+        if (killmarks_read_cgroup_xattrs(fd, &b->x) < 0)
+                b->x = (CgroupKillXattrs) {};
+        safe_close(fd);
+}
+
+/* Lists the watch's processes (its subtree) with what their exit records will not say. */
+static void members_refresh(KillWindow *w) {
+        Agent *a = w->k->a;
+        int proc_fd = a->rt.sysroot->proc_fd, fd = -EBADF;
+        TidList l = {};
+        KillMembers *m = &w->members;
+        MemcgState ms;
+
+        if (!w->watch->path) {
+                /* Node-wide: every process is a member, known by its exit record alone (listing
+                 * and reading every process each second would cost more than it tells). */
+                m->n = 0;
+                return;
+        }
+        if (watch_open_cgroup(w->watch, &fd) >= 0) {
+                (void) cgroup_list_processes(fd, &l);
+                memcg_read_state(fd, &ms);
+                if (ms.has_oom_kill && !w->group) {
+                        w->oom_kill_base = ms.oom_kill;
+                        w->has_oom_kill_base = true;
+                }
+                safe_close(fd);
+        }
+        xattr_base(w, w->watch->path);
+        size_t n = MIN(l.n, (size_t) KILL_MEMBERS_MAX);
+        if (n > m->cap) {
+                KillMember *p = realloc(m->items, n * sizeof *p);
+                if (!p) {
+                        tid_list_done(&l);
+                        return; /* the last refresh's members stay */
+                }
+                m->items = p;
+                m->cap = n;
+        }
+        m->n = 0;
+        for (size_t i = 0; i < n; i++) {
+                KillMember *e = &m->items[m->n];
+                pid_t pid = l.tids[i];
+                ssize_t c;
+
+                if (pid == getpid())
+                        continue;
+                *e = (KillMember) { .pid = pid };
+                e->has_rss = proc_read_rss_kib(proc_fd, pid, &e->rss_kib) >= 0;
+                c = proc_read_cmdline(proc_fd, pid, e->cmdline, sizeof e->cmdline);
+                if (c >= 0) {
+                        e->cmdline_len = (size_t) c;
+                        e->has_cmdline = true;
+                }
+                char cg[KILL_CGROUP_MAX];
+                if (proc_read_cgroup(proc_fd, pid, cg, sizeof cg) >= 0 && !proc_cgroup_outside_namespace(cg)) {
+                        const char *p = cg;
+                        while (*p == '/')
+                                p++;
+                        snprintf(e->cgroup, sizeof e->cgroup, "%s", p);
+                        e->has_cgroup = true;
+                        xattr_base(w, e->cgroup);
+                }
+                m->n++;
+        }
+        kill_members_sort(m);
+        tid_list_done(&l);
+}
+
+/* ---- writing ------------------------------------------------------------------------------- */
+
+/* Whose oomd_* xattr grew since the window's baseline, on the victims' cgroup or an ancestor up to
+ * the watch. */
+static KillerKind xattr_grew(KillWindow *w, const char *cgroup, char *name, size_t size) {
+        Agent *a = w->k->a;
+        char p[KILL_CGROUP_MAX];
+
+        if (!cgroup)
+                return KILLER_UNKNOWN;
+        snprintf(p, sizeof p, "%s", cgroup);
+        for (;;) {
+                int fd;
+                CgroupKillXattrs now = {};
+                const CgroupKillXattrs *base = NULL;
+
+                for (size_t i = 0; i < w->n_xattrs; i++)
+                        if (strcmp(w->xattrs[i].path, p) == 0)
+                                base = &w->xattrs[i].x;
+                if (sysroot_open_cgroup(a->rt.sysroot, p, &fd) >= 0) {
+                        (void) killmarks_read_cgroup_xattrs(fd, &now);
+                        safe_close(fd);
+                }
+                for (KillXattr x = 0; x < _KILL_XATTR_MAX; x++) {
+                        bool grew = now.present[x] &&
+                                    (!base || !base->present[x] ||
+                                     (now.has_count[x] && base->has_count[x] && now.count[x] > base->count[x]) ||
+                                     strcmp(now.value[x], base->value[x]) != 0);
+                        if (grew) {
+                                snprintf(name, size, "%s", kill_xattr_name(x));
+                                return killmarks_xattrs_killer(&now);
+                        }
+                }
+                if (!w->watch->path || strcmp(p, w->watch->path) == 0 || !p[0])
+                        return KILLER_UNKNOWN;
+                char *slash = strrchr(p, '/');
+                if (slash)
+                        *slash = '\0';
+                else
+                        p[0] = '\0';
+        }
+}
+
+/* The known killers whose process runs now (comm, or the exe's basename). */
+static size_t running_killers(Agent *a, KillerKind *ret, size_t max) {
+        TidList l = {};
+        size_t n = 0;
+
+        if (proc_list_processes(a->rt.sysroot->proc_fd, &l) < 0) {
+                tid_list_done(&l);
+                return 0;
+        }
+        for (size_t i = 0; i < l.n; i++) {
+                char comm[64], path[64], exe[4096];
+                KillerKind kind = KILLER_UNKNOWN;
+                ssize_t e;
+
+                if (proc_read_comm(a->rt.sysroot->proc_fd, l.tids[i], comm, sizeof comm) >= 0)
+                        kind = killmarks_known_executable(comm);
+                if (kind == KILLER_UNKNOWN) {
+                        snprintf(path, sizeof path, "%d/exe", (int) l.tids[i]);
+                        e = readlinkat(a->rt.sysroot->proc_fd, path, exe, sizeof exe - 1);
+                        if (e > 0) {
+                                exe[e] = '\0';
+                                const char *b = strrchr(exe, '/');
+                                kind = killmarks_known_executable(b ? b + 1 : exe);
+                        }
+                }
+                if (kind == KILLER_UNKNOWN || kind == KILLER_KERNEL_GROUP)
+                        continue;
+                bool have = false;
+                for (size_t j = 0; j < n; j++)
+                        have = have || ret[j] == kind;
+                if (!have && n < max)
+                        ret[n++] = kind;
+        }
+        tid_list_done(&l);
+        return n;
+}
+
+static void window_write_group(KillWindow *w) {
+        AgentKills *k = w->k;
+        Agent *a = k->a;
+        _cleanup_free_ KillGroup *g = TAKE_PTR(w->group);
+        _cleanup_free_ Sampler *sampler = NULL;
+        json_auto_t *incident = NULL;
+        KillMark marks[KILL_MARKS_MAX];
+        KillerKind running[_KILLER_MAX];
+        KillerChoice killer;
+        MemcgState ms = {};
+        const char *related[KILL_RELATED_MAX];
+        char id[HISTORY_ID_MAX];
+        int fd = -EBADF, r;
+        usec_t now = now_usec(CLOCK_MONOTONIC);
+
+        ev_timer_stop(a->loop, &w->group_timer);
+        if (!g)
+                return;
+        logs_drain(k);
+        if (watch_open_cgroup(w->watch, &fd) >= 0)
+                memcg_read_state(fd, &ms);
+        /* The kernel's OOM killer counted a kill here since the last refresh: its oom incident
+         * tells it (a kill by the kernel never also becomes a kill incident). */
+        if (ms.has_oom_kill && w->has_oom_kill_base && ms.oom_kill > w->oom_kill_base) {
+                log_debug("%llu processes of %s killed with the kernel's oom_kill counter growing: an oom, not a kill",
+                          (unsigned long long) g->total, w->watch->name);
+                w->oom_kill_base = ms.oom_kill;
+                safe_close(fd);
+                return;
+        }
+        if (a->config->max_incidents_per_minute && !rate_limit_admit(&a->rate, now)) {
+                a->rate.suppressed_since_incident++;
+                a->wakeups[WAKEUP_RATE_LIMIT]++;
+                log_debug("a kill incident of %s is dropped: max_incidents_per_minute", w->watch->name);
+                safe_close(fd);
+                agent_metrics_update(a);
+                return;
+        }
+
+        /* The marks, oldest first. */
+        size_t n_marks = 0;
+        for (size_t i = 0; i < k->n_marks; i++) {
+                size_t at = (k->marks_next + KILL_MARKS_MAX - k->n_marks + i) % KILL_MARKS_MAX;
+                /* Marks read just now (logs_drain() above) are younger than now. */
+                if (k->mark_us[at] >= now ||
+                    now - k->mark_us[at] <= (usec_t) a->config->kill_window_s * USEC_PER_SEC + USEC_PER_SEC)
+                        marks[n_marks++] = k->marks[at];
+        }
+        const char *victim_cgroup = NULL;
+        for (size_t i = 0; i < g->n_listed && !victim_cgroup; i++)
+                if (g->listed[i].has_member && g->listed[i].member.has_cgroup)
+                        victim_cgroup = g->listed[i].member.cgroup;
+        if (!victim_cgroup)
+                victim_cgroup = w->watch->path;
+        const char *comms[KILL_VICTIMS_LISTED];
+        for (size_t i = 0; i < g->n_listed; i++)
+                comms[i] = g->listed[i].comm;
+        KillEvidence ev = { .marks = marks,
+                            .n_marks = n_marks,
+                            .victim_cgroup = victim_cgroup,
+                            .comms = comms,
+                            .n_comms = g->n_listed };
+        ev.xattr_killer = xattr_grew(w, victim_cgroup, ev.xattr_name, sizeof ev.xattr_name);
+        kill_choose_killer(&ev, g->pids, g->n_pids, &killer);
+        if (killer.killer == KILLER_UNKNOWN) {
+                ev.running = running;
+                ev.n_running = running_killers(a, running, ELEMENTSOF(running));
+                kill_choose_killer(&ev, g->pids, g->n_pids, &killer);
+        }
+
+        size_t n_related = history_related(&a->history, w->watch->path, now, related, KILL_RELATED_MAX);
+        KillReport rep = {
+                .group = g,
+                .cgroup = w->watch->path,
+                .killer = &killer,
+                .has_memory_current = ms.has_current,
+                .memory_current_kib = ms.current_bytes / 1024,
+                .has_memory_max = ms.has_max,
+                .memory_max_kib = ms.max_bytes / 1024,
+                .has_swap_current = ms.has_swap_current,
+                .swap_current_kib = ms.swap_current_bytes / 1024,
+                .has_oom_kill = ms.has_oom_kill,
+                .oom_kill = ms.oom_kill,
+                .trigger_spec = w->trigger[0] ? w->trigger : NULL,
+                .pressure_incident = w->incident[0] ? w->incident : NULL,
+                .since_pressure_ms =
+                        g->first_mono_us > w->incident_mono_us ? (g->first_mono_us - w->incident_mono_us) / 1000 : 0,
+                .above_trigger = w->last_wakeup_us > w->incident_mono_us,
+                .related = related,
+                .n_related = n_related,
+        };
+
+        /* The cgroup's pressure right after: a sample of no task. */
+        sampler = calloc(1, sizeof *sampler);
+        if (!sampler) {
+                log_error("out of memory: a kill incident of %s is not written", w->watch->name);
+                safe_close(fd);
+                return;
+        }
+        sampler_init(sampler, a->loop, runtime_exit_cpus(&a->rt), NULL, NULL);
+        SampleScope scope = {
+                .sysroot = a->rt.sysroot,
+                .taskstats = a->rt.taskstats,
+                .cgroup_fd = fd,
+                .resource = PSI_RESOURCE_MEMORY,
+                .cgroup_path = w->watch->path,
+                .identities = &a->procs,
+        };
+        sampler_result_unmeasured(sampler, &scope);
+        incident_format_id(&a->rt.host, sampler->result.wakeup_real_us, getpid(), ++a->seq, id, sizeof id);
+        r = incident_build(&sampler->result,
+                           &(IncidentContext) {
+                                   .type = "kill",
+                                   .id = id,
+                                   .host = &a->rt.host,
+                                   .delayacct = runtime_delayacct(&a->rt),
+                                   .kill = &rep,
+                           },
+                           &incident);
+        sampler_free(sampler);
+        safe_close(fd);
+        if (r < 0) {
+                log_error_errno(r, "cannot build the kill incident of %s", w->watch->name);
+                return;
+        }
+        (void) sink_write(w->watch->sink, incident);
+        k->by_killer[killer.killer]++;
+        agent_count_incident(a, watch_config_label(w->watch->cfg), AGENT_INCIDENT_KILL, PSI_RESOURCE_MEMORY, 0);
+        agent_metrics_update(a);
+        log_info("%llu process%s of %s killed under pressure by %s (%s): incident %s", (unsigned long long) g->total,
+                 g->total == 1 ? "" : "es", w->watch->name,
+                 killer.killer == KILLER_UNKNOWN ? "an unknown killer" : killer_kind_to_string(killer.killer),
+                 killer.killer == KILLER_UNKNOWN ? "no mark" : killmark_basis_to_string(killer.basis), id);
+}
+
+static void on_group_timer(struct ev_loop *loop, ev_timer *t, int revents) {
+        window_write_group(ASSERT_PTR(t->data));
+}
+
+/* ---- exits --------------------------------------------------------------------------------- */
+
+static void on_exit_record(const TaskStats *thread, const TaskStats *process, void *userdata) {
+        AgentKills *k = userdata;
+        Agent *a = k->a;
+        int sig = kill_exit_signal(thread);
+        pid_t tgid = thread->tgid > 0 ? thread->tgid : thread->pid;
+        usec_t now = now_usec(CLOCK_MONOTONIC);
+
+        if (!sig || kernel_victims_has(&k->kernel, tgid, now))
+                return;
+        for (size_t i = 0; i < k->n; i++) {
+                KillWindow *w = k->windows[i];
+                const KillMember *m = kill_members_find(&w->members, tgid);
+                KillVictim v = { .pid = tgid, .signal = sig, .uid = thread->uid };
+                const TaskStats *d = process ? process : thread;
+
+                if (!m && w->watch->path)
+                        continue;
+                memcpy(v.comm, thread->comm, sizeof v.comm);
+                if (m) {
+                        v.member = *m;
+                        v.has_member = true;
+                }
+                if (m && m->has_rss) {
+                        v.rss_kib = m->rss_kib;
+                        v.has_rss = true;
+                        v.rss_source = "status";
+                } else if (thread->has_hiwater_rss) {
+                        v.rss_kib = thread->hiwater_rss_kib;
+                        v.has_rss = true;
+                        v.rss_source = "peak";
+                }
+                memcpy(v.delay_ns, d->delay_ns, sizeof v.delay_ns);
+                v.present = d->present;
+                if (!w->group) {
+                        w->group = calloc(1, sizeof *w->group);
+                        if (!w->group) {
+                                log_error("out of memory: a kill in %s is not reported", w->watch->name);
+                                continue;
+                        }
+                        w->group->first_mono_us = now;
+                        ev_timer_set(&w->group_timer, (double) KILL_GROUP_DELAY_US / USEC_PER_SEC, 0.);
+                        ev_timer_start(a->loop, &w->group_timer);
+                }
+                (void) kill_group_add(w->group, &v);
+        }
+}
+
+static void on_listener(struct ev_loop *loop, ev_io *io, int revents) {
+        AgentKills *k = ASSERT_PTR(io->data);
+        unsigned lost = 0;
+        int r = taskstats_exit_listener_drain(k->listener, on_exit_record, k, &lost);
+
+        if (lost > 0) {
+                k->lost += lost;
+                k->a->exit_records_lost += lost;
+                agent_metrics_update(k->a);
+        }
+        if (r < 0 && r != -EAGAIN)
+                log_debug_errno(r, "reading exit records for kill incidents");
+}
+
+/* ---- windows ------------------------------------------------------------------------------- */
+
+static void listener_close(AgentKills *k) {
+        if (k->listener) {
+                ev_io_stop(k->a->loop, &k->listener_io);
+                k->listener = taskstats_exit_listener_free(k->listener);
+        }
+        ev_timer_stop(k->a->loop, &k->tick);
+        logs_close(k);
+}
+
+static int listener_open(AgentKills *k) {
+        int r;
+
+        if (k->listener)
+                return 0;
+        r = taskstats_exit_listener_new(runtime_exit_cpus(&k->a->rt), &k->listener);
+        if (r < 0)
+                return r;
+        ev_io_init(&k->listener_io, on_listener, taskstats_exit_listener_fd(k->listener), EV_READ);
+        k->listener_io.data = k;
+        ev_io_start(k->a->loop, &k->listener_io);
+        ev_timer_set(&k->tick, KILL_TICK_S, KILL_TICK_S);
+        ev_timer_start(k->a->loop, &k->tick);
+        logs_open(k);
+        return 0;
+}
+
+static void window_free(AgentKills *k, size_t i) {
+        KillWindow *w = k->windows[i];
+
+        window_write_group(w);
+        kill_members_done(&w->members);
+        free(w);
+        k->windows[i] = k->windows[--k->n];
+        if (k->n == 0)
+                listener_close(k);
+}
+
+static void on_tick(struct ev_loop *loop, ev_timer *t, int revents) {
+        AgentKills *k = ASSERT_PTR(t->data);
+        usec_t now = now_usec(CLOCK_MONOTONIC);
+
+        logs_drain(k);
+        for (size_t i = k->n; i-- > 0;) {
+                KillWindow *w = k->windows[i];
+                if (now > w->until_us && !w->group)
+                        window_free(k, i);
+                else if (!w->group)
+                        members_refresh(w);
+        }
+}
+
+static KillWindow *window_find(AgentKills *k, const Watch *w) {
+        for (size_t i = 0; k && i < k->n; i++)
+                if (k->windows[i]->watch == w)
+                        return k->windows[i];
+        return NULL;
+}
+
+void kills_pressure_incident(Agent *a, Watch *watch, const Trigger *t, const char *id) {
+        AgentKills *k = a->kills;
+        KillWindow *w;
+        usec_t now = now_usec(CLOCK_MONOTONIC);
+        int r;
+
+        /* Userspace OOM killers act on memory: a signal after cpu or io pressure is far more often
+         * a stop than a kill, and is not reported. */
+        if (!k || a->config->kill_window_s == 0 || t->effective.resource != PSI_RESOURCE_MEMORY)
+                return;
+        w = window_find(k, watch);
+        if (!w) {
+                KillWindow **p = realloc(k->windows, (k->n + 1) * sizeof *p);
+                if (!p)
+                        return;
+                k->windows = p;
+                r = listener_open(k);
+                if (r < 0) {
+                        log_debug_errno(r, "no exit listener: processes killed in %s are not reported", watch->name);
+                        return;
+                }
+                w = calloc(1, sizeof *w);
+                if (!w) {
+                        if (k->n == 0)
+                                listener_close(k);
+                        return;
+                }
+                w->k = k;
+                w->watch = watch;
+                ev_timer_init(&w->group_timer, on_group_timer, 0., 0.);
+                w->group_timer.data = w;
+                k->windows[k->n++] = w;
+                log_debug("kill window of %s open for %u s", watch->name, a->config->kill_window_s);
+        }
+        snprintf(w->trigger, sizeof w->trigger, "%s", t->cfg->text);
+        snprintf(w->incident, sizeof w->incident, "%s", id);
+        w->incident_mono_us = now;
+        w->until_us = now + (usec_t) a->config->kill_window_s * USEC_PER_SEC;
+        if (!w->group)
+                members_refresh(w);
+}
+
+void kills_trigger_wakeup(Agent *a, Watch *watch) {
+        KillWindow *w = window_find(a->kills, watch);
+        usec_t now = now_usec(CLOCK_MONOTONIC);
+
+        if (!w)
+                return;
+        w->last_wakeup_us = now;
+        w->until_us = MAX(w->until_us, now + (usec_t) a->config->kill_window_s * USEC_PER_SEC);
+        if (!w->group)
+                members_refresh(w);
+}
+
+void kills_forget_watch(Agent *a, Watch *watch) {
+        AgentKills *k = a->kills;
+
+        for (size_t i = 0; k && i < k->n; i++)
+                if (k->windows[i]->watch == watch) {
+                        window_free(k, i);
+                        return;
+                }
+}
+
+void kills_kmsg_message(Agent *a, const char *msg, size_t len) {
+        KillMark m;
+
+        if (a->kills && killmarks_parse_oomd_kmsg(msg, len, &m) == 0)
+                mark_push(a->kills, &m);
+}
+
+void kills_kernel_victim(Agent *a, pid_t pid) {
+        if (a->kills)
+                kernel_victims_add(&a->kills->kernel, pid, now_usec(CLOCK_MONOTONIC));
+}
+
+uint64_t kills_count(const Agent *a, KillerKind kind) {
+        return a->kills && (unsigned) kind < _KILLER_MAX ? a->kills->by_killer[kind] : 0;
+}
+
+int kills_start(Agent *a) {
+        AgentKills *k = calloc(1, sizeof *k);
+
+        if (!k)
+                return -ENOMEM;
+        k->a = a;
+        ev_timer_init(&k->tick, on_tick, KILL_TICK_S, KILL_TICK_S);
+        k->tick.data = k;
+        a->kills = k;
+        return 0;
+}
+
+void kills_stop(Agent *a) {
+        AgentKills *k = a->kills;
+
+        if (!k)
+                return;
+        while (k->n > 0)
+                window_free(k, k->n - 1);
+        listener_close(k);
+        free(k->windows);
+        free(k);
+        a->kills = NULL;
+}

@@ -1,0 +1,243 @@
+/* SPDX-License-Identifier: MIT */
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/macro.h"
+#include "sampling/kills.h"
+
+int kill_exit_signal(const TaskStats *t) {
+        int sig;
+
+        if (!t->has_exit_code)
+                return 0;
+        /* A signal death stores the signal in the low 7 bits (0x80: core dumped); an exit(N) stores
+         * N << 8, so its low 7 bits are 0 (kernel/exit.c: do_exit(), do_group_exit()). */
+        sig = (int) (t->exit_code & 0x7f);
+        return sig == SIGKILL || sig == SIGTERM ? sig : 0;
+}
+
+static int member_cmp(const void *a, const void *b) {
+        pid_t x = ((const KillMember *) a)->pid, y = ((const KillMember *) b)->pid;
+        return (x > y) - (x < y);
+}
+
+void kill_members_sort(KillMembers *m) {
+        if (m->n > 1)
+                qsort(m->items, m->n, sizeof *m->items, member_cmp);
+}
+
+const KillMember *kill_members_find(const KillMembers *m, pid_t pid) {
+        KillMember key = { .pid = pid };
+        if (m->n == 0)
+                return NULL;
+        return bsearch(&key, m->items, m->n, sizeof *m->items, member_cmp);
+}
+
+void kill_members_done(KillMembers *m) {
+        free(m->items);
+        *m = (KillMembers) {};
+}
+
+void kernel_victims_add(KernelVictims *k, pid_t pid, usec_t now_us) {
+        k->pid[k->next] = pid;
+        k->at_us[k->next] = now_us;
+        k->next = (k->next + 1) % KERNEL_VICTIMS_MAX;
+}
+
+bool kernel_victims_has(const KernelVictims *k, pid_t pid, usec_t now_us) {
+        for (size_t i = 0; i < KERNEL_VICTIMS_MAX; i++)
+                if (k->pid[i] == pid && pid > 0 && now_us >= k->at_us[i] &&
+                    now_us - k->at_us[i] <= KERNEL_VICTIM_KEEP_US)
+                        return true;
+        return false;
+}
+
+static uint64_t victim_size(const KillVictim *v) {
+        return v->has_rss ? v->rss_kib : 0;
+}
+
+int kill_group_add(KillGroup *g, const KillVictim *v) {
+        size_t at;
+
+        for (size_t i = 0; i < g->n_pids; i++)
+                if (g->pids[i] == v->pid)
+                        return 0;
+        if (g->n_pids < KILL_GROUP_PIDS_MAX)
+                g->pids[g->n_pids++] = v->pid;
+        g->total++;
+        g->sigkill = g->sigkill || v->signal == SIGKILL;
+        g->sigterm = g->sigterm || v->signal == SIGTERM;
+        /* Largest first; ties keep the order they died in. */
+        for (at = 0; at < g->n_listed && victim_size(&g->listed[at]) >= victim_size(v); at++)
+                ;
+        if (at >= KILL_VICTIMS_LISTED)
+                return 1;
+        if (g->n_listed < KILL_VICTIMS_LISTED)
+                g->n_listed++;
+        memmove(&g->listed[at + 1], &g->listed[at], (g->n_listed - 1 - at) * sizeof *g->listed);
+        g->listed[at] = *v;
+        return 1;
+}
+
+void kill_log_state_init(KillLogState *s) {
+        *s = (KillLogState) { .nohang = { .uid = -1 } };
+}
+
+/* The message of a line whose header names ident ("ident[pid]: " or "ident: "), or NULL. */
+static const char *after_ident(const char *line, size_t len, const char *ident, size_t *ret_len) {
+        size_t n = strlen(ident);
+
+        for (size_t i = 0; i + n < len; i++) {
+                const char *p = line + i, *end = line + len;
+                if ((i > 0 && line[i - 1] != ' ') || memcmp(p, ident, n) != 0)
+                        continue;
+                p += n;
+                if (*p == '[') {
+                        while (p < end && *p != ']')
+                                p++;
+                        if (p >= end)
+                                continue;
+                        p++;
+                }
+                if (end - p < 2 || p[0] != ':' || p[1] != ' ')
+                        continue;
+                p += 2;
+                *ret_len = (size_t) (end - p);
+                return p;
+        }
+        return NULL;
+}
+
+int kill_log_parse_line(const char *line, size_t len, KillLogState *s, KillMark *ret) {
+        const char *msg;
+        size_t n;
+        KillMark m;
+
+        while (len > 0 && (line[len - 1] == '\n' || line[len - 1] == '\r'))
+                len--;
+        if ((msg = after_ident(line, len, "earlyoom", &n))) {
+                if (killmarks_parse_earlyoom_line(msg, n, &m) == 0 && m.pid > 0) {
+                        *ret = m;
+                        return 1;
+                }
+                return 0;
+        }
+        if ((msg = after_ident(line, len, "nohang", &n))) {
+                if (killmarks_feed_nohang(msg, n, &s->nohang) & NOHANG_SEEN_SIGNAL && s->nohang.pid > 0) {
+                        *ret = s->nohang;
+                        ret->killer = KILLER_NOHANG;
+                        kill_log_state_init(s);
+                        return 1;
+                }
+                return 0;
+        }
+        if ((msg = after_ident(line, len, "systemd-oomd", &n))) {
+                if (killmarks_parse_systemd_oomd_line(msg, n, &m) == 0) {
+                        *ret = m;
+                        return 1;
+                }
+                return 0;
+        }
+        /* No header: the killer's own output. Which killer is told by the line's shape. */
+        if (killmarks_parse_earlyoom_line(line, len, &m) == 0 && m.pid > 0) {
+                *ret = m;
+                return 1;
+        }
+        if (killmarks_parse_systemd_oomd_line(line, len, &m) == 0) {
+                *ret = m;
+                return 1;
+        }
+        if (killmarks_feed_nohang(line, len, &s->nohang) & NOHANG_SEEN_SIGNAL && s->nohang.pid > 0) {
+                *ret = s->nohang;
+                ret->killer = KILLER_NOHANG;
+                kill_log_state_init(s);
+                return 1;
+        }
+        return 0;
+}
+
+static const char *skip_slashes(const char *p) {
+        while (p && *p == '/')
+                p++;
+        return p;
+}
+
+bool kill_cgroup_within(const char *b, const char *a) {
+        size_t n;
+
+        if (!a || !b)
+                return false;
+        a = skip_slashes(a);
+        b = skip_slashes(b);
+        n = strlen(a);
+        while (n > 0 && a[n - 1] == '/')
+                n--;
+        if (n == 0)
+                return true;
+        return strncmp(a, b, n) == 0 && (b[n] == '\0' || b[n] == '/');
+}
+
+static bool names_pid(const KillMark *m, const pid_t *pids, size_t n) {
+        for (size_t i = 0; m->pid > 0 && i < n; i++)
+                if (pids[i] == m->pid)
+                        return true;
+        return false;
+}
+
+static void choose(KillerChoice *ret, KillerKind k, KillMarkBasis b, const char *mark) {
+        ret->killer = k;
+        ret->basis = b;
+        snprintf(ret->mark, sizeof ret->mark, "%s", mark);
+}
+
+static void describe(const KillMark *m, char *buf, size_t size) {
+        if (m->pid > 0)
+                snprintf(buf, size, "%s to pid %d (%.63s)", m->signal == SIGKILL ? "SIGKILL" : "SIGTERM", (int) m->pid,
+                         m->name);
+        else
+                snprintf(buf, size, "killed cgroup %.200s", m->cgroup);
+}
+
+void kill_choose_killer(const KillEvidence *e, const pid_t *pids, size_t n, KillerChoice *ret) {
+        char buf[sizeof ret->mark];
+
+        *ret = (KillerChoice) { .killer = KILLER_UNKNOWN };
+        /* Newest first: a killer that acted twice named the latest victims last. */
+        for (size_t i = e->n_marks; i-- > 0;) {
+                const KillMark *m = &e->marks[i];
+                if (!m->dry_run && names_pid(m, pids, n)) {
+                        describe(m, buf, sizeof buf);
+                        choose(ret, m->killer, m->basis, buf);
+                        return;
+                }
+        }
+        for (size_t i = e->n_marks; i-- > 0;) {
+                const KillMark *m = &e->marks[i];
+                for (size_t j = 0; !m->dry_run && m->pid > 0 && m->name[0] && j < e->n_comms; j++)
+                        if (e->comms[j] && strcmp(e->comms[j], m->name) == 0) {
+                                describe(m, buf, sizeof buf);
+                                choose(ret, m->killer, m->basis, buf);
+                                return;
+                        }
+        }
+        for (size_t i = e->n_marks; e->victim_cgroup && i-- > 0;) {
+                const KillMark *m = &e->marks[i];
+                if (!m->dry_run && m->pid <= 0 && m->cgroup[0] && kill_cgroup_within(e->victim_cgroup, m->cgroup)) {
+                        describe(m, buf, sizeof buf);
+                        choose(ret, m->killer, m->basis, buf);
+                        return;
+                }
+        }
+        if (e->xattr_killer != KILLER_UNKNOWN) {
+                snprintf(buf, sizeof buf, "%.63s grew", e->xattr_name);
+                choose(ret, e->xattr_killer, KILLMARK_BASIS_XATTR, buf);
+                return;
+        }
+        if (e->n_running == 1) {
+                snprintf(buf, sizeof buf, "%s running", killer_kind_to_string(e->running[0]));
+                choose(ret, e->running[0], KILLMARK_BASIS_RUNNING_PROCESS, buf);
+        }
+}

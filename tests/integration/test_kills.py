@@ -1,0 +1,194 @@
+#!/usr/bin/python3
+# SPDX-License-Identifier: MIT
+"""Userspace OOM killers (issue 26): the real earlyoom from Debian kills a grower in a
+watched, memory-limited cgroup under pressure, and the agent writes one `kill` incident naming the
+grower, the killer and the pressure incident before it.
+
+Each killer runs in a PID namespace of its own (unshare --pid --fork --kill-child --mount-proc), so
+its /proc holds only the grower (oom_score_adj 1000) and itself: it can kill nothing else on this
+machine. Its threshold is set above what the node uses now (read from /proc/meminfo), so it acts as
+soon as the test lets it start, after the agent's first pressure incident. Its output goes to a
+log file with a syslog header, the file the agent is configured to read (kill_log_files); a second
+earlyoom run gives the agent no log file, so it names the killer by its running process. Last, a
+kill -TERM of an idle process in a watched cgroup without pressure must write nothing."""
+
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from common import (Failed, LimitedCgroup, ScratchCgroup, check, check_kernel, make_file,  # noqa: E402
+                    read_lines, run, skip, spawn, stop_agent, validator, wait_lines)
+
+PSIDIAG, WORKLOAD, SCHEMAS = sys.argv[1:4]
+LIMIT = 48 << 20
+
+
+def mem_available_percent():
+    info = {}
+    with open("/proc/meminfo") as f:
+        for line in f:
+            k, v = line.split(":")
+            info[k] = int(v.split()[0])
+    return 100.0 * info["MemAvailable"] / info["MemTotal"]
+
+
+def start_agent(tmp, name, watches, log_files):
+    out = os.path.join(tmp, f"{name}.ndjson")
+    cfg = os.path.join(tmp, f"{name}.json")
+    conf = {"output": out, "sample_ms": 500, "cooldown_ms": 0, "kill_window_s": 60,
+            "metrics_file": os.path.join(tmp, f"{name}.prom"), "kill_log_files": log_files,
+            "watch": [{"cgroup": cg.rel, "triggers": [trigger]} for cg, trigger in watches]}
+    with open(cfg, "w") as f:
+        json.dump(conf, f)
+    log = os.path.join(tmp, f"{name}.log")
+    with open(log, "w") as err:
+        agent = subprocess.Popen([PSIDIAG, "--config", cfg, "--enable-delayacct", "--log-level", "debug"],
+                                 stderr=err)
+    deadline = time.time() + 60
+    while "watching:" not in open(log).read():
+        check(agent.poll() is None and time.time() < deadline, f"the agent did not start:\n{open(log).read()}")
+        time.sleep(0.05)
+    return agent, out, log
+
+
+def relay(stream, path, ident):
+    """The killer's output lines into path as a syslog daemon writes them."""
+    host = socket.gethostname()
+    with open(path, "a") as f:
+        for raw in stream:
+            line = raw.decode(errors="replace").rstrip("\n")
+            f.write(f"{time.strftime('%b %d %H:%M:%S')} {host} {ident}: {line}\n")
+            f.flush()
+
+
+def start_killer(cg, extra, argv, go, ident, log_path):
+    """The grower (in cg, oom_score_adj 1000) and, once go exists, the killer, alone in a PID
+    namespace; unshare's death kills it all (--kill-child)."""
+    join = "".join(f"echo $$ > {p}/cgroup.procs; " for p in [cg.path] + list(extra))
+    script = (f'sh -c \'{join}echo 1000 > /proc/self/oom_score_adj; '
+              f'PSIDIAG_ALLOC_MAX_MB=24 exec {WORKLOAD} alloc grower\' & '
+              f'while [ ! -e {go} ]; do sleep 0.1; done; exec {" ".join(argv)}')
+    p = subprocess.Popen(["unshare", "--pid", "--fork", "--kill-child", "--mount-proc", "sh", "-c", script],
+                         stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    t = threading.Thread(target=relay, args=(p.stdout, log_path, f"{ident}[{p.pid}]"), daemon=True)
+    t.start()
+    return p
+
+
+def grower_pid(cg, timeout=10):
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        for pid in open(os.path.join(cg.path, "cgroup.procs")).read().split():
+            try:
+                if open(f"/proc/{pid}/comm").read().strip() == "grower":
+                    return int(pid)
+            except OSError:
+                pass
+        time.sleep(0.05)
+    raise Failed("the grower did not start")
+
+
+def alive(pid):
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().split(") ")[-1][0] != "Z"
+    except OSError:
+        return False
+
+
+def one_kill(tmp, mount, data, validate, name, killer, argv, with_log):
+    with ScratchCgroup(mount, name) as cg, LimitedCgroup(mount, cg, name, LIMIT) as lim:
+        log_path = os.path.join(tmp, f"{name}-syslog")
+        open(log_path, "w").close()
+        agent, out, log = start_agent(tmp, name, [(cg, "memory some 50ms 2s")], [log_path] if with_log else [])
+        go = os.path.join(tmp, f"{name}-go")
+        k = None
+        try:
+            k = start_killer(cg, lim.extra, argv, go, killer, log_path)
+            pid = grower_pid(cg)
+            env = dict(os.environ, PSIDIAG_FILE=data)
+            spawn(cg, [WORKLOAD, "thrash", "psidiag-thrash", "2"], env, lim.extra)
+            lines = wait_lines(out, lambda ls: any(i["type"] == "pressure" for i in ls), 40)
+            check(any(i["type"] == "pressure" for i in lines), f"no pressure incident:\n{open(log).read()[-2000:]}")
+            open(go, "w").close()
+            deadline = time.time() + 30
+            while alive(pid) and time.time() < deadline:
+                time.sleep(0.05)
+            check(not alive(pid), f"{killer} did not kill the grower:\n{open(log_path).read()[-2000:]}")
+            if with_log:  # the killer's own process names it otherwise: keep it until the incident
+                k.kill()
+                k.wait()
+            lines = wait_lines(out, lambda ls: any(i["type"] == "kill" for i in ls), 20)
+            time.sleep(1.5)
+            lines = read_lines(out)
+        finally:
+            if k and k.poll() is None:
+                k.kill()
+                k.wait()
+            code = stop_agent(agent)
+        check(code == 0, f"agent exit {code}:\n{open(log).read()[-3000:]}")
+        kills = [i for i in lines if i["type"] == "kill"]
+        check(len(kills) == 1, f"{len(kills)} kill incidents:\n{json.dumps(kills)[:3000]}\n{open(log).read()[-3000:]}")
+        inc = kills[0]
+        validate(inc)
+        kill = inc["kill"]
+        pressure_ids = [i["id"] for i in lines if i["type"] == "pressure"]
+        check(kill["victims"][0]["pid"] == pid and kill["victims"][0]["comm"] == "grower", f"victims {kill['victims']}")
+        check(kill["killer"] and kill["killer"]["name"] == killer, f"killer {kill['killer']}")
+        want = "log_line" if with_log else "running_process"
+        check(kill["killer"]["basis"] == want, f"basis {kill['killer']} (want {want})")
+        check(kill["pressure"]["incident"] in pressure_ids and inc["related"], f"pressure {kill['pressure']}")
+        check(kill["cgroup"] == "/" + cg.rel, f"cgroup {kill['cgroup']}")
+        print(f"{name}: {inc['summary']}")
+
+
+def idle_term(tmp, mount, validate):
+    with ScratchCgroup(mount, "killidle") as cg:
+        agent, out, log = start_agent(tmp, "idle", [(cg, "memory some 50ms 2s")], [])
+        try:
+            p = spawn(cg, [WORKLOAD, "sleep", "idle"], dict(os.environ))
+            time.sleep(1)
+            p.send_signal(signal.SIGTERM)
+            p.wait()
+            time.sleep(3)
+        finally:
+            code = stop_agent(agent)
+        check(code == 0, f"agent exit {code}")
+        check(not read_lines(out), f"incidents for a kill -TERM without pressure: {read_lines(out)}")
+        print("kill -TERM of an idle process without pressure: no incident")
+
+
+def main():
+    mount = check_kernel()
+    validate = validator(SCHEMAS)
+    earlyoom = shutil.which("earlyoom")
+    if not earlyoom or not shutil.which("unshare"):
+        skip("earlyoom (Debian package) or unshare missing")
+    tmp = tempfile.mkdtemp(prefix="psidiag-it-")
+    # Above what the node has available now, so the killer acts at once (SIGTERM; SIGKILL at half).
+    # (nohang 0.2.0 is not run: its memory thresholds stop at 50 % of the node, and its PSI check on
+    # the scratch cgroup did not act within 30 s here; its lines are tested in test-kills.c.)
+    avail = mem_available_percent()
+    threshold = 99  # earlyoom's largest -m
+    if avail >= threshold:
+        skip(f"{avail:.1f}% of memory available: earlyoom takes no threshold above it")
+    data = make_file("/var/tmp")
+    try:
+        one_kill(tmp, mount, data, validate, "earlyoom", "earlyoom",
+                 [earlyoom, "-m", str(threshold), "-s", "100", "-r", "0"], True)
+        one_kill(tmp, mount, data, validate, "earlyoom-nolog", "earlyoom",
+                 [earlyoom, "-m", str(threshold), "-s", "100", "-r", "0"], False)
+    finally:
+        os.unlink(data)
+    idle_term(tmp, mount, validate)
+
+
+run(main)

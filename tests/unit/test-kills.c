@@ -1,0 +1,214 @@
+/* SPDX-License-Identifier: MIT */
+/* The decisions of kill incidents (sampling/kills.h) on fake exit records and recorded killer
+ * lines: which exits are kills, the kernel's victims, grouping, the log lines (syslog, journal
+ * style, and the killers' raw output: earlyoom 1.7, nohang 0.2.0, systemd-oomd 252) and the
+ * choice of the killer from the marks. */
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "sampling/kills.h"
+#include "tests/unit/test-util.h"
+
+static void test_exit_signal(void **state) {
+        TaskStats t = { .has_exit_code = true };
+
+        t.exit_code = SIGKILL;
+        assert_int_equal(kill_exit_signal(&t), SIGKILL);
+        t.exit_code = SIGTERM;
+        assert_int_equal(kill_exit_signal(&t), SIGTERM);
+        t.exit_code = SIGKILL | 0x80; /* core dumped bit: still the signal */
+        assert_int_equal(kill_exit_signal(&t), SIGKILL);
+        t.exit_code = 9 << 8; /* exit(9) is not a kill */
+        assert_int_equal(kill_exit_signal(&t), 0);
+        t.exit_code = 0;
+        assert_int_equal(kill_exit_signal(&t), 0);
+        t.exit_code = SIGINT;
+        assert_int_equal(kill_exit_signal(&t), 0);
+        t.exit_code = SIGSEGV;
+        assert_int_equal(kill_exit_signal(&t), 0);
+        t = (TaskStats) { .exit_code = SIGKILL }; /* a reply without the field */
+        assert_int_equal(kill_exit_signal(&t), 0);
+}
+
+static void test_members_and_kernel_victims(void **state) {
+        KillMember items[3] = { { .pid = 30 }, { .pid = 10 }, { .pid = 20 } };
+        KillMembers m = { .items = items, .n = 3, .cap = 3 };
+        KernelVictims k = {};
+
+        kill_members_sort(&m);
+        assert_int_equal(m.items[0].pid, 10);
+        assert_non_null(kill_members_find(&m, 20));
+        assert_null(kill_members_find(&m, 21));
+
+        kernel_victims_add(&k, 20, 1000);
+        assert_true(kernel_victims_has(&k, 20, 2000));
+        assert_false(kernel_victims_has(&k, 21, 2000));
+        assert_false(kernel_victims_has(&k, 20, 1000 + KERNEL_VICTIM_KEEP_US + 1));
+        for (int i = 0; i < KERNEL_VICTIMS_MAX; i++)
+                kernel_victims_add(&k, 100 + i, 3000);
+        assert_false(kernel_victims_has(&k, 20, 3000)); /* pushed out */
+}
+
+static KillVictim victim(pid_t pid, uint64_t rss, int sig) {
+        return (KillVictim) { .pid = pid, .rss_kib = rss, .has_rss = true, .signal = sig, .uid = 0 };
+}
+
+static void test_group(void **state) {
+        static KillGroup g;
+        KillVictim v;
+
+        /* 20 processes of one cgroup killed together: all counted, the 8 largest listed. */
+        for (int i = 0; i < 20; i++) {
+                v = victim(100 + i, (uint64_t) (i * 10 % 37), SIGKILL);
+                assert_int_equal(kill_group_add(&g, &v), 1);
+        }
+        v = victim(105, 999, SIGKILL); /* another thread of a counted process */
+        assert_int_equal(kill_group_add(&g, &v), 0);
+        assert_int_equal(g.total, 20);
+        assert_int_equal(g.n_listed, KILL_VICTIMS_LISTED);
+        for (size_t i = 1; i < g.n_listed; i++)
+                assert_true(g.listed[i - 1].rss_kib >= g.listed[i].rss_kib);
+        assert_int_equal(g.listed[0].rss_kib, 36);
+        assert_true(g.sigkill);
+        assert_false(g.sigterm);
+}
+
+static int line(const char *s, KillLogState *st, KillMark *m) {
+        return kill_log_parse_line(s, strlen(s), st, m);
+}
+
+static void test_log_lines(void **state) {
+        KillLogState st;
+        KillMark m;
+
+        kill_log_state_init(&st);
+        /* earlyoom 1.7 (kill.c: "sending %s to process %d uid %d \"%s\": badness %d, VmRSS %lld MiB") */
+        assert_int_equal(line("Jan  2 03:04:05 node earlyoom[812]: sending SIGTERM to process 4242 uid 0 "
+                              "\"grower\": badness 1000, VmRSS 40 MiB\n",
+                              &st, &m),
+                         1);
+        assert_int_equal(m.killer, KILLER_EARLYOOM);
+        assert_int_equal(m.pid, 4242);
+        assert_int_equal(m.signal, SIGTERM);
+        assert_string_equal(m.name, "grower");
+        /* As the test's relay writes it (a PID-namespace pid). */
+        assert_int_equal(line("Nov 24 21:33:38 vm earlyoom[22829]: sending SIGTERM to process 2 uid 0 \"grower\": "
+                              "badness 1334, VmRSS 25 MiB\n",
+                              &st, &m),
+                         1);
+        assert_string_equal(m.name, "grower");
+        /* Its raw stderr, no header. */
+        assert_int_equal(line("sending SIGKILL to process 77 uid 1000 \"a b\": badness 900, VmRSS 3 MiB", &st, &m), 1);
+        assert_int_equal(m.pid, 77);
+        assert_int_equal(m.signal, SIGKILL);
+        /* Its startup report is not a kill. */
+        assert_int_equal(line("earlyoom[812]: mem avail: 21000 of 23000 MiB (91.30%), swap free: 0 of 0 MiB", &st, &m),
+                         0);
+
+        /* nohang 0.2.0: the victim and the signal on separate lines (entries). */
+        assert_int_equal(line("nohang[9]: Process with highest badness (found in 3ms):", &st, &m), 0);
+        assert_int_equal(line("nohang[9]:   PID: 5151, Name: grower, badness: 1010", &st, &m), 0);
+        assert_int_equal(line("nohang[9]: Implementing a corrective action:", &st, &m), 0);
+        assert_int_equal(line("nohang[9]:   Sending SIGTERM to the victim", &st, &m), 1);
+        assert_int_equal(m.killer, KILLER_NOHANG);
+        assert_int_equal(m.pid, 5151);
+        assert_int_equal(m.signal, SIGTERM);
+        /* The same raw (its stdout). */
+        assert_int_equal(line("  PID: 6161, Name: grower, badness: 1010", &st, &m), 0);
+        assert_int_equal(line("  Sending SIGKILL to the victim", &st, &m), 1);
+        assert_int_equal(m.pid, 6161);
+
+        /* systemd-oomd 252 */
+        assert_int_equal(line("node systemd-oomd[400]: Killed /system.slice/x.service due to memory pressure for "
+                              "/system.slice being 63.54% > 50.00% for > 20s with reclaim activity",
+                              &st, &m),
+                         1);
+        assert_int_equal(m.killer, KILLER_SYSTEMD_OOMD);
+        assert_string_equal(m.cgroup, "/system.slice/x.service");
+
+        /* Another program's line naming earlyoom is not a mark. */
+        assert_int_equal(line("node sshd[1]: earlyoom is great", &st, &m), 0);
+}
+
+static void test_cgroup_within(void **state) {
+        assert_true(kill_cgroup_within("system.slice/x.service", "/system.slice/x.service"));
+        assert_true(kill_cgroup_within("/a/b/c", "a/b"));
+        assert_false(kill_cgroup_within("a/bc", "a/b"));
+        assert_true(kill_cgroup_within("a", ""));
+        assert_false(kill_cgroup_within(NULL, "a"));
+}
+
+static void test_choose_killer(void **state) {
+        KillMark marks[3] = {
+                { .killer = KILLER_OOMD, .basis = KILLMARK_BASIS_KMSG, .signal = SIGKILL, .cgroup = "other.slice" },
+                { .killer = KILLER_EARLYOOM,
+                  .basis = KILLMARK_BASIS_LOG_LINE,
+                  .signal = SIGTERM,
+                  .pid = 42,
+                  .name = "g" },
+                { .killer = KILLER_OOMD,
+                  .basis = KILLMARK_BASIS_KMSG,
+                  .signal = SIGKILL,
+                  .cgroup = "work.slice/job",
+                  .dry_run = true },
+        };
+        pid_t pids[] = { 41, 42 };
+        KillerKind running[] = { KILLER_NOHANG };
+        KillEvidence e = { .marks = marks, .n_marks = 3, .victim_cgroup = "work.slice/job/sub" };
+        KillerChoice c;
+
+        /* The line naming a victim's pid wins. */
+        kill_choose_killer(&e, pids, 2, &c);
+        assert_int_equal(c.killer, KILLER_EARLYOOM);
+        assert_int_equal(c.basis, KILLMARK_BASIS_LOG_LINE);
+        assert_non_null(strstr(c.mark, "pid 42"));
+
+        /* Another PID namespace's pid for our victim: its comm names it. */
+        const char *comms[] = { "x", "g" };
+        pids[1] = 4343;
+        e.comms = comms;
+        e.n_comms = 2;
+        kill_choose_killer(&e, pids, 2, &c);
+        assert_int_equal(c.killer, KILLER_EARLYOOM);
+        e.n_comms = 0;
+
+        /* Not our pid, a dry run and another cgroup: nothing but the xattr. */
+        pids[1] = 43;
+        strcpy(e.xattr_name, "user.oomd_kill");
+        e.xattr_killer = KILLER_SYSTEMD_OOMD;
+        kill_choose_killer(&e, pids, 2, &c);
+        assert_int_equal(c.killer, KILLER_SYSTEMD_OOMD);
+        assert_int_equal(c.basis, KILLMARK_BASIS_XATTR);
+
+        /* oomd's kmsg line naming the victims' cgroup (an ancestor) comes before xattrs. */
+        marks[2].dry_run = false;
+        kill_choose_killer(&e, pids, 2, &c);
+        assert_int_equal(c.killer, KILLER_OOMD);
+        assert_int_equal(c.basis, KILLMARK_BASIS_KMSG);
+
+        /* No mark: one known killer running names it, with its basis. */
+        e = (KillEvidence) { .victim_cgroup = "a", .running = running, .n_running = 1 };
+        kill_choose_killer(&e, pids, 2, &c);
+        assert_int_equal(c.killer, KILLER_NOHANG);
+        assert_int_equal(c.basis, KILLMARK_BASIS_RUNNING_PROCESS);
+
+        /* Two running, or none: unknown. */
+        KillerKind two[] = { KILLER_NOHANG, KILLER_EARLYOOM };
+        e.running = two;
+        e.n_running = 2;
+        kill_choose_killer(&e, pids, 2, &c);
+        assert_int_equal(c.killer, KILLER_UNKNOWN);
+        e.n_running = 0;
+        kill_choose_killer(&e, pids, 2, &c);
+        assert_int_equal(c.killer, KILLER_UNKNOWN);
+}
+
+int main(void) {
+        const struct CMUnitTest tests[] = {
+                cmocka_unit_test(test_exit_signal),   cmocka_unit_test(test_members_and_kernel_victims),
+                cmocka_unit_test(test_group),         cmocka_unit_test(test_log_lines),
+                cmocka_unit_test(test_cgroup_within), cmocka_unit_test(test_choose_killer),
+        };
+        return cmocka_run_group_tests(tests, NULL, NULL);
+}
