@@ -1,8 +1,10 @@
 #!/usr/bin/python3
 # SPDX-License-Identifier: MIT
-"""Userspace OOM killers (issue 26): the real earlyoom from Debian kills a grower in a
-watched, memory-limited cgroup under pressure, and the agent writes one `kill` incident naming the
-grower, the killer and the pressure incident before it.
+"""Userspace OOM killers (issue 26): the real earlyoom and nohang from Debian kill a grower in a
+watched cgroup under memory pressure, and the agent writes one `kill` incident naming the grower,
+the killer and the pressure incident before it. nohang 0.2.0 acts only below 50 % of the node's
+memory available (its largest threshold): its grower takes the node below that (about half of its
+memory, for a few seconds).
 
 Each killer runs in a PID namespace of its own (unshare --pid --fork --kill-child --mount-proc), so
 its /proc holds only the grower (oom_score_adj 1000) and itself: it can kill nothing else on this
@@ -25,7 +27,7 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from common import (Failed, LimitedCgroup, ScratchCgroup, check, check_kernel, make_file,  # noqa: E402
-                    read_lines, run, skip, spawn, stop_agent, validator, wait_lines)
+                    read_lines, run, spawn, stop_agent, validator, wait_lines)
 
 PSIDIAG, WORKLOAD, SCHEMAS = sys.argv[1:4]
 LIMIT = 48 << 20
@@ -150,6 +152,93 @@ def one_kill(tmp, mount, data, validate, name, killer, argv, with_log):
         print(f"{name}: {inc['summary']}")
 
 
+NOHANG_KEYS = {
+    # Memory only (PSI off: nohang 0.2.0 reads PSI only when swap exists and memory is low anyway).
+    "psi_checking_enabled": "False",
+    "low_memory_warnings_enabled": "False",
+    # 50 % is the most nohang takes: the test grows a process until the node has less available.
+    "warning_threshold_min_mem": "50 %",
+    "soft_threshold_min_mem": "50 %",
+    "hard_threshold_min_mem": "2 %",
+    "min_sleep": "0.1",
+    "max_sleep": "0.1",
+    "print_victim_status": "True",
+}
+
+
+def nohang_config(tmp):
+    """Debian's /etc/nohang/nohang.conf with NOHANG_KEYS changed."""
+    lines = []
+    with open("/etc/nohang/nohang.conf") as f:
+        for line in f:
+            key = line.split("=")[0].strip()
+            lines.append(f"{key} = {NOHANG_KEYS[key]}\n" if "=" in line and not line.lstrip().startswith("#")
+                         and key in NOHANG_KEYS else line)
+    path = os.path.join(tmp, "nohang.conf")
+    with open(path, "w") as f:
+        f.writelines(lines)
+    return path
+
+
+def nohang_kill(tmp, mount, data, validate, nohang):
+    """nohang's memory thresholds stop at 50 % of the node: the grower (in the watched cgroup, not
+    in its 48 MiB memcg, which only the thrashers that make the pressure join) grows until less
+    than half of the node's memory is available, and nohang, alone with it in a PID namespace,
+    sends it SIGTERM."""
+    with open("/proc/meminfo") as f:
+        info = {l.split(":")[0]: int(l.split()[1]) for l in f}
+    grow_mb = (info["MemAvailable"] - info["MemTotal"] * 45 // 100) // 1024
+    check(grow_mb < info["MemTotal"] // 1024 * 3 // 4, f"the node would need {grow_mb} MiB: too much in use already")
+    name = "nohang"
+    with ScratchCgroup(mount, name) as cg, LimitedCgroup(mount, cg, name, LIMIT) as lim:
+        log_path = os.path.join(tmp, f"{name}-syslog")
+        open(log_path, "w").close()
+        agent, out, log = start_agent(tmp, name, [(cg, "memory some 50ms 2s")], [log_path])
+        go = os.path.join(tmp, f"{name}-go")
+        conf = nohang_config(tmp)
+        k = None
+        try:
+            env = dict(os.environ, PSIDIAG_FILE=data)
+            spawn(cg, [WORKLOAD, "thrash", "psidiag-thrash", "2"], env, lim.extra)
+            lines = wait_lines(out, lambda ls: any(i["type"] == "pressure" for i in ls), 40)
+            check(any(i["type"] == "pressure" for i in lines), f"no pressure incident:\n{open(log).read()[-2000:]}")
+            # Only the grower joins the watched cgroup: nohang's own end (killed below) is no kill.
+            script = (f"sh -c 'echo $$ > {cg.path}/cgroup.procs; echo 1000 > /proc/self/oom_score_adj; "
+                      f"PSIDIAG_ALLOC_MS=0 PSIDIAG_ALLOC_MAX_MB={grow_mb} exec {WORKLOAD} alloc grower' & "
+                      f"touch {go}; exec {nohang} --monitor -c {conf}")
+            k = subprocess.Popen(["unshare", "--pid", "--fork", "--kill-child", "--mount-proc", "sh", "-c", script],
+                                 stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+            threading.Thread(target=relay, args=(k.stdout, log_path, f"nohang[{k.pid}]"), daemon=True).start()
+            pid = grower_pid(cg, 30)
+            deadline = time.time() + 90
+            while alive(pid) and time.time() < deadline:
+                time.sleep(0.05)
+            check(not alive(pid), f"nohang did not kill the grower:\n{open(log_path).read()[-3000:]}")
+            k.kill()
+            k.wait()
+            lines = wait_lines(out, lambda ls: any(i["type"] == "kill" for i in ls), 20)
+            time.sleep(1.5)
+            lines = read_lines(out)
+        finally:
+            if k and k.poll() is None:
+                k.kill()
+                k.wait()
+            code = stop_agent(agent)
+        check(code == 0, f"agent exit {code}:\n{open(log).read()[-3000:]}")
+        kills = [i for i in lines if i["type"] == "kill"]
+        check(len(kills) == 1, f"{len(kills)} kill incidents:\n{json.dumps(kills)[:3000]}\n{open(log).read()[-3000:]}"
+              f"\n{open(log_path).read()[-2000:]}")
+        inc = kills[0]
+        validate(inc)
+        kill = inc["kill"]
+        pressure_ids = [i["id"] for i in lines if i["type"] == "pressure"]
+        check(kill["victims"][0]["pid"] == pid and kill["victims"][0]["comm"] == "grower", f"victims {kill['victims']}")
+        check(kill["killer"] and kill["killer"]["name"] == "nohang" and kill["killer"]["basis"] == "log_line",
+              f"killer {kill['killer']}\n{open(log_path).read()[-2000:]}")
+        check(kill["pressure"]["incident"] in pressure_ids and inc["related"], f"pressure {kill['pressure']}")
+        print(f"{name}: {inc['summary']}")
+
+
 def idle_term(tmp, mount, validate):
     with ScratchCgroup(mount, "killidle") as cg:
         agent, out, log = start_agent(tmp, "idle", [(cg, "memory some 50ms 2s")], [])
@@ -169,23 +258,21 @@ def idle_term(tmp, mount, validate):
 def main():
     mount = check_kernel()
     validate = validator(SCHEMAS)
-    earlyoom = shutil.which("earlyoom")
-    if not earlyoom or not shutil.which("unshare"):
-        skip("earlyoom (Debian package) or unshare missing")
+    earlyoom, nohang = shutil.which("earlyoom"), shutil.which("nohang") or "/usr/sbin/nohang"
+    check(earlyoom and os.path.exists(nohang) and shutil.which("unshare"),
+          "earlyoom, nohang or unshare is missing (scripts/test installs the Debian packages)")
     tmp = tempfile.mkdtemp(prefix="psidiag-it-")
     # Above what the node has available now, so the killer acts at once (SIGTERM; SIGKILL at half).
-    # (nohang 0.2.0 is not run: its memory thresholds stop at 50 % of the node, and its PSI check on
-    # the scratch cgroup did not act within 30 s here; its lines are tested in test-kills.c.)
     avail = mem_available_percent()
     threshold = 99  # earlyoom's largest -m
-    if avail >= threshold:
-        skip(f"{avail:.1f}% of memory available: earlyoom takes no threshold above it")
+    check(avail < threshold, f"{avail:.1f}% of memory available: earlyoom takes no threshold above it")
     data = make_file("/var/tmp")
     try:
         one_kill(tmp, mount, data, validate, "earlyoom", "earlyoom",
                  [earlyoom, "-m", str(threshold), "-s", "100", "-r", "0"], True)
         one_kill(tmp, mount, data, validate, "earlyoom-nolog", "earlyoom",
                  [earlyoom, "-m", str(threshold), "-s", "100", "-r", "0"], False)
+        nohang_kill(tmp, mount, data, validate, nohang)
     finally:
         os.unlink(data)
     idle_term(tmp, mount, validate)
