@@ -4,7 +4,8 @@
 watched cgroup under memory pressure, and the agent writes one `kill` incident naming the grower,
 the killer and the pressure incident before it. nohang 0.2.0 acts only below 50 % of the node's
 memory available (its largest threshold): its grower takes the node below that (about half of its
-memory, for a few seconds).
+memory, for a few seconds). systemd-oomd and Meta oomd cannot run on this hybrid host: the test
+leaves their marks (cgroup xattrs, oomd's kmsg line) and kills the grower as they would.
 
 Each killer runs in a PID namespace of its own (unshare --pid --fork --kill-child --mount-proc), so
 its /proc holds only the grower (oom_score_adj 1000) and itself: it can kill nothing else on this
@@ -239,6 +240,45 @@ def nohang_kill(tmp, mount, data, validate, nohang):
         print(f"{name}: {inc['summary']}")
 
 
+def xattr_kill(tmp, mount, data, validate, name, xattrs, want, kmsg=None, basis="xattr"):
+    """systemd-oomd and Meta oomd cannot run here (their memory controller must be on cgroup2): the
+    test leaves their marks on a real watched cgroup (the xattrs they set on the cgroup they kill,
+    or oomd's kmsg line, written as their sources write them, docs/killers.md) and SIGKILLs the
+    grower as they would."""
+    with ScratchCgroup(mount, name) as cg, LimitedCgroup(mount, cg, name, LIMIT) as lim:
+        agent, out, log = start_agent(tmp, name, [(cg, "memory some 50ms 2s")], [])
+        try:
+            env = dict(os.environ, PSIDIAG_FILE=data, PSIDIAG_ALLOC_MAX_MB="24")
+            grower = spawn(cg, [WORKLOAD, "alloc", "grower"], env, lim.extra)
+            spawn(cg, [WORKLOAD, "thrash", "psidiag-thrash", "2"], env, lim.extra)
+            lines = wait_lines(out, lambda ls: any(i["type"] == "pressure" for i in ls), 40)
+            check(any(i["type"] == "pressure" for i in lines), f"no pressure incident:\n{open(log).read()[-2000:]}")
+            time.sleep(0.5)  # the window's baseline of the xattrs is read when it opens
+            for key, value in xattrs:
+                os.setxattr(cg.path, key, value)
+            if kmsg:  # as oomd's Log::kmsgLog() writes it: no <N> level
+                with open("/dev/kmsg", "w") as f:
+                    f.write(kmsg.format(cgroup=cg.rel))
+            pid = grower.pid
+            grower.send_signal(signal.SIGKILL)
+            grower.wait()
+            lines = wait_lines(out, lambda ls: any(i["type"] == "kill" for i in ls), 20)
+            time.sleep(1.5)
+            lines = read_lines(out)
+        finally:
+            code = stop_agent(agent)
+        check(code == 0, f"agent exit {code}:\n{open(log).read()[-3000:]}")
+        kills = [i for i in lines if i["type"] == "kill"]
+        check(len(kills) == 1, f"{len(kills)} kill incidents:\n{json.dumps(kills)[:3000]}\n{open(log).read()[-3000:]}")
+        inc = kills[0]
+        validate(inc)
+        kill = inc["kill"]
+        check(kill["victims"][0]["pid"] == pid and kill["victims"][0]["signal"] == "SIGKILL", f"victims {kill['victims']}")
+        check(kill["killer"] and kill["killer"]["name"] == want and kill["killer"]["basis"] == basis,
+              f"killer {kill['killer']} (want {want} by {basis})")
+        print(f"{name}: {inc['summary']}")
+
+
 def idle_term(tmp, mount, validate):
     with ScratchCgroup(mount, "killidle") as cg:
         agent, out, log = start_agent(tmp, "idle", [(cg, "memory some 50ms 2s")], [])
@@ -273,6 +313,19 @@ def main():
         one_kill(tmp, mount, data, validate, "earlyoom-nolog", "earlyoom",
                  [earlyoom, "-m", str(threshold), "-s", "100", "-r", "0"], False)
         nohang_kill(tmp, mount, data, validate, nohang)
+        # systemd-oomd (src/oom/oomd-util.c): user.oomd_ooms, then user.oomd_kill with the count.
+        xattr_kill(tmp, mount, data, validate, "oomd-systemd", [("user.oomd_ooms", b"1"), ("user.oomd_kill", b"1")],
+                   "systemd-oomd")
+        # Meta oomd 0.5.0 (BaseKillPlugin.cpp): trusted.oomd_ooms, trusted.oomd_kill, the kill uuid.
+        xattr_kill(tmp, mount, data, validate, "oomd-meta",
+                   [("trusted.oomd_ooms", b"1"), ("trusted.oomd_kill", b"1"),
+                    ("trusted.oomd_kill_uuid", b"8e9d0c2a-4b1f-4f2e-9a53-3c7d2b1e6f00")], "oomd")
+        # Meta oomd's kmsg line (BaseKillPlugin::tryToLogAndKillCgroup(), the same in 0.5.0 and HEAD),
+        # written to /dev/kmsg as oomd writes it, without its xattrs.
+        xattr_kill(tmp, mount, data, validate, "oomd-kmsg", [], "oomd",
+                   kmsg="oomd kill: 61.35 40.12 12.50 {cgroup} 50331648 ruleset:[protection against low swap] "
+                        "detectorgroup:[free swap goes below 10 percent] killer:kill_by_memory_size_or_growth v2\n",
+                   basis="kmsg")
     finally:
         os.unlink(data)
     idle_term(tmp, mount, validate)
