@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 #include <stdio.h>
+#include <string.h>
 
 #include "base/text.h"
 
@@ -48,4 +49,13 @@ char *text_terminal_safe(const char *s, char *out, size_t size) {
 done:
         out[o] = '\0';
         return out;
+}
+
+void text_copy_range(char *dst, size_t size, const char *s, const char *end) {
+        size_t n = (size_t) (end - s);
+
+        if (n >= size)
+                n = size - 1;
+        memcpy(dst, s, n);
+        dst[n] = '\0';
 }

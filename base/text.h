@@ -13,3 +13,6 @@ char *text_format_us(long long us, char *buf, size_t size);
  * control characters and DEL replaced by '?', so a hostile task name cannot drive a terminal.
  * Returns out. */
 char *text_terminal_safe(const char *s, char *out, size_t size);
+
+/* Copies the bytes [s, end) into dst as a string, cut to size-1 bytes (size > 0). */
+void text_copy_range(char *dst, size_t size, const char *s, const char *end);

@@ -5,6 +5,7 @@
 #include <sys/xattr.h>
 
 #include "base/macro.h"
+#include "base/text.h"
 #include "base/parse.h"
 #include "probes/killmarks.h"
 
@@ -109,15 +110,6 @@ static bool skip_fixed(const char **p, const char *end) {
         return true;
 }
 
-static void copy_field(char *dst, size_t size, const char *s, const char *end) {
-        size_t n = (size_t) (end - s);
-
-        if (n >= size)
-                n = size - 1;
-        memcpy(dst, s, n);
-        dst[n] = '\0';
-}
-
 /* The end of a message without its trailing newline(s). */
 static const char *trim_end(const char *buf, size_t len) {
         const char *end = buf + len;
@@ -182,7 +174,7 @@ int killmarks_parse_earlyoom_line(const char *buf, size_t len, KillMark *ret) {
         name = p;
         for (const char *q = find_first(name, end, "\": "); q; q = find_first(q + 1, end, "\": "))
                 if (earlyoom_tail_ok(q, end)) {
-                        copy_field(m.name, sizeof m.name, name, q);
+                        text_copy_range(m.name, sizeof m.name, name, q);
                         *ret = m;
                         return 0;
                 }
@@ -208,7 +200,7 @@ static bool nohang_highest(const char *p, const char *end, KillMark *state) {
                 *state = mark_new(KILLER_NOHANG, KILLMARK_BASIS_LOG_LINE);
         state->pid = pid;
         state->signal = 0;
-        copy_field(state->name, sizeof state->name, name, b);
+        text_copy_range(state->name, sizeof state->name, name, b);
         return true;
 }
 
@@ -235,7 +227,7 @@ static bool nohang_status(const char *p, const char *end, KillMark *state) {
                 state->pid = pid;
                 state->signal = 0;
                 state->uid = uid >= 0 && uid <= UINT32_MAX ? uid : -1;
-                copy_field(state->name, sizeof state->name, name, s);
+                text_copy_range(state->name, sizeof state->name, name, s);
                 return true;
         }
         return false;
@@ -262,13 +254,13 @@ static int nohang_line(const char *p, const char *end, KillMark *state) {
                         *state = mark_new(KILLER_NOHANG, KILLMARK_BASIS_LOG_LINE);
                 state->pid = pid;
                 state->signal = 0;
-                copy_field(state->name, sizeof state->name, p, end - 1);
+                text_copy_range(state->name, sizeof state->name, p, end - 1);
                 return NOHANG_SEEN_VICTIM;
         }
         if (skip(&p, end, "cgroup_v2: ")) {
                 if (state->pid == 0)
                         return 0;
-                copy_field(state->cgroup, sizeof state->cgroup, p, end);
+                text_copy_range(state->cgroup, sizeof state->cgroup, p, end);
                 return NOHANG_SEEN_CGROUP;
         }
         if (skip(&p, end, "Sending ")) {
@@ -341,7 +333,7 @@ int killmarks_parse_systemd_oomd_line(const char *buf, size_t len, KillMark *ret
                 const char *q = occ + strlen(swap);
                 if (!skip_int(&q, end, NULL) || !has_prefix(q, end, ") / total ("))
                         return -EINVAL;
-                copy_field(m.cgroup, sizeof m.cgroup, x, occ);
+                text_copy_range(m.cgroup, sizeof m.cgroup, x, occ);
                 *ret = m;
                 return 0;
         }
@@ -355,7 +347,7 @@ int killmarks_parse_systemd_oomd_line(const char *buf, size_t len, KillMark *ret
                 return -EINVAL;
         for (occ = find_first(x, being, pressure); occ; occ = find_first(occ + 1, being, pressure))
                 if (cgroup_under(x, occ, occ + strlen(pressure), being)) {
-                        copy_field(m.cgroup, sizeof m.cgroup, x, occ);
+                        text_copy_range(m.cgroup, sizeof m.cgroup, x, occ);
                         *ret = m;
                         return 0;
                 }
@@ -402,7 +394,7 @@ int killmarks_parse_oomd_kmsg(const char *msg, size_t len, KillMark *ret) {
                 return -EINVAL;
         m.dry_run = has_prefix(k + strlen(" killer:"), end, "(dry)");
         m.signal = SIGKILL;
-        copy_field(m.cgroup, sizeof m.cgroup, path, u - 1);
+        text_copy_range(m.cgroup, sizeof m.cgroup, path, u - 1);
         *ret = m;
         return 0;
 }

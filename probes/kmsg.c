@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include "base/parse.h"
+#include "base/text.h"
 #include "probes/kmsg.h"
 
 int kmsg_parse_record(const char *buf, size_t len, KmsgRecord *ret) {
@@ -43,15 +44,6 @@ static const char *find_last(const char *s, const char *end, const char *needle)
         return found;
 }
 
-static void copy_field(char *dst, size_t size, const char *s, const char *end) {
-        size_t n = (size_t) (end - s);
-
-        if (n >= size)
-                n = size - 1;
-        memcpy(dst, s, n);
-        dst[n] = '\0';
-}
-
 static OomLine parse_header(const char *msg, const char *end, OomKill *o) {
         const char *task, *pid, *uid, *oom_memcg, *task_memcg, *p;
         uint64_t v;
@@ -69,19 +61,19 @@ static OomLine parse_header(const char *msg, const char *end, OomKill *o) {
         o->pid = (pid_t) v;
         if (parse_u64_prefix(uid + 5, end, &v, &p) == 0 && v <= UINT32_MAX)
                 o->uid = (int64_t) v;
-        copy_field(o->comm, sizeof o->comm, task + 6, pid);
+        text_copy_range(o->comm, sizeof o->comm, task + 6, pid);
         o->comm_len = strnlen(o->comm, sizeof o->comm);
         const char *c = memmem(msg, (size_t) (task - msg), "constraint=", 11);
         if (c) {
                 const char *comma = memchr(c, ',', (size_t) (task - c));
-                copy_field(o->constraint, sizeof o->constraint, c + 11, comma ? comma : task);
+                text_copy_range(o->constraint, sizeof o->constraint, c + 11, comma ? comma : task);
         }
         oom_memcg = memmem(msg, (size_t) (task - msg), ",oom_memcg=", 11);
         task_memcg = find_last(msg, task, ",task_memcg=");
         if (oom_memcg && task_memcg && oom_memcg < task_memcg)
-                copy_field(o->oom_memcg, sizeof o->oom_memcg, oom_memcg + 11, task_memcg);
+                text_copy_range(o->oom_memcg, sizeof o->oom_memcg, oom_memcg + 11, task_memcg);
         if (task_memcg)
-                copy_field(o->task_memcg, sizeof o->task_memcg, task_memcg + 12, task);
+                text_copy_range(o->task_memcg, sizeof o->task_memcg, task_memcg + 12, task);
         return OOM_LINE_HEADER;
 }
 
@@ -112,7 +104,7 @@ static OomLine parse_killed(const char *msg, const char *end, OomKill *o) {
         o->killed = true;
         o->global = memmem(msg, (size_t) (k - msg), "Memory cgroup", 13) == NULL;
         if (!o->has_header) {
-                copy_field(o->comm, sizeof o->comm, open, close);
+                text_copy_range(o->comm, sizeof o->comm, open, close);
                 o->comm_len = strnlen(o->comm, sizeof o->comm);
         }
         o->has_rss = kib_after(close, end, "total-vm:", &o->total_vm_kib) &&

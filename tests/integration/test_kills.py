@@ -107,6 +107,16 @@ def alive(pid):
         return False
 
 
+def the_kill(out, log, code, validate, extra=""):
+    """After the agent stopped (its exit code), the one kill incident of out, validated."""
+    check(code == 0, f"agent exit {code}:\n{open(log).read()[-3000:]}")
+    lines = read_lines(out)
+    kills = [i for i in lines if i["type"] == "kill"]
+    check(len(kills) == 1, f"{len(kills)} kill incidents:\n{json.dumps(kills)[:3000]}\n{open(log).read()[-3000:]}{extra}")
+    validate(kills[0])
+    return kills[0], [i["id"] for i in lines if i["type"] == "pressure"]
+
+
 def one_kill(tmp, mount, data, validate, name, killer, argv, with_log):
     with ScratchCgroup(mount, name) as cg, LimitedCgroup(mount, cg, name, LIMIT) as lim:
         log_path = os.path.join(tmp, f"{name}-syslog")
@@ -130,20 +140,14 @@ def one_kill(tmp, mount, data, validate, name, killer, argv, with_log):
                 k.kill()
                 k.wait()
             lines = wait_lines(out, lambda ls: any(i["type"] == "kill" for i in ls), 20)
-            time.sleep(1.5)
-            lines = read_lines(out)
+            time.sleep(1.5)  # a second kill incident, if any, would come now
         finally:
             if k and k.poll() is None:
                 k.kill()
                 k.wait()
             code = stop_agent(agent)
-        check(code == 0, f"agent exit {code}:\n{open(log).read()[-3000:]}")
-        kills = [i for i in lines if i["type"] == "kill"]
-        check(len(kills) == 1, f"{len(kills)} kill incidents:\n{json.dumps(kills)[:3000]}\n{open(log).read()[-3000:]}")
-        inc = kills[0]
-        validate(inc)
+        inc, pressure_ids = the_kill(out, log, code, validate)
         kill = inc["kill"]
-        pressure_ids = [i["id"] for i in lines if i["type"] == "pressure"]
         check(kill["victims"][0]["pid"] == pid and kill["victims"][0]["comm"] == "grower", f"victims {kill['victims']}")
         check(kill["killer"] and kill["killer"]["name"] == killer, f"killer {kill['killer']}")
         want = "log_line" if with_log else "running_process"
@@ -218,21 +222,14 @@ def nohang_kill(tmp, mount, data, validate, nohang):
             k.kill()
             k.wait()
             lines = wait_lines(out, lambda ls: any(i["type"] == "kill" for i in ls), 20)
-            time.sleep(1.5)
-            lines = read_lines(out)
+            time.sleep(1.5)  # a second kill incident, if any, would come now
         finally:
             if k and k.poll() is None:
                 k.kill()
                 k.wait()
             code = stop_agent(agent)
-        check(code == 0, f"agent exit {code}:\n{open(log).read()[-3000:]}")
-        kills = [i for i in lines if i["type"] == "kill"]
-        check(len(kills) == 1, f"{len(kills)} kill incidents:\n{json.dumps(kills)[:3000]}\n{open(log).read()[-3000:]}"
-              f"\n{open(log_path).read()[-2000:]}")
-        inc = kills[0]
-        validate(inc)
+        inc, pressure_ids = the_kill(out, log, code, validate, f"\n{open(log_path).read()[-2000:]}")
         kill = inc["kill"]
-        pressure_ids = [i["id"] for i in lines if i["type"] == "pressure"]
         check(kill["victims"][0]["pid"] == pid and kill["victims"][0]["comm"] == "grower", f"victims {kill['victims']}")
         check(kill["killer"] and kill["killer"]["name"] == "nohang" and kill["killer"]["basis"] == "log_line",
               f"killer {kill['killer']}\n{open(log_path).read()[-2000:]}")
@@ -263,15 +260,10 @@ def xattr_kill(tmp, mount, data, validate, name, xattrs, want, kmsg=None, basis=
             grower.send_signal(signal.SIGKILL)
             grower.wait()
             lines = wait_lines(out, lambda ls: any(i["type"] == "kill" for i in ls), 20)
-            time.sleep(1.5)
-            lines = read_lines(out)
+            time.sleep(1.5)  # a second kill incident, if any, would come now
         finally:
             code = stop_agent(agent)
-        check(code == 0, f"agent exit {code}:\n{open(log).read()[-3000:]}")
-        kills = [i for i in lines if i["type"] == "kill"]
-        check(len(kills) == 1, f"{len(kills)} kill incidents:\n{json.dumps(kills)[:3000]}\n{open(log).read()[-3000:]}")
-        inc = kills[0]
-        validate(inc)
+        inc, _ = the_kill(out, log, code, validate)
         kill = inc["kill"]
         check(kill["victims"][0]["pid"] == pid and kill["victims"][0]["signal"] == "SIGKILL", f"victims {kill['victims']}")
         check(kill["killer"] and kill["killer"]["name"] == want and kill["killer"]["basis"] == basis,
