@@ -107,6 +107,16 @@ def alive(pid):
         return False
 
 
+def uncache(path):
+    """The data file out of the page cache again: pages a removed memcg charged stay cached (moved
+    to its parent), and a thrasher that finds them makes no pressure."""
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
+    finally:
+        os.close(fd)
+
+
 def the_kill(out, log, code, validate, extra=""):
     """After the agent stopped (its exit code), the one kill incident of out, validated."""
     check(code == 0, f"agent exit {code}:\n{open(log).read()[-3000:]}")
@@ -118,6 +128,7 @@ def the_kill(out, log, code, validate, extra=""):
 
 
 def one_kill(tmp, mount, data, validate, name, killer, argv, with_log):
+    uncache(data)
     with ScratchCgroup(mount, name) as cg, LimitedCgroup(mount, cg, name, LIMIT) as lim:
         log_path = os.path.join(tmp, f"{name}-syslog")
         open(log_path, "w").close()
@@ -195,6 +206,7 @@ def nohang_kill(tmp, mount, data, validate, nohang):
     grow_mb = (info["MemAvailable"] - info["MemTotal"] * 45 // 100) // 1024
     check(grow_mb < info["MemTotal"] // 1024 * 3 // 4, f"the node would need {grow_mb} MiB: too much in use already")
     name = "nohang"
+    uncache(data)
     with ScratchCgroup(mount, name) as cg, LimitedCgroup(mount, cg, name, LIMIT) as lim:
         log_path = os.path.join(tmp, f"{name}-syslog")
         open(log_path, "w").close()
@@ -242,6 +254,7 @@ def xattr_kill(tmp, mount, data, validate, name, xattrs, want, kmsg=None, basis=
     test leaves their marks on a real watched cgroup (the xattrs they set on the cgroup they kill,
     or oomd's kmsg line, written as their sources write them, docs/killers.md) and SIGKILLs the
     grower as they would."""
+    uncache(data)
     with ScratchCgroup(mount, name) as cg, LimitedCgroup(mount, cg, name, LIMIT) as lim:
         agent, out, log = start_agent(tmp, name, [(cg, "memory some 50ms 2s")], [])
         try:
