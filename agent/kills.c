@@ -12,6 +12,7 @@
 #include "agent/daemon.h"
 #include "base/log.h"
 #include "base/macro.h"
+#include "probes/limits-find.h"
 #include "probes/memcg.h"
 #include "probes/procfs.h"
 #include "probes/tasks.h"
@@ -158,6 +159,26 @@ static void xattr_base(KillWindow *w, const char *path) {
 }
 
 /* Lists the watch's processes (its subtree) with what their exit records will not say. */
+/* The watched cgroup's memory now: its cgroup2 files, or on a hybrid host (the memory controller on
+ * cgroup v1) the v1 memcg its processes are in, found as "limits" finds it (limits-find.h; a v1
+ * memcg is found only while a process is left in the cgroup). */
+static void kills_read_memory(Agent *a, const Watch *watch, int cgroup_fd, MemcgState *ret) {
+        LimitsLocation loc;
+        MemoryLimits ml;
+
+        memcg_read_state(cgroup_fd, ret);
+        if (ret->has_current || !a->rt.limits || !watch->path ||
+            limits_locate(a->rt.limits, watch->path, PSI_RESOURCE_MEMORY, &loc) < 0 || loc.source != LIMITS_SOURCE_V1 ||
+            limits_read_memory_at(a->rt.limits, loc.source, loc.path, &ml) < 0)
+                return;
+        ret->has_current = ml.has_current;
+        ret->current_bytes = ml.current_bytes;
+        ret->has_max = ml.has_max && ml.max_bytes != LIMITS_UNLIMITED;
+        ret->max_bytes = ml.max_bytes;
+        ret->has_oom_kill = ml.events.has_oom_kill;
+        ret->oom_kill = ml.events.oom_kill;
+}
+
 static void members_refresh(KillWindow *w) {
         Agent *a = w->k->a;
         int proc_fd = a->rt.sysroot->proc_fd, fd = -EBADF;
@@ -173,7 +194,7 @@ static void members_refresh(KillWindow *w) {
         }
         if (watch_open_cgroup(w->watch, &fd) >= 0) {
                 (void) cgroup_list_processes(fd, &l);
-                memcg_read_state(fd, &ms);
+                kills_read_memory(a, w->watch, fd, &ms);
                 if (ms.has_oom_kill && !w->group) {
                         w->oom_kill_base = ms.oom_kill;
                         w->has_oom_kill_base = true;
@@ -321,7 +342,7 @@ static void window_write_group(KillWindow *w) {
                 return;
         logs_drain(k);
         if (watch_open_cgroup(w->watch, &fd) >= 0)
-                memcg_read_state(fd, &ms);
+                kills_read_memory(a, w->watch, fd, &ms);
         /* The kernel's OOM killer counted a kill here since the last refresh: its oom incident
          * tells it (a kill by the kernel never also becomes a kill incident). */
         if (ms.has_oom_kill && w->has_oom_kill_base && ms.oom_kill > w->oom_kill_base) {

@@ -165,6 +165,9 @@ def one_kill(tmp, mount, data, validate, name, killer, argv, with_log):
         check(kill["killer"]["basis"] == want, f"basis {kill['killer']} (want {want})")
         check(kill["pressure"]["incident"] in pressure_ids and inc["related"], f"pressure {kill['pressure']}")
         check(kill["cgroup"] == "/" + cg.rel, f"cgroup {kill['cgroup']}")
+        # The memory right after: cgroup2's files, or on a hybrid host the v1 memcg its processes are in.
+        mem = kill["memory"]
+        check(mem["current_kib"] and mem["max_kib"] == LIMIT // 1024, f"memory after the kill ({lim.how}): {mem}")
         print(f"{name}: {inc['summary']}")
 
 
