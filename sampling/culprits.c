@@ -165,6 +165,18 @@ static int index_pids(Culprits *c, const CgroupUsages *gb) {
         return 0;
 }
 
+/* The cgroup a process of the start walk was in (one that ended during the sample: /proc no longer
+ * says), relative to the scope; NULL when the start walk did not have it. */
+static const char *start_cgroup(const CulpritsInput *in, pid_t pid) {
+        const CgroupUsages *ga = in->ga;
+
+        for (size_t i = 0; ga && i < ga->n; i++)
+                for (size_t k = 0; k < ga->items[i].n_pids; k++)
+                        if (ga->pids.tids[ga->items[i].first_pid + k] == pid)
+                                return cgroup_usage_path(ga, &ga->items[i]);
+        return NULL;
+}
+
 /* The cgroup of a short process: that of its nearest ancestor alive at the end (a build's make,
  * whose compilers came and went). NULL when none is known. */
 static const char *ancestor_cgroup(const Culprits *c, const CulpritsInput *in, pid_t ppid) {
@@ -283,6 +295,7 @@ static int build_processes(Culprits *c, const CulpritsInput *in) {
                         .ppid = pb->ppid,
                         .uid = pb->uid,
                         .usage = c->pu[i],
+                        .cgroup = pb->origin == PROCESS_MEASURED ? NULL : start_cgroup(in, pb->tgid),
                 };
                 memcpy(p.comm, pb->comm, sizeof p.comm);
                 c->procs[c->n_procs++] = p;

@@ -59,7 +59,8 @@ typedef struct CulpritProcess {
         unsigned ended;                    /* an aggregate: how many processes it stands for */
         char comm[TASKSTATS_COMM_MAX + 1]; /* ended processes and aggregates: from the exit records */
         const char *cgroup;                /* an aggregate's: its processes' nearest live ancestor's cgroup, relative to
-                                            * the scope ("" the scope itself), into the end walk's names; NULL unknown */
+                                            * the scope ("" the scope itself), into the end walk's names; a process
+                                            * that ended: its cgroup in the start walk; NULL unknown */
         CulpritUsage usage;
         double share;
         bool victim; /* also among the most delayed */

@@ -75,7 +75,8 @@ void sample_result_identify(SampleResult *r, int proc_fd, ProcessInfoBuffer *buf
                 else
                         ended_info(proc_fd, p->comm, p->uid, p->origin == PROCESS_SHORT && !p->cgroup ? p->ppid : 0,
                                    &infos[i]);
-                if (p->tgid == 0 && p->cgroup) { /* an aggregate: its live ancestor's cgroup */
+                /* An aggregate: its live ancestor's cgroup; one that ended: its cgroup at the start. */
+                if ((p->tgid == 0 || p->origin != PROCESS_MEASURED) && p->cgroup) {
                         size_t n = cgroup_display_path(r->culprit_scope->node ? "" : r->culprit_scope->path, p->cgroup,
                                                        infos[i].cgroup, sizeof infos[i].cgroup);
                         infos[i].has_cgroup = n < sizeof infos[i].cgroup;
