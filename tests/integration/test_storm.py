@@ -62,50 +62,55 @@ def main():
             log = os.path.join(tmp, "storm.log")
             with open(log, "w") as err:
                 agent = subprocess.Popen([PSIDIAG, "--config", cfg, "--enable-delayacct"], stderr=err)
-            deadline = time.time() + 60
-            while "watching:" not in open(log).read():
-                check(agent.poll() is None and time.time() < deadline, f"the agent did not start:\n{open(log).read()}")
-                time.sleep(0.1)
-            time.sleep(2)
+            try:
+                deadline = time.time() + 60
+                while "watching:" not in open(log).read():
+                    check(agent.poll() is None and time.time() < deadline, f"the agent did not start:\n{open(log).read()}")
+                    time.sleep(0.1)
+                time.sleep(2)
 
-            # The storm.
-            first = stall_for(mount, out, len(read_lines(out)), want=2 * WATCHED // 3)
-            for i in first:
-                validate(i)
-            episodes = {i["episode"] for i in first}
-            check(len(episodes) == 1, f"one stall, {len(episodes)} episodes: {sorted(episodes)}")
-            passes = {}
-            for i in first:
-                c = i["culprits"]
-                check(c is not None and c["scope"] == "/", f"no node culprits: {c}")
-                check(c["shared_pass"], f"a cgroup's node pass has no id: {c}")
-                check(c["window"]["start"] <= i["sample"]["start"],
-                      f"the pass began after the sample: {c['window']} {i['sample']['start']}")
-                passes.setdefault(c["shared_pass"], []).append(i)
-            shared = max(len(v) for v in passes.values())
-            check(shared >= 2, f"no culprit pass served two incidents: {len(passes)} passes for {len(first)}")
-            # Every incident of a pass reports the same measurement, each with its own victims.
-            for v in passes.values():
-                check(len({json.dumps(i["culprits"]["total"]) for i in v}) == 1, "one pass, different totals")
-                check(len({i["culprits"]["window"]["start"] for i in v}) == 1, "one pass, different windows")
-            check(metric(prom, "psidiag_culprit_passes_shared_total") >= 1, "the metrics count no shared pass")
-            check(metric(prom, "psidiag_culprit_passes_total") < metric(prom, "psidiag_samples_total"),
-                  "as many culprit passes as samples")
-            print(f"storm: {len(first)} incidents, one episode, {len(passes)} culprit passes "
-                  f"(at most {shared} incidents on one)")
+                # The storm.
+                first = stall_for(mount, out, len(read_lines(out)), want=2 * WATCHED // 3)
+                for i in first:
+                    validate(i)
+                episodes = {i["episode"] for i in first}
+                check(len(episodes) == 1, f"one stall, {len(episodes)} episodes: {sorted(episodes)}")
+                passes = {}
+                for i in first:
+                    c = i["culprits"]
+                    check(c is not None and c["scope"] == "/", f"no node culprits: {c}")
+                    check(c["shared_pass"], f"a cgroup's node pass has no id: {c}")
+                    check(c["window"]["start"] <= i["sample"]["start"],
+                          f"the pass began after the sample: {c['window']} {i['sample']['start']}")
+                    passes.setdefault(c["shared_pass"], []).append(i)
+                shared = max(len(v) for v in passes.values())
+                check(shared >= 2, f"no culprit pass served two incidents: {len(passes)} passes for {len(first)}")
+                # Every incident of a pass reports the same measurement, each with its own victims.
+                for v in passes.values():
+                    check(len({json.dumps(i["culprits"]["total"]) for i in v}) == 1, "one pass, different totals")
+                    check(len({i["culprits"]["window"]["start"] for i in v}) == 1, "one pass, different windows")
+                check(metric(prom, "psidiag_culprit_passes_shared_total") >= 1, "the metrics count no shared pass")
+                check(metric(prom, "psidiag_culprit_passes_total") < metric(prom, "psidiag_samples_total"),
+                      "as many culprit passes as samples")
+                print(f"storm: {len(first)} incidents, one episode, {len(passes)} culprit passes "
+                      f"(at most {shared} incidents on one)")
 
-            # Quiet: the samples in flight end, the triggers' last windows with stall in them fire,
-            # then two windows without a wakeup.
-            n = len(wait_lines(out, lambda l: False, timeout=12))
+                # Quiet: the samples in flight end, the triggers' last windows with stall in them fire,
+                # then two windows without a wakeup.
+                n = len(wait_lines(out, lambda l: False, timeout=12))
 
-            second = stall_for(mount, out, n, want=3)
-            again = {i["episode"] for i in second}
-            check(not again & episodes, f"a separate stall 12 s later kept the episode {episodes}")
-            check(len(again) == 1, f"the second stall has {len(again)} episodes")
-            check(metric(prom, "psidiag_episodes_total") >= 2, "the metrics count fewer than two episodes")
-            print(f"second stall: {len(second)} incidents, a new episode")
+                second = stall_for(mount, out, n, want=3)
+                again = {i["episode"] for i in second}
+                check(not again & episodes, f"a separate stall 12 s later kept the episode {episodes}")
+                check(len(again) == 1, f"the second stall has {len(again)} episodes")
+                check(metric(prom, "psidiag_episodes_total") >= 2, "the metrics count fewer than two episodes")
+                print(f"second stall: {len(second)} incidents, a new episode")
+            finally:
+                # Stopped before its directory goes: it writes its metrics and output there.
+                stop_agent(agent)
+
     finally:
-        if agent:
+        if agent and agent.poll() is None:
             stop_agent(agent)
         for cg in cgs:
             cg.__exit__(None, None, None)
