@@ -72,7 +72,9 @@ def contention(validate, mount):
         validate(inc)
         s = inc["sample"]
         check(s["processes"] == 4, f"processes: {s}")
-        check(s["tasks"] >= 11, f"tasks counts threads: {s}")
+        # Threads, not processes: 8 spinner threads, the sleeper, and churn's main thread are there
+        # for sure; churn's 50 ms workers may all be between two at the listing (seen under ASan).
+        check(s["tasks"] >= 10, f"tasks counts threads: {s}")
         check(s["threads_ms"] is not None and 0 < s["threads_ms"] <= s["duration_ms"], f"threads_ms: {s}")
         first = [p["pid"] for p in inc["most_delayed"][:3]]
         check(set(first) == {spin[0].pid, spin[1].pid, churn.pid},
