@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /* The loop side of kill incidents: kill windows, the exit listener, the members' refresh, the kill
- * log files and the grouping timer. Every decision is sampling/kills.h's. */
+ * log files (agent/killers.h) and the grouping timer. Every decision is sampling/kills.h's. */
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "agent/daemon.h"
+#include "agent/killers.h"
 #include "base/log.h"
 #include "base/macro.h"
 #include "probes/limits-find.h"
@@ -21,7 +22,6 @@
 #define KILL_TICK_S 1.0
 #define KILL_MEMBERS_MAX 4096
 #define KILL_XATTR_CGROUPS_MAX 16
-#define KILL_LOG_LINE_MAX 4096
 #define KILL_RELATED_MAX 64
 
 typedef struct XattrBase {
@@ -44,14 +44,6 @@ typedef struct KillWindow {
         ev_timer group_timer;
 } KillWindow;
 
-typedef struct KillLog {
-        char *path;
-        int fd;
-        char buf[KILL_LOG_LINE_MAX];
-        size_t len;
-        KillLogState state;
-} KillLog;
-
 struct AgentKills {
         Agent *a;
         KillWindow **windows;
@@ -63,80 +55,18 @@ struct AgentKills {
         KillMark marks[KILL_MARKS_MAX]; /* ring, oldest at marks_next when full */
         usec_t mark_us[KILL_MARKS_MAX];
         size_t n_marks, marks_next;
-        KillLog logs[CONFIG_KILL_LOG_FILES_MAX];
-        size_t n_logs;
+        KillLogs logs;
         uint64_t lost;
         uint64_t by_killer[_KILLER_MAX];
 };
 
-static void mark_push(AgentKills *k, const KillMark *m) {
+static void mark_push(const KillMark *m, void *userdata) {
+        AgentKills *k = userdata;
+
         k->marks[k->marks_next] = *m;
         k->mark_us[k->marks_next] = now_usec(CLOCK_MONOTONIC);
         k->marks_next = (k->marks_next + 1) % KILL_MARKS_MAX;
         k->n_marks = MIN(k->n_marks + 1, (size_t) KILL_MARKS_MAX);
-}
-
-/* ---- kill log files ------------------------------------------------------------------------ */
-
-static void logs_open(AgentKills *k) {
-        static const char *const defaults[] = CONFIG_DEFAULT_KILL_LOG_FILES;
-        const Config *c = k->a->config;
-        size_t n = c->has_kill_log_files ? c->n_kill_log_files : ELEMENTSOF(defaults);
-
-        for (size_t i = 0; i < n && k->n_logs < CONFIG_KILL_LOG_FILES_MAX; i++) {
-                const char *p = c->has_kill_log_files ? c->kill_log_files[i] : defaults[i];
-                int fd = open(p, O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
-                if (fd < 0) {
-                        if (c->has_kill_log_files)
-                                log_debug_errno(-errno, "cannot read kill log file %s", p);
-                        continue;
-                }
-                /* Only what is written from now on: the kill window's lines. */
-                (void) lseek(fd, 0, SEEK_END);
-                KillLog *l = &k->logs[k->n_logs];
-                *l = (KillLog) { .path = strdup(p), .fd = fd };
-                kill_log_state_init(&l->state);
-                k->n_logs++;
-        }
-}
-
-static void logs_close(AgentKills *k) {
-        for (size_t i = 0; i < k->n_logs; i++) {
-                safe_close(k->logs[i].fd);
-                free(k->logs[i].path);
-        }
-        k->n_logs = 0;
-}
-
-/* Reads what was appended to the log files (bounded per call) and keeps the marks. */
-static void logs_drain(AgentKills *k) {
-        for (size_t i = 0; i < k->n_logs; i++) {
-                KillLog *l = &k->logs[i];
-                for (unsigned round = 0; round < 64; round++) {
-                        ssize_t n = read(l->fd, l->buf + l->len, sizeof l->buf - l->len);
-                        size_t start = 0;
-                        if (n <= 0)
-                                break;
-                        l->len += (size_t) n;
-                        for (size_t j = 0; j < l->len; j++) {
-                                KillMark m;
-                                if (l->buf[j] != '\n')
-                                        continue;
-                                if (kill_log_parse_line(l->buf + start, j - start, &l->state, &m) > 0) {
-                                        log_debug("%s: a kill by %s of pid %d (%s)", l->path,
-                                                  killer_kind_to_string(m.killer), (int) m.pid, m.name);
-                                        mark_push(k, &m);
-                                }
-                                start = j + 1;
-                        }
-                        if (start == 0 && l->len == sizeof l->buf)
-                                l->len = 0; /* a line longer than any mark: dropped */
-                        else {
-                                memmove(l->buf, l->buf + start, l->len - start);
-                                l->len -= start;
-                        }
-                }
-        }
 }
 
 /* ---- members ------------------------------------------------------------------------------- */
@@ -158,7 +88,6 @@ static void xattr_base(KillWindow *w, const char *path) {
         safe_close(fd);
 }
 
-/* Lists the watch's processes (its subtree) with what their exit records will not say. */
 /* The watched cgroup's memory now: its cgroup2 files, or on a hybrid host (the memory controller on
  * cgroup v1) the v1 memcg its processes are in, found as "limits" finds it (limits-find.h; a v1
  * memcg is found only while a process is left in the cgroup). */
@@ -179,6 +108,7 @@ static void kills_read_memory(Agent *a, const Watch *watch, int cgroup_fd, Memcg
         ret->oom_kill = ml.events.oom_kill;
 }
 
+/* Lists the watch's processes (its subtree) with what their exit records will not say. */
 static void members_refresh(KillWindow *w) {
         Agent *a = w->k->a;
         int proc_fd = a->rt.sysroot->proc_fd, fd = -EBADF;
@@ -285,43 +215,6 @@ static KillerKind xattr_grew(KillWindow *w, const char *cgroup, char *name, size
         }
 }
 
-/* The known killers whose process runs now (comm, or the exe's basename). */
-static size_t running_killers(Agent *a, KillerKind *ret, size_t max) {
-        TidList l = {};
-        size_t n = 0;
-
-        if (proc_list_processes(a->rt.sysroot->proc_fd, &l) < 0) {
-                tid_list_done(&l);
-                return 0;
-        }
-        for (size_t i = 0; i < l.n; i++) {
-                char comm[64], path[64], exe[4096];
-                KillerKind kind = KILLER_UNKNOWN;
-                ssize_t e;
-
-                if (proc_read_comm(a->rt.sysroot->proc_fd, l.tids[i], comm, sizeof comm) >= 0)
-                        kind = killmarks_known_executable(comm);
-                if (kind == KILLER_UNKNOWN) {
-                        snprintf(path, sizeof path, "%d/exe", (int) l.tids[i]);
-                        e = readlinkat(a->rt.sysroot->proc_fd, path, exe, sizeof exe - 1);
-                        if (e > 0) {
-                                exe[e] = '\0';
-                                const char *b = strrchr(exe, '/');
-                                kind = killmarks_known_executable(b ? b + 1 : exe);
-                        }
-                }
-                if (kind == KILLER_UNKNOWN || kind == KILLER_KERNEL_GROUP)
-                        continue;
-                bool have = false;
-                for (size_t j = 0; j < n; j++)
-                        have = have || ret[j] == kind;
-                if (!have && n < max)
-                        ret[n++] = kind;
-        }
-        tid_list_done(&l);
-        return n;
-}
-
 static void window_write_group(KillWindow *w) {
         AgentKills *k = w->k;
         Agent *a = k->a;
@@ -340,7 +233,7 @@ static void window_write_group(KillWindow *w) {
         ev_timer_stop(a->loop, &w->group_timer);
         if (!g)
                 return;
-        logs_drain(k);
+        kill_logs_drain(&k->logs, mark_push, k);
         if (watch_open_cgroup(w->watch, &fd) >= 0)
                 kills_read_memory(a, w->watch, fd, &ms);
         /* The kernel's OOM killer counted a kill here since the last refresh: its oom incident
@@ -365,7 +258,7 @@ static void window_write_group(KillWindow *w) {
         size_t n_marks = 0;
         for (size_t i = 0; i < k->n_marks; i++) {
                 size_t at = (k->marks_next + KILL_MARKS_MAX - k->n_marks + i) % KILL_MARKS_MAX;
-                /* Marks read just now (logs_drain() above) are younger than now. */
+                /* Marks read just now (kill_logs_drain() above) are younger than now. */
                 if (k->mark_us[at] >= now ||
                     now - k->mark_us[at] <= (usec_t) a->config->kill_window_s * USEC_PER_SEC + USEC_PER_SEC)
                         marks[n_marks++] = k->marks[at];
@@ -388,7 +281,7 @@ static void window_write_group(KillWindow *w) {
         kill_choose_killer(&ev, g->pids, g->n_pids, &killer);
         if (killer.killer == KILLER_UNKNOWN) {
                 ev.running = running;
-                ev.n_running = running_killers(a, running, ELEMENTSOF(running));
+                ev.n_running = kill_running_killers(a->rt.sysroot, running, ELEMENTSOF(running));
                 kill_choose_killer(&ev, g->pids, g->n_pids, &killer);
         }
 
@@ -532,7 +425,7 @@ static void listener_close(AgentKills *k) {
                 k->listener = taskstats_exit_listener_free(k->listener);
         }
         ev_timer_stop(k->a->loop, &k->tick);
-        logs_close(k);
+        kill_logs_close(&k->logs);
 }
 
 static int listener_open(AgentKills *k) {
@@ -548,7 +441,7 @@ static int listener_open(AgentKills *k) {
         ev_io_start(k->a->loop, &k->listener_io);
         ev_timer_set(&k->tick, KILL_TICK_S, KILL_TICK_S);
         ev_timer_start(k->a->loop, &k->tick);
-        logs_open(k);
+        kill_logs_open(&k->logs, k->a->config);
         return 0;
 }
 
@@ -567,7 +460,7 @@ static void on_tick(struct ev_loop *loop, ev_timer *t, int revents) {
         AgentKills *k = ASSERT_PTR(t->data);
         usec_t now = now_usec(CLOCK_MONOTONIC);
 
-        logs_drain(k);
+        kill_logs_drain(&k->logs, mark_push, k);
         for (size_t i = k->n; i-- > 0;) {
                 KillWindow *w = k->windows[i];
                 if (now > w->until_us && !w->group)
@@ -652,7 +545,7 @@ void kills_kmsg_message(Agent *a, const char *msg, size_t len) {
         KillMark m;
 
         if (a->kills && killmarks_parse_oomd_kmsg(msg, len, &m) == 0)
-                mark_push(a->kills, &m);
+                mark_push(&m, a->kills);
 }
 
 void kills_kernel_victim(Agent *a, pid_t pid) {

@@ -1,0 +1,109 @@
+/* SPDX-License-Identifier: MIT */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "agent/killers.h"
+#include "base/fileio.h"
+#include "base/log.h"
+#include "base/macro.h"
+#include "probes/procfs.h"
+#include "probes/tasks.h"
+
+void kill_logs_open(KillLogs *k, const Config *c) {
+        static const char *const defaults[] = CONFIG_DEFAULT_KILL_LOG_FILES;
+        size_t n = c->has_kill_log_files ? c->n_kill_log_files : ELEMENTSOF(defaults);
+
+        for (size_t i = 0; i < n && k->n_logs < CONFIG_KILL_LOG_FILES_MAX; i++) {
+                const char *p = c->has_kill_log_files ? c->kill_log_files[i] : defaults[i];
+                int fd = open(p, O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
+                if (fd < 0) {
+                        if (c->has_kill_log_files)
+                                log_debug_errno(-errno, "cannot read kill log file %s", p);
+                        continue;
+                }
+                /* Only what is written from now on: the kill window's lines. */
+                (void) lseek(fd, 0, SEEK_END);
+                KillLog *l = &k->logs[k->n_logs];
+                *l = (KillLog) { .path = strdup(p), .fd = fd };
+                kill_log_state_init(&l->state);
+                k->n_logs++;
+        }
+}
+
+void kill_logs_close(KillLogs *k) {
+        for (size_t i = 0; i < k->n_logs; i++) {
+                safe_close(k->logs[i].fd);
+                free(k->logs[i].path);
+        }
+        k->n_logs = 0;
+}
+
+void kill_logs_drain(KillLogs *k, void (*mark)(const KillMark *m, void *userdata), void *userdata) {
+        for (size_t i = 0; i < k->n_logs; i++) {
+                KillLog *l = &k->logs[i];
+                for (unsigned round = 0; round < 64; round++) {
+                        ssize_t n = read(l->fd, l->buf + l->len, sizeof l->buf - l->len);
+                        size_t start = 0;
+                        if (n <= 0)
+                                break;
+                        l->len += (size_t) n;
+                        for (size_t j = 0; j < l->len; j++) {
+                                KillMark m;
+                                if (l->buf[j] != '\n')
+                                        continue;
+                                if (kill_log_parse_line(l->buf + start, j - start, &l->state, &m) > 0) {
+                                        log_debug("%s: a kill by %s of pid %d (%s)", l->path,
+                                                  killer_kind_to_string(m.killer), (int) m.pid, m.name);
+                                        mark(&m, userdata);
+                                }
+                                start = j + 1;
+                        }
+                        if (start == 0 && l->len == sizeof l->buf)
+                                l->len = 0; /* a line longer than any mark: dropped */
+                        else {
+                                memmove(l->buf, l->buf + start, l->len - start);
+                                l->len -= start;
+                        }
+                }
+        }
+}
+
+size_t kill_running_killers(const Sysroot *s, KillerKind *ret, size_t max) {
+        TidList l = {};
+        size_t n = 0;
+
+        if (proc_list_processes(s->proc_fd, &l) < 0) {
+                tid_list_done(&l);
+                return 0;
+        }
+        for (size_t i = 0; i < l.n; i++) {
+                char comm[64], path[64], exe[4096];
+                KillerKind kind = KILLER_UNKNOWN;
+                ssize_t e;
+
+                if (proc_read_comm(s->proc_fd, l.tids[i], comm, sizeof comm) >= 0)
+                        kind = killmarks_known_executable(comm);
+                if (kind == KILLER_UNKNOWN) {
+                        snprintf(path, sizeof path, "%d/exe", (int) l.tids[i]);
+                        e = readlinkat(s->proc_fd, path, exe, sizeof exe - 1);
+                        if (e > 0) {
+                                exe[e] = '\0';
+                                const char *b = strrchr(exe, '/');
+                                kind = killmarks_known_executable(b ? b + 1 : exe);
+                        }
+                }
+                if (kind == KILLER_UNKNOWN || kind == KILLER_KERNEL_GROUP)
+                        continue;
+                bool have = false;
+                for (size_t j = 0; j < n; j++)
+                        have = have || ret[j] == kind;
+                if (!have && n < max)
+                        ret[n++] = kind;
+        }
+        tid_list_done(&l);
+        return n;
+}
