@@ -18,6 +18,7 @@
 #include "incident/incident.h"
 #include "sampling/sampler.h"
 #include "tests/unit/fake-taskstats.h"
+#include "tests/unit/fake-scope.h"
 #include "tests/unit/fake-tree.h"
 #include "tests/unit/test-util.h"
 
@@ -62,8 +63,8 @@ static void on_done(Sampler *s, int r) {
 static void sample_allocs(int n, int per, unsigned long ret[2]) {
         static const uint64_t d[_TASK_DELAY_MAX] = { 1000000 };
         static const HostInfo host = { .hostname = "node-1", .kernel = "6.18.0", .boot_id = "b" };
-        char dir[] = "/tmp/psidiag-test-XXXXXX", path[256];
-        Sysroot sysroot = { .root_fd = -1, .pressure_fd = -1, .cgroup2_fd = -1 };
+        char dir[] = "/tmp/psidiag-test-XXXXXX";
+        FakeScope fs;
         FakeTask *tasks = calloc((size_t) n, sizeof *tasks);
         struct ev_loop *loop = ev_loop_new(EVFLAG_AUTO);
         ProcessInfoBuffer ids = { .items = calloc(20, sizeof(ProcessInfo)), .cap = 20 };
@@ -81,29 +82,11 @@ static void sample_allocs(int n, int per, unsigned long ret[2]) {
         TaskstatsSource *ts = fake_taskstats_new(tasks, (size_t) n);
         fake_taskstats_set_growth(ts, 1000);
         assert_int_equal(fake_tree_make(dir, 1000, n, per, state_of), 0);
-        snprintf(path, sizeof path, "%s/proc", dir);
-        sysroot.proc_fd = open(path, O_DIRECTORY | O_RDONLY | O_CLOEXEC);
-        int cgroup_fd = open(dir, O_DIRECTORY | O_RDONLY | O_CLOEXEC);
-        assert_true(sysroot.proc_fd >= 0 && cgroup_fd >= 0);
-        /* A culprit pass over a scope of its own (its own snapshots at both ends). */
-        CulpritScope culprit = { .resource = PSI_RESOURCE_CPU,
-                                 .cgroup_fd = fcntl(cgroup_fd, F_DUPFD_CLOEXEC, 3),
-                                 .v1_fd = -EBADF };
-        SampleScope scope = { .sysroot = &sysroot,
-                              .taskstats = ts,
-                              .cgroup_fd = cgroup_fd,
-                              .resource = PSI_RESOURCE_CPU,
-                              .detail = 10,
-                              .culprit = &culprit,
-                              .onwhat = &onwhat,
-                              .limits_cgroup = "",
-                              .limits_resource = PSI_RESOURCE_CPU,
-                              .cgroup_path = "",
-                              .identities = &ids };
+        fake_scope_open(&fs, dir, ts, &onwhat, &ids);
 
         /* What the agent does when it arms the watch, and at start for "on what". */
         sampler_init(&s, loop, NULL, on_done, &r);
-        assert_int_equal(sampler_preallocate(&s, &scope, &reserved), 0);
+        assert_int_equal(sampler_preallocate(&s, &fs.scope, &reserved), 0);
         assert_true(reserved >= (size_t) n);
         assert_int_equal(onwhat_init(&onwhat), 0);
 
@@ -114,7 +97,7 @@ static void sample_allocs(int n, int per, unsigned long ret[2]) {
                 unsigned long before = allocs;
 
                 r = 1;
-                assert_int_equal(sampler_start(&s, &scope, 2), 0);
+                assert_int_equal(sampler_start(&s, &fs.scope, 2), 0);
                 ev_run(loop, 0);
                 assert_int_equal(r, 0);
                 assert_false(s.partial);
@@ -141,10 +124,8 @@ static void sample_allocs(int n, int per, unsigned long ret[2]) {
 
         sampler_free(&s);
         onwhat_done(&onwhat);
-        culprit_scope_close(&culprit);
         ev_loop_destroy(loop);
-        close(cgroup_fd);
-        close(sysroot.proc_fd);
+        fake_scope_close(&fs);
         taskstats_source_free(ts);
         free(ids.items);
         free(tasks);

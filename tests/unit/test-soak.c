@@ -27,6 +27,7 @@
 #include "incident/incident.h"
 #include "sampling/sampler.h"
 #include "tests/unit/fake-taskstats.h"
+#include "tests/unit/fake-scope.h"
 #include "tests/unit/fake-tree.h"
 #include "tests/unit/test-util.h"
 
@@ -69,8 +70,8 @@ static void test_no_growth_over_10000_samples(void **state) {
                 { .tid = 106, .stats = fake_task_stats(106, 106, "log", d0) },
                 { .tid = 107, .stats = fake_task_stats(107, 106, "log", d0) },
         };
-        char dir[] = "/tmp/psidiag-soak-XXXXXX", path[256];
-        Sysroot sysroot = { .root_fd = -1, .pressure_fd = -1, .cgroup2_fd = -1 };
+        char dir[] = "/tmp/psidiag-soak-XXXXXX";
+        FakeScope fs;
         TaskstatsSource *ts = fake_taskstats_new(tasks, ELEMENTSOF(tasks));
         struct ev_loop *loop = ev_loop_new(EVFLAG_AUTO);
         ProcessInfoBuffer ids = { .items = calloc(20, sizeof(ProcessInfo)), .cap = 20 };
@@ -86,25 +87,8 @@ static void test_no_growth_over_10000_samples(void **state) {
         assert_non_null(ids.items);
         fake_taskstats_set_growth(ts, 1 * MS);
         assert_int_equal(fake_tree_make(dir, 100, 8, 3, state_of), 0);
-        snprintf(path, sizeof path, "%s/proc", dir);
-        sysroot.proc_fd = open(path, O_DIRECTORY | O_RDONLY | O_CLOEXEC);
-        int cgroup_fd = open(dir, O_DIRECTORY | O_RDONLY | O_CLOEXEC);
-        assert_true(sysroot.proc_fd >= 0 && cgroup_fd >= 0);
+        fake_scope_open(&fs, dir, ts, &onwhat, &ids);
         assert_int_equal(sink_open("/dev/null", SINK_FORMAT_INCIDENT, &out, why, sizeof why), 0);
-        CulpritScope culprit = { .resource = PSI_RESOURCE_CPU,
-                                 .cgroup_fd = fcntl(cgroup_fd, F_DUPFD_CLOEXEC, 3),
-                                 .v1_fd = -EBADF };
-        SampleScope scope = { .sysroot = &sysroot,
-                              .taskstats = ts,
-                              .cgroup_fd = cgroup_fd,
-                              .resource = PSI_RESOURCE_CPU,
-                              .detail = 10,
-                              .culprit = &culprit,
-                              .onwhat = &onwhat,
-                              .limits_cgroup = "",
-                              .limits_resource = PSI_RESOURCE_CPU,
-                              .cgroup_path = "",
-                              .identities = &ids };
         sampler_init(&s, loop, NULL, on_done, &r);
 
         for (unsigned i = 0; i < samples; i++) {
@@ -113,7 +97,7 @@ static void test_no_growth_over_10000_samples(void **state) {
                 size_t len;
 
                 r = 1;
-                assert_int_equal(sampler_start(&s, &scope, 1), 0);
+                assert_int_equal(sampler_start(&s, &fs.scope, 1), 0);
                 ev_run(loop, 0);
                 assert_int_equal(r, 0);
                 assert_false(s.partial);
@@ -156,11 +140,9 @@ static void test_no_growth_over_10000_samples(void **state) {
         sink_free(out);
         sampler_free(&s);
         onwhat_done(&onwhat);
-        culprit_scope_close(&culprit);
         ev_loop_destroy(loop);
         free(ids.items);
-        safe_close(cgroup_fd);
-        safe_close(sysroot.proc_fd);
+        fake_scope_close(&fs);
         taskstats_source_free(ts);
         fake_tree_remove(dir);
 }
