@@ -117,14 +117,35 @@ def uncache(path):
         os.close(fd)
 
 
-def the_kill(out, log, code, validate, extra=""):
-    """After the agent stopped (its exit code), the one kill incident of out, validated."""
+def await_death(pid, killer, log_path, timeout):
+    """Until the killer has killed pid; fails with the killer's log after timeout."""
+    deadline = time.time() + timeout
+    while alive(pid) and time.time() < deadline:
+        time.sleep(0.05)
+    check(not alive(pid), f"{killer} did not kill the grower:\n{open(log_path).read()[-3000:]}")
+
+
+def await_kill_incident(out):
+    wait_lines(out, lambda ls: any(i["type"] == "kill" for i in ls), 20)
+    time.sleep(1.5)  # a second kill incident, if any, would come now
+
+
+def the_kill(out, log, code, validate, pid, killer, basis, extra=""):
+    """After the agent stopped (its exit code), its one kill incident, validated: the grower pid
+    its first victim, the killer named on basis, the pressure incident before it."""
     check(code == 0, f"agent exit {code}:\n{open(log).read()[-3000:]}")
     lines = read_lines(out)
     kills = [i for i in lines if i["type"] == "kill"]
     check(len(kills) == 1, f"{len(kills)} kill incidents:\n{json.dumps(kills)[:3000]}\n{open(log).read()[-3000:]}{extra}")
-    validate(kills[0])
-    return kills[0], [i["id"] for i in lines if i["type"] == "pressure"]
+    inc = kills[0]
+    validate(inc)
+    kill = inc["kill"]
+    check(kill["victims"][0]["pid"] == pid and kill["victims"][0]["comm"] == "grower", f"victims {kill['victims']}")
+    check(kill["killer"] and kill["killer"]["name"] == killer and kill["killer"]["basis"] == basis,
+          f"killer {kill['killer']} (want {killer} by {basis}){extra}")
+    pressure_ids = [i["id"] for i in lines if i["type"] == "pressure"]
+    check(kill["pressure"]["incident"] in pressure_ids and inc["related"], f"pressure {kill['pressure']}")
+    return inc
 
 
 def one_kill(tmp, mount, data, validate, name, killer, argv, with_log):
@@ -143,27 +164,19 @@ def one_kill(tmp, mount, data, validate, name, killer, argv, with_log):
             lines = wait_lines(out, lambda ls: any(i["type"] == "pressure" for i in ls), 40)
             check(any(i["type"] == "pressure" for i in lines), f"no pressure incident:\n{open(log).read()[-2000:]}")
             open(go, "w").close()
-            deadline = time.time() + 30
-            while alive(pid) and time.time() < deadline:
-                time.sleep(0.05)
-            check(not alive(pid), f"{killer} did not kill the grower:\n{open(log_path).read()[-2000:]}")
+            await_death(pid, killer, log_path, 30)
             if with_log:  # the killer's own process names it otherwise: keep it until the incident
                 k.kill()
                 k.wait()
-            lines = wait_lines(out, lambda ls: any(i["type"] == "kill" for i in ls), 20)
-            time.sleep(1.5)  # a second kill incident, if any, would come now
+            await_kill_incident(out)
         finally:
             if k and k.poll() is None:
                 k.kill()
                 k.wait()
             code = stop_agent(agent)
-        inc, pressure_ids = the_kill(out, log, code, validate)
-        kill = inc["kill"]
-        check(kill["victims"][0]["pid"] == pid and kill["victims"][0]["comm"] == "grower", f"victims {kill['victims']}")
-        check(kill["killer"] and kill["killer"]["name"] == killer, f"killer {kill['killer']}")
         want = "log_line" if with_log else "running_process"
-        check(kill["killer"]["basis"] == want, f"basis {kill['killer']} (want {want})")
-        check(kill["pressure"]["incident"] in pressure_ids and inc["related"], f"pressure {kill['pressure']}")
+        inc = the_kill(out, log, code, validate, pid, killer, want)
+        kill = inc["kill"]
         check(kill["cgroup"] == "/" + cg.rel, f"cgroup {kill['cgroup']}")
         # The memory right after: cgroup2's files, or on a hybrid host the v1 memcg its processes are in.
         mem = kill["memory"]
@@ -230,25 +243,16 @@ def nohang_kill(tmp, mount, data, validate, nohang):
                                  stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
             threading.Thread(target=relay, args=(k.stdout, log_path, f"nohang[{k.pid}]"), daemon=True).start()
             pid = grower_pid(cg, 30)
-            deadline = time.time() + 90
-            while alive(pid) and time.time() < deadline:
-                time.sleep(0.05)
-            check(not alive(pid), f"nohang did not kill the grower:\n{open(log_path).read()[-3000:]}")
+            await_death(pid, "nohang", log_path, 90)
             k.kill()
             k.wait()
-            lines = wait_lines(out, lambda ls: any(i["type"] == "kill" for i in ls), 20)
-            time.sleep(1.5)  # a second kill incident, if any, would come now
+            await_kill_incident(out)
         finally:
             if k and k.poll() is None:
                 k.kill()
                 k.wait()
             code = stop_agent(agent)
-        inc, pressure_ids = the_kill(out, log, code, validate, f"\n{open(log_path).read()[-2000:]}")
-        kill = inc["kill"]
-        check(kill["victims"][0]["pid"] == pid and kill["victims"][0]["comm"] == "grower", f"victims {kill['victims']}")
-        check(kill["killer"] and kill["killer"]["name"] == "nohang" and kill["killer"]["basis"] == "log_line",
-              f"killer {kill['killer']}\n{open(log_path).read()[-2000:]}")
-        check(kill["pressure"]["incident"] in pressure_ids and inc["related"], f"pressure {kill['pressure']}")
+        inc = the_kill(out, log, code, validate, pid, "nohang", "log_line", f"\n{open(log_path).read()[-2000:]}")
         print(f"{name}: {inc['summary']}")
 
 
@@ -275,15 +279,11 @@ def xattr_kill(tmp, mount, data, validate, name, xattrs, want, kmsg=None, basis=
             pid = grower.pid
             grower.send_signal(signal.SIGKILL)
             grower.wait()
-            lines = wait_lines(out, lambda ls: any(i["type"] == "kill" for i in ls), 20)
-            time.sleep(1.5)  # a second kill incident, if any, would come now
+            await_kill_incident(out)
         finally:
             code = stop_agent(agent)
-        inc, _ = the_kill(out, log, code, validate)
-        kill = inc["kill"]
-        check(kill["victims"][0]["pid"] == pid and kill["victims"][0]["signal"] == "SIGKILL", f"victims {kill['victims']}")
-        check(kill["killer"] and kill["killer"]["name"] == want and kill["killer"]["basis"] == basis,
-              f"killer {kill['killer']} (want {want} by {basis})")
+        inc = the_kill(out, log, code, validate, pid, want, basis)
+        check(inc["kill"]["victims"][0]["signal"] == "SIGKILL", f"victims {inc['kill']['victims']}")
         print(f"{name}: {inc['summary']}")
 
 
