@@ -226,10 +226,10 @@ static void watch_report_sample(Sampler *s, int r) {
                 return;
         }
         (void) sink_write(w->sink, incident); /* counts and reports failures itself */
-        json_t *sample = json_object_get(incident, "sample");
-        agent_count_incident(a, watch_config_label(w->cfg), AGENT_INCIDENT_PRESSURE, t->effective.resource,
-                             (uint64_t) MAX(json_integer_value(json_object_get(sample, "stall_us")), 0));
-        a->exit_records_lost += (uint64_t) MAX(json_integer_value(json_object_get(sample, "lost_exit_records")), 0);
+        uint64_t stall_us = 0;
+        (void) sample_result_stall_us(&s->result, &stall_us);
+        agent_count_incident(a, watch_config_label(w->cfg), AGENT_INCIDENT_PRESSURE, t->effective.resource, stall_us);
+        a->exit_records_lost += s->result.b ? s->result.b->lost_exit_records : 0;
         if (history_add(&a->history, w->path, id, now_usec(CLOCK_MONOTONIC)) < 0)
                 log_warning("out of memory: incident %s will not be linked to a later oom kill", id);
         kills_pressure_incident(a, w, t, id);

@@ -232,25 +232,6 @@ static int kill_add(json_t *incident, const KillReport *k) {
         return r;
 }
 
-static bool pressure_total(const Snapshot *s, PsiResource res, PsiStall stall, uint64_t *ret) {
-        if (res < 0 || (size_t) res >= SAMPLE_PRESSURE_RESOURCES || !s->has_pressure[res] ||
-            !s->pressure[res].has[stall])
-                return false;
-        *ret = s->pressure[res].line[stall].total_us;
-        return true;
-}
-
-/* The growth of the sampled scope's fired line over the window (a delta sample only). */
-static bool sample_stall_us(const SampleResult *res, uint64_t *ret) {
-        uint64_t before, after;
-
-        if (!res->a || !res->has_stall || !pressure_total(res->a, (PsiResource) res->resource, res->stall, &before) ||
-            !pressure_total(res->b, (PsiResource) res->resource, res->stall, &after))
-                return false;
-        *ret = after >= before ? after - before : 0;
-        return true;
-}
-
 static json_t *sample_object(const SampleResult *res, const Snapshot *first, bool has_stall, uint64_t stall_us,
                              uint64_t duration_ms) {
         const Snapshot *a = res->a, *b = res->b;
@@ -318,7 +299,7 @@ int incident_build(const SampleResult *res, const IncidentContext *ctx, json_t *
                                                            : -1;
         uint64_t duration_ms = (res->b->mono_us - first->mono_us + USEC_PER_MSEC / 2) / USEC_PER_MSEC;
         uint64_t stall_us = 0;
-        bool has_stall = sample_stall_us(res, &stall_us);
+        bool has_stall = sample_result_stall_us(res, &stall_us);
         unsigned max_threads = ctx->threads_per_process ? ctx->threads_per_process : INCIDENT_THREADS_PER_PROCESS;
         TaskStateCounts none;
         const TaskStateCounts *st = first->has_states ? &first->states : NULL;

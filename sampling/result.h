@@ -79,3 +79,7 @@ void process_info_read(int proc_fd, pid_t pid, const char *fallback_comm, Proces
  * read only for the cgroup of the parent that placed a short-lived one. r->ranking, r->culprits
  * and r->culprit_scope are set before. */
 void sample_result_identify(SampleResult *r, int proc_fd, ProcessInfoBuffer *buf, size_t top);
+
+/* The growth of the sampled scope's fired line (resource, stall) over the window: a delta sample
+ * whose scope's pressure was read at both ends. False otherwise (*ret untouched). */
+bool sample_result_stall_us(const SampleResult *res, uint64_t *ret);
