@@ -124,7 +124,9 @@ static int index_threads(ExitRecords *e) {
 
 /* What the thread records of process tgid say of its last use: io summed, the high-water mark of
  * its address space (the same mm for every thread; the largest, since a thread that ends after the
- * mm is gone reads 0). */
+ * mm is gone reads 0). And its name: the final record's comm is the last thread's (a killed
+ * redis-server read as its bio_aof_fsync thread), so the leader thread's own record, when heard,
+ * names the process. */
 static void last_use(const ExitRecords *e, pid_t tgid, ProcessDelays *p) {
         size_t lo = 0, hi = e->n_threads;
 
@@ -137,6 +139,8 @@ static void last_use(const ExitRecords *e, pid_t tgid, ProcessDelays *p) {
         }
         for (size_t i = lo; i < e->n_threads && e->threads[i]->t.tgid == tgid; i++) {
                 const ExitRecord *x = e->threads[i];
+                if (x->t.tid == tgid && x->t.comm[0])
+                        memcpy(p->comm, x->t.comm, sizeof p->comm);
                 if (x->has_io) {
                         p->read_bytes += x->read_bytes;
                         p->write_bytes += x->write_bytes;
