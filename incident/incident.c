@@ -281,7 +281,7 @@ static json_t *window_object(const SampleResult *res, const Snapshot *first, con
         json_t *w = json_object();
         int r = 0;
 
-        r |= set_new(w, "basis", json_string("after_wakeup"));
+        r |= set_new(w, "basis", json_string(res->recorded ? "recorded" : "after_wakeup"));
         r |= set_new(w, "start", time_string(first->real_us));
         r |= set_new(w, "end", time_string(res->b->real_us));
         r |= set_new(w, "stall_us", has_stall ? json_u64(stall_us) : json_null());

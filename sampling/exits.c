@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "base/array.h"
+#include "base/macro.h"
 #include "sampling/exits.h"
 
 static void record_from(ExitRecord *x, const TaskStats *ts, bool process) {
@@ -50,6 +51,26 @@ void exit_records_collect(const TaskStats *thread, const TaskStats *process, voi
 void exit_records_clear(ExitRecords *e) {
         e->n = 0;
         e->lost = 0;
+}
+
+void exit_records_drop_front(ExitRecords *e, size_t n) {
+        n = MIN(n, e->n);
+        if (n == 0)
+                return;
+        memmove(e->items, e->items + n, (e->n - n) * sizeof *e->items);
+        e->n -= n;
+}
+
+int exit_records_append(ExitRecords *dst, const ExitRecords *src, size_t from) {
+        dst->lost += src->lost;
+        for (size_t i = from; i < src->n; i++) {
+                if (array_grow((void **) &dst->items, &dst->cap, dst->n, 64, sizeof *dst->items) < 0) {
+                        dst->lost += (unsigned) (src->n - i);
+                        return -ENOMEM;
+                }
+                dst->items[dst->n++] = src->items[i];
+        }
+        return 0;
 }
 
 void exit_records_done(ExitRecords *e) {

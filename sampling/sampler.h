@@ -42,6 +42,13 @@ typedef struct CulpritPass {
 /* A pass's buffers; NULL-safe on a zeroed one. */
 void culprit_pass_done(CulpritPass *p);
 
+/* One end of a culprit pass over scope->culprit (nothing without one): the scope's cgroups into g,
+ * and its processes into snap unless the scope is the sample's own (sample: the sample's snapshot
+ * just taken, whose processes are copied, not asked again). A failure leaves that part out
+ * (*has_snap, *has_g false), never fails the sample. */
+void culprit_pass_take(const SampleScope *scope, Snapshot *snap, const Snapshot *sample, CgroupUsages *g,
+                       bool *has_snap, bool *has_g);
+
 /* Decides the culprit scope of a stall of res in stalled ("a/b" relative to the cgroup2 mount; NULL
  * for a node-wide trigger) with the finder that "limits" uses (limits_locate(): on v1 through
  * /proc/<pid>/cgroup), so both name the same limiting cgroup: the nearest of the stalled cgroup and
@@ -67,7 +74,9 @@ struct Sampler {
         SampleScope scope;
         uint64_t sample_ms;
         bool running;
-        bool partial; /* the last sample ran out of memory after its snapshots */
+        bool recorded;       /* A came from a recorder (sampler_start_recorded) */
+        bool recorded_exits; /* and so did exit records heard since it */
+        bool partial;        /* the last sample ran out of memory after its snapshots */
         usec_t wakeup_real_us;
         usec_t a_cost_us;             /* how long snapshot A took */
         usec_t b_start_us, b_end_us;  /* monotonic: around snapshot B */
@@ -110,6 +119,16 @@ int sampler_preallocate(Sampler *s, const SampleScope *scope, size_t *ret_n);
  * returns). Returns 0 (done will be called), or -errno when A could not be taken (done is not
  * called; -ENOENT/-ENODEV: the cgroup is gone). */
 int sampler_start(Sampler *s, const SampleScope *scope, uint64_t sample_ms);
+
+struct Recorder;
+/* Starts a sample whose A is the entry of rec (sampling/recorder.h) a window starting at
+ * start_mono_us starts from, with the exit records heard since, and whose culprit pass starts
+ * there too (the sample's own: scope->pass is not used): its window covers the recorded past up to
+ * sample_ms from now. The recorder is stopped (its entries are used up); its owner starts it again
+ * when it wants more. Without an entry (or with a window of 0) it is sampler_start(). Returns as
+ * sampler_start() does. */
+int sampler_start_recorded(Sampler *s, const SampleScope *scope, uint64_t sample_ms, struct Recorder *rec,
+                           uint64_t start_mono_us);
 
 /* Stops a running sample without calling done. */
 void sampler_cancel(Sampler *s);
