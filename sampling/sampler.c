@@ -359,6 +359,8 @@ static int finish_delta(Sampler *s) {
         snapshot_mark_born(&s->b, &s->a, s->scope.sysroot->proc_fd);
         if (ranking_build(&s->ranking, &s->a, &s->b, s->scope.resource) < 0)
                 s->partial = true;
+        /* The window starts at A (recorded, or the sample's own), before the threads' base. */
+        s->ranking.window_start_real_ns = s->a.real_us * NSEC_PER_USEC;
         if (s->threads_base && ranking_add_threads(&s->ranking, s->threads_base, &s->b, s->scope.resource) < 0)
                 s->partial = true;
         if (s->has_onwhat) {
