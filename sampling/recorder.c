@@ -5,8 +5,8 @@
 #include "base/macro.h"
 #include "base/timeutil.h"
 #include "probes/taskstats.h"
+#include "sampling/culprits.h"
 #include "sampling/recorder.h"
-#include "sampling/sampler.h"
 
 static void on_tick(struct ev_loop *loop, ev_timer *timer, int revents);
 

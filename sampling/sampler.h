@@ -42,13 +42,6 @@ typedef struct CulpritPass {
 /* A pass's buffers; NULL-safe on a zeroed one. */
 void culprit_pass_done(CulpritPass *p);
 
-/* One end of a culprit pass over scope->culprit (nothing without one): the scope's cgroups into g,
- * and its processes into snap unless the scope is the sample's own (sample: the sample's snapshot
- * just taken, whose processes are copied, not asked again). A failure leaves that part out
- * (*has_snap, *has_g false), never fails the sample. */
-void culprit_pass_take(const SampleScope *scope, Snapshot *snap, const Snapshot *sample, CgroupUsages *g,
-                       bool *has_snap, bool *has_g);
-
 /* Decides the culprit scope of a stall of res in stalled ("a/b" relative to the cgroup2 mount; NULL
  * for a node-wide trigger) with the finder that "limits" uses (limits_locate(): on v1 through
  * /proc/<pid>/cgroup), so both name the same limiting cgroup: the nearest of the stalled cgroup and
