@@ -173,7 +173,7 @@ def agent(c):
 
 def stops(c):
     """How many times the agent has stopped cleanly (its final totals in the journal)."""
-    return len(re.findall(r"incidents written", c.ok(["journalctl", "--no-pager", "-o", "cat", "-u",
+    return len(re.findall(r"\d+ incidents? written", c.ok(["journalctl", "--no-pager", "-o", "cat", "-u",
                                                       "psidiag.service"])))
 
 
