@@ -135,6 +135,24 @@ RecordedEntry *recorder_find(Recorder *r, uint64_t start_mono_us) {
         return best ? best : entry(r, 0);
 }
 
+static bool same_culprit_scope(const CulpritScope *a, const CulpritScope *b) {
+        if (!a || !b)
+                return !a && !b;
+        return a->resource == b->resource && a->node == b->node && a->same == b->same && strcmp(a->path, b->path) == 0;
+}
+
+bool recorder_matches(const Recorder *r, const SampleScope *scope, uint64_t wakeup_mono_us) {
+        if (!r->running || r->n == 0)
+                return false;
+        /* The same cgroup: the directory may be another descriptor of it. */
+        if ((r->scope.cgroup_fd < 0) != (scope->cgroup_fd < 0) || r->scope.pid != scope->pid ||
+            r->scope.resource != scope->resource)
+                return false;
+        if (!same_culprit_scope(r->scope.culprit, scope->culprit))
+                return false;
+        return entry((Recorder *) r, 0)->a.mono_us + RECORDER_PERIOD_MIN_MS * USEC_PER_MSEC / 2 <= wakeup_mono_us;
+}
+
 void recorder_free(Recorder *r) {
         recorder_stop(r);
         for (size_t i = 0; i < RECORDER_ENTRIES_MAX; i++) {

@@ -15,6 +15,7 @@
 #include <stdint.h>
 
 #include "probes/cgusage.h"
+#include "sampling/culprits.h"
 #include "sampling/exits.h"
 #include "sampling/snapshot.h"
 
@@ -67,6 +68,12 @@ void recorder_stop(Recorder *r);
 /* The entry a window that starts at start_mono_us should start from: the newest taken at or before
  * it, else the oldest there is. NULL when there is none. */
 RecordedEntry *recorder_find(Recorder *r, uint64_t start_mono_us);
+
+/* Whether a sample of scope, woken at wakeup_mono_us, can start from r's ring: r records the same
+ * cgroup for the same resource, with a culprit pass over the same scope (or neither has one), and
+ * its oldest entry was taken at least RECORDER_PERIOD_MIN_MS / 2 before the wakeup (a recording
+ * that began at this wakeup holds nothing of the past). Pure. */
+bool recorder_matches(const Recorder *r, const SampleScope *scope, uint64_t wakeup_mono_us);
 
 /* Takes the next entry now (what the timer does every period; exported for tests). 0, or -errno
  * when the scope could not be listed (-ENOENT/-ENODEV: the cgroup is gone) or memory ran out. */

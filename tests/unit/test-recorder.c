@@ -202,11 +202,47 @@ static void test_sample_from_recording(void **state) {
         ev_loop_destroy(loop);
 }
 
+/* A sample can start from the ring only when the recorder records what it samples, and has a
+ * past: an entry taken at least half the shortest period before the wakeup. */
+static void test_matches(void **state) {
+        Env *env = *state;
+        struct ev_loop *loop = ev_loop_new(EVFLAG_AUTO);
+        CulpritScope node = { .resource = PSI_RESOURCE_CPU, .node = true, .cgroup_fd = -1, .v1_fd = -EBADF },
+                     limit = node;
+        SampleScope scope = env->scope, other;
+        Recorder r;
+
+        limit.node = false;
+        snprintf(limit.path, sizeof limit.path, "app");
+        scope.culprit = &node;
+        recorder_init(&r, loop, NULL);
+        assert_false(recorder_matches(&r, &scope, UINT64_MAX)); /* not recording */
+        assert_int_equal(recorder_start(&r, &scope, 500, 2000), 0);
+        uint64_t first = r.ring[0].a.mono_us;
+        assert_false(recorder_matches(&r, &scope, first)); /* began at this wakeup */
+        assert_false(recorder_matches(&r, &scope, first + 249 * 1000));
+        assert_true(recorder_matches(&r, &scope, first + 250 * 1000));
+        other = scope;
+        other.resource = PSI_RESOURCE_IO;
+        assert_false(recorder_matches(&r, &other, UINT64_MAX));
+        other = scope;
+        other.culprit = &limit;
+        assert_false(recorder_matches(&r, &other, UINT64_MAX));
+        other.culprit = NULL;
+        assert_false(recorder_matches(&r, &other, UINT64_MAX));
+        other = scope;
+        other.cgroup_fd = -1; /* node-wide */
+        assert_false(recorder_matches(&r, &other, UINT64_MAX));
+        recorder_free(&r);
+        ev_loop_destroy(loop);
+}
+
 int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_ring),
                 cmocka_unit_test(test_exit_storm),
                 cmocka_unit_test(test_sample_from_recording),
+                cmocka_unit_test(test_matches),
         };
         return cmocka_run_group_tests(tests, setup, teardown);
 }
