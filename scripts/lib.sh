@@ -17,6 +17,8 @@ PSIDIAG_PACKAGES=(gcc meson ninja-build pkg-config libev-dev libnl-3-dev libnl-g
 # tests/otlp/install adds it when the command is missing.
 # scripts/test --systemd: boots systemd in systemd-nspawn on a root made by debootstrap.
 PSIDIAG_SYSTEMD_PACKAGES=(systemd-container debootstrap)
+# scripts/test --vm: QEMU, and a root made by debootstrap put into an image by mkfs.ext4 -d.
+PSIDIAG_VM_PACKAGES=(qemu-system-x86 debootstrap e2fsprogs)
 
 # Installs whatever is missing (one apt-get update, only when something is).
 ensure_packages() {

@@ -16,9 +16,7 @@ removed on the way out, pass or fail.
 
 argv: BUILD_DIR WORKLOAD"""
 
-import fcntl
 import glob
-import hashlib
 import json
 import os
 import re
@@ -26,15 +24,15 @@ import shutil
 import signal
 import subprocess
 import sys
-import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from common import Failed, ScratchCgroup, cap_eff, check, find_mount, rmdir_retry, run, skip  # noqa: E402
+import debroot  # noqa: E402
+from debroot import sh  # noqa: E402
 
-BUILD = os.path.abspath(sys.argv[1])
-WORKLOAD = os.path.abspath(sys.argv[2])
-CACHE = os.environ.get("PSIDIAG_TEST_CACHE", "/var/cache/psidiag-test")
+# (tests/vm/guest.py imports test() to run the same steps in the VM, without these arguments.)
+BUILD, WORKLOAD = (os.path.abspath(a) for a in sys.argv[1:3]) if __name__ == "__main__" else (None, None)
 # The root's recipe: change it (or the package list) and a new root is built beside the old one.
 RECIPE = 1
 # The installed binary's shared libraries (libsystemd0 for the journal output's dlopen), systemd
@@ -60,93 +58,8 @@ def log(msg):
     print(f"[{time.monotonic() - T0:6.1f}s] {msg}", flush=True)
 
 
-def sh(argv, timeout=60, **kw):
-    return subprocess.run(argv, capture_output=True, text=True, timeout=timeout, **kw)
-
-
-def apt_mirror(codename):
-    """The first Debian archive in the host's apt sources that carries `codename` (one-line and
-    deb822 formats)."""
-    files = sorted(glob.glob("/etc/apt/sources.list") + glob.glob("/etc/apt/sources.list.d/*"))
-    for path in files:
-        try:
-            text = open(path).read()
-        except OSError:
-            continue
-        if path.endswith(".sources"):
-            for stanza in re.split(r"\n\s*\n", text):
-                fields = dict(re.findall(r"^(\w[\w-]*):\s*(.*)$", stanza, re.M))
-                if "deb" in fields.get("Types", "").split() and codename in fields.get("Suites", "").split():
-                    return fields["URIs"].split()[0]
-        elif path.endswith(".list"):
-            for line in text.splitlines():
-                m = re.match(r"deb\s+(?:\[[^]]*\]\s+)?(\S+)\s+(\S+)", line.strip())
-                if m and m.group(2) == codename:
-                    return m.group(1)
-    return None
-
-
-def os_release(key):
-    with open("/etc/os-release") as f:
-        return dict(re.findall(r'^(\w+)="?([^"\n]*)"?$', f.read(), re.M)).get(key)
-
-
 def ensure_root():
-    """The cached Debian root, built once with debootstrap (into a temporary directory renamed
-    into place when complete, so a failed or concurrent build never leaves a half root)."""
-    codename = os_release("VERSION_CODENAME")
-    if not codename:
-        skip("no VERSION_CODENAME in /etc/os-release: cannot pick a suite to debootstrap")
-    mirror = apt_mirror(codename)
-    if not mirror:
-        skip(f"no apt source for {codename} in /etc/apt/sources.list*: cannot debootstrap a root")
-    arch = sh(["dpkg", "--print-architecture"]).stdout.strip()
-    key = json.dumps([RECIPE, codename, mirror, arch, sorted(PACKAGES)]).encode()
-    root = os.path.join(CACHE, "nspawn-root-" + hashlib.sha256(key).hexdigest()[:16])
-    os.makedirs(CACHE, exist_ok=True)
-    with open(os.path.join(CACHE, ".lock"), "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        if os.path.isdir(root):
-            log(f"cached root {root}")
-            return root
-        tmp = tempfile.mkdtemp(dir=CACHE, prefix=".building-")
-        try:
-            log(f"debootstrap {codename} from {mirror} into {tmp}")
-            p = sh(["debootstrap", "--variant=minbase", "--include=" + ",".join(PACKAGES), codename, tmp, mirror],
-                   timeout=1800)
-            check(p.returncode == 0, f"debootstrap failed ({p.returncode}):\n{p.stdout[-3000:]}\n{p.stderr[-3000:]}")
-            for deb in glob.glob(os.path.join(tmp, "var/cache/apt/archives/*.deb")):
-                os.unlink(deb)
-            os.rename(tmp, root)
-        finally:
-            shutil.rmtree(tmp, ignore_errors=True)
-    log(f"built root {root}")
-    return root
-
-
-class Overlay:
-    """A writable overlay of the cached root, so the cache is never changed."""
-
-    def __init__(self, lower):
-        self.lower = lower
-        self.dir = tempfile.mkdtemp(prefix=f"psidiag-nspawn-{os.getpid()}-", dir="/var/tmp")
-        self.merged = os.path.join(self.dir, "root")
-        for d in ("upper", "work", "root"):
-            os.mkdir(os.path.join(self.dir, d))
-        self.mounted = False
-
-    def mount(self):
-        p = sh(["mount", "-t", "overlay", "overlay", "-o",
-                f"lowerdir={self.lower},upperdir={self.dir}/upper,workdir={self.dir}/work", self.merged])
-        check(p.returncode == 0, f"overlay mount: {p.stderr}")
-        self.mounted = True
-
-    def close(self):
-        if self.mounted:
-            p = sh(["umount", self.merged])
-            if p.returncode != 0:
-                sh(["umount", "-l", self.merged])
-        shutil.rmtree(self.dir, ignore_errors=True)
+    return debroot.ensure_root("nspawn", RECIPE, PACKAGES, log)
 
 
 class Container:
@@ -274,13 +187,7 @@ def sweep_leftovers():
             if pid.isdigit() and not alive(pid):
                 log(f"removing {cg}, left by an earlier run")
                 remove_cgroup_tree(cg)
-    for d in glob.glob("/var/tmp/psidiag-nspawn-*-*"):
-        pid = os.path.basename(d).split("-")[2]
-        if pid.isdigit() and not alive(pid):
-            log(f"removing {d}, left by an earlier run")
-            if os.path.ismount(os.path.join(d, "root")):
-                sh(["umount", "-l", os.path.join(d, "root")])
-            shutil.rmtree(d, ignore_errors=True)
+    debroot.sweep_overlays("nspawn", alive, log)
 
 
 def unit_properties(unit_text):
@@ -498,18 +405,10 @@ def main():
     lower = ensure_root()
     overlay = container = None
     try:
-        overlay = Overlay(lower)
+        overlay = debroot.Overlay(lower, "nspawn")
         overlay.mount()
         root = overlay.merged
-        p = sh(["meson", "install", "-C", BUILD, "--destdir", root, "--no-rebuild", "--quiet"], timeout=120)
-        check(p.returncode == 0, f"meson install failed: {p.stderr}")
-        installed = {}
-        for dest in json.loads(sh(["meson", "introspect", BUILD, "--installed"]).stdout).values():
-            for k, pat in (("binary", r"/sbin/psidiag$"), ("unit", r"/psidiag\.service$"),
-                           ("config", r"/psidiag/config\.json$"), ("logrotate", r"/logrotate\.d/psidiag$")):
-                if re.search(pat, dest):
-                    installed[k] = dest
-        check(len(installed) == 4, f"installed files not found: {installed}")
+        installed = debroot.install_build(BUILD, root)
         os.makedirs(os.path.join(root, "opt/psidiag-test"), exist_ok=True)
         shutil.copy(WORKLOAD, os.path.join(root, "opt/psidiag-test/psidiag-workload"))
 
@@ -533,8 +432,9 @@ def interrupted(signum, _frame):
 
 
 T0 = time.monotonic()
-# The container, its cgroups and the overlay are undone in main's finally, also on these signals.
-for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
-    signal.signal(sig, interrupted)
-run(main)
-log("done")
+if __name__ == "__main__":
+    # The container, its cgroups and the overlay are undone in main's finally, also on these signals.
+    for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
+        signal.signal(sig, interrupted)
+    run(main)
+    log("done")
