@@ -108,6 +108,12 @@ void kill_log_state_init(KillLogState *s);
  * it is no mark or only part of one (kept in *s). */
 int kill_log_parse_line(const char *line, size_t len, KillLogState *s, KillMark *ret);
 
+/* One journal entry of a killer: its SYSLOG_IDENTIFIER (earlyoom, nohang, systemd-oomd; any other
+ * is no mark) and MESSAGE, without their "FIELD=" prefixes. 1 with *ret filled when the entry
+ * completes a mark, as kill_log_parse_line() for the same message; 0 otherwise. */
+int kill_journal_parse_entry(const char *ident, size_t ident_len, const char *msg, size_t len, KillLogState *s,
+                             KillMark *ret);
+
 /* The facts about one group's killer, as the agent gathered them. */
 #define KILL_MARKS_MAX 16
 typedef struct KillEvidence {
