@@ -233,6 +233,14 @@ static void describe(const KillMark *m, char *buf, size_t size) {
                 snprintf(buf, size, "killed cgroup %.200s", m->cgroup);
 }
 
+usec_t kill_mark_wait_us(const KillerChoice *c, usec_t first_mono_us, usec_t now) {
+        usec_t until = first_mono_us + KILL_MARK_WAIT_US;
+
+        if (c->killer != KILLER_UNKNOWN && c->basis != KILLMARK_BASIS_RUNNING_PROCESS)
+                return 0;
+        return now < until ? until - now : 0;
+}
+
 void kill_choose_killer(const KillEvidence *e, const pid_t *pids, size_t n, KillerChoice *ret) {
         char buf[sizeof ret->mark];
 

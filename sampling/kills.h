@@ -144,6 +144,16 @@ typedef struct KillerChoice {
  * runs never count. ret->killer KILLER_UNKNOWN when nothing names one. */
 void kill_choose_killer(const KillEvidence *e, const pid_t *pids, size_t n, KillerChoice *ret);
 
+/* How long a kill group waits for a late mark when none names its killer yet (none at all, or only
+ * a known killer running): Meta oomd 0.5.0 writes its kmsg line after it has waited for the killed
+ * cgroup to empty, seen in the VM (tests/vm) a second after the kill. From the first victim. */
+#define KILL_MARK_WAIT_US (2500 * USEC_PER_MSEC)
+
+/* The time left for the group whose first victim died at first_mono_us to wait for a mark, given
+ * the killer chosen now (c); 0 when it is to be written now: a mark names the killer, or the wait
+ * is over. */
+usec_t kill_mark_wait_us(const KillerChoice *c, usec_t first_mono_us, usec_t now);
+
 /* Whether cgroup b ("a/b", or oomd's relative path) is a or below it, as paths (a leading '/' on
  * either is ignored). */
 bool kill_cgroup_within(const char *b, const char *a);

@@ -178,6 +178,25 @@ static void test_journal_entries(void **state) {
         assert_int_equal(m.pid, 5151);
 }
 
+/* As in the VM (tests/vm, case oomd): oomd 0.5.0 killed at 72.21 s and wrote its kmsg line at
+ * 73.24 s; at 500 ms only its running process named it. A group waits for a mark, up to 2.5 s from
+ * the first victim; a named killer is written at once. */
+static void test_mark_wait(void **state) {
+        KillerChoice running = { .killer = KILLER_OOMD, .basis = KILLMARK_BASIS_RUNNING_PROCESS };
+        KillerChoice none = { .killer = KILLER_UNKNOWN };
+        KillerChoice kmsg = { .killer = KILLER_OOMD, .basis = KILLMARK_BASIS_KMSG };
+        KillerChoice xattr = { .killer = KILLER_SYSTEMD_OOMD, .basis = KILLMARK_BASIS_XATTR };
+        usec_t first = 72212517;
+
+        assert_int_equal(kill_mark_wait_us(&running, first, first + 500000), 2000000);
+        assert_int_equal(kill_mark_wait_us(&none, first, first + 500000), 2000000);
+        assert_int_equal(kill_mark_wait_us(&running, first, first + 2499999), 1);
+        assert_int_equal(kill_mark_wait_us(&running, first, first + 2500000), 0);
+        assert_int_equal(kill_mark_wait_us(&none, first, first + 9000000), 0);
+        assert_int_equal(kill_mark_wait_us(&kmsg, first, first + 500000), 0);
+        assert_int_equal(kill_mark_wait_us(&xattr, first, first + 500000), 0);
+}
+
 static void test_cgroup_within(void **state) {
         assert_true(kill_cgroup_within("system.slice/x.service", "/system.slice/x.service"));
         assert_true(kill_cgroup_within("/a/b/c", "a/b"));
@@ -255,8 +274,8 @@ int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_exit_signal),     cmocka_unit_test(test_members_and_kernel_victims),
                 cmocka_unit_test(test_group),           cmocka_unit_test(test_log_lines),
-                cmocka_unit_test(test_journal_entries), cmocka_unit_test(test_cgroup_within),
-                cmocka_unit_test(test_choose_killer),
+                cmocka_unit_test(test_journal_entries), cmocka_unit_test(test_mark_wait),
+                cmocka_unit_test(test_cgroup_within),   cmocka_unit_test(test_choose_killer),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }
