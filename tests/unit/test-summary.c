@@ -213,6 +213,16 @@ static void test_memory_high(void **state) {
         snprintf(text, sizeof text, high, "throttled");
         assert_summary(text, "/psidiag-it-high-385 stalled 0.12 s on memory in 1.02 s: throttled by memory.high "
                              "(/psidiag-it-high-385)");
+        /* The grower over high in the VM: its cgroup stalled 1.01 s of 1.01 s, its own memory
+         * delays were 6 ms: the sleeps over high are no task's delay. */
+        assert_summary("{\"type\": \"pressure\", \"trigger\": {\"cgroup\": \"/psidiag-it-highanon-358\","
+                       " \"resource\": \"memory\"}, \"sample\": {\"duration_ms\": 1010, \"stall_us\": 1006947},"
+                       " \"most_delayed\": [{\"pid\": 362, \"comm\": \"vm-grower\", \"cgroup\": "
+                       "\"/psidiag-it-highanon-358\", \"delay_us\": {\"cpu\": 4218, \"reclaim\": 6401}}],"
+                       " \"limits\": {\"memory\": {\"cgroup\": \"/psidiag-it-highanon-358\", \"high_bytes\": 33554432,"
+                       " \"events\": {\"high\": 119, \"max\": 0}, \"verdict\": \"throttled\"}}}",
+                       "/psidiag-it-highanon-358 stalled 1.01 s on memory in 1.01 s: throttled by memory.high "
+                       "(/psidiag-it-highanon-358)");
         /* Another verdict: the process form, as before. */
         snprintf(text, sizeof text, high, "contention");
         assert_summary(text,

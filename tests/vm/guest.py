@@ -190,10 +190,10 @@ def memory_max(validate):
 
 @case
 def memory_high(validate):
-    """A page-cache thrasher of a 128 MiB file held at memory.high = 32 MiB (no memory.max): the
-    kernel's reclaim and sleeps over high stall the cgroup but count as no task's delay. The memory
-    verdict says throttled, the summary tells the cgroup's stall and memory.high, not the
-    thrasher's few milliseconds."""
+    """A page-cache thrasher of a 128 MiB file, then an anonymous grower (no swap), each held at
+    memory.high = 32 MiB (no memory.max). The grower's sleeps over high stall its cgroup a whole
+    second per second while its own memory delays are a few milliseconds. The memory verdict says
+    throttled, and the summary tells the cgroup's stall and memory.high, not a process's wait."""
     data = make_file(SCRATCH, 128 << 20)
     try:
         with ScratchCgroup(MOUNT, "high") as cg:
@@ -214,6 +214,27 @@ def memory_high(validate):
             check(m["source"] == "cgroup2" and m["high_bytes"] == 32 << 20 and m["max_bytes"] is None
                   and m["events"]["high"] > 0, f"limits.memory: {m}")
             check(m.get("verdict") == "throttled", f"the memory verdict: {m.get('verdict')}")
+            s = inc["summary"]
+            check(s.startswith(f"/{cg.rel} stalled ") and s.endswith(f": throttled by memory.high (/{cg.rel})"),
+                  f"summary: {s!r}")
+        # Anonymous memory over high with no swap cannot be reclaimed: the kernel makes the grower
+        # sleep over high (mem_cgroup_handle_over_high()), stall that no task's delay counts.
+        with ScratchCgroup(MOUNT, "highanon") as cg:
+            write(os.path.join(cg.path, "memory.high"), str(32 << 20))
+            write(os.path.join(cg.path, "memory.swap.max"), "0")
+            env = dict(os.environ, PSIDIAG_ALLOC_MS="2", PSIDIAG_ALLOC_MAX_MB="256")
+            lines, _ = agent_run(cg, "memory some 50ms 2s", lambda ls: ls,
+                                 start=lambda: spawn(cg, [WORKLOAD, "alloc", "vm-grower"], env))
+            inc = lines[0]
+            validate(inc)
+            show(inc)
+            m = inc["limits"]["memory"]
+            top = inc["most_delayed"][0] if inc["most_delayed"] else None
+            print(f"  anon over high: the cgroup's stall {inc['sample']['stall_us']} us; the grower's memory "
+                  f"delays {memory_delay(top) if top else None} us")
+            check(m.get("verdict") == "throttled" and m["events"]["high"] > 0, f"limits.memory: {m}")
+            check(top is None or inc["sample"]["stall_us"] > 5 * memory_delay(top),
+                  "the sleep over high counted as the grower's delay: not what 6.1 did when this was written")
             s = inc["summary"]
             check(s.startswith(f"/{cg.rel} stalled ") and s.endswith(f": throttled by memory.high (/{cg.rel})"),
                   f"summary: {s!r}")
