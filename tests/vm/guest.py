@@ -412,7 +412,10 @@ def taskstats(validate):
     check(int(m.group(1)) >= 13, f"struct version {m.group(1)}")
     with ScratchCgroup(MOUNT, "churn") as cg:
         cg.spawn([WORKLOAD, "churn", "vm-churn", "4"])
-        time.sleep(0.5)
+        deadline = time.time() + 30
+        while len(open(os.path.join(cg.path, "cgroup.threads")).read().split()) < 2:
+            check(time.time() < deadline, "the churn workload started no thread in 30 s")
+            time.sleep(0.05)
         p = sh([PSIDIAG, "snapshot", "/" + cg.rel, "--sample-ms", "1000"])
         check(p.returncode == 0, f"snapshot: {p.returncode} {p.stderr}")
         inc = json.loads(p.stdout)

@@ -188,7 +188,7 @@ def main():
         os.unlink(old)
     debroot.sweep_overlays("vm", alive, log)
     t = time.monotonic()
-    lower = debroot.ensure_root("vm", RECIPE, PACKAGES, log, timeout=3000)
+    lower = debroot.ensure_root("vm", RECIPE, PACKAGES, log, timeout=1200)
     TIMES["root_s"] = round(time.monotonic() - t, 1)
     overlay = qemu = None
     work = os.path.join(RESULTS, "work")
