@@ -110,7 +110,9 @@ size_t check_evaluate(const CheckFacts *f, CheckLine *lines) {
                      net ? "present (taskstats)" : "missing: taskstats will refuse every request");
                 LINE(res ? CHECK_OK : CHECK_WARN, "cap-sys-resource", "%s",
                      res ? "present: any PSI window from 500ms to 10s can be armed"
-                         : "missing: PSI windows are rounded up to multiples of 2s, the stall in proportion");
+                         : "missing: unprivileged triggers: windows rounded up to multiples of 2s and checked only "
+                           "every 2s, so a wakeup comes up to 2s late and a shorter spike can be over before the "
+                           "sample");
         }
 
         if (f->procfs_err < 0)

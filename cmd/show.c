@@ -58,6 +58,18 @@ static void show_pressure(json_t *inc, FILE *out) {
         fprintf(out, "; %lld tasks, %lld exited, %lld errors\n", get_int(sample, "tasks"), get_int(sample, "exited"),
                 get_int(sample, "errors"));
 
+        json_t *w = json_object_get(inc, "window");
+        const char *verdict = get_str(w, "verdict");
+        long long seen = get_int(w, "stall_us"), expected = get_int(w, "expected_us");
+        if (verdict && seen >= 0 && expected > 0) {
+                fprintf(out, "  window    %s: stall +%s, %.0f%% of the %s the trigger's rate gives",
+                        get_str(w, "basis") && strcmp(get_str(w, "basis"), "recorded") == 0 ? "recorded"
+                                                                                            : "after the wakeup",
+                        text_format_us(seen, a, sizeof a), 100.0 * (double) seen / (double) expected,
+                        text_format_us(expected, b, sizeof b));
+                fputs(strcmp(verdict, "passed") == 0 ? ": the stall had passed before the sample\n" : "\n", out);
+        }
+
         json_t *st = json_object_get(inc, "states");
         if (json_is_object(st)) {
                 json_t *scaled = json_object_get(st, "scaled");
@@ -181,6 +193,9 @@ static void show_culprits(json_t *inc, FILE *out) {
                         json_is_true(json_object_get(c, "own_limit")) ? "throttled by its own" : "under its", file);
         } else
                 fprintf(out, "  causing it (%s, the whole node):\n", res);
+        if (summary_stall_passed(inc, NULL))
+                fputs("  (the stall had passed before the sample: these used it in a quiet window, none is named)\n",
+                      out);
         procs = json_object_get(c, "processes");
         if (!json_is_array(procs) || json_array_size(procs) == 0)
                 fputs("  no process used it in the sample\n", out);

@@ -11,6 +11,7 @@
 #include "incident/jsonutil.h"
 #include "incident/onwhat-report.h"
 #include "incident/summary.h"
+#include "sampling/fired.h"
 #include "probes/cgmeta.h"
 
 static json_t *time_string(usec_t t) {
@@ -270,6 +271,26 @@ static json_t *sample_object(const SampleResult *res, const Snapshot *first, boo
         return object_or_null(sample, r);
 }
 
+/* What the sample's window saw of the stall that fired the trigger (sampling/fired.h): where it
+ * starts and ends, on what basis, and whether the stall had passed before it. */
+static json_t *window_object(const SampleResult *res, const Snapshot *first, const PsiTriggerSpec *trigger,
+                             bool has_stall, uint64_t stall_us) {
+        uint64_t duration_us = res->b->mono_us >= first->mono_us ? res->b->mono_us - first->mono_us : 0;
+        bool delta = res->basis == SAMPLE_BASIS_DELTA;
+        FiredCoverage c = fired_coverage(trigger, delta ? duration_us : 0, has_stall, stall_us);
+        json_t *w = json_object();
+        int r = 0;
+
+        r |= set_new(w, "basis", json_string(res->recorded ? "recorded" : "after_wakeup"));
+        r |= set_new(w, "start", time_string(first->real_us));
+        r |= set_new(w, "end", time_string(res->b->real_us));
+        r |= set_new(w, "stall_us", has_stall ? json_u64(stall_us) : json_null());
+        r |= set_new(w, "expected_us", c.verdict != FIRED_UNKNOWN ? json_u64(c.expected_us) : json_null());
+        r |= set_new(w, "seen", c.verdict != FIRED_UNKNOWN ? json_real(c.seen) : json_null());
+        r |= set_new(w, "verdict", json_string(fired_verdict_to_string(c.verdict)));
+        return object_or_null(w, r);
+}
+
 /* The window the culprits cover (a shared pass's can start before the sample and end before it),
  * and the pass they come from. */
 static int culprits_window_add(json_t *culprits, const SampleResult *res, const char *pass) {
@@ -344,6 +365,8 @@ int incident_build(const SampleResult *res, const IncidentContext *ctx, json_t *
 
         r |= set_new(o, "pressure", pressure_object(first));
         r |= set_new(o, "sample", sample_object(res, first, has_stall, stall_us, duration_ms));
+        r |= set_new(o, "window",
+                     ctx->has_trigger ? window_object(res, first, &ctx->trigger, has_stall, stall_us) : json_null());
         if (ctx->has_suppressed)
                 r |= set_new(o, "suppressed", json_u64(ctx->suppressed));
 

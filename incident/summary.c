@@ -7,6 +7,7 @@
 
 #include "base/macro.h"
 #include "incident/summary.h"
+#include "sampling/fired.h"
 
 static const char *field_string(const json_t *o, const char *key) {
         return json_string_value(json_object_get(o, key));
@@ -113,6 +114,35 @@ static const char *incident_resource(const json_t *incident) {
                 }
         }
         return res;
+}
+
+bool summary_stall_passed(const json_t *incident, double *ret_seen_us) {
+        const json_t *w = json_object_get(incident, "window"), *sample = json_object_get(incident, "sample"),
+                     *trigger = json_object_get(incident, "trigger");
+        const char *verdict = field_string(w, "verdict");
+        double threshold, window, stall, duration_ms;
+        FiredCoverage c;
+
+        if (verdict) {
+                if (strcmp(verdict, "passed") != 0)
+                        return false;
+                if (ret_seen_us)
+                        *ret_seen_us = field_or_zero(w, "stall_us");
+                return true;
+        }
+        /* A line written before psidiag 0.7 has no window: the same rule on its trigger and sample. */
+        if (!field_number(trigger, "threshold_us", &threshold) || !field_number(trigger, "window_us", &window) ||
+            !field_number(sample, "stall_us", &stall) || !field_number(sample, "duration_ms", &duration_ms) ||
+            threshold < 0 || window < 0 || stall < 0 || duration_ms < 0 ||
+            (field_string(sample, "basis") && strcmp(field_string(sample, "basis"), "delta") != 0))
+                return false;
+        c = fired_coverage(&(PsiTriggerSpec) { .threshold_us = (usec_t) threshold, .window_us = (usec_t) window },
+                           (uint64_t) (duration_ms * 1000), true, (uint64_t) stall);
+        if (c.verdict != FIRED_PASSED)
+                return false;
+        if (ret_seen_us)
+                *ret_seen_us = stall;
+        return true;
 }
 
 bool summary_culprit_dominant(const json_t *culprits) {
@@ -233,11 +263,30 @@ static bool cgroup_within(const char *path, const char *dir) {
         return strncmp(path, dir, n) == 0 && (path[n] == '\0' || path[n] == '/');
 }
 
+/* ", but the stall had passed before the sample: 2.6 ms seen of the 100 ms in 2 s that fired; no
+ * dominant culprit". */
+static void put_passed(FILE *f, const json_t *incident, double seen_us) {
+        const json_t *trigger = json_object_get(incident, "trigger");
+
+        fputs(", but the stall had passed before the sample: ", f);
+        put_duration_us(f, seen_us);
+        fputs(" seen of the ", f);
+        put_duration_us(f, field_or_zero(trigger, "threshold_us"));
+        fputs(" in ", f);
+        put_duration_us(f, field_or_zero(trigger, "window_us"));
+        fputs(" that fired; no dominant culprit", f);
+}
+
 static void put_culprits(FILE *f, const json_t *incident, const char *resource) {
         const json_t *c = json_object_get(incident, "culprits"), *limit = json_object_get(c, "limit");
         const json_t *cgroups = json_object_get(c, "cgroups"), *procs = json_object_get(c, "processes"), *p, *cg;
-        double share = 0;
+        double share = 0, seen_us = 0;
 
+        /* Who used the resource in a window without the stall says nothing of who caused it. */
+        if (summary_stall_passed(incident, &seen_us)) {
+                put_passed(f, incident, seen_us);
+                return;
+        }
         if (!json_is_object(c))
                 return;
         if (json_is_true(json_object_get(c, "own_limit")) && field_string(limit, "file")) {
@@ -273,9 +322,12 @@ static void put_culprits(FILE *f, const json_t *incident, const char *resource) 
                 put_usage(f, resource, json_object_get(cg, "usage"));
                 return;
         }
-        fputs(json_is_true(json_object_get(p, "victim")) ? ": its own processes use the most, " : ": ", f);
+        fputs(": ", f);
         put_culprit_process(f, p);
         put_usage(f, resource, json_object_get(p, "usage"));
+        /* The culprit stalled too (it is among the most delayed): the stall comes from within. */
+        if (json_is_true(json_object_get(p, "victim")))
+                fputs(", itself among the stalled", f);
 }
 
 /* limits.memory when its verdict is "throttled": held at memory.high, whose reclaim and sleeps
@@ -476,7 +528,9 @@ json_t *summary_add(json_t *incident) {
         if (!incident)
                 return NULL;
         if (json_is_object(culprits) &&
-            json_object_set_new_nocheck(culprits, "dominant", json_boolean(summary_culprit_dominant(culprits))) < 0)
+            json_object_set_new_nocheck(
+                    culprits, "dominant",
+                    json_boolean(summary_culprit_dominant(culprits) && !summary_stall_passed(incident, NULL))) < 0)
                 return incident;
         r = summary_format(incident, &s);
         if (r < 0)

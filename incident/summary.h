@@ -13,6 +13,12 @@
 #define SUMMARY_DOMINANT_SHARE 0.5
 #define SUMMARY_DOMINANT_SHARE_MIN 0.25
 
+/* Whether the incident's window saw less than a quarter of the stall that fired its trigger
+ * (sampling/fired.h): window.verdict "passed", or for a line written before window existed, the
+ * same rule on trigger and sample. Writes the stall the window saw to *ret_seen_us (may be NULL)
+ * when true. */
+bool summary_stall_passed(const json_t *incident, double *ret_seen_us);
+
 /* Whether the culprits object's first cgroup dominates (above); false for no cgroups. */
 bool summary_culprit_dominant(const json_t *culprits);
 

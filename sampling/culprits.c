@@ -516,3 +516,35 @@ void culprits_done(Culprits *c) {
         free(c->pids);
         *c = (Culprits) {};
 }
+
+static SampleScope culprit_sample_scope(const SampleScope *scope) {
+        const CulpritScope *c = scope->culprit;
+
+        return (SampleScope) {
+                .sysroot = scope->sysroot,
+                .taskstats = scope->taskstats,
+                .cgroup_fd = c->node ? -1 : c->cgroup_fd,
+                .exclude_tgid = scope->exclude_tgid,
+                .resource = (int) c->resource,
+                .usage = (int) c->resource,
+        };
+}
+
+void culprit_pass_take(const SampleScope *scope, Snapshot *snap, const Snapshot *sample, CgroupUsages *g,
+                       bool *has_snap, bool *has_g) {
+        const CulpritScope *c = scope->culprit;
+
+        *has_snap = *has_g = false;
+        if (!c)
+                return;
+        cgroup_usages_clear(g);
+        *has_g = c->cgroup_fd >= 0 && cgroup_usages_read(c->cgroup_fd, c->v1_fd, c->resource, g) >= 0;
+        if (!c->same) {
+                SampleScope cs = culprit_sample_scope(scope);
+                cs.reuse = sample;
+                /* The walk read every cgroup's own processes: they are the scope's (the node's
+                 * root holds the rest, kernel threads included), no second listing needed. */
+                cs.listed = *has_g && cgroup_usages_complete(g) ? &g->pids : NULL;
+                *has_snap = snapshot_take(snap, &cs, false) >= 0;
+        }
+}

@@ -147,3 +147,10 @@ void culprits_done(Culprits *c);
 /* What an entry is ranked on for res: cpu time, bytes read and written, or memory growth (then
  * size, culprits_compare()). */
 uint64_t culprit_score(const CulpritUsage *u, PsiResource res);
+
+/* One end of a culprit pass over scope->culprit (nothing without one): the scope's cgroups into g,
+ * and its processes into snap unless the scope is the sample's own (sample: the sample's snapshot
+ * just taken, whose processes are copied, not asked again). A failure leaves that part out
+ * (*has_snap, *has_g false), never fails the sample. */
+void culprit_pass_take(const SampleScope *scope, Snapshot *snap, const Snapshot *sample, CgroupUsages *g,
+                       bool *has_snap, bool *has_g);

@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "base/array.h"
+#include "base/macro.h"
 #include "sampling/exits.h"
 
 static void record_from(ExitRecord *x, const TaskStats *ts, bool process) {
@@ -50,6 +51,26 @@ void exit_records_collect(const TaskStats *thread, const TaskStats *process, voi
 void exit_records_clear(ExitRecords *e) {
         e->n = 0;
         e->lost = 0;
+}
+
+void exit_records_drop_front(ExitRecords *e, size_t n) {
+        n = MIN(n, e->n);
+        if (n == 0)
+                return;
+        memmove(e->items, e->items + n, (e->n - n) * sizeof *e->items);
+        e->n -= n;
+}
+
+int exit_records_append(ExitRecords *dst, const ExitRecords *src, size_t from) {
+        dst->lost += src->lost;
+        for (size_t i = from; i < src->n; i++) {
+                if (array_grow((void **) &dst->items, &dst->cap, dst->n, 64, sizeof *dst->items) < 0) {
+                        dst->lost += (unsigned) (src->n - i);
+                        return -ENOMEM;
+                }
+                dst->items[dst->n++] = src->items[i];
+        }
+        return 0;
 }
 
 void exit_records_done(ExitRecords *e) {
@@ -124,7 +145,9 @@ static int index_threads(ExitRecords *e) {
 
 /* What the thread records of process tgid say of its last use: io summed, the high-water mark of
  * its address space (the same mm for every thread; the largest, since a thread that ends after the
- * mm is gone reads 0). */
+ * mm is gone reads 0). And its name: the final record's comm is the last thread's (a killed
+ * redis-server read as its bio_aof_fsync thread), so the leader thread's own record, when heard,
+ * names the process. */
 static void last_use(const ExitRecords *e, pid_t tgid, ProcessDelays *p) {
         size_t lo = 0, hi = e->n_threads;
 
@@ -137,6 +160,8 @@ static void last_use(const ExitRecords *e, pid_t tgid, ProcessDelays *p) {
         }
         for (size_t i = lo; i < e->n_threads && e->threads[i]->t.tgid == tgid; i++) {
                 const ExitRecord *x = e->threads[i];
+                if (x->t.tid == tgid && x->t.comm[0])
+                        memcpy(p->comm, x->t.comm, sizeof p->comm);
                 if (x->has_io) {
                         p->read_bytes += x->read_bytes;
                         p->write_bytes += x->write_bytes;

@@ -46,6 +46,11 @@ int exit_records_add(ExitRecords *e, const TaskStats *thread, const TaskStats *p
  * that cannot be kept counts as lost. */
 void exit_records_collect(const TaskStats *thread, const TaskStats *process, void *userdata);
 void exit_records_clear(ExitRecords *e);
+/* Forgets the first n records (all when n >= e->n), keeping the rest in order. */
+void exit_records_drop_front(ExitRecords *e, size_t n);
+/* Appends src's records from index from on to dst, and src's lost count. 0 or -ENOMEM (dst then
+ * has part of them, and the rest counted as lost). */
+int exit_records_append(ExitRecords *dst, const ExitRecords *src, size_t from);
 void exit_records_done(ExitRecords *e);
 /* The final counters of process tgid: its AGGR_TGID record, else the record of its only thread
  * (a single-threaded process sends no aggregate). NULL when none was heard. */

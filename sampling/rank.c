@@ -111,13 +111,17 @@ int ranking_build(Ranking *r, const Snapshot *a, const Snapshot *b, int resource
 }
 
 /* A maximum that grew between ta and tb was set in the window (a thread new in it: any maximum
- * it has); one that did not grow may be from before, and says nothing of the window. */
-static void worst_in_window(ThreadDelta *d, const ThreadDelays *t0, const ThreadDelays *t) {
+ * it has); one that did not grow may be from before, and says nothing of the window, unless its
+ * time (taskstats v17) lies in the incident's window, which can start before ta (since_ns: the
+ * window's start, CLOCK_REALTIME ns; 0 none): a recorded window, or the sample's own A before the
+ * middle the threads are measured from (kernel-facts.md: delay-maxima). */
+static void worst_in_window(ThreadDelta *d, const ThreadDelays *t0, const ThreadDelays *t, uint64_t since_ns) {
         for (TaskDelay k = 0; k < _TASK_DELAY_MAX; k++) {
                 uint32_t bit = TASK_DELAY_MASK(k);
                 if (!(t->max_present & bit) || t->max_ns[k] == 0)
                         continue;
-                if (t0 && (!(t0->max_present & bit) || t->max_ns[k] <= t0->max_ns[k]))
+                bool stamped_inside = since_ns > 0 && (t->max_ts_present & bit) && t->max_ts_ns[k] >= since_ns;
+                if (t0 && (!(t0->max_present & bit) || t->max_ns[k] <= t0->max_ns[k]) && !stamped_inside)
                         continue;
                 d->worst_ns[k] = t->max_ns[k];
                 d->worst_present |= bit;
@@ -156,7 +160,7 @@ int ranking_add_threads(Ranking *r, const Snapshot *ta, const Snapshot *tb, int 
                 subtract(t->delay_ns, t0 ? t0->delay_ns : NULL, d->delay_ns, &d->total_ns);
                 d->score_ns = rank_score(d->delay_ns, resource);
                 if (ta)
-                        worst_in_window(d, t0, t);
+                        worst_in_window(d, t0, t, r->window_start_real_ns);
                 r->n_threads++;
         }
         /* qsort's array argument must not be NULL, even for zero elements. */

@@ -44,6 +44,10 @@ typedef struct Ranking {
         ProcessDelta *procs; /* highest score first; only processes with some delay in the sample */
         size_t n_procs, cap_procs;
         uint32_t present; /* delays the kernel reported (TASK_DELAY_MASK bits) */
+        /* Where the incident's window starts (CLOCK_REALTIME ns; 0: where the threads' base is): a
+         * thread's maximum stamped after it (taskstats v17) is the window's though it did not grow
+         * since the base. Set by the caller before ranking_add_threads(). */
+        uint64_t window_start_real_ns;
 } Ranking;
 
 /* Ranks the processes of b - a. A process only in b counts with its whole totals when it began

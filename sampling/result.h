@@ -67,6 +67,7 @@ typedef struct SampleResult {
         const ProcessInfo *culprit_procs; /* one per culprits->procs[i], i < n_culprit_procs */
         size_t n_culprit_procs;
         const OnWhat *onwhat; /* NULL: no "limits" nor "blocked" */
+        bool recorded;        /* a starts before the wakeup, from a recorder (sampling/recorder.h) */
 } SampleResult;
 
 /* Fills ret for the live process pid, falling back to fallback_comm (from taskstats) when /proc no

@@ -8,6 +8,7 @@
 #include "base/array.h"
 #include "base/macro.h"
 #include "sampling/sampler.h"
+#include "sampling/recorder.h"
 
 static void on_timer(struct ev_loop *loop, ev_timer *timer, int revents);
 static void on_middle(struct ev_loop *loop, ev_timer *timer, int revents);
@@ -138,38 +139,9 @@ void culprit_scope_close(CulpritScope *c) {
         c->v1_fd = safe_close(c->v1_fd);
 }
 
-static SampleScope culprit_sample_scope(const Sampler *s) {
-        const CulpritScope *c = s->scope.culprit;
-
-        return (SampleScope) {
-                .sysroot = s->scope.sysroot,
-                .taskstats = s->scope.taskstats,
-                .cgroup_fd = c->node ? -1 : c->cgroup_fd,
-                .exclude_tgid = s->scope.exclude_tgid,
-                .resource = (int) c->resource,
-                .usage = (int) c->resource,
-        };
-}
-
-/* The culprit scope's cgroups, and its processes unless the sample's own snapshot is them. A
- * failure leaves the incident without that part of its culprits, never without the incident. */
 static void culprits_take(Sampler *s, Snapshot *snap, const Snapshot *sample, CgroupUsages *g, bool *has_snap,
                           bool *has_g) {
-        const CulpritScope *c = s->scope.culprit;
-
-        *has_snap = *has_g = false;
-        if (!c)
-                return;
-        cgroup_usages_clear(g);
-        *has_g = c->cgroup_fd >= 0 && cgroup_usages_read(c->cgroup_fd, c->v1_fd, c->resource, g) >= 0;
-        if (!c->same) {
-                SampleScope cs = culprit_sample_scope(s);
-                cs.reuse = sample;
-                /* The walk read every cgroup's own processes: they are the scope's (the node's
-                 * root holds the rest, kernel threads included), no second listing needed. */
-                cs.listed = *has_g && cgroup_usages_complete(g) ? &g->pids : NULL;
-                *has_snap = snapshot_take(snap, &cs, false) >= 0;
-        }
+        culprit_pass_take(&s->scope, snap, sample, g, has_snap, has_g);
 }
 
 void culprit_pass_done(CulpritPass *p) {
@@ -274,6 +246,7 @@ static int make_result(Sampler *s, SampleBasis basis, bool passes) {
                 .culprits = passes && s->has_culprits && s->scope.culprit ? &s->culprits : NULL,
                 .culprit_scope = passes ? s->scope.culprit : NULL,
                 .onwhat = passes && s->has_onwhat ? s->onwhat : NULL,
+                .recorded = basis == SAMPLE_BASIS_DELTA && s->recorded,
         };
         /* The window the culprits cover: the sample's own, or the pass it shares. */
         if (res->culprits && basis == SAMPLE_BASIS_DELTA) {
@@ -342,7 +315,7 @@ static int finish_delta(Sampler *s) {
 
         /* Exit records up to now; tasks that exit after B are in B anyway. */
         drain_exits(s);
-        bool listened = s->exit_listener != NULL;
+        bool listened = s->exit_listener != NULL || s->recorded_exits;
         stop_exits(s);
         r = snapshot_take(&s->b, &s->scope, false);
         if (r < 0)
@@ -354,6 +327,8 @@ static int finish_delta(Sampler *s) {
         snapshot_mark_born(&s->b, &s->a, s->scope.sysroot->proc_fd);
         if (ranking_build(&s->ranking, &s->a, &s->b, s->scope.resource) < 0)
                 s->partial = true;
+        /* The window starts at A (recorded, or the sample's own), before the threads' base. */
+        s->ranking.window_start_real_ns = s->a.real_us * NSEC_PER_USEC;
         if (s->threads_base && ranking_add_threads(&s->ranking, s->threads_base, &s->b, s->scope.resource) < 0)
                 s->partial = true;
         if (s->has_onwhat) {
@@ -409,6 +384,93 @@ static void on_middle(struct ev_loop *loop, ev_timer *timer, int revents) {
                 onwhat_look(s->onwhat, s->scope.sysroot->proc_fd, &s->m, s->candidates, s->n_candidates);
 }
 
+static void start_exits(Sampler *s) {
+        if (!s->exit_cpus)
+                return;
+        /* Without a listener (no initial PID namespace, no memory) a sample still works: tasks that
+         * exit during it are counted, not measured. */
+        if (taskstats_exit_listener_new(s->exit_cpus, &s->exit_listener) < 0)
+                s->exit_listener = NULL;
+        if (s->exit_listener) {
+                ev_io_init(&s->exit_io, on_exit_io, taskstats_exit_listener_fd(s->exit_listener), EV_READ);
+                s->exit_io.data = s;
+                ev_io_start(s->loop, &s->exit_io);
+        }
+}
+
+/* The window's timers: B at its end, the middle (the threads' base) halfway. */
+static void start_window(Sampler *s) {
+        /* The window runs from the end of snapshot A: libev counts a timer from the loop's cached
+         * time, which is from before A (and, for `snapshot`, from the loop's creation). */
+        ev_now_update(s->loop);
+        ev_timer_set(&s->timer, (double) s->sample_ms / 1000.0, 0.);
+        ev_timer_start(s->loop, &s->timer);
+        if (s->scope.pid <= 0 && s->scope.taskstats) {
+                ev_timer_set(&s->middle, (double) s->sample_ms / 2000.0, 0.);
+                ev_timer_start(s->loop, &s->middle);
+        }
+}
+
+static void begin_onwhat(Sampler *s, const SampleScope *scope, bool ok) {
+        s->onwhat = scope->onwhat;
+        /* Node-wide, only io has something to say: the node's busy disks. */
+        s->has_onwhat = ok && s->onwhat && scope->pid <= 0 &&
+                        (scope->limits_cgroup || scope->limits_resource == PSI_RESOURCE_IO);
+        if (s->has_onwhat)
+                onwhat_begin(s->onwhat, scope->limits, scope->limits_cgroup, scope->limits_resource);
+}
+
+#define SWAP(a, b)                                                                                                     \
+        do {                                                                                                           \
+                __typeof__(a) _t = (a);                                                                                \
+                (a) = (b);                                                                                             \
+                (b) = _t;                                                                                              \
+        } while (0)
+
+int sampler_start_recorded(Sampler *s, const SampleScope *scope, uint64_t sample_ms, Recorder *rec,
+                           uint64_t start_mono_us) {
+        RecordedEntry *e = sample_ms > 0 && rec ? recorder_find(rec, start_mono_us) : NULL;
+
+        if (!e)
+                return sampler_start(s, scope, sample_ms);
+        s->scope = *scope;
+        s->scope.pass = NULL; /* the pass starts with the recorded entry: the sample's own */
+        s->sample_ms = sample_ms;
+        s->threads_base = NULL;
+        s->n_candidates = 0;
+        s->recorded = true;
+        exit_records_clear(&s->exits);
+        /* What the recorder heard since the entry (a listener delivered them) is the sample's. */
+        s->recorded_exits = rec->listener || rec->exits.n > e->exits_from;
+        (void) exit_records_append(&s->exits, &rec->exits, e->exits_from); /* short of memory: counted lost */
+        start_exits(s);
+        s->wakeup_real_us = now_usec(CLOCK_REALTIME);
+        s->has_culprits = false;
+        /* The recorded entry becomes A (its buffers go to the ring in exchange, which the recorder
+         * forgets below). */
+        SWAP(s->a, e->a);
+        s->pass = scope->culprit ? &s->own_pass : NULL;
+        if (scope->culprit && scope->culprit->same)
+                s->scope.usage = (int) scope->culprit->resource;
+        if (s->pass) {
+                CulpritPass *p = s->pass;
+                p->started = true;
+                p->ended = p->has_cb = p->has_gb = false;
+                p->start_real_us = s->a.real_us;
+                p->start_mono_us = s->a.mono_us;
+                SWAP(p->ca, e->ca);
+                SWAP(p->ga, e->ga);
+                p->has_ca = e->has_ca;
+                p->has_ga = e->has_ga;
+        }
+        recorder_stop(rec);
+        begin_onwhat(s, scope, true);
+        s->a_cost_us = 0;
+        s->running = true;
+        start_window(s);
+        return 0;
+}
+
 int sampler_start(Sampler *s, const SampleScope *scope, uint64_t sample_ms) {
         usec_t start = now_usec(CLOCK_MONOTONIC);
         int r;
@@ -417,19 +479,11 @@ int sampler_start(Sampler *s, const SampleScope *scope, uint64_t sample_ms) {
         s->sample_ms = sample_ms;
         s->threads_base = NULL;
         s->n_candidates = 0;
+        s->recorded = s->recorded_exits = false;
         /* Listen for exits from before A, so a task A reads and that exits at once is caught. */
         exit_records_clear(&s->exits);
-        if (sample_ms > 0 && s->exit_cpus) {
-                /* Without a listener (no initial PID namespace, no memory) a sample still works:
-                 * tasks that exit during it are counted, not measured. */
-                if (taskstats_exit_listener_new(s->exit_cpus, &s->exit_listener) < 0)
-                        s->exit_listener = NULL;
-                if (s->exit_listener) {
-                        ev_io_init(&s->exit_io, on_exit_io, taskstats_exit_listener_fd(s->exit_listener), EV_READ);
-                        s->exit_io.data = s;
-                        ev_io_start(s->loop, &s->exit_io);
-                }
-        }
+        if (sample_ms > 0)
+                start_exits(s);
         s->wakeup_real_us = now_usec(CLOCK_REALTIME);
         s->has_culprits = false;
         /* A shared pass already started is joined: its start is another sample's. */
@@ -442,12 +496,7 @@ int sampler_start(Sampler *s, const SampleScope *scope, uint64_t sample_ms) {
         r = snapshot_take(&s->a, &s->scope, true);
         if (r >= 0 && s->pass && !s->pass->started)
                 pass_take_start(s);
-        s->onwhat = scope->onwhat;
-        /* Node-wide, only io has something to say: the node's busy disks. */
-        s->has_onwhat = r >= 0 && s->onwhat && scope->pid <= 0 &&
-                        (scope->limits_cgroup || scope->limits_resource == PSI_RESOURCE_IO);
-        if (s->has_onwhat)
-                onwhat_begin(s->onwhat, scope->limits, scope->limits_cgroup, scope->limits_resource);
+        begin_onwhat(s, scope, r >= 0);
         if (r >= 0 && scope->pid > 0)
                 r = array_reserve((void **) &s->candidates, &s->cap_candidates, 1, sizeof *s->candidates);
         if (r >= 0 && scope->pid > 0) {
@@ -467,15 +516,7 @@ int sampler_start(Sampler *s, const SampleScope *scope, uint64_t sample_ms) {
                 finish(s); /* no window: done now */
                 return 0;
         }
-        /* The window runs from the end of snapshot A: libev counts a timer from the loop's cached
-         * time, which is from before A (and, for `snapshot`, from the loop's creation). */
-        ev_now_update(s->loop);
-        ev_timer_set(&s->timer, (double) sample_ms / 1000.0, 0.);
-        ev_timer_start(s->loop, &s->timer);
-        if (scope->pid <= 0 && scope->taskstats) {
-                ev_timer_set(&s->middle, (double) sample_ms / 2000.0, 0.);
-                ev_timer_start(s->loop, &s->middle);
-        }
+        start_window(s);
         return 0;
 }
 

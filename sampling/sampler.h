@@ -67,7 +67,9 @@ struct Sampler {
         SampleScope scope;
         uint64_t sample_ms;
         bool running;
-        bool partial; /* the last sample ran out of memory after its snapshots */
+        bool recorded;       /* A came from a recorder (sampler_start_recorded) */
+        bool recorded_exits; /* and so did exit records heard since it */
+        bool partial;        /* the last sample ran out of memory after its snapshots */
         usec_t wakeup_real_us;
         usec_t a_cost_us;             /* how long snapshot A took */
         usec_t b_start_us, b_end_us;  /* monotonic: around snapshot B */
@@ -110,6 +112,16 @@ int sampler_preallocate(Sampler *s, const SampleScope *scope, size_t *ret_n);
  * returns). Returns 0 (done will be called), or -errno when A could not be taken (done is not
  * called; -ENOENT/-ENODEV: the cgroup is gone). */
 int sampler_start(Sampler *s, const SampleScope *scope, uint64_t sample_ms);
+
+struct Recorder;
+/* Starts a sample whose A is the entry of rec (sampling/recorder.h) a window starting at
+ * start_mono_us starts from, with the exit records heard since, and whose culprit pass starts
+ * there too (the sample's own: scope->pass is not used): its window covers the recorded past up to
+ * sample_ms from now. The recorder is stopped (its entries are used up); its owner starts it again
+ * when it wants more. Without an entry (or with a window of 0) it is sampler_start(). Returns as
+ * sampler_start() does. */
+int sampler_start_recorded(Sampler *s, const SampleScope *scope, uint64_t sample_ms, struct Recorder *rec,
+                           uint64_t start_mono_us);
 
 /* Stops a running sample without calling done. */
 void sampler_cancel(Sampler *s);

@@ -2,8 +2,8 @@
 """A Debian root made by debootstrap from the host's own apt sources, cached outside the clone
 (PSIDIAG_TEST_CACHE, /var/cache/psidiag-test) under a name derived from its recipe, so that a
 change of recipe or package list builds a new root beside the old one; and a writable overlay of
-it, so that the cache is never changed. Shared by the systemd-nspawn test (test_systemd.py) and
-the QEMU VM (tests/vm/vm.py)."""
+it, so that the cache is never changed. Shared by the systemd-nspawn containers (nspawn.py:
+test_systemd.py, test_package.py) and the QEMU VM (tests/vm/vm.py)."""
 
 import fcntl
 import glob

@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: MIT
 """`meson install` into a scratch DESTDIR: the binary, the man page, the hardened unit (its
 ExecStart pointing at the installed binary and config), the sysctl that switches on delay
-accounting, the default config (which validates) and the logrotate snippet. The unit is judged
+accounting, the default config (which validates), the logrotate snippet and the Prometheus rules. The unit is judged
 by systemd-analyze security (offline, at most 2.5) when systemd-analyze is there; test_systemd.py
 runs it under systemd."""
 
@@ -17,6 +17,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from common import check, run  # noqa: E402
 
 BUILD = sys.argv[1]
+SOURCE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..")
 
 
 def main():
@@ -39,6 +40,7 @@ def main():
         sysctl, sysctl_path = one(r"sysctl\.d/50-psidiag\.conf$")
         config, config_path = one(r"psidiag/config\.json$")
         logrotate, _ = one(r"logrotate\.d/psidiag$")
+        rules, _ = one(r"share/psidiag/psidiag\.rules\.yml$")
 
         text = open(unit).read()
         check(f"ExecStart={binary_path} --config {config_path}\n" in text, f"ExecStart does not match:\n{text}")
@@ -52,6 +54,9 @@ def main():
         check("kernel.task_delayacct = 1" in open(sysctl).read(), "sysctl file")
         check("create 0640" in open(logrotate).read() and "/var/log/psidiag/incidents.ndjson" in open(logrotate).read(),
               "logrotate snippet")
+
+        check(open(rules).read() == open(os.path.join(SOURCE, "dist/prometheus/psidiag.rules.yml")).read(),
+              "the installed Prometheus rules differ from dist/prometheus/psidiag.rules.yml")
 
         p = subprocess.run([binary, "validate", config], capture_output=True, text=True, timeout=30)
         check(p.returncode == 0, f"the installed config does not validate: {p.stderr}")

@@ -16,30 +16,21 @@ removed on the way out, pass or fail.
 
 argv: BUILD_DIR WORKLOAD"""
 
-import glob
 import json
 import os
 import re
 import shutil
 import signal
-import subprocess
 import sys
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from common import Failed, ScratchCgroup, cap_eff, check, find_mount, rmdir_retry, run, skip  # noqa: E402
+from common import Failed, ScratchCgroup, cap_eff, check, find_mount, run, skip  # noqa: E402
 import debroot  # noqa: E402
-from debroot import sh  # noqa: E402
+from nspawn import Container, Overlay, ensure_root, sh, sweep_leftovers, wait_for  # noqa: E402
 
 # (tests/vm/guest.py imports test() to run the same steps in the VM, without these arguments.)
 BUILD, WORKLOAD = (os.path.abspath(a) for a in sys.argv[1:3]) if __name__ == "__main__" else (None, None)
-# The root's recipe: change it (or the package list) and a new root is built beside the old one.
-RECIPE = 1
-# The installed binary's shared libraries (libsystemd0 for the journal output's dlopen), systemd
-# to boot, procps for the unit's ExecReload=/bin/kill, logrotate to run the shipped snippet, man-db
-# so that systemd-analyze verify finds the installed man page the unit's Documentation= names.
-PACKAGES = ["systemd", "systemd-sysv", "dbus", "procps", "logrotate", "man-db",
-            "libev4", "libnl-3-200", "libnl-genl-3-200", "libjansson4", "libsystemd0"]
 MAX_EXPOSURE = 2.5
 LOAD_UNIT = "psidiag-test-load.service"
 # Options the unit leaves off, each with the `psidiag check` line it breaks and what that line
@@ -56,138 +47,6 @@ NOT_SANDBOX = {"Type", "ExecStart", "ExecReload", "Restart", "RestartSec"}
 
 def log(msg):
     print(f"[{time.monotonic() - T0:6.1f}s] {msg}", flush=True)
-
-
-def ensure_root():
-    return debroot.ensure_root("nspawn", RECIPE, PACKAGES, log)
-
-
-class Container:
-    """systemd booted by systemd-nspawn in cgroups of its own; commands run in its namespaces
-    through nsenter (with --register=no there is no machined to reach it through)."""
-
-    def __init__(self, root):
-        self.root = root
-        self.name = f"psidiag-test-{os.getpid()}"
-        self.cgroups = []
-        self.proc = None
-        self.leader = None
-        self.log = open(os.path.join(os.path.dirname(root), "nspawn.log"), "w+")
-
-    def boot(self):
-        for mount in (find_mount("cgroup2"), find_mount("cgroup", "name=systemd")):
-            if mount:
-                path = os.path.join(mount, self.name)
-                os.mkdir(path)
-                self.cgroups.append(path)
-        cgroups = self.cgroups
-
-        def enter():
-            for cg in cgroups:
-                with open(os.path.join(cg, "cgroup.procs"), "w") as f:
-                    f.write("0")
-
-        self.proc = subprocess.Popen(
-            ["systemd-nspawn", "--quiet", "--boot", "--register=no", "--keep-unit", f"--machine={self.name}",
-             f"--directory={self.root}", "--capability=CAP_NET_ADMIN,CAP_SYSLOG,CAP_IPC_LOCK", "--bind-ro=/dev/kmsg",
-             "--console=passive"],
-            stdin=subprocess.DEVNULL, stdout=self.log, stderr=subprocess.STDOUT, preexec_fn=enter,
-            # A pure cgroup2 system inside, as Debian 12 boots by default, also on a hybrid host.
-            # (/proc/sys stays read-only in it and systemd-sysctl does not run: no host sysctl moves.)
-            env=dict(os.environ, SYSTEMD_NSPAWN_UNIFIED_HIERARCHY="1"))
-
-    def find_leader(self, timeout=30):
-        deadline = time.time() + timeout
-        while time.time() < deadline:
-            check(self.proc.poll() is None, f"systemd-nspawn exited {self.proc.returncode}:\n{self.output()}")
-            for status in glob.glob("/proc/[0-9]*/status"):
-                try:
-                    fields = dict(l.split(":", 1) for l in open(status) if ":" in l)
-                except OSError:
-                    continue
-                nspid = fields.get("NSpid", "").split()
-                if int(fields.get("PPid", 0)) == self.proc.pid and len(nspid) == 2 and nspid[1] == "1":
-                    self.leader = int(nspid[0])
-                    return
-            time.sleep(0.1)
-        raise Failed("no container PID 1 appeared")
-
-    def output(self):
-        self.log.flush()
-        self.log.seek(0)
-        return self.log.read()[-4000:]
-
-    def run(self, argv, timeout=60, input=None):
-        env = {"PATH": "/usr/sbin:/usr/bin:/sbin:/bin", "LANG": "C.UTF-8", "SYSTEMD_PAGER": "", "TERM": "dumb"}
-        return subprocess.run(["nsenter", f"--target={self.leader}", "--mount", "--uts", "--ipc", "--net", "--pid",
-                               "--cgroup", "--root", "--wd", "--", "env", "-i"] + [f"{k}={v}" for k, v in env.items()]
-                              + argv, capture_output=True, text=True, timeout=timeout, input=input)
-
-    def ok(self, argv, timeout=60, input=None):
-        p = self.run(argv, timeout=timeout, input=input)
-        check(p.returncode == 0, f"{' '.join(argv)} exited {p.returncode}:\n{p.stdout[-3000:]}\n{p.stderr[-3000:]}")
-        return p.stdout
-
-    def wait_booted(self, timeout=60):
-        deadline = time.time() + timeout
-        state = ""
-        while time.time() < deadline:
-            check(self.proc.poll() is None, f"systemd-nspawn exited {self.proc.returncode}:\n{self.output()}")
-            state = self.run(["systemctl", "is-system-running"], timeout=10).stdout.strip()
-            if state in ("running", "degraded"):
-                return state
-            time.sleep(0.2)
-        raise Failed(f"the container did not finish booting (state {state!r}):\n{self.output()}")
-
-    def close(self):
-        if self.proc and self.proc.poll() is None:
-            # systemd-nspawn turns SIGTERM into the container's clean shutdown.
-            self.proc.send_signal(signal.SIGTERM)
-            try:
-                self.proc.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait(timeout=30)
-        for cg in self.cgroups:
-            remove_cgroup_tree(cg)
-        self.log.close()
-
-
-def remove_cgroup_tree(path):
-    """Kills whatever is left in the cgroup subtree and removes it, deepest first."""
-    if not os.path.isdir(path):
-        return
-    for d, _, _ in sorted(os.walk(path), key=lambda w: -w[0].count("/")):
-        try:
-            for pid in open(os.path.join(d, "cgroup.procs")).read().split():
-                try:
-                    os.kill(int(pid), signal.SIGKILL)
-                except ProcessLookupError:
-                    pass
-        except OSError:
-            pass
-    for d, _, _ in sorted(os.walk(path), key=lambda w: -w[0].count("/")):
-        rmdir_retry(d, timeout=10)
-
-
-def alive(pid):
-    """Whether pid is a run of this test still going."""
-    try:
-        return b"test_systemd.py" in open(f"/proc/{pid}/cmdline", "rb").read()
-    except OSError:
-        return False
-
-
-def sweep_leftovers():
-    """What an earlier run killed with SIGKILL (no finally) left behind: its container's cgroups
-    (and whatever still runs in them), its overlay mount and scratch directory."""
-    for mount in (find_mount("cgroup2"), find_mount("cgroup", "name=systemd")):
-        for cg in glob.glob(os.path.join(mount or "/nonexistent", "psidiag-test-*")):
-            pid = cg.rsplit("-", 1)[1]
-            if pid.isdigit() and not alive(pid):
-                log(f"removing {cg}, left by an earlier run")
-                remove_cgroup_tree(cg)
-    debroot.sweep_overlays("nspawn", alive, log)
 
 
 def unit_properties(unit_text):
@@ -214,16 +73,6 @@ def check_lines(text):
 def incidents(c, path):
     p = c.run(["cat", path])
     return [json.loads(l) for l in p.stdout.splitlines() if l.strip()] if p.returncode == 0 else []
-
-
-def wait_for(what, fn, timeout):
-    deadline = time.time() + timeout
-    while time.time() < deadline:
-        v = fn()
-        if v:
-            return v
-        time.sleep(0.5)
-    raise Failed(f"timed out after {timeout}s waiting for {what}")
 
 
 def test(c, installed):
@@ -400,12 +249,12 @@ def main():
     for tool in ("systemd-nspawn", "debootstrap", "nsenter"):
         if not shutil.which(tool):
             skip(f"{tool} is not installed (scripts/test --systemd installs systemd-container and debootstrap)")
-    sweep_leftovers()
+    sweep_leftovers(log)
     exit_records_by_netns(find_mount("cgroup2"))
-    lower = ensure_root()
+    lower = ensure_root(log)
     overlay = container = None
     try:
-        overlay = debroot.Overlay(lower, "nspawn")
+        overlay = Overlay(lower)
         overlay.mount()
         root = overlay.merged
         installed = debroot.install_build(BUILD, root)

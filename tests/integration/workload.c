@@ -7,9 +7,10 @@
  * it holds PSIDIAG_ALLOC_MAX_MB), and storm (children of COMM that spin 100 ms each and end, THREADS
  * of them at a time: a build's compilers), and writers (the same, each child writing, syncing and
  * removing a 4 MiB file in PSIDIAG_DIR: short writers).
- * tick (2 ms of work every 20 ms: a quiet service), blip (1 ms of cpu every 100 ms: a bursty worker).
- * Usage: psidiag-workload spin|sleep|tick|blip|park|spin-exit|thrash|dio-read|alloc|storm|writers [COMM [THREADS]].
- * Runs until killed. COMM becomes the task's name (prctl), so tests can tell workloads apart, hostile names
+ * tick (2 ms of work every 20 ms: a quiet service), blip (1 ms of cpu every 100 ms: a bursty worker),
+ * burst (THREADS spinning together for PSIDIAG_BURST_MS every PSIDIAG_PERIOD_MS: a neighbour's spikes).
+ * Usage: psidiag-workload spin|sleep|tick|blip|burst|park|spin-exit|thrash|dio-read|alloc|storm|writers [COMM
+ * [THREADS]]. Runs until killed. COMM becomes the task's name (prctl), so tests can tell workloads apart, hostile names
  * included. */
 #include <fcntl.h>
 #include <pthread.h>
@@ -162,6 +163,24 @@ static void *blip(void *arg) {
         return NULL;
 }
 
+/* A neighbour that bursts: every thread spins PSIDIAG_BURST_MS (500) of wall time at each multiple
+ * of PSIDIAG_PERIOD_MS (8000) of the monotonic clock, all together, and sleeps between. */
+static long burst_ms, period_ms;
+static void *burst(void *arg) {
+        struct timespec now, next;
+
+        for (;;) {
+                clock_gettime(CLOCK_MONOTONIC, &now);
+                long long ms = (now.tv_sec * 1000LL + now.tv_nsec / 1000000) / period_ms * period_ms + period_ms;
+                next.tv_sec = ms / 1000;
+                next.tv_nsec = ms % 1000 * 1000000;
+                while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &next, NULL) != 0)
+                        ;
+                spin_for_ms(CLOCK_MONOTONIC, burst_ms);
+        }
+        return NULL;
+}
+
 /* PSIDIAG_WORKLOAD="MODE [COMM [THREADS]]" stands in for the arguments, so that a workload can be
  * started with a command line of its own ("/usr/lib/shop/api-worker --port 8080"), as the schema
  * examples are. */
@@ -247,7 +266,8 @@ int main(int argc, char **argv) {
 
         if (argc < 2) {
                 fprintf(stderr,
-                        "usage: %s spin|sleep|tick|blip|park|churn|storm|writers|spin-exit|thrash|dio-read|alloc [COMM "
+                        "usage: %s spin|sleep|tick|blip|burst|park|churn|storm|writers|spin-exit|thrash|dio-read|alloc "
+                        "[COMM "
                         "[THREADS]]\n",
                         argv[0]);
                 return 2;
@@ -260,7 +280,15 @@ int main(int argc, char **argv) {
                 fn = tick;
         else if (strcmp(argv[1], "blip") == 0)
                 fn = blip;
-        else if (strcmp(argv[1], "park") == 0)
+        else if (strcmp(argv[1], "burst") == 0) {
+                burst_ms = getenv("PSIDIAG_BURST_MS") ? atol(getenv("PSIDIAG_BURST_MS")) : 500;
+                period_ms = getenv("PSIDIAG_PERIOD_MS") ? atol(getenv("PSIDIAG_PERIOD_MS")) : 8000;
+                if (burst_ms <= 0 || period_ms <= burst_ms) {
+                        fprintf(stderr, "burst needs 0 < PSIDIAG_BURST_MS < PSIDIAG_PERIOD_MS\n");
+                        return 2;
+                }
+                fn = burst;
+        } else if (strcmp(argv[1], "park") == 0)
                 fn = park;
         else if (strcmp(argv[1], "alloc") == 0)
                 fn = alloc;
@@ -288,7 +316,8 @@ int main(int argc, char **argv) {
                 setitimer(ITIMER_REAL, &it, NULL);
         } else {
                 fprintf(stderr,
-                        "usage: %s spin|sleep|tick|blip|park|churn|storm|writers|spin-exit|thrash|dio-read|alloc [COMM "
+                        "usage: %s spin|sleep|tick|blip|burst|park|churn|storm|writers|spin-exit|thrash|dio-read|alloc "
+                        "[COMM "
                         "[THREADS]]\n",
                         argv[0]);
                 return 2;

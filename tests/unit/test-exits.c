@@ -48,6 +48,14 @@ static void test_merge_exits(void **state) {
         t = exit_stats(20, 20, 1, "db", 70 * MS);
         p = exit_stats(20, 20, 1, "db", 400 * MS);
         assert_int_equal(exit_records_add(&e, &t, &p), 0);
+        /* 60: killed, its leader's record first, the last thread's (with the aggregate, named as
+         * that thread) after it: the process keeps its leader's name. */
+        add_process(&a, 60, 1 * MS);
+        t = exit_stats(60, 60, 1, "redis-server", 2 * MS);
+        assert_int_equal(exit_records_add(&e, &t, NULL), 0);
+        t = exit_stats(63, 60, 1, "bio_aof_fsync", 1 * MS);
+        p = exit_stats(60, 60, 1, "bio_aof_fsync", 9 * MS);
+        assert_int_equal(exit_records_add(&e, &t, &p), 0);
         t = exit_stats(30, 30, 1, "cron", 250 * MS);
         assert_int_equal(exit_records_add(&e, &t, NULL), 0);
         /* 41 (child of 40) ends before its parent 40 (child of 10): both are placed. */
@@ -65,8 +73,13 @@ static void test_merge_exits(void **state) {
         assert_int_equal(snapshot_merge_exits(&b, &a, NULL, &e), 0);
         assert_true(b.has_exit_listener);
         assert_int_equal(b.lost_exit_records, 2);
-        assert_int_equal(b.n_procs, 5); /* 10, 20, 30, 40, 41 */
-        const ProcessDelays *x = snapshot_find_process(&b, 20);
+        assert_int_equal(b.n_procs, 6); /* 10, 20, 30, 40, 41, 60 */
+        const ProcessDelays *x = snapshot_find_process(&b, 60);
+        assert_non_null(x);
+        assert_int_equal(x->origin, PROCESS_ENDED);
+        assert_int_equal(x->delay_ns[TASK_DELAY_CPU], 9 * MS);
+        assert_string_equal(x->comm, "redis-server");
+        x = snapshot_find_process(&b, 20);
         assert_non_null(x);
         assert_int_equal(x->origin, PROCESS_ENDED);
         assert_int_equal(x->delay_ns[TASK_DELAY_CPU], 400 * MS); /* the aggregate, not a thread */
@@ -85,8 +98,8 @@ static void test_merge_exits(void **state) {
         assert_int_equal(b.ended_unheard, 1);
         assert_int_equal(b.unattributed, 1);
         assert_int_equal(b.unattributed_ns[TASK_DELAY_CPU], 9 * MS);
-        /* Thread records of the sample's processes: 11, 21, 20, 30, 41, 40. */
-        assert_int_equal(b.exit_records, 6);
+        /* Thread records of the sample's processes: 11, 21, 20, 30, 41, 40, 60, 63. */
+        assert_int_equal(b.exit_records, 8);
 
         /* Every process gone by B: b has no buffer at all (UBSan caught bsearch on NULL). */
         Snapshot empty = {};

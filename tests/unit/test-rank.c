@@ -296,6 +296,26 @@ static void test_worst_in_window(void **state) {
                         assert_int_equal(t->worst_present, 0);
                 }
         }
+        /* taskstats v17: a maximum that did not grow since the threads' base but whose time lies in
+         * the incident's window (which started before the base) is the window's; one stamped before
+         * it is not. */
+        set_max(&a, 6, TASK_DELAY_CPU, 40 * MS, 4999000000000000000ULL);
+        set_max(&b, 6, TASK_DELAY_CPU, 40 * MS, 4999000000000000000ULL);
+        set_max(&a, 5, TASK_DELAY_BLKIO, 5 * MS, 4998000000000000000ULL);
+        set_max(&b, 5, TASK_DELAY_BLKIO, 5 * MS, 4998000000000000000ULL);
+        r.window_start_real_ns = 4998500000000000000ULL;
+        assert_int_equal(ranking_add_threads(&r, &a, &b, PSI_RESOURCE_CPU), 0);
+        for (size_t i = 0; i < r.n_threads; i++) {
+                const ThreadDelta *t = &r.threads[i];
+                if (t->tid == 6) {
+                        assert_int_equal(t->worst_present, TASK_DELAY_MASK(TASK_DELAY_CPU));
+                        assert_int_equal(t->worst_ns[TASK_DELAY_CPU], 40 * MS);
+                        assert_int_equal(t->worst_at_ns[TASK_DELAY_CPU], 4999000000000000000ULL);
+                } else if (t->tid == 5)
+                        assert_false(t->worst_present & TASK_DELAY_MASK(TASK_DELAY_BLKIO));
+        }
+        r.window_start_real_ns = 0;
+
         /* A lifetime sample never presents a maximum as the window's. */
         assert_int_equal(ranking_build(&r, NULL, &b, PSI_RESOURCE_CPU), 0);
         assert_int_equal(ranking_add_threads(&r, NULL, &b, PSI_RESOURCE_CPU), 0);

@@ -49,6 +49,30 @@ static void test_example_incident(void **state) {
         free(out);
 }
 
+/* A wakeup after the stall had passed: the window line says so, and the culprits are not named as
+ * the cause. */
+static void test_stall_passed(void **state) {
+        char line[16384];
+        int r;
+
+        read_example(FIXTURE_DIR "/incidents/passed.json", line, sizeof line);
+        char *out = render(line, &r);
+        assert_int_equal(r, 0);
+        assert_non_null(strstr(out, "but the stall had passed before the sample: 2.6 ms seen of the 0.1 s in 2 s"));
+        assert_non_null(strstr(out,
+                               "window    after the wakeup: stall +2.6ms, 5% of the 50ms the trigger's rate gives: "
+                               "the stall had passed before the sample"));
+        assert_non_null(strstr(out, "these used it in a quiet window, none is named"));
+        free(out);
+
+        /* The example, whose window saw the stall: no such line. */
+        read_example(EXAMPLE, line, sizeof line);
+        out = render(line, &r);
+        assert_int_equal(r, 0);
+        assert_null(strstr(out, "had passed"));
+        free(out);
+}
+
 static void test_hostile_and_broken(void **state) {
         int r;
         char *out = render("{\"type\":\"snapshot\",\"time\":\"t\\u007f\\u001b\",\"trigger\":null,\"sample\":{\"basis\":"
@@ -164,9 +188,8 @@ static void test_journal_summary(void **state) {
 
 int main(void) {
         const struct CMUnitTest tests[] = {
-                cmocka_unit_test(test_example_incident),
-                cmocka_unit_test(test_hostile_and_broken),
-                cmocka_unit_test(test_oom_incident),
+                cmocka_unit_test(test_example_incident),   cmocka_unit_test(test_stall_passed),
+                cmocka_unit_test(test_hostile_and_broken), cmocka_unit_test(test_oom_incident),
                 cmocka_unit_test(test_journal_summary),
         };
 

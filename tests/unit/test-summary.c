@@ -135,8 +135,52 @@ static void test_ended_aggregate_and_own_processes(void **state) {
                 " \"culprits\": {\"own_limit\": false, \"limit\": null, \"processes\": [{\"pid\": 5, \"comm\": \"api\","
                 "   \"cgroup\": \"/svc\", \"processes\": 1, \"ended\": false, \"victim\": true,"
                 "   \"usage\": {\"cpu_us\": 990000}}], \"cgroups\": [{\"path\": \"/svc\", \"share\": 0.99}]}}",
-                "api (/svc) waited 0.42 s for cpu in 1 s: its own processes use the most, api (/svc, pid 5) "
-                "used 0.99 s of cpu");
+                "api (/svc) waited 0.42 s for cpu in 1 s: api (/svc, pid 5) used 0.99 s of cpu, itself among the "
+                "stalled");
+}
+
+/* The stall that fired had passed before the sample (window.verdict passed): the victim as
+ * measured, what it saw of the stall against what fired, and no culprit, dominant or throttling,
+ * however the shares look. */
+#define PASSED_BASE                                                                                                    \
+        "{\"type\": \"pressure\", \"trigger\": {\"cgroup\": \"/web\", \"resource\": \"cpu\", \"threshold_us\": "       \
+        "100000, \"window_us\": 2000000}, \"sample\": {\"duration_ms\": 1000, \"stall_us\": 2600},"                    \
+        " %s \"most_delayed\": [{\"comm\": \"nginx\", \"cgroup\": \"/web\", \"delay_us\": {\"cpu\": 3100}}],"          \
+        " \"culprits\": {\"own_limit\": %s, \"limit\": {\"file\": \"cpu.max\", \"cgroup\": \"/web\"},"                 \
+        " \"processes\": [{\"pid\": 5, \"comm\": \"nginx\", \"cgroup\": \"/web\", \"processes\": 1, \"ended\": false," \
+        " \"victim\": true, \"usage\": {\"cpu_us\": 9000}}], \"cgroups\": [{\"path\": \"/web\", \"share\": 0.9}]}}"
+static void test_stall_passed(void **state) {
+        static const char want[] = "nginx (/web) waited 3.1 ms for cpu in 1 s, but the stall had passed before the "
+                                   "sample: 2.6 ms seen of the 0.1 s in 2 s that fired; no dominant culprit";
+        char buf[2048];
+        json_t *j;
+
+        /* From the window object. */
+        snprintf(buf, sizeof buf, PASSED_BASE,
+                 "\"window\": {\"basis\": \"after_wakeup\", \"stall_us\": 2600, \"expected_us\": 50000, \"seen\": "
+                 "0.052, \"verdict\": \"passed\"},",
+                 "false");
+        assert_summary(buf, want);
+        j = summary_add(load(buf));
+        assert_true(json_is_false(json_object_get(json_object_get(j, "culprits"), "dominant")));
+        json_decref(j);
+        /* Throttling claimed from a quiet window is no better. */
+        snprintf(buf, sizeof buf, PASSED_BASE,
+                 "\"window\": {\"basis\": \"after_wakeup\", \"stall_us\": 2600, \"verdict\": \"passed\"},", "true");
+        assert_summary(buf, want);
+        /* A line written before the window existed: the same rule on trigger and sample. */
+        snprintf(buf, sizeof buf, PASSED_BASE, "", "false");
+        assert_summary(buf, want);
+        j = summary_add(load(buf));
+        assert_true(json_is_false(json_object_get(json_object_get(j, "culprits"), "dominant")));
+        json_decref(j);
+        /* A window that measured the stall names the culprit as before. */
+        snprintf(buf, sizeof buf, PASSED_BASE, "\"window\": {\"stall_us\": 2600, \"verdict\": \"measured\"},", "false");
+        assert_summary(buf, "nginx (/web) waited 3.1 ms for cpu in 1 s: nginx (/web, pid 5) used 9.0 ms of cpu, itself "
+                            "among the stalled");
+        j = summary_add(load(buf));
+        assert_true(json_is_true(json_object_get(json_object_get(j, "culprits"), "dominant")));
+        json_decref(j);
 }
 
 /* The culprit named is the dominant cgroup's top process, not the scope's first process when that
@@ -225,9 +269,8 @@ static void test_memory_high(void **state) {
                        "(/psidiag-it-highanon-358)");
         /* Another verdict: the process form, as before. */
         snprintf(text, sizeof text, high, "contention");
-        assert_summary(text,
-                       "thrasher (/psidiag-it-high-385) waited 0.12 s for memory in 1.02 s: its own processes use "
-                       "the most, thrasher (/psidiag-it-high-385, pid 389) holds 1.8 MiB");
+        assert_summary(text, "thrasher (/psidiag-it-high-385) waited 0.12 s for memory in 1.02 s: thrasher "
+                             "(/psidiag-it-high-385, pid 389) holds 1.8 MiB, itself among the stalled");
 }
 
 static void test_oom(void **state) {
@@ -287,6 +330,7 @@ int main(void) {
                 cmocka_unit_test(test_dominance_rule),
                 cmocka_unit_test(test_hostile_comm),
                 cmocka_unit_test(test_ended_aggregate_and_own_processes),
+                cmocka_unit_test(test_stall_passed),
                 cmocka_unit_test(test_dominant_cgroup_process),
                 cmocka_unit_test(test_own_limit_and_memory),
                 cmocka_unit_test(test_memory_high),

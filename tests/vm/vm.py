@@ -67,7 +67,7 @@ def stage(root, installed):
     shutil.copy(WORKLOAD, os.path.join(dest, "psidiag-workload"))
     shutil.copy(os.path.join(HERE, "guest.py"), dest)
     # What the cases share with the host's tests, run there as they are.
-    for f in ("common.py", "debroot.py", "test_systemd.py", "test_tgid.py"):
+    for f in ("common.py", "debroot.py", "nspawn.py", "test_systemd.py", "test_tgid.py"):
         shutil.copy(os.path.join(HERE, "..", "integration", f), dest)
     shutil.copy(os.path.join(BUILD, "tests", "probe-taskstats"), dest)
     shutil.copytree(os.path.join(HERE, "..", "..", "schemas"), os.path.join(dest, "schemas"), dirs_exist_ok=True)

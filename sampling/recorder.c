@@ -1,0 +1,146 @@
+/* SPDX-License-Identifier: MIT */
+#include <errno.h>
+#include <string.h>
+
+#include "base/macro.h"
+#include "base/timeutil.h"
+#include "probes/taskstats.h"
+#include "sampling/culprits.h"
+#include "sampling/recorder.h"
+
+static void on_tick(struct ev_loop *loop, ev_timer *timer, int revents);
+
+void recorder_init(Recorder *r, struct ev_loop *loop, const char *exit_cpus) {
+        *r = (Recorder) { .loop = loop, .exit_cpus = exit_cpus };
+        ev_init(&r->tick, on_tick);
+        r->tick.data = r;
+}
+
+static void drain(Recorder *r) {
+        if (!r->listener)
+                return;
+        if (taskstats_exit_listener_drain(r->listener, exit_records_collect, &r->exits, &r->exits.lost) < 0) {
+                /* The listener broke: the rest of the recording sees no exits. */
+                ev_io_stop(r->loop, &r->exit_io);
+                r->listener = taskstats_exit_listener_free(r->listener);
+        }
+}
+
+static void on_exit_io(struct ev_loop *loop, ev_io *io, int revents) {
+        drain(ASSERT_PTR(io->data));
+}
+
+static RecordedEntry *entry(Recorder *r, size_t age_from_oldest) {
+        return &r->ring[(r->oldest + age_from_oldest) % r->depth];
+}
+
+/* Forgets the oldest entry, and the exit records only it needed. */
+static void drop_oldest(Recorder *r) {
+        r->oldest = (r->oldest + 1) % r->depth;
+        r->n--;
+        if (r->n == 0)
+                return;
+        size_t from = entry(r, 0)->exits_from;
+        exit_records_drop_front(&r->exits, from);
+        for (size_t i = 0; i < r->n; i++)
+                entry(r, i)->exits_from -= from;
+}
+
+int recorder_take(Recorder *r) {
+        usec_t start = now_usec(CLOCK_MONOTONIC);
+        RecordedEntry *e;
+        int err;
+
+        drain(r);
+        /* An exit storm: the oldest entries go first, so what is kept stays whole. */
+        while (r->n > 1 && r->exits.n > RECORDER_EXITS_MAX)
+                drop_oldest(r);
+        if (r->exits.n > RECORDER_EXITS_MAX) {
+                r->lost_total += r->exits.n - RECORDER_EXITS_MAX;
+                exit_records_drop_front(&r->exits, r->exits.n - RECORDER_EXITS_MAX);
+                if (r->n > 0)
+                        entry(r, 0)->exits_from = 0;
+        }
+        if (r->n == r->depth)
+                drop_oldest(r);
+        e = entry(r, r->n);
+        /* The records heard from here on: a process the entry reads and that ends at once is in
+         * them (as a sample listens from before its snapshot A). */
+        e->exits_from = r->exits.n;
+        err = snapshot_take(&e->a, &r->scope, true);
+        if (err < 0)
+                return err;
+        culprit_pass_take(&r->scope, &e->ca, &e->a, &e->ga, &e->has_ca, &e->has_ga);
+        r->n++;
+        r->entries_total++;
+        r->cost_us_total += now_usec(CLOCK_MONOTONIC) - start;
+        return 0;
+}
+
+static void on_tick(struct ev_loop *loop, ev_timer *timer, int revents) {
+        /* A cgroup gone or memory short: no entry this time; the owner hears of it at the wakeup. */
+        (void) recorder_take(ASSERT_PTR(timer->data));
+}
+
+int recorder_start(Recorder *r, const SampleScope *scope, uint64_t period_ms, uint64_t depth_ms) {
+        recorder_stop(r);
+        r->scope = *scope;
+        /* A culprit pass over the watch's own scope reads the resource's use with it, as the
+         * sample would (sampler_start()). */
+        if (scope->culprit && scope->culprit->same)
+                r->scope.usage = (int) scope->culprit->resource;
+        r->period_ms = MAX(period_ms, (uint64_t) RECORDER_PERIOD_MIN_MS);
+        /* Entries reaching depth_ms back, the newest, and one more for the period the newest is
+         * into. */
+        r->depth = (size_t) MIN((depth_ms + r->period_ms - 1) / r->period_ms + 2, (uint64_t) RECORDER_ENTRIES_MAX);
+        r->n = r->oldest = 0;
+        exit_records_clear(&r->exits);
+        /* Listen from before the first entry, so a task it reads and that ends at once is heard. */
+        if (r->exit_cpus && scope->taskstats && taskstats_exit_listener_new(r->exit_cpus, &r->listener) >= 0) {
+                ev_io_init(&r->exit_io, on_exit_io, taskstats_exit_listener_fd(r->listener), EV_READ);
+                r->exit_io.data = r;
+                ev_io_start(r->loop, &r->exit_io);
+        }
+        int err = recorder_take(r);
+        if (err < 0) {
+                recorder_stop(r);
+                return err;
+        }
+        r->running = true;
+        ev_timer_set(&r->tick, (double) r->period_ms / 1000.0, (double) r->period_ms / 1000.0);
+        ev_timer_start(r->loop, &r->tick);
+        return 0;
+}
+
+void recorder_stop(Recorder *r) {
+        ev_timer_stop(r->loop, &r->tick);
+        if (r->listener) {
+                ev_io_stop(r->loop, &r->exit_io);
+                r->listener = taskstats_exit_listener_free(r->listener);
+        }
+        r->running = false;
+        r->n = r->oldest = 0;
+        exit_records_clear(&r->exits);
+}
+
+RecordedEntry *recorder_find(Recorder *r, uint64_t start_mono_us) {
+        RecordedEntry *best = NULL;
+
+        if (r->n == 0)
+                return NULL;
+        drain(r);
+        for (size_t i = 0; i < r->n; i++)
+                if (entry(r, i)->a.mono_us <= start_mono_us)
+                        best = entry(r, i);
+        return best ? best : entry(r, 0);
+}
+
+void recorder_free(Recorder *r) {
+        recorder_stop(r);
+        for (size_t i = 0; i < RECORDER_ENTRIES_MAX; i++) {
+                snapshot_done(&r->ring[i].a);
+                snapshot_done(&r->ring[i].ca);
+                cgroup_usages_done(&r->ring[i].ga);
+        }
+        exit_records_done(&r->exits);
+}

@@ -1,0 +1,75 @@
+/* SPDX-License-Identifier: MIT */
+/* A watch's recent past, recorded while it stalls, so that the incident of its next wakeup can
+ * cover the trigger's window instead of the second after it (kernel-facts.md: trigger-latency):
+ * every period, the processes of the watch's scope (one TGID query each, states and pressure),
+ * and its culprit scope's processes and cgroup counters, kept in a ring as deep as the longest
+ * window; and the exit records of the whole time, so that a burst's processes that end are still
+ * seen. Its owner starts it after a wakeup and stops it when the watch is quiet again: an idle
+ * watch records nothing (no timer, no listener). A sample starts from an entry of the ring with
+ * sampler_start_recorded() (sampling/sampler.h). Logs nothing. */
+#pragma once
+
+#include <ev.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "probes/cgusage.h"
+#include "sampling/exits.h"
+#include "sampling/snapshot.h"
+
+/* The ring never holds more: a 10 s window at the shortest period (RECORDER_PERIOD_MIN_MS). */
+#define RECORDER_ENTRIES_MAX 24
+#define RECORDER_PERIOD_MIN_MS 500
+/* Exit records kept while recording (an exit storm): past it, the oldest entries go first, and
+ * what still does not fit is counted as lost. */
+#define RECORDER_EXITS_MAX 65536
+
+typedef struct RecordedEntry {
+        Snapshot a;      /* the scope's processes, their states and the pressure */
+        Snapshot ca;     /* the culprit scope's processes (unless the scope is the watch's) */
+        CgroupUsages ga; /* the culprit scope's cgroups */
+        bool has_ca, has_ga;
+        size_t exits_from; /* the recorder's exit records from this index on came after it */
+} RecordedEntry;
+
+typedef struct Recorder {
+        struct ev_loop *loop;
+        const char *exit_cpus; /* where exit records are listened for (the owner's); NULL: not at all */
+        SampleScope scope;     /* the watch's sample scope; its culprit scope stays the owner's */
+        uint64_t period_ms;
+        RecordedEntry ring[RECORDER_ENTRIES_MAX];
+        size_t depth;     /* entries used of ring, from period and depth */
+        size_t n, oldest; /* entries holding a snapshot; the oldest's index */
+        bool running;
+        struct TaskstatsExitListener *listener;
+        ev_io exit_io;
+        ev_timer tick;
+        ExitRecords exits;
+        /* What recording cost, for the metrics: entries taken, the time they took, exit records
+         * dropped (the kernel's ENOBUFS and RECORDER_EXITS_MAX). */
+        uint64_t entries_total, cost_us_total, lost_total;
+} Recorder;
+
+void recorder_init(Recorder *r, struct ev_loop *loop, const char *exit_cpus);
+
+/* Starts recording scope (copied; what it points to must outlive the recording) every period_ms
+ * (at least RECORDER_PERIOD_MIN_MS), keeping entries that reach depth_ms into the past (plus the
+ * newest): the first entry is taken now. A running recorder is restarted with the new scope.
+ * 0, or -errno when the first entry could not be taken (-ENOENT/-ENODEV: the cgroup is gone;
+ * nothing runs then). */
+int recorder_start(Recorder *r, const SampleScope *scope, uint64_t period_ms, uint64_t depth_ms);
+
+/* Stops the timer and the listener and forgets the entries; the buffers are kept for the next
+ * start. NULL-safe on an initialized, stopped recorder. */
+void recorder_stop(Recorder *r);
+
+/* The entry a window that starts at start_mono_us should start from: the newest taken at or before
+ * it, else the oldest there is. NULL when there is none. */
+RecordedEntry *recorder_find(Recorder *r, uint64_t start_mono_us);
+
+/* Takes the next entry now (what the timer does every period; exported for tests). 0, or -errno
+ * when the scope could not be listed (-ENOENT/-ENODEV: the cgroup is gone) or memory ran out. */
+int recorder_take(Recorder *r);
+
+void recorder_free(Recorder *r);

@@ -1,0 +1,212 @@
+/* SPDX-License-Identifier: MIT */
+/* The recorder (sampling/recorder.c): a ring of entries as deep as asked, the exit records each
+ * entry needs kept and the older ones forgotten, the entry a window starts from, and a sample that
+ * starts from it (sampler_start_recorded): its window and its culprits cover the recorded past. */
+#include <errno.h>
+#include <unistd.h>
+
+#include "sampling/recorder.h"
+#include "sampling/sampler.h"
+#include "tests/unit/fake-scope.h"
+#include "tests/unit/fake-taskstats.h"
+#include "tests/unit/fake-tree.h"
+#include "tests/unit/test-util.h"
+
+#define MS 1000000ULL
+
+typedef struct Env {
+        Sysroot *sysroot;
+        FakeTask tasks[3];
+        TaskstatsSource *ts;
+        int fd;
+        SampleScope scope;
+} Env;
+
+static int setup(void **state) {
+        static Env env;
+        static const uint64_t calm[_TASK_DELAY_MAX] = { 1 * MS };
+
+        env = (Env) {
+                .tasks = {
+                        { .tid = 100, .stats = fake_task_stats(100, 100, "web", calm) },
+                        { .tid = 101, .stats = fake_task_stats(101, 100, "worker", calm) },
+                        { .tid = 200, .stats = fake_task_stats(200, 200, "batch", calm) },
+                },
+        };
+        assert_int_equal(sysroot_open(fixture("hybrid"), &env.sysroot), 0);
+        env.ts = fake_taskstats_new(env.tasks, 3);
+        assert_int_equal(sysroot_open_cgroup(env.sysroot, "app", &env.fd), 0);
+        env.scope = (SampleScope) { .sysroot = env.sysroot,
+                                    .taskstats = env.ts,
+                                    .cgroup_fd = env.fd,
+                                    .resource = PSI_RESOURCE_CPU,
+                                    .detail = 2 };
+        *state = &env;
+        return 0;
+}
+
+static int teardown(void **state) {
+        Env *env = *state;
+
+        close(env->fd);
+        sysroot_free(env->sysroot);
+        taskstats_source_free(env->ts);
+        return 0;
+}
+
+static void add_exit(Recorder *r, pid_t tid) {
+        TaskStats t = fake_task_stats(tid, tid, "gone", NULL);
+        assert_int_equal(exit_records_add(&r->exits, &t, NULL), 0);
+}
+
+/* Depth: the entries reaching depth_ms back, plus two; the oldest go, with the exit records only
+ * they needed; the entry a window starts from is the newest at or before its start. */
+static void test_ring(void **state) {
+        Env *env = *state;
+        struct ev_loop *loop = ev_loop_new(EVFLAG_AUTO);
+        Recorder r;
+
+        recorder_init(&r, loop, NULL);
+        assert_null(recorder_find(&r, 0));
+        assert_int_equal(recorder_start(&r, &env->scope, 500, 2000), 0);
+        assert_true(r.running);
+        assert_int_equal(r.depth, 6);
+        assert_int_equal(r.n, 1);
+        assert_true(r.ring[0].a.processes == 2);
+        for (int i = 0; i < 7; i++) {
+                add_exit(&r, 1000 + i); /* one record after each entry */
+                usleep(2000);
+                assert_int_equal(recorder_take(&r), 0);
+        }
+        /* 8 taken, 6 kept: the two oldest gone, and the two records only they needed. */
+        assert_int_equal(r.n, 6);
+        assert_int_equal(r.entries_total, 8);
+        assert_int_equal(r.exits.n, 5);
+        assert_int_equal(r.exits.items[0].t.tid, 1002);
+        for (size_t i = 0; i < r.n; i++)
+                assert_int_equal(r.ring[(r.oldest + i) % r.depth].exits_from, i);
+
+        RecordedEntry *oldest = &r.ring[r.oldest], *third = &r.ring[(r.oldest + 2) % r.depth];
+        assert_ptr_equal(recorder_find(&r, 0), oldest); /* before everything: the oldest there is */
+        assert_ptr_equal(recorder_find(&r, third->a.mono_us), third);
+        assert_ptr_equal(recorder_find(&r, third->a.mono_us + 1), third);
+        assert_ptr_equal(recorder_find(&r, UINT64_MAX), &r.ring[(r.oldest + 5) % r.depth]);
+
+        recorder_stop(&r);
+        assert_false(r.running);
+        assert_null(recorder_find(&r, UINT64_MAX));
+        /* A cgroup that cannot be listed: nothing runs. */
+        SampleScope gone = env->scope;
+        gone.cgroup_fd = -1;
+        gone.sysroot = &(Sysroot) { .proc_fd = -1, .root_fd = -1, .pressure_fd = -1, .cgroup2_fd = -1 };
+        assert_true(recorder_start(&r, &gone, 500, 2000) < 0);
+        assert_false(r.running);
+        recorder_free(&r);
+        ev_loop_destroy(loop);
+}
+
+/* An exit storm: past RECORDER_EXITS_MAX records the oldest entries go first, then the oldest
+ * records, counted as lost. */
+static void test_exit_storm(void **state) {
+        Env *env = *state;
+        struct ev_loop *loop = ev_loop_new(EVFLAG_AUTO);
+        Recorder r;
+
+        recorder_init(&r, loop, NULL);
+        assert_int_equal(recorder_start(&r, &env->scope, 500, 2000), 0);
+        assert_int_equal(recorder_take(&r), 0);
+        for (int i = 0; i < RECORDER_EXITS_MAX + 10; i++)
+                add_exit(&r, 5000 + i);
+        assert_int_equal(recorder_take(&r), 0);
+        /* The older entry went (the records came after the newer one), then 10 records beyond the
+         * bound; the new entry follows. */
+        assert_int_equal(r.n, 2);
+        assert_int_equal(r.ring[r.oldest].exits_from, 0);
+        assert_int_equal(r.exits.n, RECORDER_EXITS_MAX);
+        assert_int_equal(r.lost_total, 10);
+        recorder_free(&r);
+        ev_loop_destroy(loop);
+}
+
+static void on_done(Sampler *s, int r) {
+        *(int *) s->userdata = r;
+}
+
+/* A sample from a recorded entry: A is that entry (taken before the wakeup), the exit records
+ * heard since then are merged, the culprit pass starts there, and the result says so. The delays
+ * grow with every query, so the recorded window holds more than the sample after it. */
+static void test_sample_from_recording(void **state) {
+        Env *env = *state;
+        struct ev_loop *loop = ev_loop_new(EVFLAG_AUTO);
+        ProcessInfoBuffer ids = { .items = calloc(8, sizeof(ProcessInfo)), .cap = 8 };
+        CulpritScope culprit = { .resource = PSI_RESOURCE_CPU, .same = true, .cgroup_fd = -1, .v1_fd = -EBADF };
+        SampleScope scope = env->scope;
+        Recorder rec;
+        Sampler s, plain;
+        int r = 1;
+
+        scope.culprit = &culprit;
+        scope.identities = &ids;
+        fake_taskstats_set_growth(env->ts, 1 * MS);
+        recorder_init(&rec, loop, NULL);
+        assert_int_equal(recorder_start(&rec, &scope, 500, 2000), 0);
+        usleep(20000);
+        assert_int_equal(recorder_take(&rec), 0);
+        usleep(20000);
+        assert_int_equal(recorder_take(&rec), 0);
+        /* A process that started after the first entry and ended: its record is merged. */
+        TaskStats t = fake_task_stats(300, 300, "burst", (uint64_t[_TASK_DELAY_MAX]) { 40 * MS });
+        t.ppid = 100;
+        assert_int_equal(exit_records_add(&rec.exits, &t, NULL), 0);
+        RecordedEntry *first = &rec.ring[rec.oldest];
+        uint64_t first_mono = first->a.mono_us, first_real = first->a.real_us;
+
+        sampler_init(&s, loop, NULL, on_done, &r);
+        assert_int_equal(sampler_start_recorded(&s, &scope, 100, &rec, first_mono), 0);
+        assert_false(rec.running); /* used up */
+        ev_run(loop, 0);
+        assert_int_equal(r, 0);
+        assert_true(s.result.recorded);
+        assert_int_equal(s.a.mono_us, first_mono);
+        assert_int_equal(s.a.real_us, first_real);
+        assert_true(s.b.mono_us >= first_mono + 140 * 1000); /* 40 ms recorded, 100 ms after */
+        assert_true(s.result.has_culprit_window);
+        assert_int_equal(s.result.culprit_start_real_us, first_real);
+        const ProcessDelays *burst = snapshot_find_process(&s.b, 300);
+        assert_non_null(burst);
+        assert_int_equal(burst->origin, PROCESS_SHORT);
+        uint64_t recorded_web = 0, plain_web = 0;
+        for (size_t i = 0; i < s.ranking.n_procs; i++)
+                if (s.ranking.procs[i].tgid == 100)
+                        recorded_web = s.ranking.procs[i].delay_ns[TASK_DELAY_CPU];
+
+        /* The same sample without the recording: its window starts now. */
+        r = 1;
+        sampler_init(&plain, loop, NULL, on_done, &r);
+        assert_int_equal(sampler_start_recorded(&plain, &scope, 100, &rec, first_mono), 0); /* no entries: plain */
+        ev_run(loop, 0);
+        assert_int_equal(r, 0);
+        assert_false(plain.result.recorded);
+        assert_null(snapshot_find_process(&plain.b, 300));
+        for (size_t i = 0; i < plain.ranking.n_procs; i++)
+                if (plain.ranking.procs[i].tgid == 100)
+                        plain_web = plain.ranking.procs[i].delay_ns[TASK_DELAY_CPU];
+        /* Each query grows the delays: the recorded window saw the recorder's queries too. */
+        assert_true(recorded_web > plain_web);
+
+        fake_taskstats_set_growth(env->ts, 0);
+        sampler_free(&s);
+        sampler_free(&plain);
+        recorder_free(&rec);
+        free(ids.items);
+        ev_loop_destroy(loop);
+}
+
+int main(void) {
+        const struct CMUnitTest tests[] = {
+                cmocka_unit_test(test_ring),
+                cmocka_unit_test(test_exit_storm),
+                cmocka_unit_test(test_sample_from_recording),
+        };
+        return cmocka_run_group_tests(tests, setup, teardown);
+}
