@@ -32,6 +32,9 @@ void kill_logs_open(KillLogs *k, const Config *c) {
                 kill_log_state_init(&l->state);
                 k->n_logs++;
         }
+        int r = kill_journal_open(&k->journal);
+        if (r < 0)
+                log_debug_errno(r, "cannot read the journal for killers' lines");
 }
 
 void kill_logs_close(KillLogs *k) {
@@ -40,9 +43,11 @@ void kill_logs_close(KillLogs *k) {
                 free(k->logs[i].path);
         }
         k->n_logs = 0;
+        k->journal = kill_journal_close(k->journal);
 }
 
 void kill_logs_drain(KillLogs *k, void (*mark)(const KillMark *m, void *userdata), void *userdata) {
+        kill_journal_drain(k->journal, mark, userdata);
         for (size_t i = 0; i < k->n_logs; i++) {
                 KillLog *l = &k->logs[i];
                 for (unsigned round = 0; round < 64; round++) {

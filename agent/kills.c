@@ -215,7 +215,8 @@ static KillerKind xattr_grew(KillWindow *w, const char *cgroup, char *name, size
         }
 }
 
-static void window_write_group(KillWindow *w) {
+/* Writes the group in flight; unless final, a group no mark names the killer of yet waits for one. */
+static void window_write_group(KillWindow *w, bool final) {
         AgentKills *k = w->k;
         Agent *a = k->a;
         _cleanup_free_ KillGroup *g = TAKE_PTR(w->group);
@@ -243,14 +244,6 @@ static void window_write_group(KillWindow *w) {
                           (unsigned long long) g->total, w->watch->name);
                 w->oom_kill_base = ms.oom_kill;
                 safe_close(fd);
-                return;
-        }
-        if (a->config->max_incidents_per_minute && !rate_limit_admit(&a->rate, now)) {
-                a->rate.suppressed_since_incident++;
-                a->wakeups[WAKEUP_RATE_LIMIT]++;
-                log_debug("a kill incident of %s is dropped: max_incidents_per_minute", w->watch->name);
-                safe_close(fd);
-                agent_metrics_update(a);
                 return;
         }
 
@@ -283,6 +276,23 @@ static void window_write_group(KillWindow *w) {
                 ev.running = running;
                 ev.n_running = kill_running_killers(a->rt.sysroot, running, ELEMENTSOF(running));
                 kill_choose_killer(&ev, g->pids, g->n_pids, &killer);
+        }
+        /* No mark names the killer yet: one may come late (kill_mark_wait_us()). */
+        usec_t wait = final ? 0 : kill_mark_wait_us(&killer, g->first_mono_us, now);
+        if (wait > 0) {
+                w->group = TAKE_PTR(g);
+                ev_timer_set(&w->group_timer, (double) wait / USEC_PER_SEC, 0.);
+                ev_timer_start(a->loop, &w->group_timer);
+                safe_close(fd);
+                return;
+        }
+        if (a->config->max_incidents_per_minute && !rate_limit_admit(&a->rate, now)) {
+                a->rate.suppressed_since_incident++;
+                a->wakeups[WAKEUP_RATE_LIMIT]++;
+                log_debug("a kill incident of %s is dropped: max_incidents_per_minute", w->watch->name);
+                safe_close(fd);
+                agent_metrics_update(a);
+                return;
         }
 
         size_t n_related = history_related(&a->history, w->watch->path, now, related, KILL_RELATED_MAX);
@@ -351,7 +361,7 @@ static void window_write_group(KillWindow *w) {
 }
 
 static void on_group_timer(struct ev_loop *loop, ev_timer *t, int revents) {
-        window_write_group(ASSERT_PTR(t->data));
+        window_write_group(ASSERT_PTR(t->data), false);
 }
 
 /* ---- exits --------------------------------------------------------------------------------- */
@@ -448,7 +458,7 @@ static int listener_open(AgentKills *k) {
 static void window_free(AgentKills *k, size_t i) {
         KillWindow *w = k->windows[i];
 
-        window_write_group(w);
+        window_write_group(w, true);
         kill_members_done(&w->members);
         free(w);
         k->windows[i] = k->windows[--k->n];

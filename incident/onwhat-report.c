@@ -68,6 +68,7 @@ static json_t *memory_object(const OnWhat *w, bool lifetime) {
         r |= set_new(o, "refault", rf);
         r |= set_new(o, "anon_bytes", maybe_u64(d.has_anon, d.anon_bytes));
         r |= set_new(o, "file_bytes", maybe_u64(d.has_file, d.file_bytes));
+        r |= set_new(o, "verdict", lifetime ? json_null() : json_string(onwhat_memory_verdict(&d)));
         return object_or_null(o, r);
 }
 

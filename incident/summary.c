@@ -330,8 +330,17 @@ static void put_culprits(FILE *f, const json_t *incident, const char *resource) 
                 fputs(", itself among the stalled", f);
 }
 
+/* limits.memory when its verdict is "throttled": held at memory.high, whose reclaim and sleeps
+ * count as the cgroup's stall but as no task's delay. NULL otherwise. */
+static const json_t *memory_high(const json_t *incident, const char *resource) {
+        const json_t *m = json_object_get(json_object_get(incident, "limits"), "memory");
+        const char *v = field_string(m, "verdict");
+        return strcmp(resource, "memory") == 0 && v && strcmp(v, "throttled") == 0 ? m : NULL;
+}
+
 static void put_pressure(FILE *f, const json_t *incident) {
         const char *resource = incident_resource(incident);
+        const json_t *high = memory_high(incident, resource);
         const json_t *sample = json_object_get(incident, "sample"), *trigger = json_object_get(incident, "trigger");
         double stall, duration_ms = field_or_zero(sample, "duration_ms");
         const char *where = field_string(trigger, "cgroup");
@@ -341,7 +350,7 @@ static void put_pressure(FILE *f, const json_t *incident) {
         for (size_t i = 0; i < json_array_size(most) && !top; i++)
                 if (resource_delay_us(json_object_get(json_array_get(most, i), "delay_us"), resource) > 0)
                         top = json_array_get(most, i);
-        if (top) {
+        if (top && !high) {
                 put_name(f, field_string(top, "comm"));
                 fputs(" (", f);
                 put_name(f, field_string(top, "cgroup") ? field_string(top, "cgroup") : "?");
@@ -376,6 +385,12 @@ static void put_pressure(FILE *f, const json_t *incident) {
         if (duration_ms > 0) {
                 fputs(" in ", f);
                 put_duration_us(f, duration_ms * 1000);
+        }
+        if (high) {
+                fputs(": throttled by memory.high (", f);
+                put_where(f, field_string(high, "cgroup"));
+                fputc(')', f);
+                return;
         }
         if (!top)
                 fputs(", no process measured waiting", f);

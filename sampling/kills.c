@@ -111,21 +111,18 @@ static const char *after_ident(const char *line, size_t len, const char *ident, 
         return NULL;
 }
 
-int kill_log_parse_line(const char *line, size_t len, KillLogState *s, KillMark *ret) {
-        const char *msg;
-        size_t n;
+/* The message of a known killer's log line or journal entry: 1 with *ret when it completes a mark. */
+static int parse_message(KillerKind killer, const char *msg, size_t n, KillLogState *s, KillMark *ret) {
         KillMark m;
 
-        while (len > 0 && (line[len - 1] == '\n' || line[len - 1] == '\r'))
-                len--;
-        if ((msg = after_ident(line, len, "earlyoom", &n))) {
+        switch (killer) {
+        case KILLER_EARLYOOM:
                 if (killmarks_parse_earlyoom_line(msg, n, &m) == 0 && m.pid > 0) {
                         *ret = m;
                         return 1;
                 }
                 return 0;
-        }
-        if ((msg = after_ident(line, len, "nohang", &n))) {
+        case KILLER_NOHANG:
                 if (killmarks_feed_nohang(msg, n, &s->nohang) & NOHANG_SEEN_SIGNAL && s->nohang.pid > 0) {
                         *ret = s->nohang;
                         ret->killer = KILLER_NOHANG;
@@ -133,14 +130,49 @@ int kill_log_parse_line(const char *line, size_t len, KillLogState *s, KillMark 
                         return 1;
                 }
                 return 0;
-        }
-        if ((msg = after_ident(line, len, "systemd-oomd", &n))) {
+        case KILLER_SYSTEMD_OOMD:
                 if (killmarks_parse_systemd_oomd_line(msg, n, &m) == 0) {
                         *ret = m;
                         return 1;
                 }
                 return 0;
+        default:
+                return 0;
         }
+}
+
+int kill_journal_parse_entry(const char *ident, size_t ident_len, const char *msg, size_t len, KillLogState *s,
+                             KillMark *ret) {
+        static const struct {
+                const char *ident;
+                KillerKind killer;
+        } known[] = {
+                { "earlyoom", KILLER_EARLYOOM },
+                { "nohang", KILLER_NOHANG },
+                { "systemd-oomd", KILLER_SYSTEMD_OOMD },
+        };
+
+        while (len > 0 && (msg[len - 1] == '\n' || msg[len - 1] == '\r'))
+                len--;
+        for (size_t i = 0; i < ELEMENTSOF(known); i++)
+                if (ident_len == strlen(known[i].ident) && memcmp(ident, known[i].ident, ident_len) == 0)
+                        return parse_message(known[i].killer, msg, len, s, ret);
+        return 0;
+}
+
+int kill_log_parse_line(const char *line, size_t len, KillLogState *s, KillMark *ret) {
+        const char *msg;
+        size_t n;
+        KillMark m;
+
+        while (len > 0 && (line[len - 1] == '\n' || line[len - 1] == '\r'))
+                len--;
+        if ((msg = after_ident(line, len, "earlyoom", &n)))
+                return parse_message(KILLER_EARLYOOM, msg, n, s, ret);
+        if ((msg = after_ident(line, len, "nohang", &n)))
+                return parse_message(KILLER_NOHANG, msg, n, s, ret);
+        if ((msg = after_ident(line, len, "systemd-oomd", &n)))
+                return parse_message(KILLER_SYSTEMD_OOMD, msg, n, s, ret);
         /* No header: the killer's own output. Which killer is told by the line's shape. */
         if (killmarks_parse_earlyoom_line(line, len, &m) == 0 && m.pid > 0) {
                 *ret = m;
@@ -199,6 +231,14 @@ static void describe(const KillMark *m, char *buf, size_t size) {
                          m->name);
         else
                 snprintf(buf, size, "killed cgroup %.200s", m->cgroup);
+}
+
+usec_t kill_mark_wait_us(const KillerChoice *c, usec_t first_mono_us, usec_t now) {
+        usec_t until = first_mono_us + KILL_MARK_WAIT_US;
+
+        if (c->killer != KILLER_UNKNOWN && c->basis != KILLMARK_BASIS_RUNNING_PROCESS)
+                return 0;
+        return now < until ? until - now : 0;
 }
 
 void kill_choose_killer(const KillEvidence *e, const pid_t *pids, size_t n, KillerChoice *ret) {

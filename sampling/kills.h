@@ -108,6 +108,12 @@ void kill_log_state_init(KillLogState *s);
  * it is no mark or only part of one (kept in *s). */
 int kill_log_parse_line(const char *line, size_t len, KillLogState *s, KillMark *ret);
 
+/* One journal entry of a killer: its SYSLOG_IDENTIFIER (earlyoom, nohang, systemd-oomd; any other
+ * is no mark) and MESSAGE, without their "FIELD=" prefixes. 1 with *ret filled when the entry
+ * completes a mark, as kill_log_parse_line() for the same message; 0 otherwise. */
+int kill_journal_parse_entry(const char *ident, size_t ident_len, const char *msg, size_t len, KillLogState *s,
+                             KillMark *ret);
+
 /* The facts about one group's killer, as the agent gathered them. */
 #define KILL_MARKS_MAX 16
 typedef struct KillEvidence {
@@ -137,6 +143,16 @@ typedef struct KillerChoice {
  * known killer running (basis running_process: it could have, nothing says it did). Marks of dry
  * runs never count. ret->killer KILLER_UNKNOWN when nothing names one. */
 void kill_choose_killer(const KillEvidence *e, const pid_t *pids, size_t n, KillerChoice *ret);
+
+/* How long a kill group waits for a late mark when none names its killer yet (none at all, or only
+ * a known killer running): Meta oomd 0.5.0 writes its kmsg line after it has waited for the killed
+ * cgroup to empty, seen in the VM (tests/vm) a second after the kill. From the first victim. */
+#define KILL_MARK_WAIT_US (2500 * USEC_PER_MSEC)
+
+/* The time left for the group whose first victim died at first_mono_us to wait for a mark, given
+ * the killer chosen now (c); 0 when it is to be written now: a mark names the killer, or the wait
+ * is over. */
+usec_t kill_mark_wait_us(const KillerChoice *c, usec_t first_mono_us, usec_t now);
 
 /* Whether cgroup b ("a/b", or oomd's relative path) is a or below it, as paths (a leading '/' on
  * either is ignored). */

@@ -177,6 +177,14 @@ const char *onwhat_cpu_verdict(uint64_t throttled_us, bool has_stall, uint64_t s
         return throttled_us * 10 >= duration_us * 3 ? "throttled" : "contention";
 }
 
+const char *onwhat_memory_verdict(const MemoryLimits *d) {
+        if (d->events.has_max && d->events.max > 0)
+                return "limit";
+        if (d->has_high && d->high_bytes != LIMITS_UNLIMITED && d->events.has_high && d->events.high > 0)
+                return "throttled";
+        return "contention";
+}
+
 int onwhat_init(OnWhat *w) {
         char *p = pages_alloc();
 

@@ -76,6 +76,12 @@ void onwhat_end(OnWhat *w, const LimitsHierarchy *h);
  * stall unknown, 30% of the sample), else "contention". */
 const char *onwhat_cpu_verdict(uint64_t throttled_us, bool has_stall, uint64_t stall_us, uint64_t duration_us);
 
+/* d, the limited cgroup's memory counters' growth over the sample: "limit" when its memory.max
+ * events grew (reclaim at the hard limit), else "throttled" when memory.high is set and its high
+ * events grew (held at memory.high: the kernel's reclaim and over-high sleeps there count as the
+ * cgroup's memory stall but as no task's delay), else "contention". */
+const char *onwhat_memory_verdict(const MemoryLimits *d);
+
 /* Allocates w's looks ahead of its samples (onwhat_look() would at its first look otherwise), on
  * a zeroed w. 0 or -ENOMEM. */
 int onwhat_init(OnWhat *w);

@@ -83,6 +83,21 @@ void sample_result_identify(SampleResult *r, int proc_fd, ProcessInfoBuffer *buf
                 }
         }
         r->culprit_procs = infos;
+
+        /* A most delayed process that ended during the sample: /proc no longer says its cgroup, but
+         * the culprit pass's start walk had it (the same process among the culprits). */
+        for (size_t i = 0; i < r->n_procs; i++) {
+                ProcessInfo *v = &buf->items[i];
+                if (r->ranking->procs[i].origin != PROCESS_ENDED || v->has_cgroup)
+                        continue;
+                for (size_t j = 0; j < r->n_culprit_procs; j++)
+                        if (r->culprits->procs[j].tgid == r->ranking->procs[i].tgid &&
+                            r->culprits->procs[j].origin == PROCESS_ENDED && infos[j].has_cgroup) {
+                                memcpy(v->cgroup, infos[j].cgroup, sizeof v->cgroup);
+                                v->has_cgroup = true;
+                                break;
+                        }
+        }
 }
 
 static bool pressure_total(const Snapshot *s, PsiResource res, PsiStall stall, uint64_t *ret) {

@@ -77,8 +77,9 @@ void process_info_read(int proc_fd, pid_t pid, const char *fallback_comm, Proces
 /* Reads the identities of r's reported processes into buf (at most top of r->ranking's, then at
  * most top of r->culprits'), and points r->procs and r->culprit_procs at them. A process that ended
  * during the sample keeps what its exit record says; its pid may be another's by now, so /proc is
- * read only for the cgroup of the parent that placed a short-lived one. r->ranking, r->culprits
- * and r->culprit_scope are set before. */
+ * read only for the cgroup of the parent that placed a short-lived one, and one among the most
+ * delayed takes the cgroup the culprits' start walk found it in. r->ranking, r->culprits and
+ * r->culprit_scope are set before. */
 void sample_result_identify(SampleResult *r, int proc_fd, ProcessInfoBuffer *buf, size_t top);
 
 /* The growth of the sampled scope's fired line (resource, stall) over the window: a delta sample

@@ -19,6 +19,8 @@ PSIDIAG_PACKAGES=(gcc meson ninja-build pkg-config libev-dev libnl-3-dev libnl-g
 # Debian package (scripts/package: dpkg-dev, debhelper, build-essential, and valgrind for
 # test-soak's valgrind.h; the rest of debian/control's Build-Depends is above) and lints it.
 PSIDIAG_SYSTEMD_PACKAGES=(systemd-container debootstrap dpkg-dev debhelper build-essential valgrind lintian)
+# scripts/test --vm: QEMU, and a root made by debootstrap put into an image by mkfs.ext4 -d.
+PSIDIAG_VM_PACKAGES=(qemu-system-x86 debootstrap e2fsprogs)
 
 # Installs whatever is missing (one apt-get update, only when something is).
 ensure_packages() {

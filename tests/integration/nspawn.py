@@ -2,23 +2,19 @@
 """systemd booted by systemd-nspawn on a Debian root, for the tests of the installed unit
 (test_systemd.py) and of the Debian package (test_package.py): the root (debootstrap from the
 host's own apt sources, cached outside the clone and reused), a writable overlay of it, the
-container and the sweep of what a killed run left behind."""
+container and the sweep of what a killed run left behind. The root and its overlay are
+debroot.py's, which the VM (tests/vm) shares."""
 
-import fcntl
 import glob
-import hashlib
-import json
 import os
-import re
-import shutil
 import signal
 import subprocess
-import tempfile
 import time
 
-from common import Failed, check, find_mount, rmdir_retry, skip
+from common import Failed, check, find_mount, rmdir_retry
+import debroot
+from debroot import sh  # noqa: F401 (the tests that use this module run commands with it)
 
-CACHE = os.environ.get("PSIDIAG_TEST_CACHE", "/var/cache/psidiag-test")
 # The scripts that boot containers with this module: a leftover is swept only when the run that
 # made it is gone.
 USERS = (b"test_systemd.py", b"test_package.py")
@@ -31,93 +27,16 @@ PACKAGES = ["systemd", "systemd-sysv", "dbus", "procps", "logrotate", "man-db",
             "libev4", "libnl-3-200", "libnl-genl-3-200", "libjansson4", "libsystemd0"]
 
 
-def sh(argv, timeout=60, **kw):
-    return subprocess.run(argv, capture_output=True, text=True, timeout=timeout, **kw)
-
-
-def apt_mirror(codename):
-    """The first Debian archive in the host's apt sources that carries `codename` (one-line and
-    deb822 formats)."""
-    files = sorted(glob.glob("/etc/apt/sources.list") + glob.glob("/etc/apt/sources.list.d/*"))
-    for path in files:
-        try:
-            text = open(path).read()
-        except OSError:
-            continue
-        if path.endswith(".sources"):
-            for stanza in re.split(r"\n\s*\n", text):
-                fields = dict(re.findall(r"^(\w[\w-]*):\s*(.*)$", stanza, re.M))
-                if "deb" in fields.get("Types", "").split() and codename in fields.get("Suites", "").split():
-                    return fields["URIs"].split()[0]
-        elif path.endswith(".list"):
-            for line in text.splitlines():
-                m = re.match(r"deb\s+(?:\[[^]]*\]\s+)?(\S+)\s+(\S+)", line.strip())
-                if m and m.group(2) == codename:
-                    return m.group(1)
-    return None
-
-
-def os_release(key):
-    with open("/etc/os-release") as f:
-        return dict(re.findall(r'^(\w+)="?([^"\n]*)"?$', f.read(), re.M)).get(key)
-
-
 def ensure_root(log):
-    """The cached Debian root, built once with debootstrap (into a temporary directory renamed
-    into place when complete, so a failed or concurrent build never leaves a half root)."""
-    codename = os_release("VERSION_CODENAME")
-    if not codename:
-        skip("no VERSION_CODENAME in /etc/os-release: cannot pick a suite to debootstrap")
-    mirror = apt_mirror(codename)
-    if not mirror:
-        skip(f"no apt source for {codename} in /etc/apt/sources.list*: cannot debootstrap a root")
-    arch = sh(["dpkg", "--print-architecture"]).stdout.strip()
-    key = json.dumps([RECIPE, codename, mirror, arch, sorted(PACKAGES)]).encode()
-    root = os.path.join(CACHE, "nspawn-root-" + hashlib.sha256(key).hexdigest()[:16])
-    os.makedirs(CACHE, exist_ok=True)
-    with open(os.path.join(CACHE, ".lock"), "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        if os.path.isdir(root):
-            log(f"cached root {root}")
-            return root
-        tmp = tempfile.mkdtemp(dir=CACHE, prefix=".building-")
-        try:
-            log(f"debootstrap {codename} from {mirror} into {tmp}")
-            p = sh(["debootstrap", "--variant=minbase", "--include=" + ",".join(PACKAGES), codename, tmp, mirror],
-                   timeout=1800)
-            check(p.returncode == 0, f"debootstrap failed ({p.returncode}):\n{p.stdout[-3000:]}\n{p.stderr[-3000:]}")
-            for deb in glob.glob(os.path.join(tmp, "var/cache/apt/archives/*.deb")):
-                os.unlink(deb)
-            os.rename(tmp, root)
-        finally:
-            shutil.rmtree(tmp, ignore_errors=True)
-    log(f"built root {root}")
-    return root
+    """The cached Debian root of the containers (debroot.py builds it once)."""
+    return debroot.ensure_root("nspawn", RECIPE, PACKAGES, log)
 
 
-class Overlay:
+class Overlay(debroot.Overlay):
     """A writable overlay of the cached root, so the cache is never changed."""
 
     def __init__(self, lower):
-        self.lower = lower
-        self.dir = tempfile.mkdtemp(prefix=f"psidiag-nspawn-{os.getpid()}-", dir="/var/tmp")
-        self.merged = os.path.join(self.dir, "root")
-        for d in ("upper", "work", "root"):
-            os.mkdir(os.path.join(self.dir, d))
-        self.mounted = False
-
-    def mount(self):
-        p = sh(["mount", "-t", "overlay", "overlay", "-o",
-                f"lowerdir={self.lower},upperdir={self.dir}/upper,workdir={self.dir}/work", self.merged])
-        check(p.returncode == 0, f"overlay mount: {p.stderr}")
-        self.mounted = True
-
-    def close(self):
-        if self.mounted:
-            p = sh(["umount", self.merged])
-            if p.returncode != 0:
-                sh(["umount", "-l", self.merged])
-        shutil.rmtree(self.dir, ignore_errors=True)
+        super().__init__(lower, "nspawn")
 
 
 class Container:
@@ -246,13 +165,7 @@ def sweep_leftovers(log):
             if pid.isdigit() and not alive(pid):
                 log(f"removing {cg}, left by an earlier run")
                 remove_cgroup_tree(cg)
-    for d in glob.glob("/var/tmp/psidiag-nspawn-*-*"):
-        pid = os.path.basename(d).split("-")[2]
-        if pid.isdigit() and not alive(pid):
-            log(f"removing {d}, left by an earlier run")
-            if os.path.ismount(os.path.join(d, "root")):
-                sh(["umount", "-l", os.path.join(d, "root")])
-            shutil.rmtree(d, ignore_errors=True)
+    debroot.sweep_overlays("nspawn", alive, log)
 
 
 def wait_for(what, fn, timeout):

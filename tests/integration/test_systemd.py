@@ -26,10 +26,11 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from common import Failed, ScratchCgroup, cap_eff, check, find_mount, run, skip  # noqa: E402
+import debroot  # noqa: E402
 from nspawn import Container, Overlay, ensure_root, sh, sweep_leftovers, wait_for  # noqa: E402
 
-BUILD = os.path.abspath(sys.argv[1])
-WORKLOAD = os.path.abspath(sys.argv[2])
+# (tests/vm/guest.py imports test() to run the same steps in the VM, without these arguments.)
+BUILD, WORKLOAD = (os.path.abspath(a) for a in sys.argv[1:3]) if __name__ == "__main__" else (None, None)
 MAX_EXPOSURE = 2.5
 LOAD_UNIT = "psidiag-test-load.service"
 # Options the unit leaves off, each with the `psidiag check` line it breaks and what that line
@@ -256,15 +257,7 @@ def main():
         overlay = Overlay(lower)
         overlay.mount()
         root = overlay.merged
-        p = sh(["meson", "install", "-C", BUILD, "--destdir", root, "--no-rebuild", "--quiet"], timeout=120)
-        check(p.returncode == 0, f"meson install failed: {p.stderr}")
-        installed = {}
-        for dest in json.loads(sh(["meson", "introspect", BUILD, "--installed"]).stdout).values():
-            for k, pat in (("binary", r"/sbin/psidiag$"), ("unit", r"/psidiag\.service$"),
-                           ("config", r"/psidiag/config\.json$"), ("logrotate", r"/logrotate\.d/psidiag$")):
-                if re.search(pat, dest):
-                    installed[k] = dest
-        check(len(installed) == 4, f"installed files not found: {installed}")
+        installed = debroot.install_build(BUILD, root)
         os.makedirs(os.path.join(root, "opt/psidiag-test"), exist_ok=True)
         shutil.copy(WORKLOAD, os.path.join(root, "opt/psidiag-test/psidiag-workload"))
 
@@ -288,8 +281,9 @@ def interrupted(signum, _frame):
 
 
 T0 = time.monotonic()
-# The container, its cgroups and the overlay are undone in main's finally, also on these signals.
-for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
-    signal.signal(sig, interrupted)
-run(main)
-log("done")
+if __name__ == "__main__":
+    # The container, its cgroups and the overlay are undone in main's finally, also on these signals.
+    for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
+        signal.signal(sig, interrupted)
+    run(main)
+    log("done")

@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /* The decisions of kill incidents (sampling/kills.h) on fake exit records and recorded killer
  * lines: which exits are kills, the kernel's victims, grouping, the log lines (syslog, journal
- * style, and the killers' raw output: earlyoom 1.7, nohang 0.2.0, systemd-oomd 252) and the
- * choice of the killer from the marks. */
+ * style, and the killers' raw output: earlyoom 1.7, nohang 0.2.0, systemd-oomd 252), the journal
+ * entries of systemd-oomd 252 recorded in the VM (tests/vm), and the choice of the killer from the
+ * marks. */
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
@@ -131,6 +132,71 @@ static void test_log_lines(void **state) {
         assert_int_equal(line("node sshd[1]: earlyoom is great", &st, &m), 0);
 }
 
+/* Journal entries as the VM's systemd 252 wrote them around a kill by systemd-oomd: only its Killed
+ * line is a mark (pid 1's "systemd-oomd killed 1 process(es)" names no cgroup path and is pid 1's). */
+static void test_journal_entries(void **state) {
+        char buf[1024], ident[64];
+        KillLogState st;
+        KillMark m, found = {};
+        int marks = 0;
+        FILE *f = fopen(FIXTURE_DIR "/journal/systemd-oomd-252.tsv", "re");
+
+        assert_non_null(f);
+        kill_log_state_init(&st);
+        while (fgets(buf, sizeof buf, f)) {
+                char *tab = strchr(buf, '\t');
+                if (buf[0] == '#' || !tab)
+                        continue;
+                snprintf(ident, sizeof ident, "%.*s", (int) (tab - buf), buf);
+                if (kill_journal_parse_entry(ident, strlen(ident), tab + 1, strlen(tab + 1), &st, &m) > 0) {
+                        found = m;
+                        marks++;
+                }
+        }
+        fclose(f);
+        assert_int_equal(marks, 1);
+        assert_int_equal(found.killer, KILLER_SYSTEMD_OOMD);
+        assert_int_equal(found.basis, KILLMARK_BASIS_LOG_LINE);
+        assert_int_equal(found.signal, SIGKILL);
+        assert_string_equal(found.cgroup, "/vmoomd.slice/vmoomd-thrash.service");
+
+        /* The identifier must be the killer's, whole. */
+        const char *killed = "Killed /a.service due to memory pressure for / being 50.00% > 10.00% for > 5s with "
+                             "reclaim activity";
+        assert_int_equal(kill_journal_parse_entry("systemd-oomdx", 13, killed, strlen(killed), &st, &m), 0);
+        assert_int_equal(kill_journal_parse_entry("systemd", 7, killed, strlen(killed), &st, &m), 0);
+        assert_int_equal(kill_journal_parse_entry("systemd-oomd", 12, killed, strlen(killed), &st, &m), 1);
+        /* earlyoom and nohang entries, as their lines. */
+        const char *e = "sending SIGTERM to process 4242 uid 0 \"grower\": badness 1000, VmRSS 40 MiB\n";
+        assert_int_equal(kill_journal_parse_entry("earlyoom", 8, e, strlen(e), &st, &m), 1);
+        assert_int_equal(m.killer, KILLER_EARLYOOM);
+        assert_int_equal(m.pid, 4242);
+        assert_int_equal(kill_journal_parse_entry("nohang", 6, "  PID: 5151, Name: grower, badness: 1010", 40, &st, &m),
+                         0);
+        assert_int_equal(kill_journal_parse_entry("nohang", 6, "  Sending SIGTERM to the victim", 31, &st, &m), 1);
+        assert_int_equal(m.killer, KILLER_NOHANG);
+        assert_int_equal(m.pid, 5151);
+}
+
+/* As in the VM (tests/vm, case oomd): oomd 0.5.0 killed at 72.21 s and wrote its kmsg line at
+ * 73.24 s; at 500 ms only its running process named it. A group waits for a mark, up to 2.5 s from
+ * the first victim; a named killer is written at once. */
+static void test_mark_wait(void **state) {
+        KillerChoice running = { .killer = KILLER_OOMD, .basis = KILLMARK_BASIS_RUNNING_PROCESS };
+        KillerChoice none = { .killer = KILLER_UNKNOWN };
+        KillerChoice kmsg = { .killer = KILLER_OOMD, .basis = KILLMARK_BASIS_KMSG };
+        KillerChoice xattr = { .killer = KILLER_SYSTEMD_OOMD, .basis = KILLMARK_BASIS_XATTR };
+        usec_t first = 72212517;
+
+        assert_int_equal(kill_mark_wait_us(&running, first, first + 500000), 2000000);
+        assert_int_equal(kill_mark_wait_us(&none, first, first + 500000), 2000000);
+        assert_int_equal(kill_mark_wait_us(&running, first, first + 2499999), 1);
+        assert_int_equal(kill_mark_wait_us(&running, first, first + 2500000), 0);
+        assert_int_equal(kill_mark_wait_us(&none, first, first + 9000000), 0);
+        assert_int_equal(kill_mark_wait_us(&kmsg, first, first + 500000), 0);
+        assert_int_equal(kill_mark_wait_us(&xattr, first, first + 500000), 0);
+}
+
 static void test_cgroup_within(void **state) {
         assert_true(kill_cgroup_within("system.slice/x.service", "/system.slice/x.service"));
         assert_true(kill_cgroup_within("/a/b/c", "a/b"));
@@ -206,9 +272,10 @@ static void test_choose_killer(void **state) {
 
 int main(void) {
         const struct CMUnitTest tests[] = {
-                cmocka_unit_test(test_exit_signal),   cmocka_unit_test(test_members_and_kernel_victims),
-                cmocka_unit_test(test_group),         cmocka_unit_test(test_log_lines),
-                cmocka_unit_test(test_cgroup_within), cmocka_unit_test(test_choose_killer),
+                cmocka_unit_test(test_exit_signal),     cmocka_unit_test(test_members_and_kernel_victims),
+                cmocka_unit_test(test_group),           cmocka_unit_test(test_log_lines),
+                cmocka_unit_test(test_journal_entries), cmocka_unit_test(test_mark_wait),
+                cmocka_unit_test(test_cgroup_within),   cmocka_unit_test(test_choose_killer),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }

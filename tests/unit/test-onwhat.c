@@ -17,6 +17,35 @@ static void test_verdict(void **state) {
         assert_string_equal(onwhat_cpu_verdict(10, true, 0, 1000000), "contention");
 }
 
+/* The memory verdict, on the growth of the VM's counters (tests/vm, case memory-high: a thrasher
+ * held at memory.high = 32 MiB, no memory.max: 208 high events in 1.02 s, none at max). */
+static void test_memory_verdict(void **state) {
+        MemoryLimits d = { .source = LIMITS_SOURCE_V2,
+                           .has_max = true,
+                           .max_bytes = LIMITS_UNLIMITED,
+                           .has_high = true,
+                           .high_bytes = 32 << 20,
+                           .has_current = true,
+                           .current_bytes = 33185792 };
+
+        d.events = (MemoryEvents) { .has_high = true, .high = 208, .has_max = true, .max = 0 };
+        assert_string_equal(onwhat_memory_verdict(&d), "throttled");
+        /* At memory.max too: the hard limit is what held it. */
+        d.events.max = 3;
+        assert_string_equal(onwhat_memory_verdict(&d), "limit");
+        /* Under both limits all sample long: the node's memory, or nothing the cgroup set. */
+        d.events = (MemoryEvents) { .has_high = true, .high = 0, .has_max = true, .max = 0 };
+        assert_string_equal(onwhat_memory_verdict(&d), "contention");
+        /* High events with no memory.high set (an ancestor's counted in the subtree): not its own. */
+        d.events.high = 5;
+        d.high_bytes = LIMITS_UNLIMITED;
+        assert_string_equal(onwhat_memory_verdict(&d), "contention");
+        /* cgroup-v1: no high; failcnt growth is max. */
+        d = (MemoryLimits) { .source = LIMITS_SOURCE_V1, .has_max = true, .max_bytes = 48 << 20 };
+        d.events = (MemoryEvents) { .has_max = true, .max = 41 };
+        assert_string_equal(onwhat_memory_verdict(&d), "limit");
+}
+
 static OnWhat located(PsiResource res) {
         OnWhat w = { .resource = res, .located = true, .has_a = true, .has_b = true };
 
@@ -91,6 +120,7 @@ static void test_memory_io_limits(void **state) {
         assert_int_equal(json_integer_value(json_object_get(json_object_get(m, "events"), "oom_kill")), 0);
         assert_true(json_is_null(json_object_get(json_object_get(m, "events"), "high")));
         assert_int_equal(json_integer_value(json_object_get(json_object_get(m, "refault"), "file")), 4000);
+        assert_string_equal(json_string_value(json_object_get(m, "verdict")), "limit");
         json_decref(o);
 
         w = located(PSI_RESOURCE_IO);
@@ -223,9 +253,10 @@ static void test_init_reuse(void **state) {
 
 int main(void) {
         const struct CMUnitTest tests[] = {
-                cmocka_unit_test(test_verdict),          cmocka_unit_test(test_cpu_limits),
-                cmocka_unit_test(test_memory_io_limits), cmocka_unit_test(test_blocked),
-                cmocka_unit_test(test_init_reuse),       cmocka_unit_test(test_io_node_devices),
+                cmocka_unit_test(test_verdict),         cmocka_unit_test(test_memory_verdict),
+                cmocka_unit_test(test_cpu_limits),      cmocka_unit_test(test_memory_io_limits),
+                cmocka_unit_test(test_blocked),         cmocka_unit_test(test_init_reuse),
+                cmocka_unit_test(test_io_node_devices),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -235,6 +235,44 @@ static void test_own_limit_and_memory(void **state) {
                 "postgres (/db) waited 0.2 s for memory in 1 s: python3 (/db/job, pid 77) grew by 20.0 MiB");
 }
 
+/* Held at memory.high (the VM's incident, tests/vm case memory-high, trimmed): the summary tells
+ * the cgroup's stall and memory.high, not a process's delay: the kernel's reclaim and sleeps over
+ * high count as the cgroup's stall but need not count as any task's delay. */
+static void test_memory_high(void **state) {
+        static const char *const high =
+                "{\"type\": \"pressure\", \"trigger\": {\"cgroup\": \"/psidiag-it-high-385\", \"resource\": \"memory\","
+                " \"stall\": \"some\"}, \"sample\": {\"duration_ms\": 1019, \"stall_us\": 124421},"
+                " \"most_delayed\": [{\"pid\": 389, \"comm\": \"thrasher\", \"cgroup\": \"/psidiag-it-high-385\","
+                "   \"delay_us\": {\"cpu\": 36116, \"blkio\": 700, \"reclaim\": 117285}}],"
+                " \"culprits\": {\"resource\": \"memory\", \"scope\": \"/psidiag-it-high-385\", \"own_limit\": false,"
+                "   \"limit\": {\"cgroup\": \"/psidiag-it-high-385\", \"file\": \"memory.high\", \"bytes\": 33554432},"
+                "   \"processes\": [{\"pid\": 389, \"comm\": \"thrasher\", \"cgroup\": \"/psidiag-it-high-385\","
+                "     \"processes\": 1, \"ended\": false, \"victim\": true, \"usage\": {\"rss_bytes\": 1863680}}],"
+                "   \"cgroups\": [{\"path\": \"/psidiag-it-high-385\", \"share\": 1.0}]},"
+                " \"limits\": {\"cpu\": null, \"io\": null, \"memory\": {\"cgroup\": \"/psidiag-it-high-385\","
+                "   \"source\": \"cgroup2\", \"limited\": true, \"max_bytes\": null, \"high_bytes\": 33554432,"
+                "   \"events\": {\"high\": 208, \"max\": 0, \"oom\": 0, \"oom_kill\": 0}, \"verdict\": \"%s\"}}}";
+        char text[4096];
+
+        snprintf(text, sizeof text, high, "throttled");
+        assert_summary(text, "/psidiag-it-high-385 stalled 0.12 s on memory in 1.02 s: throttled by memory.high "
+                             "(/psidiag-it-high-385)");
+        /* The grower over high in the VM: its cgroup stalled 1.01 s of 1.01 s, its own memory
+         * delays were 6 ms: the sleeps over high are no task's delay. */
+        assert_summary("{\"type\": \"pressure\", \"trigger\": {\"cgroup\": \"/psidiag-it-highanon-358\","
+                       " \"resource\": \"memory\"}, \"sample\": {\"duration_ms\": 1010, \"stall_us\": 1006947},"
+                       " \"most_delayed\": [{\"pid\": 362, \"comm\": \"vm-grower\", \"cgroup\": "
+                       "\"/psidiag-it-highanon-358\", \"delay_us\": {\"cpu\": 4218, \"reclaim\": 6401}}],"
+                       " \"limits\": {\"memory\": {\"cgroup\": \"/psidiag-it-highanon-358\", \"high_bytes\": 33554432,"
+                       " \"events\": {\"high\": 119, \"max\": 0}, \"verdict\": \"throttled\"}}}",
+                       "/psidiag-it-highanon-358 stalled 1.01 s on memory in 1.01 s: throttled by memory.high "
+                       "(/psidiag-it-highanon-358)");
+        /* Another verdict: the process form, as before. */
+        snprintf(text, sizeof text, high, "contention");
+        assert_summary(text, "thrasher (/psidiag-it-high-385) waited 0.12 s for memory in 1.02 s: thrasher "
+                             "(/psidiag-it-high-385, pid 389) holds 1.8 MiB, itself among the stalled");
+}
+
 static void test_oom(void **state) {
         assert_summary(
                 "{\"type\": \"oom\", \"sample\": {\"duration_ms\": 1000}, \"oom\": {\"kills\": 1,"
@@ -295,6 +333,7 @@ int main(void) {
                 cmocka_unit_test(test_stall_passed),
                 cmocka_unit_test(test_dominant_cgroup_process),
                 cmocka_unit_test(test_own_limit_and_memory),
+                cmocka_unit_test(test_memory_high),
                 cmocka_unit_test(test_oom),
                 cmocka_unit_test(test_add),
         };

@@ -1,0 +1,629 @@
+#!/usr/bin/python3
+# SPDX-License-Identifier: MIT
+"""The cases, run inside the VM (tests/vm/vm.py) by a oneshot unit: Debian 12's 6.1 kernel, pure
+cgroup2 at /sys/fs/cgroup, systemd as PID 1, the agent installed by `meson install`. Without
+arguments: the runner, which formats the scratch disk (/dev/vdb), runs each case of cases.json as
+`guest.py CASE` in a session of its own under the case's deadline (SIGTERM, then SIGKILL to the
+whole session), and writes one JSON line per case to the virtio serial port psidiag.results:
+{"case", "result": pass|fail|skip, "seconds", "log"}; a first line {"event": "start", ...} says
+what the VM is. With a case's name: that case (exit 0, 1, or 77 with a SKIP: line)."""
+
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+from common import (LimitedCgroup, ScratchCgroup, check, enable_controller, make_file, run,  # noqa: E402
+                    spawn, start_watching, stop_agent, validator, wait_lines)
+
+with open(os.path.join(HERE, "cases.json")) as _f:
+    CONFIG = json.load(_f)
+PSIDIAG = CONFIG["installed"]["binary"]
+WORKLOAD = os.path.join(HERE, "psidiag-workload")
+MOUNT = "/sys/fs/cgroup"
+SCRATCH = "/mnt/scratch"
+PORT = "/dev/virtio-ports/psidiag.results"
+# Each case's deadline in the guest (TCG runs several times slower than the host).
+DEADLINE_S = {"unit": 300, "systemd-oomd": 200, "oomd": 200}
+DEFAULT_DEADLINE_S = 120
+CASES = {}
+
+
+def case(fn):
+    CASES[fn.__name__.replace("_", "-")] = fn
+    return fn
+
+
+def write(path, text):
+    with open(path, "w") as f:
+        f.write(text)
+
+
+def sh(argv, timeout=60, **kw):
+    return subprocess.run(argv, capture_output=True, text=True, timeout=timeout, **kw)
+
+
+def show(inc):
+    """The facts a case checks, printed so that the report shows them."""
+    top = (inc.get("most_delayed") or [{}])[0]
+    print(f"  summary: {inc.get('summary')}")
+    print(f"  victim: {top.get('comm')} ({top.get('cgroup')}) delay_us {top.get('delay_us')}")
+    c = inc.get("culprits") or {}
+    print(f"  culprits: scope {c.get('scope')} dominant {c.get('dominant')} "
+          f"{[(x.get('comm'), x.get('cgroup')) for x in (c.get('processes') or [])[:3]]}")
+    print(f"  limits: {json.dumps(inc.get('limits'))[:800]}")
+
+
+def memory_delay(proc):
+    """What a process waited for memory: the delay kinds taskstats counts for it."""
+    d = proc["delay_us"]
+    return sum(d.get(k) or 0 for k in ("swapin", "reclaim", "thrashing", "compact"))
+
+
+def first_culprit(inc):
+    procs = (inc.get("culprits") or {}).get("processes") or []
+    return procs[0] if procs else {}
+
+
+@case
+def check_vm():
+    """`psidiag check` as root in the VM: everything ok (pure cgroup2 at /sys/fs/cgroup, PSI and
+    its privileged triggers, taskstats, CAP_SYS_RESOURCE)."""
+    p = sh([PSIDIAG, "check"])
+    print(p.stdout + p.stderr)
+    lines = {m.group(2): m.group(1) for m in re.finditer(r"^(ok|warn|fail)\s+(\S+)", p.stdout, re.M)}
+    check(p.returncode == 0 and lines and set(lines.values()) == {"ok"}, f"psidiag check: {p.returncode} {lines}")
+    with open("/proc/self/mountinfo") as f:
+        mounts = [l.split() for l in f]
+    fs = {m[4]: m[m.index("-") + 1] for m in mounts}
+    check(fs.get("/sys/fs/cgroup") == "cgroup2" and "cgroup" not in fs.values(),
+          f"not pure cgroup2: {[(k, v) for k, v in fs.items() if 'cgroup' in v]}")
+
+
+def agent_run(cg, trigger, pred, start=None, timeout=90, **config):
+    """The agent watching cg with trigger (start() called once it watches, so that the load's
+    tasks begin with delay accounting on) until pred(incidents) holds; returns them and its log."""
+    tmp = tempfile.mkdtemp(prefix="psidiag-vm-")
+    name = re.sub(r"\W", "", cg.rel)[-20:]
+    agent, out, log = start_watching(PSIDIAG, tmp, cg, name, trigger, top=5, **config)
+    try:
+        if start:
+            start()
+        lines = wait_lines(out, pred, timeout=timeout)
+    finally:
+        stop_agent(agent)
+    text = open(log).read()
+    check(pred(lines), f"no matching incident within {timeout} s: {len(lines)} incidents\n"
+          f"{json.dumps(lines)[-3000:]}\nagent log:\n{text[-3000:]}")
+    return lines, text
+
+
+def with_culprits(lines):
+    return [i for i in lines if (i.get("culprits") or {}).get("processes")]
+
+
+@case
+def cpu_contention(validate):
+    """A one-thread service beside a batch cgroup of four spinners on 2 vCPUs: victim the service's
+    worker, culprit the batch spinner, verdict contention (no cpu.max anywhere)."""
+    with ScratchCgroup(MOUNT, "svc") as svc, ScratchCgroup(MOUNT, "batch") as batch:
+        hog = []
+        lines, _ = agent_run(svc, "cpu some 50ms 2s", with_culprits, start=lambda: (
+            svc.spawn([WORKLOAD, "spin", "svc-worker"]), hog.append(batch.spawn([WORKLOAD, "spin", "batch-spin", "4"]))))
+        inc = with_culprits(lines)[0]
+        validate(inc)
+        show(inc)
+        top = inc["most_delayed"][0]
+        check(top["comm"] == "svc-worker" and top["cgroup"] == "/" + svc.rel and top["delay_us"]["cpu"] > 0,
+              f"victim: {top}")
+        c = inc["limits"]["cpu"]
+        check(c["verdict"] == "contention" and c["source"] == "cgroup2" and not c["limited"] and c["quota_us"] is None,
+              f"limits.cpu: {c}")
+        cul = first_culprit(inc)
+        check(cul.get("pid") == hog[0].pid and cul.get("cgroup") == "/" + batch.rel, f"culprit: {cul}")
+        s = inc["summary"]
+        check(s.startswith(f"svc-worker (/{svc.rel}) waited ") and f"batch-spin (/{batch.rel}, pid {hog[0].pid})" in s,
+              f"summary: {s!r}")
+
+
+@case
+def cpu_max(validate):
+    """Two spinners in a cgroup whose cpu.max is half a CPU: verdict throttled, the quota and the
+    throttle counters from cgroup2's cpu.stat, culprits scoped to the cgroup itself."""
+    with ScratchCgroup(MOUNT, "capped") as cg:
+        check(enable_controller(MOUNT, cg, "cpu"), "no cgroup2 cpu controller")
+        write(os.path.join(cg.path, "cpu.max"), "50000 100000")
+        lines, _ = agent_run(cg, "cpu some 50ms 2s", lambda ls: ls, start=lambda: [
+            cg.spawn([WORKLOAD, "spin", "capped-spin"]) for _ in range(2)])
+        inc = lines[0]
+        validate(inc)
+        show(inc)
+        c = inc["limits"]["cpu"]
+        dur_us = inc["sample"]["duration_ms"] * 1000
+        check(c["source"] == "cgroup2" and c["limited"] and c["quota_us"] == 50000 and c["period_us"] == 100000
+              and c["cgroup"] == "/" + cg.rel, f"limits.cpu: {c}")
+        check(c["verdict"] == "throttled" and c["nr_throttled"] >= 1 and c["throttled_us"] >= dur_us * 3 // 10,
+              f"not throttled: {c}, sample {dur_us} us")
+        top = inc["most_delayed"][0]
+        check(top["comm"] == "capped-spin" and top["cgroup"] == "/" + cg.rel, f"victim: {top}")
+        cul = inc["culprits"]
+        check(cul["own_limit"] and cul["scope"] == "/" + cg.rel and cul["limit"]["file"] == "cpu.max",
+              f"culprits: {cul['scope']} {cul['limit']}")
+        check("throttled by its own cpu.max" in inc["summary"], f"summary: {inc['summary']!r}")
+
+
+@case
+def memory_max(validate):
+    """A page-cache thrasher of a 96 MiB file under a 48 MiB memory.max: limits.memory from
+    cgroup2 (max_bytes, current, events), the thrasher the victim and the culprit."""
+    data = make_file(SCRATCH, 96 << 20)
+    try:
+        with ScratchCgroup(MOUNT, "thrash") as cg, LimitedCgroup(MOUNT, cg, "thrash", 48 << 20) as lim:
+            env = dict(os.environ, PSIDIAG_FILE=data)
+            procs = []
+            lines, _ = agent_run(cg, "memory some 50ms 2s", with_culprits,
+                                 start=lambda: procs.append(spawn(cg, [WORKLOAD, "thrash", "thrasher"], env, lim.extra)))
+            inc = with_culprits(lines)[0]
+            validate(inc)
+            show(inc)
+            m = inc["limits"]["memory"]
+            check(lim.how == "cgroup2 memory.max" and m["source"] == "cgroup2" and m["max_bytes"] == 48 << 20
+                  and m["limited"] and m["cgroup"] == "/" + cg.rel, f"limits.memory: {m}")
+            check(m["current_bytes"] and m["current_bytes"] <= 48 << 20 and m["events"]["max"] > 0
+                  and m.get("verdict") == "limit", f"limits.memory: {m}")
+            top = inc["most_delayed"][0]
+            check(top["comm"] == "thrasher" and top["cgroup"] == "/" + cg.rel and memory_delay(top) > 0,
+                  f"victim: {top}")
+            cul = inc["culprits"]
+            check(cul["scope"] == "/" + cg.rel and cul["limit"]["file"] == "memory.max"
+                  and first_culprit(inc).get("pid") == procs[0].pid, f"culprits: {json.dumps(cul)[:1500]}")
+            check(inc["summary"].startswith(f"thrasher (/{cg.rel}) waited "), f"summary: {inc['summary']!r}")
+    finally:
+        os.unlink(data)
+
+
+@case
+def memory_high(validate):
+    """A page-cache thrasher of a 128 MiB file, then an anonymous grower (no swap), each held at
+    memory.high = 32 MiB (no memory.max). The grower's sleeps over high stall its cgroup a whole
+    second per second while its own memory delays are a few milliseconds. The memory verdict says
+    throttled, and the summary tells the cgroup's stall and memory.high, not a process's wait."""
+    data = make_file(SCRATCH, 128 << 20)
+    try:
+        with ScratchCgroup(MOUNT, "high") as cg:
+            check(enable_controller(MOUNT, cg, "memory"), "no cgroup2 memory controller")
+            write(os.path.join(cg.path, "memory.high"), str(32 << 20))
+            write(os.path.join(cg.path, "memory.swap.max"), "0")
+            env = dict(os.environ, PSIDIAG_FILE=data)
+            lines, _ = agent_run(cg, "memory some 50ms 2s", lambda ls: ls,
+                                 start=lambda: spawn(cg, [WORKLOAD, "thrash", "thrasher"], env))
+            inc = lines[0]
+            validate(inc)
+            show(inc)
+            print("INCIDENT: " + json.dumps(inc))
+            m = inc["limits"]["memory"]
+            top = inc["most_delayed"][0]
+            print(f"  the cgroup's stall {inc['sample']['stall_us']} us; the thrasher's memory delays "
+                  f"{memory_delay(top)} us")
+            check(m["source"] == "cgroup2" and m["high_bytes"] == 32 << 20 and m["max_bytes"] is None
+                  and m["events"]["high"] > 0, f"limits.memory: {m}")
+            check(m.get("verdict") == "throttled", f"the memory verdict: {m.get('verdict')}")
+            s = inc["summary"]
+            check(s.startswith(f"/{cg.rel} stalled ") and s.endswith(f": throttled by memory.high (/{cg.rel})"),
+                  f"summary: {s!r}")
+        # Anonymous memory over high with no swap cannot be reclaimed: the kernel makes the grower
+        # sleep over high (mem_cgroup_handle_over_high()), stall that no task's delay counts.
+        with ScratchCgroup(MOUNT, "highanon") as cg:
+            write(os.path.join(cg.path, "memory.high"), str(32 << 20))
+            write(os.path.join(cg.path, "memory.swap.max"), "0")
+            env = dict(os.environ, PSIDIAG_ALLOC_MS="2", PSIDIAG_ALLOC_MAX_MB="256")
+            lines, _ = agent_run(cg, "memory some 50ms 2s", lambda ls: ls,
+                                 start=lambda: spawn(cg, [WORKLOAD, "alloc", "vm-grower"], env))
+            inc = lines[0]
+            validate(inc)
+            show(inc)
+            m = inc["limits"]["memory"]
+            top = inc["most_delayed"][0] if inc["most_delayed"] else None
+            print(f"  anon over high: the cgroup's stall {inc['sample']['stall_us']} us; the grower's memory "
+                  f"delays {memory_delay(top) if top else None} us")
+            check(m.get("verdict") == "throttled" and m["events"]["high"] > 0, f"limits.memory: {m}")
+            check(top is None or inc["sample"]["stall_us"] > 5 * memory_delay(top),
+                  "the sleep over high counted as the grower's delay: not what 6.1 did when this was written")
+            s = inc["summary"]
+            check(s.startswith(f"/{cg.rel} stalled ") and s.endswith(f": throttled by memory.high (/{cg.rel})"),
+                  f"summary: {s!r}")
+    finally:
+        os.unlink(data)
+
+
+@case
+def oom_kill(validate):
+    """A grower under a 48 MiB memory.max killed by the kernel's OOM killer: an oom incident naming
+    the victim, the memcg, and memory.events oom_kill."""
+    with ScratchCgroup(MOUNT, "oom") as cg, LimitedCgroup(MOUNT, cg, "oom", 48 << 20) as lim:
+        env = dict(os.environ, PSIDIAG_ALLOC_MS="2")
+        grower = []
+        lines, _ = agent_run(cg, "memory some 50ms 2s", lambda ls: [i for i in ls if i["type"] == "oom"],
+                             start=lambda: grower.append(spawn(cg, [WORKLOAD, "alloc", "vm-grower"], env, lim.extra)),
+                             oom_lookback_s=300)
+        inc = [i for i in lines if i["type"] == "oom"][0]
+        validate(inc)
+        print(f"  summary: {inc['summary']}")
+        o = inc["oom"]
+        print(f"  oom: {json.dumps(o)[:1500]}")
+        v = o["victim"]
+        check(v and v["pid"] == grower[0].pid and v["comm"] == "vm-grower" and v["cgroup"] == "/" + cg.rel,
+              f"victim: {v}")
+        check(o["oom_memcg"] == "/" + cg.rel and not o["global"], f"memcg: {o.get('oom_memcg')} global {o.get('global')}")
+        events = open(os.path.join(cg.path, "memory.events")).read()
+        check(re.search(r"^oom_kill [1-9]", events, re.M), f"memory.events: {events}")
+        check(inc["summary"].startswith("the kernel's OOM killer killed vm-grower"), f"summary: {inc['summary']!r}")
+        check(grower[0].wait(10) == -9, "the grower did not die by SIGKILL")
+
+
+
+# A writer that stays one process (dd would end and start again): O_DIRECT writes of 1 MiB over
+# the first 128 MiB of its file, for ever, under the name given.
+WRITER = """
+import mmap, os, sys
+open("/proc/self/comm", "w").write(sys.argv[2])
+buf = mmap.mmap(-1, 1 << 20)
+buf.write(b"\\xa5" * (1 << 20))
+fd = os.open(sys.argv[1], os.O_WRONLY | os.O_CREAT | os.O_DIRECT, 0o600)
+while True:
+    for i in range(128):
+        os.pwrite(fd, buf, i << 20)
+"""
+
+
+def scratch_disk():
+    """MAJ:MIN of the virtio scratch disk."""
+    return open("/sys/block/vdb/dev").read().strip()
+
+
+def io_case(validate, name, rule):
+    """A writer on the scratch disk in a cgroup of its own (with io.max rule, when given)."""
+    dev = scratch_disk()
+    path = os.path.join(SCRATCH, f"{name}.data")
+    try:
+        with ScratchCgroup(MOUNT, name) as cg:
+            check(enable_controller(MOUNT, cg, "io"), "no cgroup2 io controller")
+            if rule:
+                write(os.path.join(cg.path, "io.max"), f"{dev} {rule}")
+            procs = []
+            lines, _ = agent_run(cg, "io some 50ms 2s", with_culprits, start=lambda: procs.append(
+                cg.spawn([sys.executable, "-c", WRITER, path, "vm-writer"])))
+            inc = with_culprits(lines)[0]
+            validate(inc)
+            show(inc)
+            o = inc["limits"]["io"]
+            devs = {d["device"]: d for d in o["devices"]}
+            check(o["source"] == "cgroup2" and o["devices_source"] == "cgroup" and "vdb" in devs
+                  and devs["vdb"]["wbytes"] >= 1 << 20 and f"{devs['vdb']['major']}:{devs['vdb']['minor']}" == dev,
+                  f"limits.io: {o}")
+            top = inc["most_delayed"][0]
+            check(top["comm"] == "vm-writer" and top["cgroup"] == "/" + cg.rel and top["delay_us"]["blkio"] > 0,
+                  f"victim: {top}")
+            cul = first_culprit(inc)
+            check(cul.get("pid") == procs[0].pid and cul.get("cgroup") == "/" + cg.rel, f"culprit: {cul}")
+            check(inc["summary"].startswith(f"vm-writer (/{cg.rel}) waited "), f"summary: {inc['summary']!r}")
+            return inc, devs["vdb"]
+    finally:
+        if os.path.exists(path):
+            os.unlink(path)
+
+
+@case
+def io_device(validate):
+    """A writer on the virtio scratch disk: its device named from cgroup2's io.stat
+    (devices_source cgroup) with the bytes it wrote, the writer victim and culprit."""
+    inc, vdb = io_case(validate, "iow", None)
+    check(vdb["max"] is None and not inc["limits"]["io"]["limited"], f"a rule where none was set: {vdb}")
+    check(" on vdb" in inc["summary"], f"the summary does not name vdb: {inc['summary']!r}")
+
+
+@case
+def io_max(validate):
+    """The same writer under io.max wbps=2 MiB/s on the scratch disk: the rule read back, the
+    writes held near it, culprits scoped to the cgroup's own io.max."""
+    inc, vdb = io_case(validate, "iomax", f"wbps={2 << 20}")
+    o = inc["limits"]["io"]
+    check(o["limited"] and vdb["max"] and vdb["max"]["wbps"] == 2 << 20, f"the rule: {vdb}")
+    dur_s = inc["sample"]["duration_ms"] / 1000
+    check(vdb["wbytes"] <= (2 << 20) * dur_s * 1.5 + (1 << 20), f"{vdb['wbytes']} bytes in {dur_s} s under 2 MiB/s")
+    cul = inc["culprits"]
+    check(cul["own_limit"] and cul["limit"]["file"] == "io.max", f"culprits: {cul['scope']} {cul['limit']}")
+    check("throttled by its own io.max" in inc["summary"], f"summary: {inc['summary']!r}")
+
+
+@case
+def io_ended(validate):
+    """Writers that end during the sample (dd of 256 MiB, O_DIRECT, one after another): a dd among
+    the most delayed that ended during the sample keeps its cgroup (the culprit pass's start walk
+    had it; /proc no longer does), and the summary names it instead of "dd (?)"."""
+    path = os.path.join(SCRATCH, "iodd.data")
+    loop = f"while :; do dd if=/dev/zero of={path} bs=1M count=256 oflag=direct 2>/dev/null; done"
+
+    def ended_dd(lines):
+        return [(i, e) for i in lines for e in i["most_delayed"] if e["comm"] == "dd" and e.get("ended")]
+    try:
+        with ScratchCgroup(MOUNT, "iodd") as cg:
+            check(enable_controller(MOUNT, cg, "io"), "no cgroup2 io controller")
+            lines, _ = agent_run(cg, "io some 50ms 2s", ended_dd, start=lambda: cg.spawn(["sh", "-c", loop]),
+                                 cooldown_ms=0)
+            for inc in lines:
+                validate(inc)
+            inc, e = ended_dd(lines)[0]
+            show(inc)
+            print(f"  an ended dd: {e}")
+            bad = [(x["pid"], x["cgroup"]) for _, x in ended_dd(lines) if x["cgroup"] != "/" + cg.rel]
+            check(not bad, f"ended dd without their cgroup: {bad}")
+            check("(?)" not in inc["summary"], f"summary: {inc['summary']!r}")
+    finally:
+        if os.path.exists(path):
+            os.unlink(path)
+
+
+@case
+def triggers(validate):
+    """Privileged triggers (root with CAP_SYS_RESOURCE): a 1.5 s window, not a multiple of 2 s,
+    is armed as written (the incident's effective window), and the wakeup latency (the incident's
+    time after the moment the stall crossed the threshold) is measured, printed and within the
+    window."""
+    cap = int(re.search(r"CapEff:\s+(\w+)", open("/proc/self/status").read()).group(1), 16)
+    check(cap & (1 << 24), "no CAP_SYS_RESOURCE as root in the VM")
+    with ScratchCgroup(MOUNT, "trig") as cg:
+        t0 = []
+
+        def start():
+            t0.append(time.time())
+            for _ in range(3):
+                cg.spawn([WORKLOAD, "spin", "trig-spin"])
+        lines, log = agent_run(cg, "cpu some 150ms 1500ms", lambda ls: ls, start=start)
+        inc = lines[0]
+        validate(inc)
+        t = inc["trigger"]
+        print(f"  trigger: {t}")
+        check(t["window_us"] == 1_500_000 and t["threshold_us"] == 150_000 and t["spec"] == "cpu some 150ms 1500ms",
+              f"not armed as written: {t}")
+        import datetime
+        woke = datetime.datetime.strptime(inc["time"], "%Y-%m-%dT%H:%M:%S.%fZ").replace(
+            tzinfo=datetime.timezone.utc).timestamp()
+        # Three spinners on two vCPUs: "some" stall grows with the wall clock from the start.
+        latency = woke - (t0[0] + 0.150)
+        print(f"  wakeup latency: {latency * 1000:.0f} ms after the stall crossed 150 ms (window 1500 ms)")
+        check(-0.2 < latency < 1.5, f"wakeup {latency:.3f} s after the threshold was crossed")
+
+
+@case
+def taskstats(validate):
+    """Taskstats on 6.1: the struct version the kernel sends (psidiag check), exit records heard
+    over a second of thread churn, and the TGID sums (tests/integration/test_tgid.py, as is)."""
+    p = sh([PSIDIAG, "check"])
+    m = re.search(r"^ok\s+taskstats\s+answers with struct version (\d+).*$", p.stdout, re.M)
+    check(m, f"psidiag check: {p.stdout}")
+    print(f"  {m.group(0)}")
+    check(int(m.group(1)) >= 13, f"struct version {m.group(1)}")
+    with ScratchCgroup(MOUNT, "churn") as cg:
+        cg.spawn([WORKLOAD, "churn", "vm-churn", "4"])
+        deadline = time.time() + 30
+        while len(open(os.path.join(cg.path, "cgroup.threads")).read().split()) < 2:
+            check(time.time() < deadline, "the churn workload started no thread in 30 s")
+            time.sleep(0.05)
+        p = sh([PSIDIAG, "snapshot", "/" + cg.rel, "--sample-ms", "1000"])
+        check(p.returncode == 0, f"snapshot: {p.returncode} {p.stderr}")
+        inc = json.loads(p.stdout)
+        validate(inc)
+        print(f"  exit records over 1 s of churn: {inc['sample']['exit_records']}, exited {inc['sample']['exited']}")
+        check(inc["sample"]["exit_records"] > 0, f"no exit records: {inc['sample']}")
+    p = sh([sys.executable, os.path.join(HERE, "test_tgid.py"), os.path.join(HERE, "probe-taskstats"), WORKLOAD],
+           timeout=100)
+    print(p.stdout + p.stderr)
+    check(p.returncode == 0, f"test_tgid.py: {p.returncode}")
+
+
+class Local:
+    """test_systemd.py's container, here: the VM itself (commands run as they are)."""
+
+    def run(self, argv, timeout=60, input=None):
+        env = {"PATH": "/usr/sbin:/usr/bin:/sbin:/bin", "LANG": "C.UTF-8", "SYSTEMD_PAGER": "", "TERM": "dumb"}
+        return subprocess.run(argv, capture_output=True, text=True, timeout=timeout, input=input, env=env)
+
+    def ok(self, argv, timeout=60, input=None):
+        p = self.run(argv, timeout=timeout, input=input)
+        check(p.returncode == 0, f"{' '.join(argv)} exited {p.returncode}:\n{p.stdout[-3000:]}\n{p.stderr[-3000:]}")
+        return p.stdout
+
+
+@case
+def unit():
+    """The installed unit under the VM's systemd 252: the same steps as the nspawn test
+    (tests/integration/test_systemd.py: test()): the sandbox's check, systemd-analyze, enable --now,
+    an incident from load started with systemd-run naming its unit, a reload, logrotate, a clean
+    stop."""
+    import test_systemd
+    test_systemd.test(Local(), CONFIG["installed"])
+
+
+
+def killer_case(validate, slice_name, thrash_unit, start_killer, expect, basis):
+    """A page-cache thrasher in a unit under slice_name (MemoryMax= 48M on the slice), the agent
+    watching the slice for memory pressure, the killer started by start_killer(); waits for the
+    kill incident and checks that it names expect, the victim and the pressure incident before it."""
+    data = make_file(SCRATCH, 128 << 20)
+    tmp = tempfile.mkdtemp(prefix="psidiag-vm-")
+    out, cfg, log = (os.path.join(tmp, f) for f in ("out.ndjson", "cfg.json", "agent.log"))
+    try:
+        write(cfg, json.dumps({"output": out, "sample_ms": 1000, "cooldown_ms": 0, "top": 5,
+                               "watch": [{"cgroup": slice_name, "triggers": ["memory some 100ms 2s"]}]}))
+        agent = subprocess.Popen([PSIDIAG, "--config", cfg, "--enable-delayacct", "--log-level", "debug"],
+                                 stderr=open(log, "w"))
+        try:
+            deadline = time.time() + 60
+            while "watching:" not in open(log).read():
+                check(agent.poll() is None and time.time() < deadline, f"the agent did not start:\n{open(log).read()}")
+                time.sleep(0.1)
+            t0 = time.time()
+            start_killer()
+            p = sh(["systemd-run", f"--unit={thrash_unit}", f"--slice={slice_name}", "--collect",
+                    f"--setenv=PSIDIAG_FILE={data}", WORKLOAD, "thrash", "vm-thrasher"])
+            check(p.returncode == 0, f"systemd-run: {p.stderr}")
+            lines = wait_lines(out, lambda ls: [i for i in ls if i["type"] == "kill"], timeout=150)
+        finally:
+            stop_agent(agent)
+        print(f"  kill after {time.time() - t0:.1f} s")
+        gone = not os.path.exists(os.path.join(MOUNT, slice_name, thrash_unit))
+        print(f"  the killed unit's cgroup {'is gone' if gone else 'is still there'} when the incident is read")
+        kills = [i for i in lines if i["type"] == "kill"]
+        check(kills, f"no kill incident in 150 s: {[i['type'] for i in lines]}\n"
+              f"{sh(['systemctl', 'status', '--no-pager', thrash_unit]).stdout[-1500:]}\nagent:\n"
+              f"{open(log).read()[-6000:]}")
+        inc = kills[0]
+        validate(inc)
+        k = inc["kill"]
+        print(f"  summary: {inc['summary']}")
+        print(f"  killer: {k['killer']}")
+        v = k["victims"][0]
+        print(f"  victim: {v['comm']} pid {v['pid']} {v['cgroup']} {v['signal']}")
+        check(v["comm"] == "vm-thrasher" and v["cgroup"] == f"/{slice_name}/{thrash_unit}" and v["signal"] == "SIGKILL",
+              f"victim: {v}")
+        pressure = [i for i in lines if i["type"] == "pressure"]
+        check(pressure and k["pressure"]["incident"] in [i["id"] for i in pressure],
+              f"the kill's pressure incident {k['pressure']} is not one written: {[i['id'] for i in pressure]}")
+        check(k["killer"] and k["killer"]["name"] == expect and k["killer"]["basis"] == basis,
+              f"killer: {k['killer']}, expected {expect} by its {basis}")
+        check(inc["summary"].startswith(f"killed by {expect}"), f"summary: {inc['summary']!r}")
+        return inc
+    finally:
+        sh(["systemctl", "stop", thrash_unit])
+        os.unlink(data)
+
+
+@case
+def systemd_oomd(validate):
+    """systemd-oomd 252 for real: a slice with ManagedOOMMemoryPressure=kill and a 10% limit over
+    5 s, a thrasher in a unit under it; the kill incident names systemd-oomd by its journal line
+    (its xattrs vanish with the cgroup; Debian's oomd.service runs too, so no running process can
+    tell), the victim and the pressure incident before it. The journal lines are printed."""
+    os.makedirs("/etc/systemd/oomd.conf.d", exist_ok=True)
+    write("/etc/systemd/oomd.conf.d/psidiag-vm.conf", "[OOM]\nDefaultMemoryPressureDurationSec=5s\n")
+    write("/etc/systemd/system/vmoomd.slice", "[Slice]\nMemoryMax=48M\nMemorySwapMax=0\n"
+          "ManagedOOMMemoryPressure=kill\nManagedOOMMemoryPressureLimit=10%\n")
+    sh(["systemctl", "daemon-reload"])
+    since = time.strftime("%Y-%m-%d %H:%M:%S")
+
+    def start():
+        p = sh(["systemctl", "restart", "systemd-oomd.service"])
+        check(p.returncode == 0, f"systemd-oomd: {p.stderr}")
+        sh(["systemctl", "start", "vmoomd.slice"])
+    try:
+        killer_case(validate, "vmoomd.slice", "vmoomd-thrash.service", start, "systemd-oomd", "log_line")
+    finally:
+        print("  the journal after:")
+        print(sh(["journalctl", "--no-pager", "-o", "short-monotonic", "--since", since, "-u", "systemd-oomd",
+                  "-u", "vmoomd-thrash.service"]).stdout[-3000:])
+
+
+OOMD_CONFIG = {"rulesets": [{
+    "name": "psidiag vm",
+    "detectors": [["memory pressure above 10 for 5s",
+                   {"name": "pressure_above", "args": {"cgroup": "vmmeta.slice", "resource": "memory",
+                                                       "threshold": "10", "duration": "5"}}]],
+    "actions": [{"name": "kill_by_memory_size_or_growth", "args": {"cgroup": "vmmeta.slice/*"}}]}]}
+
+
+@case
+def oomd(validate):
+    """Meta's oomd 0.5.0 for real, with a config of its own (memory pressure above 10% for 5 s on
+    a slice: kill its largest unit), stopped Debian's own oomd.service first; the kill incident
+    names oomd. Its kmsg line is printed."""
+    write("/etc/systemd/system/vmmeta.slice", "[Slice]\nMemoryMax=48M\nMemorySwapMax=0\n")
+    write("/run/psidiag-vm-oomd.json", json.dumps(OOMD_CONFIG))
+    sh(["systemctl", "daemon-reload"])
+    sh(["systemctl", "stop", "oomd.service", "systemd-oomd.service", "systemd-oomd.socket"])
+
+    def start():
+        sh(["systemctl", "start", "vmmeta.slice"])
+        p = sh(["systemd-run", "--unit=vm-oomd.service", "--collect", "/usr/bin/oomd", "--config",
+                "/run/psidiag-vm-oomd.json", "--interval", "1"])
+        check(p.returncode == 0, f"oomd: {p.stderr}")
+    try:
+        killer_case(validate, "vmmeta.slice", "vmmeta-thrash.service", start, "oomd", "kmsg")
+    finally:
+        print("  kmsg and oomd's journal after:")
+        print("\n".join(l for l in sh(["dmesg"]).stdout.splitlines() if "oomd" in l)[-1500:])
+        print(sh(["journalctl", "--no-pager", "-o", "short-monotonic", "-u", "vm-oomd.service"]).stdout[-2000:])
+        sh(["systemctl", "stop", "vm-oomd.service"])
+
+
+
+def main_case(name):
+    validate = validator(os.path.join(HERE, "schemas"))
+    fn = CASES[name]
+    if fn.__code__.co_argcount:
+        fn(validate)
+    else:
+        fn()
+
+
+def emit(port, obj):
+    port.write(json.dumps(obj) + "\n")
+    port.flush()
+
+
+def runner():
+    port = open(PORT, "w")
+    systemd = sh(["systemctl", "--version"]).stdout.split("\n")[0]
+    emit(port, {"event": "start", "kernel": os.uname().release, "systemd": systemd,
+                "cgroup": open("/proc/self/mountinfo").read().count(" - cgroup2 ") and "cgroup2" or "?",
+                "uptime_s": float(open("/proc/uptime").read().split()[0])})
+    os.makedirs(SCRATCH, exist_ok=True)
+    p = sh(["mkfs.ext4", "-q", "-F", "/dev/vdb"], timeout=120)
+    if p.returncode == 0:
+        p = sh(["mount", "/dev/vdb", SCRATCH])
+    scratch_error = None if p.returncode == 0 else f"scratch disk: {p.returncode} {p.stderr}"
+    for name in CONFIG["cases"]:
+        t = time.monotonic()
+        if name not in CASES:
+            emit(port, {"case": name, "result": "fail", "seconds": 0, "log": f"no case {name} in guest.py"})
+            continue
+        if scratch_error:
+            emit(port, {"case": name, "result": "fail", "seconds": 0, "log": scratch_error})
+            continue
+        deadline = DEADLINE_S.get(name, DEFAULT_DEADLINE_S)
+        out = tempfile.TemporaryFile("w+")
+        proc = subprocess.Popen([sys.executable, os.path.abspath(__file__), name], stdout=out,
+                                stderr=subprocess.STDOUT, start_new_session=True, cwd="/")
+        try:
+            rc = proc.wait(deadline)
+            note = ""
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGTERM)
+            try:
+                proc.wait(20)
+            except subprocess.TimeoutExpired:
+                pass
+            rc = None
+            note = f"\nFAIL: {name} did not finish within its deadline of {deadline} s"
+        try:
+            os.killpg(proc.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+        out.seek(0)
+        text = out.read()[-20000:] + note
+        result = "pass" if rc == 0 else "skip" if rc == 77 else "fail"
+        emit(port, {"case": name, "result": result, "seconds": round(time.monotonic() - t, 1), "log": text})
+    port.close()
+
+
+if __name__ == "__main__":
+    if len(sys.argv) > 1:
+        run(lambda: main_case(sys.argv[1]))
+    else:
+        runner()

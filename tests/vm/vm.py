@@ -1,0 +1,286 @@
+#!/usr/bin/python3
+# SPDX-License-Identifier: MIT
+"""Boots Debian 12's stock kernel (linux-image-amd64, 6.1) under QEMU on a Debian 12 root made by
+debootstrap from the host's apt sources (cached, tests/integration/debroot.py), with systemd as
+PID 1 and pure cgroup2 (Debian's default), 2 vCPUs, 3 GiB and a virtio scratch disk. The build is
+put into the image with `meson install` (DESTDIR), as a user installs it, with the guest's case
+runner (guest.py) and a oneshot unit that runs it and powers off. The root image is a raw ext4
+made with `mkfs.ext4 -d` from an overlay of the cached root.
+
+QEMU runs under KVM when a boot there prints the kernel's banner within KVM_PROBE_S, else under
+TCG (-accel tcg,thread=multi -cpu max). The guest writes one JSON line per case to a virtio serial
+port (a file here); this test writes results/<case>.json for the meson test of each case
+(tests/vm/case.py) and results/vm.json with the timings. It fails, with the console's last lines,
+when the VM does not boot or does not finish within its deadlines; it never waits longer.
+
+argv: BUILD_DIR WORKLOAD RESULTS_DIR CASE..."""
+
+import glob
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, "..", "integration"))
+sys.path.insert(0, HERE)
+from common import Failed, check, run, skip  # noqa: E402
+import debroot  # noqa: E402
+from debroot import sh  # noqa: E402
+from packages import PACKAGES, RECIPE  # noqa: E402
+
+BUILD, WORKLOAD, RESULTS = (os.path.abspath(a) for a in sys.argv[1:4])
+CASES = sys.argv[4:]
+KVM_PROBE_S = 20
+# From QEMU's start to the guest runner's first line (TCG boots in about a minute here).
+BOOT_S = int(os.environ.get("PSIDIAG_VM_BOOT_S", "300"))
+# Every case has its own deadline in the guest (guest.py); this bounds them all and the shutdown.
+TOTAL_S = int(os.environ.get("PSIDIAG_VM_TOTAL_S", "840"))
+MEM_MIB = 3072
+ROOT_IMAGE_MIB = 3072
+SCRATCH_MIB = 1024
+GUEST_DIR = "opt/psidiag-test"
+UNIT = "psidiag-vm-cases.service"
+T0 = time.monotonic()
+TIMES = {}
+
+
+def log(msg):
+    print(f"[{time.monotonic() - T0:6.1f}s] {msg}", flush=True)
+
+
+def alive(pid):
+    try:
+        return b"vm.py" in open(f"/proc/{pid}/cmdline", "rb").read()
+    except OSError:
+        return False
+
+
+def stage(root, installed):
+    """What the guest needs beside the installed agent: the case runner and its unit, the
+    workload, an fstab, and the list of cases with the installed paths."""
+    dest = os.path.join(root, GUEST_DIR)
+    os.makedirs(dest, exist_ok=True)
+    shutil.copy(WORKLOAD, os.path.join(dest, "psidiag-workload"))
+    shutil.copy(os.path.join(HERE, "guest.py"), dest)
+    # What the cases share with the host's tests, run there as they are.
+    for f in ("common.py", "debroot.py", "nspawn.py", "test_systemd.py", "test_tgid.py"):
+        shutil.copy(os.path.join(HERE, "..", "integration", f), dest)
+    shutil.copy(os.path.join(BUILD, "tests", "probe-taskstats"), dest)
+    shutil.copytree(os.path.join(HERE, "..", "..", "schemas"), os.path.join(dest, "schemas"), dirs_exist_ok=True)
+    with open(os.path.join(dest, "cases.json"), "w") as f:
+        json.dump({"cases": CASES, "installed": {k: "/" + os.path.relpath(v, "/") for k, v in installed.items()}}, f)
+    with open(os.path.join(root, "etc/fstab"), "w") as f:
+        f.write("/dev/vda / ext4 rw,errors=remount-ro 0 1\n")
+    with open(os.path.join(root, "etc/hostname"), "w") as f:
+        f.write("psidiag-vm\n")
+    with open(os.path.join(root, "etc/systemd/system", UNIT), "w") as f:
+        f.write(f"""[Unit]
+Description=psidiag's VM cases
+After=multi-user.target
+[Service]
+Type=oneshot
+ExecStart=/usr/bin/python3 /{GUEST_DIR}/guest.py
+ExecStopPost=/bin/systemctl --no-block poweroff
+StandardOutput=journal+console
+StandardError=journal+console
+[Install]
+WantedBy=multi-user.target
+""")
+    wants = os.path.join(root, "etc/systemd/system/multi-user.target.wants")
+    os.makedirs(wants, exist_ok=True)
+    link = os.path.join(wants, UNIT)
+    if not os.path.lexists(link):
+        os.symlink(f"/etc/systemd/system/{UNIT}", link)
+
+
+def boot_files(root):
+    kernels = sorted(glob.glob(os.path.join(root, "boot/vmlinuz-*")))
+    check(kernels, "no kernel in the root's /boot (linux-image-amd64)")
+    kernel = kernels[-1]
+    initrd = kernel.replace("vmlinuz-", "initrd.img-")
+    check(os.path.exists(initrd), f"no {initrd}: initramfs-tools did not make one")
+    return kernel, initrd
+
+
+class Qemu:
+    def __init__(self, work, kernel, initrd, root_image, scratch, accel, probe=False):
+        self.console = os.path.join(work, f"console-{accel}.log")
+        self.results = os.path.join(work, f"results-{accel}.ndjson")
+        for p in (self.console, self.results):
+            open(p, "w").close()
+        cpu = ["-accel", "kvm", "-cpu", "host"] if accel == "kvm" else ["-accel", "tcg,thread=multi", "-cpu", "max"]
+        argv = ["qemu-system-x86_64", "-machine", "q35"] + cpu + [
+            "-smp", "2", "-m", str(MEM_MIB), "-display", "none", "-monitor", "none", "-nic", "none", "-no-reboot",
+            "-serial", f"file:{self.console}",
+            "-kernel", kernel, "-initrd", initrd,
+            "-append", "root=/dev/vda rw console=ttyS0 panic=-1 systemd.show_status=1 net.ifnames=0",
+            "-drive", f"file={root_image},format=raw,if=virtio,cache=unsafe",
+            "-drive", f"file={scratch},format=raw,if=virtio,cache=unsafe",
+            "-device", "virtio-serial", "-chardev", f"file,id=results,path={self.results}",
+            "-device", "virtserialport,chardev=results,name=psidiag.results"] + (["-snapshot"] if probe else [])
+        self.proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                                     stderr=subprocess.STDOUT)
+
+    def tail(self, n=40):
+        try:
+            with open(self.console, errors="replace") as f:
+                lines = f.read().splitlines()
+        except OSError:
+            return ""
+        return "\n".join(lines[-n:])
+
+    def lines(self):
+        with open(self.results, errors="replace") as f:
+            data = f.read()
+        out = []
+        for line in data.split("\n")[:-1]:
+            try:
+                out.append(json.loads(line))
+            except json.JSONDecodeError:
+                log(f"a line from the guest that is not JSON: {line[:200]!r}")
+        return out
+
+    def stop(self):
+        if self.proc.poll() is None:
+            self.proc.kill()
+        try:
+            out = self.proc.communicate(timeout=10)[0]
+        except subprocess.TimeoutExpired:
+            out = b""
+        return (out or b"").decode(errors="replace")
+
+
+def kvm_boots(work, files, root_image, scratch):
+    """Whether QEMU under KVM gets as far as the kernel's banner within KVM_PROBE_S (a nested guest
+    can hang before it, or QEMU fail at once), and why not."""
+    if not os.access("/dev/kvm", os.R_OK | os.W_OK):
+        return False, "no /dev/kvm to use"
+    q = Qemu(work, *files, root_image, scratch, "kvm", probe=True)
+    try:
+        deadline = time.time() + KVM_PROBE_S
+        while time.time() < deadline and q.proc.poll() is None:
+            if "Linux version" in q.tail(200):
+                return True, "booting"
+            time.sleep(0.5)
+    finally:
+        out = q.stop().strip().splitlines()
+    return False, (f"QEMU exited: {out[0] if out else '?'}" if q.proc.returncode not in (None, -9)
+                   else f"no kernel banner within {KVM_PROBE_S} s")
+
+
+def write_result(name, result):
+    with open(os.path.join(RESULTS, f"{name}.json"), "w") as f:
+        json.dump(result, f)
+
+
+def main():
+    if os.geteuid() != 0:
+        skip("needs root (debootstrap, overlay mounts, mkfs.ext4 -d of a root)")
+    for tool in ("qemu-system-x86_64", "debootstrap", "mkfs.ext4"):
+        if not shutil.which(tool):
+            skip(f"{tool} is not installed (scripts/test --vm installs qemu-system-x86, debootstrap and e2fsprogs)")
+    os.makedirs(RESULTS, exist_ok=True)
+    for old in glob.glob(os.path.join(RESULTS, "*.json")):
+        os.unlink(old)
+    debroot.sweep_overlays("vm", alive, log)
+    t = time.monotonic()
+    lower = debroot.ensure_root("vm", RECIPE, PACKAGES, log, timeout=1200)
+    TIMES["root_s"] = round(time.monotonic() - t, 1)
+    overlay = qemu = None
+    work = os.path.join(RESULTS, "work")
+    os.makedirs(work, exist_ok=True)
+    try:
+        t = time.monotonic()
+        overlay = debroot.Overlay(lower, "vm")
+        overlay.mount()
+        installed = debroot.install_build(BUILD, overlay.merged)
+        stage(overlay.merged, installed)
+        files = [os.path.join(work, n) for n in ("vmlinuz", "initrd.img")]
+        for src, dst in zip(boot_files(overlay.merged), files):
+            shutil.copy(src, dst)
+        root_image = os.path.join(work, "root.raw")
+        scratch = os.path.join(work, "scratch.raw")
+        for p in (root_image, scratch):
+            if os.path.exists(p):
+                os.unlink(p)
+        p = sh(["mkfs.ext4", "-q", "-F", "-L", "psidiag-vm", "-d", overlay.merged, root_image, f"{ROOT_IMAGE_MIB}M"],
+               timeout=300)
+        check(p.returncode == 0, f"mkfs.ext4 -d: {p.returncode}\n{p.stderr[-2000:]}")
+        with open(scratch, "wb") as f:
+            f.truncate(SCRATCH_MIB << 20)
+        overlay.close()
+        overlay = None
+        TIMES["image_s"] = round(time.monotonic() - t, 1)
+        log(f"root image {os.path.getsize(root_image) >> 20} MiB (sparse) in {TIMES['image_s']} s")
+
+        t = time.monotonic()
+        kvm, why = kvm_boots(work, files, root_image, scratch)
+        accel = "kvm" if kvm else "tcg"
+        TIMES["kvm_probe_s"] = round(time.monotonic() - t, 1)
+        log(f"accelerator: {accel} (KVM probe {TIMES['kvm_probe_s']} s: {why})")
+        TIMES["accel"] = accel
+        t = time.monotonic()
+        qemu = Qemu(work, *files, root_image, scratch, accel)
+        started = None
+        done = {}
+        deadline = t + TOTAL_S
+        while True:
+            code = qemu.proc.poll()
+            lines = qemu.lines()
+            for line in lines:
+                if line.get("event") == "start" and started is None:
+                    started = line
+                    TIMES["boot_s"] = round(time.monotonic() - t, 1)
+                    log(f"guest runner started after {TIMES['boot_s']} s: {line.get('kernel')}, "
+                        f"{line.get('cgroup')}, systemd {line.get('systemd')}")
+                elif "case" in line and line["case"] not in done:
+                    done[line["case"]] = line
+                    log(f"{line['case']}: {line['result']} in {line['seconds']} s")
+                    write_result(line["case"], line)
+            if code is not None:
+                break
+            now = time.monotonic()
+            if started is None and now - t > BOOT_S:
+                raise Failed(f"the VM did not boot to its case runner within {BOOT_S} s ({accel}); console:\n"
+                             + qemu.tail())
+            if now > deadline:
+                raise Failed(f"the VM did not finish within {TOTAL_S} s ({accel}); cases done: {list(done)}; "
+                             f"console:\n" + qemu.tail())
+            time.sleep(1)
+        TIMES["vm_s"] = round(time.monotonic() - t, 1)
+        out = qemu.stop()
+        log(f"QEMU exited {code} after {TIMES['vm_s']} s")
+        check(started, f"QEMU exited {code} before the case runner started: {out[-2000:]}\nconsole:\n{qemu.tail()}")
+        missing = [c for c in CASES if c not in done]
+        check(not missing, f"the guest did not run {missing}; console:\n{qemu.tail()}")
+        TIMES["cases"] = {c: done[c]["seconds"] for c in CASES}
+    except Exception as e:
+        # The cases that never ran fail with the same reason and the console's last lines.
+        for c in CASES:
+            if not os.path.exists(os.path.join(RESULTS, f"{c}.json")):
+                write_result(c, {"case": c, "result": "fail", "seconds": None, "log": f"not run: {e}"})
+        raise
+    finally:
+        if qemu:
+            qemu.stop()
+        if overlay:
+            overlay.close()
+        TIMES["total_s"] = round(time.monotonic() - T0, 1)
+        with open(os.path.join(RESULTS, "vm.json"), "w") as f:
+            json.dump(TIMES, f, indent=1)
+        log(f"timings: {json.dumps(TIMES)}")
+        for p in glob.glob(os.path.join(work, "*.raw")):
+            os.unlink(p)
+
+
+def interrupted(signum, _frame):
+    raise Failed(f"interrupted by signal {signum} (meson's timeout sends SIGTERM)")
+
+
+for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
+    signal.signal(sig, interrupted)
+run(main)
