@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* The decisions of `kill` incidents (issue 26), without a loop and without I/O: whether an exit
+/* The decisions of `kill` incidents (docs/killers.md), without a loop and without I/O: whether an exit
  * record is a kill (its signal), whether its process was a watched cgroup's member and not the
  * kernel's OOM victim, how the victims of one cgroup are grouped, which log lines are a killer's
  * marks (probes/killmarks.h parses them), and which mark names the killer. The agent (agent/kills.c)
