@@ -18,10 +18,8 @@ struct AgentHealth {
 int health_start(Agent *a) {
         AgentHealth *h = calloc(1, sizeof *h);
 
-        if (!h) {
-                log_error("out of memory");
+        if (!h)
                 return -ENOMEM;
-        }
         h->complaints.interval_us = SINK_COMPLAINT_INTERVAL_US;
         a->health = h;
         return 0;

@@ -7,7 +7,7 @@
 
 #include "agent/core.h"
 
-/* 0 or -ENOMEM (logged). */
+/* a->health. 0 or -ENOMEM (not logged). */
 int health_start(Agent *a);
 void health_stop(Agent *a);
 
