@@ -7,6 +7,7 @@
 #include "agent/health.h"
 #include "agent/options.h"
 #include "agent/reload.h"
+#include "agent/trigger.h"
 #include "agent/watch.h"
 #include "base/log.h"
 #include "base/macro.h"
@@ -121,7 +122,7 @@ void reload_config(Agent *a) {
                         } else {
                                 if (w->timing.sampling && w->fired == t)
                                         watch_drop_sample(w, "its trigger was removed by a reload");
-                                watch_trigger_free(a, t);
+                                trigger_free(a, t);
                                 closed++;
                         }
                 }
@@ -147,7 +148,7 @@ void reload_config(Agent *a) {
                                 (void) fd_budget_starved(&a->fds, r, 1);
                                 continue;
                         }
-                        Trigger *t = watch_trigger_arm(a, w, cgroup_fd, &nw->triggers[k]);
+                        Trigger *t = trigger_arm(a, w, cgroup_fd, &nw->triggers[k]);
                         if (t)
                                 w->triggers[w->n_triggers++] = t;
                 }

@@ -31,11 +31,5 @@ void watch_drop_sample(Watch *w, const char *why);
  * flight may hold some. 0 or -ENOMEM (what could be allocated is kept). */
 int watch_onwhat_reserve(Agent *a, size_t n);
 
-/* Arms one trigger of w; cgroup_fd is w's cgroup directory (-EBADF node-wide). NULL when it could
- * not be armed (logged, or counted as out of descriptors). */
-Trigger *watch_trigger_arm(Agent *a, Watch *w, int cgroup_fd, const WatchTrigger *cfg);
-/* Takes t out of the trigger set and hands its fd to the closer. */
-void watch_trigger_free(Agent *a, Trigger *t);
-
 /* The trigger set's notify fd is readable: handles its events (ev_io callback, data: the agent). */
 void watch_on_trigger_set(struct ev_loop *loop, ev_io *io, int revents);
