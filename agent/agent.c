@@ -7,7 +7,14 @@
 #include <unistd.h>
 
 #include "agent/agent.h"
-#include "agent/daemon.h"
+#include "agent/core.h"
+#include "agent/discovery.h"
+#include "agent/health.h"
+#include "agent/kills.h"
+#include "agent/oom.h"
+#include "agent/oomwatch.h"
+#include "agent/reload.h"
+#include "agent/watch.h"
 #include "base/log.h"
 #include "base/macro.h"
 #include "base/fileio.h"
@@ -22,7 +29,7 @@ static void on_stop_signal(struct ev_loop *loop, ev_signal *sig, int revents) {
 }
 
 static void on_sighup(struct ev_loop *loop, ev_signal *sig, int revents) {
-        reload(ASSERT_PTR(sig->data));
+        reload_config(ASSERT_PTR(sig->data));
 }
 
 static void on_quiet(struct ev_loop *loop, ev_periodic *p, int revents) {
@@ -32,13 +39,12 @@ static void agent_free(Agent *a) {
         size_t closing = a->armed;
         usec_t start = now_usec(CLOCK_MONOTONIC);
 
-        if (a->loop)
-                oom_watch_stop(a);
+        oom_stop(a);
+        oomwatch_stop(a);
         kills_stop(a);
         while (a->n_watches > 0)
                 watch_remove(a, a->watches[a->n_watches - 1]);
-        agent_onwhat_free(a);
-        agent_passes_free(a);
+        watch_stop(a);
         /* The kernel would close what is left one by one at exit, a grace period each: close the
          * triggers here, all at once, and wait for them. */
         if (a->loop && a->psi)
@@ -50,22 +56,18 @@ static void agent_free(Agent *a) {
                           (unsigned long long) ((now_usec(CLOCK_MONOTONIC) - start) / USEC_PER_MSEC));
         free(a->watches);
         free(a->procs.items);
-        free(a->missing_warned);
         if (a->loop) {
                 ev_signal_stop(a->loop, &a->sig_int);
                 ev_signal_stop(a->loop, &a->sig_term);
                 ev_signal_stop(a->loop, &a->sig_hup);
                 ev_periodic_stop(a->loop, &a->quiet);
         }
-        a->cgroup_watch = dirwatch_free(a->cgroup_watch);
-        for (size_t i = 0; i < a->n_dirs; i++)
-                free(a->dirs[i].path);
-        free(a->dirs);
+        discovery_stop(a);
         for (size_t i = 0; i < a->n_sinks; i++)
                 sink_free(a->sinks[i]);
         free(a->sinks);
-        free(a->metric_outputs);
-        agent_watch_counts_free(a);
+        health_stop(a);
+        counters_done(&a->counters);
         config_free(a->config);
         rate_limit_done(&a->rate);
         history_done(&a->history);
@@ -77,10 +79,7 @@ static void agent_free(Agent *a) {
 int agent_run(const AgentOptions *opts) {
         Agent agent = {
                 .opts = opts,
-                .kmsg_fd = -EBADF,
                 .rate_warned.interval_us = 60 * USEC_PER_SEC,
-                .kmsg_lost_warned.interval_us = 60 * USEC_PER_SEC,
-                .metrics_complaints.interval_us = SINK_COMPLAINT_INTERVAL_US,
         }, *a = &agent;
         _cleanup_free_ char *error = NULL;
         int r, exit_code = 1;
@@ -137,7 +136,11 @@ int agent_run(const AgentOptions *opts) {
                 log_error_errno(r, "cannot set up the trigger set");
                 goto finish;
         }
-        ev_io_init(&a->psi_io, on_trigger_set, psi_set_notify_fd(a->psi), EV_READ);
+        if (health_start(a) < 0 || watch_start(a) < 0 || oom_start(a) < 0) {
+                log_error("out of memory");
+                goto finish;
+        }
+        ev_io_init(&a->psi_io, watch_on_trigger_set, psi_set_notify_fd(a->psi), EV_READ);
         a->psi_io.data = a;
         ev_io_start(a->loop, &a->psi_io);
         a->top_max = 1;
@@ -145,8 +148,7 @@ int agent_run(const AgentOptions *opts) {
                 a->top_max = MAX(a->top_max, a->config->watches[i].top);
         a->procs.cap = (size_t) a->top_max * 2; /* most delayed, culprits */
         a->procs.items = calloc(a->procs.cap, sizeof *a->procs.items);
-        a->missing_warned = calloc(a->config->n_watches ? a->config->n_watches : 1, sizeof *a->missing_warned);
-        if (!a->procs.items || !a->missing_warned) {
+        if (!a->procs.items) {
                 log_error("out of memory");
                 goto finish;
         }
@@ -159,13 +161,9 @@ int agent_run(const AgentOptions *opts) {
         ev_signal_start(a->loop, &a->sig_int);
         ev_signal_start(a->loop, &a->sig_term);
         ev_signal_start(a->loop, &a->sig_hup);
-        /* Cgroups that appear later (a glob's new match, a configured path created after start, one
-         * removed and created again) are noticed by inotify on their parent directories. */
-        if (a->rt.sysroot->cgroup2_fd >= 0) {
-                r = dirwatch_new(a->loop, discovery_event, a, &a->cgroup_watch);
-                if (r < 0)
-                        log_warning_errno(r, "cannot watch for new cgroups (inotify); only those present now are "
-                                             "armed");
+        if (discovery_start(a) < 0) {
+                log_error("out of memory");
+                goto finish;
         }
 
         /* libev caps every wait at MAX_BLOCKTIME (59.743 s) to notice clock jumps, unless it watches
@@ -176,30 +174,30 @@ int agent_run(const AgentOptions *opts) {
         ev_periodic_start(a->loop, &a->quiet);
 
         fd_budget_init(&a->fds, fd_budget_reserve(a->config->max_concurrent_samples + OOM_SAMPLING_MAX), a->closer);
-        if (agent_onwhat_reserve(a, a->config->max_concurrent_samples) < 0)
+        if (watch_onwhat_reserve(a, a->config->max_concurrent_samples) < 0)
                 log_warning("out of memory: some incidents will go without \"limits\" and \"blocked\"");
-        discover(a);
+        discovery_run(a);
         if (a->fds.starved > 0)
                 log_error("%u of %u triggers are not armed: out of file descriptors (see above)", a->fds.starved,
                           a->fds.starved + a->armed);
         bool waiting = false;
         for (size_t i = 0; i < a->config->n_watches; i++)
-                waiting = waiting || (a->config->watches[i].cgroup && a->cgroup_watch);
+                waiting = waiting || (a->config->watches[i].cgroup && discovery_follows_new_cgroups(a));
         if (a->armed == 0 && !waiting) {
                 log_error("no trigger could be armed; nothing to watch");
                 goto finish;
         }
-        oom_watch_start(a);
+        oomwatch_start(a);
         if (kills_start(a) < 0)
                 log_warning("out of memory: kill incidents are not reported");
-        a->start_time_s = now_usec(CLOCK_REALTIME) / USEC_PER_SEC;
-        agent_metrics_update(a);
+        a->counters.start_time_s = now_usec(CLOCK_REALTIME) / USEC_PER_SEC;
+        health_update(a);
         log_info("watching: %u trigger%s armed on %zu watch%s", a->armed, a->armed == 1 ? "" : "s", a->n_watches,
                  a->n_watches == 1 ? "" : "es");
         a->started = true;
 
         ev_run(a->loop, 0);
-        agent_metrics_update(a);
+        health_update(a);
         for (size_t i = 0; i < a->n_sinks; i++) {
                 Sink *o = a->sinks[i];
                 log_info("%s: %llu incident%s written, %llu lost", o->name, (unsigned long long) o->written,

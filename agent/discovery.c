@@ -9,38 +9,58 @@
 #include <sys/inotify.h>
 #include <unistd.h>
 
-#include "agent/daemon.h"
+#include "agent/dirwatch.h"
+#include "agent/discovery.h"
+#include "agent/health.h"
+#include "agent/watch.h"
 #include "base/array.h"
 #include "base/fileio.h"
 #include "base/log.h"
 #include "base/macro.h"
 
+/* A directory under inotify watch: somewhere a configured cgroup (or a glob's match) may appear. */
+typedef struct WatchedDir {
+        int wd;
+        char *path; /* relative to the cgroup2 mount, "" the root */
+} WatchedDir;
+
+struct Discovery {
+        Dirwatch *dirwatch;   /* where configured cgroups may appear */
+        bool rediscover;      /* a burst of its events asks for discovery_run() */
+        bool watches_changed; /* ... or removed watches, for the metrics */
+        WatchedDir *dirs;
+        size_t n_dirs, cap_dirs;
+        bool inotify_full_warned;
+        bool *missing_warned; /* per config watch: "not there yet" said once */
+};
+
 /* inotify on a directory of the cgroup2 tree (relative path), once. */
 static void dir_watch(Agent *a, const char *path) {
+        Discovery *d = a->discovery;
         _cleanup_free_ char *abs = NULL;
         int wd;
 
-        if (!a->cgroup_watch || asprintf(&abs, "%s/%s", a->rt.sysroot->cgroup2_path, path) < 0)
+        if (!d->dirwatch || asprintf(&abs, "%s/%s", a->rt.sysroot->cgroup2_path, path) < 0)
                 return;
-        wd = dirwatch_add(a->cgroup_watch, abs,
+        wd = dirwatch_add(d->dirwatch, abs,
                           IN_CREATE | IN_DELETE | IN_MOVED_TO | IN_MOVED_FROM | IN_ONLYDIR | IN_DONT_FOLLOW);
         if (wd < 0) {
-                if (wd == -ENOSPC && !a->inotify_full_warned) {
+                if (wd == -ENOSPC && !d->inotify_full_warned) {
                         log_warning("out of inotify watches (fs.inotify.max_user_watches): new cgroups under %s are "
                                     "not noticed until the next reload",
                                     abs);
-                        a->inotify_full_warned = true;
+                        d->inotify_full_warned = true;
                 }
                 return;
         }
-        for (size_t i = 0; i < a->n_dirs; i++)
-                if (a->dirs[i].wd == wd)
+        for (size_t i = 0; i < d->n_dirs; i++)
+                if (d->dirs[i].wd == wd)
                         return;
-        if (array_grow((void **) &a->dirs, &a->cap_dirs, a->n_dirs, 16, sizeof *a->dirs) < 0)
+        if (array_grow((void **) &d->dirs, &d->cap_dirs, d->n_dirs, 16, sizeof *d->dirs) < 0)
                 return;
-        a->dirs[a->n_dirs] = (WatchedDir) { .wd = wd, .path = strdup(path) };
-        if (a->dirs[a->n_dirs].path)
-                a->n_dirs++;
+        d->dirs[d->n_dirs] = (WatchedDir) { .wd = wd, .path = strdup(path) };
+        if (d->dirs[d->n_dirs].path)
+                d->n_dirs++;
 }
 
 static bool has_glob(const char *s, size_t n) {
@@ -109,7 +129,9 @@ static unsigned discover_walk(Agent *a, const WatchConfig *cfg, const char *rest
 
 /* Arms whatever the config asks for and is not armed yet: node-wide watches, concrete cgroups that
  * now exist, and every current match of a glob. */
-void discover(Agent *a) {
+void discovery_run(Agent *a) {
+        Discovery *d = a->discovery;
+
         for (size_t i = 0; i < a->config->n_watches; i++) {
                 const WatchConfig *cfg = &a->config->watches[i];
                 unsigned n;
@@ -122,48 +144,50 @@ void discover(Agent *a) {
                 if (a->rt.sysroot->cgroup2_fd < 0)
                         continue;
                 n = discover_walk(a, cfg, cfg->cgroup, a->rt.sysroot->cgroup2_fd, "");
-                if (n == 0 && !a->missing_warned[i]) {
+                if (n == 0 && !d->missing_warned[i]) {
                         if (has_glob(cfg->cgroup, strlen(cfg->cgroup)))
                                 log_info("no cgroup matches %s yet; matches are armed as they appear", cfg->cgroup);
                         else
                                 log_warning("cgroup %s does not exist (yet); it is armed when it appears", cfg->cgroup);
-                        a->missing_warned[i] = true;
+                        d->missing_warned[i] = true;
                 } else if (n > 0)
-                        a->missing_warned[i] = false;
+                        d->missing_warned[i] = false;
         }
 }
 
-void discovery_event(Dirwatch *d, const struct inotify_event *e, void *userdata) {
+/* Events on the directories where configured cgroups may appear. */
+static void on_dir_event(Dirwatch *dw, const struct inotify_event *e, void *userdata) {
         Agent *a = ASSERT_PTR(userdata);
+        Discovery *d = a->discovery;
         const WatchedDir *dir = NULL;
 
         if (!e) { /* the end of a burst: act once on what it said */
-                if (a->rediscover)
-                        discover(a);
-                if (a->rediscover || a->watches_changed)
-                        agent_metrics_update(a);
-                a->rediscover = a->watches_changed = false;
+                if (d->rediscover)
+                        discovery_run(a);
+                if (d->rediscover || d->watches_changed)
+                        health_update(a);
+                d->rediscover = d->watches_changed = false;
                 return;
         }
         if (e->mask & IN_Q_OVERFLOW) {
-                a->rediscover = true;
+                d->rediscover = true;
                 return;
         }
-        for (size_t i = 0; i < a->n_dirs; i++)
-                if (a->dirs[i].wd == e->wd)
-                        dir = &a->dirs[i];
+        for (size_t i = 0; i < d->n_dirs; i++)
+                if (d->dirs[i].wd == e->wd)
+                        dir = &d->dirs[i];
         if (!dir)
                 return;
         if (e->mask & IN_IGNORED) { /* the directory itself is gone */
-                size_t i = (size_t) (dir - a->dirs);
-                free(a->dirs[i].path);
-                a->dirs[i] = a->dirs[--a->n_dirs];
+                size_t i = (size_t) (dir - d->dirs);
+                free(d->dirs[i].path);
+                d->dirs[i] = d->dirs[--d->n_dirs];
                 return;
         }
         if (!(e->mask & IN_ISDIR) || e->len == 0)
                 return;
         if (e->mask & (IN_CREATE | IN_MOVED_TO))
-                a->rediscover = true;
+                d->rediscover = true;
         if (e->mask & (IN_DELETE | IN_MOVED_FROM)) {
                 _cleanup_free_ char *gone = NULL;
                 if (asprintf(&gone, "%s%s%s", dir->path, dir->path[0] ? "/" : "", e->name) < 0)
@@ -172,11 +196,57 @@ void discovery_event(Dirwatch *d, const struct inotify_event *e, void *userdata)
                         Watch *w = a->watches[i];
                         if (w->path && strcmp(w->path, gone) == 0) {
                                 log_info("cgroup %s was removed: its triggers are closed", w->name);
-                                a->cgroups_gone++;
+                                a->counters.cgroups_gone++;
                                 watch_remove(a, w); /* swaps the last watch into i */
-                                a->watches_changed = true;
+                                d->watches_changed = true;
                         } else
                                 i++;
                 }
         }
+}
+
+int discovery_start(Agent *a) {
+        Discovery *d = calloc(1, sizeof *d);
+        int r;
+
+        if (!d)
+                return -ENOMEM;
+        d->missing_warned = calloc(MAX(a->config->n_watches, (size_t) 1), sizeof *d->missing_warned);
+        if (!d->missing_warned) {
+                free(d);
+                return -ENOMEM;
+        }
+        a->discovery = d;
+        /* Cgroups that appear later (a glob's new match, a configured path created after start, one
+         * removed and created again) are noticed by inotify on their parent directories. */
+        if (a->rt.sysroot->cgroup2_fd >= 0) {
+                r = dirwatch_new(a->loop, on_dir_event, a, &d->dirwatch);
+                if (r < 0)
+                        log_warning_errno(r, "cannot watch for new cgroups (inotify); only those present now are "
+                                             "armed");
+        }
+        return 0;
+}
+
+void discovery_stop(Agent *a) {
+        Discovery *d = a->discovery;
+
+        if (!d)
+                return;
+        d->dirwatch = dirwatch_free(d->dirwatch);
+        for (size_t i = 0; i < d->n_dirs; i++)
+                free(d->dirs[i].path);
+        free(d->dirs);
+        free(d->missing_warned);
+        free(d);
+        a->discovery = NULL;
+}
+
+bool discovery_follows_new_cgroups(const Agent *a) {
+        return a->discovery && a->discovery->dirwatch;
+}
+
+void discovery_take_warned(Agent *a, bool *missing_warned) {
+        free(a->discovery->missing_warned);
+        a->discovery->missing_warned = missing_warned;
 }

@@ -7,13 +7,14 @@
 #include <unistd.h>
 
 #include "agent/killers.h"
+#include "base/cgpath.h"
 #include "base/fileio.h"
 #include "base/log.h"
 #include "base/macro.h"
 #include "probes/procfs.h"
 #include "probes/tasks.h"
 
-void kill_logs_open(KillLogs *k, const Config *c) {
+void killers_logs_open(KillLogs *k, const Config *c) {
         static const char *const defaults[] = CONFIG_DEFAULT_KILL_LOG_FILES;
         size_t n = c->has_kill_log_files ? c->n_kill_log_files : ELEMENTSOF(defaults);
 
@@ -37,7 +38,7 @@ void kill_logs_open(KillLogs *k, const Config *c) {
                 log_debug_errno(r, "cannot read the journal for killers' lines");
 }
 
-void kill_logs_close(KillLogs *k) {
+void killers_logs_close(KillLogs *k) {
         for (size_t i = 0; i < k->n_logs; i++) {
                 safe_close(k->logs[i].fd);
                 free(k->logs[i].path);
@@ -46,7 +47,7 @@ void kill_logs_close(KillLogs *k) {
         k->journal = kill_journal_close(k->journal);
 }
 
-void kill_logs_drain(KillLogs *k, void (*mark)(const KillMark *m, void *userdata), void *userdata) {
+void killers_logs_drain(KillLogs *k, void (*mark)(const KillMark *m, void *userdata), void *userdata) {
         kill_journal_drain(k->journal, mark, userdata);
         for (size_t i = 0; i < k->n_logs; i++) {
                 KillLog *l = &k->logs[i];
@@ -77,7 +78,7 @@ void kill_logs_drain(KillLogs *k, void (*mark)(const KillMark *m, void *userdata
         }
 }
 
-size_t kill_running_killers(const Sysroot *s, KillerKind *ret, size_t max) {
+size_t killers_running(const Sysroot *s, KillerKind *ret, size_t max) {
         TidList l = {};
         size_t n = 0;
 
@@ -111,4 +112,53 @@ size_t kill_running_killers(const Sysroot *s, KillerKind *ret, size_t max) {
         }
         tid_list_done(&l);
         return n;
+}
+
+void killers_xattrs_note(KillXattrBases *b, const Sysroot *s, const char *path) {
+        int fd;
+
+        for (size_t i = 0; i < b->n; i++)
+                if (strcmp(b->items[i].path, path) == 0)
+                        return;
+        if (b->n >= KILLERS_XATTR_CGROUPS_MAX || sysroot_open_cgroup(s, path, &fd) < 0)
+                return;
+        snprintf(b->items[b->n].path, sizeof b->items[b->n].path, "%s", path);
+        if (killmarks_read_cgroup_xattrs(fd, &b->items[b->n].x) < 0)
+                b->items[b->n].x = (CgroupKillXattrs) {};
+        b->n++;
+        safe_close(fd);
+}
+
+KillerKind killers_xattrs_grew(const KillXattrBases *b, const Sysroot *s, const char *cgroup, const char *watch_path,
+                               char *name, size_t size) {
+        char p[KILL_CGROUP_MAX];
+
+        if (!cgroup)
+                return KILLER_UNKNOWN;
+        snprintf(p, sizeof p, "%s", cgroup);
+        for (;;) {
+                int fd;
+                CgroupKillXattrs now = {};
+                const CgroupKillXattrs *base = NULL;
+
+                for (size_t i = 0; i < b->n; i++)
+                        if (strcmp(b->items[i].path, p) == 0)
+                                base = &b->items[i].x;
+                if (sysroot_open_cgroup(s, p, &fd) >= 0) {
+                        (void) killmarks_read_cgroup_xattrs(fd, &now);
+                        safe_close(fd);
+                }
+                for (KillXattr x = 0; x < _KILL_XATTR_MAX; x++) {
+                        bool grew = now.present[x] &&
+                                    (!base || !base->present[x] ||
+                                     (now.has_count[x] && base->has_count[x] && now.count[x] > base->count[x]) ||
+                                     strcmp(now.value[x], base->value[x]) != 0);
+                        if (grew) {
+                                snprintf(name, size, "%s", kill_xattr_name(x));
+                                return killmarks_xattrs_killer(&now);
+                        }
+                }
+                if (!watch_path || strcmp(p, watch_path) == 0 || !cgpath_parent(p))
+                        return KILLER_UNKNOWN;
+        }
 }

@@ -9,8 +9,11 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "agent/daemon.h"
+#include "agent/health.h"
 #include "agent/killers.h"
+#include "agent/kills.h"
+#include "agent/report.h"
+#include "base/cgpath.h"
 #include "base/log.h"
 #include "base/macro.h"
 #include "probes/limits-find.h"
@@ -21,13 +24,7 @@
 
 #define KILL_TICK_S 1.0
 #define KILL_MEMBERS_MAX 4096
-#define KILL_XATTR_CGROUPS_MAX 16
 #define KILL_RELATED_MAX 64
-
-typedef struct XattrBase {
-        char path[KILL_CGROUP_MAX];
-        CgroupKillXattrs x;
-} XattrBase;
 
 typedef struct KillWindow {
         AgentKills *k;
@@ -38,8 +35,7 @@ typedef struct KillWindow {
         KillMembers members;
         uint64_t oom_kill_base;
         bool has_oom_kill_base;
-        XattrBase xattrs[KILL_XATTR_CGROUPS_MAX];
-        size_t n_xattrs;
+        KillXattrBases xattrs;
         KillGroup *group; /* in flight, written when group_timer fires */
         ev_timer group_timer;
 } KillWindow;
@@ -57,7 +53,6 @@ struct AgentKills {
         size_t n_marks, marks_next;
         KillLogs logs;
         uint64_t lost;
-        uint64_t by_killer[_KILLER_MAX];
 };
 
 static void mark_push(const KillMark *m, void *userdata) {
@@ -70,23 +65,6 @@ static void mark_push(const KillMark *m, void *userdata) {
 }
 
 /* ---- members ------------------------------------------------------------------------------- */
-
-/* Reads the baseline of the oomd_* xattrs of path once per window. */
-static void xattr_base(KillWindow *w, const char *path) {
-        Agent *a = w->k->a;
-        int fd;
-
-        for (size_t i = 0; i < w->n_xattrs; i++)
-                if (strcmp(w->xattrs[i].path, path) == 0)
-                        return;
-        if (w->n_xattrs >= KILL_XATTR_CGROUPS_MAX || sysroot_open_cgroup(a->rt.sysroot, path, &fd) < 0)
-                return;
-        XattrBase *b = &w->xattrs[w->n_xattrs++];
-        snprintf(b->path, sizeof b->path, "%s", path);
-        if (killmarks_read_cgroup_xattrs(fd, &b->x) < 0)
-                b->x = (CgroupKillXattrs) {};
-        safe_close(fd);
-}
 
 /* The watched cgroup's memory now: its cgroup2 files, or on a hybrid host (the memory controller on
  * cgroup v1) the v1 memcg its processes are in, found as "limits" finds it (limits-find.h; a v1
@@ -122,7 +100,7 @@ static void members_refresh(KillWindow *w) {
                 m->n = 0;
                 return;
         }
-        if (watch_open_cgroup(w->watch, &fd) >= 0) {
+        if (core_watch_open_cgroup(w->watch, &fd) >= 0) {
                 (void) cgroup_list_processes(fd, &l);
                 kills_read_memory(a, w->watch, fd, &ms);
                 if (ms.has_oom_kill && !w->group) {
@@ -131,7 +109,7 @@ static void members_refresh(KillWindow *w) {
                 }
                 safe_close(fd);
         }
-        xattr_base(w, w->watch->path);
+        killers_xattrs_note(&w->xattrs, a->rt.sysroot, w->watch->path);
         size_t n = MIN(l.n, (size_t) KILL_MEMBERS_MAX);
         if (n > m->cap) {
                 KillMember *p = realloc(m->items, n * sizeof *p);
@@ -159,12 +137,9 @@ static void members_refresh(KillWindow *w) {
                 }
                 char cg[KILL_CGROUP_MAX];
                 if (proc_read_cgroup(proc_fd, pid, cg, sizeof cg) >= 0 && !proc_cgroup_outside_namespace(cg)) {
-                        const char *p = cg;
-                        while (*p == '/')
-                                p++;
-                        snprintf(e->cgroup, sizeof e->cgroup, "%s", p);
+                        snprintf(e->cgroup, sizeof e->cgroup, "%s", cgpath_trim(cg));
                         e->has_cgroup = true;
-                        xattr_base(w, e->cgroup);
+                        killers_xattrs_note(&w->xattrs, a->rt.sysroot, e->cgroup);
                 }
                 m->n++;
         }
@@ -174,54 +149,12 @@ static void members_refresh(KillWindow *w) {
 
 /* ---- writing ------------------------------------------------------------------------------- */
 
-/* Whose oomd_* xattr grew since the window's baseline, on the victims' cgroup or an ancestor up to
- * the watch. */
-static KillerKind xattr_grew(KillWindow *w, const char *cgroup, char *name, size_t size) {
-        Agent *a = w->k->a;
-        char p[KILL_CGROUP_MAX];
-
-        if (!cgroup)
-                return KILLER_UNKNOWN;
-        snprintf(p, sizeof p, "%s", cgroup);
-        for (;;) {
-                int fd;
-                CgroupKillXattrs now = {};
-                const CgroupKillXattrs *base = NULL;
-
-                for (size_t i = 0; i < w->n_xattrs; i++)
-                        if (strcmp(w->xattrs[i].path, p) == 0)
-                                base = &w->xattrs[i].x;
-                if (sysroot_open_cgroup(a->rt.sysroot, p, &fd) >= 0) {
-                        (void) killmarks_read_cgroup_xattrs(fd, &now);
-                        safe_close(fd);
-                }
-                for (KillXattr x = 0; x < _KILL_XATTR_MAX; x++) {
-                        bool grew = now.present[x] &&
-                                    (!base || !base->present[x] ||
-                                     (now.has_count[x] && base->has_count[x] && now.count[x] > base->count[x]) ||
-                                     strcmp(now.value[x], base->value[x]) != 0);
-                        if (grew) {
-                                snprintf(name, size, "%s", kill_xattr_name(x));
-                                return killmarks_xattrs_killer(&now);
-                        }
-                }
-                if (!w->watch->path || strcmp(p, w->watch->path) == 0 || !p[0])
-                        return KILLER_UNKNOWN;
-                char *slash = strrchr(p, '/');
-                if (slash)
-                        *slash = '\0';
-                else
-                        p[0] = '\0';
-        }
-}
-
 /* Writes the group in flight; unless final, a group no mark names the killer of yet waits for one. */
 static void window_write_group(KillWindow *w, bool final) {
         AgentKills *k = w->k;
         Agent *a = k->a;
         _cleanup_free_ KillGroup *g = TAKE_PTR(w->group);
         _cleanup_free_ Sampler *sampler = NULL;
-        json_auto_t *incident = NULL;
         KillMark marks[KILL_MARKS_MAX];
         KillerKind running[_KILLER_MAX];
         KillerChoice killer;
@@ -234,8 +167,8 @@ static void window_write_group(KillWindow *w, bool final) {
         ev_timer_stop(a->loop, &w->group_timer);
         if (!g)
                 return;
-        kill_logs_drain(&k->logs, mark_push, k);
-        if (watch_open_cgroup(w->watch, &fd) >= 0)
+        killers_logs_drain(&k->logs, mark_push, k);
+        if (core_watch_open_cgroup(w->watch, &fd) >= 0)
                 kills_read_memory(a, w->watch, fd, &ms);
         /* The kernel's OOM killer counted a kill here since the last refresh: its oom incident
          * tells it (a kill by the kernel never also becomes a kill incident). */
@@ -251,7 +184,7 @@ static void window_write_group(KillWindow *w, bool final) {
         size_t n_marks = 0;
         for (size_t i = 0; i < k->n_marks; i++) {
                 size_t at = (k->marks_next + KILL_MARKS_MAX - k->n_marks + i) % KILL_MARKS_MAX;
-                /* Marks read just now (kill_logs_drain() above) are younger than now. */
+                /* Marks read just now (killers_logs_drain() above) are younger than now. */
                 if (k->mark_us[at] >= now ||
                     now - k->mark_us[at] <= (usec_t) a->config->kill_window_s * USEC_PER_SEC + USEC_PER_SEC)
                         marks[n_marks++] = k->marks[at];
@@ -270,11 +203,12 @@ static void window_write_group(KillWindow *w, bool final) {
                             .victim_cgroup = victim_cgroup,
                             .comms = comms,
                             .n_comms = g->n_listed };
-        ev.xattr_killer = xattr_grew(w, victim_cgroup, ev.xattr_name, sizeof ev.xattr_name);
+        ev.xattr_killer = killers_xattrs_grew(&w->xattrs, a->rt.sysroot, victim_cgroup, w->watch->path, ev.xattr_name,
+                                              sizeof ev.xattr_name);
         kill_choose_killer(&ev, g->pids, g->n_pids, &killer);
         if (killer.killer == KILLER_UNKNOWN) {
                 ev.running = running;
-                ev.n_running = kill_running_killers(a->rt.sysroot, running, ELEMENTSOF(running));
+                ev.n_running = killers_running(a->rt.sysroot, running, ELEMENTSOF(running));
                 kill_choose_killer(&ev, g->pids, g->n_pids, &killer);
         }
         /* No mark names the killer yet: one may come late (kill_mark_wait_us()). */
@@ -286,12 +220,11 @@ static void window_write_group(KillWindow *w, bool final) {
                 safe_close(fd);
                 return;
         }
-        if (a->config->max_incidents_per_minute && !rate_limit_admit(&a->rate, now)) {
-                a->rate.suppressed_since_incident++;
-                a->wakeups[WAKEUP_RATE_LIMIT]++;
+        if (!rate_limit_admit(&a->rate, now)) { /* counted in the next incident's "suppressed" */
+                a->counters.wakeups[WAKEUP_RATE_LIMIT]++;
                 log_debug("a kill incident of %s is dropped: max_incidents_per_minute", w->watch->name);
                 safe_close(fd);
-                agent_metrics_update(a);
+                health_update(a);
                 return;
         }
 
@@ -334,8 +267,19 @@ static void window_write_group(KillWindow *w, bool final) {
                 .identities = &a->procs,
         };
         sampler_result_unmeasured(sampler, &scope);
-        incident_format_id(&a->rt.host, sampler->result.wakeup_real_us, getpid(), ++a->seq, id, sizeof id);
-        r = incident_build(&sampler->result,
+        ReportEnd end = {
+                .agent = a,
+                .id = id,
+                .id_size = sizeof id,
+                .sinks = &w->watch->sink,
+                .n_sinks = 1,
+                .count = { .label = counters_watch_label(w->watch->cfg),
+                           .type = COUNTERS_INCIDENT_KILL,
+                           .resource = PSI_RESOURCE_MEMORY,
+                           .has_killer = true,
+                           .killer = killer.killer },
+        };
+        r = report_publish(&sampler->result,
                            &(IncidentContext) {
                                    .type = "kill",
                                    .id = id,
@@ -343,17 +287,13 @@ static void window_write_group(KillWindow *w, bool final) {
                                    .delayacct = runtime_delayacct(&a->rt),
                                    .kill = &rep,
                            },
-                           &incident);
+                           &end);
         sampler_free(sampler);
         safe_close(fd);
         if (r < 0) {
                 log_error_errno(r, "cannot build the kill incident of %s", w->watch->name);
                 return;
         }
-        (void) sink_write(w->watch->sink, incident);
-        k->by_killer[killer.killer]++;
-        agent_count_incident(a, watch_config_label(w->watch->cfg), AGENT_INCIDENT_KILL, PSI_RESOURCE_MEMORY, 0);
-        agent_metrics_update(a);
         log_info("%llu process%s of %s killed under pressure by %s (%s): incident %s", (unsigned long long) g->total,
                  g->total == 1 ? "" : "es", w->watch->name,
                  killer.killer == KILLER_UNKNOWN ? "an unknown killer" : killer_kind_to_string(killer.killer),
@@ -420,8 +360,8 @@ static void on_listener(struct ev_loop *loop, ev_io *io, int revents) {
 
         if (lost > 0) {
                 k->lost += lost;
-                k->a->exit_records_lost += lost;
-                agent_metrics_update(k->a);
+                k->a->counters.exit_records_lost += lost;
+                health_update(k->a);
         }
         if (r < 0 && r != -EAGAIN)
                 log_debug_errno(r, "reading exit records for kill incidents");
@@ -435,7 +375,7 @@ static void listener_close(AgentKills *k) {
                 k->listener = taskstats_exit_listener_free(k->listener);
         }
         ev_timer_stop(k->a->loop, &k->tick);
-        kill_logs_close(&k->logs);
+        killers_logs_close(&k->logs);
 }
 
 static int listener_open(AgentKills *k) {
@@ -451,7 +391,7 @@ static int listener_open(AgentKills *k) {
         ev_io_start(k->a->loop, &k->listener_io);
         ev_timer_set(&k->tick, KILL_TICK_S, KILL_TICK_S);
         ev_timer_start(k->a->loop, &k->tick);
-        kill_logs_open(&k->logs, k->a->config);
+        killers_logs_open(&k->logs, k->a->config);
         return 0;
 }
 
@@ -470,7 +410,7 @@ static void on_tick(struct ev_loop *loop, ev_timer *t, int revents) {
         AgentKills *k = ASSERT_PTR(t->data);
         usec_t now = now_usec(CLOCK_MONOTONIC);
 
-        kill_logs_drain(&k->logs, mark_push, k);
+        killers_logs_drain(&k->logs, mark_push, k);
         for (size_t i = k->n; i-- > 0;) {
                 KillWindow *w = k->windows[i];
                 if (now > w->until_us && !w->group)
@@ -487,15 +427,17 @@ static KillWindow *window_find(AgentKills *k, const Watch *w) {
         return NULL;
 }
 
-void kills_pressure_incident(Agent *a, Watch *watch, const Trigger *t, const char *id) {
-        AgentKills *k = a->kills;
+/* A pressure incident of watch: a kill window opens, or a later incident renews it. */
+static void on_pressure_incident(Watch *watch, const Trigger *t, const char *id, void *userdata) {
+        AgentKills *k = userdata;
+        Agent *a = k->a;
         KillWindow *w;
         usec_t now = now_usec(CLOCK_MONOTONIC);
         int r;
 
         /* Userspace OOM killers act on memory: a signal after cpu or io pressure is far more often
          * a stop than a kill, and is not reported. */
-        if (!k || a->config->kill_window_s == 0 || t->effective.resource != PSI_RESOURCE_MEMORY)
+        if (a->config->kill_window_s == 0 || t->effective.resource != PSI_RESOURCE_MEMORY)
                 return;
         w = window_find(k, watch);
         if (!w) {
@@ -529,8 +471,11 @@ void kills_pressure_incident(Agent *a, Watch *watch, const Trigger *t, const cha
                 members_refresh(w);
 }
 
-void kills_trigger_wakeup(Agent *a, Watch *watch) {
-        KillWindow *w = window_find(a->kills, watch);
+/* Still under pressure: the window goes on. */
+static void on_wakeup(Watch *watch, const Trigger *t, WakeupVerdict verdict, void *userdata) {
+        AgentKills *k = userdata;
+        Agent *a = k->a;
+        KillWindow *w = window_find(k, watch);
         usec_t now = now_usec(CLOCK_MONOTONIC);
 
         if (!w)
@@ -541,10 +486,10 @@ void kills_trigger_wakeup(Agent *a, Watch *watch) {
                 members_refresh(w);
 }
 
-void kills_forget_watch(Agent *a, Watch *watch) {
-        AgentKills *k = a->kills;
+static void on_watch_removed(Watch *watch, void *userdata) {
+        AgentKills *k = userdata;
 
-        for (size_t i = 0; k && i < k->n; i++)
+        for (size_t i = 0; i < k->n; i++)
                 if (k->windows[i]->watch == watch) {
                         window_free(k, i);
                         return;
@@ -563,18 +508,23 @@ void kills_kernel_victim(Agent *a, pid_t pid) {
                 kernel_victims_add(&a->kills->kernel, pid, now_usec(CLOCK_MONOTONIC));
 }
 
-uint64_t kills_count(const Agent *a, KillerKind kind) {
-        return a->kills && (unsigned) kind < _KILLER_MAX ? a->kills->by_killer[kind] : 0;
-}
-
 int kills_start(Agent *a) {
         AgentKills *k = calloc(1, sizeof *k);
+        int r;
 
         if (!k)
                 return -ENOMEM;
         k->a = a;
         ev_timer_init(&k->tick, on_tick, KILL_TICK_S, KILL_TICK_S);
         k->tick.data = k;
+        r = core_hooks_add(a, &(WatchHooks) { .userdata = k,
+                                              .removed = on_watch_removed,
+                                              .wakeup = on_wakeup,
+                                              .incident = on_pressure_incident });
+        if (r < 0) {
+                free(k);
+                return r;
+        }
         a->kills = k;
         return 0;
 }
@@ -584,6 +534,7 @@ void kills_stop(Agent *a) {
 
         if (!k)
                 return;
+        core_hooks_remove(a, k);
         while (k->n > 0)
                 window_free(k, k->n - 1);
         listener_close(k);

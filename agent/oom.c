@@ -4,15 +4,22 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "agent/daemon.h"
+#include "agent/oom.h"
+#include "agent/report.h"
+#include "base/cgpath.h"
 #include "base/log.h"
 #include "base/macro.h"
 #include "probes/procfs.h"
 #include "probes/system.h"
 
-/* ---- OOM kills ----------------------------------------------------------------------------- */
-
 #define OOM_RELATED_MAX 64
+
+typedef struct OomIncident OomIncident;
+
+struct AgentOoms {
+        OomIncident *list; /* in flight (sampling), freed as they are written */
+        unsigned sampling;
+};
 
 /* One oom incident: the kill, where it is written, and the sample of its cgroup taken after it. */
 struct OomIncident {
@@ -44,13 +51,13 @@ static void oom_incident_free(OomIncident *o) {
         if (!o)
                 return;
         a = o->agent;
-        for (OomIncident **p = &a->ooms; *p; p = &(*p)->next)
+        for (OomIncident **p = &a->ooms->list; *p; p = &(*p)->next)
                 if (*p == o) {
                         *p = o->next;
                         break;
                 }
         if (o->sampler.running)
-                a->oom_sampling--;
+                a->ooms->sampling--;
         sampler_free(&o->sampler);
         safe_close(o->cgroup_fd);
         free(o->sinks);
@@ -58,11 +65,6 @@ static void oom_incident_free(OomIncident *o) {
         free(o->cgroup);
         free(o->watch_label);
         free(o);
-}
-
-/* The watches that cover a kill in cgroup (NULL: unknown, only node-wide and root watches). */
-static bool watch_covers(const Watch *w, const char *cgroup) {
-        return history_covers(w->path, cgroup);
 }
 
 /* Where the kill's final delays come from: an exit record any running or just finished sample
@@ -78,7 +80,7 @@ static void oom_victim_delays(OomIncident *o) {
         heard = sampler_exit_delays(&o->sampler, pid, o->victim_delay_ns, &o->victim_present);
         for (size_t i = 0; !heard && i < a->n_watches; i++)
                 heard = sampler_exit_delays(&a->watches[i]->sampler, pid, o->victim_delay_ns, &o->victim_present);
-        for (OomIncident *p = a->ooms; !heard && p; p = p->next)
+        for (OomIncident *p = a->ooms->list; !heard && p; p = p->next)
                 heard = p != o && sampler_exit_delays(&p->sampler, pid, o->victim_delay_ns, &o->victim_present);
         if (heard) {
                 o->has_victim_delay = true;
@@ -97,7 +99,6 @@ static void oom_result_lifetime(OomIncident *o) {
 static void oom_write(OomIncident *o) {
         Agent *a = o->agent;
         Sampler *s = &o->sampler;
-        json_auto_t *incident = NULL;
         const char *related[OOM_RELATED_MAX];
         char id[HISTORY_ID_MAX];
         int r;
@@ -122,8 +123,18 @@ static void oom_write(OomIncident *o) {
         };
         memcpy(rep.victim_delay_ns, o->victim_delay_ns, sizeof rep.victim_delay_ns);
 
-        incident_format_id(&a->rt.host, s->result.wakeup_real_us, getpid(), ++a->seq, id, sizeof id);
-        r = incident_build(&s->result,
+        ReportEnd end = {
+                .agent = a,
+                .id = id,
+                .id_size = sizeof id,
+                .sinks = o->sinks,
+                .n_sinks = o->n_sinks,
+                .count = { .label = o->watch_label,
+                           .type = COUNTERS_INCIDENT_OOM,
+                           .resource = PSI_RESOURCE_MEMORY,
+                           .oom_kills = o->kills },
+        };
+        r = report_publish(&s->result,
                            &(IncidentContext) {
                                    .type = "oom",
                                    .id = id,
@@ -131,16 +142,11 @@ static void oom_write(OomIncident *o) {
                                    .delayacct = runtime_delayacct(&a->rt),
                                    .oom = &rep,
                            },
-                           &incident);
+                           &end);
         if (r < 0) {
                 log_error_errno(r, "cannot build the oom incident of pid %d", (int) o->kill.pid);
                 return;
         }
-        for (size_t i = 0; i < o->n_sinks; i++)
-                (void) sink_write(o->sinks[i], incident);
-        a->oom_kills += o->kills;
-        agent_count_incident(a, o->watch_label, AGENT_INCIDENT_OOM, PSI_RESOURCE_MEMORY, 0);
-        agent_metrics_update(a);
         if (o->has_kill)
                 log_info("oom kill of pid %d (%.*s) in /%s: incident %s, %zu related", (int) o->kill.pid,
                          (int) o->kill.comm_len, o->kill.comm, o->victim_cgroup ? o->victim_cgroup : "?", id,
@@ -154,7 +160,7 @@ static void oom_write(OomIncident *o) {
 static void oom_sample_done(Sampler *s, int r) {
         OomIncident *o = ASSERT_PTR(s->userdata);
 
-        o->agent->oom_sampling--;
+        o->agent->ooms->sampling--;
         if (r < 0)
                 log_debug_errno(r, "the cgroup of an oom kill could not be measured after its window; "
                                    "reporting the first snapshot");
@@ -207,35 +213,38 @@ static int oom_open_cgroup(OomIncident *o, const Watch *deepest) {
                         o->cgroup = TAKE_PTR(p);
                         return 0;
                 }
-                if (n == 0)
+                if (!cgpath_parent(p))
                         return r;
-                char *slash = strrchr(p, '/');
-                if (slash)
-                        *slash = '\0';
-                else
-                        p[0] = '\0';
         }
 }
 
-/* A kill (from kmsg, or counted: kill NULL) in victim_cgroup ("a/b"; NULL unknown). */
-void agent_oom(Agent *a, const OomKill *kill, const char *victim_cgroup, const char *source, uint64_t kills) {
+/* The deepest watch that covers a kill in victim_cgroup (NULL: unknown, only node-wide and root
+ * watches); NULL when none does, or out of memory (logged). */
+static const Watch *oom_deepest_watch(Agent *a, const char *victim_cgroup) {
+        _cleanup_free_ const char **paths = calloc(MAX(a->n_watches, (size_t) 1), sizeof *paths);
+        ssize_t i;
+
+        if (!paths) {
+                log_error("out of memory: an oom kill is not reported");
+                return NULL;
+        }
+        for (size_t k = 0; k < a->n_watches; k++)
+                paths[k] = a->watches[k]->path;
+        i = cgpath_deepest(paths, a->n_watches, victim_cgroup);
+        if (i < 0)
+                log_debug("an oom kill in %s%s: not watched", victim_cgroup ? "/" : "",
+                          victim_cgroup ? victim_cgroup : "an unknown cgroup");
+        return i >= 0 ? a->watches[i] : NULL;
+}
+
+void oom_report(Agent *a, const OomKill *kill, const char *victim_cgroup, const char *source, uint64_t kills) {
         OomIncident *o;
-        const Watch *deepest = NULL;
+        const Watch *deepest = oom_deepest_watch(a, victim_cgroup);
         const char *related[OOM_RELATED_MAX];
         int r;
 
-        for (size_t i = 0; i < a->n_watches; i++) {
-                const Watch *w = a->watches[i];
-                if (!watch_covers(w, victim_cgroup))
-                        continue;
-                if (!deepest || (w->path && (!deepest->path || strlen(w->path) > strlen(deepest->path))))
-                        deepest = w;
-        }
-        if (!deepest) {
-                log_debug("an oom kill in %s%s: not watched", victim_cgroup ? "/" : "",
-                          victim_cgroup ? victim_cgroup : "an unknown cgroup");
+        if (!deepest)
                 return;
-        }
         o = calloc(1, sizeof *o);
         if (!o) {
                 log_error("out of memory: an oom kill is not reported");
@@ -250,7 +259,7 @@ void agent_oom(Agent *a, const OomKill *kill, const char *victim_cgroup, const c
         if (kill)
                 o->kill = *kill;
         o->sinks = calloc(MAX(a->n_sinks, (size_t) 1), sizeof *o->sinks);
-        o->watch_label = strdup(watch_config_label(deepest->cfg));
+        o->watch_label = strdup(counters_watch_label(deepest->cfg));
         if (!o->sinks || !o->watch_label || (victim_cgroup && !(o->victim_cgroup = strdup(victim_cgroup)))) {
                 log_error("out of memory: an oom kill is not reported");
                 free(o->sinks);
@@ -258,14 +267,14 @@ void agent_oom(Agent *a, const OomKill *kill, const char *victim_cgroup, const c
                 free(o);
                 return;
         }
-        o->next = a->ooms;
-        a->ooms = o;
+        o->next = a->ooms->list;
+        a->ooms->list = o;
         sampler_init(&o->sampler, a->loop, runtime_exit_cpus(&a->rt), oom_sample_done, o);
 
         for (size_t i = 0; i < a->n_watches; i++) {
                 const Watch *w = a->watches[i];
                 bool have = false;
-                if (!watch_covers(w, victim_cgroup))
+                if (!cgpath_covers(w->path, victim_cgroup))
                         continue;
                 for (size_t k = 0; k < o->n_sinks; k++)
                         have = have || o->sinks[k] == w->sink;
@@ -289,12 +298,12 @@ void agent_oom(Agent *a, const OomKill *kill, const char *victim_cgroup, const c
                 .cgroup_path = o->cgroup,
                 .identities = &a->procs,
         };
-        if (r >= 0 && a->oom_sampling < OOM_SAMPLING_MAX) {
+        if (r >= 0 && a->ooms->sampling < OOM_SAMPLING_MAX) {
                 uint64_t ms = deepest->cfg->sample_ms;
                 /* With no window, o is written and freed inside sampler_start: ask now. */
                 if (ms == 0)
                         oom_query_victim(o);
-                a->oom_sampling++;
+                a->ooms->sampling++;
                 r = sampler_start(&o->sampler, &scope, ms);
                 if (r >= 0) {
                         if (ms > 0) {
@@ -306,7 +315,7 @@ void agent_oom(Agent *a, const OomKill *kill, const char *victim_cgroup, const c
                         }
                         return; /* oom_sample_done writes it (and frees o) */
                 }
-                a->oom_sampling--;
+                a->ooms->sampling--;
         }
         if (r < 0 && !cgroup_is_gone(r))
                 log_debug_errno(r, "cannot measure the cgroup of an oom kill");
@@ -320,7 +329,7 @@ void agent_oom(Agent *a, const OomKill *kill, const char *victim_cgroup, const c
 /* The victim's cgroup as our watches name it ("a/b"): from /proc/<pid>/cgroup while the dying
  * process is still there (on a hybrid host that is the cgroup2 path; the kernel's task_memcg is the
  * cgroup-v1 memcg's), else the kernel's task_memcg. NULL when neither says. */
-char *oom_victim_cgroup(Agent *a, const OomKill *k) {
+char *oom_victim_cgroup(const Agent *a, const OomKill *k) {
         char buf[OOM_CGROUP_MAX];
         const char *p = NULL;
 
@@ -330,24 +339,28 @@ char *oom_victim_cgroup(Agent *a, const OomKill *k) {
                 p = buf;
         else if (k->has_header && k->task_memcg[0])
                 p = k->task_memcg;
-        if (!p)
-                return NULL;
-        while (*p == '/')
-                p++;
-        return strdup(p);
+        return p ? strdup(cgpath_trim(p)) : NULL;
 }
 
-void oom_flush(Agent *a) {
+int oom_start(Agent *a) {
+        a->ooms = calloc(1, sizeof *a->ooms);
+        return a->ooms ? 0 : -ENOMEM;
+}
+
+void oom_stop(Agent *a) {
+        if (!a->ooms)
+                return;
         /* A kill is never dropped at exit: one still in its sample is written with what snapshot A
          * saw (lifetime totals, labelled so). */
-        while (a->ooms) {
-                OomIncident *o = a->ooms;
+        while (a->ooms->list) {
+                OomIncident *o = a->ooms->list;
                 if (o->sampler.running) {
                         sampler_cancel(&o->sampler);
-                        a->oom_sampling--;
+                        a->ooms->sampling--;
                         oom_result_lifetime(o);
                         oom_write(o);
                 }
                 oom_incident_free(o);
         }
+        a->ooms = mfree(a->ooms);
 }

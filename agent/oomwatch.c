@@ -6,191 +6,252 @@
 #include <sys/inotify.h>
 #include <unistd.h>
 
-#include "agent/daemon.h"
+#include "agent/dirwatch.h"
+#include "agent/health.h"
+#include "agent/kills.h"
+#include "agent/oom.h"
+#include "agent/oomwatch.h"
+#include "base/array.h"
+#include "base/cgpath.h"
+#include "base/fileio.h"
 #include "base/log.h"
 #include "base/macro.h"
-#include "probes/procfs.h"
-#include "probes/system.h"
-#include "base/fileio.h"
-
-/* ---- Counting kills without kmsg ------------------------------------------------------------ */
+#include "probes/kmsg.h"
 
 #define OOMC_RECHECK_S 0.1
 #define OOMC_RECHECKS_MAX 10
+#define KMSG_RECORDS_PER_WAKEUP 256
 
-void watch_counter_close(Agent *a, Watch *w) {
-        if (!w->has_oomc)
-                return;
-        if (w->oomc_event_fd >= 0) {
-                ev_io_stop(a->loop, &w->oomc_io);
-                w->oomc_event_fd = safe_close(w->oomc_event_fd);
-                fd_budget_give(&a->fds, 1);
-        }
-        if (w->oomc_wd >= 0 && a->oomc_watch)
-                dirwatch_remove(a->oomc_watch, w->oomc_wd);
-        w->oomc_fd = safe_close(w->oomc_fd);
-        fd_budget_give(&a->fds, 1);
-        w->has_oomc = false;
-}
+/* The kill counter of one watched cgroup. Heap-allocated one by one: its ev_io must not move. */
+typedef struct OomCounter {
+        OomWatch *ow;
+        Watch *watch;
+        MemcgCounterKind kind;
+        int fd, event_fd, wd;
+        uint64_t count;
+        ev_io io; /* the v1 eventfd */
+} OomCounter;
 
-static void oom_counters_scan(Agent *a, bool announced);
+struct OomWatch {
+        Agent *a;
+        /* /dev/kmsg */
+        int kmsg_fd;
+        ev_io kmsg_io;
+        char *kmsg_buf;    /* KMSG_RECORD_MAX */
+        OomKill kmsg_kill; /* the parser's state: an oom-kill: line waits for its Killed process line */
+        LogRateLimit kmsg_lost_warned;
+        /* Without it: the memory cgroups' kill counters. */
+        bool counting;
+        Dirwatch *dirwatch; /* memory.events changes */
+        ev_timer recheck;   /* a v1 OOM is announced before its kill: look again shortly */
+        unsigned rechecks;
+        OomCounter **counters;
+        size_t n_counters, cap_counters;
+};
 
-static void on_oomc_event(struct ev_loop *loop, ev_io *io, int revents) {
-        Watch *w = ASSERT_PTR(io->data);
-        uint64_t v;
+ssize_t oomwatch_counter_parent(const OomCounterView *c, size_t n, size_t i) {
+        ssize_t best = -1;
 
-        (void) read(w->oomc_event_fd, &v, sizeof v);
-        oom_counters_scan(w->agent, true);
-}
-
-/* Opens the kill counter of a cgroup watch (once per cgroup), when kmsg is closed to us. */
-void watch_counter_open(Agent *a, Watch *w) {
-        char proc_path[64];
-        int r;
-
-        w->oomc_fd = w->oomc_event_fd = w->oomc_wd = -EBADF;
-        if (!a->oom_counting || !w->path)
-                return;
-        for (size_t i = 0; i < a->n_watches; i++)
-                if (a->watches[i] != w && a->watches[i]->has_oomc && strcmp(a->watches[i]->path, w->path) == 0)
-                        return; /* another config watch of the same cgroup counts it */
-        r = fd_budget_take(&a->fds, 2);
-        if (r < 0)
-                return;
-        r = memcg_open_oom_counter(a->rt.sysroot, w->path, &w->oomc_kind, &w->oomc_fd, &w->oomc_event_fd);
-        if (r < 0) {
-                fd_budget_give(&a->fds, 2);
-                log_debug_errno(r, "no oom_kill counter for %s", w->name);
-                return;
-        }
-        w->has_oomc = true;
-        if (w->oomc_event_fd < 0)
-                fd_budget_give(&a->fds, 1);
-        if (memcg_read_oom_kill(w->oomc_fd, &w->oomc_count) < 0)
-                w->oomc_count = 0;
-        if (w->oomc_kind == MEMCG_COUNTER_EVENTS) {
-                snprintf(proc_path, sizeof proc_path, "/proc/self/fd/%d", w->oomc_fd);
-                if (!a->oomc_watch) { /* said once, when it could not be made */
-                        watch_counter_close(a, w);
-                        return;
-                }
-                w->oomc_wd = dirwatch_add(a->oomc_watch, proc_path, IN_MODIFY);
-                if (w->oomc_wd < 0) {
-                        log_warning_errno(w->oomc_wd, "cannot follow the oom_kill counter of %s", w->name);
-                        watch_counter_close(a, w);
-                        return;
-                }
-        } else {
-                ev_io_init(&w->oomc_io, on_oomc_event, w->oomc_event_fd, EV_READ);
-                w->oomc_io.data = w;
-                ev_io_start(a->loop, &w->oomc_io);
-        }
-        log_debug("counting oom kills of %s from %s (now %llu)", w->name, memcg_counter_kind_to_string(w->oomc_kind),
-                  (unsigned long long) w->oomc_count);
-}
-
-/* The counted watch nearest above w whose counter includes w's kills (cgroup2 counts a kill in
- * every ancestor; v1 memcgs count their own only). NULL when none. */
-static const Watch *counter_parent(const Agent *a, const Watch *w) {
-        const Watch *best = NULL;
-
-        for (size_t i = 0; i < a->n_watches; i++) {
-                const Watch *p = a->watches[i];
-                if (p == w || !p->has_oomc || p->oomc_kind != MEMCG_COUNTER_EVENTS ||
-                    w->oomc_kind != MEMCG_COUNTER_EVENTS || strcmp(p->path, w->path) == 0 ||
-                    !history_covers(p->path, w->path))
+        if (c[i].kind != MEMCG_COUNTER_EVENTS)
+                return -1;
+        for (size_t k = 0; k < n; k++) {
+                if (k == i || c[k].kind != MEMCG_COUNTER_EVENTS || strcmp(c[k].path, c[i].path) == 0 ||
+                    !cgpath_covers(c[k].path, c[i].path))
                         continue;
-                if (!best || strlen(p->path) > strlen(best->path))
-                        best = p;
+                if (best < 0 || strlen(c[k].path) > strlen(c[best].path))
+                        best = (ssize_t) k;
         }
         return best;
 }
 
+/* ---- Counting kills without kmsg ------------------------------------------------------------ */
+
+static void counter_close(OomWatch *ow, size_t i) {
+        Agent *a = ow->a;
+        OomCounter *c = ow->counters[i];
+
+        if (c->event_fd >= 0) {
+                ev_io_stop(a->loop, &c->io);
+                c->event_fd = safe_close(c->event_fd);
+                fd_budget_give(&a->fds, 1);
+        }
+        if (c->wd >= 0 && ow->dirwatch)
+                dirwatch_remove(ow->dirwatch, c->wd);
+        c->fd = safe_close(c->fd);
+        fd_budget_give(&a->fds, 1);
+        free(c);
+        ow->counters[i] = ow->counters[--ow->n_counters];
+}
+
+static void counters_scan(OomWatch *ow, bool announced);
+
+static void on_counter_event(struct ev_loop *loop, ev_io *io, int revents) {
+        OomCounter *c = ASSERT_PTR(io->data);
+        uint64_t v;
+
+        (void) read(c->event_fd, &v, sizeof v);
+        counters_scan(c->ow, true);
+}
+
+/* Opens the kill counter of a cgroup watch (once per cgroup), when kmsg is closed to us. */
+static void counter_open(Watch *w, void *userdata) {
+        OomWatch *ow = userdata;
+        Agent *a = ow->a;
+        OomCounter *c;
+        char proc_path[64];
+        int r;
+
+        if (!ow->counting || !w->path)
+                return;
+        for (size_t i = 0; i < ow->n_counters; i++)
+                if (strcmp(ow->counters[i]->watch->path, w->path) == 0)
+                        return; /* another config watch of the same cgroup counts it */
+        if (array_grow((void **) &ow->counters, &ow->cap_counters, ow->n_counters, 8, sizeof *ow->counters) < 0 ||
+            !(c = calloc(1, sizeof *c))) {
+                log_debug("out of memory: no oom_kill counter for %s", w->name);
+                return;
+        }
+        *c = (OomCounter) { .ow = ow, .watch = w, .fd = -EBADF, .event_fd = -EBADF, .wd = -EBADF };
+        r = fd_budget_take(&a->fds, 2);
+        if (r >= 0) {
+                r = memcg_open_oom_counter(a->rt.sysroot, w->path, &c->kind, &c->fd, &c->event_fd);
+                if (r < 0) {
+                        fd_budget_give(&a->fds, 2);
+                        log_debug_errno(r, "no oom_kill counter for %s", w->name);
+                }
+        }
+        if (r < 0) {
+                free(c);
+                return;
+        }
+        ow->counters[ow->n_counters++] = c;
+        if (c->event_fd < 0)
+                fd_budget_give(&a->fds, 1);
+        if (memcg_read_oom_kill(c->fd, &c->count) < 0)
+                c->count = 0;
+        if (c->kind == MEMCG_COUNTER_EVENTS) {
+                snprintf(proc_path, sizeof proc_path, "/proc/self/fd/%d", c->fd);
+                if (!ow->dirwatch) { /* said once, when it could not be made */
+                        counter_close(ow, ow->n_counters - 1);
+                        return;
+                }
+                c->wd = dirwatch_add(ow->dirwatch, proc_path, IN_MODIFY);
+                if (c->wd < 0) {
+                        log_warning_errno(c->wd, "cannot follow the oom_kill counter of %s", w->name);
+                        counter_close(ow, ow->n_counters - 1);
+                        return;
+                }
+        } else {
+                ev_io_init(&c->io, on_counter_event, c->event_fd, EV_READ);
+                c->io.data = c;
+                ev_io_start(a->loop, &c->io);
+        }
+        log_debug("counting oom kills of %s from %s (now %llu)", w->name, memcg_counter_kind_to_string(c->kind),
+                  (unsigned long long) c->count);
+}
+
+static void counter_forget(Watch *w, void *userdata) {
+        OomWatch *ow = userdata;
+
+        for (size_t i = 0; i < ow->n_counters; i++)
+                if (ow->counters[i]->watch == w) {
+                        counter_close(ow, i);
+                        return;
+                }
+}
+
 /* Reads every counter; each kill is reported once, in the deepest counted cgroup that saw it.
  * announced: a v1 eventfd said an OOM began, and its kill may not be counted yet. */
-static void oom_counters_scan(Agent *a, bool announced) {
-        _cleanup_free_ uint64_t *growth = calloc(a->n_watches ? a->n_watches : 1, sizeof *growth);
-        _cleanup_free_ uint64_t *own = calloc(a->n_watches ? a->n_watches : 1, sizeof *own);
+static void counters_scan(OomWatch *ow, bool announced) {
+        Agent *a = ow->a;
+        size_t n = ow->n_counters;
+        _cleanup_free_ uint64_t *growth = calloc(MAX(n, (size_t) 1), sizeof *growth);
+        _cleanup_free_ uint64_t *own = calloc(MAX(n, (size_t) 1), sizeof *own);
+        _cleanup_free_ OomCounterView *views = calloc(MAX(n, (size_t) 1), sizeof *views);
         bool any = false;
 
-        if (!growth || !own) {
+        if (!growth || !own || !views) {
                 log_error("out of memory: oom kill counters not read");
                 return;
         }
-        for (size_t i = 0; i < a->n_watches; i++) {
-                Watch *w = a->watches[i];
+        for (size_t i = 0; i < n; i++) {
+                OomCounter *c = ow->counters[i];
                 uint64_t v;
-                if (!w->has_oomc || memcg_read_oom_kill(w->oomc_fd, &v) < 0)
+
+                views[i] = (OomCounterView) { .path = c->watch->path, .kind = c->kind };
+                if (memcg_read_oom_kill(c->fd, &v) < 0)
                         continue;
-                if (v > w->oomc_count) {
-                        growth[i] = own[i] = v - w->oomc_count;
+                if (v > c->count) {
+                        growth[i] = own[i] = v - c->count;
                         any = true;
                 }
-                w->oomc_count = v;
+                c->count = v;
         }
-        for (size_t i = 0; i < a->n_watches; i++) {
-                const Watch *p;
-                if (growth[i] == 0 || !(p = counter_parent(a, a->watches[i])))
+        for (size_t i = 0; i < n; i++) {
+                ssize_t p;
+                if (growth[i] == 0 || (p = oomwatch_counter_parent(views, n, i)) < 0)
                         continue;
-                for (size_t k = 0; k < a->n_watches; k++)
-                        if (a->watches[k] == p)
-                                own[k] -= MIN(own[k], growth[i]);
+                own[p] -= MIN(own[p], growth[i]);
         }
-        for (size_t i = 0; i < a->n_watches; i++)
+        /* oom_report() neither adds nor removes watches: the counters stay where they are. */
+        for (size_t i = 0; i < n; i++)
                 if (own[i] > 0)
-                        agent_oom(a, NULL, a->watches[i]->path, memcg_counter_kind_to_string(a->watches[i]->oomc_kind),
-                                  own[i]);
+                        oom_report(a, NULL, ow->counters[i]->watch->path,
+                                   memcg_counter_kind_to_string(ow->counters[i]->kind), own[i]);
 
         if (any)
-                a->oomc_rechecks = 0;
-        else if (announced || a->oomc_rechecks > 0) {
-                if (a->oomc_rechecks++ < OOMC_RECHECKS_MAX) {
-                        ev_timer_set(&a->oomc_recheck, OOMC_RECHECK_S, 0.);
-                        ev_timer_start(a->loop, &a->oomc_recheck);
+                ow->rechecks = 0;
+        else if (announced || ow->rechecks > 0) {
+                if (ow->rechecks++ < OOMC_RECHECKS_MAX) {
+                        ev_timer_set(&ow->recheck, OOMC_RECHECK_S, 0.);
+                        ev_timer_start(a->loop, &ow->recheck);
                 } else
-                        a->oomc_rechecks = 0;
+                        ow->rechecks = 0;
         }
 }
 
-static void on_oomc_recheck(struct ev_loop *loop, ev_timer *t, int revents) {
-        oom_counters_scan(ASSERT_PTR(t->data), false);
+static void on_recheck(struct ev_loop *loop, ev_timer *t, int revents) {
+        counters_scan(ASSERT_PTR(t->data), false);
 }
 
 /* A counter changed: which one does not matter, the scan reads them all once per burst. */
-static void on_oomc_event_file(Dirwatch *d, const struct inotify_event *e, void *userdata) {
+static void on_counter_file(Dirwatch *d, const struct inotify_event *e, void *userdata) {
         if (!e)
-                oom_counters_scan(ASSERT_PTR(userdata), false);
+                counters_scan(ASSERT_PTR(userdata), false);
 }
 
 /* kmsg is closed to us: count kills from the watched cgroups' memory counters instead. */
-static void oom_counting_start(Agent *a) {
-        unsigned n = 0;
+static void counting_start(OomWatch *ow) {
+        Agent *a = ow->a;
 
-        a->oom_counting = true;
-        int r = dirwatch_new(a->loop, on_oomc_event_file, a, &a->oomc_watch);
+        ow->counting = true;
+        int r = dirwatch_new(a->loop, on_counter_file, ow, &ow->dirwatch);
         if (r < 0) {
-                a->oomc_watch = NULL; /* v1 counters still come through their eventfds */
+                ow->dirwatch = NULL; /* v1 counters still come through their eventfds */
                 log_warning_errno(r, "cannot follow cgroup2 memory.events (inotify): kills there are not counted");
         }
-        ev_timer_init(&a->oomc_recheck, on_oomc_recheck, 0., 0.);
-        a->oomc_recheck.data = a;
-        for (size_t i = 0; i < a->n_watches; i++) {
-                watch_counter_open(a, a->watches[i]);
-                n += a->watches[i]->has_oomc;
-        }
-        if (n > 0)
-                log_info("counting oom kills from the memory cgroups of %u watch%s instead (no victim details; "
+        ev_timer_init(&ow->recheck, on_recheck, 0., 0.);
+        ow->recheck.data = ow;
+        if (core_hooks_add(a, &(WatchHooks) { .userdata = ow, .added = counter_open, .removed = counter_forget }) < 0)
+                log_error("too many modules follow the watches: oom kills of new cgroups are not counted");
+        for (size_t i = 0; i < a->n_watches; i++)
+                counter_open(a->watches[i], ow);
+        if (ow->n_counters > 0)
+                log_info("counting oom kills from the memory cgroups of %zu watch%s instead (no victim details; "
                          "node-wide watches are not covered)",
-                         n, n == 1 ? "" : "es");
+                         ow->n_counters, ow->n_counters == 1 ? "" : "es");
 }
 
+/* ---- /dev/kmsg ------------------------------------------------------------------------------ */
+
 static void on_kmsg_io(struct ev_loop *loop, ev_io *io, int revents) {
-        Agent *a = ASSERT_PTR(io->data);
+        OomWatch *ow = ASSERT_PTR(io->data);
+        Agent *a = ow->a;
 
         /* Bounded per wakeup, so a flood of kernel messages cannot starve the triggers. */
-        for (unsigned i = 0; i < 256; i++) {
+        for (unsigned i = 0; i < KMSG_RECORDS_PER_WAKEUP; i++) {
                 KmsgRecord rec;
-                ssize_t n = kmsg_read_record(a->kmsg_fd, a->kmsg_buf, KMSG_RECORD_MAX);
+                ssize_t n = kmsg_read_record(ow->kmsg_fd, ow->kmsg_buf, KMSG_RECORD_MAX);
 
                 if (n == -EAGAIN)
                         return;
@@ -198,69 +259,83 @@ static void on_kmsg_io(struct ev_loop *loop, ev_io *io, int revents) {
                         /* The ring overwrote records we had not read: an oom-kill: line may be
                          * among them, so the next Killed process line stands alone. */
                         usec_t now = now_usec(CLOCK_MONOTONIC);
-                        a->kmsg_lost++;
-                        a->kmsg_kill.has_header = false;
-                        agent_metrics_update(a);
+                        a->counters.kmsg_lost++;
+                        ow->kmsg_kill.has_header = false;
+                        health_update(a);
                         /* Once a minute at most; psidiag_kmsg_lost_total counts them all. */
-                        if (log_ratelimit_pass(&a->kmsg_lost_warned, now))
+                        if (log_ratelimit_pass(&ow->kmsg_lost_warned, now))
                                 log_warning("kernel messages were overwritten before psidiag read them; an oom kill "
                                             "among them is not reported");
                         continue;
                 }
                 if (n < 0) {
                         log_error_errno((int) n, "cannot read /dev/kmsg; oom kills are no longer reported");
-                        ev_io_stop(a->loop, &a->kmsg_io);
-                        a->kmsg_fd = safe_close(a->kmsg_fd);
+                        ev_io_stop(a->loop, &ow->kmsg_io);
+                        ow->kmsg_fd = safe_close(ow->kmsg_fd);
                         return;
                 }
-                if (kmsg_parse_record(a->kmsg_buf, (size_t) n, &rec) < 0)
+                if (kmsg_parse_record(ow->kmsg_buf, (size_t) n, &rec) < 0)
                         continue;
                 kills_kmsg_message(a, rec.message, rec.message_len);
-                if (oom_parse_message(rec.message, rec.message_len, &a->kmsg_kill) != OOM_LINE_KILLED)
+                if (oom_parse_message(rec.message, rec.message_len, &ow->kmsg_kill) != OOM_LINE_KILLED)
                         continue;
                 /* Both clocks count from boot (suspend aside): how late the kill is read. */
-                log_debug("oom kill of pid %d read %lld us after the kernel logged it", (int) a->kmsg_kill.pid,
+                log_debug("oom kill of pid %d read %lld us after the kernel logged it", (int) ow->kmsg_kill.pid,
                           (long long) now_usec(CLOCK_MONOTONIC) - (long long) rec.timestamp_us);
-                kills_kernel_victim(a, a->kmsg_kill.pid);
-                _cleanup_free_ char *cg = oom_victim_cgroup(a, &a->kmsg_kill);
-                agent_oom(a, &a->kmsg_kill, cg, "kmsg", 1);
-                a->kmsg_kill = (OomKill) {};
+                kills_kernel_victim(a, ow->kmsg_kill.pid);
+                _cleanup_free_ char *cg = oom_victim_cgroup(a, &ow->kmsg_kill);
+                oom_report(a, &ow->kmsg_kill, cg, "kmsg", 1);
+                ow->kmsg_kill = (OomKill) {};
         }
 }
 
-void oom_watch_start(Agent *a) {
-        int fd = kmsg_open_end("/dev/kmsg");
+void oomwatch_start(Agent *a) {
+        OomWatch *ow = calloc(1, sizeof *ow);
+        int fd;
 
+        if (!ow) {
+                log_error("out of memory: oom kills are not reported");
+                return;
+        }
+        *ow = (OomWatch) { .a = a, .kmsg_fd = -EBADF, .kmsg_lost_warned.interval_us = 60 * USEC_PER_SEC };
+        a->oomwatch = ow;
+        fd = kmsg_open_end("/dev/kmsg");
         if (fd < 0) {
                 log_warning_errno(fd, "cannot read /dev/kmsg%s: oom kills are not read from the kernel log",
                                   fd == -EPERM ? " (kernel.dmesg_restrict is set and CAP_SYSLOG is missing)" : "");
-                oom_counting_start(a);
+                counting_start(ow);
                 return;
         }
-        a->kmsg_buf = malloc(KMSG_RECORD_MAX);
-        if (!a->kmsg_buf) {
+        ow->kmsg_buf = malloc(KMSG_RECORD_MAX);
+        if (!ow->kmsg_buf) {
                 log_error("out of memory: oom kills are not reported");
                 safe_close(fd);
                 return;
         }
-        a->kmsg_fd = fd;
-        ev_io_init(&a->kmsg_io, on_kmsg_io, fd, EV_READ);
-        a->kmsg_io.data = a;
-        ev_io_start(a->loop, &a->kmsg_io);
+        ow->kmsg_fd = fd;
+        ev_io_init(&ow->kmsg_io, on_kmsg_io, fd, EV_READ);
+        ow->kmsg_io.data = ow;
+        ev_io_start(a->loop, &ow->kmsg_io);
 }
 
-void oom_watch_stop(Agent *a) {
-        oom_flush(a);
-        for (size_t i = 0; i < a->n_watches; i++)
-                watch_counter_close(a, a->watches[i]);
-        if (a->oom_counting) {
-                ev_timer_stop(a->loop, &a->oomc_recheck);
-                a->oomc_watch = dirwatch_free(a->oomc_watch);
+void oomwatch_stop(Agent *a) {
+        OomWatch *ow = a->oomwatch;
+
+        if (!ow)
+                return;
+        while (ow->n_counters > 0)
+                counter_close(ow, ow->n_counters - 1);
+        free(ow->counters);
+        core_hooks_remove(a, ow);
+        if (ow->counting) {
+                ev_timer_stop(a->loop, &ow->recheck);
+                ow->dirwatch = dirwatch_free(ow->dirwatch);
         }
-        if (a->kmsg_fd >= 0) {
-                ev_io_stop(a->loop, &a->kmsg_io);
-                a->kmsg_fd = safe_close(a->kmsg_fd);
+        if (ow->kmsg_fd >= 0) {
+                ev_io_stop(a->loop, &ow->kmsg_io);
+                ow->kmsg_fd = safe_close(ow->kmsg_fd);
         }
-        free(a->kmsg_buf);
-        a->kmsg_buf = NULL;
+        free(ow->kmsg_buf);
+        free(ow);
+        a->oomwatch = NULL;
 }

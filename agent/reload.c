@@ -3,8 +3,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "agent/agent.h"
-#include "agent/daemon.h"
+#include "agent/discovery.h"
+#include "agent/health.h"
+#include "agent/options.h"
+#include "agent/reload.h"
+#include "agent/trigger.h"
+#include "agent/watch.h"
 #include "base/log.h"
 #include "base/macro.h"
 
@@ -24,9 +28,7 @@ static void reopen_outputs(Agent *a) {
         }
 }
 
-/* Two config watches are the same watch across a reload when their cgroup (pattern) is the same
- * text and it is the same occurrence of that text in the list. */
-static const WatchConfig *reload_match(const Config *old, const WatchConfig *ow, const Config *nc) {
+const WatchConfig *reload_match_watch(const Config *old, const WatchConfig *ow, const Config *nc) {
         size_t occurrence = 0, seen = 0;
 
         for (size_t i = 0; i < old->n_watches && &old->watches[i] != ow; i++)
@@ -46,7 +48,7 @@ static const WatchConfig *reload_match(const Config *old, const WatchConfig *ow,
 /* SIGHUP: reopen the outputs (logrotate), then reload the config file. A bad config is refused
  * and the running one kept. Triggers whose cgroup and text did not change stay armed (same fds: no
  * gap and no spurious first event); others are closed or armed. */
-void reload(Agent *a) {
+void reload_config(Agent *a) {
         _cleanup_free_ char *error = NULL;
         _cleanup_(config_freep) Config *nc = NULL;
         Config *old = a->config;
@@ -88,7 +90,7 @@ void reload(Agent *a) {
         armed_before = a->armed;
         for (size_t i = 0; i < a->n_watches;) {
                 Watch *w = a->watches[i];
-                const WatchConfig *nw = reload_match(old, w->cfg, nc);
+                const WatchConfig *nw = reload_match_watch(old, w->cfg, nc);
                 size_t keep = 0;
 
                 if (!nw || watch_set_config(a, w, nw) < 0) {
@@ -137,7 +139,7 @@ void reload(Agent *a) {
                                 continue;
                         if (!opened) {
                                 opened = true;
-                                r = watch_open_cgroup(w, &cgroup_fd);
+                                r = core_watch_open_cgroup(w, &cgroup_fd);
                                 if (r < 0 && r != -EMFILE && r != -ENFILE && !cgroup_is_gone(r))
                                         log_warning_errno(r, "cannot open cgroup %s", w->name);
                         }
@@ -154,14 +156,13 @@ void reload(Agent *a) {
                 i++;
         }
         a->config = TAKE_PTR(nc);
-        if (agent_onwhat_reserve(a, a->config->max_concurrent_samples) < 0)
+        if (watch_onwhat_reserve(a, a->config->max_concurrent_samples) < 0)
                 log_warning("out of memory: some incidents will go without \"limits\" and \"blocked\"");
         for (size_t i = 0; i < a->n_sinks; i++)
-                sink_set_format(a->sinks[i], agent_sink_format(a));
+                sink_set_format(a->sinks[i], core_sink_format(a));
         a->history.lookback_us =
                 (usec_t) a->config->oom_lookback_s * USEC_PER_SEC; /* older entries go at the next add */
-        free(a->missing_warned);
-        a->missing_warned = warned;
+        discovery_take_warned(a, warned);
         if (procs) {
                 free(a->procs.items);
                 a->procs = (ProcessInfoBuffer) { .items = procs, .cap = (size_t) top * 2 };
@@ -172,8 +173,8 @@ void reload(Agent *a) {
                 a->rate = rate;
         }
         config_free(old);
-        discover(a);
-        agent_metrics_update(a);
+        discovery_run(a);
+        health_update(a);
         /* armed now = armed before - closed + new */
         log_info("reloaded %s: %u triggers armed on %zu watches (%u kept, %u closed, %u new)", a->opts->config_path,
                  a->armed, a->n_watches, kept, closed, a->armed + closed - armed_before);

@@ -5,7 +5,7 @@
 
 #include "agent/wakeup.h"
 
-void trigger_total_arm(TriggerTotal *t, uint64_t total_us, usec_t now_mono_us) {
+void wakeup_total_arm(TriggerTotal *t, uint64_t total_us, usec_t now_mono_us) {
         *t = (TriggerTotal) {
                 .known = true,
                 .last_us = total_us,
@@ -40,7 +40,7 @@ WakeupVerdict wakeup_decide(TriggerTotal *t, const PsiTriggerSpec *spec, const W
                             usec_t now_mono_us) {
         if (!t->known) {
                 /* Nothing to measure this wakeup against: it counts, and later ones are measured. */
-                trigger_total_arm(t, total_us, now_mono_us);
+                wakeup_total_arm(t, total_us, now_mono_us);
         } else if (total_us <= t->last_us) {
                 return WAKEUP_NO_GROWTH;
         } else {
@@ -94,32 +94,4 @@ const char *wakeup_verdict_to_string(WakeupVerdict v) {
                 break;
         }
         return "unknown";
-}
-
-int rate_limit_init(RateLimit *r, unsigned max_per_minute) {
-        *r = (RateLimit) { .max = max_per_minute };
-        if (max_per_minute == 0)
-                return 0;
-        r->times = calloc(max_per_minute, sizeof *r->times);
-        return r->times ? 0 : -ENOMEM;
-}
-
-bool rate_limit_admit(RateLimit *r, usec_t now) {
-        if (r->max == 0)
-                return true;
-        /* Full ring: the oldest of the last max admissions must be a minute old. */
-        if (r->n == r->max && now - r->times[r->next] < 60 * USEC_PER_SEC) {
-                r->suppressed_since_incident++;
-                return false;
-        }
-        r->times[r->next] = now;
-        r->next = (r->next + 1) % r->max;
-        if (r->n < r->max)
-                r->n++;
-        return true;
-}
-
-void rate_limit_done(RateLimit *r) {
-        free(r->times);
-        *r = (RateLimit) {};
 }

@@ -48,7 +48,7 @@ typedef struct WatchTiming {
 } WatchTiming;
 
 /* Records the total read right after the trigger was written (arming, re-arming, discovery). */
-void trigger_total_arm(TriggerTotal *t, uint64_t total_us, usec_t now_mono_us);
+void wakeup_total_arm(TriggerTotal *t, uint64_t total_us, usec_t now_mono_us);
 
 /* Decides what a wakeup of a trigger armed with spec is. A wakeup counts only if the total grew by
  * at least spec->threshold_us since the base: the arming, or the newest earlier wakeup at least
@@ -66,18 +66,3 @@ const char *wakeup_verdict_label(WakeupVerdict v);
 
 /* Verdicts that hold an incident back (the metrics' "suppressed" reasons) are the last ones. */
 #define WAKEUP_SUPPRESSED_FIRST WAKEUP_COOLDOWN
-
-/* The global limit on incidents per minute: a ring of the last `max` admission times. */
-typedef struct RateLimit {
-        unsigned max;  /* 0: no limit */
-        usec_t *times; /* ring of max entries */
-        size_t n, next;
-        uint64_t suppressed_since_incident; /* dropped since the last incident was written */
-} RateLimit;
-
-/* 0 or -ENOMEM. */
-int rate_limit_init(RateLimit *r, unsigned max_per_minute);
-/* True when one more incident may be taken at now (and records it); false when max were taken in
- * the last 60 s (and counts it as suppressed). */
-bool rate_limit_admit(RateLimit *r, usec_t now_mono_us);
-void rate_limit_done(RateLimit *r);

@@ -3,15 +3,46 @@
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/epoll.h>
 #include <unistd.h>
 
-#include "agent/daemon.h"
+#include "agent/health.h"
+#include "agent/report.h"
+#include "agent/trigger.h"
+#include "agent/watch.h"
 #include "base/array.h"
 #include "base/log.h"
 #include "base/macro.h"
 #include "probes/procfs.h"
 #include "probes/system.h"
+#include "sinks/registry.h"
+
+/* A node culprit pass that overlapping samples of one resource share (agent/episode.h), from the
+ * pool: back to it when its last sample is reported or dropped. */
+struct SharedPass {
+        CulpritPass pass;
+        PsiResource resource;
+        unsigned users; /* samples in flight that use it */
+        char id[EPISODE_ID_MAX];
+};
+#define SHARED_PASS_POOL_MAX 4
+
+/* What the watches share: the pools their samples borrow from, the node-wide storms' episodes. */
+struct WatchPools {
+        bool psi_error_logged;
+        unsigned sampling; /* watches with a sample in flight */
+        /* "On what" for the samples in flight: as many as max_concurrent_samples has allowed, each
+         * with its looks, allocated at start and when a reload raises it, so a sample allocates
+         * none of it at its wakeup and an idle watch holds none. */
+        OnWhat **onwhat_free;
+        size_t n_onwhat_free, n_onwhat;
+        /* Node-wide storms: the episode of each resource, and the node culprit pass of each
+         * resource that samples starting now may still join (its end not taken yet). */
+        Episode episodes[_PSI_RESOURCE_MAX];
+        uint64_t pass_seq;
+        SharedPass *open_pass[_PSI_RESOURCE_MAX];
+        SharedPass *pass_free[SHARED_PASS_POOL_MAX];
+        size_t n_pass_free;
+};
 
 static SampleScope watch_scope(const Watch *w, int cgroup_fd) {
         return (SampleScope) {
@@ -24,18 +55,6 @@ static SampleScope watch_scope(const Watch *w, int cgroup_fd) {
         };
 }
 
-/* Out of the set first (no event may name it once it is freed), then to the closer: the close
- * waits for an RCU grace period, which the loop must not (kernel-facts.md: trigger-close). */
-void trigger_free(Agent *a, Trigger *t) {
-        if (!t)
-                return;
-        (void) psi_set_remove(a->psi, t->handle);
-        closer_push(a->closer, t->fd);
-        a->armed--;
-        fd_budget_give(&a->fds, 1);
-        free(t);
-}
-
 static void watch_close_sample_fd(Watch *w) {
         w->sample_fd = safe_close(w->sample_fd);
         if (w->culprit)
@@ -43,69 +62,78 @@ static void watch_close_sample_fd(Watch *w) {
         w->culprit = mfree(w->culprit);
 }
 
-int agent_onwhat_reserve(Agent *a, size_t n) {
-        if (n <= a->n_onwhat)
+int watch_onwhat_reserve(Agent *a, size_t n) {
+        WatchPools *p = a->pools;
+
+        if (n <= p->n_onwhat)
                 return 0;
-        OnWhat **f = reallocarray(a->onwhat_free, n, sizeof *f);
+        OnWhat **f = reallocarray(p->onwhat_free, n, sizeof *f);
         if (!f)
                 return -ENOMEM;
-        a->onwhat_free = f;
-        while (a->n_onwhat < n) {
+        p->onwhat_free = f;
+        while (p->n_onwhat < n) {
                 OnWhat *w = malloc(sizeof *w);
                 if (!w || onwhat_init(w) < 0) {
                         free(w);
                         return -ENOMEM;
                 }
-                a->onwhat_free[a->n_onwhat_free++] = w;
-                a->n_onwhat++;
+                p->onwhat_free[p->n_onwhat_free++] = w;
+                p->n_onwhat++;
         }
         return 0;
 }
 
-void agent_onwhat_free(Agent *a) {
-        for (size_t i = 0; i < a->n_onwhat_free; i++) {
-                onwhat_done(a->onwhat_free[i]);
-                free(a->onwhat_free[i]);
-        }
-        a->onwhat_free = mfree(a->onwhat_free);
-        a->n_onwhat_free = a->n_onwhat = 0;
+int watch_start(Agent *a) {
+        a->pools = calloc(1, sizeof *a->pools);
+        return a->pools ? 0 : -ENOMEM;
 }
 
-void agent_passes_free(Agent *a) {
-        for (size_t i = 0; i < a->n_pass_free; i++) {
-                culprit_pass_done(&a->pass_free[i]->pass);
-                free(a->pass_free[i]);
+void watch_stop(Agent *a) {
+        WatchPools *p = a->pools;
+
+        if (!p)
+                return;
+        for (size_t i = 0; i < p->n_onwhat_free; i++) {
+                onwhat_done(p->onwhat_free[i]);
+                free(p->onwhat_free[i]);
         }
-        a->n_pass_free = 0;
+        free(p->onwhat_free);
+        for (size_t i = 0; i < p->n_pass_free; i++) {
+                culprit_pass_done(&p->pass_free[i]->pass);
+                free(p->pass_free[i]);
+        }
+        free(p);
+        a->pools = NULL;
 }
 
 /* A node pass of res for samples that start while its end is not taken, from the pool. NULL out of
  * memory (the sample then runs its own). */
-static SharedPass *agent_pass_new(Agent *a, PsiResource res) {
-        SharedPass *sp = a->n_pass_free > 0 ? a->pass_free[--a->n_pass_free] : calloc(1, sizeof *sp);
+static SharedPass *pass_new(Agent *a, PsiResource res) {
+        WatchPools *p = a->pools;
+        SharedPass *sp = p->n_pass_free > 0 ? p->pass_free[--p->n_pass_free] : calloc(1, sizeof *sp);
 
         if (!sp)
                 return NULL;
         sp->pass.started = sp->pass.ended = false;
         sp->resource = res;
         sp->users = 1;
-        episode_format_id('p', now_usec(CLOCK_REALTIME), ++a->pass_seq, a->rt.host.boot_id, getpid(), sp->id,
+        episode_format_id('p', now_usec(CLOCK_REALTIME), ++p->pass_seq, a->rt.host.boot_id, getpid(), sp->id,
                           sizeof sp->id);
-        a->open_pass[res] = sp;
+        p->open_pass[res] = sp;
         return sp;
 }
 
 /* The sample's shared pass, given back: to the pool once no sample uses it. */
 static void watch_release_pass(Watch *w) {
-        Agent *a = w->agent;
+        WatchPools *p = w->agent->pools;
         SharedPass *sp = TAKE_PTR(w->pass);
 
         if (!sp || --sp->users > 0)
                 return;
-        if (a->open_pass[sp->resource] == sp)
-                a->open_pass[sp->resource] = NULL;
-        if (a->n_pass_free < SHARED_PASS_POOL_MAX) {
-                a->pass_free[a->n_pass_free++] = sp;
+        if (p->open_pass[sp->resource] == sp)
+                p->open_pass[sp->resource] = NULL;
+        if (p->n_pass_free < SHARED_PASS_POOL_MAX) {
+                p->pass_free[p->n_pass_free++] = sp;
                 return;
         }
         culprit_pass_done(&sp->pass);
@@ -118,18 +146,18 @@ static void watch_release_pass(Watch *w) {
  * sample's alone. */
 static CulpritPass *watch_take_pass(Watch *w, const CulpritScope *c) {
         Agent *a = w->agent;
-        SharedPass *sp = a->open_pass[c->resource];
+        SharedPass *sp = a->pools->open_pass[c->resource];
 
         if (!c->node || c->same || w->cfg->sample_ms == 0) {
-                a->culprit_passes++;
+                a->counters.culprit_passes++;
                 return NULL;
         }
         if (episode_pass_joinable(sp != NULL, sp && sp->pass.ended, w->cfg->sample_ms)) {
                 sp->users++;
-                a->culprit_passes_shared++;
+                a->counters.culprit_passes_shared++;
         } else {
-                sp = agent_pass_new(a, c->resource);
-                a->culprit_passes++;
+                sp = pass_new(a, c->resource);
+                a->counters.culprit_passes++;
         }
         w->pass = sp;
         return sp ? &sp->pass : NULL;
@@ -137,11 +165,11 @@ static CulpritPass *watch_take_pass(Watch *w, const CulpritScope *c) {
 
 /* The sample's "on what", back to the pool. */
 static void watch_give_onwhat(Watch *w) {
-        Agent *a = w->agent;
+        WatchPools *p = w->agent->pools;
 
         sampler_drop_onwhat(&w->sampler);
         if (w->onwhat)
-                a->onwhat_free[a->n_onwhat_free++] = TAKE_PTR(w->onwhat);
+                p->onwhat_free[p->n_onwhat_free++] = TAKE_PTR(w->onwhat);
 }
 
 void watch_drop_sample(Watch *w, const char *why) {
@@ -152,7 +180,7 @@ void watch_drop_sample(Watch *w, const char *why) {
         watch_release_pass(w);
         watch_close_sample_fd(w);
         w->timing.sampling = false;
-        w->agent->sampling--;
+        w->agent->pools->sampling--;
         log_info("dropped the sample in flight for %s (%s)", w->name, why);
 }
 
@@ -164,8 +192,7 @@ void watch_remove(Agent *a, Watch *w) {
                         break;
                 }
         watch_drop_sample(w, "its cgroup is no longer watched");
-        kills_forget_watch(a, w);
-        watch_counter_close(a, w);
+        core_hooks_removed(a, w);
         for (size_t j = 0; j < w->n_triggers; j++)
                 trigger_free(a, w->triggers[j]);
         free(w->triggers);
@@ -179,12 +206,11 @@ static void watch_report_sample(Sampler *s, int r) {
         Watch *w = ASSERT_PTR(s->userdata);
         Agent *a = w->agent;
         Trigger *t = w->fired;
-        json_auto_t *incident = NULL;
         char id[HISTORY_ID_MAX];
 
         bool lifetime = s->sample_ms == 0;
         w->timing.sampling = false;
-        a->sampling--;
+        a->pools->sampling--;
         /* The culprit scope's fds are closed here; its path and limit stay for the report. */
         w->sample_fd = safe_close(w->sample_fd);
         _cleanup_free_ CulpritScope *culprit = TAKE_PTR(w->culprit);
@@ -204,8 +230,18 @@ static void watch_report_sample(Sampler *s, int r) {
                 log_debug_errno(s->a.errors ? s->a.first_error : s->b.first_error,
                                 "%u processes of %s could not be measured", s->a.errors + s->b.errors, w->name);
 
-        incident_format_id(&a->rt.host, s->result.wakeup_real_us, getpid(), ++a->seq, id, sizeof id);
-        r = incident_build(&s->result,
+        ReportEnd end = {
+                .agent = a,
+                .id = id,
+                .id_size = sizeof id,
+                .sinks = &w->sink,
+                .n_sinks = 1,
+                .count = { .label = counters_watch_label(w->cfg),
+                           .type = COUNTERS_INCIDENT_PRESSURE,
+                           .resource = t->effective.resource,
+                           .sample_thread_errors = lifetime ? s->a.errors : s->a.errors + s->b.errors },
+        };
+        r = report_publish(&s->result,
                            &(IncidentContext) {
                                    .type = "pressure",
                                    .id = id,
@@ -220,23 +256,15 @@ static void watch_report_sample(Sampler *s, int r) {
                                    .episode = w->episode,
                                    .culprit_pass = w->pass && s->result.culprits ? w->pass->id : NULL,
                            },
-                           &incident);
+                           &end);
         if (r < 0) {
                 log_error_errno(r, "cannot build the incident for %s", w->name);
                 return;
         }
-        (void) sink_write(w->sink, incident); /* counts and reports failures itself */
-        uint64_t stall_us = 0;
-        (void) sample_result_stall_us(&s->result, &stall_us);
-        agent_count_incident(a, watch_config_label(w->cfg), AGENT_INCIDENT_PRESSURE, t->effective.resource, stall_us);
-        a->exit_records_lost += s->result.b ? s->result.b->lost_exit_records : 0;
+        a->rate.suppressed_since_incident = 0;
         if (history_add(&a->history, w->path, id, now_usec(CLOCK_MONOTONIC)) < 0)
                 log_warning("out of memory: incident %s will not be linked to a later oom kill", id);
-        kills_pressure_incident(a, w, t, id);
-        a->rate.suppressed_since_incident = 0;
-        a->samples++;
-        a->sample_thread_errors += lifetime ? s->a.errors : s->a.errors + s->b.errors;
-        agent_metrics_update(a);
+        core_hooks_incident(a, w, t, id);
         usec_t done = now_usec(CLOCK_MONOTONIC);
         /* The agent's own time for this incident, the sample window left out (benchmarks read it). */
         log_debug("incident %s for %s: %u threads, agent time %llu us (snapshot A %llu, B %llu, report and write %llu)",
@@ -254,24 +282,17 @@ static void watch_finish_sample(Sampler *s, int r) {
         watch_release_pass(s->userdata);
 }
 
-/* The cgroup's directory, opened now: between samples a watch holds no descriptor but its
- * triggers'. -1 for a node-wide watch. It comes out of the reserve (fd_budget_reserve()), not the
- * triggers' budget, so a node whose triggers took every descriptor can still sample. */
-int watch_open_cgroup(Watch *w, int *ret_fd) {
-        *ret_fd = -EBADF;
-        if (!w->path)
-                return 0;
-        return sysroot_open_cgroup(w->agent->rt.sysroot, w->path, ret_fd);
-}
-
 static void watch_start_sample(Watch *w, Trigger *t) {
+        WatchPools *p = w->agent->pools;
         SampleScope scope;
         int r;
 
         w->fired = t;
         w->timing.sampling = true;
-        w->agent->sampling++;
-        r = watch_open_cgroup(w, &w->sample_fd);
+        p->sampling++;
+        /* A node whose triggers took every descriptor can still sample: the cgroup's directory
+         * comes out of the reserve. */
+        r = core_watch_open_cgroup(w, &w->sample_fd);
         if (r >= 0) {
                 scope = watch_scope(w, w->sample_fd);
                 /* The fired resource's totals of every descendant cgroup, for the hottest cgroups. */
@@ -286,8 +307,8 @@ static void watch_start_sample(Watch *w, Trigger *t) {
                 scope.limits_cgroup = w->path;
                 scope.limits_resource = t->effective.resource;
                 /* From the pool (none left, after a failed reserve: no "on what" this time). */
-                if (w->agent->n_onwhat_free > 0)
-                        w->onwhat = w->agent->onwhat_free[--w->agent->n_onwhat_free];
+                if (p->n_onwhat_free > 0)
+                        w->onwhat = p->onwhat_free[--p->n_onwhat_free];
                 scope.onwhat = w->onwhat;
                 /* Who is causing it: the processes and cgroups competing for the resource. No
                  * culprit pass is not a reason to lose the incident. */
@@ -305,7 +326,7 @@ static void watch_start_sample(Watch *w, Trigger *t) {
                 watch_release_pass(w);
                 watch_close_sample_fd(w);
                 w->timing.sampling = false;
-                w->agent->sampling--;
+                p->sampling--;
                 if (cgroup_is_gone(r))
                         log_info("cgroup %s disappeared as its trigger fired; no incident", w->name);
                 else
@@ -329,11 +350,11 @@ static void trigger_event(Trigger *t, bool gone) {
                 /* Never treat ERR as a firing: it stays set, and would loop. The cgroup is gone:
                  * disarm the whole watch; if the cgroup comes back, discovery arms it again. */
                 log_info("cgroup %s was removed: its triggers are closed", w->name);
-                a->cgroups_gone++;
+                a->counters.cgroups_gone++;
                 watch_remove(a, w);
                 if (a->armed == 0)
                         log_warning("no trigger is armed any more; psidiag keeps running until stopped");
-                agent_metrics_update(a);
+                health_update(a);
                 return;
         }
 
@@ -349,7 +370,7 @@ static void trigger_event(Trigger *t, bool gone) {
         verdict = wakeup_decide(&t->total, &t->effective, &w->timing, total, now_usec(CLOCK_MONOTONIC));
         /* The global limits come after the watch's own: a wakeup its cooldown ignores is not an
          * incident the rate limit has to count. */
-        if (verdict == WAKEUP_SAMPLE && a->sampling >= a->config->max_concurrent_samples) {
+        if (verdict == WAKEUP_SAMPLE && a->pools->sampling >= a->config->max_concurrent_samples) {
                 verdict = WAKEUP_CAPACITY;
                 a->rate.suppressed_since_incident++;
         } else if (verdict == WAKEUP_SAMPLE && !rate_limit_admit(&a->rate, now_usec(CLOCK_MONOTONIC))) {
@@ -361,13 +382,13 @@ static void trigger_event(Trigger *t, bool gone) {
                                     "counting the next ones",
                                     a->config->max_incidents_per_minute);
         }
-        a->wakeups[verdict]++;
+        a->counters.wakeups[verdict]++;
         /* Every wakeup with real growth, held back or not, tells that the stall goes on. */
         if (verdict != WAKEUP_NO_GROWTH && verdict != WAKEUP_BELOW_THRESHOLD) {
                 usec_t now = now_usec(CLOCK_MONOTONIC);
-                kills_trigger_wakeup(a, w); /* still under pressure: the kill window goes on */
-                Episode *e = &a->episodes[t->effective.resource];
-                if (episode_note(e, &a->episode_seq, now, now_usec(CLOCK_REALTIME), t->effective.window_us,
+                core_hooks_wakeup(a, w, t, verdict); /* still under pressure: a kill window goes on */
+                Episode *e = &a->pools->episodes[t->effective.resource];
+                if (episode_note(e, &a->counters.episodes, now, now_usec(CLOCK_REALTIME), t->effective.window_us,
                                  verdict == WAKEUP_SAMPLE ? now + w->cfg->sample_ms * USEC_PER_MSEC : 0))
                         log_debug("episode %" PRIu64 " of %s pressure begins with %s", e->seq,
                                   psi_resource_to_string(t->effective.resource), w->name);
@@ -376,7 +397,7 @@ static void trigger_event(Trigger *t, bool gone) {
                                           sizeof w->episode);
         }
         if (verdict != WAKEUP_SAMPLE) {
-                agent_metrics_update(a);
+                health_update(a);
                 log_debug("trigger \"%s\" on %s %s; ignored", t->cfg->text, w->name, wakeup_verdict_to_string(verdict));
                 return;
         }
@@ -388,15 +409,15 @@ static void trigger_event(Trigger *t, bool gone) {
  * A burst is handled in slices so that the loop's other watchers are not kept waiting. */
 #define TRIGGER_EVENTS_PER_WAKEUP 256
 
-void on_trigger_set(struct ev_loop *loop, ev_io *io, int revents) {
+void watch_on_trigger_set(struct ev_loop *loop, ev_io *io, int revents) {
         Agent *a = ASSERT_PTR(io->data);
         PsiEvent ev;
 
         for (unsigned i = 0; i < TRIGGER_EVENTS_PER_WAKEUP && psi_set_take(a->psi, &ev, 1) == 1; i++)
                 trigger_event(ASSERT_PTR(ev.userdata), ev.gone);
         int r = psi_set_error(a->psi);
-        if (r < 0 && !a->psi_error_logged) {
-                a->psi_error_logged = true;
+        if (r < 0 && !a->pools->psi_error_logged) {
+                a->pools->psi_error_logged = true;
                 if (r == -ENOMEM)
                         log_error("out of memory: a trigger's event was lost, and that trigger stays silent");
                 else
@@ -404,11 +425,7 @@ void on_trigger_set(struct ev_loop *loop, ev_io *io, int revents) {
         }
 }
 
-SinkFormat agent_sink_format(const Agent *a) {
-        return a->config->output_format == CONFIG_OUTPUT_FORMAT_OTLP ? SINK_FORMAT_OTLP : SINK_FORMAT_INCIDENT;
-}
-
-static int agent_get_sink(Agent *a, const char *path, Sink **ret, char *why, size_t why_size) {
+static int watch_get_sink(Agent *a, const char *path, Sink **ret, char *why, size_t why_size) {
         int r;
 
         for (size_t i = 0; i < a->n_sinks; i++)
@@ -418,76 +435,17 @@ static int agent_get_sink(Agent *a, const char *path, Sink **ret, char *why, siz
                 }
         if (array_grow((void **) &a->sinks, &a->cap_sinks, a->n_sinks, 4, sizeof *a->sinks) < 0)
                 return -ENOMEM;
-        r = sink_open(path, agent_sink_format(a), &a->sinks[a->n_sinks], why, why_size);
+        r = sink_open(path, core_sink_format(a), &a->sinks[a->n_sinks], why, why_size);
         if (r < 0)
                 return r;
         *ret = a->sinks[a->n_sinks++];
         return 0;
 }
 
-/* Arms one trigger of w; cgroup_fd is w's cgroup directory (-1 for a node-wide watch). Returns the
- * trigger, or NULL when it could not be armed (logged). */
-Trigger *trigger_arm(Agent *a, Watch *w, int cgroup_fd, const WatchTrigger *cfg) {
-        bool cgroup = w->path != NULL;
-        int dirfd = cgroup ? cgroup_fd : a->rt.sysroot->pressure_fd;
-        const char *file = pressure_file_name(cfg->spec.resource, cgroup);
-        Trigger *t;
-        PressureStats ps;
-        int r;
-
-        if (dirfd < 0)
-                return NULL;
-        t = calloc(1, sizeof *t);
-        if (!t) {
-                log_error("out of memory");
-                return NULL;
-        }
-        *t = (Trigger) { .watch = w, .cfg = cfg, .fd = -EBADF, .handle = -1 };
-        if (psi_trigger_spec_effective(&cfg->spec, a->rt.privileged, &t->effective) > 0 && !a->started) {
-                char buf[96];
-                log_warning("trigger \"%s\" on %s: without CAP_SYS_RESOURCE the kernel accepts only windows "
-                            "that are multiples of 2s; armed as \"%s\"",
-                            cfg->text, w->name, psi_trigger_spec_format(&t->effective, buf, sizeof buf));
-        }
-        r = fd_budget_take(&a->fds, 1);
-        if (r >= 0) {
-                r = psi_trigger_open(dirfd, file, &t->effective, &t->fd);
-                if (r < 0)
-                        fd_budget_give(&a->fds, 1);
-        }
-        if (r < 0) {
-                if (!fd_budget_starved(&a->fds, r, 1)) {
-                        if (r == -EOPNOTSUPP)
-                                log_error("cannot arm \"%s\" on %s: PSI is disabled for it (psi=0, or "
-                                          "cgroup.pressure=0)",
-                                          cfg->text, w->name);
-                        else if (cgroup_is_gone(r))
-                                log_debug("cannot arm \"%s\" on %s: the cgroup is going away", cfg->text, w->name);
-                        else
-                                log_error_errno(r, "cannot arm \"%s\" on %s (%s)", cfg->text, w->name, file);
-                }
-                free(t);
-                return NULL;
-        }
-        if (pressure_read_fd(t->fd, &ps) >= 0 && ps.has[t->effective.stall])
-                trigger_total_arm(&t->total, ps.line[t->effective.stall].total_us, now_usec(CLOCK_MONOTONIC));
-        t->handle = psi_set_add(a->psi, t->fd, EPOLLPRI, t);
-        if (t->handle < 0) {
-                log_error_errno((int) t->handle, "cannot watch the trigger fd of \"%s\" on %s", cfg->text, w->name);
-                closer_push(a->closer, t->fd);
-                fd_budget_give(&a->fds, 1);
-                free(t);
-                return NULL;
-        }
-        a->armed++;
-        log_debug("armed \"%s\" on %s", cfg->text, w->name);
-        return t;
-}
-
 int watch_set_config(Agent *a, Watch *w, const WatchConfig *cfg) {
         char why[160] = "out of memory";
         Sink *sink;
-        int r = agent_get_sink(a, cfg->output, &sink, why, sizeof why);
+        int r = watch_get_sink(a, cfg->output, &sink, why, sizeof why);
 
         if (r < 0) {
                 log_error_errno(r, "cannot open output %s: %s", cfg->output, why);
@@ -514,7 +472,6 @@ Watch *watch_new(Agent *a, const WatchConfig *cfg, const char *path) {
         }
         w->agent = a;
         w->sample_fd = -EBADF;
-        w->oomc_fd = w->oomc_event_fd = w->oomc_wd = -EBADF;
         w->path = path ? strdup(path) : NULL;
         if (asprintf(&w->name, "%s", path ? (path[0] ? path : "/") : "node") < 0)
                 w->name = NULL;
@@ -533,7 +490,7 @@ Watch *watch_new(Agent *a, const WatchConfig *cfg, const char *path) {
         /* The cgroup's directory only while arming: afterwards the watch holds its triggers' fds
          * alone, and a sample opens the directory again. */
         int cgroup_fd;
-        r = watch_open_cgroup(w, &cgroup_fd);
+        r = core_watch_open_cgroup(w, &cgroup_fd);
         if (r < 0) {
                 if (!fd_budget_starved(&a->fds, r, cfg->n_triggers) && !cgroup_is_gone(r))
                         log_warning_errno(r, "cannot open cgroup %s under %s", w->name,
@@ -556,7 +513,7 @@ Watch *watch_new(Agent *a, const WatchConfig *cfg, const char *path) {
         if (sampler_preallocate(&w->sampler, &scope, &n) < 0)
                 log_warning("cannot allocate sample buffers for %s ahead of time (%zu threads)", w->name, n);
         cgroup_fd = safe_close(cgroup_fd);
-        watch_counter_open(a, w);
+        core_hooks_added(a, w);
         if (a->started)
                 log_info("armed %u trigger%s on %s", a->armed - armed_before, a->armed - armed_before == 1 ? "" : "s",
                          w->name);

@@ -1,4 +1,5 @@
 /* SPDX-License-Identifier: MIT */
+#include <assert.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <jansson.h>
@@ -12,6 +13,7 @@
 #include "base/macro.h"
 #include "config/config.h"
 #include "config/jsonpos.h"
+#include "config/keys.h"
 #include "probes/sysroot.h"
 #include "sinks/registry.h"
 
@@ -91,25 +93,50 @@ static int get_output(ParseState *st, json_t *v, const JsonPathElem *path, size_
         return 0;
 }
 
-/* Shared keys of the top level and of a watch. Returns 1 if key was one of them, 0 if not. */
-static int parse_common_key(ParseState *st, const char *key, json_t *v, JsonPathElem *path, size_t n, char **output,
-                            unsigned *top, uint64_t *sample_ms, uint64_t *cooldown_ms) {
-        uint64_t u;
+/* The row of key where (CONFIG_KEY_TOP or CONFIG_KEY_WATCH) can have it; an error naming the keys
+ * it can have, or why a top-level key is refused in a watch, when there is none. */
+static int find_key(ParseState *st, const char *key, unsigned where, const JsonPathElem *path, size_t n,
+                    const ConfigKey **ret) {
+        const ConfigKey *k = config_keys_find(key);
+        char expected[512];
+
+        if (k && (k->where & where)) {
+                *ret = k;
+                return 0;
+        }
+        if (k && where == CONFIG_KEY_WATCH && k->watch_error)
+                return fail_at(st, path, n, "%s", k->watch_error);
+        return fail_at(st, path, n, "unknown key \"%s\"%s (expected %s)", key,
+                       where == CONFIG_KEY_WATCH ? " in watch" : "",
+                       config_keys_expected(where, expected, sizeof expected));
+}
+
+/* A value that lands as it is at offset of base: an integer in the row's bounds, or an output. */
+static int parse_plain_value(ParseState *st, const ConfigKey *k, json_t *v, const JsonPathElem *path, size_t n,
+                             void *base, size_t offset) {
+        uint8_t *p = (uint8_t *) base + offset;
+        uint64_t u = 0;
         int r;
 
-        if (strcmp(key, "output") == 0)
-                r = get_output(st, v, path, n, output);
-        else if (strcmp(key, "top") == 0) {
-                r = get_uint(st, v, path, n, "top", CONFIG_TOP_MAX, 1, &u);
-                if (r >= 0)
-                        *top = (unsigned) u;
-        } else if (strcmp(key, "sample_ms") == 0)
-                r = get_uint(st, v, path, n, "sample_ms", CONFIG_SAMPLE_MS_MAX, 0, sample_ms);
-        else if (strcmp(key, "cooldown_ms") == 0)
-                r = get_uint(st, v, path, n, "cooldown_ms", CONFIG_COOLDOWN_MS_MAX, 0, cooldown_ms);
-        else
+        assert(offset != CONFIG_KEY_NOWHERE);
+        switch (k->type) {
+        case CONFIG_KEY_UINT:
+                r = get_uint(st, v, path, n, k->name, k->max, k->min, &u);
+                if (r < 0)
+                        return r;
+                if (k->size == sizeof(unsigned))
+                        *(unsigned *) p = (unsigned) u;
+                else {
+                        assert(k->size == sizeof(uint64_t));
+                        *(uint64_t *) p = u;
+                }
                 return 0;
-        return r < 0 ? r : 1;
+        case CONFIG_KEY_OUTPUT:
+                return get_output(st, v, path, n, (char **) p);
+        default:
+                assert(!"not a plain value");
+                return -EINVAL;
+        }
 }
 
 static int parse_watch(ParseState *st, Config *c, json_t *w, size_t wi, WatchConfig *ret) {
@@ -120,6 +147,7 @@ static int parse_watch(ParseState *st, Config *c, json_t *w, size_t wi, WatchCon
                 .cooldown_ms = c->cooldown_ms,
         };
         json_t *triggers = NULL, *v;
+        const ConfigKey *triggers_key = NULL;
         const char *key;
         int r;
 
@@ -127,13 +155,13 @@ static int parse_watch(ParseState *st, Config *c, json_t *w, size_t wi, WatchCon
                 return fail_at(st, path, 2, "each watch must be an object");
 
         json_object_foreach(w, key, v) {
+                const ConfigKey *k;
+
                 path[2] = JSON_KEY(key);
-                r = parse_common_key(st, key, v, path, 3, &wc.output, &wc.top, &wc.sample_ms, &wc.cooldown_ms);
+                r = find_key(st, key, CONFIG_KEY_WATCH, path, 3, &k);
                 if (r < 0)
                         goto fail;
-                if (r > 0)
-                        continue;
-                if (strcmp(key, "cgroup") == 0) {
+                if (k->type == CONFIG_KEY_CGROUP) {
                         const char *p;
 
                         if (!json_is_string(v)) {
@@ -168,19 +196,13 @@ static int parse_watch(ParseState *st, Config *c, json_t *w, size_t wi, WatchCon
                                 r = -ENOMEM;
                                 goto fail;
                         }
-                } else if (strcmp(key, "triggers") == 0)
+                } else if (k->type == CONFIG_KEY_TRIGGERS) {
                         triggers = v;
-                else if (strcmp(key, "output_format") == 0) {
-                        r = fail_at(st, path, 3,
-                                    "output_format is one setting for every output: set it at the top level, "
-                                    "not in a watch");
-                        goto fail;
+                        triggers_key = k;
                 } else {
-                        r = fail_at(st, path, 3,
-                                    "unknown key \"%s\" in watch (expected cgroup, triggers, output, top, "
-                                    "sample_ms, cooldown_ms)",
-                                    key);
-                        goto fail;
+                        r = parse_plain_value(st, k, v, path, 3, &wc, k->watch_offset);
+                        if (r < 0)
+                                goto fail;
                 }
         }
 
@@ -193,8 +215,8 @@ static int parse_watch(ParseState *st, Config *c, json_t *w, size_t wi, WatchCon
                 r = fail_at(st, path, 3, "triggers must be a non-empty array of trigger strings");
                 goto fail;
         }
-        if (json_array_size(triggers) > CONFIG_TRIGGERS_PER_WATCH_MAX) {
-                r = fail_at(st, path, 3, "at most %d triggers per watch", CONFIG_TRIGGERS_PER_WATCH_MAX);
+        if (json_array_size(triggers) > triggers_key->max) {
+                r = fail_at(st, path, 3, "at most %llu triggers per watch", (unsigned long long) triggers_key->max);
                 goto fail;
         }
         wc.triggers = calloc(json_array_size(triggers), sizeof *wc.triggers);
@@ -271,6 +293,7 @@ int config_parse(const char *text, size_t len, const char *name, Config **ret, c
         JsonPathElem path[2];
         json_error_t jerr;
         json_t *root, *watch = NULL, *v;
+        const ConfigKey *watch_key = NULL;
         const char *key;
         Config *c;
         int r;
@@ -302,49 +325,26 @@ int config_parse(const char *text, size_t len, const char *name, Config **ret, c
         }
 
         json_object_foreach(root, key, v) {
+                const ConfigKey *k;
+
                 path[0] = JSON_KEY(key);
-                r = parse_common_key(&st, key, v, path, 1, &c->output, &c->top, &c->sample_ms, &c->cooldown_ms);
+                r = find_key(&st, key, CONFIG_KEY_TOP, path, 1, &k);
                 if (r < 0)
                         goto fail;
-                if (r > 0)
-                        continue;
-                if (strcmp(key, "watch") == 0)
+                switch (k->type) {
+                case CONFIG_KEY_WATCHES:
                         watch = v;
-                else if (strcmp(key, "$schema") == 0)
-                        continue;
-                else if (strcmp(key, "max_incidents_per_minute") == 0) {
-                        uint64_t u;
-                        r = get_uint(&st, v, path, 1, "max_incidents_per_minute", CONFIG_MAX_INCIDENTS_PER_MINUTE_MAX,
-                                     0, &u);
-                        if (r < 0)
-                                goto fail;
-                        c->max_incidents_per_minute = (unsigned) u;
-                } else if (strcmp(key, "max_concurrent_samples") == 0) {
-                        uint64_t u;
-                        r = get_uint(&st, v, path, 1, "max_concurrent_samples", CONFIG_MAX_CONCURRENT_SAMPLES_MAX, 1,
-                                     &u);
-                        if (r < 0)
-                                goto fail;
-                        c->max_concurrent_samples = (unsigned) u;
-                } else if (strcmp(key, "oom_lookback_s") == 0) {
-                        uint64_t u;
-                        r = get_uint(&st, v, path, 1, "oom_lookback_s", CONFIG_OOM_LOOKBACK_S_MAX, 0, &u);
-                        if (r < 0)
-                                goto fail;
-                        c->oom_lookback_s = (unsigned) u;
-                } else if (strcmp(key, "kill_window_s") == 0) {
-                        uint64_t u;
-                        r = get_uint(&st, v, path, 1, "kill_window_s", CONFIG_KILL_WINDOW_S_MAX, 0, &u);
-                        if (r < 0)
-                                goto fail;
-                        c->kill_window_s = (unsigned) u;
-                } else if (strcmp(key, "kill_log_files") == 0) {
+                        watch_key = k;
+                        break;
+                case CONFIG_KEY_SCHEMA:
+                        break;
+                case CONFIG_KEY_PATHS: {
                         size_t i;
                         json_t *f;
 
-                        if (!json_is_array(v) || json_array_size(v) > CONFIG_KILL_LOG_FILES_MAX) {
-                                r = fail_at(&st, path, 1, "kill_log_files must be a list of at most %d absolute paths",
-                                            CONFIG_KILL_LOG_FILES_MAX);
+                        if (!json_is_array(v) || json_array_size(v) > k->max) {
+                                r = fail_at(&st, path, 1, "%s must be a list of at most %llu absolute paths", k->name,
+                                            (unsigned long long) k->max);
                                 goto fail;
                         }
                         for (i = 0; i < c->n_kill_log_files; i++)
@@ -360,7 +360,7 @@ int config_parse(const char *text, size_t len, const char *name, Config **ret, c
                         json_array_foreach(v, i, f) {
                                 const char *s = json_string_value(f);
                                 if (!s || s[0] != '/' || json_string_length(f) != strlen(s)) {
-                                        r = fail_at(&st, path, 1, "kill_log_files must be a list of absolute paths");
+                                        r = fail_at(&st, path, 1, "%s must be a list of absolute paths", k->name);
                                         goto fail;
                                 }
                                 c->kill_log_files[c->n_kill_log_files] = strdup(s);
@@ -370,7 +370,9 @@ int config_parse(const char *text, size_t len, const char *name, Config **ret, c
                                 }
                                 c->n_kill_log_files++;
                         }
-                } else if (strcmp(key, "output_format") == 0) {
+                        break;
+                }
+                case CONFIG_KEY_OUTPUT_FORMAT: {
                         const char *f = json_string_value(v);
 
                         if (f && strcmp(f, "incident") == 0)
@@ -383,7 +385,9 @@ int config_parse(const char *text, size_t len, const char *name, Config **ret, c
                                             "\"otlp\" (OTLP/JSON log requests)");
                                 goto fail;
                         }
-                } else if (strcmp(key, "metrics_file") == 0) {
+                        break;
+                }
+                case CONFIG_KEY_METRICS_FILE: {
                         const char *m = json_string_value(v);
                         size_t ml = m ? strlen(m) : 0;
 
@@ -400,13 +404,12 @@ int config_parse(const char *text, size_t len, const char *name, Config **ret, c
                                 r = -ENOMEM;
                                 goto fail;
                         }
-                } else {
-                        r = fail_at(&st, path, 1,
-                                    "unknown key \"%s\" (expected output, output_format, top, sample_ms, cooldown_ms, "
-                                    "max_incidents_per_minute, max_concurrent_samples, oom_lookback_s, kill_window_s, "
-                                    "kill_log_files, metrics_file, watch)",
-                                    key);
-                        goto fail;
+                        break;
+                }
+                default:
+                        r = parse_plain_value(&st, k, v, path, 1, c, k->config_offset);
+                        if (r < 0)
+                                goto fail;
                 }
         }
         if (!c->output) {
@@ -426,8 +429,8 @@ int config_parse(const char *text, size_t len, const char *name, Config **ret, c
                 r = fail_at(&st, path, 1, "watch must be a non-empty array");
                 goto fail;
         }
-        if (json_array_size(watch) > CONFIG_WATCHES_MAX) {
-                r = fail_at(&st, path, 1, "at most %d watches", CONFIG_WATCHES_MAX);
+        if (json_array_size(watch) > watch_key->max) {
+                r = fail_at(&st, path, 1, "at most %llu watches", (unsigned long long) watch_key->max);
                 goto fail;
         }
         c->watches = calloc(json_array_size(watch), sizeof *c->watches);

@@ -3,6 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/cgpath.h"
 #include "incident/history.h"
 
 int history_init(History *h, usec_t lookback_us) {
@@ -52,17 +53,6 @@ int history_add(History *h, const char *cgroup, const char *id, usec_t now_us) {
         return 0;
 }
 
-bool history_covers(const char *ancestor, const char *cgroup) {
-        size_t n;
-
-        if (!ancestor || ancestor[0] == '\0')
-                return true;
-        if (!cgroup)
-                return false;
-        n = strlen(ancestor);
-        return strncmp(ancestor, cgroup, n) == 0 && (cgroup[n] == '\0' || cgroup[n] == '/');
-}
-
 size_t history_related(const History *h, const char *cgroup, usec_t now_us, const char **ret, size_t max) {
         size_t k = 0;
 
@@ -70,7 +60,7 @@ size_t history_related(const History *h, const char *cgroup, usec_t now_us, cons
                 const HistoryEntry *e = &h->items[i];
                 if (now_us - e->mono_us > h->lookback_us)
                         break; /* older ones are older still */
-                if (history_covers(e->cgroup, cgroup))
+                if (cgpath_covers(e->cgroup, cgroup))
                         ret[k++] = e->id;
         }
         return k;

@@ -33,13 +33,8 @@ int history_init(History *h, usec_t lookback_us);
  * nothing is kept. 0 or -ENOMEM (the entry is not kept). */
 int history_add(History *h, const char *cgroup, const char *id, usec_t now_us);
 
-/* True when incidents of `ancestor` concern `cgroup`: it is node-wide (NULL), the root (""), the
- * cgroup itself, or one of its ancestors. cgroup NULL (the kill's cgroup is unknown) is only
- * concerned by node-wide and root incidents. */
-bool history_covers(const char *ancestor, const char *cgroup);
-
-/* The ids of the incidents that concern cgroup from the lookback before now, newest first, at most
- * max of them. Returns how many were put in ret (pointers into h, valid until the next add). */
+/* The ids of the incidents that concern cgroup (their cgroup covers it: base/cgpath.h) from the lookback before now,
+ * newest first, at most max of them. Returns how many were put in ret (pointers into h, valid until the next add). */
 size_t history_related(const History *h, const char *cgroup, usec_t now_us, const char **ret, size_t max);
 
 void history_done(History *h);

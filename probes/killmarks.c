@@ -10,13 +10,7 @@
 #include "probes/killmarks.h"
 
 const char *killer_kind_to_string(KillerKind k) {
-        static const char *const names[_KILLER_MAX] = {
-                [KILLER_UNKNOWN] = "unknown", [KILLER_EARLYOOM] = "earlyoom",
-                [KILLER_NOHANG] = "nohang",   [KILLER_SYSTEMD_OOMD] = "systemd-oomd",
-                [KILLER_OOMD] = "oomd",       [KILLER_KERNEL_GROUP] = "kernel-oom-group",
-        };
-
-        return (unsigned) k < _KILLER_MAX ? names[k] : "unknown";
+        return killmarks_killer(k)->name;
 }
 
 const char *killmark_basis_to_string(KillMarkBasis b) {
@@ -476,22 +470,69 @@ KillerKind killmarks_xattrs_killer(const CgroupKillXattrs *x) {
 }
 
 KillerKind killmarks_known_executable(const char *name) {
-        static const struct {
-                const char *name;
-                KillerKind kind;
-        } known[] = {
-                /* Debian 12: /usr/bin/earlyoom, /usr/sbin/nohang (Python: the comm is "nohang", the
-                 * exe python3), /lib/systemd/systemd-oomd, /usr/bin/oomd. */
-                { "earlyoom", KILLER_EARLYOOM },
-                { "nohang", KILLER_NOHANG },
-                { "systemd-oomd", KILLER_SYSTEMD_OOMD },
-                { "oomd", KILLER_OOMD },
-        };
-
         if (!name)
                 return KILLER_UNKNOWN;
-        for (size_t i = 0; i < ELEMENTSOF(known); i++)
-                if (strcmp(name, known[i].name) == 0)
-                        return known[i].kind;
+        for (KillerKind k = 0; k < _KILLER_MAX; k++)
+                for (size_t i = 0; i < ELEMENTSOF(killmarks_killer(k)->executables); i++) {
+                        const char *e = killmarks_killer(k)->executables[i];
+                        if (!e)
+                                break;
+                        if (strcmp(name, e) == 0)
+                                return k;
+                }
         return KILLER_UNKNOWN;
+}
+
+/* ---- the table -------------------------------------------------------------------------------- */
+
+static int earlyoom_log(const char *msg, size_t len, KillMark *state, KillMark *ret) {
+        KillMark m;
+
+        /* The escalation line (pid 0) completes nothing: its sending line was the mark. */
+        if (killmarks_parse_earlyoom_line(msg, len, &m) == 0 && m.pid > 0) {
+                *ret = m;
+                return 1;
+        }
+        return 0;
+}
+
+static int nohang_log(const char *msg, size_t len, KillMark *state, KillMark *ret) {
+        if (killmarks_feed_nohang(msg, len, state) & NOHANG_SEEN_SIGNAL && state->pid > 0) {
+                *ret = *state;
+                ret->killer = KILLER_NOHANG;
+                *state = (KillMark) { .uid = -1 };
+                return 1;
+        }
+        return 0;
+}
+
+static int systemd_oomd_log(const char *msg, size_t len, KillMark *state, KillMark *ret) {
+        KillMark m;
+
+        if (killmarks_parse_systemd_oomd_line(msg, len, &m) == 0) {
+                *ret = m;
+                return 1;
+        }
+        return 0;
+}
+
+/* Debian 12's executables: /usr/bin/earlyoom, /usr/sbin/nohang (Python: the comm is "nohang", the
+ * exe python3), /lib/systemd/systemd-oomd, /usr/bin/oomd. Meta oomd writes its mark to /dev/kmsg
+ * (killmarks_parse_oomd_kmsg()), the kernel's group kill to memory.events: neither logs a line. */
+static const KillerInfo killers[_KILLER_MAX] = {
+        [KILLER_UNKNOWN] = { KILLER_UNKNOWN, "unknown", {}, NULL, NULL, false },
+        [KILLER_EARLYOOM] = { KILLER_EARLYOOM, "earlyoom", { "earlyoom" }, "earlyoom", earlyoom_log, false },
+        [KILLER_NOHANG] = { KILLER_NOHANG, "nohang", { "nohang" }, "nohang", nohang_log, true },
+        [KILLER_SYSTEMD_OOMD] = { KILLER_SYSTEMD_OOMD,
+                                  "systemd-oomd",
+                                  { "systemd-oomd" },
+                                  "systemd-oomd",
+                                  systemd_oomd_log,
+                                  false },
+        [KILLER_OOMD] = { KILLER_OOMD, "oomd", { "oomd" }, NULL, NULL, false },
+        [KILLER_KERNEL_GROUP] = { KILLER_KERNEL_GROUP, "kernel-oom-group", {}, NULL, NULL, false },
+};
+
+const KillerInfo *killmarks_killer(KillerKind k) {
+        return &killers[(unsigned) k < _KILLER_MAX ? k : KILLER_UNKNOWN];
 }

@@ -129,6 +129,25 @@ int killmarks_read_cgroup_xattrs(int cgroup_fd, CgroupKillXattrs *ret);
  * KILLER_SYSTEMD_OOMD for user.oomd_ooms or user.oomd_kill alone, else KILLER_UNKNOWN. */
 KillerKind killmarks_xattrs_killer(const CgroupKillXattrs *x);
 
+/* A parser of one killer's log messages (after their "ident[pid]: " header, or a headerless line of
+ * its own output): 1 with *ret filled when msg completes a mark, 0 when it is none or only part of
+ * one, kept in *state (the killer's own, {.uid = -1} to begin with and after each mark). Pure. */
+typedef int (*KillerLogParser)(const char *msg, size_t len, KillMark *state, KillMark *ret);
+
+/* One killer: everything psidiag knows of it, in one row (docs/killers.md says where each fact was
+ * read). A new killer is one more KillerKind, one more row, its parser and its docs. */
+typedef struct KillerInfo {
+        KillerKind kind;
+        const char *name;           /* the incident's killer.name and the metrics' killer label */
+        const char *executables[2]; /* its process's comm or exe basename, NULL-ended */
+        const char *log_ident;      /* its syslog identifier; NULL: no log line of it is read */
+        KillerLogParser log_parser; /* NULL with log_ident */
+        bool log_stateful;          /* a mark spans lines: on a headerless line, tried after the others */
+} KillerInfo;
+
+/* The row of k; KILLER_UNKNOWN's for anything out of range. */
+const KillerInfo *killmarks_killer(KillerKind k);
+
 /* The killer whose executable, or comm, is named name (a basename: "earlyoom", "systemd-oomd",
  * "oomd"; "nohang", a Python script whose /proc/PID/exe is the interpreter, so match its comm or
  * its script's basename). KILLER_UNKNOWN for any other name or NULL. */

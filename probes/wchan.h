@@ -17,7 +17,7 @@
 /* A /proc/<pid>/task/<tid>/wchan buffer (no newline: proc_pid_wchan() prints the bare symbol):
  * 1 and the symbol in out (truncated to size-1); 0 for "0", which the kernel prints both for a
  * task that is running (no wait channel) and when the reader may not ptrace-read the task
- * (fs/proc/base.c proc_pid_wchan(); DESIGN.md kernel fact 15), so "0" says nothing about why;
+ * (fs/proc/base.c proc_pid_wchan(); kernel-facts.md: permissions), so "0" says nothing about why;
  * -EINVAL for an empty or malformed buffer (a symbol has no spaces nor control bytes). */
 int wchan_parse_buf(const char *buf, size_t len, char *out, size_t size);
 

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* The "blocked" part of an incident (issue 17): from a few looks at a cgroup's threads (state and
+/* The "blocked" part of an incident ("on what"): from a few looks at a cgroup's threads (state and
  * wchan, read with probes/procfs.h and probes/wchan.h), the threads in uninterruptible sleep (D)
  * grouped by where they wait in the kernel, most-seen first. Pure: no I/O, no logging; the only
  * allocation is scratch space freed before returning. */

@@ -83,7 +83,8 @@ int kill_group_add(KillGroup *g, const KillVictim *v) {
 }
 
 void kill_log_state_init(KillLogState *s) {
-        *s = (KillLogState) { .nohang = { .uid = -1 } };
+        for (KillerKind k = 0; k < _KILLER_MAX; k++)
+                s->state[k] = (KillMark) { .uid = -1 };
 }
 
 /* The message of a line whose header names ident ("ident[pid]: " or "ident: "), or NULL. */
@@ -111,83 +112,37 @@ static const char *after_ident(const char *line, size_t len, const char *ident, 
         return NULL;
 }
 
-/* The message of a known killer's log line or journal entry: 1 with *ret when it completes a mark. */
-static int parse_message(KillerKind killer, const char *msg, size_t n, KillLogState *s, KillMark *ret) {
-        KillMark m;
-
-        switch (killer) {
-        case KILLER_EARLYOOM:
-                if (killmarks_parse_earlyoom_line(msg, n, &m) == 0 && m.pid > 0) {
-                        *ret = m;
-                        return 1;
-                }
-                return 0;
-        case KILLER_NOHANG:
-                if (killmarks_feed_nohang(msg, n, &s->nohang) & NOHANG_SEEN_SIGNAL && s->nohang.pid > 0) {
-                        *ret = s->nohang;
-                        ret->killer = KILLER_NOHANG;
-                        kill_log_state_init(s);
-                        return 1;
-                }
-                return 0;
-        case KILLER_SYSTEMD_OOMD:
-                if (killmarks_parse_systemd_oomd_line(msg, n, &m) == 0) {
-                        *ret = m;
-                        return 1;
-                }
-                return 0;
-        default:
-                return 0;
-        }
-}
-
 int kill_journal_parse_entry(const char *ident, size_t ident_len, const char *msg, size_t len, KillLogState *s,
                              KillMark *ret) {
-        static const struct {
-                const char *ident;
-                KillerKind killer;
-        } known[] = {
-                { "earlyoom", KILLER_EARLYOOM },
-                { "nohang", KILLER_NOHANG },
-                { "systemd-oomd", KILLER_SYSTEMD_OOMD },
-        };
-
         while (len > 0 && (msg[len - 1] == '\n' || msg[len - 1] == '\r'))
                 len--;
-        for (size_t i = 0; i < ELEMENTSOF(known); i++)
-                if (ident_len == strlen(known[i].ident) && memcmp(ident, known[i].ident, ident_len) == 0)
-                        return parse_message(known[i].killer, msg, len, s, ret);
+        for (KillerKind k = 0; k < _KILLER_MAX; k++) {
+                const KillerInfo *i = killmarks_killer(k);
+                if (i->log_ident && ident_len == strlen(i->log_ident) && memcmp(ident, i->log_ident, ident_len) == 0)
+                        return i->log_parser(msg, len, &s->state[k], ret);
+        }
         return 0;
 }
 
 int kill_log_parse_line(const char *line, size_t len, KillLogState *s, KillMark *ret) {
         const char *msg;
         size_t n;
-        KillMark m;
 
         while (len > 0 && (line[len - 1] == '\n' || line[len - 1] == '\r'))
                 len--;
-        if ((msg = after_ident(line, len, "earlyoom", &n)))
-                return parse_message(KILLER_EARLYOOM, msg, n, s, ret);
-        if ((msg = after_ident(line, len, "nohang", &n)))
-                return parse_message(KILLER_NOHANG, msg, n, s, ret);
-        if ((msg = after_ident(line, len, "systemd-oomd", &n)))
-                return parse_message(KILLER_SYSTEMD_OOMD, msg, n, s, ret);
-        /* No header: the killer's own output. Which killer is told by the line's shape. */
-        if (killmarks_parse_earlyoom_line(line, len, &m) == 0 && m.pid > 0) {
-                *ret = m;
-                return 1;
+        for (KillerKind k = 0; k < _KILLER_MAX; k++) {
+                const KillerInfo *i = killmarks_killer(k);
+                if (i->log_ident && (msg = after_ident(line, len, i->log_ident, &n)))
+                        return i->log_parser(msg, n, &s->state[k], ret);
         }
-        if (killmarks_parse_systemd_oomd_line(line, len, &m) == 0) {
-                *ret = m;
-                return 1;
-        }
-        if (killmarks_feed_nohang(line, len, &s->nohang) & NOHANG_SEEN_SIGNAL && s->nohang.pid > 0) {
-                *ret = s->nohang;
-                ret->killer = KILLER_NOHANG;
-                kill_log_state_init(s);
-                return 1;
-        }
+        /* No header: the killer's own output. Which killer is told by the line's shape: the
+         * one-line marks first, so that a line which is one never feeds a block. */
+        for (int stateful = 0; stateful < 2; stateful++)
+                for (KillerKind k = 0; k < _KILLER_MAX; k++) {
+                        const KillerInfo *i = killmarks_killer(k);
+                        if (i->log_parser && i->log_stateful == stateful && i->log_parser(line, len, &s->state[k], ret))
+                                return 1;
+                }
         return 0;
 }
 

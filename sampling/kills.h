@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* The decisions of `kill` incidents (issue 26), without a loop and without I/O: whether an exit
+/* The decisions of `kill` incidents (docs/killers.md), without a loop and without I/O: whether an exit
  * record is a kill (its signal), whether its process was a watched cgroup's member and not the
  * kernel's OOM victim, how the victims of one cgroup are grouped, which log lines are a killer's
  * marks (probes/killmarks.h parses them), and which mark names the killer. The agent (agent/kills.c)
@@ -94,16 +94,18 @@ typedef struct KillGroup {
  * counted, 0 when the process was already. */
 int kill_group_add(KillGroup *g, const KillVictim *v);
 
-/* Where a kill log line came from, and the state a nohang block needs across lines. */
+/* The state each killer's log parser keeps across lines (a nohang block). */
 typedef struct KillLogState {
-        KillMark nohang; /* killmarks_feed_nohang()'s state */
+        KillMark state[_KILLER_MAX]; /* by KillerKind (probes/killmarks.h's KillerInfo) */
 } KillLogState;
 
 void kill_log_state_init(KillLogState *s);
 
 /* One line of a killer's log: a syslog line ("... earlyoom[123]: sending SIGTERM ..."), a
  * journal-export style "IDENT[PID]: MESSAGE", or the killer's own output line with no header
- * (its stdout or stderr captured to a file). 1 with *ret filled when the line completes a mark
+ * (its stdout or stderr captured to a file), read by the parser of the killer whose log_ident
+ * the header names, or without one by each killer's in the table's order (those whose mark spans
+ * lines last). 1 with *ret filled when the line completes a mark
  * (an earlyoom kill line, the signal line of a nohang block, a systemd-oomd Killed line); 0 when
  * it is no mark or only part of one (kept in *s). */
 int kill_log_parse_line(const char *line, size_t len, KillLogState *s, KillMark *ret);

@@ -1,7 +1,7 @@
 #!/usr/bin/python3
 # SPDX-License-Identifier: MIT
 """What a node-wide storm makes the agent write and cost, for one or more psidiag binaries in the
-same run (issue 24, "Node-wide storms"). Not part of the CI suite: it takes about a minute per
+same run (node-wide storms: agent/episode.h). Not part of the CI suite: it takes about a minute per
 binary. Needs root, PSI, cgroup2 and CAP_NET_ADMIN (exits 77 saying why otherwise); always
 removes its cgroups and workloads.
 

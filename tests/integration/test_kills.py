@@ -1,6 +1,6 @@
 #!/usr/bin/python3
 # SPDX-License-Identifier: MIT
-"""Userspace OOM killers (issue 26): the real earlyoom and nohang from Debian kill a grower in a
+"""Userspace OOM killers (docs/killers.md): the real earlyoom and nohang from Debian kill a grower in a
 watched cgroup under memory pressure, and the agent writes one `kill` incident naming the grower,
 the killer and the pressure incident before it. nohang 0.2.0 acts only below 50 % of the node's
 memory available (its largest threshold): its grower takes the node below that (about half of its

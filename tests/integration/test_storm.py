@@ -1,6 +1,6 @@
 #!/usr/bin/python3
 # SPDX-License-Identifier: MIT
-"""A node-wide cpu stall wakes many watches at once (issue 24, "Node-wide storms"): 20 watched
+"""A node-wide cpu stall wakes many watches at once (node-wide storms: agent/episode.h): 20 watched
 cgroups, each with a bursty worker (workload blip), and spinners in another cgroup taking every
 cpu. The incidents of the storm carry one `episode`; overlapping samples share one node culprit
 pass, which the incidents say in `culprits.shared_pass` (the same id on several of them, with the

@@ -9,19 +9,6 @@
 
 #define S USEC_PER_SEC
 
-static void test_covers(void **state) {
-        assert_true(history_covers(NULL, "a/b")); /* node-wide */
-        assert_true(history_covers("", "a/b"));   /* the root cgroup */
-        assert_true(history_covers("a", "a/b"));
-        assert_true(history_covers("a/b", "a/b"));
-        assert_false(history_covers("a/b", "a"));    /* a child does not explain its parent's kill */
-        assert_false(history_covers("a/b", "a/bc")); /* a sibling that shares a prefix */
-        assert_false(history_covers("x", "a/b"));
-        assert_true(history_covers(NULL, NULL)); /* unknown cgroup: only node-wide and root */
-        assert_true(history_covers("", NULL));
-        assert_false(history_covers("a", NULL));
-}
-
 static void test_related_newest_first(void **state) {
         History h;
         const char *ids[8];
@@ -99,7 +86,6 @@ static void test_bounds(void **state) {
 
 int main(void) {
         const struct CMUnitTest tests[] = {
-                cmocka_unit_test(test_covers),
                 cmocka_unit_test(test_related_newest_first),
                 cmocka_unit_test(test_bounds),
         };

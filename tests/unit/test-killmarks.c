@@ -14,6 +14,7 @@
 #include <sys/xattr.h>
 #include <unistd.h>
 
+#include "base/macro.h"
 #include "probes/killmarks.h"
 #include "tests/unit/test-util.h"
 
@@ -449,13 +450,57 @@ static void test_names(void **state) {
         assert_int_equal(killmarks_known_executable(NULL), KILLER_UNKNOWN);
 }
 
+/* The killers' table: a row per kind, names unique and those of the incident schema's killer.name
+ * enum, executables found back, a log parser exactly where a log identifier is. */
+static void test_killer_table(void **state) {
+        char schema[64 * 1024];
+        FILE *f = fopen(SCHEMA_DIR "/incident.schema.json", "re");
+        size_t n;
+
+        assert_non_null(f);
+        n = fread(schema, 1, sizeof schema - 1, f);
+        fclose(f);
+        schema[n] = '\0';
+        const char *names = strstr(schema, "\"name\": { \"enum\": [\"earlyoom\"");
+        assert_non_null(names);
+        const char *names_end = strchr(names, ']');
+        assert_non_null(names_end);
+
+        for (KillerKind k = 0; k < _KILLER_MAX; k++) {
+                const KillerInfo *i = killmarks_killer(k);
+                char quoted[80];
+
+                assert_int_equal(i->kind, k);
+                assert_string_equal(killer_kind_to_string(k), i->name);
+                for (KillerKind o = 0; o < k; o++)
+                        assert_string_not_equal(killmarks_killer(o)->name, i->name);
+                snprintf(quoted, sizeof quoted, "\"%s\"", i->name);
+                const char *at = strstr(names, quoted);
+                if (!at || at > names_end)
+                        fail_msg("killer %s is not in schemas/incident.schema.json's killer.name enum", i->name);
+                for (size_t e = 0; e < ELEMENTSOF(i->executables) && i->executables[e]; e++)
+                        assert_int_equal(killmarks_known_executable(i->executables[e]), k);
+                assert_true(!i->log_ident == !i->log_parser);
+        }
+        assert_ptr_equal(killmarks_killer(_KILLER_MAX), killmarks_killer(KILLER_UNKNOWN));
+        assert_ptr_equal(killmarks_killer((KillerKind) -1), killmarks_killer(KILLER_UNKNOWN));
+        assert_int_equal(killmarks_known_executable("python3"), KILLER_UNKNOWN);
+        assert_int_equal(killmarks_known_executable(NULL), KILLER_UNKNOWN);
+}
+
 int main(void) {
         const struct CMUnitTest tests[] = {
-                cmocka_unit_test(test_earlyoom),     cmocka_unit_test(test_earlyoom_hostile),
-                cmocka_unit_test(test_nohang),       cmocka_unit_test(test_nohang_hostile),
-                cmocka_unit_test(test_systemd_oomd), cmocka_unit_test(test_systemd_oomd_hostile),
-                cmocka_unit_test(test_oomd_kmsg),    cmocka_unit_test(test_oomd_kmsg_hostile),
-                cmocka_unit_test(test_group_kill),   cmocka_unit_test(test_xattrs),
+                cmocka_unit_test(test_killer_table),
+                cmocka_unit_test(test_earlyoom),
+                cmocka_unit_test(test_earlyoom_hostile),
+                cmocka_unit_test(test_nohang),
+                cmocka_unit_test(test_nohang_hostile),
+                cmocka_unit_test(test_systemd_oomd),
+                cmocka_unit_test(test_systemd_oomd_hostile),
+                cmocka_unit_test(test_oomd_kmsg),
+                cmocka_unit_test(test_oomd_kmsg_hostile),
+                cmocka_unit_test(test_group_kill),
+                cmocka_unit_test(test_xattrs),
                 cmocka_unit_test(test_names),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /* The identities of a sample's reported processes (sampling/result.h), on a ranking and culprits
- * made by hand: as the VM showed (tests/vm, issue 31), a dd that ended during the sample was among
+ * made by hand: as the VM showed (tests/vm), a dd that ended during the sample was among
  * the most delayed with no cgroup ("dd (?) waited 0.47 s") while the culprits named its cgroup from
  * the start walk; the most delayed now take it from there. */
 #include <fcntl.h>

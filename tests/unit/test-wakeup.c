@@ -11,7 +11,7 @@ static void test_spurious_first_event(void **state) {
         TriggerTotal t;
         WatchTiming w = { .cooldown_us = 10 * S };
 
-        trigger_total_arm(&t, 1000, 1 * S);
+        wakeup_total_arm(&t, 1000, 1 * S);
         assert_int_equal(wakeup_decide(&t, &spec, &w, 1000, 2 * S), WAKEUP_NO_GROWTH);
         assert_int_equal(wakeup_decide(&t, &spec, &w, 999, 2 * S), WAKEUP_NO_GROWTH);
         assert_int_equal(t.last_us, 1000);
@@ -27,7 +27,7 @@ static void test_history_firing_is_not_an_incident(void **state) {
         WatchTiming w = {};
         usec_t t0 = 100 * S;
 
-        trigger_total_arm(&t, 980000, t0);
+        wakeup_total_arm(&t, 980000, t0);
         assert_int_equal(wakeup_decide(&t, &spec, &w, 987000, t0 + 1550 * USEC_PER_MSEC), WAKEUP_BELOW_THRESHOLD);
         assert_int_equal(wakeup_decide(&t, &spec, &w, 995000, t0 + 3560 * USEC_PER_MSEC), WAKEUP_BELOW_THRESHOLD);
         assert_int_equal(wakeup_decide(&t, &spec, &w, 1003000, t0 + 5570 * USEC_PER_MSEC), WAKEUP_BELOW_THRESHOLD);
@@ -40,7 +40,7 @@ static void test_first_window_real_stall(void **state) {
         TriggerTotal t;
         WatchTiming w = {};
 
-        trigger_total_arm(&t, 5 * S, 10 * S);
+        wakeup_total_arm(&t, 5 * S, 10 * S);
         assert_int_equal(wakeup_decide(&t, &spec, &w, 5 * S + 400 * USEC_PER_MSEC, 11 * S), WAKEUP_SAMPLE);
 }
 
@@ -50,7 +50,7 @@ static void test_late_small_stall(void **state) {
         TriggerTotal t;
         WatchTiming w = {};
 
-        trigger_total_arm(&t, 0, 0);
+        wakeup_total_arm(&t, 0, 0);
         assert_int_equal(wakeup_decide(&t, &spec, &w, 150000, 2 * S), WAKEUP_SAMPLE);
         assert_int_equal(wakeup_decide(&t, &spec, &w, 151000, 3600 * S), WAKEUP_BELOW_THRESHOLD);
         /* Steady stall of 60 ms a second fires every window: each counts, measured over two
@@ -68,7 +68,7 @@ static void test_recent_overflow(void **state) {
         TriggerTotal t;
         WatchTiming w = {};
 
-        trigger_total_arm(&t, 0, 0);
+        wakeup_total_arm(&t, 0, 0);
         for (unsigned i = 1; i <= 10; i++)
                 assert_int_equal(wakeup_decide(&t, &spec, &w, i * 20000, i * 100 * USEC_PER_MSEC),
                                  i < 5 ? WAKEUP_BELOW_THRESHOLD : WAKEUP_SAMPLE);
@@ -90,7 +90,7 @@ static void test_busy_and_cooldown(void **state) {
         TriggerTotal t;
         WatchTiming w = { .sampling = true, .cooldown_us = 10 * S };
 
-        trigger_total_arm(&t, 0, 0);
+        wakeup_total_arm(&t, 0, 0);
         assert_int_equal(wakeup_decide(&t, &spec, &w, 100000, 1 * S), WAKEUP_BUSY);
         /* The growth seen while busy is consumed: the next wakeup must bring more. */
         w.sampling = false;
@@ -112,34 +112,8 @@ static void test_strings(void **state) {
         assert_string_equal(wakeup_verdict_label(WAKEUP_BELOW_THRESHOLD), "below_threshold");
 }
 
-/* max_incidents_per_minute: at most max in any 60 s, the rest dropped and counted. */
-static void test_rate_limit(void **state) {
-        RateLimit r;
-        usec_t t0 = 1000 * USEC_PER_SEC;
-
-        assert_int_equal(rate_limit_init(&r, 3), 0);
-        assert_true(rate_limit_admit(&r, t0));
-        assert_true(rate_limit_admit(&r, t0 + 1 * USEC_PER_SEC));
-        assert_true(rate_limit_admit(&r, t0 + 2 * USEC_PER_SEC));
-        assert_false(rate_limit_admit(&r, t0 + 3 * USEC_PER_SEC));
-        assert_false(rate_limit_admit(&r, t0 + 59 * USEC_PER_SEC));
-        assert_int_equal(r.suppressed_since_incident, 2);
-        /* A minute after the first, one more fits; then the second's minute must pass. */
-        assert_true(rate_limit_admit(&r, t0 + 60 * USEC_PER_SEC));
-        assert_false(rate_limit_admit(&r, t0 + 60 * USEC_PER_SEC + 1));
-        assert_true(rate_limit_admit(&r, t0 + 61 * USEC_PER_SEC));
-        rate_limit_done(&r);
-
-        assert_int_equal(rate_limit_init(&r, 0), 0); /* no limit */
-        for (int i = 0; i < 1000; i++)
-                assert_true(rate_limit_admit(&r, t0));
-        assert_int_equal(r.suppressed_since_incident, 0);
-        rate_limit_done(&r);
-}
-
 int main(void) {
         const struct CMUnitTest tests[] = {
-                cmocka_unit_test(test_rate_limit),
                 cmocka_unit_test(test_spurious_first_event),
                 cmocka_unit_test(test_history_firing_is_not_an_incident),
                 cmocka_unit_test(test_first_window_real_stall),

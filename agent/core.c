@@ -1,0 +1,56 @@
+/* SPDX-License-Identifier: MIT */
+#include <errno.h>
+
+#include "agent/core.h"
+#include "probes/sysroot.h"
+
+int core_hooks_add(Agent *a, const WatchHooks *h) {
+        if (a->n_hooks >= CORE_HOOKS_MAX)
+                return -ENOSPC;
+        a->hooks[a->n_hooks++] = *h;
+        return 0;
+}
+
+void core_hooks_remove(Agent *a, void *userdata) {
+        size_t k = 0;
+
+        for (size_t i = 0; i < a->n_hooks; i++)
+                if (a->hooks[i].userdata != userdata)
+                        a->hooks[k++] = a->hooks[i];
+        a->n_hooks = k;
+}
+
+void core_hooks_added(Agent *a, Watch *w) {
+        for (size_t i = 0; i < a->n_hooks; i++)
+                if (a->hooks[i].added)
+                        a->hooks[i].added(w, a->hooks[i].userdata);
+}
+
+void core_hooks_removed(Agent *a, Watch *w) {
+        for (size_t i = 0; i < a->n_hooks; i++)
+                if (a->hooks[i].removed)
+                        a->hooks[i].removed(w, a->hooks[i].userdata);
+}
+
+void core_hooks_wakeup(Agent *a, Watch *w, const Trigger *t, WakeupVerdict verdict) {
+        for (size_t i = 0; i < a->n_hooks; i++)
+                if (a->hooks[i].wakeup)
+                        a->hooks[i].wakeup(w, t, verdict, a->hooks[i].userdata);
+}
+
+void core_hooks_incident(Agent *a, Watch *w, const Trigger *t, const char *id) {
+        for (size_t i = 0; i < a->n_hooks; i++)
+                if (a->hooks[i].incident)
+                        a->hooks[i].incident(w, t, id, a->hooks[i].userdata);
+}
+
+int core_watch_open_cgroup(const Watch *w, int *ret_fd) {
+        *ret_fd = -EBADF;
+        if (!w->path)
+                return 0;
+        return sysroot_open_cgroup(w->agent->rt.sysroot, w->path, ret_fd);
+}
+
+SinkFormat core_sink_format(const Agent *a) {
+        return a->config->output_format == CONFIG_OUTPUT_FORMAT_OTLP ? SINK_FORMAT_OTLP : SINK_FORMAT_INCIDENT;
+}

@@ -1,0 +1,28 @@
+/* SPDX-License-Identifier: MIT */
+#include <assert.h>
+#include <unistd.h>
+
+#include "agent/health.h"
+#include "agent/report.h"
+
+int report_publish(const SampleResult *result, const IncidentContext *ctx, const ReportEnd *end) {
+        Agent *a = end->agent;
+        json_auto_t *incident = NULL;
+        CountedIncident count = end->count;
+        int r;
+
+        assert(ctx->id == end->id);
+        incident_format_id(&a->rt.host, result->wakeup_real_us, getpid(), ++a->seq, end->id, end->id_size);
+        r = incident_build(result, ctx, &incident);
+        if (r < 0)
+                return r;
+        for (size_t i = 0; i < end->n_sinks; i++)
+                (void) sink_write(end->sinks[i], incident); /* counts and reports failures itself */
+        if (count.type == COUNTERS_INCIDENT_PRESSURE) {
+                (void) sample_result_stall_us(result, &count.stall_us);
+                count.exit_records_lost += result->b ? result->b->lost_exit_records : 0;
+        }
+        counters_count_incident(&a->counters, &count);
+        health_update(a);
+        return 0;
+}

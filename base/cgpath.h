@@ -1,0 +1,27 @@
+/* SPDX-License-Identifier: MIT */
+/* The questions about cgroup paths that the agent asks in many places, answered once: whether one
+ * cgroup covers another, its parent, the deepest of several that cover one. A path is relative to
+ * the cgroup2 mount ("a/b", "" the root); NULL means node-wide (an ancestor) or unknown (a cgroup).
+ * Pure string functions: no I/O, no allocation, no logging. */
+#pragma once
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <sys/types.h>
+
+/* True when `ancestor` covers `cgroup`: it is node-wide (NULL), the root (""), the cgroup itself,
+ * or one of its ancestors ("a" covers "a/b", not "ab"). An unknown cgroup (NULL) is covered only by
+ * node-wide and root ancestors. */
+bool cgpath_covers(const char *ancestor, const char *cgroup);
+
+/* Cuts path to its parent in place ("a/b" -> "a", "a" -> ""). False, and path unchanged, when it is
+ * the root (""). */
+bool cgpath_parent(char *path);
+
+/* path without its leading slashes ("/a/b" -> "a/b", "/" -> ""): /proc/<pid>/cgroup and the
+ * kernel's task_memcg name cgroups from the mount with a leading "/". */
+const char *cgpath_trim(const char *path);
+
+/* The index of the deepest of ancestors[0..n) that covers cgroup (cgpath_covers()): a cgroup path
+ * beats node-wide (NULL), a longer path a shorter one, the first one a tie. -1 when none covers. */
+ssize_t cgpath_deepest(const char *const *ancestors, size_t n, const char *cgroup);

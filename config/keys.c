@@ -1,0 +1,66 @@
+/* SPDX-License-Identifier: MIT */
+#include <stdbool.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "base/macro.h"
+#include "config/keys.h"
+
+#define NOWHERE CONFIG_KEY_NOWHERE
+#define IN_CONFIG(f) offsetof(Config, f)
+#define IN_WATCH(f) offsetof(WatchConfig, f)
+
+/* The watch-only keys first: a watch's "unknown key" error lists them before the shared ones. */
+const ConfigKey config_keys[] = {
+        { "cgroup", CONFIG_KEY_CGROUP, CONFIG_KEY_WATCH, 0, 0, NOWHERE, IN_WATCH(cgroup), 0, true, NULL },
+        { "triggers", CONFIG_KEY_TRIGGERS, CONFIG_KEY_WATCH, 1, CONFIG_TRIGGERS_PER_WATCH_MAX, NOWHERE,
+          IN_WATCH(triggers), 0, true, NULL },
+        { "output", CONFIG_KEY_OUTPUT, CONFIG_KEY_TOP | CONFIG_KEY_WATCH, 0, 0, IN_CONFIG(output), IN_WATCH(output), 0,
+          true, NULL },
+        { "output_format", CONFIG_KEY_OUTPUT_FORMAT, CONFIG_KEY_TOP, 0, 0, IN_CONFIG(output_format), NOWHERE, 0, true,
+          "output_format is one setting for every output: set it at the top level, not in a watch" },
+        { "top", CONFIG_KEY_UINT, CONFIG_KEY_TOP | CONFIG_KEY_WATCH, 1, CONFIG_TOP_MAX, IN_CONFIG(top), IN_WATCH(top),
+          sizeof(unsigned), true, NULL },
+        { "sample_ms", CONFIG_KEY_UINT, CONFIG_KEY_TOP | CONFIG_KEY_WATCH, 0, CONFIG_SAMPLE_MS_MAX,
+          IN_CONFIG(sample_ms), IN_WATCH(sample_ms), sizeof(uint64_t), true, NULL },
+        { "cooldown_ms", CONFIG_KEY_UINT, CONFIG_KEY_TOP | CONFIG_KEY_WATCH, 0, CONFIG_COOLDOWN_MS_MAX,
+          IN_CONFIG(cooldown_ms), IN_WATCH(cooldown_ms), sizeof(uint64_t), true, NULL },
+        { "max_incidents_per_minute", CONFIG_KEY_UINT, CONFIG_KEY_TOP, 0, CONFIG_MAX_INCIDENTS_PER_MINUTE_MAX,
+          IN_CONFIG(max_incidents_per_minute), NOWHERE, sizeof(unsigned), true, NULL },
+        { "max_concurrent_samples", CONFIG_KEY_UINT, CONFIG_KEY_TOP, 1, CONFIG_MAX_CONCURRENT_SAMPLES_MAX,
+          IN_CONFIG(max_concurrent_samples), NOWHERE, sizeof(unsigned), true, NULL },
+        { "oom_lookback_s", CONFIG_KEY_UINT, CONFIG_KEY_TOP, 0, CONFIG_OOM_LOOKBACK_S_MAX, IN_CONFIG(oom_lookback_s),
+          NOWHERE, sizeof(unsigned), true, NULL },
+        { "kill_window_s", CONFIG_KEY_UINT, CONFIG_KEY_TOP, 0, CONFIG_KILL_WINDOW_S_MAX, IN_CONFIG(kill_window_s),
+          NOWHERE, sizeof(unsigned), true, NULL },
+        { "kill_log_files", CONFIG_KEY_PATHS, CONFIG_KEY_TOP, 0, CONFIG_KILL_LOG_FILES_MAX, IN_CONFIG(kill_log_files),
+          NOWHERE, 0, true, NULL },
+        { "metrics_file", CONFIG_KEY_METRICS_FILE, CONFIG_KEY_TOP, 0, 0, IN_CONFIG(metrics_file), NOWHERE, 0, true,
+          NULL },
+        { "watch", CONFIG_KEY_WATCHES, CONFIG_KEY_TOP, 1, CONFIG_WATCHES_MAX, IN_CONFIG(watches), NOWHERE, 0, true,
+          NULL },
+        { "$schema", CONFIG_KEY_SCHEMA, CONFIG_KEY_TOP, 0, 0, NOWHERE, NOWHERE, 0, false, NULL },
+};
+const size_t config_keys_n = ELEMENTSOF(config_keys);
+
+const ConfigKey *config_keys_find(const char *name) {
+        for (size_t i = 0; i < config_keys_n; i++)
+                if (strcmp(config_keys[i].name, name) == 0)
+                        return &config_keys[i];
+        return NULL;
+}
+
+char *config_keys_expected(unsigned where, char *buf, size_t size) {
+        size_t n = 0;
+
+        buf[0] = '\0';
+        for (size_t i = 0; i < config_keys_n; i++) {
+                if (!config_keys[i].listed || !(config_keys[i].where & where))
+                        continue;
+                int k = snprintf(buf + n, size - n, "%s%s", n > 0 ? ", " : "", config_keys[i].name);
+                if (k < 0 || (size_t) k >= size - n)
+                        break;
+                n += (size_t) k;
+        }
+        return buf;
+}

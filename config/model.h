@@ -1,0 +1,79 @@
+/* SPDX-License-Identifier: MIT */
+/* What a loaded config is: Config and WatchConfig, their bounds and defaults. Types and constants
+ * only; config.h loads them, keys.h says which key lands where. */
+#pragma once
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "triggers/trigger.h"
+
+#define CONFIG_TOP_MAX 1000
+#define CONFIG_SAMPLE_MS_MAX 60000
+#define CONFIG_COOLDOWN_MS_MAX 86400000
+#define CONFIG_WATCHES_MAX 4096
+#define CONFIG_TRIGGERS_PER_WATCH_MAX 16
+
+typedef struct WatchTrigger {
+        char *text;          /* as configured: "cpu some 20% 2s" */
+        PsiTriggerSpec spec; /* parsed, before any 2 s rounding */
+} WatchTrigger;
+
+typedef struct WatchConfig {
+        char *cgroup;       /* relative to the cgroup2 mount, without leading '/'; NULL: node-wide */
+        char *cgroup_where; /* "FILE:LINE:COLUMN" of the cgroup value, for errors found later */
+        WatchTrigger *triggers;
+        size_t n_triggers;
+        /* Resolved: the watch's own value or the global default. */
+        char *output;
+        unsigned top;
+        uint64_t sample_ms;
+        uint64_t cooldown_ms;
+} WatchConfig;
+
+/* What a line output (a file, a FIFO, stdout) gets: incident lines (schemas/incident.schema.json),
+ * or each incident as an OTLP/JSON logs request (sinks/otlp.h). One setting for the whole agent;
+ * the journal output takes incidents always (its entries are not lines). */
+typedef enum ConfigOutputFormat {
+        CONFIG_OUTPUT_FORMAT_INCIDENT,
+        CONFIG_OUTPUT_FORMAT_OTLP,
+} ConfigOutputFormat;
+
+typedef struct Config {
+        char *output;
+        ConfigOutputFormat output_format;
+        char *metrics_file;                /* Prometheus textfile of health counters, or NULL */
+        unsigned max_incidents_per_minute; /* over all watches; 0: no limit */
+        unsigned max_concurrent_samples;
+        unsigned oom_lookback_s; /* an oom incident links the pressure incidents of this many seconds before it */
+        /* Kill incidents: a watch's processes dying by SIGKILL/SIGTERM this many seconds after its
+         * last pressure incident or trigger wakeup are victims; 0 turns kill incidents off. */
+        unsigned kill_window_s;
+        /* Syslog-style files where killers' lines are looked for (tailed only while a kill window
+         * is open). has_kill_log_files false: the defaults that exist (CONFIG_DEFAULT_KILL_LOG_FILES). */
+        char **kill_log_files;
+        size_t n_kill_log_files;
+        bool has_kill_log_files;
+        unsigned top;
+        uint64_t sample_ms;
+        uint64_t cooldown_ms;
+        WatchConfig *watches;
+        size_t n_watches;
+} Config;
+
+#define CONFIG_DEFAULT_TOP 10
+#define CONFIG_DEFAULT_KILL_WINDOW_S 60
+#define CONFIG_KILL_WINDOW_S_MAX 3600
+#define CONFIG_KILL_LOG_FILES_MAX 8
+/* Used when kill_log_files is not set, those of them that exist. */
+#define CONFIG_DEFAULT_KILL_LOG_FILES                                                                                  \
+        { "/var/log/syslog", "/var/log/messages" }
+#define CONFIG_DEFAULT_SAMPLE_MS 1000
+#define CONFIG_DEFAULT_COOLDOWN_MS 10000
+#define CONFIG_DEFAULT_MAX_INCIDENTS_PER_MINUTE 60
+#define CONFIG_MAX_INCIDENTS_PER_MINUTE_MAX 100000
+#define CONFIG_DEFAULT_MAX_CONCURRENT_SAMPLES 4
+#define CONFIG_MAX_CONCURRENT_SAMPLES_MAX 1024
+#define CONFIG_DEFAULT_OOM_LOOKBACK_S 300
+#define CONFIG_OOM_LOOKBACK_S_MAX 86400

@@ -1,0 +1,281 @@
+/* SPDX-License-Identifier: MIT */
+/* The config keys of config/keys.h against everything else that names them: the parser takes each
+ * key where its row says, within its bounds, and lands it where its row says; every key is in
+ * schemas/config.schema.json with the same bounds, and the schema has no key the table lacks; every
+ * key is in man/psidiag.8's CONFIGURATION section. A key added to one and not the others fails
+ * here. */
+#include <errno.h>
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/macro.h"
+#include "config/config.h"
+#include "config/keys.h"
+#include "tests/unit/test-util.h"
+
+#define MAN_PAGE SCHEMA_DIR "/../man/psidiag.8"
+#define WATCH_TRIGGERS "\"triggers\": [\"cpu some 500ms 2s\"]"
+
+static json_t *schema_load(void) {
+        json_error_t e;
+        json_t *s = json_load_file(SCHEMA_DIR "/config.schema.json", 0, &e);
+
+        if (!s)
+                fail_msg("%s:%d: %s", SCHEMA_DIR "/config.schema.json", e.line, e.text);
+        return s;
+}
+
+static json_t *schema_properties(json_t *schema, unsigned where) {
+        json_t *p = json_object_get(schema, "properties");
+
+        if (where == CONFIG_KEY_WATCH)
+                p = json_object_get(json_object_get(json_object_get(p, "watch"), "items"), "properties");
+        assert_non_null(p);
+        return p;
+}
+
+/* The property's definition, through one "$ref": "#/$defs/NAME". */
+static json_t *schema_resolve(json_t *schema, json_t *prop) {
+        const char *ref = json_string_value(json_object_get(prop, "$ref"));
+
+        if (!ref)
+                return prop;
+        assert_true(strncmp(ref, "#/$defs/", 8) == 0);
+        json_t *d = json_object_get(json_object_get(schema, "$defs"), ref + 8);
+        assert_non_null(d);
+        return d;
+}
+
+static void check_bounds(json_t *schema, json_t *prop, const ConfigKey *k) {
+        json_t *d = schema_resolve(schema, prop);
+
+        switch (k->type) {
+        case CONFIG_KEY_UINT:
+                if (!json_is_integer(json_object_get(d, "minimum")) || !json_is_integer(json_object_get(d, "maximum")))
+                        fail_msg("schema: %s has no integer minimum and maximum", k->name);
+                if ((uint64_t) json_integer_value(json_object_get(d, "minimum")) != k->min ||
+                    (uint64_t) json_integer_value(json_object_get(d, "maximum")) != k->max)
+                        fail_msg("schema: %s is [%lld, %lld], the parser's [%llu, %llu]", k->name,
+                                 (long long) json_integer_value(json_object_get(d, "minimum")),
+                                 (long long) json_integer_value(json_object_get(d, "maximum")),
+                                 (unsigned long long) k->min, (unsigned long long) k->max);
+                break;
+        case CONFIG_KEY_PATHS:
+        case CONFIG_KEY_TRIGGERS:
+        case CONFIG_KEY_WATCHES:
+                if ((uint64_t) json_integer_value(json_object_get(d, "maxItems")) != k->max)
+                        fail_msg("schema: %s has maxItems %lld, the parser %llu", k->name,
+                                 (long long) json_integer_value(json_object_get(d, "maxItems")),
+                                 (unsigned long long) k->max);
+                break;
+        default:
+                break;
+        }
+}
+
+static void test_table_matches_schema(void **state) {
+        json_t *schema = schema_load();
+        unsigned where[] = { CONFIG_KEY_TOP, CONFIG_KEY_WATCH };
+
+        for (size_t w = 0; w < ELEMENTSOF(where); w++) {
+                json_t *props = schema_properties(schema, where[w]), *prop;
+                const char *name;
+
+                /* Every row is in the schema, where the row says, with its bounds. */
+                for (size_t i = 0; i < config_keys_n; i++) {
+                        const ConfigKey *k = &config_keys[i];
+                        if (!(k->where & where[w]))
+                                continue;
+                        prop = json_object_get(props, k->name);
+                        if (!prop)
+                                fail_msg("%s is parsed %s but missing from schemas/config.schema.json", k->name,
+                                         where[w] == CONFIG_KEY_WATCH ? "in a watch" : "at the top level");
+                        check_bounds(schema, prop, k);
+                }
+                /* Every key of the schema is a row, allowed where the schema has it. */
+                json_object_foreach(props, name, prop) {
+                        const ConfigKey *k = config_keys_find(name);
+                        if (!k || !(k->where & where[w]))
+                                fail_msg("schemas/config.schema.json has %s %s, which the parser refuses there", name,
+                                         where[w] == CONFIG_KEY_WATCH ? "in a watch" : "at the top level");
+                }
+        }
+        json_decref(schema);
+}
+
+/* The CONFIGURATION section of the man page, as lines. */
+static char *man_configuration(void) {
+        FILE *f = fopen(MAN_PAGE, "re");
+        char line[1024];
+        size_t len = 0;
+        bool in = false;
+        char *out = calloc(1, 1);
+
+        assert_non_null(f);
+        assert_non_null(out);
+        while (fgets(line, sizeof line, f)) {
+                if (strncmp(line, ".SH ", 4) == 0)
+                        in = strncmp(line, ".SH CONFIGURATION", 17) == 0;
+                if (!in)
+                        continue;
+                out = realloc(out, len + strlen(line) + 1);
+                assert_non_null(out);
+                memcpy(out + len, line, strlen(line) + 1);
+                len += strlen(line);
+        }
+        fclose(f);
+        assert_true(len > 0);
+        return out;
+}
+
+/* ".B name" or ".BR name ..." on a line of its own. */
+static bool man_names(const char *text, const char *name) {
+        char b[128], br[128];
+
+        snprintf(b, sizeof b, "\n.B %s\n", name);
+        snprintf(br, sizeof br, "\n.BR %s ", name);
+        return strstr(text, b) || strstr(text, br);
+}
+
+static void test_table_matches_man_page(void **state) {
+        _cleanup_free_ char *man = man_configuration();
+
+        for (size_t i = 0; i < config_keys_n; i++) {
+                const ConfigKey *k = &config_keys[i];
+                if (k->type == CONFIG_KEY_SCHEMA)
+                        continue; /* for editors, not for the operator */
+                if (!man_names(man, k->name))
+                        fail_msg("man/psidiag.8's CONFIGURATION section does not name the config key %s", k->name);
+        }
+        assert_false(man_names(man, "no_such_key"));
+}
+
+static Config *parse(const char *text, char **ret_error) {
+        Config *c = NULL;
+
+        *ret_error = NULL;
+        (void) config_parse(text, strlen(text), "t.json", &c, ret_error);
+        return c;
+}
+
+static uint64_t landed(const ConfigKey *k, const void *base, size_t offset) {
+        const uint8_t *p = (const uint8_t *) base + offset;
+        return k->size == sizeof(unsigned) ? *(const unsigned *) p : *(const uint64_t *) p;
+}
+
+/* Every integer key at its bounds, top level and in a watch where allowed: taken at min and max,
+ * landing where the row says; refused one past max with the bounds in the error. */
+static void test_parser_takes_every_integer_key(void **state) {
+        for (size_t i = 0; i < config_keys_n; i++) {
+                const ConfigKey *k = &config_keys[i];
+                uint64_t values[] = { k->min, k->max };
+                char text[512], *error;
+                Config *c;
+
+                if (k->type != CONFIG_KEY_UINT)
+                        continue;
+                for (size_t j = 0; j < ELEMENTSOF(values); j++) {
+                        if (k->where & CONFIG_KEY_TOP) {
+                                snprintf(text, sizeof text, "{\"%s\": %llu, \"watch\": [{" WATCH_TRIGGERS "}]}",
+                                         k->name, (unsigned long long) values[j]);
+                                c = parse(text, &error);
+                                if (!c)
+                                        fail_msg("%s: %s", text, error);
+                                assert_int_equal(landed(k, c, k->config_offset), values[j]);
+                                config_free(c);
+                        }
+                        if (k->where & CONFIG_KEY_WATCH) {
+                                snprintf(text, sizeof text, "{\"watch\": [{\"%s\": %llu, " WATCH_TRIGGERS "}]}",
+                                         k->name, (unsigned long long) values[j]);
+                                c = parse(text, &error);
+                                if (!c)
+                                        fail_msg("%s: %s", text, error);
+                                assert_int_equal(landed(k, &c->watches[0], k->watch_offset), values[j]);
+                                config_free(c);
+                        }
+                }
+                snprintf(text, sizeof text, "{\"%s\": %llu, \"watch\": [{" WATCH_TRIGGERS "}]}", k->name,
+                         (unsigned long long) k->max + 1);
+                c = parse(text, &error);
+                assert_null(c);
+                char want[256];
+                snprintf(want, sizeof want, "%s must be between %llu and %llu", k->name, (unsigned long long) k->min,
+                         (unsigned long long) k->max);
+                if (!error || !strstr(error, want))
+                        fail_msg("%s: error \"%s\" lacks \"%s\"", text, error, want);
+                free(error);
+        }
+}
+
+/* Every other key is taken by the parser with a good value. */
+static void test_parser_takes_every_other_key(void **state) {
+        static const struct {
+                const char *name;
+                const char *text;
+        } good[] = {
+                { "output", "{\"output\": \"/tmp/x.ndjson\", \"watch\": [{\"output\": \"-\", " WATCH_TRIGGERS "}]}" },
+                { "output_format", "{\"output_format\": \"otlp\", \"watch\": [{" WATCH_TRIGGERS "}]}" },
+                { "kill_log_files", "{\"kill_log_files\": [\"/var/log/syslog\"], \"watch\": [{" WATCH_TRIGGERS "}]}" },
+                { "metrics_file", "{\"metrics_file\": \"/tmp/psidiag.prom\", \"watch\": [{" WATCH_TRIGGERS "}]}" },
+                { "cgroup", "{\"watch\": [{\"cgroup\": \"a/b\", " WATCH_TRIGGERS "}]}" },
+                { "triggers", "{\"watch\": [{" WATCH_TRIGGERS "}]}" },
+                { "watch", "{\"watch\": [{" WATCH_TRIGGERS "}]}" },
+                { "$schema", "{\"$schema\": \"x\", \"watch\": [{" WATCH_TRIGGERS "}]}" },
+        };
+
+        for (size_t i = 0; i < config_keys_n; i++) {
+                const ConfigKey *k = &config_keys[i];
+                const char *text = NULL;
+                char *error;
+                Config *c;
+
+                if (k->type == CONFIG_KEY_UINT)
+                        continue;
+                for (size_t j = 0; j < ELEMENTSOF(good); j++)
+                        if (strcmp(good[j].name, k->name) == 0)
+                                text = good[j].text;
+                if (!text)
+                        fail_msg("no good value of the config key %s in this test: add one", k->name);
+                c = parse(text, &error);
+                if (!c)
+                        fail_msg("%s: %s", text, error);
+                config_free(c);
+        }
+}
+
+/* The "unknown key" errors list the rows, in table order, where they may appear. */
+static void test_unknown_key_errors(void **state) {
+        char *error;
+
+        assert_null(parse("{\"wacth\": []}", &error));
+        assert_string_equal(error,
+                            "t.json:1:11: unknown key \"wacth\" (expected output, output_format, top, sample_ms, "
+                            "cooldown_ms, max_incidents_per_minute, max_concurrent_samples, oom_lookback_s, "
+                            "kill_window_s, kill_log_files, metrics_file, watch)");
+        free(error);
+        assert_null(parse("{\"watch\": [{\"colour\": 1}]}", &error));
+        assert_string_equal(error,
+                            "t.json:1:23: unknown key \"colour\" in watch (expected cgroup, triggers, output, top, "
+                            "sample_ms, cooldown_ms)");
+        free(error);
+        assert_null(parse("{\"watch\": [{\"output_format\": \"otlp\"}]}", &error));
+        assert_string_equal(error, "t.json:1:30: output_format is one setting for every output: set it at the top "
+                                   "level, not in a watch");
+        free(error);
+        assert_null(parse("{\"cgroup\": \"a\", \"watch\": []}", &error));
+        assert_non_null(strstr(error, "unknown key \"cgroup\" (expected output,"));
+        free(error);
+}
+
+int main(void) {
+        const struct CMUnitTest tests[] = {
+                cmocka_unit_test(test_table_matches_schema),
+                cmocka_unit_test(test_table_matches_man_page),
+                cmocka_unit_test(test_parser_takes_every_integer_key),
+                cmocka_unit_test(test_parser_takes_every_other_key),
+                cmocka_unit_test(test_unknown_key_errors),
+        };
+        return cmocka_run_group_tests(tests, NULL, NULL);
+}
