@@ -11,6 +11,7 @@
 #include "agent/discovery.h"
 #include "agent/health.h"
 #include "agent/kills.h"
+#include "agent/recording.h"
 #include "agent/oom.h"
 #include "agent/oomwatch.h"
 #include "agent/reload.h"
@@ -42,6 +43,7 @@ static void agent_free(Agent *a) {
         oom_stop(a);
         oomwatch_stop(a);
         kills_stop(a);
+        recording_stop(a);
         while (a->n_watches > 0)
                 watch_remove(a, a->watches[a->n_watches - 1]);
         watch_stop(a);
@@ -190,6 +192,8 @@ int agent_run(const AgentOptions *opts) {
         oomwatch_start(a);
         if (kills_start(a) < 0)
                 log_warning("out of memory: kill incidents are not reported");
+        if (recording_start(a) < 0)
+                log_warning("out of memory: watches are not recorded; incidents cover the second after the wakeup");
         a->counters.start_time_s = now_usec(CLOCK_REALTIME) / USEC_PER_SEC;
         health_update(a);
         log_info("watching: %u trigger%s armed on %zu watch%s", a->armed, a->armed == 1 ? "" : "s", a->n_watches,

@@ -44,6 +44,16 @@ void core_hooks_incident(Agent *a, Watch *w, const Trigger *t, const char *id) {
                         a->hooks[i].incident(w, t, id, a->hooks[i].userdata);
 }
 
+struct Recorder *core_hooks_recorder(Agent *a, Watch *w, const Trigger *t) {
+        for (size_t i = 0; i < a->n_hooks; i++)
+                if (a->hooks[i].recorder) {
+                        struct Recorder *r = a->hooks[i].recorder(w, t, a->hooks[i].userdata);
+                        if (r)
+                                return r;
+                }
+        return NULL;
+}
+
 int core_watch_open_cgroup(const Watch *w, int *ret_fd) {
         *ret_fd = -EBADF;
         if (!w->path)

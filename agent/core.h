@@ -42,6 +42,7 @@ typedef struct OomWatch OomWatch;       /* oomwatch.c */
 typedef struct AgentKills AgentKills;   /* kills.c */
 typedef struct Discovery Discovery;     /* discovery.c */
 typedef struct AgentHealth AgentHealth; /* health.c */
+typedef struct Recording Recording;     /* recording.c */
 
 /* One armed trigger. Heap-allocated one by one: the trigger set hands its pointer back with each
  * event, so a trigger kept across a reload must not move. */
@@ -92,6 +93,9 @@ typedef struct WatchHooks {
         void (*wakeup)(Watch *w, const Trigger *t, WakeupVerdict verdict, void *userdata);
         /* The pressure incident id of w's sample of t was written. */
         void (*incident)(Watch *w, const Trigger *t, const char *id, void *userdata);
+        /* t of w fired and its sample starts: the recorder of w's recent past it may start from
+         * (sampler_start_recorded()), or NULL. */
+        struct Recorder *(*recorder)(Watch *w, const Trigger *t, void *userdata);
 } WatchHooks;
 #define CORE_HOOKS_MAX 8
 
@@ -130,6 +134,7 @@ struct Agent {
         AgentKills *kills;
         Discovery *discovery;
         AgentHealth *health;
+        Recording *recording;
 };
 
 /* Adds a module's hooks; every hook later called gets userdata. 0, or -ENOSPC past CORE_HOOKS_MAX
@@ -141,6 +146,8 @@ void core_hooks_added(Agent *a, Watch *w);
 void core_hooks_removed(Agent *a, Watch *w);
 void core_hooks_wakeup(Agent *a, Watch *w, const Trigger *t, WakeupVerdict verdict);
 void core_hooks_incident(Agent *a, Watch *w, const Trigger *t, const char *id);
+/* The first recorder a module offers for w's sample of t; NULL when none does. */
+struct Recorder *core_hooks_recorder(Agent *a, Watch *w, const Trigger *t);
 
 /* w's cgroup directory now (-EBADF for a node-wide watch). Between samples a watch holds no
  * descriptor but its triggers'; this one comes out of the reserve (fd_budget_reserve()), not the

@@ -47,8 +47,11 @@ void counters_count_incident(Counters *c, const CountedIncident *i) {
         assert(i->type < _COUNTERS_INCIDENT_MAX && i->resource < _PSI_RESOURCE_MAX);
         assert(!i->has_killer || (unsigned) i->killer < _KILLER_MAX);
 
-        if (i->type == COUNTERS_INCIDENT_PRESSURE)
+        if (i->type == COUNTERS_INCIDENT_PRESSURE) {
                 c->samples++;
+                c->windows[i->recorded]++;
+                c->windows_passed += i->passed;
+        }
         c->sample_thread_errors += i->sample_thread_errors;
         c->exit_records_lost += i->exit_records_lost;
         c->oom_kills += i->oom_kills;

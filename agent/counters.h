@@ -38,7 +38,13 @@ typedef struct Counters {
         uint64_t episodes;                              /* episode_note()'s sequence */
         uint64_t oom_kills, kmsg_lost, exit_records_lost;
         uint64_t kills[_KILLER_MAX]; /* kill incidents by killer */
-        WatchCounts *watch;          /* per configured watch label, kept across reloads */
+        /* The recorder (agent/recording.h): recordings begun, and not begun for the bound; entries
+         * taken and the time they took; the time watches spent recording. */
+        uint64_t recordings, recordings_refused, recorder_entries, recorder_us, recording_us;
+        /* Pressure incidents by their window's basis (after_wakeup, recorded), and those whose
+         * window saw under a quarter of the stall that fired (window.verdict passed). */
+        uint64_t windows[2], windows_passed;
+        WatchCounts *watch; /* per configured watch label, kept across reloads */
         size_t n_watch, cap_watch;
         bool watch_warned;
 } Counters;
@@ -52,6 +58,8 @@ typedef struct CountedIncident {
         uint64_t sample_thread_errors; /* of its sample (pressure: also counts one sample) */
         uint64_t exit_records_lost;    /* exit records its sample lost */
         uint64_t oom_kills;            /* kills it reports (oom) */
+        bool recorded;                 /* a pressure incident: its window was recorded */
+        bool passed;                   /* ... and the stall that fired had passed before it */
         bool has_killer;               /* a kill incident: */
         KillerKind killer;             /* ... who killed */
 } CountedIncident;

@@ -68,6 +68,8 @@ void health_update(Agent *a) {
         MetricsCount wakeups[_WAKEUP_VERDICT_MAX];
         for (WakeupVerdict v = 0; v < _WAKEUP_VERDICT_MAX; v++)
                 wakeups[v] = (MetricsCount) { .label = wakeup_verdict_label(v), .value = c->wakeups[v] };
+        MetricsCount windows[2] = { { .label = "after_wakeup", .value = c->windows[0] },
+                                    { .label = "recorded", .value = c->windows[1] } };
         Metrics m = {
                 .version = PSIDIAG_VERSION,
                 .start_time_s = c->start_time_s,
@@ -83,6 +85,14 @@ void health_update(Agent *a) {
                 .episodes = c->episodes,
                 .culprit_passes = c->culprit_passes,
                 .culprit_passes_shared = c->culprit_passes_shared,
+                .recordings = c->recordings,
+                .recordings_refused = c->recordings_refused,
+                .recorder_entries = c->recorder_entries,
+                .recorder_us = c->recorder_us,
+                .recording_us = c->recording_us,
+                .windows = windows,
+                .n_windows = 2,
+                .windows_passed = c->windows_passed,
                 .kills = kills,
                 .n_kills = _KILLER_MAX,
                 .incidents = h->series,

@@ -19,6 +19,8 @@ int report_publish(const SampleResult *result, const IncidentContext *ctx, const
         for (size_t i = 0; i < end->n_sinks; i++)
                 (void) sink_write(end->sinks[i], incident); /* counts and reports failures itself */
         if (count.type == COUNTERS_INCIDENT_PRESSURE) {
+                count.recorded = result->recorded;
+                count.passed = ctx->has_trigger && sample_result_fired(result, &ctx->trigger).verdict == FIRED_PASSED;
                 (void) sample_result_stall_us(result, &count.stall_us);
                 count.exit_records_lost += result->b ? result->b->lost_exit_records : 0;
         }

@@ -14,6 +14,7 @@
 #include "base/macro.h"
 #include "probes/procfs.h"
 #include "probes/system.h"
+#include "sampling/recorder.h"
 #include "sinks/registry.h"
 
 /* A node culprit pass that overlapping samples of one resource share (agent/episode.h), from the
@@ -314,12 +315,24 @@ static void watch_start_sample(Watch *w, Trigger *t) {
                  * culprit pass is not a reason to lose the incident. */
                 w->culprit = malloc(sizeof *w->culprit);
                 if (w->culprit && w->agent->rt.limits &&
-                    culprit_scope_open(w->agent->rt.limits, w->path, t->effective.resource, w->culprit) >= 0) {
+                    culprit_scope_open(w->agent->rt.limits, w->path, t->effective.resource, w->culprit) >= 0)
                         scope.culprit = w->culprit;
-                        scope.pass = watch_take_pass(w, w->culprit);
-                } else
+                else
                         w->culprit = mfree(w->culprit);
-                r = sampler_start(&w->sampler, &scope, w->cfg->sample_ms);
+                /* Recorded while it stalled: the window starts where the trigger's did, before the
+                 * wakeup (kernel-facts.md: trigger-latency), with its own culprit pass. */
+                usec_t now = now_usec(CLOCK_MONOTONIC);
+                Recorder *rec = core_hooks_recorder(w->agent, w, t);
+                if (rec && recorder_matches(rec, &scope, now)) {
+                        if (scope.culprit)
+                                w->agent->counters.culprit_passes++;
+                        r = sampler_start_recorded(&w->sampler, &scope, w->cfg->sample_ms, rec,
+                                                   now - MIN(now, t->effective.window_us));
+                } else {
+                        if (scope.culprit)
+                                scope.pass = watch_take_pass(w, w->culprit);
+                        r = sampler_start(&w->sampler, &scope, w->cfg->sample_ms);
+                }
         }
         if (r < 0) {
                 watch_give_onwhat(w);

@@ -318,6 +318,7 @@ int config_parse(const char *text, size_t len, const char *name, Config **ret, c
         c->max_concurrent_samples = CONFIG_DEFAULT_MAX_CONCURRENT_SAMPLES;
         c->oom_lookback_s = CONFIG_DEFAULT_OOM_LOOKBACK_S;
         c->kill_window_s = CONFIG_DEFAULT_KILL_WINDOW_S;
+        c->record_s = CONFIG_DEFAULT_RECORD_S;
 
         if (!json_is_object(root)) {
                 r = fail_at(&st, NULL, 0, "the config must be a JSON object");

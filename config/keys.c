@@ -33,6 +33,8 @@ const ConfigKey config_keys[] = {
           NOWHERE, sizeof(unsigned), true, NULL },
         { "kill_window_s", CONFIG_KEY_UINT, CONFIG_KEY_TOP, 0, CONFIG_KILL_WINDOW_S_MAX, IN_CONFIG(kill_window_s),
           NOWHERE, sizeof(unsigned), true, NULL },
+        { "record_s", CONFIG_KEY_UINT, CONFIG_KEY_TOP, 0, CONFIG_RECORD_S_MAX, IN_CONFIG(record_s), NOWHERE,
+          sizeof(unsigned), true, NULL },
         { "kill_log_files", CONFIG_KEY_PATHS, CONFIG_KEY_TOP, 0, CONFIG_KILL_LOG_FILES_MAX, IN_CONFIG(kill_log_files),
           NOWHERE, 0, true, NULL },
         { "metrics_file", CONFIG_KEY_METRICS_FILE, CONFIG_KEY_TOP, 0, 0, IN_CONFIG(metrics_file), NOWHERE, 0, true,

@@ -50,6 +50,7 @@ typedef struct Config {
         /* Kill incidents: a watch's processes dying by SIGKILL/SIGTERM this many seconds after its
          * last pressure incident or trigger wakeup are victims; 0 turns kill incidents off. */
         unsigned kill_window_s;
+        unsigned record_s; /* recording a watch after its incident: until quiet this long (0: never) */
         /* Syslog-style files where killers' lines are looked for (tailed only while a kill window
          * is open). has_kill_log_files false: the defaults that exist (CONFIG_DEFAULT_KILL_LOG_FILES). */
         char **kill_log_files;
@@ -65,6 +66,8 @@ typedef struct Config {
 #define CONFIG_DEFAULT_TOP 10
 #define CONFIG_DEFAULT_KILL_WINDOW_S 60
 #define CONFIG_KILL_WINDOW_S_MAX 3600
+#define CONFIG_DEFAULT_RECORD_S 60
+#define CONFIG_RECORD_S_MAX 3600
 #define CONFIG_KILL_LOG_FILES_MAX 8
 /* Used when kill_log_files is not set, those of them that exist. */
 #define CONFIG_DEFAULT_KILL_LOG_FILES                                                                                  \

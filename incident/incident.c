@@ -275,9 +275,7 @@ static json_t *sample_object(const SampleResult *res, const Snapshot *first, boo
  * starts and ends, on what basis, and whether the stall had passed before it. */
 static json_t *window_object(const SampleResult *res, const Snapshot *first, const PsiTriggerSpec *trigger,
                              bool has_stall, uint64_t stall_us) {
-        uint64_t duration_us = res->b->mono_us >= first->mono_us ? res->b->mono_us - first->mono_us : 0;
-        bool delta = res->basis == SAMPLE_BASIS_DELTA;
-        FiredCoverage c = fired_coverage(trigger, delta ? duration_us : 0, has_stall, stall_us);
+        FiredCoverage c = sample_result_fired(res, trigger);
         json_t *w = json_object();
         int r = 0;
 

@@ -117,3 +117,13 @@ bool sample_result_stall_us(const SampleResult *res, uint64_t *ret) {
         *ret = after >= before ? after - before : 0;
         return true;
 }
+
+FiredCoverage sample_result_fired(const SampleResult *res, const PsiTriggerSpec *trigger) {
+        uint64_t stall_us = 0;
+        bool has_stall = sample_result_stall_us(res, &stall_us);
+        uint64_t duration_us = res->basis == SAMPLE_BASIS_DELTA && res->a && res->b->mono_us >= res->a->mono_us
+                                       ? res->b->mono_us - res->a->mono_us
+                                       : 0;
+
+        return fired_coverage(trigger, duration_us, has_stall, stall_us);
+}

@@ -14,6 +14,7 @@
 #include "base/timeutil.h"
 #include "probes/pressure.h"
 #include "sampling/culprits.h"
+#include "sampling/fired.h"
 #include "sampling/hot.h"
 #include "sampling/onwhat.h"
 #include "sampling/rank.h"
@@ -85,3 +86,7 @@ void sample_result_identify(SampleResult *r, int proc_fd, ProcessInfoBuffer *buf
 /* The growth of the sampled scope's fired line (resource, stall) over the window: a delta sample
  * whose scope's pressure was read at both ends. False otherwise (*ret untouched). */
 bool sample_result_stall_us(const SampleResult *res, uint64_t *ret);
+
+/* What the sample's window (A..B of a delta sample; none otherwise) saw of the stall that fired
+ * trigger (sampling/fired.h). */
+FiredCoverage sample_result_fired(const SampleResult *res, const PsiTriggerSpec *trigger);

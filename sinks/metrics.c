@@ -43,6 +43,12 @@ static void single(FILE *f, const char *name, const char *type, const char *help
         fprintf(f, "%s %llu\n", name, (unsigned long long) value);
 }
 
+/* A time kept in microseconds, written in seconds. */
+static void single_us(FILE *f, const char *name, const char *type, const char *help, uint64_t us) {
+        metric(f, name, type, help);
+        fprintf(f, "%s %llu.%06llu\n", name, (unsigned long long) (us / 1000000), (unsigned long long) (us % 1000000));
+}
+
 /* One sample per output, labelled with its path. */
 static void per_output(FILE *f, const char *name, const Metrics *m, bool failed) {
         for (size_t i = 0; i < m->n_outputs; i++) {
@@ -135,6 +141,27 @@ int metrics_format(const Metrics *m, char **ret) {
                "Samples whose culprits came from the node pass another overlapping sample of the resource ran "
                "(culprits.shared_pass).",
                m->culprit_passes_shared);
+        single(f, "psidiag_recordings_total", "counter",
+               "Recordings of a watch's recent past begun (after a pressure incident, until record_s without a "
+               "wakeup).",
+               m->recordings);
+        single(f, "psidiag_recordings_refused_total", "counter",
+               "Recordings not begun because max_concurrent_samples watches were recording.", m->recordings_refused);
+        single(f, "psidiag_recorder_entries_total", "counter",
+               "Entries the recorder took (each: the watch's processes, its culprit scope's processes and cgroups).",
+               m->recorder_entries);
+        single_us(f, "psidiag_recorder_seconds_total", "counter",
+                  "Time the recorder spent taking its entries (on the agent's loop).", m->recorder_us);
+        single_us(f, "psidiag_recording_seconds_total", "counter", "Time watches spent recording, summed over them.",
+                  m->recording_us);
+        metric(f, "psidiag_windows_total", "counter",
+               "Pressure incidents by their window's basis: after_wakeup (the sample after the wakeup) or recorded "
+               "(from before the wakeup).");
+        labelled(f, "psidiag_windows_total", "basis", m->windows, m->n_windows);
+        single(f, "psidiag_windows_passed_total", "counter",
+               "Pressure incidents whose window saw under a quarter of the stall that fired (window.verdict passed): "
+               "no culprit named.",
+               m->windows_passed);
         if (fclose(f) != 0) {
                 free(buf);
                 return -ENOMEM;

@@ -39,7 +39,12 @@ typedef struct Metrics {
         uint64_t episodes;              /* pressure episodes begun (agent/episode.h) */
         uint64_t culprit_passes;        /* culprit passes run */
         uint64_t culprit_passes_shared; /* samples whose culprits came from another sample's node pass */
-        const MetricsCount *kills;      /* psidiag_kills_total{killer=...}: kill incidents by killer */
+        uint64_t recordings, recordings_refused, recorder_entries; /* the recorder (agent/recording.h) */
+        uint64_t recorder_us, recording_us;                        /* its entries' time; time spent recording */
+        const MetricsCount *windows;                               /* psidiag_windows_total{basis=...} */
+        size_t n_windows;
+        uint64_t windows_passed;
+        const MetricsCount *kills; /* psidiag_kills_total{killer=...}: kill incidents by killer */
         size_t n_kills;
         /* psidiag_incidents_total{watch, type, resource} and psidiag_stall_seconds_total{watch,
          * resource} (values in microseconds, written as seconds): one series per configured watch

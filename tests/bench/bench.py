@@ -21,7 +21,10 @@ CAP_NET_ADMIN (exits 77 saying why otherwise). Always removes its cgroups and wo
    drops 2,000 while a kept cgroup is made busy (time from the SIGHUP to its incident); then the
    time from SIGTERM to exit. The floor is one thread closing triggers one after another (what the
    kernel does at exit with fds left open), timed on TEARDOWN_FLOOR triggers and scaled. Then the
-   same exit with as many triggers as the open-file hard limit allows, up to 30,000."""
+   same exit with as many triggers as the open-file hard limit allows, up to 30,000.
+5. The recorder: its cost per recorded second on a watched cgroup of 10, 300 and 3,000 processes
+   (entries, time on the agent's loop, the agent's cpu), against the floor of one snapshot of the
+   cgroup (floor.c --process-first), and the agent's peak RSS (recorder_cost())."""
 
 import json
 import os
@@ -36,7 +39,7 @@ import tempfile
 import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "integration"))
-from common import (ChildCgroup, ScratchCgroup, check, check_kernel, read_lines, rmdir_retry, run,  # noqa: E402
+from common import (ChildCgroup, ScratchCgroup, check, check_kernel, read_lines, rmdir_retry, run, stop_agent,  # noqa: E402
                     wait_log)
 
 PSIDIAG, WORKLOAD, FLOOR = sys.argv[1:4]
@@ -197,6 +200,74 @@ def agent_time(mount, tmp, n):
         return n, len(times), p50, p99
 
 
+RECORD_S = int(os.environ.get("PSIDIAG_BENCH_RECORD_S", "20"))
+
+
+def metric(prom, name):
+    try:
+        text = open(prom).read()
+    except FileNotFoundError:
+        return 0.0
+    m = re.search(rf"^{name} ([0-9.]+)$", text, re.M)
+    return float(m.group(1)) if m else 0.0
+
+
+def recorder_cost(mount, tmp, procs):
+    """The recorder's cost per recorded second on a watched cgroup of `procs` one-thread processes:
+    one incident (spinners in the cgroup for a moment) starts the recording, which goes on for
+    RECORD_S seconds without a wakeup; the agent's metrics say how many entries it took and how
+    long they took on its loop, and the agent's cpu time over the recording is read from /proc.
+    The floor, in the same run: floor.c --process-first of the cgroup (its listing, one TGID query
+    per process and 256 thread states: what one entry of the watch's scope cannot do without),
+    median of RUNS runs. An entry also measures the culprit scope (here the node: its cgroups and
+    processes), which the floor does not."""
+    with ScratchCgroup(mount, f"rec{procs}") as cg:
+        park_many(cg, procs, 1)
+        floor = statistics.median(wall([FLOOR, cg.path, "--process-first", "0", "256"]) for _ in range(RUNS))
+        prom = os.path.join(tmp, f"rec{procs}.prom")
+        cfg = os.path.join(tmp, f"rec{procs}.json")
+        with open(cfg, "w") as f:
+            json.dump({"output": os.path.join(tmp, f"rec{procs}.ndjson"), "metrics_file": prom, "cooldown_ms": 0,
+                       "record_s": RECORD_S, "watch": [{"cgroup": cg.rel, "triggers": ["cpu some 50ms 2s"]}]}, f)
+        log_path = os.path.join(tmp, f"rec{procs}.log")
+        with open(log_path, "w") as err:
+            agent = subprocess.Popen([PSIDIAG, "--config", cfg, "--enable-delayacct"], stderr=err)
+        try:
+            wait_log(log_path, "watching:", 60, agent)
+            hogs = [cg.spawn([WORKLOAD, "spin", "psidiag-hog"]) for _ in range(4)]
+            deadline = time.time() + 60
+            while metric(prom, "psidiag_recordings_total") < 1:
+                check(time.time() < deadline, f"no recording began:\n{open(log_path).read()[-2000:]}")
+                time.sleep(0.1)
+            for h in hogs:
+                h.kill()
+                h.wait()
+
+            def cpu_s():
+                with open(f"/proc/{agent.pid}/stat") as f:
+                    fields = f.read().rsplit(")", 1)[1].split()
+                return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+            # The recording after the load: from its first quiet entry to its end.
+            time.sleep(3)
+            e0, s0, c0, t0 = (metric(prom, "psidiag_recorder_entries_total"),
+                              metric(prom, "psidiag_recorder_seconds_total"), cpu_s(), time.time())
+            deadline = time.time() + RECORD_S + 30
+            while metric(prom, "psidiag_recording_seconds_total") == 0:
+                check(time.time() < deadline, "the recording did not end")
+                time.sleep(0.25)
+            with open(f"/proc/{agent.pid}/status") as f:
+                rss = int(next(l for l in f if l.startswith("VmHWM:")).split()[1])
+            e1, s1, c1, t1 = (metric(prom, "psidiag_recorder_entries_total"),
+                              metric(prom, "psidiag_recorder_seconds_total"), cpu_s(), time.time())
+            recorded = metric(prom, "psidiag_recording_seconds_total")
+        finally:
+            stop_agent(agent)
+        entries, loop_s = e1 - e0, s1 - s0
+        check(entries > 0, "no entry was taken")
+        span = t1 - t0
+        return procs, entries / span, loop_s / span, (c1 - c0) / span, loop_s / entries, floor, rss, recorded
+
+
 def make_cgroups(mount, name, n):
     top = ScratchCgroup(mount, name)
     top.__enter__()
@@ -338,6 +409,7 @@ def main():
     idle = idle_cost(mount, tmp) if want("idle") else None
     lat = [agent_time(mount, tmp, n) for n in (1000, 10000)] if want("snapshot") else []
     td = teardown(mount, tmp) if want("teardown") else None
+    rec = [recorder_cost(mount, tmp, n) for n in (10, 300, 3000)] if want("recorder") else []
     floor_of = {n: f for n, f, _, _ in rows}
 
     print("\n| measurement | psidiag | floor, same run | ratio or target |")
@@ -371,6 +443,11 @@ def main():
               f"**{big_exit_s / (big * per_close):.3f}x**, target < 10 s at 30,000 |")
         print(f"| SIGHUP dropping 2,000 of 3,000 triggers: incident of a kept cgroup made busy then | "
               f"{reload_s:.2f} s after the SIGHUP | | target < 6 s |")
+
+    for n, per_s, loop_s, cpu_s, per_entry, floor, rss, recorded in rec:
+        print(f"| recorder, {n:,} processes: per recorded second | {per_s:.1f} entries, {loop_s * 1e3:.1f} ms on the "
+              f"loop ({cpu_s * 1e3:.0f} ms cpu) | one snapshot's floor: {floor * 1e3:.1f} ms | "
+              f"**{per_entry / floor:.2f}x** the floor per entry; peak RSS {rss / 1024:.1f} MiB |")
 
     subprocess.run(["rm", "-rf", tmp])
     # Targets: within 1.5x the floor at 4,000 threads; idle: no ticks, no wakeups, < 8 MiB.

@@ -253,7 +253,7 @@ static void test_unknown_key_errors(void **state) {
         assert_string_equal(error,
                             "t.json:1:11: unknown key \"wacth\" (expected output, output_format, top, sample_ms, "
                             "cooldown_ms, max_incidents_per_minute, max_concurrent_samples, oom_lookback_s, "
-                            "kill_window_s, kill_log_files, metrics_file, watch)");
+                            "kill_window_s, record_s, kill_log_files, metrics_file, watch)");
         free(error);
         assert_null(parse("{\"watch\": [{\"colour\": 1}]}", &error));
         assert_string_equal(error,
