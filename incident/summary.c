@@ -88,7 +88,8 @@ static double resource_delay_us(const json_t *delays, const char *resource) {
                 return field_or_zero(delays, "blkio");
         if (strcmp(resource, "irq") == 0)
                 return field_or_zero(delays, "irq");
-        /* The memory score's own sum (README: "memory = reclaim + thrashing + swapin + compact"). */
+        /* The memory score's own sum (docs/incident.md: Incident format, "memory = reclaim +
+         * thrashing + swapin + compact"). */
         return field_or_zero(delays, "swapin") + field_or_zero(delays, "reclaim") + field_or_zero(delays, "thrashing") +
                field_or_zero(delays, "compact");
 }

@@ -456,7 +456,7 @@ def main():
         check(four[3] / four[1] <= 1.5, f"snapshot at 4,000 threads is {four[3] / four[1]:.2f}x the floor")
     if pf:
         # The target. This VM misses it: the method's kernel calls alone cost about 0.30x
-        # (README: Performance, "Process first").
+        # (docs/performance.md: Process first).
         check(pf[4] <= 0.25, f"snapshot of {pf[0]} threads in {pf[1]} processes is {pf[4]:.2f}x the per-thread floor "
               f"(the process-first method's own floor: {pf[6]:.2f}x)")
     if idle:

@@ -1,7 +1,7 @@
 #!/usr/bin/python3
 # SPDX-License-Identifier: MIT
 """The shipped deployment files hold together: the Kubernetes manifest parses, asks for exactly
-the host access and capabilities the README documents, and its ConfigMap config validates with
+the host access and capabilities docs/deploy.md documents, and its ConfigMap config validates with
 psidiag; the Fluent Bit and Vector examples take the incident's `time` as the timestamp (the
 format is checked against a real incident) and keep high-cardinality ids out of labels. (Fluent
 Bit and Vector themselves are not packaged in Debian 12, so the pipelines are not run here.)"""

@@ -1,6 +1,6 @@
 #!/usr/bin/python3
 # SPDX-License-Identifier: MIT
-"""Process-first snapshots on the real kernel (README: How it works, "Process first").
+"""Process-first snapshots on the real kernel (docs/incident.md: How it works, "Process first").
 
 1. Under cpu contention, a 1 s `snapshot`: two 4-thread spinners and a process that keeps 4
    short-lived (50 ms) spinning threads alive rank first, each reported process's threads add up

@@ -34,7 +34,7 @@ BUILD, WORKLOAD = (os.path.abspath(a) for a in sys.argv[1:3]) if __name__ == "__
 MAX_EXPOSURE = 2.5
 LOAD_UNIT = "psidiag-test-load.service"
 # Options the unit leaves off, each with the `psidiag check` line it breaks and what that line
-# says then (the README's hardening section explains each).
+# says then (docs/deploy.md: Hardening explains each).
 OFF = {
     "ProcSubset=pid": ("psi", "fail"),
     "PrivateDevices=yes": ("kmsg", "warn"),
@@ -236,7 +236,7 @@ def exit_records_by_netns(mount):
     log(f"exit records heard over 1 s of thread churn, by network namespace: {heard}")
     check(heard["initial"] and heard["initial"] > 0, f"no exit records in the initial network namespace: {heard}")
     check(heard["private"] == 0, f"exit records reach a private network namespace now: {heard}; PrivateNetwork=yes "
-          "may be possible (README, Hardening)")
+          "may be possible (docs/deploy.md: Hardening)")
 
 
 def main():

@@ -5,7 +5,7 @@
  * cgroups, the identities) and the incident line, on generated cgroups of 10 threads and of
  * 10,000 threads in 100 processes, make the same number of malloc/calloc/realloc calls from our
  * code once the buffers are sized (counted through the linker's --wrap): ALLOCS_PER_SAMPLE, as
- * the README says.
+ * docs/incident.md says (How it works, "The agent protects itself").
  * jansson's and libev's own allocations, which do not scale with threads, are not counted. */
 #include <errno.h>
 #include <fcntl.h>
