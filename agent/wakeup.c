@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "agent/wakeup.h"
+#include "sampling/fired.h"
 
 void wakeup_total_arm(TriggerTotal *t, uint64_t total_us, usec_t now_mono_us) {
         *t = (TriggerTotal) {
@@ -25,6 +26,11 @@ static void trigger_total_age(TriggerTotal *t, usec_t window_us, usec_t now_mono
         t->base = t->recent[old - 1];
         t->n_recent -= old;
         memmove(t->recent, t->recent + old, t->n_recent * sizeof *t->recent);
+}
+
+void wakeup_total_reported(TriggerTotal *t, uint64_t total_us, usec_t mono_us) {
+        t->has_reported = true;
+        t->reported = (StallPoint) { .mono_us = mono_us, .total_us = total_us };
 }
 
 static void trigger_total_record(TriggerTotal *t, uint64_t total_us, usec_t now_mono_us) {
@@ -52,6 +58,16 @@ WakeupVerdict wakeup_decide(TriggerTotal *t, const PsiTriggerSpec *spec, const W
                 trigger_total_record(t, total_us, now_mono_us);
                 if (total_us < t->base.total_us || total_us - t->base.total_us < spec->threshold_us)
                         return WAKEUP_BELOW_THRESHOLD;
+                /* Within the one window the kernel carries over, since the last incident's window
+                 * ended: the rule of an incident's window (sampling/fired.h). */
+                if (t->has_reported && now_mono_us > t->reported.mono_us &&
+                    now_mono_us - t->reported.mono_us <= spec->window_us) {
+                        FiredCoverage c =
+                                fired_coverage(spec, now_mono_us - t->reported.mono_us, true,
+                                               total_us >= t->reported.total_us ? total_us - t->reported.total_us : 0);
+                        if (c.verdict == FIRED_PASSED)
+                                return WAKEUP_REPORTED;
+                }
         }
 
         if (w->sampling)
@@ -66,6 +82,7 @@ const char *wakeup_verdict_label(WakeupVerdict v) {
                 [WAKEUP_SAMPLE] = "sample",
                 [WAKEUP_NO_GROWTH] = "no_growth",
                 [WAKEUP_BELOW_THRESHOLD] = "below_threshold",
+                [WAKEUP_REPORTED] = "reported",
                 [WAKEUP_BUSY] = "busy",
                 [WAKEUP_COOLDOWN] = "cooldown",
                 [WAKEUP_CAPACITY] = "capacity",
@@ -82,6 +99,8 @@ const char *wakeup_verdict_to_string(WakeupVerdict v) {
                 return "woke without stall growth";
         case WAKEUP_BELOW_THRESHOLD:
                 return "woke with less new stall than its threshold";
+        case WAKEUP_REPORTED:
+                return "fired again for stall its last incident reported";
         case WAKEUP_BUSY:
                 return "fired during a sample";
         case WAKEUP_COOLDOWN:

@@ -15,6 +15,9 @@ typedef enum WakeupVerdict {
         WAKEUP_BELOW_THRESHOLD, /* total= grew by less than the threshold since arming, or since the
                                  * newest wakeup two windows old: a firing on old stall
                                  * (kernel-facts.md: trigger-history) */
+        WAKEUP_REPORTED,        /* total= grew since the end of the trigger's last incident by less than a
+                                 * half its rate: the kernel firing again for stall that incident
+                                 * reported (kernel-facts.md: trigger-latency) */
         WAKEUP_BUSY,            /* this watch is already sampling */
         WAKEUP_COOLDOWN,        /* the watch's last incident is younger than its cooldown */
         WAKEUP_CAPACITY,        /* max_concurrent_samples samples of other watches are in flight */
@@ -38,6 +41,8 @@ typedef struct TriggerTotal {
         StallPoint base;                       /* arming, or the newest wakeup at least two windows old */
         StallPoint recent[TRIGGER_RECENT_MAX]; /* later wakeups, oldest first */
         size_t n_recent;
+        bool has_reported;   /* an incident of this trigger was written: */
+        StallPoint reported; /* ... the total at the end of its window */
 } TriggerTotal;
 
 typedef struct WatchTiming {
@@ -50,11 +55,19 @@ typedef struct WatchTiming {
 /* Records the total read right after the trigger was written (arming, re-arming, discovery). */
 void wakeup_total_arm(TriggerTotal *t, uint64_t total_us, usec_t now_mono_us);
 
+/* Records the end of the window of an incident of the trigger: the total then, and when. */
+void wakeup_total_reported(TriggerTotal *t, uint64_t total_us, usec_t mono_us);
+
 /* Decides what a wakeup of a trigger armed with spec is. A wakeup counts only if the total grew by
  * at least spec->threshold_us since the base: the arming, or the newest earlier wakeup at least
  * two windows old: stricter than the kernel's window, which can carry stall over a quiet gap
  * (kernel-facts.md: trigger-history). The first wakeup of a trigger whose total could not be read when
- * arming counts, and becomes its arming. Records total_us whenever it grew, whatever the verdict. */
+ * arming counts, and becomes its arming. A wakeup whose total grew since the end of the trigger's
+ * last incident window, at most a window ago, by less than FIRED_SEEN_SHARE_MIN of what the
+ * trigger's rate gives over that time (the rule of an incident's window, sampling/fired.h) is
+ * REPORTED: the kernel's window carries the stall of the previous one into the
+ * next (window_update()'s prev_growth), and fires again for what that incident already measured. Records total_us
+ * whenever it grew, whatever the verdict. */
 WakeupVerdict wakeup_decide(TriggerTotal *t, const PsiTriggerSpec *spec, const WatchTiming *w, uint64_t total_us,
                             usec_t now_mono_us);
 

@@ -258,6 +258,12 @@ static void watch_report_sample(Sampler *s, int r) {
                                    .culprit_pass = w->pass && s->result.culprits ? w->pass->id : NULL,
                            },
                            &end);
+        /* Where this incident's window ended: a later firing for the stall it measured is not another
+         * incident (agent/wakeup.h: WAKEUP_REPORTED). */
+        if (r >= 0 && !lifetime && s->b.has_pressure[t->effective.resource] &&
+            s->b.pressure[t->effective.resource].has[t->effective.stall])
+                wakeup_total_reported(&t->total, s->b.pressure[t->effective.resource].line[t->effective.stall].total_us,
+                                      s->b.mono_us);
         if (r < 0) {
                 log_error_errno(r, "cannot build the incident for %s", w->name);
                 return;
@@ -397,7 +403,7 @@ static void trigger_event(Trigger *t, bool gone) {
         }
         a->counters.wakeups[verdict]++;
         /* Every wakeup with real growth, held back or not, tells that the stall goes on. */
-        if (verdict != WAKEUP_NO_GROWTH && verdict != WAKEUP_BELOW_THRESHOLD) {
+        if (verdict != WAKEUP_NO_GROWTH && verdict != WAKEUP_BELOW_THRESHOLD && verdict != WAKEUP_REPORTED) {
                 usec_t now = now_usec(CLOCK_MONOTONIC);
                 core_hooks_wakeup(a, w, t, verdict); /* still under pressure: a kill window goes on */
                 Episode *e = &a->pools->episodes[t->effective.resource];

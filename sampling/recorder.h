@@ -69,6 +69,16 @@ void recorder_stop(Recorder *r);
  * it, else the oldest there is. NULL when there is none. */
 RecordedEntry *recorder_find(Recorder *r, uint64_t start_mono_us);
 
+/* The entry the window of a stall of (resource, stall) that fired a trigger should start from:
+ * among the entries from recorder_find(r, start_mono_us) on, the newest one before the stall
+ * began to grow, i.e. whose fired-line total had grown by at most RECORDER_ONSET_SHARE of what it
+ * grew from that first entry to now_total. A stall spread over the window starts at the first
+ * entry; a burst inside it starts at the entry just before the burst, so a steady neighbour is
+ * not weighed over seconds the burst was not in. NULL when there is no entry. */
+#define RECORDER_ONSET_SHARE 0.1
+RecordedEntry *recorder_find_onset(Recorder *r, uint64_t start_mono_us, PsiResource resource, PsiStall stall,
+                                   uint64_t now_total);
+
 /* Whether a sample of scope, woken at wakeup_mono_us, can start from r's ring: r records the same
  * cgroup for the same resource, with a culprit pass over the same scope (or neither has one), and
  * its oldest entry was taken at least RECORDER_PERIOD_MIN_MS / 2 before the wakeup (a recording

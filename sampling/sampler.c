@@ -429,13 +429,26 @@ static void begin_onwhat(Sampler *s, const SampleScope *scope, bool ok) {
 
 int sampler_start_recorded(Sampler *s, const SampleScope *scope, uint64_t sample_ms, Recorder *rec,
                            uint64_t start_mono_us) {
-        RecordedEntry *e = sample_ms > 0 && rec ? recorder_find(rec, start_mono_us) : NULL;
+        RecordedEntry *e = NULL;
 
+        if (sample_ms > 0 && rec) {
+                /* The fired line now: the window starts where its stall began (recorder.h). */
+                snapshot_read_pressure(&s->b, scope);
+                PsiResource res = (PsiResource) scope->resource;
+                if (scope->resource >= 0 && scope->resource < SAMPLE_PRESSURE_RESOURCES && s->b.has_pressure[res] &&
+                    s->b.pressure[res].has[scope->stall])
+                        e = recorder_find_onset(rec, start_mono_us, res, scope->stall,
+                                                s->b.pressure[res].line[scope->stall].total_us);
+                else
+                        e = recorder_find(rec, start_mono_us);
+        }
         if (!e)
                 return sampler_start(s, scope, sample_ms);
         s->scope = *scope;
         s->scope.pass = NULL; /* the pass starts with the recorded entry: the sample's own */
-        s->sample_ms = sample_ms;
+        /* The stall is in the recorded past: the window needs only a short tail to end (and to
+         * detail the leaders' threads), not a second of the quiet after it. */
+        s->sample_ms = MIN(sample_ms, (uint64_t) SAMPLER_RECORDED_TAIL_MS);
         s->threads_base = NULL;
         s->n_candidates = 0;
         s->recorded = true;

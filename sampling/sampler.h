@@ -114,11 +114,13 @@ int sampler_preallocate(Sampler *s, const SampleScope *scope, size_t *ret_n);
 int sampler_start(Sampler *s, const SampleScope *scope, uint64_t sample_ms);
 
 struct Recorder;
+#define SAMPLER_RECORDED_TAIL_MS 250
 /* Starts a sample whose A is the entry of rec (sampling/recorder.h) a window starting at
- * start_mono_us starts from, with the exit records heard since, and whose culprit pass starts
- * there too (the sample's own: scope->pass is not used): its window covers the recorded past up to
- * sample_ms from now. The recorder is stopped (its entries are used up); its owner starts it again
- * when it wants more. Without an entry (or with a window of 0) it is sampler_start(). Returns as
+ * start_mono_us starts from (trimmed to where the stall of scope's fired line began:
+ * recorder_find_onset()), with the exit records heard since, and whose culprit pass starts there
+ * too (the sample's own: scope->pass is not used): its window covers the recorded past up to
+ * SAMPLER_RECORDED_TAIL_MS from now (sample_ms if shorter). The recorder is stopped (its entries are used up); its
+ * owner starts it again when it wants more. Without an entry (or with a window of 0) it is sampler_start(). Returns as
  * sampler_start() does. */
 int sampler_start_recorded(Sampler *s, const SampleScope *scope, uint64_t sample_ms, struct Recorder *rec,
                            uint64_t start_mono_us);

@@ -159,7 +159,7 @@ int metrics_format(const Metrics *m, char **ret) {
                "(from before the wakeup).");
         labelled(f, "psidiag_windows_total", "basis", m->windows, m->n_windows);
         single(f, "psidiag_windows_passed_total", "counter",
-               "Pressure incidents whose window saw under a quarter of the stall that fired (window.verdict passed): "
+               "Pressure incidents whose window saw under half of the stall that fired (window.verdict passed): "
                "no culprit named.",
                m->windows_passed);
         if (fclose(f) != 0) {

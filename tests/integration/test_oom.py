@@ -158,7 +158,9 @@ def kmsg_part(mount, tmp, data, validate):
         # related: every pressure incident finished before the kill, newest first; none after it.
         kill_t = parse_time(inc["time"])
         pressures = [i for i in lines if i["type"] == "pressure"]
-        ended = {i["id"]: parse_time(i["time"]) + i["sample"]["duration_ms"] / 1000 for i in pressures}
+        # A recorded window starts before the wakeup (time): its end says when the sample ended.
+        ended = {i["id"]: parse_time(i["window"]["end"]) if i.get("window")
+                 else parse_time(i["time"]) + i["sample"]["duration_ms"] / 1000 for i in pressures}
         related = inc["related"]
         check(len(related) >= 2, f"related {related}")
         check(all(r in ended and ended[r] <= kill_t for r in related), f"related {related} vs {ended}, kill {kill_t}")

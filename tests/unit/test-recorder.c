@@ -237,12 +237,55 @@ static void test_matches(void **state) {
         ev_loop_destroy(loop);
 }
 
+static void set_total(RecordedEntry *e, uint64_t total_us) {
+        e->a.has_pressure[PSI_RESOURCE_CPU] = true;
+        e->a.pressure[PSI_RESOURCE_CPU].has[PSI_STALL_SOME] = true;
+        e->a.pressure[PSI_RESOURCE_CPU].line[PSI_STALL_SOME].total_us = total_us;
+}
+
+/* The window starts where the fired line's stall began: a burst after quiet entries starts at the
+ * entry just before it; a stall spread over the window at the first entry. */
+static void test_onset(void **state) {
+        Env *env = *state;
+        struct ev_loop *loop = ev_loop_new(EVFLAG_AUTO);
+        Recorder r;
+
+        recorder_init(&r, loop, NULL);
+        assert_null(recorder_find_onset(&r, 0, PSI_RESOURCE_CPU, PSI_STALL_SOME, 0));
+        assert_int_equal(recorder_start(&r, &env->scope, 500, 4000), 0);
+        for (int i = 0; i < 4; i++)
+                assert_int_equal(recorder_take(&r), 0);
+        RecordedEntry *e[5];
+        for (size_t i = 0; i < 5; i++)
+                e[i] = &r.ring[(r.oldest + i) % r.depth];
+        /* A burst between the third and the fourth entry: 1 ms of trickle, then 300 ms. */
+        uint64_t quiet[5] = { 1000, 1200, 1500, 1800, 300000 };
+        for (size_t i = 0; i < 5; i++)
+                set_total(e[i], quiet[i]);
+        assert_ptr_equal(recorder_find_onset(&r, 0, PSI_RESOURCE_CPU, PSI_STALL_SOME, 310000), e[3]);
+        /* From a later start: never before it. */
+        assert_ptr_equal(recorder_find_onset(&r, e[1]->a.mono_us, PSI_RESOURCE_CPU, PSI_STALL_SOME, 310000), e[3]);
+        /* Spread: the first entry. */
+        uint64_t spread[5] = { 1000, 80000, 160000, 240000, 320000 };
+        for (size_t i = 0; i < 5; i++)
+                set_total(e[i], spread[i]);
+        assert_ptr_equal(recorder_find_onset(&r, 0, PSI_RESOURCE_CPU, PSI_STALL_SOME, 400000), e[0]);
+        /* No growth, or no pressure read: the first entry. */
+        assert_ptr_equal(recorder_find_onset(&r, 0, PSI_RESOURCE_CPU, PSI_STALL_SOME, 1000), e[0]);
+        for (size_t i = 0; i < 5; i++)
+                e[i]->a.has_pressure[PSI_RESOURCE_IO] = false;
+        assert_ptr_equal(recorder_find_onset(&r, 0, PSI_RESOURCE_IO, PSI_STALL_SOME, 400000), e[0]);
+        recorder_free(&r);
+        ev_loop_destroy(loop);
+}
+
 int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_ring),
                 cmocka_unit_test(test_exit_storm),
                 cmocka_unit_test(test_sample_from_recording),
                 cmocka_unit_test(test_matches),
+                cmocka_unit_test(test_onset),
         };
         return cmocka_run_group_tests(tests, setup, teardown);
 }

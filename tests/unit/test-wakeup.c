@@ -106,6 +106,32 @@ static void test_busy_and_cooldown(void **state) {
         assert_int_equal(wakeup_decide(&t, &spec, &w, 400000, 13 * S), WAKEUP_SAMPLE);
 }
 
+/* A burst of 300 ms makes an incident whose window ends at 12.25 s; the kernel fires again 2 s later
+ * (its next window carries the last one's growth): 9 ms more since is under half the trigger's
+ * rate over 1.75 s (43.75 ms), a repeat, not an incident. Steady stall at the trigger's
+ * rate, or a new burst, is. */
+static void test_reported(void **state) {
+        TriggerTotal t;
+        WatchTiming w = {};
+        usec_t t0 = 10 * S;
+
+        wakeup_total_arm(&t, 0, t0);
+        assert_int_equal(wakeup_decide(&t, &spec, &w, 300000, t0 + 2 * S), WAKEUP_SAMPLE);
+        wakeup_total_reported(&t, 302000, t0 + 2250 * USEC_PER_MSEC);
+        assert_int_equal(wakeup_decide(&t, &spec, &w, 311000, t0 + 4 * S), WAKEUP_REPORTED);
+        assert_string_equal(wakeup_verdict_label(WAKEUP_REPORTED), "reported");
+        /* At the trigger's rate since: an incident. */
+        assert_int_equal(wakeup_decide(&t, &spec, &w, 311000 + 100000, t0 + 6 * S), WAKEUP_SAMPLE);
+        wakeup_total_reported(&t, 411000, t0 + 6250 * USEC_PER_MSEC);
+        /* Just under half the rate over 1.75 s: a repeat; at half: not. */
+        assert_int_equal(wakeup_decide(&t, &spec, &w, 411000 + 43000, t0 + 8 * S), WAKEUP_REPORTED);
+        assert_int_equal(wakeup_decide(&t, &spec, &w, 411000 + 44000, t0 + 8 * S + 1), WAKEUP_SAMPLE);
+        wakeup_total_reported(&t, 456000, t0 + 8250 * USEC_PER_MSEC);
+        /* The next burst 8 s later: 150 ms is under half the rate over 7.75 s, but the kernel
+         * carries only one window over: a new stall. */
+        assert_int_equal(wakeup_decide(&t, &spec, &w, 456000 + 150000, t0 + 16 * S), WAKEUP_SAMPLE);
+}
+
 static void test_strings(void **state) {
         assert_string_equal(wakeup_verdict_to_string(WAKEUP_NO_GROWTH), "woke without stall growth");
         assert_string_equal(wakeup_verdict_to_string(WAKEUP_COOLDOWN), "fired during its cooldown");
@@ -115,6 +141,7 @@ static void test_strings(void **state) {
 int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_spurious_first_event),
+                cmocka_unit_test(test_reported),
                 cmocka_unit_test(test_history_firing_is_not_an_incident),
                 cmocka_unit_test(test_first_window_real_stall),
                 cmocka_unit_test(test_late_small_stall),
