@@ -42,7 +42,7 @@ typedef struct Counters {
          * taken and the time they took; the time watches spent recording. */
         uint64_t recordings, recordings_refused, recorder_entries, recorder_us, recording_us;
         /* Pressure incidents by their window's basis (after_wakeup, recorded), and those whose
-         * window saw under half of the stall that fired (window.verdict passed). */
+         * window saw under a quarter of the stall that fired (window.verdict passed). */
         uint64_t windows[2], windows_passed;
         WatchCounts *watch; /* per configured watch label, kept across reloads */
         size_t n_watch, cap_watch;

@@ -59,13 +59,13 @@ WakeupVerdict wakeup_decide(TriggerTotal *t, const PsiTriggerSpec *spec, const W
                 if (total_us < t->base.total_us || total_us - t->base.total_us < spec->threshold_us)
                         return WAKEUP_BELOW_THRESHOLD;
                 /* Within the one window the kernel carries over, since the last incident's window
-                 * ended: the rule of an incident's window (sampling/fired.h). */
+                 * ended: less than WAKEUP_REPORTED_SHARE of the trigger's rate over that time. */
                 if (t->has_reported && now_mono_us > t->reported.mono_us &&
                     now_mono_us - t->reported.mono_us <= spec->window_us) {
                         FiredCoverage c =
                                 fired_coverage(spec, now_mono_us - t->reported.mono_us, true,
                                                total_us >= t->reported.total_us ? total_us - t->reported.total_us : 0);
-                        if (c.verdict == FIRED_PASSED)
+                        if (c.verdict != FIRED_UNKNOWN && c.seen < WAKEUP_REPORTED_SHARE)
                                 return WAKEUP_REPORTED;
                 }
         }

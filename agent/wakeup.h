@@ -32,6 +32,11 @@ typedef struct StallPoint {
 } StallPoint;
 
 #define TRIGGER_RECENT_MAX 4
+/* A firing within a window of an incident's end with less new stall than this share of the
+ * trigger's rate over the time since is that incident's stall carried over (WAKEUP_REPORTED). Half,
+ * stricter than an incident's own rule (sampling/fired.h): the kernel's carried-over firing over a
+ * watched service's own background stall measured a third of the rate here. */
+#define WAKEUP_REPORTED_SHARE 0.5
 
 /* What a trigger's wakeups are measured against. A trigger fires at most once per window, so the
  * wakeups younger than two windows fit in recent[]. */
@@ -63,9 +68,8 @@ void wakeup_total_reported(TriggerTotal *t, uint64_t total_us, usec_t mono_us);
  * two windows old: stricter than the kernel's window, which can carry stall over a quiet gap
  * (kernel-facts.md: trigger-history). The first wakeup of a trigger whose total could not be read when
  * arming counts, and becomes its arming. A wakeup whose total grew since the end of the trigger's
- * last incident window, at most a window ago, by less than FIRED_SEEN_SHARE_MIN of what the
- * trigger's rate gives over that time (the rule of an incident's window, sampling/fired.h) is
- * REPORTED: the kernel's window carries the stall of the previous one into the
+ * last incident window, at most a window ago, by less than WAKEUP_REPORTED_SHARE of what the
+ * trigger's rate gives over that time is REPORTED: the kernel's window carries the stall of the previous one into the
  * next (window_update()'s prev_growth), and fires again for what that incident already measured. Records total_us
  * whenever it grew, whatever the verdict. */
 WakeupVerdict wakeup_decide(TriggerTotal *t, const PsiTriggerSpec *spec, const WatchTiming *w, uint64_t total_us,

@@ -13,7 +13,7 @@
 #define SUMMARY_DOMINANT_SHARE 0.5
 #define SUMMARY_DOMINANT_SHARE_MIN 0.25
 
-/* Whether the incident's window saw less than half of the stall that fired its trigger
+/* Whether the incident's window saw less than a quarter of the stall that fired its trigger
  * (sampling/fired.h): window.verdict "passed", or for a line written before window existed, the
  * same rule on trigger and sample. Writes the stall the window saw to *ret_seen_us (may be NULL)
  * when true. */

@@ -96,8 +96,8 @@ int metrics_format(const Metrics *m, char **ret) {
         single(f, "psidiag_triggers_configured", "gauge", "Triggers in the config.", m->triggers_configured);
         single(f, "psidiag_triggers_armed", "gauge", "Triggers armed now.", m->triggers_armed);
         metric(f, "psidiag_wakeups_total", "counter",
-               "Trigger wakeups by what the agent did: sampled, or ignored (no_growth, below_threshold, busy, "
-               "cooldown, capacity, rate_limit).");
+               "Trigger wakeups by what the agent did: sampled, or ignored (no_growth, below_threshold, reported, "
+               "busy, cooldown, capacity, rate_limit).");
         labelled(f, "psidiag_wakeups_total", "verdict", m->wakeups, m->n_wakeups);
         metric(f, "psidiag_incidents_suppressed_total", "counter",
                "Incidents not taken because a limit held them back, by reason: cooldown (the watch's cooldown_ms), "
@@ -159,7 +159,7 @@ int metrics_format(const Metrics *m, char **ret) {
                "(from before the wakeup).");
         labelled(f, "psidiag_windows_total", "basis", m->windows, m->n_windows);
         single(f, "psidiag_windows_passed_total", "counter",
-               "Pressure incidents whose window saw under half of the stall that fired (window.verdict passed): "
+               "Pressure incidents whose window saw under a quarter of the stall that fired (window.verdict passed): "
                "no culprit named.",
                m->windows_passed);
         if (fclose(f) != 0) {

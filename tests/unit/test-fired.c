@@ -23,14 +23,14 @@ static void test_passed(void **state) {
         assert_int_equal(c.expected_us, 250500);
 }
 
-/* The boundary is half the trigger's rate, inclusive; a sustained stall is far above it. */
+/* The boundary is a quarter of the trigger's rate, inclusive; a sustained stall is far above it. */
 static void test_measured(void **state) {
-        assert_int_equal(fired_coverage(&web, 1000000, true, 25000).verdict, FIRED_MEASURED);
-        assert_int_equal(fired_coverage(&web, 1000000, true, 24999).verdict, FIRED_PASSED);
+        assert_int_equal(fired_coverage(&web, 1000000, true, 12500).verdict, FIRED_MEASURED);
+        assert_int_equal(fired_coverage(&web, 1000000, true, 12499).verdict, FIRED_PASSED);
         assert_int_equal(fired_coverage(&web, 1000000, true, 900000).verdict, FIRED_MEASURED);
         /* A window longer than the trigger's expects more. */
-        assert_int_equal(fired_coverage(&web, 4000000, true, 99999).verdict, FIRED_PASSED);
-        assert_int_equal(fired_coverage(&web, 4000000, true, 100000).verdict, FIRED_MEASURED);
+        assert_int_equal(fired_coverage(&web, 4000000, true, 49999).verdict, FIRED_PASSED);
+        assert_int_equal(fired_coverage(&web, 4000000, true, 50000).verdict, FIRED_MEASURED);
         assert_string_equal(fired_verdict_to_string(FIRED_MEASURED), "measured");
 }
 
