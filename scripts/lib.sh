@@ -47,5 +47,9 @@ setup_build() {
         else
                 meson setup "$dir" "$@" >/dev/null
         fi
-        ninja -C "$dir" >/dev/null
+        # Quiet when it builds; a failed build prints what ninja said (it says it on stdout).
+        if ! ninja -C "$dir" >"$dir/ninja-output.txt" 2>&1; then
+                cat "$dir/ninja-output.txt" >&2
+                return 1
+        fi
 }

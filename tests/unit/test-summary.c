@@ -237,24 +237,25 @@ static void test_own_limit_and_memory(void **state) {
 
 /* Held at memory.high (the VM's incident, tests/vm case memory-high, trimmed): the summary tells
  * the cgroup's stall and memory.high, not a process's delay: the kernel's reclaim and sleeps over
- * high count as the cgroup's stall but need not count as any task's delay. */
+ * high count as the cgroup's stall but need not count as any task's delay. (A macro: the format must
+ * be a literal for -Wformat-nonliteral, which the sanitized build's -O0 reports.) */
+#define HIGH_FMT                                                                                                       \
+        "{\"type\": \"pressure\", \"trigger\": {\"cgroup\": \"/psidiag-it-high-385\", \"resource\": \"memory\","       \
+        " \"stall\": \"some\"}, \"sample\": {\"duration_ms\": 1019, \"stall_us\": 124421},"                            \
+        " \"most_delayed\": [{\"pid\": 389, \"comm\": \"thrasher\", \"cgroup\": \"/psidiag-it-high-385\","             \
+        "   \"delay_us\": {\"cpu\": 36116, \"blkio\": 700, \"reclaim\": 117285}}],"                                    \
+        " \"culprits\": {\"resource\": \"memory\", \"scope\": \"/psidiag-it-high-385\", \"own_limit\": false,"         \
+        "   \"limit\": {\"cgroup\": \"/psidiag-it-high-385\", \"file\": \"memory.high\", \"bytes\": 33554432},"        \
+        "   \"processes\": [{\"pid\": 389, \"comm\": \"thrasher\", \"cgroup\": \"/psidiag-it-high-385\","              \
+        "     \"processes\": 1, \"ended\": false, \"victim\": true, \"usage\": {\"rss_bytes\": 1863680}}],"            \
+        "   \"cgroups\": [{\"path\": \"/psidiag-it-high-385\", \"share\": 1.0}]},"                                     \
+        " \"limits\": {\"cpu\": null, \"io\": null, \"memory\": {\"cgroup\": \"/psidiag-it-high-385\","                \
+        "   \"source\": \"cgroup2\", \"limited\": true, \"max_bytes\": null, \"high_bytes\": 33554432,"                \
+        "   \"events\": {\"high\": 208, \"max\": 0, \"oom\": 0, \"oom_kill\": 0}, \"verdict\": \"%s\"}}}"
 static void test_memory_high(void **state) {
-        static const char *const high =
-                "{\"type\": \"pressure\", \"trigger\": {\"cgroup\": \"/psidiag-it-high-385\", \"resource\": \"memory\","
-                " \"stall\": \"some\"}, \"sample\": {\"duration_ms\": 1019, \"stall_us\": 124421},"
-                " \"most_delayed\": [{\"pid\": 389, \"comm\": \"thrasher\", \"cgroup\": \"/psidiag-it-high-385\","
-                "   \"delay_us\": {\"cpu\": 36116, \"blkio\": 700, \"reclaim\": 117285}}],"
-                " \"culprits\": {\"resource\": \"memory\", \"scope\": \"/psidiag-it-high-385\", \"own_limit\": false,"
-                "   \"limit\": {\"cgroup\": \"/psidiag-it-high-385\", \"file\": \"memory.high\", \"bytes\": 33554432},"
-                "   \"processes\": [{\"pid\": 389, \"comm\": \"thrasher\", \"cgroup\": \"/psidiag-it-high-385\","
-                "     \"processes\": 1, \"ended\": false, \"victim\": true, \"usage\": {\"rss_bytes\": 1863680}}],"
-                "   \"cgroups\": [{\"path\": \"/psidiag-it-high-385\", \"share\": 1.0}]},"
-                " \"limits\": {\"cpu\": null, \"io\": null, \"memory\": {\"cgroup\": \"/psidiag-it-high-385\","
-                "   \"source\": \"cgroup2\", \"limited\": true, \"max_bytes\": null, \"high_bytes\": 33554432,"
-                "   \"events\": {\"high\": 208, \"max\": 0, \"oom\": 0, \"oom_kill\": 0}, \"verdict\": \"%s\"}}}";
         char text[4096];
 
-        snprintf(text, sizeof text, high, "throttled");
+        snprintf(text, sizeof text, HIGH_FMT, "throttled");
         assert_summary(text, "/psidiag-it-high-385 stalled 0.12 s on memory in 1.02 s: throttled by memory.high "
                              "(/psidiag-it-high-385)");
         /* The grower over high in the VM: its cgroup stalled 1.01 s of 1.01 s, its own memory
@@ -268,7 +269,7 @@ static void test_memory_high(void **state) {
                        "/psidiag-it-highanon-358 stalled 1.01 s on memory in 1.01 s: throttled by memory.high "
                        "(/psidiag-it-highanon-358)");
         /* Another verdict: the process form, as before. */
-        snprintf(text, sizeof text, high, "contention");
+        snprintf(text, sizeof text, HIGH_FMT, "contention");
         assert_summary(text, "thrasher (/psidiag-it-high-385) waited 0.12 s for memory in 1.02 s: thrasher "
                              "(/psidiag-it-high-385, pid 389) holds 1.8 MiB, itself among the stalled");
 }
