@@ -132,11 +132,13 @@ def io(mount, tmp, validate):
                 for w in writers:
                     spawn(cg, w, None, [group.path])
             time.sleep(0.5)
-            # Looks catch a thread in D by chance: a few samples of busy O_DIRECT writers.
-            for attempt in range(5):
+            # Looks catch a thread in D by chance: a few samples of busy O_DIRECT writers, until one
+            # has a named group with its stack (a thread running again when its stack is read has
+            # none: seen once in a full run).
+            for attempt in range(10):
                 inc = snapshot(cg, "io")
                 validate(inc)
-                if any(g["wchan"] for g in inc["blocked"] or []):
+                if any(g["wchan"] and g["stack"] for g in inc["blocked"] or []):
                     break
             o = inc["limits"]["io"]
             devs = {d["device"]: d for d in (o["devices"] if o else [])}
