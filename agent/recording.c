@@ -4,6 +4,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "agent/health.h"
 #include "agent/recording.h"
 #include "base/array.h"
 #include "base/log.h"
@@ -82,6 +83,8 @@ static void end(WatchRecording *wr) {
                 culprit_scope_close(&wr->culprit);
         wr->has_culprit = false;
         wr->cgroup_fd = safe_close(wr->cgroup_fd);
+        /* The metrics file says what the recording cost as soon as it ends. */
+        health_update(rec->a);
 }
 
 static void on_quiet(struct ev_loop *loop, ev_timer *t, int revents) {

@@ -231,7 +231,8 @@ def recorder_cost(mount, tmp, procs):
                        "record_s": RECORD_S, "watch": [{"cgroup": cg.rel, "triggers": ["cpu some 50ms 2s"]}]}, f)
         log_path = os.path.join(tmp, f"rec{procs}.log")
         with open(log_path, "w") as err:
-            agent = subprocess.Popen([PSIDIAG, "--config", cfg, "--enable-delayacct"], stderr=err)
+            agent = subprocess.Popen([PSIDIAG, "--config", cfg, "--enable-delayacct", "--log-level", "debug"],
+                                     stderr=err)
         try:
             wait_log(log_path, "watching:", 60, agent)
             hogs = [cg.spawn([WORKLOAD, "spin", "psidiag-hog"]) for _ in range(4)]
@@ -253,7 +254,8 @@ def recorder_cost(mount, tmp, procs):
                               metric(prom, "psidiag_recorder_seconds_total"), cpu_s(), time.time())
             deadline = time.time() + RECORD_S + 30
             while metric(prom, "psidiag_recording_seconds_total") == 0:
-                check(time.time() < deadline, "the recording did not end")
+                check(time.time() < deadline, f"the recording did not end:\n{open(log_path).read()[-1500:]}\n"
+                      f"{open(prom).read()[-1500:]}")
                 time.sleep(0.25)
             with open(f"/proc/{agent.pid}/status") as f:
                 rss = int(next(l for l in f if l.startswith("VmHWM:")).split()[1])
