@@ -260,10 +260,10 @@ static void watch_report_sample(Sampler *s, int r) {
                            &end);
         /* Where this incident's window ended: a later firing for the stall it measured is not another
          * incident (agent/wakeup.h: WAKEUP_REPORTED). */
-        if (r >= 0 && !lifetime && s->b.has_pressure[t->effective.resource] &&
-            s->b.pressure[t->effective.resource].has[t->effective.stall])
-                wakeup_total_reported(&t->total, s->b.pressure[t->effective.resource].line[t->effective.stall].total_us,
-                                      s->b.mono_us);
+        uint64_t end_total;
+        if (r >= 0 && !lifetime &&
+            snapshot_pressure_total(&s->b, t->effective.resource, t->effective.stall, &end_total))
+                wakeup_total_reported(&t->total, end_total, s->b.mono_us);
         if (r < 0) {
                 log_error_errno(r, "cannot build the incident for %s", w->name);
                 return;

@@ -135,27 +135,19 @@ RecordedEntry *recorder_find(Recorder *r, uint64_t start_mono_us) {
         return best ? best : entry(r, 0);
 }
 
-static bool fired_total(const RecordedEntry *e, PsiResource res, PsiStall stall, uint64_t *ret) {
-        if (res < 0 || (size_t) res >= SAMPLE_PRESSURE_RESOURCES || !e->a.has_pressure[res] ||
-            !e->a.pressure[res].has[stall])
-                return false;
-        *ret = e->a.pressure[res].line[stall].total_us;
-        return true;
-}
-
 RecordedEntry *recorder_find_onset(Recorder *r, uint64_t start_mono_us, PsiResource resource, PsiStall stall,
                                    uint64_t now_total) {
         RecordedEntry *first = recorder_find(r, start_mono_us), *best = first;
         uint64_t base, t;
         size_t i = 0;
 
-        if (!first || !fired_total(first, resource, stall, &base) || now_total <= base)
+        if (!first || !snapshot_pressure_total(&first->a, resource, stall, &base) || now_total <= base)
                 return first;
         while (entry(r, i) != first)
                 i++;
         for (; i < r->n; i++) {
                 RecordedEntry *e = entry(r, i);
-                if (!fired_total(e, resource, stall, &t))
+                if (!snapshot_pressure_total(&e->a, resource, stall, &t))
                         break;
                 if ((double) (t >= base ? t - base : 0) > RECORDER_ONSET_SHARE * (double) (now_total - base))
                         break;

@@ -100,19 +100,11 @@ void sample_result_identify(SampleResult *r, int proc_fd, ProcessInfoBuffer *buf
         }
 }
 
-static bool pressure_total(const Snapshot *s, PsiResource res, PsiStall stall, uint64_t *ret) {
-        if (res < 0 || (size_t) res >= SAMPLE_PRESSURE_RESOURCES || !s->has_pressure[res] ||
-            !s->pressure[res].has[stall])
-                return false;
-        *ret = s->pressure[res].line[stall].total_us;
-        return true;
-}
-
 bool sample_result_stall_us(const SampleResult *res, uint64_t *ret) {
         uint64_t before, after;
 
-        if (!res->a || !res->has_stall || !pressure_total(res->a, (PsiResource) res->resource, res->stall, &before) ||
-            !pressure_total(res->b, (PsiResource) res->resource, res->stall, &after))
+        if (!res->a || !res->has_stall || !snapshot_pressure_total(res->a, res->resource, res->stall, &before) ||
+            !snapshot_pressure_total(res->b, res->resource, res->stall, &after))
                 return false;
         *ret = after >= before ? after - before : 0;
         return true;

@@ -430,17 +430,15 @@ static void begin_onwhat(Sampler *s, const SampleScope *scope, bool ok) {
 int sampler_start_recorded(Sampler *s, const SampleScope *scope, uint64_t sample_ms, Recorder *rec,
                            uint64_t start_mono_us) {
         RecordedEntry *e = NULL;
+        uint64_t now_total;
 
         if (sample_ms > 0 && rec) {
                 /* The fired line now: the window starts where its stall began (recorder.h). */
                 snapshot_read_pressure(&s->b, scope);
-                PsiResource res = (PsiResource) scope->resource;
-                if (scope->resource >= 0 && scope->resource < SAMPLE_PRESSURE_RESOURCES && s->b.has_pressure[res] &&
-                    s->b.pressure[res].has[scope->stall])
-                        e = recorder_find_onset(rec, start_mono_us, res, scope->stall,
-                                                s->b.pressure[res].line[scope->stall].total_us);
-                else
-                        e = recorder_find(rec, start_mono_us);
+                e = snapshot_pressure_total(&s->b, scope->resource, scope->stall, &now_total)
+                            ? recorder_find_onset(rec, start_mono_us, (PsiResource) scope->resource, scope->stall,
+                                                  now_total)
+                            : recorder_find(rec, start_mono_us);
         }
         if (!e)
                 return sampler_start(s, scope, sample_ms);

@@ -170,6 +170,16 @@ int snapshot_reserve(Snapshot *s, size_t n, size_t p);
 /* Reads only the pressure files into s (used at the end of a sample for stall growth). */
 void snapshot_read_pressure(Snapshot *s, const SampleScope *scope);
 
+/* The total of one pressure line (res, stall) that s read. False when it read none (res not a
+ * PsiResource, the file unreadable, the line absent): *ret untouched. */
+static inline bool snapshot_pressure_total(const Snapshot *s, int res, PsiStall stall, uint64_t *ret) {
+        if (res < 0 || (size_t) res >= SAMPLE_PRESSURE_RESOURCES || !s->has_pressure[res] ||
+            !s->pressure[res].has[stall])
+                return false;
+        *ret = s->pressure[res].line[stall].total_us;
+        return true;
+}
+
 const ThreadDelays *snapshot_find(const Snapshot *s, pid_t tid);
 const ProcessDelays *snapshot_find_process(const Snapshot *s, pid_t tgid);
 /* The same among the first n (sorted) of s's threads or processes. */
