@@ -109,20 +109,22 @@ static int begin(WatchRecording *wr, PsiResource resource) {
         uint64_t window = longest_window_us(w);
         int r;
 
-        /* The sample took the entries (or the resource changed): the scope is opened anew. */
-        if (wr->started_us) {
+        /* A recording restarted after its sample took the entries keeps its cgroup and culprit scope;
+         * a new one, or one for another resource, opens them. recorder_start() stops the old run. */
+        if (wr->started_us)
                 count(wr);
-                recorder_stop(&wr->recorder);
+        if (!wr->started_us || wr->resource != resource) {
+                if (wr->has_culprit)
+                        culprit_scope_close(&wr->culprit);
+                wr->has_culprit = false;
+                wr->cgroup_fd = safe_close(wr->cgroup_fd);
+                r = core_watch_open_cgroup(w, &wr->cgroup_fd);
+                if (r < 0)
+                        return r;
+                wr->resource = resource;
+                wr->has_culprit =
+                        a->rt.limits && culprit_scope_open(a->rt.limits, w->path, resource, &wr->culprit) >= 0;
         }
-        if (wr->has_culprit)
-                culprit_scope_close(&wr->culprit);
-        wr->has_culprit = false;
-        wr->cgroup_fd = safe_close(wr->cgroup_fd);
-        r = core_watch_open_cgroup(w, &wr->cgroup_fd);
-        if (r < 0)
-                return r;
-        wr->resource = resource;
-        wr->has_culprit = a->rt.limits && culprit_scope_open(a->rt.limits, w->path, resource, &wr->culprit) >= 0;
         SampleScope scope = {
                 .sysroot = a->rt.sysroot,
                 .taskstats = a->rt.taskstats,
