@@ -7,11 +7,12 @@ debroot.py's, which the VM (tests/vm) shares."""
 
 import glob
 import os
+import shutil
 import signal
 import subprocess
 import time
 
-from common import Failed, check, find_mount, rmdir_retry
+from common import Failed, check, find_mount, rmdir_retry, skip
 import debroot
 from debroot import sh  # noqa: F401 (the tests that use this module run commands with it)
 
@@ -25,6 +26,20 @@ RECIPE = 1
 # so that systemd-analyze verify finds the installed man page the unit's Documentation= names.
 PACKAGES = ["systemd", "systemd-sysv", "dbus", "procps", "logrotate", "man-db",
             "libev4", "libnl-3-200", "libnl-genl-3-200", "libjansson4", "libsystemd0"]
+
+
+def check_host(tools, install_hint):
+    """Exits 77 (skip) with the reason unless this host can boot the root: root, PSI, cgroup2 and
+    every one of tools on PATH (install_hint says how to get them)."""
+    if os.geteuid() != 0:
+        skip("needs root (debootstrap, overlay mounts, systemd-nspawn)")
+    if not os.path.exists("/proc/pressure/cpu"):
+        skip("the kernel has no PSI")
+    if not find_mount("cgroup2"):
+        skip("no cgroup2 mount")
+    for tool in tools:
+        if not shutil.which(tool):
+            skip(f"{tool} is not installed ({install_hint})")
 
 
 def ensure_root(log):

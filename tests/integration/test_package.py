@@ -26,8 +26,8 @@ import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from common import Failed, check, find_mount, run, skip  # noqa: E402
-from nspawn import Container, Overlay, ensure_root, sh, sweep_leftovers, wait_for  # noqa: E402
+from common import Failed, check, run  # noqa: E402
+from nspawn import Container, Overlay, check_host, ensure_root, sh, sweep_leftovers, wait_for  # noqa: E402
 
 SOURCE = os.path.abspath(sys.argv[1])
 WORKLOAD = os.path.abspath(sys.argv[2])
@@ -259,15 +259,8 @@ def test(c, debs, version):
 
 
 def main():
-    if os.geteuid() != 0:
-        skip("needs root (debootstrap, overlay mounts, systemd-nspawn)")
-    if not os.path.exists("/proc/pressure/cpu"):
-        skip("the kernel has no PSI")
-    if not find_mount("cgroup2"):
-        skip("no cgroup2 mount")
-    for tool in ("systemd-nspawn", "debootstrap", "nsenter", "dpkg-buildpackage", "dh", "lintian"):
-        if not shutil.which(tool):
-            skip(f"{tool} is not installed (scripts/test --systemd installs what the systemd suite needs)")
+    check_host(("systemd-nspawn", "debootstrap", "nsenter", "dpkg-buildpackage", "dh", "lintian"),
+               "scripts/test --systemd installs what the systemd suite needs")
     sweep_leftovers(log)
     version = meson_version()
     scratch = tempfile.mkdtemp(prefix="psidiag-package-test-")

@@ -25,9 +25,9 @@ import sys
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from common import Failed, ScratchCgroup, cap_eff, check, find_mount, run, skip  # noqa: E402
+from common import Failed, ScratchCgroup, cap_eff, check, find_mount, run  # noqa: E402
 import debroot  # noqa: E402
-from nspawn import Container, Overlay, ensure_root, sh, sweep_leftovers, wait_for  # noqa: E402
+from nspawn import Container, Overlay, check_host, ensure_root, sh, sweep_leftovers, wait_for  # noqa: E402
 
 # (tests/vm/guest.py imports test() to run the same steps in the VM, without these arguments.)
 BUILD, WORKLOAD = (os.path.abspath(a) for a in sys.argv[1:3]) if __name__ == "__main__" else (None, None)
@@ -240,15 +240,8 @@ def exit_records_by_netns(mount):
 
 
 def main():
-    if os.geteuid() != 0:
-        skip("needs root (debootstrap, overlay mounts, systemd-nspawn)")
-    if not os.path.exists("/proc/pressure/cpu"):
-        skip("the kernel has no PSI")
-    if not find_mount("cgroup2"):
-        skip("no cgroup2 mount")
-    for tool in ("systemd-nspawn", "debootstrap", "nsenter"):
-        if not shutil.which(tool):
-            skip(f"{tool} is not installed (scripts/test --systemd installs systemd-container and debootstrap)")
+    check_host(("systemd-nspawn", "debootstrap", "nsenter"),
+               "scripts/test --systemd installs systemd-container and debootstrap")
     sweep_leftovers(log)
     exit_records_by_netns(find_mount("cgroup2"))
     lower = ensure_root(log)
