@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 #include <errno.h>
+#include <unistd.h>
 
 #include "agent/core.h"
 #include "probes/sysroot.h"
@@ -59,6 +60,21 @@ int core_watch_open_cgroup(const Watch *w, int *ret_fd) {
         if (!w->path)
                 return 0;
         return sysroot_open_cgroup(w->agent->rt.sysroot, w->path, ret_fd);
+}
+
+SampleScope core_sample_scope(Agent *a, int cgroup_fd, const char *path, PsiResource res, unsigned detail) {
+        return (SampleScope) {
+                .sysroot = a->rt.sysroot,
+                .taskstats = a->rt.taskstats,
+                .cgroup_fd = cgroup_fd,
+                .exclude_tgid = getpid(),
+                .walk_cgroups = true,
+                .cgroups_resource = res,
+                .resource = (int) res,
+                .detail = detail,
+                .cgroup_path = path,
+                .identities = &a->procs,
+        };
 }
 
 SinkFormat core_sink_format(const Agent *a) {

@@ -71,10 +71,11 @@ struct Watch {
 
         Trigger *fired;
         Sampler sampler;
-        OnWhat *onwhat;               /* lent from the agent's pool while a sample runs */
-        CulpritScope *culprit;        /* while a sample runs with a culprit pass (allocated then: 4 KiB) */
-        SharedPass *pass;             /* while a sample runs: the node pass it shares; NULL: its own */
-        char episode[EPISODE_ID_MAX]; /* the sample's episode */
+        OnWhat *onwhat;                 /* lent from the agent's pool while a sample runs */
+        CulpritScope *culprit;          /* while a sample runs with a culprit pass (allocated then: 4 KiB) */
+        SharedPass *pass;               /* while a sample runs: the node pass it shares; NULL: its own */
+        char episode[EPISODE_ID_MAX];   /* the sample's episode */
+        char sample_id[HISTORY_ID_MAX]; /* while a sample runs: its incident's id, in the history already */
         WatchTiming timing;
 };
 
@@ -153,6 +154,13 @@ struct Recorder *core_hooks_recorder(Agent *a, Watch *w, const Trigger *t);
  * descriptor but its triggers'; this one comes out of the reserve (fd_budget_reserve()), not the
  * triggers' budget. 0 or -errno (not logged). */
 int core_watch_open_cgroup(const Watch *w, int *ret_fd);
+
+/* The scope of a sample (or a recording) of the cgroup at cgroup_fd (-1 node-wide; path "a/b", NULL
+ * node-wide) for res: its processes but the agent's own, ranked on res, the top `detail` measured
+ * to their threads, the totals of res of every descendant cgroup walked (the hottest cgroups),
+ * identities into the agent's buffer. The caller adds what its sample has beyond that: the fired
+ * line, a culprit pass, "on what". */
+SampleScope core_sample_scope(Agent *a, int cgroup_fd, const char *path, PsiResource res, unsigned detail);
 
 /* The sinks' format: the config's output_format (one for every output). */
 SinkFormat core_sink_format(const Agent *a);

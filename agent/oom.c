@@ -286,18 +286,7 @@ void oom_report(Agent *a, const OomKill *kill, const char *victim_cgroup, const 
                 snprintf(o->related[i], sizeof o->related[i], "%s", related[i]);
 
         r = oom_open_cgroup(o, deepest);
-        SampleScope scope = {
-                .sysroot = a->rt.sysroot,
-                .taskstats = a->rt.taskstats,
-                .cgroup_fd = o->cgroup_fd,
-                .exclude_tgid = getpid(),
-                .walk_cgroups = true,
-                .cgroups_resource = PSI_RESOURCE_MEMORY,
-                .resource = PSI_RESOURCE_MEMORY,
-                .detail = o->top,
-                .cgroup_path = o->cgroup,
-                .identities = &a->procs,
-        };
+        SampleScope scope = core_sample_scope(a, o->cgroup_fd, o->cgroup, PSI_RESOURCE_MEMORY, o->top);
         if (r >= 0 && a->ooms->sampling < OOM_SAMPLING_MAX) {
                 uint64_t ms = deepest->cfg->sample_ms;
                 /* With no window, o is written and freed inside sampler_start: ask now. */

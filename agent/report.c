@@ -5,6 +5,10 @@
 #include "agent/health.h"
 #include "agent/report.h"
 
+void report_reserve_id(Agent *a, usec_t wakeup_real_us, char *id, size_t size) {
+        incident_format_id(&a->rt.host, wakeup_real_us, getpid(), ++a->seq, id, size);
+}
+
 int report_publish(const SampleResult *result, const IncidentContext *ctx, const ReportEnd *end) {
         Agent *a = end->agent;
         json_auto_t *incident = NULL;
@@ -12,7 +16,8 @@ int report_publish(const SampleResult *result, const IncidentContext *ctx, const
         int r;
 
         assert(ctx->id == end->id);
-        incident_format_id(&a->rt.host, result->wakeup_real_us, getpid(), ++a->seq, end->id, end->id_size);
+        if (!end->reserved)
+                report_reserve_id(a, result->wakeup_real_us, end->id, end->id_size);
         r = incident_build(result, ctx, &incident);
         if (r < 0)
                 return r;

@@ -45,17 +45,6 @@ struct WatchPools {
         size_t n_pass_free;
 };
 
-static SampleScope watch_scope(const Watch *w, int cgroup_fd) {
-        return (SampleScope) {
-                .sysroot = w->agent->rt.sysroot,
-                .taskstats = w->agent->rt.taskstats,
-                .cgroup_fd = cgroup_fd,
-                .exclude_tgid = getpid(),
-                .resource = RANK_SCORE_ALL,
-                .detail = w->cfg->top,
-        };
-}
-
 static void watch_close_sample_fd(Watch *w) {
         w->sample_fd = safe_close(w->sample_fd);
         if (w->culprit)
@@ -173,9 +162,18 @@ static void watch_give_onwhat(Watch *w) {
                 p->onwhat_free[p->n_onwhat_free++] = TAKE_PTR(w->onwhat);
 }
 
+/* The id the running sample was given at its start, taken back from the history when it ends
+ * without an incident. */
+static void watch_forget_sample_id(Watch *w) {
+        if (w->sample_id[0])
+                history_forget(&w->agent->history, w->sample_id);
+        w->sample_id[0] = '\0';
+}
+
 void watch_drop_sample(Watch *w, const char *why) {
         if (!w->timing.sampling)
                 return;
+        watch_forget_sample_id(w);
         sampler_cancel(&w->sampler);
         watch_give_onwhat(w);
         watch_release_pass(w);
@@ -218,13 +216,18 @@ static void watch_report_sample(Sampler *s, int r) {
         if (culprit)
                 culprit_scope_close(culprit);
         if (cgroup_is_gone(r)) {
+                watch_forget_sample_id(w);
                 log_info("cgroup %s disappeared during its sample; no incident", w->name);
                 return;
         }
         if (r < 0) {
+                watch_forget_sample_id(w);
                 log_error_errno(r, "cannot take the second snapshot of %s", w->name);
                 return;
         }
+        /* Given at the sample's start (the history named it while it ran), or now. */
+        bool reserved = w->sample_id[0] != '\0';
+        memcpy(id, w->sample_id, sizeof id);
         if (s->partial)
                 log_warning("out of memory: the sample of %s lacks exits, thread detail or processes", w->name);
         if (s->a.errors + s->b.errors > 0)
@@ -235,6 +238,7 @@ static void watch_report_sample(Sampler *s, int r) {
                 .agent = a,
                 .id = id,
                 .id_size = sizeof id,
+                .reserved = reserved,
                 .sinks = &w->sink,
                 .n_sinks = 1,
                 .count = { .label = counters_watch_label(w->cfg),
@@ -265,11 +269,13 @@ static void watch_report_sample(Sampler *s, int r) {
             snapshot_pressure_total(&s->b, t->effective.resource, t->effective.stall, &end_total))
                 wakeup_total_reported(&t->total, end_total, s->b.mono_us);
         if (r < 0) {
+                watch_forget_sample_id(w);
                 log_error_errno(r, "cannot build the incident for %s", w->name);
                 return;
         }
+        w->sample_id[0] = '\0';
         a->rate.suppressed_since_incident = 0;
-        if (history_add(&a->history, w->path, id, now_usec(CLOCK_MONOTONIC)) < 0)
+        if (!reserved && history_add(&a->history, w->path, id, now_usec(CLOCK_MONOTONIC)) < 0)
                 log_warning("out of memory: incident %s will not be linked to a later oom kill", id);
         core_hooks_incident(a, w, t, id);
         usec_t done = now_usec(CLOCK_MONOTONIC);
@@ -301,14 +307,8 @@ static void watch_start_sample(Watch *w, Trigger *t) {
          * comes out of the reserve. */
         r = core_watch_open_cgroup(w, &w->sample_fd);
         if (r >= 0) {
-                scope = watch_scope(w, w->sample_fd);
-                /* The fired resource's totals of every descendant cgroup, for the hottest cgroups. */
-                scope.walk_cgroups = true;
-                scope.cgroups_resource = t->effective.resource;
-                scope.resource = t->effective.resource;
+                scope = core_sample_scope(w->agent, w->sample_fd, w->path, t->effective.resource, w->cfg->top);
                 scope.stall = t->effective.stall;
-                scope.cgroup_path = w->path;
-                scope.identities = &w->agent->procs;
                 /* On what: the limit behind the stall, and where blocked threads wait. */
                 scope.limits = w->agent->rt.limits;
                 scope.limits_cgroup = w->path;
@@ -351,6 +351,13 @@ static void watch_start_sample(Watch *w, Trigger *t) {
                 else
                         log_error_errno(r, "cannot take a snapshot of %s", w->name);
                 return;
+        }
+        /* A sample still running (one of no window was written in sampler_start()) has its id now: an
+         * oom or kill incident while it runs names it in `related`. */
+        if (w->timing.sampling) {
+                report_reserve_id(w->agent, w->sampler.wakeup_real_us, w->sample_id, sizeof w->sample_id);
+                if (history_add(&w->agent->history, w->path, w->sample_id, now_usec(CLOCK_MONOTONIC)) < 0)
+                        log_warning("out of memory: incident %s will not be linked to a later oom kill", w->sample_id);
         }
         if (w->timing.sampling)
                 log_debug("trigger \"%s\" on %s fired: sampling %u threads for %llu ms", t->cfg->text, w->name,
@@ -527,7 +534,9 @@ Watch *watch_new(Agent *a, const WatchConfig *cfg, const char *path) {
                 watch_remove(a, w);
                 return NULL;
         }
-        SampleScope scope = watch_scope(w, cgroup_fd);
+        /* Buffers for the most a sample of it may measure: processes of every resource. */
+        SampleScope scope = core_sample_scope(a, cgroup_fd, w->path, PSI_RESOURCE_CPU, w->cfg->top);
+        scope.resource = RANK_SCORE_ALL;
         size_t n;
         if (sampler_preallocate(&w->sampler, &scope, &n) < 0)
                 log_warning("cannot allocate sample buffers for %s ahead of time (%zu threads)", w->name, n);

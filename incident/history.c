@@ -53,6 +53,14 @@ int history_add(History *h, const char *cgroup, const char *id, usec_t now_us) {
         return 0;
 }
 
+void history_forget(History *h, const char *id) {
+        for (size_t i = h->n; i-- > 0;)
+                if (strcmp(h->items[i].id, id) == 0) {
+                        history_remove(h, i);
+                        return;
+                }
+}
+
 size_t history_related(const History *h, const char *cgroup, usec_t now_us, const char **ret, size_t max) {
         size_t k = 0;
 

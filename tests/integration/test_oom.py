@@ -8,7 +8,8 @@ controller; on hybrid hosts a cgroup-v1 memcg holding the same tasks) makes memo
 anonymous memory until the kernel's OOM killer ends it. The agent reads the kill from /dev/kmsg
 and writes an incident of type oom: the victim's pid, comm, uid, cgroup and resident set, the
 constraint and memcg, the cgroup measured after the kill (the thrasher still in it), and in
-`related` the pressure incidents written before the kill, newest first.
+`related` the pressure incidents that woke before the kill, newest first. Another run kills while a
+pressure incident's sample still runs: that incident, written after the oom one, is related too.
 
 Before the kill the agent is stopped while more than the kernel's log ring holds is written to
 /dev/kmsg: when it runs again its reads fail with EPIPE, which it must count and survive.
@@ -155,17 +156,15 @@ def kmsg_part(mount, tmp, data, validate):
         check(inc["sample"]["basis"] == "delta" and inc["pressure"]["memory"]["some"]["total_us"] > 0,
               f"sample {inc['sample']}")
 
-        # related: every pressure incident finished before the kill, newest first; none after it.
+        # related: every pressure incident that woke before the kill (one still sampling at it
+        # included), newest first; none that woke after it.
         kill_t = parse_time(inc["time"])
-        pressures = [i for i in lines if i["type"] == "pressure"]
-        # A recorded window starts before the wakeup (time): its end says when the sample ended.
-        ended = {i["id"]: parse_time(i["window"]["end"]) if i.get("window")
-                 else parse_time(i["time"]) + i["sample"]["duration_ms"] / 1000 for i in pressures}
+        woke = {i["id"]: parse_time(i["time"]) for i in lines if i["type"] == "pressure"}
         related = inc["related"]
         check(len(related) >= 2, f"related {related}")
-        check(all(r in ended and ended[r] <= kill_t for r in related), f"related {related} vs {ended}, kill {kill_t}")
-        check(related == sorted(related, key=lambda r: ended[r], reverse=True), f"related not newest first: {related}")
-        missing = [i for i, t in ended.items() if t < kill_t - 0.2 and i not in related]
+        check(all(r in woke and woke[r] <= kill_t for r in related), f"related {related} vs {woke}, kill {kill_t}")
+        check(related == sorted(related, key=lambda r: woke[r], reverse=True), f"related not newest first: {related}")
+        missing = [i for i, t in woke.items() if t < kill_t - 0.2 and i not in related]
         check(not missing, f"pressure incidents before the kill not related: {missing}")
         d = victim["delay_us"]
         # taskstats answers here, so the victim's delays come from its exit record or from taskstats
@@ -175,6 +174,43 @@ def kmsg_part(mount, tmp, data, validate):
         print(f"kmsg ({lim.how}): ring overwritten {lost} time(s) and survived; victim {victim['pid']} {victim['comm']!r} anon {victim['rss_kib']['anon']} KiB, "
               f"{len(related)} related, victim delays from {victim['delay_source']}: "
               f"{'none' if d is None else {k: v for k, v in d.items() if v}}")
+
+
+def in_flight_part(mount, tmp, data, validate):
+    """A kill while a pressure incident of the cgroup still samples: the oom incident names it in
+    related, though the kill came before that incident was written."""
+    with ScratchCgroup(mount, "oomf") as cg, LimitedCgroup(mount, cg, "oomf", LIMIT) as lim:
+        env = dict(os.environ, PSIDIAG_FILE=data)
+        agent, out, log = start_agent(tmp, cg, "inflight", sample_ms=8000)
+        try:
+            time.sleep(0.5)
+            thrasher = spawn(cg, [WORKLOAD, "thrash", "psidiag-thrash", "2"], env, lim.extra)
+            deadline = time.time() + 40
+            while "fired: sampling" not in open(log).read():
+                check(time.time() < deadline, f"no pressure sample within 40 s:\n{open(log).read()[-2000:]}")
+                time.sleep(0.05)
+            oom_hog(cg, env, lim.extra)
+            lines = wait_for(lambda ls: any(i["type"] == "oom" for i in ls) and
+                             any(i["type"] == "pressure" for i in ls), out, 40,
+                             "no oom incident and pressure incident", log)
+        finally:
+            code = stop_agent(agent)
+            thrasher.kill()
+        check(code == 0, f"the agent exited with {code}")
+        for inc in lines:
+            validate(inc)
+        oom = [i for i in lines if i["type"] == "oom"][0]
+        kill_t = parse_time(oom["time"])
+        first = [i for i in lines if i["type"] == "pressure"][0]
+        woke = parse_time(first["time"])
+        check(woke < kill_t, f"the first pressure incident woke at {first['time']}, after the kill at {oom['time']}")
+        ended = parse_time(first["window"]["end"])
+        check(ended > kill_t, f"the pressure incident's sample ended at {first['window']['end']}, before the kill at "
+              f"{oom['time']}: it was not in flight")
+        check(first["id"] in oom["related"], f"the pressure incident in flight {first['id']} is not in related "
+              f"{oom['related']}")
+        print(f"in flight ({lim.how}): a pressure incident woken {kill_t - woke:.2f} s before the kill, its sample "
+              f"ending {ended - kill_t:.2f} s after it, is related[{oom['related'].index(first['id'])}]")
 
 
 def lifetime_part(mount, tmp, validate):
@@ -242,6 +278,7 @@ def main():
     data = make_file("/var/tmp")
     try:
         kmsg_part(mount, tmp, data, validate)
+        in_flight_part(mount, tmp, data, validate)
     finally:
         os.unlink(data)
     lifetime_part(mount, tmp, validate)

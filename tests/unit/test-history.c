@@ -41,6 +41,33 @@ static void test_related_newest_first(void **state) {
         history_done(&h);
 }
 
+/* An incident is added when its sample starts: a kill while it samples names it; a sample that
+ * ends without an incident takes its id back, and only that one. */
+static void test_forget_in_flight(void **state) {
+        History h;
+        const char *ids[8];
+
+        assert_int_equal(history_init(&h, 300 * S), 0);
+        assert_int_equal(history_add(&h, "db", "done", 10 * S), 0);
+        assert_int_equal(history_add(&h, "db", "in-flight", 20 * S), 0);
+        assert_int_equal(history_related(&h, "db", 20 * S + S / 2, ids, 8), 2);
+        assert_string_equal(ids[0], "in-flight");
+        history_forget(&h, "in-flight");
+        assert_int_equal(history_related(&h, "db", 21 * S, ids, 8), 1);
+        assert_string_equal(ids[0], "done");
+        history_forget(&h, "in-flight"); /* not kept: nothing happens */
+        history_forget(&h, "never");
+        assert_int_equal(h.n, 1);
+        /* Forgetting one in the middle keeps the order of the rest. */
+        assert_int_equal(history_add(&h, "db", "b", 30 * S), 0);
+        assert_int_equal(history_add(&h, "db", "c", 40 * S), 0);
+        history_forget(&h, "b");
+        assert_int_equal(history_related(&h, "db", 41 * S, ids, 8), 2);
+        assert_string_equal(ids[0], "c");
+        assert_string_equal(ids[1], "done");
+        history_done(&h);
+}
+
 static void test_bounds(void **state) {
         History h;
         const char *ids[HISTORY_PER_CGROUP + 8];
@@ -87,6 +114,7 @@ static void test_bounds(void **state) {
 int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_related_newest_first),
+                cmocka_unit_test(test_forget_in_flight),
                 cmocka_unit_test(test_bounds),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
