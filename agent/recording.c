@@ -125,17 +125,12 @@ static int begin(WatchRecording *wr, PsiResource resource) {
                 wr->has_culprit =
                         a->rt.limits && culprit_scope_open(a->rt.limits, w->path, resource, &wr->culprit) >= 0;
         }
-        SampleScope scope = {
-                .sysroot = a->rt.sysroot,
-                .taskstats = a->rt.taskstats,
-                .cgroup_fd = wr->cgroup_fd,
-                .exclude_tgid = getpid(),
-                .detail = w->cfg->top,
-                .walk_cgroups = true,
-                .cgroups_resource = resource,
-                .resource = resource,
-                .culprit = wr->has_culprit ? &wr->culprit : NULL,
-        };
+        SampleScope scope = core_sample_scope(a, wr->cgroup_fd, w->path, resource, w->cfg->top);
+        scope.culprit = wr->has_culprit ? &wr->culprit : NULL;
+        /* The limit's counters with every entry: "on what" covers the recorded window too. */
+        scope.limits = a->rt.limits;
+        scope.limits_cgroup = w->path;
+        scope.limits_resource = resource;
         r = recorder_start(&wr->recorder, &scope, recording_period_ms(window), recording_depth_ms(window));
         if (r < 0)
                 return r;

@@ -20,6 +20,15 @@
 #define MAX(a, b) ((a) > (b) ? (a) : (b))
 #endif
 
+/* Exchanges two lvalues of one type (a recorded snapshot and a sample's, say: their buffers
+ * change hands, nothing is copied but the structs). */
+#define SWAP(a, b)                                                                                                     \
+        do {                                                                                                           \
+                __typeof__(a) _t = (a);                                                                                \
+                (a) = (b);                                                                                             \
+                (b) = _t;                                                                                              \
+        } while (0)
+
 /* A pointer the caller trusts (a watcher's data, a callback's userdata), asserted set and
  * yielded: Agent *a = ASSERT_PTR(io->data); */
 #define ASSERT_PTR(p)                                                                                                  \

@@ -55,31 +55,33 @@ static void read_disks(OnWhat *w, const LimitsHierarchy *h, bool end) {
 }
 
 /* The cgroup whose limit counts: the nearest limited one, else the trigger's own. */
-static const char *limit_path(const OnWhat *w) {
-        return w->loc.limited ? w->loc.limited_path : w->loc.path;
+static const char *limit_path(const LimitsLocation *loc) {
+        return loc->limited ? loc->limited_path : loc->path;
 }
 
-/* One reading: cpu and memory at the limited cgroup, io at the trigger's (its devices), the io.max
- * rules at the limited one. */
-static bool read_limits(OnWhat *w, const LimitsHierarchy *h, bool end) {
-        int r;
-
-        switch (w->resource) {
+/* One reading at loc: cpu and memory at the limited cgroup, io at the trigger's (its devices). */
+static bool read_at(const LimitsHierarchy *h, const LimitsLocation *loc, PsiResource res, CpuLimits *cpu,
+                    MemoryLimits *mem, IoLimits *io) {
+        switch (res) {
         case PSI_RESOURCE_CPU:
-                r = limits_read_cpu_at(h, w->loc.source, limit_path(w), end ? &w->cpu_b : &w->cpu_a);
-                break;
+                return limits_read_cpu_at(h, loc->source, limit_path(loc), cpu) >= 0;
         case PSI_RESOURCE_MEMORY:
-                r = limits_read_memory_at(h, w->loc.source, limit_path(w), end ? &w->mem_b : &w->mem_a);
-                break;
+                return limits_read_memory_at(h, loc->source, limit_path(loc), mem) >= 0;
         case PSI_RESOURCE_IO:
-                r = limits_read_io_at(h, w->loc.source, w->loc.path, end ? &w->io_b : &w->io_a);
-                if (r >= 0 && end && w->loc.limited)
-                        w->has_io_max = limits_read_io_at(h, w->loc.source, w->loc.limited_path, &w->io_max) >= 0;
-                break;
+                return limits_read_io_at(h, loc->source, loc->path, io) >= 0;
         default:
                 return false;
         }
-        return r >= 0;
+}
+
+/* One end's reading; at the end, also the io.max rules at the limited cgroup. */
+static bool read_limits(OnWhat *w, const LimitsHierarchy *h, bool end) {
+        bool ok = end ? read_at(h, &w->loc, w->resource, &w->cpu_b, &w->mem_b, &w->io_b)
+                      : read_at(h, &w->loc, w->resource, &w->cpu_a, &w->mem_a, &w->io_a);
+
+        if (ok && end && w->resource == PSI_RESOURCE_IO && w->loc.limited)
+                w->has_io_max = limits_read_io_at(h, w->loc.source, w->loc.limited_path, &w->io_max) >= 0;
+        return ok;
 }
 
 void onwhat_begin(OnWhat *w, const LimitsHierarchy *h, const char *path, PsiResource res) {
@@ -96,10 +98,40 @@ void onwhat_begin(OnWhat *w, const LimitsHierarchy *h, const char *path, PsiReso
         if (!h || !path)
                 return;
         /* -EOPNOTSUPP: irq; -ESRCH: a v1 hierarchy and no process left to map the cgroup through. */
-        if (limits_locate(h, path, res, &w->loc) < 0 || w->loc.source == LIMITS_SOURCE_NONE)
+        if (!onwhat_locate(h, path, res, &w->loc))
                 return;
         w->located = true;
         w->has_a = read_limits(w, h, false);
+}
+
+bool onwhat_locate(const LimitsHierarchy *h, const char *path, PsiResource res, LimitsLocation *ret) {
+        return h && path && limits_locate(h, path, res, ret) >= 0 && ret->source != LIMITS_SOURCE_NONE;
+}
+
+void onwhat_read(const LimitsHierarchy *h, const LimitsLocation *loc, PsiResource res, char *buf, OnWhatReading *ret) {
+        ret->has_limits = loc && read_at(h, loc, res, &ret->cpu, &ret->mem, &ret->io);
+        ret->has_disks = false;
+        if (res == PSI_RESOURCE_IO && ret->disks && buf && h && h->sysroot) {
+                ret->has_disks = diskstats_read(h->sysroot->root_fd, buf, ONWHAT_DISK_BUF, ret->disks) >= 0;
+                ret->disks_us = now_usec(CLOCK_MONOTONIC);
+        }
+}
+
+static bool same_location(const LimitsLocation *x, const LimitsLocation *y) {
+        return x->source == y->source && x->limited == y->limited && strcmp(x->path, y->path) == 0 &&
+               strcmp(x->limited_path, y->limited_path) == 0;
+}
+
+void onwhat_begin_at(OnWhat *w, const LimitsLocation *loc, const OnWhatReading *rd) {
+        if (w->has_a && loc && rd->has_limits && same_location(&w->loc, loc)) {
+                w->cpu_a = rd->cpu;
+                w->mem_a = rd->mem;
+                w->io_a = rd->io;
+        }
+        if (w->disks && w->disks->has_a && rd->has_disks) {
+                w->disks->a = *rd->disks;
+                w->disks->a_us = rd->disks_us;
+        }
 }
 
 /* The kernel stack of a thread seen blocked, read at once: a blocked thread moves on (or ends)

@@ -58,6 +58,32 @@ typedef struct OnWhat {
         int stack_error;                     /* why there is no stack (0: there is, or none was needed) */
 } OnWhat;
 
+/* The limit's counters at one moment (those of the resource: cpu, memory or io), and for io the
+ * node's disks: what a recorder keeps of each entry, so that the "on what" of a recorded window
+ * starts where the window starts (sampling/recorder.h). */
+typedef struct OnWhatReading {
+        bool has_limits;
+        CpuLimits cpu;
+        MemoryLimits mem;
+        IoLimits io;
+        bool has_disks;
+        usec_t disks_us;  /* CLOCK_MONOTONIC of the disks' reading */
+        DiskStats *disks; /* the caller's, io only; NULL: the disks are not read */
+} OnWhatReading;
+
+/* Where the limit of res for the cgroup at path ("a/b"; NULL node-wide) is (limits_locate()), as
+ * onwhat_begin() locates it. False when there is none to read (node-wide, irq, no controller). */
+bool onwhat_locate(const LimitsHierarchy *h, const char *path, PsiResource res, LimitsLocation *ret);
+
+/* Reads the counters of res at loc (NULL: none) into ret, and for io the node's disks into
+ * ret->disks when it points somewhere, with buf (ONWHAT_DISK_BUF bytes) to read them into. */
+void onwhat_read(const LimitsHierarchy *h, const LimitsLocation *loc, PsiResource res, char *buf, OnWhatReading *ret);
+
+/* Moves w's start (onwhat_begin(), just called) back to rd, an earlier reading at loc: the limits
+ * when loc is where w located them (a limit set or lifted since leaves w's own start), the disks
+ * when both have them. */
+void onwhat_begin_at(OnWhat *w, const LimitsLocation *loc, const OnWhatReading *rd);
+
 /* Locates and reads the limits of res for the cgroup at path ("a/b", relative to the cgroup2
  * mount; NULL node-wide: no limits) into w->*_a, and forgets the looks. irq has no limits
  * (nothing is read). io also reads the node's disks (w->disks), node-wide too. */

@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 #include <errno.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "base/macro.h"
@@ -71,6 +72,10 @@ int recorder_take(Recorder *r) {
         if (err < 0)
                 return err;
         culprit_pass_take(&r->scope, &e->ca, &e->a, &e->ga, &e->has_ca, &e->has_ga);
+        e->onwhat = r->readings ? &r->readings[e - r->ring] : NULL;
+        if (e->onwhat)
+                onwhat_read(r->scope.limits, r->located ? &r->loc : NULL, r->scope.limits_resource, r->disk_buf,
+                            e->onwhat);
         r->n++;
         r->entries_total++;
         r->cost_us_total += now_usec(CLOCK_MONOTONIC) - start;
@@ -82,9 +87,28 @@ static void on_tick(struct ev_loop *loop, ev_timer *timer, int revents) {
         (void) recorder_take(ASSERT_PTR(timer->data));
 }
 
+/* The limit's location and the readings' buffers, when scope asks for "on what". */
+static void start_onwhat(Recorder *r, const SampleScope *scope) {
+        bool io = scope->limits_resource == PSI_RESOURCE_IO;
+
+        r->located = false;
+        if (!scope->limits || (!scope->limits_cgroup && !io))
+                return;
+        r->located = onwhat_locate(scope->limits, scope->limits_cgroup, scope->limits_resource, &r->loc);
+        if (!r->readings)
+                r->readings = calloc(RECORDER_ENTRIES_MAX, sizeof *r->readings);
+        if (io && r->readings && !r->disks) {
+                r->disks = calloc(RECORDER_ENTRIES_MAX, sizeof *r->disks);
+                r->disk_buf = malloc(ONWHAT_DISK_BUF);
+        }
+        for (size_t i = 0; r->readings && i < RECORDER_ENTRIES_MAX; i++)
+                r->readings[i].disks = io && r->disks && r->disk_buf ? &r->disks[i] : NULL;
+}
+
 int recorder_start(Recorder *r, const SampleScope *scope, uint64_t period_ms, uint64_t depth_ms) {
         recorder_stop(r);
         r->scope = *scope;
+        start_onwhat(r, scope);
         /* A culprit pass over the watch's own scope reads the resource's use with it, as the
          * sample would (sampler_start()). */
         if (scope->culprit && scope->culprit->same)
@@ -182,4 +206,7 @@ void recorder_free(Recorder *r) {
                 cgroup_usages_done(&r->ring[i].ga);
         }
         exit_records_done(&r->exits);
+        free(r->readings);
+        free(r->disks);
+        free(r->disk_buf);
 }

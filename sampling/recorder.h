@@ -17,6 +17,7 @@
 #include "probes/cgusage.h"
 #include "sampling/culprits.h"
 #include "sampling/exits.h"
+#include "sampling/onwhat.h"
 #include "sampling/snapshot.h"
 
 /* The ring never holds more: a 10 s window at the shortest period (RECORDER_PERIOD_MIN_MS). */
@@ -31,7 +32,8 @@ typedef struct RecordedEntry {
         Snapshot ca;     /* the culprit scope's processes (unless the scope is the watch's) */
         CgroupUsages ga; /* the culprit scope's cgroups */
         bool has_ca, has_ga;
-        size_t exits_from; /* the recorder's exit records from this index on came after it */
+        size_t exits_from;     /* the recorder's exit records from this index on came after it */
+        OnWhatReading *onwhat; /* the limit's counters then (the scope's limits_cgroup); NULL: none */
 } RecordedEntry;
 
 typedef struct Recorder {
@@ -47,6 +49,14 @@ typedef struct Recorder {
         ev_io exit_io;
         ev_timer tick;
         ExitRecords exits;
+        /* "On what" (the scope's limits_cgroup): where the limit is, located at the start, and each
+         * entry's reading of it; for io also the node's disks. Allocated at the first start that
+         * reads them and kept, as the snapshots' buffers are. */
+        bool located;
+        LimitsLocation loc;
+        OnWhatReading *readings; /* RECORDER_ENTRIES_MAX of them, the ring's */
+        DiskStats *disks;        /* io: RECORDER_ENTRIES_MAX of them */
+        char *disk_buf;          /* io: ONWHAT_DISK_BUF bytes */
         /* What recording cost, for the metrics: entries taken, the time they took, exit records
          * dropped (the kernel's ENOBUFS and RECORDER_EXITS_MAX). */
         uint64_t entries_total, cost_us_total, lost_total;
@@ -56,7 +66,9 @@ void recorder_init(Recorder *r, struct ev_loop *loop, const char *exit_cpus);
 
 /* Starts recording scope (copied; what it points to must outlive the recording) every period_ms
  * (at least RECORDER_PERIOD_MIN_MS), keeping entries that reach depth_ms into the past (plus the
- * newest): the first entry is taken now. A running recorder is restarted with the new scope.
+ * newest): the first entry is taken now. With scope->limits and limits_cgroup, each entry also
+ * reads the counters of the limit behind limits_resource (and io the node's disks); short of
+ * memory for them, the entries go without. A running recorder is restarted with the new scope.
  * 0, or -errno when the first entry could not be taken (-ENOENT/-ENODEV: the cgroup is gone;
  * nothing runs then). */
 int recorder_start(Recorder *r, const SampleScope *scope, uint64_t period_ms, uint64_t depth_ms);

@@ -420,13 +420,6 @@ static void begin_onwhat(Sampler *s, const SampleScope *scope, bool ok) {
                 onwhat_begin(s->onwhat, scope->limits, scope->limits_cgroup, scope->limits_resource);
 }
 
-#define SWAP(a, b)                                                                                                     \
-        do {                                                                                                           \
-                __typeof__(a) _t = (a);                                                                                \
-                (a) = (b);                                                                                             \
-                (b) = _t;                                                                                              \
-        } while (0)
-
 int sampler_start_recorded(Sampler *s, const SampleScope *scope, uint64_t sample_ms, Recorder *rec,
                            uint64_t start_mono_us) {
         RecordedEntry *e = NULL;
@@ -474,8 +467,11 @@ int sampler_start_recorded(Sampler *s, const SampleScope *scope, uint64_t sample
                 p->has_ca = e->has_ca;
                 p->has_ga = e->has_ga;
         }
-        recorder_stop(rec);
+        /* "On what" from the entry too, where it has the limit's counters (recorder.h). */
         begin_onwhat(s, scope, true);
+        if (s->has_onwhat && e->onwhat)
+                onwhat_begin_at(s->onwhat, rec->located ? &rec->loc : NULL, e->onwhat);
+        recorder_stop(rec);
         s->a_cost_us = 0;
         s->running = true;
         start_window(s);

@@ -3,8 +3,11 @@
  * entry needs kept and the older ones forgotten, the entry a window starts from, and a sample that
  * starts from it (sampler_start_recorded): its window and its culprits cover the recorded past. */
 #include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <unistd.h>
 
+#include "probes/limits-find.h"
 #include "sampling/recorder.h"
 #include "sampling/sampler.h"
 #include "tests/unit/fake-scope.h"
@@ -202,6 +205,98 @@ static void test_sample_from_recording(void **state) {
         ev_loop_destroy(loop);
 }
 
+#define CTR "kubepods.slice/pod1.slice/ctr"
+
+/* The cpu.stat of CTR's limit: kubepods.slice's cpu.max. */
+static void write_cpu_stat(const char *dir, unsigned nr_throttled, unsigned throttled_usec) {
+        char text[256];
+
+        snprintf(text, sizeof text,
+                 "usage_usec 800000\nuser_usec 500000\nsystem_usec 300000\nnr_periods 100\nnr_throttled %u\n"
+                 "throttled_usec %u\n",
+                 nr_throttled, throttled_usec);
+        assert_int_equal(fake_tree_write(dir, "sys/fs/cgroup/kubepods.slice/cpu.stat", text), 0);
+}
+
+/* "On what" over the recorded window: each entry reads the limit's counters, and a sample that
+ * starts from an entry counts the cpu throttling from it, not from its wakeup. A reading at
+ * another location (the limit moved) leaves the sample's own start. */
+static void test_onwhat_from_recording(void **state) {
+        Env *env = *state;
+        struct ev_loop *loop = ev_loop_new(EVFLAG_AUTO);
+        char dir[] = "/tmp/psidiag-test-recorder-XXXXXX", cmd[512];
+        _cleanup_(sysroot_freep) Sysroot *root = NULL;
+        _cleanup_(limits_hierarchy_freep) LimitsHierarchy *h = NULL;
+        SampleScope scope = env->scope;
+        OnWhat ow = {}, plain_ow = {};
+        Recorder rec;
+        Sampler s, plain;
+        int r = 1;
+
+        assert_non_null(mkdtemp(dir));
+        snprintf(cmd, sizeof cmd, "cp -a '%s/.' '%s'", fixture("limits-cgroup2"), dir);
+        assert_int_equal(system(cmd), 0);
+        write_cpu_stat(dir, 0, 0);
+        assert_int_equal(sysroot_open(dir, &root), 0);
+        assert_int_equal(limits_hierarchy_open(root, &h), 0);
+        assert_int_equal(onwhat_init(&ow), 0);
+        assert_int_equal(onwhat_init(&plain_ow), 0);
+        scope.limits = h;
+        scope.limits_cgroup = CTR;
+        scope.limits_resource = PSI_RESOURCE_CPU;
+
+        recorder_init(&rec, loop, NULL);
+        assert_int_equal(recorder_start(&rec, &scope, 500, 2000), 0);
+        assert_true(rec.located);
+        assert_string_equal(rec.loc.limited_path, "kubepods.slice");
+        RecordedEntry *first = &rec.ring[rec.oldest];
+        assert_non_null(first->onwhat);
+        assert_true(first->onwhat->has_limits);
+        assert_int_equal(first->onwhat->cpu.throttled_us, 0);
+        /* Throttled for 0.4 s while recorded, 0.2 s more by the wakeup. */
+        write_cpu_stat(dir, 4, 400000);
+        usleep(2000);
+        assert_int_equal(recorder_take(&rec), 0);
+        assert_int_equal(rec.ring[(rec.oldest + 1) % rec.depth].onwhat->cpu.throttled_us, 400000);
+        write_cpu_stat(dir, 6, 600000);
+
+        scope.onwhat = &ow;
+        sampler_init(&s, loop, NULL, on_done, &r);
+        assert_int_equal(sampler_start_recorded(&s, &scope, 100, &rec, first->a.mono_us), 0);
+        ev_run(loop, 0);
+        assert_int_equal(r, 0);
+        assert_true(s.result.recorded);
+        assert_true(ow.has_a && ow.has_b);
+        assert_int_equal(ow.cpu_a.throttled_us, 0); /* the window's start, recorded */
+        assert_int_equal(ow.cpu_b.throttled_us, 600000);
+
+        /* Without the recording: from the wakeup, none of the recorded throttling. */
+        r = 1;
+        scope.onwhat = &plain_ow;
+        sampler_init(&plain, loop, NULL, on_done, &r);
+        assert_int_equal(sampler_start(&plain, &scope, 50), 0);
+        ev_run(loop, 0);
+        assert_int_equal(r, 0);
+        assert_int_equal(plain_ow.cpu_a.throttled_us, 600000);
+        assert_int_equal(plain_ow.cpu_b.throttled_us, 600000);
+
+        /* A reading at another location is not the sample's start. */
+        LimitsLocation moved = plain_ow.loc;
+        snprintf(moved.limited_path, sizeof moved.limited_path, "kubepods.slice/pod1.slice");
+        onwhat_begin_at(&plain_ow, &moved, first->onwhat);
+        assert_int_equal(plain_ow.cpu_a.throttled_us, 600000);
+        onwhat_begin_at(&plain_ow, &plain_ow.loc, first->onwhat);
+        assert_int_equal(plain_ow.cpu_a.throttled_us, 0);
+
+        sampler_free(&s);
+        sampler_free(&plain);
+        recorder_free(&rec);
+        onwhat_done(&ow);
+        onwhat_done(&plain_ow);
+        assert_int_equal(fake_tree_remove(dir), 0);
+        ev_loop_destroy(loop);
+}
+
 /* A sample can start from the ring only when the recorder records what it samples, and has a
  * past: an entry taken at least half the shortest period before the wakeup. */
 static void test_matches(void **state) {
@@ -284,6 +379,7 @@ int main(void) {
                 cmocka_unit_test(test_ring),
                 cmocka_unit_test(test_exit_storm),
                 cmocka_unit_test(test_sample_from_recording),
+                cmocka_unit_test(test_onwhat_from_recording),
                 cmocka_unit_test(test_matches),
                 cmocka_unit_test(test_onset),
         };
