@@ -21,6 +21,7 @@
 #include "probes/procfs.h"
 #include "probes/tasks.h"
 #include "sampling/kills.h"
+#include "sampling/result.h"
 
 #define KILL_TICK_S 1.0
 #define KILL_MEMBERS_MAX 4096
@@ -154,7 +155,6 @@ static void window_write_group(KillWindow *w, bool final) {
         AgentKills *k = w->k;
         Agent *a = k->a;
         _cleanup_free_ KillGroup *g = TAKE_PTR(w->group);
-        _cleanup_free_ Sampler *sampler = NULL;
         KillMark marks[KILL_MARKS_MAX];
         KillerKind running[_KILLER_MAX];
         KillerChoice killer;
@@ -250,23 +250,15 @@ static void window_write_group(KillWindow *w, bool final) {
                 .n_related = n_related,
         };
 
-        /* The cgroup's pressure right after: a sample of no task. */
-        sampler = calloc(1, sizeof *sampler);
-        if (!sampler) {
-                log_error("out of memory: a kill incident of %s is not written", w->watch->name);
-                safe_close(fd);
-                return;
-        }
-        sampler_init(sampler, a->loop, runtime_exit_cpus(&a->rt), NULL, NULL);
+        /* The cgroup's pressure right after: a result of no task. */
         SampleScope scope = {
                 .sysroot = a->rt.sysroot,
-                .taskstats = a->rt.taskstats,
                 .cgroup_fd = fd,
                 .resource = PSI_RESOURCE_MEMORY,
-                .cgroup_path = w->watch->path,
-                .identities = &a->procs,
         };
-        sampler_result_unmeasured(sampler, &scope);
+        Snapshot snap = {};
+        SampleResult result;
+        sample_result_unmeasured(&scope, &snap, &result);
         ReportEnd end = {
                 .agent = a,
                 .id = id,
@@ -279,7 +271,7 @@ static void window_write_group(KillWindow *w, bool final) {
                            .has_killer = true,
                            .killer = killer.killer },
         };
-        r = report_publish(&sampler->result,
+        r = report_publish(&result,
                            &(IncidentContext) {
                                    .type = "kill",
                                    .id = id,
@@ -288,7 +280,6 @@ static void window_write_group(KillWindow *w, bool final) {
                                    .kill = &rep,
                            },
                            &end);
-        sampler_free(sampler);
         safe_close(fd);
         if (r < 0) {
                 log_error_errno(r, "cannot build the kill incident of %s", w->watch->name);

@@ -3,15 +3,31 @@
 
 #include "base/cgpath.h"
 
-bool cgpath_covers(const char *ancestor, const char *cgroup) {
-        size_t n;
+bool cgpath_covers_range(const char *ancestor, size_t ancestor_len, const char *cgroup, size_t cgroup_len) {
+        if (ancestor_len == 0)
+                return true;
+        if (cgroup_len < ancestor_len || memcmp(ancestor, cgroup, ancestor_len) != 0)
+                return false;
+        return cgroup_len == ancestor_len || ancestor[ancestor_len - 1] == '/' || cgroup[ancestor_len] == '/';
+}
 
+bool cgpath_covers(const char *ancestor, const char *cgroup) {
         if (!ancestor || ancestor[0] == '\0')
                 return true;
-        if (!cgroup)
+        return cgroup && cgpath_covers_range(ancestor, strlen(ancestor), cgroup, strlen(cgroup));
+}
+
+bool cgpath_covers_untrimmed(const char *ancestor, const char *cgroup) {
+        size_t n;
+
+        if (!ancestor || !cgroup)
                 return false;
+        ancestor = cgpath_trim(ancestor);
+        cgroup = cgpath_trim(cgroup);
         n = strlen(ancestor);
-        return strncmp(ancestor, cgroup, n) == 0 && (cgroup[n] == '\0' || cgroup[n] == '/');
+        while (n > 0 && ancestor[n - 1] == '/')
+                n--;
+        return cgpath_covers_range(ancestor, n, cgroup, strlen(cgroup));
 }
 
 bool cgpath_parent(char *path) {

@@ -4,6 +4,7 @@
 #include <string.h>
 #include <sys/xattr.h>
 
+#include "base/cgpath.h"
 #include "base/macro.h"
 #include "base/text.h"
 #include "base/parse.h"
@@ -292,16 +293,6 @@ int killmarks_feed_nohang(const char *buf, size_t len, KillMark *state) {
         return seen;
 }
 
-/* X, the killed cgroup, is a descendant of (or is) Y, the monitored one: systemd-oomd picks
- * candidates under Y's path (oomd_sort_cgroup_contexts() with Y as prefix). */
-static bool cgroup_under(const char *x, const char *xe, const char *y, const char *ye) {
-        size_t nx = (size_t) (xe - x), ny = (size_t) (ye - y);
-
-        if (ny == 0 || nx < ny || memcmp(x, y, ny) != 0)
-                return false;
-        return nx == ny || y[ny - 1] == '/' || x[ny] == '/';
-}
-
 int killmarks_parse_systemd_oomd_line(const char *buf, size_t len, KillMark *ret) {
         const char *end = trim_end(buf, len), *p = buf, *x, *occ, *being;
         KillMark m = mark_new(KILLER_SYSTEMD_OOMD, KILLMARK_BASIS_LOG_LINE);
@@ -332,19 +323,23 @@ int killmarks_parse_systemd_oomd_line(const char *buf, size_t len, KillMark *ret
                 return 0;
         }
         /* "... due to memory pressure for Y being %lu.%02lu%% > ...": Y ends at the last " being "
-         * (only numbers and a timespan follow); X at the marker after which Y is X's ancestor. */
+         * (only numbers and a timespan follow); X at the marker after which Y covers X, both as
+         * written: systemd-oomd picks candidates under Y's path (oomd_sort_cgroup_contexts() with Y
+         * as prefix), and an empty Y names no cgroup it monitors. */
         being = find_last(x, end, " being ");
         if (!being)
                 return -ENOMSG;
         const char *q = being + strlen(" being ");
         if (!skip_fixed(&q, end) || !has_prefix(q, end, "% > "))
                 return -EINVAL;
-        for (occ = find_first(x, being, pressure); occ; occ = find_first(occ + 1, being, pressure))
-                if (cgroup_under(x, occ, occ + strlen(pressure), being)) {
+        for (occ = find_first(x, being, pressure); occ; occ = find_first(occ + 1, being, pressure)) {
+                const char *y = occ + strlen(pressure);
+                if (being > y && cgpath_covers_range(y, (size_t) (being - y), x, (size_t) (occ - x))) {
                         text_copy_range(m.cgroup, sizeof m.cgroup, x, occ);
                         *ret = m;
                         return 0;
                 }
+        }
         return find_first(x, being, pressure) ? -EINVAL : -ENOMSG;
 }
 

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/cgpath.h"
 #include "base/macro.h"
 #include "sampling/kills.h"
 
@@ -146,27 +147,6 @@ int kill_log_parse_line(const char *line, size_t len, KillLogState *s, KillMark 
         return 0;
 }
 
-static const char *skip_slashes(const char *p) {
-        while (p && *p == '/')
-                p++;
-        return p;
-}
-
-bool kill_cgroup_within(const char *b, const char *a) {
-        size_t n;
-
-        if (!a || !b)
-                return false;
-        a = skip_slashes(a);
-        b = skip_slashes(b);
-        n = strlen(a);
-        while (n > 0 && a[n - 1] == '/')
-                n--;
-        if (n == 0)
-                return true;
-        return strncmp(a, b, n) == 0 && (b[n] == '\0' || b[n] == '/');
-}
-
 static bool names_pid(const KillMark *m, const pid_t *pids, size_t n) {
         for (size_t i = 0; m->pid > 0 && i < n; i++)
                 if (pids[i] == m->pid)
@@ -220,7 +200,8 @@ void kill_choose_killer(const KillEvidence *e, const pid_t *pids, size_t n, Kill
         }
         for (size_t i = e->n_marks; e->victim_cgroup && i-- > 0;) {
                 const KillMark *m = &e->marks[i];
-                if (!m->dry_run && m->pid <= 0 && m->cgroup[0] && kill_cgroup_within(e->victim_cgroup, m->cgroup)) {
+                if (!m->dry_run && m->pid <= 0 && m->cgroup[0] &&
+                    cgpath_covers_untrimmed(m->cgroup, e->victim_cgroup)) {
                         describe(m, buf, sizeof buf);
                         choose(ret, m->killer, m->basis, buf);
                         return;

@@ -155,7 +155,3 @@ void kill_choose_killer(const KillEvidence *e, const pid_t *pids, size_t n, Kill
  * the killer chosen now (c); 0 when it is to be written now: a mark names the killer, or the wait
  * is over. */
 usec_t kill_mark_wait_us(const KillerChoice *c, usec_t first_mono_us, usec_t now);
-
-/* Whether cgroup b ("a/b", or oomd's relative path) is a or below it, as paths (a leading '/' on
- * either is ignored). */
-bool kill_cgroup_within(const char *b, const char *a);

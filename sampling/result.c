@@ -25,6 +25,23 @@ void process_info_read(int proc_fd, pid_t pid, const char *fallback_comm, Proces
         ret->has_cgroup = proc_read_cgroup(proc_fd, pid, ret->cgroup, sizeof ret->cgroup) >= 0;
 }
 
+void sample_result_unmeasured(const SampleScope *scope, Snapshot *snap, SampleResult *ret) {
+        static const Ranking no_ranking;
+
+        snap->real_us = now_usec(CLOCK_REALTIME);
+        snap->mono_us = now_usec(CLOCK_MONOTONIC);
+        snapshot_read_pressure(snap, scope);
+        *ret = (SampleResult) {
+                .basis = SAMPLE_BASIS_NONE,
+                .wakeup_real_us = snap->real_us,
+                .b = snap,
+                .ranking = &no_ranking,
+                .resource = scope->resource,
+                .has_stall = scope->resource >= 0,
+                .stall = scope->stall,
+        };
+}
+
 static const char *leader_comm(const Ranking *rk, const ProcessDelta *p) {
         if (p->comm[0])
                 return p->comm;

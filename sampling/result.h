@@ -2,8 +2,9 @@
 /* What one sample answers, as the Sampler hands it to its owner: the snapshots, the ranking, the
  * hottest cgroups, the culprits and "on what", each where the Sampler keeps it (pointed to, never
  * copied), and the identity (comm, cmdline, uid, cgroup) of each process the incident names, read
- * from /proc here so that the incident layer does no I/O. Does not build the incident
- * (incident/incident.h takes the result as it is) and does not log. */
+ * from /proc here so that the incident layer does no I/O; and the result of pressure alone, made
+ * without a Sampler. Does not build the incident (incident/incident.h takes the result as it is)
+ * and does not log. */
 #pragma once
 
 #include <stdbool.h>
@@ -70,6 +71,16 @@ typedef struct SampleResult {
         const OnWhat *onwhat; /* NULL: no "limits" nor "blocked" */
         bool recorded;        /* a starts before the wakeup, from a recorder (sampling/recorder.h) */
 } SampleResult;
+
+/* Makes *ret of scope's pressure alone (basis NONE: no task measured, no process named), read now
+ * into snap, ret's one snapshot (ret->b): what an owner reports when it measures no task, as a kill
+ * incident does of its cgroup right after the kill (sampler_result_unmeasured() makes the same in a
+ * Sampler, for an oom kill's cgroup that could not be sampled). Only snap's times and pressure are
+ * written and nothing is allocated in it: a zeroed Snapshot says no task was listed and needs no
+ * snapshot_done(). ret points at snap (and at an empty ranking of its own) for as long as snap
+ * lives. Reads scope's sysroot, cgroup_fd (-1: node-wide), resource and stall alone. Never fails:
+ * a pressure file that cannot be read is left out. */
+void sample_result_unmeasured(const SampleScope *scope, Snapshot *snap, SampleResult *ret);
 
 /* Fills ret for the live process pid, falling back to fallback_comm (from taskstats) when /proc no
  * longer has it. Never fails: what cannot be read is marked unknown. */

@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: MIT */
-/* The cgroup path questions of base/cgpath.h: covers, parent, trim, the deepest cover. */
+/* The cgroup path questions of base/cgpath.h: covers (of strings, of ranges, of untrimmed paths),
+ * parent, trim, the deepest cover. */
 #include <string.h>
 
 #include "base/cgpath.h"
@@ -17,6 +18,69 @@ static void test_covers(void **state) {
         assert_true(cgpath_covers(NULL, NULL)); /* unknown cgroup: only node-wide and root */
         assert_true(cgpath_covers("", NULL));
         assert_false(cgpath_covers("a", NULL));
+        assert_true(cgpath_covers("a/", "a/b")); /* the one rule of cgpath_covers_range() */
+        assert_false(cgpath_covers("a/", "a"));
+        assert_false(cgpath_covers("/a", "a/b")); /* no slash is trimmed */
+}
+
+static bool covers_range(const char *ancestor, const char *cgroup) {
+        return cgpath_covers_range(ancestor, strlen(ancestor), cgroup, strlen(cgroup));
+}
+
+/* Both paths as written: the kill marks' own, cut out of a log line. */
+static void test_covers_range(void **state) {
+        assert_true(covers_range("", "a/b")); /* the root */
+        assert_true(covers_range("", ""));
+        assert_true(covers_range("a/b", "a/b"));
+        assert_true(covers_range("a", "a/b"));
+        assert_false(covers_range("a/b", "a"));
+        assert_false(covers_range("a/b", "a/bc")); /* a sibling that shares a prefix */
+        assert_false(covers_range("x", "a/b"));
+        /* A trailing slash ends a component itself. */
+        assert_true(covers_range("a/", "a/b"));
+        assert_true(covers_range("a/", "a/bc"));
+        assert_true(covers_range("a/", "a/"));
+        assert_false(covers_range("a/", "a")); /* the cgroup is shorter */
+        assert_true(covers_range("a", "a/"));
+        assert_true(covers_range("/", "/a"));
+        assert_false(covers_range("/", "")); /* "/" is not trimmed to the root */
+        /* Leading slashes are compared as they are. */
+        assert_true(covers_range("/a", "/a/b"));
+        assert_false(covers_range("/a", "a/b"));
+        assert_false(covers_range("a", "/a/b"));
+        assert_false(covers_range("/", "a"));
+
+        /* Ranges inside a longer text: nothing past their ends is read. */
+        const char *line = "/a/bc due to /a/b being";
+        assert_false(cgpath_covers_range(line + 13, 4, line, 5)); /* "/a/b" and "/a/bc" */
+        assert_true(cgpath_covers_range(line + 13, 4, line, 4));  /* "/a/b" and "/a/b" */
+        assert_true(cgpath_covers_range(line + 13, 2, line, 5));  /* "/a" and "/a/bc" */
+        assert_true(cgpath_covers_range(line + 13, 3, line, 5));  /* "/a/" and "/a/bc" */
+}
+
+/* Paths as killers write them ("/a/b", "a/b/", oomd's relative ones): leading slashes on both and
+ * trailing ones on the ancestor ignored; unknown is under nothing. */
+static void test_covers_untrimmed(void **state) {
+        assert_true(cgpath_covers_untrimmed("/system.slice/x.service", "system.slice/x.service"));
+        assert_true(cgpath_covers_untrimmed("a/b", "/a/b/c"));
+        assert_true(cgpath_covers_untrimmed("//a", "a/b"));
+        assert_true(cgpath_covers_untrimmed("a/", "a"));
+        assert_true(cgpath_covers_untrimmed("a//", "/a/b"));
+        assert_true(cgpath_covers_untrimmed("a", "a/"));
+        assert_false(cgpath_covers_untrimmed("a/b", "a/bc")); /* a sibling that shares a prefix */
+        assert_false(cgpath_covers_untrimmed("a/b/", "a/bc"));
+        assert_false(cgpath_covers_untrimmed("a/b", "a"));
+        assert_false(cgpath_covers_untrimmed("a", ""));
+        /* Empty, or slashes alone: the root covers every cgroup. */
+        assert_true(cgpath_covers_untrimmed("", "a"));
+        assert_true(cgpath_covers_untrimmed("/", "a/b"));
+        assert_true(cgpath_covers_untrimmed("//", ""));
+        assert_true(cgpath_covers_untrimmed("", "/"));
+        /* NULL is unknown, not node-wide as for cgpath_covers(). */
+        assert_false(cgpath_covers_untrimmed(NULL, "a"));
+        assert_false(cgpath_covers_untrimmed("a", NULL));
+        assert_false(cgpath_covers_untrimmed("", NULL));
+        assert_false(cgpath_covers_untrimmed(NULL, NULL));
 }
 
 static void test_parent(void **state) {
@@ -58,6 +122,8 @@ static void test_deepest(void **state) {
 int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_covers),
+                cmocka_unit_test(test_covers_range),
+                cmocka_unit_test(test_covers_untrimmed),
                 cmocka_unit_test(test_parent),
                 cmocka_unit_test(test_trim),
                 cmocka_unit_test(test_deepest),

@@ -279,6 +279,21 @@ static void test_systemd_oomd_hostile(void **state) {
                 run(killmarks_parse_systemd_oomd_line, "Killed /a due to memory pressure for /a being 1.0", &m),
                 -EINVAL);
         assert_int_equal(run(killmarks_parse_systemd_oomd_line, "Killed /a due to memory used (", &m), -EINVAL);
+        /* Y as systemd-oomd writes it, never trimmed: empty, or without X's leading slash, it covers
+         * no X; with a trailing slash it covers what it prefixes. */
+        assert_int_equal(run(killmarks_parse_systemd_oomd_line,
+                             "Killed /a due to memory pressure for  being 1.00% > 0.50% for > 1s", &m),
+                         -EINVAL);
+        assert_int_equal(run(killmarks_parse_systemd_oomd_line,
+                             "Killed /a/b due to memory pressure for a being 1.00% > 0.50% for > 1s", &m),
+                         -EINVAL);
+        assert_int_equal(run(killmarks_parse_systemd_oomd_line,
+                             "Killed /a/bc due to memory pressure for /a/b being 1.00% > 0.50% for > 1s", &m),
+                         -EINVAL);
+        assert_int_equal(run(killmarks_parse_systemd_oomd_line,
+                             "Killed /a/bc due to memory pressure for /a/ being 1.00% > 0.50% for > 1s", &m),
+                         0);
+        assert_string_equal(m.cgroup, "/a/bc");
         assert_int_equal(run(killmarks_parse_systemd_oomd_line, "Killed ", &m), -ENOMSG);
         assert_int_equal(run(killmarks_parse_systemd_oomd_line, "", &m), -ENOMSG);
 }

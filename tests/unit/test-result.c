@@ -1,15 +1,21 @@
 /* SPDX-License-Identifier: MIT */
-/* The identities of a sample's reported processes (sampling/result.h), on a ranking and culprits
- * made by hand: as the VM showed (tests/vm), a dd that ended during the sample was among
+/* What sampling/result.h makes of a sample. The identities of its reported processes, on a ranking
+ * and culprits made by hand: as the VM showed (tests/vm), a dd that ended during the sample was among
  * the most delayed with no cgroup ("dd (?) waited 0.47 s") while the culprits named its cgroup from
- * the start walk; the most delayed now take it from there. */
+ * the start walk; the most delayed now take it from there. A result of pressure alone, read from a
+ * cgroup directory made here, and the kill incident it makes, the same as the Sampler's. */
 #include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
+#include "base/macro.h"
+#include "incident/incident.h"
 #include "sampling/culprits.h"
 #include "sampling/rank.h"
 #include "sampling/result.h"
+#include "sampling/sampler.h"
 #include "tests/unit/test-util.h"
 
 static void test_ended_victim_cgroup(void **state) {
@@ -52,9 +58,154 @@ static void test_ended_victim_cgroup(void **state) {
         rmdir(dir);
 }
 
+static const char memory_pressure[] = "some avg10=1.50 avg60=0.70 avg300=0.20 total=4242\n"
+                                      "full avg10=0.50 avg60=0.10 avg300=0.00 total=1717\n";
+
+/* A cgroup directory with memory.pressure alone (or, node-wide, a /proc/pressure with memory
+ * alone). */
+static int pressure_dir(char *dir, const char *name) {
+        char path[128];
+        FILE *f;
+
+        assert_non_null(mkdtemp(dir));
+        snprintf(path, sizeof path, "%s/%s", dir, name);
+        f = fopen(path, "we");
+        assert_non_null(f);
+        assert_int_equal(fputs(memory_pressure, f) >= 0, 1);
+        assert_int_equal(fclose(f), 0);
+        int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        assert_true(fd >= 0);
+        return fd;
+}
+
+static void remove_pressure_dir(const char *dir, const char *name, int fd) {
+        char path[128];
+
+        close(fd);
+        snprintf(path, sizeof path, "%s/%s", dir, name);
+        unlink(path);
+        rmdir(dir);
+}
+
+static void assert_unmeasured(const SampleResult *r, const Snapshot *snap) {
+        uint64_t total;
+
+        assert_int_equal(r->basis, SAMPLE_BASIS_NONE);
+        assert_null(r->a);
+        assert_ptr_equal(r->b, snap);
+        assert_null(r->threads_base);
+        assert_int_equal(r->wakeup_real_us, snap->real_us);
+        assert_true(snap->real_us > 0 && snap->mono_us > 0);
+        assert_non_null(r->ranking); /* empty, never NULL */
+        assert_int_equal(r->ranking->n_procs, 0);
+        assert_int_equal(r->n_procs, 0);
+        assert_int_equal(r->n_culprit_procs, 0);
+        assert_null(r->hot);
+        assert_null(r->culprits);
+        assert_null(r->onwhat);
+        assert_false(r->has_culprit_window);
+        assert_false(r->recorded);
+        assert_int_equal(r->resource, PSI_RESOURCE_MEMORY);
+        assert_true(r->has_stall);
+        assert_int_equal(r->stall, PSI_STALL_FULL);
+        assert_true(snapshot_pressure_total(snap, PSI_RESOURCE_MEMORY, PSI_STALL_FULL, &total));
+        assert_int_equal(total, 1717);
+        assert_false(snap->has_pressure[PSI_RESOURCE_CPU]); /* no file: left out */
+        assert_false(snap->has_pressure[PSI_RESOURCE_IO]);
+        /* No window: no stall growth. */
+        assert_false(sample_result_stall_us(r, &total));
+}
+
+static void test_unmeasured(void **state) {
+        char dir[] = "/tmp/psidiag-result-XXXXXX";
+        int fd = pressure_dir(dir, "memory.pressure");
+        Sysroot sysroot = { .root_fd = -1, .proc_fd = -1, .pressure_fd = -1, .cgroup2_fd = -1 };
+        SampleScope scope = {
+                .sysroot = &sysroot, .cgroup_fd = fd, .resource = PSI_RESOURCE_MEMORY, .stall = PSI_STALL_FULL
+        };
+        Snapshot snap = {};
+        SampleResult r;
+
+        sample_result_unmeasured(&scope, &snap, &r);
+        assert_unmeasured(&r, &snap);
+        assert_int_equal(snap.listed + snap.processes + snap.errors, 0);
+        assert_null(snap.procs); /* nothing allocated: no snapshot_done() */
+        assert_null(snap.threads);
+        remove_pressure_dir(dir, "memory.pressure", fd);
+
+        /* Node-wide: /proc/pressure's file. */
+        char node[] = "/tmp/psidiag-result-XXXXXX";
+        sysroot.pressure_fd = pressure_dir(node, "memory");
+        scope.cgroup_fd = -1;
+        snap = (Snapshot) {};
+        sample_result_unmeasured(&scope, &snap, &r);
+        assert_unmeasured(&r, &snap);
+        remove_pressure_dir(node, "memory", sysroot.pressure_fd);
+}
+
+/* The kill incident of the result, as agent/kills.c builds it, at a fixed time. */
+static char *kill_line(SampleResult *r, Snapshot *snap) {
+        static const HostInfo host = { .hostname = "node-1", .kernel = "6.1.0", .boot_id = "7840f08a-03c2" };
+        static KillGroup g = { .n_listed = 1, .total = 1, .sigkill = true };
+        KillerChoice killer = { .killer = KILLER_UNKNOWN };
+        KillReport rep = { .group = &g, .cgroup = "work.slice", .killer = &killer };
+        json_t *j = NULL;
+        char *line;
+        size_t len;
+
+        g.listed[0] = (KillVictim) { .pid = 42, .signal = 9, .comm = "stress", .uid = -1 };
+        snap->real_us = r->wakeup_real_us = 1795337041123456ULL;
+        snap->mono_us = 5000000;
+        assert_int_equal(incident_build(r,
+                                        &(IncidentContext) { .type = "kill",
+                                                             .id = "7840f08a-1-2-3",
+                                                             .host = &host,
+                                                             .agent_version = "0.1.0",
+                                                             .kill = &rep },
+                                        &j),
+                         0);
+        assert_int_equal(incident_dump_line(j, &line, &len), 0);
+        json_decref(j);
+        return line;
+}
+
+/* What the Sampler made for a kill incident before (sampler_result_unmeasured() on a new
+ * Sampler), and what sample_result_unmeasured() makes: the same incident, byte for byte. */
+static void test_unmeasured_as_sampler(void **state) {
+        char dir[] = "/tmp/psidiag-result-XXXXXX";
+        int fd = pressure_dir(dir, "memory.pressure");
+        Sysroot sysroot = { .root_fd = -1, .proc_fd = -1, .pressure_fd = -1, .cgroup2_fd = -1 };
+        ProcessInfo items[8];
+        ProcessInfoBuffer ids = { .items = items, .cap = ELEMENTSOF(items) };
+        SampleScope scope = { .sysroot = &sysroot,
+                              .cgroup_fd = fd,
+                              .resource = PSI_RESOURCE_MEMORY,
+                              .cgroup_path = "work.slice",
+                              .identities = &ids };
+        Sampler *s = calloc(1, sizeof *s);
+        Snapshot snap = {};
+        SampleResult r;
+
+        assert_non_null(s);
+        sampler_init(s, NULL, NULL, NULL, NULL);
+        sampler_result_unmeasured(s, &scope);
+        sample_result_unmeasured(&scope, &snap, &r);
+        char *before = kill_line(&s->result, &s->a), *after = kill_line(&r, &snap);
+        assert_string_equal(before, after);
+        assert_non_null(strstr(after, "\"basis\":\"none\""));
+        assert_non_null(strstr(after, "\"total_us\":4242"));
+        free(before);
+        free(after);
+        sampler_free(s);
+        free(s);
+        remove_pressure_dir(dir, "memory.pressure", fd);
+}
+
 int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_ended_victim_cgroup),
+                cmocka_unit_test(test_unmeasured),
+                cmocka_unit_test(test_unmeasured_as_sampler),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }
