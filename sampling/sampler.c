@@ -284,11 +284,8 @@ int sampler_result_lifetime(Sampler *s) {
 
 void sampler_result_unmeasured(Sampler *s, const SampleScope *scope) {
         s->scope = *scope;
-        s->wakeup_real_us = now_usec(CLOCK_REALTIME);
-        s->a.mono_us = now_usec(CLOCK_MONOTONIC);
-        s->a.real_us = s->wakeup_real_us;
-        snapshot_read_pressure(&s->a, scope);
-        (void) make_result(s, SAMPLE_BASIS_NONE, false);
+        sample_result_unmeasured(scope, &s->a, &s->result);
+        s->wakeup_real_us = s->a.real_us;
 }
 
 /* A window of 0: A's lifetime totals ranked, the leaders' threads measured now. Out of memory

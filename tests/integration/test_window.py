@@ -15,7 +15,12 @@ watch, and from the second burst on at least 4 of 5 incidents cover the trigger'
 (`window.basis` recorded): they measure the victim's delay from the burst and name the bursting
 process and its cgroup as the dominant culprit. Then the tail of a sustained load (spinners in the
 service's own cgroup, stopped): every incident either measured the stall that fired it or says
-that it passed, with no dominant culprit."""
+that it passed, with no dominant culprit.
+
+Last, "on what" over the recorded window: a service capped at a fifth of a CPU (cpu.max, or the
+same-named cgroup-v1 cpu cgroup's quota on a hybrid host) that itself bursts for 0.5 s every 8 s.
+From the second burst on, at least 3 of 4 incidents are recorded and count the burst's throttling
+in `limits.cpu` (verdict `throttled`), which the second after the wakeup no longer holds."""
 
 import os
 import sys
@@ -23,11 +28,13 @@ import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from common import ScratchCgroup, check, check_kernel, read_lines, run, start_watching, stop_agent, validator  # noqa: E402
+from common import (ScratchCgroup, V1Group, check, check_kernel, enable_controller, find_mount,  # noqa: E402
+                    read_lines, run, start_watching, stop_agent, validator)
 
 PSIDIAG, WORKLOAD, SCHEMAS = sys.argv[1:4]
 TRIGGER = "cpu some 100ms 2s"
 BURSTS = 5
+QUOTA_US, PERIOD_US = 20_000, 100_000
 
 
 def check_honest(i, validate):
@@ -90,6 +97,56 @@ def names_the_burst(i, nb):
             f"psidiag-burst (/{nb.rel}, pid " in i["summary"])
 
 
+def write(path, text):
+    with open(path, "w") as f:
+        f.write(text)
+
+
+def throttled_bursts(mount, tmp, validate):
+    """A capped service that bursts itself: its recorded incidents count the burst's throttling."""
+    ncpu = os.cpu_count() or 2
+    with ScratchCgroup(mount, "capburst") as cg:
+        group = None
+        try:
+            if enable_controller(mount, cg, "cpu"):
+                write(os.path.join(cg.path, "cpu.max"), f"{QUOTA_US} {PERIOD_US}")
+            else:
+                v1 = find_mount("cgroup", "cpu")
+                check(v1, "neither a cgroup2 cpu controller nor a cgroup-v1 cpu mount")
+                group = V1Group(v1, "capburst").__enter__()
+                write(os.path.join(group.path, "cpu.cfs_period_us"), str(PERIOD_US))
+                write(os.path.join(group.path, "cpu.cfs_quota_us"), str(QUOTA_US))
+            agent, out, log = start_watching(PSIDIAG, tmp, cg, "capburst", TRIGGER, record_s=60)
+            try:
+                os.environ["PSIDIAG_BURST_MS"], os.environ["PSIDIAG_PERIOD_MS"] = "500", "8000"
+                p = cg.spawn([WORKLOAD, "burst", "psidiag-capped", str(ncpu + 2)])
+                if group:
+                    write(os.path.join(group.path, "cgroup.procs"), str(p.pid))
+                t0 = time.time()
+                while time.time() - t0 < 8 * 5 + 6 and len(read_lines(out)) < 5:
+                    check(agent.poll() is None, f"the agent exited:\n{open(log).read()[-3000:]}")
+                    time.sleep(0.25)
+            finally:
+                cg.kill_all()
+                stop_agent(agent)
+        finally:
+            if group:
+                group.__exit__(None, None, None)
+    lines = read_lines(out)
+    for i in lines:
+        check_honest(i, validate)
+        c = (i["limits"] or {}).get("cpu") or {}
+        print(f"capped burst: {i['window']['basis']:12} stall {i['window']['stall_us'] / 1000:6.1f} ms, "
+              f"throttled {c.get('throttled_us', 0) / 1000:6.1f} ms ({c.get('verdict')}) in "
+              f"{i['sample']['duration_ms']} ms")
+    later = lines[1:5]
+    counted = [i for i in later if i["window"]["basis"] == "recorded" and i["limits"]["cpu"] and
+               i["limits"]["cpu"]["verdict"] == "throttled" and i["limits"]["cpu"]["throttled_us"] >= 100_000]
+    check(len(later) >= 4 and len(counted) >= 3,
+          f"{len(counted)} of {len(later)} incidents after the first count the burst's throttling: "
+          f"{[(i['window'], i['limits']['cpu']) for i in later]}")
+
+
 def main():
     mount = check_kernel()
     ncpu = os.cpu_count() or 2
@@ -141,6 +198,8 @@ def main():
         check(measured, "no incident of the sustained load measured its stall")
         check(any(p["comm"] == "psidiag-hog" for p in measured[0]["culprits"]["processes"]),
               f"the sustained load's culprits: {measured[0]['culprits']['processes']}")
+
+        throttled_bursts(mount, tmp, validate)
 
 
 run(main)
