@@ -41,6 +41,7 @@ typedef struct Counters {
         /* The recorder (agent/recording.h): recordings begun, and not begun for the bound; entries
          * taken and the time they took; the time watches spent recording. */
         uint64_t recordings, recordings_refused, recorder_entries, recorder_us, recording_us;
+        uint64_t recorder_wakeups; /* wakeups the recorder raised (agent/recording.h) */
         /* Pressure incidents by their window's basis (after_wakeup, recorded), and those whose
          * window saw under a quarter of the stall that fired (window.verdict passed). */
         uint64_t windows[2], windows_passed;

@@ -88,6 +88,7 @@ void health_update(Agent *a) {
                 .recordings = c->recordings,
                 .recordings_refused = c->recordings_refused,
                 .recorder_entries = c->recorder_entries,
+                .recorder_wakeups = c->recorder_wakeups,
                 .recorder_us = c->recorder_us,
                 .recording_us = c->recording_us,
                 .windows = windows,

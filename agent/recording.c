@@ -6,6 +6,7 @@
 
 #include "agent/health.h"
 #include "agent/recording.h"
+#include "agent/watch.h"
 #include "base/array.h"
 #include "base/log.h"
 #include "base/macro.h"
@@ -27,6 +28,8 @@ typedef struct WatchRecording {
         usec_t started_us;                   /* this recording's start, for the time spent recording */
         uint64_t entries_seen, cost_seen_us; /* of recorder's totals, already counted */
         ev_timer quiet;
+        ev_timer check; /* after an entry: the watch's triggers checked against it (on the loop, not inside the
+                         * recorder's tick: a wakeup can start a sample, or remove the watch) */
 } WatchRecording;
 
 struct Recording {
@@ -46,6 +49,15 @@ uint64_t recording_depth_ms(uint64_t longest_window_us) {
 
 bool recording_admit(unsigned record_s, unsigned recording, unsigned max, bool already) {
         return record_s > 0 && (already || recording < max);
+}
+
+bool recording_should_fire(uint64_t growth_us, uint64_t total_us, const PsiTriggerSpec *spec, const TriggerTotal *t,
+                           usec_t now_mono_us) {
+        usec_t newest = t->n_recent > 0 ? t->recent[t->n_recent - 1].mono_us : t->base.mono_us;
+
+        if (growth_us < spec->threshold_us || now_mono_us < newest + spec->window_us)
+                return false;
+        return !t->has_reported || total_us >= t->reported.total_us + spec->threshold_us;
 }
 
 static uint64_t longest_window_us(const Watch *w) {
@@ -79,12 +91,44 @@ static void end(WatchRecording *wr) {
         }
         recorder_stop(&wr->recorder);
         ev_timer_stop(rec->a->loop, &wr->quiet);
+        ev_timer_stop(rec->a->loop, &wr->check);
         if (wr->has_culprit)
                 culprit_scope_close(&wr->culprit);
         wr->has_culprit = false;
         wr->cgroup_fd = safe_close(wr->cgroup_fd);
         /* The metrics file says what the recording cost as soon as it ends. */
         health_update(rec->a);
+}
+
+/* The entry just taken, against the watch's triggers: the first one it says fired is raised. */
+static void on_check(struct ev_loop *loop, ev_timer *timer, int revents) {
+        WatchRecording *wr = ASSERT_PTR(timer->data);
+        Watch *w = wr->watch;
+        usec_t now = now_usec(CLOCK_MONOTONIC);
+
+        if (w->timing.sampling || !wr->recorder.running)
+                return;
+        for (size_t i = 0; i < w->n_triggers; i++) {
+                Trigger *t = w->triggers[i];
+                uint64_t growth, total;
+                if (!t->total.known ||
+                    !recorder_growth(&wr->recorder, t->effective.resource, t->effective.stall, t->effective.window_us,
+                                     &growth, &total) ||
+                    !recording_should_fire(growth, total, &t->effective, &t->total, now))
+                        continue;
+                log_debug("trigger \"%s\" on %s: %llu us of stall in its window as recorded, and no wakeup; raised",
+                          t->cfg->text, w->name, (unsigned long long) growth);
+                wr->rec->a->counters.recorder_wakeups++;
+                watch_trigger_fired(t); /* may free wr (the watch removed): nothing after it */
+                return;
+        }
+}
+
+static void on_entry(Recorder *r, void *userdata) {
+        WatchRecording *wr = userdata;
+
+        ev_timer_set(&wr->check, 0., 0.);
+        ev_timer_start(wr->rec->a->loop, &wr->check);
 }
 
 static void on_quiet(struct ev_loop *loop, ev_timer *t, int revents) {
@@ -163,6 +207,10 @@ static WatchRecording *find_or_add(Recording *rec, Watch *w) {
         recorder_init(&wr->recorder, rec->a->loop, runtime_exit_cpus(&rec->a->rt));
         ev_init(&wr->quiet, on_quiet);
         wr->quiet.data = wr;
+        ev_init(&wr->check, on_check);
+        wr->check.data = wr;
+        wr->recorder.on_entry = on_entry;
+        wr->recorder.userdata = wr;
         rec->items[rec->n++] = wr;
         return wr;
 }

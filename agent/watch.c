@@ -430,6 +430,10 @@ static void trigger_event(Trigger *t, bool gone) {
         watch_start_sample(w, t);
 }
 
+void watch_trigger_fired(Trigger *t) {
+        trigger_event(t, false);
+}
+
 /* Events are taken one at a time: handling one can free other triggers (a removed cgroup takes
  * its watch's triggers with it), and the set drops their events only when they are still queued.
  * A burst is handled in slices so that the loop's other watchers are not kept waiting. */

@@ -31,5 +31,10 @@ void watch_drop_sample(Watch *w, const char *why);
  * flight may hold some. 0 or -ENOMEM (what could be allocated is kept). */
 int watch_onwhat_reserve(Agent *a, size_t n);
 
+/* t fired: the wakeup is judged and handled as one from the kernel (a sample, or a verdict that
+ * holds it back). The recorder raises it for a trigger whose growth it saw itself (agent/recording.h).
+ * It may remove t's watch (its cgroup gone). */
+void watch_trigger_fired(Trigger *t);
+
 /* The trigger set's notify fd is readable: handles its events (ev_io callback, data: the agent). */
 void watch_on_trigger_set(struct ev_loop *loop, ev_io *io, int revents);

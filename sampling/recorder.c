@@ -83,8 +83,11 @@ int recorder_take(Recorder *r) {
 }
 
 static void on_tick(struct ev_loop *loop, ev_timer *timer, int revents) {
+        Recorder *r = ASSERT_PTR(timer->data);
+
         /* A cgroup gone or memory short: no entry this time; the owner hears of it at the wakeup. */
-        (void) recorder_take(ASSERT_PTR(timer->data));
+        if (recorder_take(r) >= 0 && r->on_entry)
+                r->on_entry(r, r->userdata);
 }
 
 /* The limit's location and the readings' buffers, when scope asks for "on what". */
@@ -178,6 +181,23 @@ RecordedEntry *recorder_find_onset(Recorder *r, uint64_t start_mono_us, PsiResou
                 best = e;
         }
         return best;
+}
+
+bool recorder_growth(Recorder *r, PsiResource resource, PsiStall stall, uint64_t window_us, uint64_t *ret_growth,
+                     uint64_t *ret_total) {
+        RecordedEntry *newest, *from;
+        uint64_t a, b;
+
+        if (r->n < 2)
+                return false;
+        newest = entry(r, r->n - 1);
+        from = recorder_find(r, newest->a.mono_us - MIN(newest->a.mono_us, window_us));
+        if (from == newest || !snapshot_pressure_total(&from->a, resource, stall, &a) ||
+            !snapshot_pressure_total(&newest->a, resource, stall, &b))
+                return false;
+        *ret_growth = b >= a ? b - a : 0;
+        *ret_total = b;
+        return true;
 }
 
 static bool same_culprit_scope(const CulpritScope *a, const CulpritScope *b) {

@@ -57,6 +57,10 @@ typedef struct Recorder {
         OnWhatReading *readings; /* RECORDER_ENTRIES_MAX of them, the ring's */
         DiskStats *disks;        /* io: RECORDER_ENTRIES_MAX of them */
         char *disk_buf;          /* io: ONWHAT_DISK_BUF bytes */
+        /* Called after each entry the timer takes (the owner's look at it); NULL: none. It must not
+         * stop or free the recorder. */
+        void (*on_entry)(struct Recorder *r, void *userdata);
+        void *userdata;
         /* What recording cost, for the metrics: entries taken, the time they took, exit records
          * dropped (the kernel's ENOBUFS and RECORDER_EXITS_MAX). */
         uint64_t entries_total, cost_us_total, lost_total;
@@ -90,6 +94,13 @@ RecordedEntry *recorder_find(Recorder *r, uint64_t start_mono_us);
 #define RECORDER_ONSET_SHARE 0.1
 RecordedEntry *recorder_find_onset(Recorder *r, uint64_t start_mono_us, PsiResource resource, PsiStall stall,
                                    uint64_t now_total);
+
+/* How much the fired line (resource, stall) of the scope's pressure grew over the window_us before
+ * the newest entry, as the ring saw it: from the newest entry taken at or before that (or the
+ * oldest, when the ring does not reach back so far) to the newest, whose total goes to *ret_total.
+ * False when there are not two entries with the line. */
+bool recorder_growth(Recorder *r, PsiResource resource, PsiStall stall, uint64_t window_us, uint64_t *ret_growth,
+                     uint64_t *ret_total);
 
 /* Whether a sample of scope, woken at wakeup_mono_us, can start from r's ring: r records the same
  * cgroup for the same resource, with a culprit pass over the same scope (or neither has one), and

@@ -150,6 +150,10 @@ int metrics_format(const Metrics *m, char **ret) {
         single(f, "psidiag_recorder_entries_total", "counter",
                "Entries the recorder took (each: the watch's processes, its culprit scope's processes and cgroups).",
                m->recorder_entries);
+        single(f, "psidiag_recorder_wakeups_total", "counter",
+               "Wakeups the recorder raised for a trigger whose growth it saw over the trigger's window (a read of the "
+               "pressure file can fold the stall into the averages before the kernel checks an unprivileged trigger).",
+               m->recorder_wakeups);
         single_us(f, "psidiag_recorder_seconds_total", "counter",
                   "Time the recorder spent taking its entries (on the agent's loop).", m->recorder_us);
         single_us(f, "psidiag_recording_seconds_total", "counter", "Time watches spent recording, summed over them.",

@@ -40,8 +40,9 @@ typedef struct Metrics {
         uint64_t culprit_passes;        /* culprit passes run */
         uint64_t culprit_passes_shared; /* samples whose culprits came from another sample's node pass */
         uint64_t recordings, recordings_refused, recorder_entries; /* the recorder (agent/recording.h) */
-        uint64_t recorder_us, recording_us;                        /* its entries' time; time spent recording */
-        const MetricsCount *windows;                               /* psidiag_windows_total{basis=...} */
+        uint64_t recorder_wakeups;
+        uint64_t recorder_us, recording_us; /* its entries' time; time spent recording */
+        const MetricsCount *windows;        /* psidiag_windows_total{basis=...} */
         size_t n_windows;
         uint64_t windows_passed;
         const MetricsCount *kills; /* psidiag_kills_total{killer=...}: kill incidents by killer */

@@ -358,6 +358,16 @@ static void test_onset(void **state) {
         for (size_t i = 0; i < 5; i++)
                 set_total(e[i], quiet[i]);
         assert_ptr_equal(recorder_find_onset(&r, 0, PSI_RESOURCE_CPU, PSI_STALL_SOME, 310000), e[3]);
+        /* The growth over a window before the newest entry: from the entry at or before its start
+         * (the oldest, when the ring is not so deep), to the newest. */
+        uint64_t growth, total;
+        assert_true(recorder_growth(&r, PSI_RESOURCE_CPU, PSI_STALL_SOME, UINT64_MAX / 2, &growth, &total));
+        assert_int_equal(growth, 300000 - 1000);
+        assert_int_equal(total, 300000);
+        assert_true(recorder_growth(&r, PSI_RESOURCE_CPU, PSI_STALL_SOME, e[4]->a.mono_us - e[2]->a.mono_us, &growth,
+                                    &total));
+        assert_int_equal(growth, 300000 - 1500);
+        assert_false(recorder_growth(&r, PSI_RESOURCE_CPU, PSI_STALL_SOME, 0, &growth, &total)); /* one entry */
         /* From a later start: never before it. */
         assert_ptr_equal(recorder_find_onset(&r, e[1]->a.mono_us, PSI_RESOURCE_CPU, PSI_STALL_SOME, 310000), e[3]);
         /* Spread: the first entry. */

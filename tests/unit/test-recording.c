@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /* The recorder's decisions on the loop's side (agent/recording.h): how often and how far back a
- * watch is recorded, and which watches may record. */
+ * watch is recorded, which watches may record, and when it raises a wakeup the kernel kept back. */
 #include "agent/recording.h"
 #include "sampling/recorder.h"
 #include "tests/unit/test-util.h"
@@ -31,10 +31,38 @@ static void test_admit(void **state) {
         assert_true(recording_admit(60, 4, 4, true));
 }
 
+#define S USEC_PER_SEC
+#define MS USEC_PER_MSEC
+
+/* As the kernel: the threshold's worth of growth over the window, once a window at most (from the
+ * newest wakeup, or arming), and after an incident only for new stall past its window's end. */
+static void test_should_fire(void **state) {
+        PsiTriggerSpec spec = {
+                .resource = PSI_RESOURCE_CPU, .stall = PSI_STALL_SOME, .threshold_us = 100 * MS, .window_us = 2 * S
+        };
+        TriggerTotal t = {};
+
+        wakeup_total_arm(&t, 1000, 10 * S);
+        /* Under the threshold, or within a window of arming: no. */
+        assert_false(recording_should_fire(99 * MS, 500 * MS, &spec, &t, 20 * S));
+        assert_false(recording_should_fire(300 * MS, 500 * MS, &spec, &t, 11 * S));
+        assert_true(recording_should_fire(100 * MS, 500 * MS, &spec, &t, 12 * S));
+        /* A wakeup at 30 s (the kernel's, or one raised): not again before 32 s. */
+        assert_int_equal(wakeup_decide(&t, &spec, &(WatchTiming) {}, 600 * MS, 30 * S), WAKEUP_SAMPLE);
+        assert_false(recording_should_fire(300 * MS, 700 * MS, &spec, &t, 31 * S));
+        assert_true(recording_should_fire(300 * MS, 700 * MS, &spec, &t, 32 * S));
+        /* Its incident's window ended at 31 s with the total at 700 ms: the same burst still in the
+         * window is not raised again; 100 ms more stall since is. */
+        wakeup_total_reported(&t, 700 * MS, 31 * S);
+        assert_false(recording_should_fire(300 * MS, 799 * MS, &spec, &t, 33 * S));
+        assert_true(recording_should_fire(300 * MS, 800 * MS, &spec, &t, 33 * S));
+}
+
 int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_period_and_depth),
                 cmocka_unit_test(test_admit),
+                cmocka_unit_test(test_should_fire),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }
