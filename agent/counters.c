@@ -54,6 +54,7 @@ void counters_count_incident(Counters *c, const CountedIncident *i) {
         }
         c->sample_thread_errors += i->sample_thread_errors;
         c->exit_records_lost += i->exit_records_lost;
+        c->blkio_unstarted += i->blkio_unstarted;
         c->oom_kills += i->oom_kills;
         if (i->has_killer)
                 c->kills[i->killer]++;

@@ -36,7 +36,7 @@ typedef struct Counters {
         uint64_t samples, sample_thread_errors, cgroups_gone;
         uint64_t culprit_passes, culprit_passes_shared; /* passes run; samples that joined another's */
         uint64_t episodes;                              /* episode_note()'s sequence */
-        uint64_t oom_kills, kmsg_lost, exit_records_lost;
+        uint64_t oom_kills, kmsg_lost, exit_records_lost, blkio_unstarted;
         uint64_t kills[_KILLER_MAX]; /* kill incidents by killer */
         /* The recorder (agent/recording.h): recordings begun, and not begun for the bound; entries
          * taken and the time they took; the time watches spent recording. */
@@ -58,6 +58,7 @@ typedef struct CountedIncident {
         uint64_t stall_us;             /* the stall its sample measured (pressure), 0 none */
         uint64_t sample_thread_errors; /* of its sample (pressure: also counts one sample) */
         uint64_t exit_records_lost;    /* exit records its sample lost */
+        uint64_t blkio_unstarted;      /* blkio waits without a start taken out of it (sampling/rank.h) */
         uint64_t oom_kills;            /* kills it reports (oom) */
         bool recorded;                 /* a pressure incident: its window was recorded */
         bool passed;                   /* ... and the stall that fired had passed before it */

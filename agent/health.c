@@ -82,6 +82,7 @@ void health_update(Agent *a) {
                 .oom_kills = c->oom_kills,
                 .kmsg_lost = c->kmsg_lost,
                 .exit_records_lost = c->exit_records_lost,
+                .blkio_unstarted = c->blkio_unstarted,
                 .episodes = c->episodes,
                 .culprit_passes = c->culprit_passes,
                 .culprit_passes_shared = c->culprit_passes_shared,

@@ -29,6 +29,7 @@ int report_publish(const SampleResult *result, const IncidentContext *ctx, const
                 (void) sample_result_stall_us(result, &count.stall_us);
                 count.exit_records_lost += result->b ? result->b->lost_exit_records : 0;
         }
+        count.blkio_unstarted += result->ranking ? result->ranking->unstarted : 0;
         counters_count_incident(&a->counters, &count);
         health_update(a);
         return 0;

@@ -63,6 +63,22 @@ int ranking_reserve(Ranking *r, size_t n, size_t p) {
         return k < 0 ? k : array_reserve((void **) &r->procs, &r->cap_procs, p, sizeof *r->procs);
 }
 
+#define UNSTARTED_SLACK_US USEC_PER_SEC
+
+/* Takes a blkio wait without a start out of *delta (Ranking.unstarted): max_b, the maximum at the
+ * window's end, new in it (above max_a, or no earlier reading), and between the times since boot
+ * of the window's ends. The amount taken, or 0. */
+static uint64_t unstarted_blkio(uint64_t *delta, uint64_t max_b, bool has_a, uint64_t max_a, usec_t a_mono,
+                                usec_t b_mono) {
+        uint64_t lo = (a_mono > UNSTARTED_SLACK_US ? a_mono - UNSTARTED_SLACK_US : 0) * NSEC_PER_USEC,
+                 hi = (b_mono + UNSTARTED_SLACK_US) * NSEC_PER_USEC;
+
+        if (max_b == 0 || (has_a && max_b <= max_a) || max_b < lo || max_b > hi || *delta < max_b)
+                return 0;
+        *delta -= max_b;
+        return max_b;
+}
+
 static void subtract(const uint64_t b[_TASK_DELAY_MAX], const uint64_t *a, uint64_t out[_TASK_DELAY_MAX],
                      uint64_t *total) {
         *total = 0;
@@ -79,6 +95,7 @@ int ranking_build(Ranking *r, const Snapshot *a, const Snapshot *b, int resource
 
         r->n_threads = r->n_procs = 0;
         r->present = 0;
+        r->unstarted = 0;
 
         k = array_reserve((void **) &r->procs, &r->cap_procs, b->n_procs, sizeof *r->procs);
         if (k < 0)
@@ -98,6 +115,12 @@ int ranking_build(Ranking *r, const Snapshot *a, const Snapshot *b, int resource
                 };
                 memcpy(d->comm, pb->comm, sizeof d->comm);
                 subtract(pb->delay_ns, pa ? pa->delay_ns : NULL, d->delay_ns, &d->total_ns);
+                uint64_t off = a ? unstarted_blkio(&d->delay_ns[TASK_DELAY_BLKIO], pb->blkio_max_ns, pa != NULL,
+                                                   pa ? pa->blkio_max_ns : 0, a->mono_us, b->mono_us)
+                                 : 0;
+                d->total_ns -= off;
+                d->unstarted = off > 0;
+                r->unstarted += off > 0;
                 r->present |= pb->present;
                 /* A process that waited for nothing during the sample is not a suspect. */
                 if (d->total_ns == 0)
@@ -132,6 +155,24 @@ static void worst_in_window(ThreadDelta *d, const ThreadDelays *t0, const Thread
         }
 }
 
+/* A thread's wait without a start, in its process's growth too unless the process's own reply
+ * already showed it (its TGID maximum is another thread's): taken off there as well. */
+static void fix_process(Ranking *r, pid_t tgid, uint64_t off, int resource) {
+        for (size_t j = 0; j < r->n_procs; j++) {
+                ProcessDelta *p = &r->procs[j];
+                if (p->tgid != tgid || p->unstarted)
+                        continue;
+                if (p->delay_ns[TASK_DELAY_BLKIO] >= off) {
+                        p->delay_ns[TASK_DELAY_BLKIO] -= off;
+                        p->total_ns -= off;
+                        p->score_ns = rank_score(p->delay_ns, resource);
+                        r->unstarted++;
+                        r->resort = true;
+                }
+                return;
+        }
+}
+
 int ranking_add_threads(Ranking *r, const Snapshot *ta, const Snapshot *tb, int resource) {
         uint64_t a_sec = ta ? ta->real_us / USEC_PER_SEC : 0;
         int k;
@@ -158,6 +199,15 @@ int ranking_add_threads(Ranking *r, const Snapshot *ta, const Snapshot *tb, int 
                 *d = (ThreadDelta) { .tid = t->tid, .tgid = t->tgid };
                 memcpy(d->comm, t->comm, sizeof d->comm);
                 subtract(t->delay_ns, t0 ? t0->delay_ns : NULL, d->delay_ns, &d->total_ns);
+                uint32_t bit = TASK_DELAY_MASK(TASK_DELAY_BLKIO);
+                uint64_t off = ta ? unstarted_blkio(&d->delay_ns[TASK_DELAY_BLKIO],
+                                                    t->max_present & bit ? t->max_ns[TASK_DELAY_BLKIO] : 0, t0 != NULL,
+                                                    t0 && (t0->max_present & bit) ? t0->max_ns[TASK_DELAY_BLKIO] : 0,
+                                                    ta->mono_us, tb->mono_us)
+                                  : 0;
+                d->total_ns -= off;
+                if (off > 0)
+                        fix_process(r, t->tgid, off, resource);
                 d->score_ns = rank_score(d->delay_ns, resource);
                 if (ta)
                         worst_in_window(d, t0, t, r->window_start_real_ns);
@@ -166,6 +216,11 @@ int ranking_add_threads(Ranking *r, const Snapshot *ta, const Snapshot *tb, int 
         /* qsort's array argument must not be NULL, even for zero elements. */
         if (r->n_threads > 0)
                 qsort(r->threads, r->n_threads, sizeof *r->threads, cmp_thread);
+
+        /* A process whose growth its threads corrected may have moved down. */
+        if (r->resort && r->n_procs > 0)
+                qsort(r->procs, r->n_procs, sizeof *r->procs, cmp_process);
+        r->resort = false;
 
         /* Threads are grouped by tgid: give each ranked process its run. */
         for (size_t i = 0; i < r->n_threads;) {

@@ -36,6 +36,7 @@ typedef struct ProcessDelta {
         uint64_t delay_ns[_TASK_DELAY_MAX];
         uint64_t score_ns, total_ns;
         size_t first, n; /* its detailed threads: Ranking.threads[first .. first+n), highest score first */
+        bool unstarted;  /* a blkio wait without a start came off its growth (below) */
 } ProcessDelta;
 
 typedef struct Ranking {
@@ -48,6 +49,15 @@ typedef struct Ranking {
          * thread's maximum stamped after it (taskstats v17) is the window's though it did not grow
          * since the base. Set by the caller before ranking_add_threads(). */
         uint64_t window_start_real_ns;
+        /* blkio waits without a start taken out of the window's growth, processes' and threads'
+         * (kernel-facts.md: blkio-unstarted): the kernel can end a task's blkio wait it never
+         * started, adding local_clock(), the time since boot, to its total and making that its
+         * maximum. A maximum new in the window that lies between the times since boot at the
+         * window's two ends (a second either side; CLOCK_MONOTONIC) is such a wait: a real one as
+         * long would have begun within seconds of boot. It comes off the growth; a process whose
+         * TGID reply shows another thread's maximum is corrected by its detailed threads'. */
+        size_t unstarted;
+        bool resort; /* scratch: a process's growth changed after its ranking */
 } Ranking;
 
 /* Ranks the processes of b - a. A process only in b counts with its whole totals when it began

@@ -141,6 +141,7 @@ static void keep_process(Snapshot *s, pid_t pid, const TaskStats *ts) {
                 .present = ts->present,
                 .cpu_run_ns = ts->cpu_run_ns,
                 .has_cpu_run = ts->has_cpu_run,
+                .blkio_max_ns = blkio_max_from(ts),
         };
         memcpy(p->delay_ns, ts->delay_ns, sizeof p->delay_ns);
 }

@@ -59,6 +59,8 @@ typedef struct ProcessDelays {
         bool has_io, has_mem;              /* read for a culprit pass (SampleScope.usage) */
         uint64_t read_bytes, write_bytes;  /* /proc/<pid>/io */
         uint64_t rss_bytes, majflt;        /* /proc/<pid>/stat, the whole process */
+        uint64_t blkio_max_ns;             /* the reply's blkio maximum (by TGID its last thread's: kernel-facts.md:
+                                            * delay-maxima); 0 none. For blkio-unstarted (sampling/rank.h) */
         char comm[TASKSTATS_COMM_MAX + 1]; /* from an exit record; "" otherwise */
 } ProcessDelays;
 
@@ -98,6 +100,10 @@ typedef struct Snapshot {
 } Snapshot;
 
 /* Copies a reply's per-delay maxima and their times into t. */
+static inline uint64_t blkio_max_from(const TaskStats *ts) {
+        return ts->max_present & TASK_DELAY_MASK(TASK_DELAY_BLKIO) ? ts->max_ns[TASK_DELAY_BLKIO] : 0;
+}
+
 static inline void thread_maxima_from(ThreadDelays *t, const TaskStats *ts) {
         t->max_present = ts->max_present;
         t->max_ts_present = ts->max_ts_present;

@@ -131,6 +131,10 @@ int metrics_format(const Metrics *m, char **ret) {
                "taskstats exit records the kernel dropped during samples (an exit storm): ended processes "
                "missing from culprits.",
                m->exit_records_lost);
+        single(f, "psidiag_blkio_unstarted_total", "counter",
+               "blkio waits the kernel ended without having started them (a delay as long as the node's uptime), "
+               "taken out of incidents' delays.",
+               m->blkio_unstarted);
         single(f, "psidiag_episodes_total", "counter",
                "Pressure episodes begun: runs of wakeups of one resource each within a trigger window of the last "
                "(the incidents' episode).",

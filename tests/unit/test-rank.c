@@ -327,6 +327,66 @@ static void test_worst_in_window(void **state) {
 }
 
 /* A sample of 0 ms: no A, every process of B with its lifetime totals, old ones included. */
+/* A blkio wait the kernel ended without a start (kernel-facts.md: blkio-unstarted): its total grew by
+ * the time since boot, which is also its new maximum. Taken out of the window's growth, the process's
+ * by its own reply's maximum, or by its thread's when the reply shows another thread's; a real long
+ * wait, or one from before the window, stays. */
+static void test_unstarted_blkio(void **state) {
+        const uint64_t S = 1000 * MS;
+        Snapshot a = { .real_us = 9000 * USEC_PER_SEC, .mono_us = 13638 * USEC_PER_SEC },
+                 b = { .real_us = 9001 * USEC_PER_SEC, .mono_us = 13639 * USEC_PER_SEC };
+        uint64_t bogus = 13638 * S + 500 * MS; /* local_clock() as the wait "ended", mid-window */
+        Ranking r = {};
+
+        add(&a, 10, 10, "dd", 9000, 0, 100 * MS, 0, 0);
+        add(&a, 20, 20, "db", 1000, 0, 1 * S, 0, 0);
+        add(&a, 30, 30, "old", 1000, 0, bogus, 0, 0); /* its wait without a start came before the window */
+        add(&a, 40, 40, "mt", 1000, 0, 0, 0, 0);
+        add(&a, 41, 40, "mt-w", 1000, 0, 0, 0, 0);
+        add(&b, 10, 10, "dd", 9000, 0, 100 * MS + bogus + 300 * MS, 0, 0); /* + the wait + 300 ms real */
+        add(&b, 20, 20, "db", 1000, 0, 1 * S + 3600 * S, 0, 0);            /* a real hour-long wait ended */
+        add(&b, 30, 30, "old", 1000, 0, bogus + 200 * MS, 0, 0);
+        add(&b, 40, 40, "mt", 1000, 0, 50 * MS, 0, 0);
+        add(&b, 41, 40, "mt-w", 1000, 0, bogus, 0, 0);
+        done_adding(&a);
+        done_adding(&b);
+        proc_of(&b, 10)->blkio_max_ns = bogus;
+        proc_of(&a, 20)->blkio_max_ns = 10 * MS;
+        proc_of(&b, 20)->blkio_max_ns = 3600 * S;
+        proc_of(&a, 30)->blkio_max_ns = bogus;
+        proc_of(&b, 30)->blkio_max_ns = bogus;
+        proc_of(&b, 40)->blkio_max_ns = 50 * MS; /* the TGID reply's last thread: not the one */
+        set_max(&b, 41, TASK_DELAY_BLKIO, bogus, 0);
+        set_max(&b, 10, TASK_DELAY_BLKIO, bogus, 0); /* one thread: its reply's maximum is the thread's */
+
+        assert_int_equal(ranking_build(&r, &a, &b, PSI_RESOURCE_IO), 0);
+        assert_int_equal(r.unstarted, 1);
+        uint64_t got[100] = {};
+        for (size_t i = 0; i < r.n_procs; i++)
+                got[r.procs[i].tgid] = r.procs[i].delay_ns[TASK_DELAY_BLKIO];
+        assert_int_equal(got[10], 300 * MS);
+        assert_int_equal(got[20], 3600 * S);
+        assert_int_equal(got[30], 200 * MS);
+        assert_int_equal(got[40], 50 * MS + bogus); /* until its threads are measured */
+        assert_int_equal(r.procs[0].tgid, 40);
+
+        /* Its threads: the one with the wait without a start is corrected, and its process with it. */
+        assert_int_equal(ranking_add_threads(&r, &a, &b, PSI_RESOURCE_IO), 0);
+        assert_int_equal(r.unstarted, 2); /* processes 10 and 40 */
+        for (size_t i = 0; i < r.n_procs; i++)
+                got[r.procs[i].tgid] = r.procs[i].delay_ns[TASK_DELAY_BLKIO];
+        assert_int_equal(got[40], 50 * MS);
+        assert_int_equal(r.procs[0].tgid, 20); /* the real hour-long wait ranks first now */
+        for (size_t i = 0; i < r.n_threads; i++)
+                if (r.threads[i].tid == 41)
+                        assert_int_equal(r.threads[i].delay_ns[TASK_DELAY_BLKIO], 0);
+                else if (r.threads[i].tid == 10)
+                        assert_int_equal(r.threads[i].delay_ns[TASK_DELAY_BLKIO], 300 * MS);
+        ranking_done(&r);
+        free_snapshot(&a);
+        free_snapshot(&b);
+}
+
 static void test_lifetime(void **state) {
         Snapshot b = { .real_us = 5000 * USEC_PER_SEC };
         Ranking r = {};
@@ -377,6 +437,7 @@ int main(void) {
                 cmocka_unit_test(test_ended_processes),
                 cmocka_unit_test(test_btime_jitter),
                 cmocka_unit_test(test_worst_in_window),
+                cmocka_unit_test(test_unstarted_blkio),
                 cmocka_unit_test(test_lifetime),
                 cmocka_unit_test(test_scores),
                 cmocka_unit_test(test_empty),
