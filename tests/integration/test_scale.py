@@ -11,6 +11,7 @@
   dropped wakeups counted, and the next incident carries `suppressed`.
 - max_incidents_per_minute 2: two incidents, then drops, one warning, counted in the metrics."""
 
+import collections
 import json
 import os
 import re
@@ -102,7 +103,13 @@ def main():
                 wait_log(err_path, rf"reloaded .*: {N} triggers armed on {N} watches \({N} kept, {2 * N} closed, 0 new\)",
                          30)
                 fds_after = len(os.listdir(f"/proc/{agent.pid}/fd"))
-                check(fds_after <= N + 32, f"{fds_after} fds for {N} triggers after the reload")
+                links = collections.Counter(os.readlink(f"/proc/{agent.pid}/fd/{fd}").split(":")[0].split("/")[-1]
+                                            for fd in os.listdir(f"/proc/{agent.pid}/fd"))
+                # One per trigger, the agent's own, and what the recording and samples in flight hold
+                # (bounded by max_concurrent_samples, 4: a recording its cgroup's directory and exit
+                # listener, a sample those and its culprit scope's directories).
+                check(fds_after <= N + 32 + 4 * 2 + 4 * 4,
+                      f"{fds_after} fds for {N} triggers after the reload: {links.most_common(12)}")
             finally:
                 t = time.time()
                 code = stop_agent(agent, 60)
