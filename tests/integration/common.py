@@ -337,8 +337,10 @@ def read_lines(path):
             data = f.read()
     except FileNotFoundError:
         return []
-    # Only whole lines: the agent writes each incident with one write(2).
-    return [json.loads(l) for l in data.split(b"\n") if l]
+    # Only whole lines: the agent writes each incident with one write(2), but a read of a regular
+    # file can see part of a write in progress (a page of a long line): the tail without its
+    # newline is not a line yet.
+    return [json.loads(l) for l in data.split(b"\n")[:-1] if l]
 
 
 DELAYACCT = "/proc/sys/kernel/task_delayacct"

@@ -45,7 +45,8 @@ def raw_lines(path):
             data = f.read()
     except FileNotFoundError:
         return []
-    return [line for line in data.split(b"\n") if line]
+    # The tail without its newline is a write in progress (common.read_lines()).
+    return [line for line in data.split(b"\n")[:-1] if line]
 
 
 def wait_raw(path, pred, timeout, agent, log):
