@@ -58,10 +58,12 @@ WakeupVerdict wakeup_decide(TriggerTotal *t, const PsiTriggerSpec *spec, const W
                 trigger_total_record(t, total_us, now_mono_us);
                 if (total_us < t->base.total_us || total_us - t->base.total_us < spec->threshold_us)
                         return WAKEUP_BELOW_THRESHOLD;
-                /* Within the one window the kernel carries over, since the last incident's window
-                 * ended: less than WAKEUP_REPORTED_SHARE of the trigger's rate over that time. */
+                /* Within the two windows a stall weighs in the kernel's check (its window, then a
+                 * share of it carried into the next: window_update()'s prev_growth), since the last
+                 * incident's window ended: less than WAKEUP_REPORTED_SHARE of the trigger's rate over
+                 * that time. */
                 if (t->has_reported && now_mono_us > t->reported.mono_us &&
-                    now_mono_us - t->reported.mono_us <= spec->window_us) {
+                    now_mono_us - t->reported.mono_us <= 2 * spec->window_us) {
                         FiredCoverage c =
                                 fired_coverage(spec, now_mono_us - t->reported.mono_us, true,
                                                total_us >= t->reported.total_us ? total_us - t->reported.total_us : 0);
