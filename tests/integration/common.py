@@ -246,6 +246,36 @@ class LimitedCgroup:
         return False
 
 
+class CpuCappedCgroup:
+    """A scratch cgroup's cpu quota: cgroup2 cpu.max where the controller is there, else a
+    cgroup-v1 cpu cgroup's cfs quota (hybrid hosts) that the workloads join too (extra: its
+    directory, for spawn()). On exit the cgroup's tasks are killed and the v1 cgroup removed."""
+
+    def __init__(self, mount, cg, name, quota_us, period_us):
+        self.mount, self.cg, self.name, self.quota_us, self.period_us = mount, cg, name, quota_us, period_us
+        self.group, self.extra = None, []
+
+    def __enter__(self):
+        if enable_controller(self.mount, self.cg, "cpu"):
+            with open(os.path.join(self.cg.path, "cpu.max"), "w") as f:
+                f.write(f"{self.quota_us} {self.period_us}")
+            return self
+        v1 = find_mount("cgroup", "cpu")
+        check(v1, "neither a cgroup2 cpu controller nor a cgroup-v1 cpu mount")
+        self.group = V1Group(v1, self.name).__enter__()
+        for name, value in (("cpu.cfs_period_us", self.period_us), ("cpu.cfs_quota_us", self.quota_us)):
+            with open(os.path.join(self.group.path, name), "w") as f:
+                f.write(str(value))
+        self.extra = [self.group.path]
+        return self
+
+    def __exit__(self, *exc):
+        self.cg.kill_all()
+        if self.group:
+            self.group.__exit__(None, None, None)
+        return False
+
+
 def stop_agent(agent, timeout=10):
     """SIGTERM, then the exit code; killed and None if it does not stop within timeout."""
     if agent.poll() is None:

@@ -23,8 +23,9 @@ import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from common import (LimitedCgroup, ScratchCgroup, V1Group, check, check_kernel, enable_controller,  # noqa: E402
-                    find_mount, run, spawn, start_watching, stop_agent, validator, wait_lines, whole_disk)
+from common import (CpuCappedCgroup, LimitedCgroup, ScratchCgroup, V1Group, check, check_kernel,  # noqa: E402
+                    enable_controller, find_mount, run, spawn, start_watching, stop_agent, validator, wait_lines,
+                    whole_disk)
 
 PSIDIAG, WORKLOAD, SCHEMAS = sys.argv[1:4]
 QUOTA_US, PERIOD_US = 50_000, 100_000
@@ -43,43 +44,27 @@ def snapshot(cg, res, ms=1000):
 
 
 def capped(mount, tmp, validate):
-    with ScratchCgroup(mount, "ow-cap") as cg:
-        group = None
+    with ScratchCgroup(mount, "ow-cap") as cg, CpuCappedCgroup(mount, cg, "ow-cap", QUOTA_US, PERIOD_US) as cap:
+        agent, out, log = start_watching(PSIDIAG, tmp, cg, "cap", "cpu some 50ms 2s", top=3)
+        for _ in range(2):
+            spawn(cg, [WORKLOAD, "spin", "capped-spin"], None, cap.extra)
         try:
-            if enable_controller(mount, cg, "cpu"):
-                write(os.path.join(cg.path, "cpu.max"), f"{QUOTA_US} {PERIOD_US}")
-                extra = []
-            else:
-                v1 = find_mount("cgroup", "cpu")
-                check(v1, "neither a cgroup2 cpu controller nor a cgroup-v1 cpu mount")
-                group = V1Group(v1, "ow-cap").__enter__()
-                write(os.path.join(group.path, "cpu.cfs_period_us"), str(PERIOD_US))
-                write(os.path.join(group.path, "cpu.cfs_quota_us"), str(QUOTA_US))
-                extra = [group.path]
-            agent, out, log = start_watching(PSIDIAG, tmp, cg, "cap", "cpu some 50ms 2s", top=3)
-            for _ in range(2):
-                spawn(cg, [WORKLOAD, "spin", "capped-spin"], None, extra)
-            try:
-                lines = wait_lines(out, timeout=60)
-            finally:
-                stop_agent(agent)
-            check(lines, f"no incident:\n{open(log).read()[-2000:]}")
-            inc = lines[0]
-            validate(inc)
-            c = inc["limits"]["cpu"]
-            dur_us = inc["sample"]["duration_ms"] * 1000
-            check(c and c["quota_us"] == QUOTA_US and c["period_us"] == PERIOD_US and c["limited"],
-                  f"limits.cpu: {c}")
-            check(c["verdict"] == "throttled" and c["throttled_us"] >= dur_us * 3 // 10 and c["nr_throttled"] >= 1,
-                  f"not throttled: {c}, sample {dur_us} us, stall {inc['sample']['stall_us']}")
-            cul = inc["culprits"]
-            check(cul["own_limit"] and cul["scope"] == "/" + cg.rel, f"culprits scope {cul['scope']} {cul['limit']}")
-            print(f"capped: {c['verdict']}, throttled {c['throttled_us']} us of {dur_us} in "
-                  f"{c['nr_throttled']}/{c['nr_periods']} periods ({c['source']} {c['cgroup']})")
+            lines = wait_lines(out, timeout=60)
         finally:
-            cg.kill_all()
-            if group:
-                group.__exit__(None, None, None)
+            stop_agent(agent)
+        check(lines, f"no incident:\n{open(log).read()[-2000:]}")
+        inc = lines[0]
+        validate(inc)
+        c = inc["limits"]["cpu"]
+        dur_us = inc["sample"]["duration_ms"] * 1000
+        check(c and c["quota_us"] == QUOTA_US and c["period_us"] == PERIOD_US and c["limited"],
+              f"limits.cpu: {c}")
+        check(c["verdict"] == "throttled" and c["throttled_us"] >= dur_us * 3 // 10 and c["nr_throttled"] >= 1,
+              f"not throttled: {c}, sample {dur_us} us, stall {inc['sample']['stall_us']}")
+        cul = inc["culprits"]
+        check(cul["own_limit"] and cul["scope"] == "/" + cg.rel, f"culprits scope {cul['scope']} {cul['limit']}")
+        print(f"capped: {c['verdict']}, throttled {c['throttled_us']} us of {dur_us} in "
+              f"{c['nr_throttled']}/{c['nr_periods']} periods ({c['source']} {c['cgroup']})")
 
 
 def contention(mount, validate):

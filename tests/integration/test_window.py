@@ -28,8 +28,8 @@ import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from common import (ScratchCgroup, V1Group, check, check_kernel, enable_controller, find_mount,  # noqa: E402
-                    read_lines, run, start_watching, stop_agent, validator)
+from common import (CpuCappedCgroup, ScratchCgroup, check, check_kernel, read_lines, run, spawn,  # noqa: E402
+                    start_watching, stop_agent, validator)
 
 PSIDIAG, WORKLOAD, SCHEMAS = sys.argv[1:4]
 # A quarter of its rate (25 ms/s: the "passed" line) stays above the 1-20 ms/s of stall the three
@@ -99,41 +99,21 @@ def names_the_burst(i, nb):
             f"psidiag-burst (/{nb.rel}, pid " in i["summary"])
 
 
-def write(path, text):
-    with open(path, "w") as f:
-        f.write(text)
-
-
 def throttled_bursts(mount, tmp, validate):
     """A capped service that bursts itself: its recorded incidents count the burst's throttling."""
     ncpu = os.cpu_count() or 2
-    with ScratchCgroup(mount, "capburst") as cg:
-        group = None
+    with ScratchCgroup(mount, "capburst") as cg, \
+            CpuCappedCgroup(mount, cg, "capburst", QUOTA_US, PERIOD_US) as cap:
+        agent, out, log = start_watching(PSIDIAG, tmp, cg, "capburst", TRIGGER, record_s=60)
         try:
-            if enable_controller(mount, cg, "cpu"):
-                write(os.path.join(cg.path, "cpu.max"), f"{QUOTA_US} {PERIOD_US}")
-            else:
-                v1 = find_mount("cgroup", "cpu")
-                check(v1, "neither a cgroup2 cpu controller nor a cgroup-v1 cpu mount")
-                group = V1Group(v1, "capburst").__enter__()
-                write(os.path.join(group.path, "cpu.cfs_period_us"), str(PERIOD_US))
-                write(os.path.join(group.path, "cpu.cfs_quota_us"), str(QUOTA_US))
-            agent, out, log = start_watching(PSIDIAG, tmp, cg, "capburst", TRIGGER, record_s=60)
-            try:
-                os.environ["PSIDIAG_BURST_MS"], os.environ["PSIDIAG_PERIOD_MS"] = "500", "8000"
-                p = cg.spawn([WORKLOAD, "burst", "psidiag-capped", str(ncpu + 2)])
-                if group:
-                    write(os.path.join(group.path, "cgroup.procs"), str(p.pid))
-                t0 = time.time()
-                while time.time() - t0 < 8 * 5 + 6 and len(read_lines(out)) < 5:
-                    check(agent.poll() is None, f"the agent exited:\n{open(log).read()[-3000:]}")
-                    time.sleep(0.25)
-            finally:
-                cg.kill_all()
-                stop_agent(agent)
+            os.environ["PSIDIAG_BURST_MS"], os.environ["PSIDIAG_PERIOD_MS"] = "500", "8000"
+            spawn(cg, [WORKLOAD, "burst", "psidiag-capped", str(ncpu + 2)], None, cap.extra)
+            t0 = time.time()
+            while time.time() - t0 < 8 * 5 + 6 and len(read_lines(out)) < 5:
+                check(agent.poll() is None, f"the agent exited:\n{open(log).read()[-3000:]}")
+                time.sleep(0.25)
         finally:
-            if group:
-                group.__exit__(None, None, None)
+            stop_agent(agent)
     lines = read_lines(out)
     for i in lines:
         check_honest(i, validate)
