@@ -53,9 +53,7 @@ bool recording_admit(unsigned record_s, unsigned recording, unsigned max, bool a
 
 bool recording_should_fire(uint64_t growth_us, uint64_t total_us, const PsiTriggerSpec *spec, const TriggerTotal *t,
                            usec_t now_mono_us) {
-        usec_t newest = t->n_recent > 0 ? t->recent[t->n_recent - 1].mono_us : t->base.mono_us;
-
-        if (growth_us < spec->threshold_us || now_mono_us < newest + spec->window_us)
+        if (growth_us < spec->threshold_us || now_mono_us < wakeup_total_newest_mono(t) + spec->window_us)
                 return false;
         return !t->has_reported || total_us >= t->reported.total_us + spec->threshold_us;
 }

@@ -28,6 +28,10 @@ static void trigger_total_age(TriggerTotal *t, usec_t window_us, usec_t now_mono
         memmove(t->recent, t->recent + old, t->n_recent * sizeof *t->recent);
 }
 
+usec_t wakeup_total_newest_mono(const TriggerTotal *t) {
+        return t->n_recent > 0 ? t->recent[t->n_recent - 1].mono_us : t->base.mono_us;
+}
+
 void wakeup_total_reported(TriggerTotal *t, uint64_t total_us, usec_t mono_us) {
         t->has_reported = true;
         t->reported = (StallPoint) { .mono_us = mono_us, .total_us = total_us };

@@ -60,6 +60,9 @@ typedef struct WatchTiming {
 /* Records the total read right after the trigger was written (arming, re-arming, discovery). */
 void wakeup_total_arm(TriggerTotal *t, uint64_t total_us, usec_t now_mono_us);
 
+/* When the trigger last woke with stall growth (whatever the verdict), or was armed. */
+usec_t wakeup_total_newest_mono(const TriggerTotal *t);
+
 /* Records the end of the window of an incident of the trigger: the total then, and when. */
 void wakeup_total_reported(TriggerTotal *t, uint64_t total_us, usec_t mono_us);
 

@@ -196,8 +196,7 @@ static int append_process(Snapshot *b, const ExitRecords *e, const ExitRecord *x
                 .present = x->t.present,
                 .cpu_run_ns = x->cpu_run_ns,
                 .has_cpu_run = x->has_cpu_run,
-                .blkio_max_ns =
-                        x->t.max_present & TASK_DELAY_MASK(TASK_DELAY_BLKIO) ? x->t.max_ns[TASK_DELAY_BLKIO] : 0,
+                .blkio_max_ns = thread_blkio_max(&x->t),
         };
 
         memcpy(p.delay_ns, x->t.delay_ns, sizeof p.delay_ns);

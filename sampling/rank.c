@@ -199,11 +199,8 @@ int ranking_add_threads(Ranking *r, const Snapshot *ta, const Snapshot *tb, int 
                 *d = (ThreadDelta) { .tid = t->tid, .tgid = t->tgid };
                 memcpy(d->comm, t->comm, sizeof d->comm);
                 subtract(t->delay_ns, t0 ? t0->delay_ns : NULL, d->delay_ns, &d->total_ns);
-                uint32_t bit = TASK_DELAY_MASK(TASK_DELAY_BLKIO);
-                uint64_t off = ta ? unstarted_blkio(&d->delay_ns[TASK_DELAY_BLKIO],
-                                                    t->max_present & bit ? t->max_ns[TASK_DELAY_BLKIO] : 0, t0 != NULL,
-                                                    t0 && (t0->max_present & bit) ? t0->max_ns[TASK_DELAY_BLKIO] : 0,
-                                                    ta->mono_us, tb->mono_us)
+                uint64_t off = ta ? unstarted_blkio(&d->delay_ns[TASK_DELAY_BLKIO], thread_blkio_max(t), t0 != NULL,
+                                                    thread_blkio_max(t0), ta->mono_us, tb->mono_us)
                                   : 0;
                 d->total_ns -= off;
                 if (off > 0)

@@ -99,11 +99,16 @@ typedef struct Snapshot {
         uint32_t unattributed_present;
 } Snapshot;
 
-/* Copies a reply's per-delay maxima and their times into t. */
+/* The blkio maximum of a reply, or of a thread (NULL: none); 0 when it has none. */
 static inline uint64_t blkio_max_from(const TaskStats *ts) {
         return ts->max_present & TASK_DELAY_MASK(TASK_DELAY_BLKIO) ? ts->max_ns[TASK_DELAY_BLKIO] : 0;
 }
 
+static inline uint64_t thread_blkio_max(const ThreadDelays *t) {
+        return t && (t->max_present & TASK_DELAY_MASK(TASK_DELAY_BLKIO)) ? t->max_ns[TASK_DELAY_BLKIO] : 0;
+}
+
+/* Copies a reply's per-delay maxima and their times into t. */
 static inline void thread_maxima_from(ThreadDelays *t, const TaskStats *ts) {
         t->max_present = ts->max_present;
         t->max_ts_present = ts->max_ts_present;
