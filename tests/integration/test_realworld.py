@@ -2,7 +2,8 @@
 # SPDX-License-Identifier: MIT
 """Real software as the stalled service: PostgreSQL under its own benchmark client (pgbench, a
 steady read-only load at a fixed rate) in a scratch cgroup, with the agent watching that cgroup's
-cpu pressure, and real neighbours in a sibling cgroup:
+cpu pressure, and real neighbours in a sibling cgroup (the cpu ones heavy: sessions of their own that
+outweigh the database's, see ScratchCgroup.spawn in common.py):
 
 1. stress-ng spinning on more cpus than the node has: the incident names a postgres or pgbench
    process of the database's cgroup as the most delayed, stress-ng (pid, cgroup) as the first
@@ -195,7 +196,7 @@ def stages(pg, db, batch, build, tmp, validate):
     pg.pgbench(["-c", "4", "-j", "2", "-T", "600", "-S", "-R", "400"], cg=db)
 
     def stress():
-        batch.spawn(["stress-ng", "--cpu", str(NCPU + 2), "--timeout", "300"])
+        batch.spawn(["stress-ng", "--cpu", str(NCPU + 2), "--timeout", "300"], heavy=True)
     inc = quiet_then_incident(tmp, db, "stress", stress, validate)
     check_victim(inc, db)
     c = inc["culprits"]
@@ -212,7 +213,7 @@ def stages(pg, db, batch, build, tmp, validate):
     src = make_project(tmp)
 
     def storm():
-        build.spawn(["sh", "-c", f"cd {src} && while :; do make -s -B -j4 >/dev/null 2>&1; done"])
+        build.spawn(["sh", "-c", f"cd {src} && while :; do make -s -B -j4 >/dev/null 2>&1; done"], heavy=True)
     inc = quiet_then_incident(tmp, db, "storm", storm, validate)
     check_victim(inc, db)
     c = inc["culprits"]
