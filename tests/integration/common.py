@@ -83,13 +83,14 @@ class ScratchCgroup:
         return self
 
     def spawn(self, argv, heavy=False):
-        """Starts argv in this cgroup. heavy: a neighbour that outweighs every session beside it. Where
-        tasks sit in the cpu controller's root (a host whose cpu controller is cgroup v1, like this
-        one), the scheduler shares the cpus between sessions first (autogroup), and a service whose
-        processes each start a session (PostgreSQL's backends do) takes its share whatever runs
-        beside it: measured here, stress-ng on 4 cpus of 2 in the test's own session stalled
-        PostgreSQL's cgroup 3-8% of the time, under a 10% trigger. A heavy neighbour runs in a
-        session of its own whose autogroup has nice -20: 66-82%."""
+        """Starts argv in this cgroup. heavy: a neighbour that outweighs every session beside it.
+        Where tasks sit in the cpu controller's root (a host whose cpu controller is cgroup v1, like
+        this one), the scheduler shares the cpus between sessions first
+        (kernel-facts.md: autogroup), and a service whose processes each start a session
+        (PostgreSQL's backends do) takes its share whatever runs beside it: measured here,
+        stress-ng on 4 cpus of 2 in the test's own session stalled PostgreSQL's cgroup 3-8% of the
+        time, under a 10% trigger. A heavy neighbour runs in a session of its own whose autogroup
+        has nice -20: 66-82%."""
         path = self.path
 
         def enter():
