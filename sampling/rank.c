@@ -65,18 +65,33 @@ int ranking_reserve(Ranking *r, size_t n, size_t p) {
 
 #define UNSTARTED_SLACK_US USEC_PER_SEC
 
-/* Takes a blkio wait without a start out of *delta (Ranking.unstarted): max_b, the maximum at the
- * window's end, new in it (above max_a, or no earlier reading), and between the times since boot
- * of the window's ends. The amount taken, or 0. */
-static uint64_t unstarted_blkio(uint64_t *delta, uint64_t max_b, bool has_a, uint64_t max_a, usec_t a_mono,
-                                usec_t b_mono) {
+/* Takes the blkio waits without a start out of *delta (Ranking.unstarted), each of which added the
+ * time since boot at its end. The newest is max_b, the maximum at the window's end, when it is new
+ * in it (above max_a, or no earlier reading) and between the times since boot of the window's
+ * ends. The kernel ends a task's later waits from the same missing start until one is started
+ * (kernel-facts.md: blkio-unstarted), so the growth can hold more, each between the window's start
+ * and max_b: as many as what is left holds the window's start (real growth as large would take as
+ * many threads waiting through the window as the window's start has seconds since boot). Only
+ * their bounds are known, so what stays is the least real growth they leave. Returns the waits
+ * taken out; *taken, their sum. */
+static uint32_t unstarted_blkio(uint64_t *delta, uint64_t *taken, uint64_t max_b, bool has_a, uint64_t max_a,
+                                usec_t a_mono, usec_t b_mono) {
         uint64_t lo = (a_mono > UNSTARTED_SLACK_US ? a_mono - UNSTARTED_SLACK_US : 0) * NSEC_PER_USEC,
                  hi = (b_mono + UNSTARTED_SLACK_US) * NSEC_PER_USEC;
+        uint32_t n = 1;
 
+        *taken = 0;
         if (max_b == 0 || (has_a && max_b <= max_a) || max_b < lo || max_b > hi || *delta < max_b)
                 return 0;
-        *delta -= max_b;
-        return max_b;
+        uint64_t rest = *delta - max_b;
+        if (lo > 0 && rest >= lo) {
+                uint64_t k = MIN(rest / lo, (uint64_t) UINT32_MAX - 1);
+                rest = k <= rest / max_b ? rest - k * max_b : 0;
+                n += (uint32_t) k;
+        }
+        *taken = *delta - rest;
+        *delta = rest;
+        return n;
 }
 
 static void subtract(const uint64_t b[_TASK_DELAY_MAX], const uint64_t *a, uint64_t out[_TASK_DELAY_MAX],
@@ -115,12 +130,14 @@ int ranking_build(Ranking *r, const Snapshot *a, const Snapshot *b, int resource
                 };
                 memcpy(d->comm, pb->comm, sizeof d->comm);
                 subtract(pb->delay_ns, pa ? pa->delay_ns : NULL, d->delay_ns, &d->total_ns);
-                uint64_t off = a ? unstarted_blkio(&d->delay_ns[TASK_DELAY_BLKIO], pb->blkio_max_ns, pa != NULL,
-                                                   pa ? pa->blkio_max_ns : 0, a->mono_us, b->mono_us)
-                                 : 0;
+                uint64_t off = 0;
+                if (a)
+                        d->unstarted_waits =
+                                unstarted_blkio(&d->delay_ns[TASK_DELAY_BLKIO], &off, pb->blkio_max_ns, pa != NULL,
+                                                pa ? pa->blkio_max_ns : 0, a->mono_us, b->mono_us);
                 d->total_ns -= off;
-                d->unstarted = off > 0;
-                r->unstarted += off > 0;
+                d->unstarted_ns = off;
+                r->unstarted += d->unstarted_waits;
                 r->present |= pb->present;
                 /* A process that waited for nothing during the sample is not a suspect. */
                 if (d->total_ns == 0)
@@ -155,20 +172,28 @@ static void worst_in_window(ThreadDelta *d, const ThreadDelays *t0, const Thread
         }
 }
 
-/* A thread's wait without a start, in its process's growth too unless the process's own reply
- * already showed it (its TGID maximum is another thread's): taken off there as well. */
-static void fix_process(Ranking *r, pid_t tgid, uint64_t off, int resource) {
+/* A thread's waits without a start are in its process's growth too. The process's own reply may
+ * have shown some of them already (its TGID maximum is its last thread's): when its threads found
+ * more, what they took beyond the process's own comes off it now. */
+static void fix_process(Ranking *r, pid_t tgid, uint64_t off, uint32_t waits, int resource) {
         for (size_t j = 0; j < r->n_procs; j++) {
                 ProcessDelta *p = &r->procs[j];
-                if (p->tgid != tgid || p->unstarted)
+                if (p->tgid != tgid)
                         continue;
-                if (p->delay_ns[TASK_DELAY_BLKIO] >= off) {
-                        p->delay_ns[TASK_DELAY_BLKIO] -= off;
-                        p->total_ns -= off;
+                p->threads_unstarted_ns += off;
+                p->threads_unstarted_waits += waits;
+                if (p->threads_unstarted_waits <= p->unstarted_waits)
+                        return;
+                if (p->threads_unstarted_ns > p->unstarted_ns) {
+                        uint64_t extra = MIN(p->threads_unstarted_ns - p->unstarted_ns, p->delay_ns[TASK_DELAY_BLKIO]);
+                        p->delay_ns[TASK_DELAY_BLKIO] -= extra;
+                        p->total_ns -= extra;
                         p->score_ns = rank_score(p->delay_ns, resource);
-                        r->unstarted++;
+                        p->unstarted_ns = p->threads_unstarted_ns;
                         r->resort = true;
                 }
+                r->unstarted += p->threads_unstarted_waits - p->unstarted_waits;
+                p->unstarted_waits = p->threads_unstarted_waits;
                 return;
         }
 }
@@ -199,15 +224,21 @@ int ranking_add_threads(Ranking *r, const Snapshot *ta, const Snapshot *tb, int 
                 *d = (ThreadDelta) { .tid = t->tid, .tgid = t->tgid };
                 memcpy(d->comm, t->comm, sizeof d->comm);
                 subtract(t->delay_ns, t0 ? t0->delay_ns : NULL, d->delay_ns, &d->total_ns);
-                uint64_t off = ta ? unstarted_blkio(&d->delay_ns[TASK_DELAY_BLKIO], thread_blkio_max(t), t0 != NULL,
-                                                    thread_blkio_max(t0), ta->mono_us, tb->mono_us)
-                                  : 0;
+                uint64_t off = 0;
+                uint32_t waits = ta ? unstarted_blkio(&d->delay_ns[TASK_DELAY_BLKIO], &off, thread_blkio_max(t),
+                                                      t0 != NULL, thread_blkio_max(t0), ta->mono_us, tb->mono_us)
+                                    : 0;
                 d->total_ns -= off;
-                if (off > 0)
-                        fix_process(r, t->tgid, off, resource);
+                if (waits > 0)
+                        fix_process(r, t->tgid, off, waits, resource);
                 d->score_ns = rank_score(d->delay_ns, resource);
                 if (ta)
                         worst_in_window(d, t0, t, r->window_start_real_ns);
+                /* Its maximum is the wait without a start; its longest real one is not known. */
+                if (waits > 0) {
+                        d->worst_present &= ~TASK_DELAY_MASK(TASK_DELAY_BLKIO);
+                        d->worst_at_present &= ~TASK_DELAY_MASK(TASK_DELAY_BLKIO);
+                }
                 r->n_threads++;
         }
         /* qsort's array argument must not be NULL, even for zero elements. */

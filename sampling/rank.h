@@ -36,7 +36,10 @@ typedef struct ProcessDelta {
         uint64_t delay_ns[_TASK_DELAY_MAX];
         uint64_t score_ns, total_ns;
         size_t first, n; /* its detailed threads: Ranking.threads[first .. first+n), highest score first */
-        bool unstarted;  /* a blkio wait without a start came off its growth (below) */
+        /* blkio waits without a start taken off its growth (Ranking.unstarted): by its own reply's
+         * maximum, then by its detailed threads' (scratch: what they found so far) */
+        uint64_t unstarted_ns, threads_unstarted_ns;
+        uint32_t unstarted_waits, threads_unstarted_waits;
 } ProcessDelta;
 
 typedef struct Ranking {
@@ -54,8 +57,10 @@ typedef struct Ranking {
          * started, adding local_clock(), the time since boot, to its total and making that its
          * maximum. A maximum new in the window that lies between the times since boot at the
          * window's two ends (a second either side; CLOCK_MONOTONIC) is such a wait: a real one as
-         * long would have begun within seconds of boot. It comes off the growth; a process whose
-         * TGID reply shows another thread's maximum is corrected by its detailed threads'. */
+         * long would have begun within seconds of boot. It comes off the growth, with the later
+         * waits a task ended from the same missing start (as many as the rest holds the window's
+         * start); a process whose TGID reply shows another thread's maximum is corrected by its
+         * detailed threads'. Counted in waits. */
         size_t unstarted;
         bool resort; /* scratch: a process's growth changed after its ranking */
 } Ranking;

@@ -387,6 +387,66 @@ static void test_unstarted_blkio(void **state) {
         free_snapshot(&b);
 }
 
+/* The kernel ends a task's later waits from the same missing start until one is started: a new
+ * dd's first waits can each add the time since boot (kernel-facts.md: blkio-unstarted). Each lies
+ * between the window's start and its maximum, so what is left is the least real growth they
+ * leave. A process's growth over threads below the window's start stays; one above it is taken
+ * for more such waits (the bound of the rule). */
+static void test_unstarted_blkio_repeated(void **state) {
+        const uint64_t S = 1000 * MS;
+        Snapshot a = { .real_us = 9000 * USEC_PER_SEC, .mono_us = 26000 * USEC_PER_SEC },
+                 b = { .real_us = 9001 * USEC_PER_SEC, .mono_us = 26001 * USEC_PER_SEC };
+        uint64_t u1 = 26000 * S + 100 * MS, u2 = 26000 * S + 400 * MS, u3 = 26000 * S + 900 * MS;
+        Ranking r = {};
+
+        add(&a, 10, 10, "dd", 25990, 0, 0, 0, 0);
+        add(&a, 20, 20, "pool", 1000, 0, 0, 0, 0);
+        add(&a, 40, 40, "mt", 1000, 0, 0, 0, 0);
+        add(&a, 41, 40, "mt-w", 1000, 0, 0, 0, 0);
+        add(&b, 10, 10, "dd", 25990, 0, u1 + u2 + u3 + 300 * MS, 0, 0); /* three without a start, 300 ms real */
+        add(&b, 20, 20, "pool", 1000, 0, u3 + 20000 * S, 0, 0);         /* one, and 20,000 s over its threads */
+        add(&b, 30, 30, "dd-end", 26000, 0, u1 + u2 + 2 * S, 0, 0);     /* two, 2 s real; new, not detailed */
+        add(&b, 40, 40, "mt", 1000, 0, 10 * MS, 0, 0);
+        add(&b, 41, 40, "mt-w", 1000, 0, u1 + u2 + 50 * MS, 0, 0); /* two in a thread its reply does not show */
+        done_adding(&a);
+        done_adding(&b);
+        proc_of(&b, 10)->blkio_max_ns = u3;
+        proc_of(&b, 20)->blkio_max_ns = u3;
+        proc_of(&b, 30)->blkio_max_ns = u2;
+        proc_of(&b, 30)->born_in_sample = true;
+        proc_of(&b, 40)->blkio_max_ns = 10 * MS;
+        set_max(&b, 10, TASK_DELAY_BLKIO, u3, 0);
+        set_max(&b, 41, TASK_DELAY_BLKIO, u2, 0);
+
+        assert_int_equal(ranking_build(&r, &a, &b, PSI_RESOURCE_IO), 0);
+        uint64_t got[100] = {};
+        for (size_t i = 0; i < r.n_procs; i++)
+                got[r.procs[i].tgid] = r.procs[i].delay_ns[TASK_DELAY_BLKIO];
+        assert_int_equal(got[10], 0);               /* u1 + u2 + 300 ms, less two at most u3 each: at least 0 */
+        assert_int_equal(got[20], 20000 * S);       /* below the window's start: real */
+        assert_int_equal(got[30], u1 + 2 * S - u2); /* u1 + 2 s, less one at most u2 */
+        assert_int_equal(got[40], 10 * MS + u1 + u2 + 50 * MS); /* until its threads are measured */
+        assert_int_equal(r.unstarted, 3 + 1 + 2);
+
+        /* mt's thread: both out (u1 + 50 ms less at most u2: 0), from its process too, and no worst;
+         * dd's thread finds the three its process's reply already gave. */
+        assert_int_equal(ranking_add_threads(&r, &a, &b, PSI_RESOURCE_IO), 0);
+        for (size_t i = 0; i < r.n_procs; i++)
+                got[r.procs[i].tgid] = r.procs[i].delay_ns[TASK_DELAY_BLKIO];
+        assert_int_equal(got[10], 0);
+        assert_int_equal(got[40], 10 * MS);
+        assert_int_equal(r.unstarted, 3 + 1 + 2 + 2);
+        for (size_t i = 0; i < r.n_threads; i++)
+                if (r.threads[i].tid == 41 || r.threads[i].tid == 10) {
+                        assert_int_equal(r.threads[i].delay_ns[TASK_DELAY_BLKIO], 0);
+                        assert_false(r.threads[i].worst_present & TASK_DELAY_MASK(TASK_DELAY_BLKIO));
+                }
+        assert_int_equal(r.procs[0].tgid, 20);
+        ranking_done(&r);
+        free_snapshot(&a);
+        free_snapshot(&b);
+}
+
 static void test_lifetime(void **state) {
         Snapshot b = { .real_us = 5000 * USEC_PER_SEC };
         Ranking r = {};
@@ -438,6 +498,7 @@ int main(void) {
                 cmocka_unit_test(test_btime_jitter),
                 cmocka_unit_test(test_worst_in_window),
                 cmocka_unit_test(test_unstarted_blkio),
+                cmocka_unit_test(test_unstarted_blkio_repeated),
                 cmocka_unit_test(test_lifetime),
                 cmocka_unit_test(test_scores),
                 cmocka_unit_test(test_empty),
