@@ -15,13 +15,13 @@ typedef enum WakeupVerdict {
         WAKEUP_BELOW_THRESHOLD, /* total= grew by less than the threshold since arming, or since the
                                  * newest wakeup two windows old: a firing on old stall
                                  * (kernel-facts.md: trigger-history) */
-        WAKEUP_REPORTED, /* within two windows, total= grew since the end of the trigger's last incident by less than a
-                          * half its rate: the kernel firing again for stall that incident
-                          * reported (kernel-facts.md: trigger-latency) */
-        WAKEUP_BUSY,     /* this watch is already sampling */
-        WAKEUP_COOLDOWN, /* the watch's last incident is younger than its cooldown */
-        WAKEUP_CAPACITY, /* max_concurrent_samples samples of other watches are in flight */
-        WAKEUP_RATE_LIMIT, /* max_incidents_per_minute were taken in the last minute */
+        WAKEUP_REPORTED,        /* within two windows of the end of the trigger's last incident, total= grew
+                                 * since by less than half its rate: the kernel firing again for stall that
+                                 * incident reported (kernel-facts.md: trigger-latency) */
+        WAKEUP_BUSY,            /* this watch is already sampling */
+        WAKEUP_COOLDOWN,        /* the watch's last incident is younger than its cooldown */
+        WAKEUP_CAPACITY,        /* max_concurrent_samples samples of other watches are in flight */
+        WAKEUP_RATE_LIMIT,      /* max_incidents_per_minute were taken in the last minute */
         _WAKEUP_VERDICT_MAX,
 } WakeupVerdict;
 
