@@ -23,6 +23,7 @@ from common import (ScratchCgroup, check, check_kernel, read_lines, run, stop_ag
 PSIDIAG, WORKLOAD, SCHEMAS = sys.argv[1:4]
 WATCHED = 20
 TRIGGER = "cpu some 50ms 2s"  # two windows (4 s) of quiet end an episode
+QUIET_S = 6  # the test waits this long without a wakeup: more than two windows
 
 
 def metric(path, name):
@@ -31,6 +32,35 @@ def metric(path, name):
     except FileNotFoundError:
         return 0
     return int(m.group(1)) if m else 0
+
+
+def counters(path):
+    """The wakeup, sample and incident counters of the agent's metrics file: they move with every
+    wakeup and every sample's end, whatever its verdict."""
+    try:
+        text = open(path).read()
+    except FileNotFoundError:
+        return None
+    return sorted(re.findall(r"^psidiag_(?:wakeups_total|samples_total|incidents_written_total)\b.*$", text, re.M))
+
+
+def wait_quiet(prom, quiet_s, timeout=90):
+    """Waits until the counters have stood still for quiet_s; returns how long they stood."""
+    deadline = time.time() + timeout
+    last, since = counters(prom), time.time()
+    while time.time() - since < quiet_s:
+        check(time.time() < deadline, f"no {quiet_s} s without a wakeup within {timeout} s of the stall's end")
+        time.sleep(0.2)
+        now = counters(prom)
+        if now != last:
+            last, since = now, time.time()
+    return time.time() - since
+
+
+def timeline(incidents):
+    """One line an incident, for a failure's message."""
+    return "\n".join(f"{i['time']} {i['trigger']['cgroup']} {i['episode']} {i['window']['basis']} "
+                     f"{i['window']['start']} stall {i['window']['stall_us']} us" for i in incidents)
 
 
 def stall_for(mount, out, since, want, timeout=90):
@@ -103,12 +133,15 @@ def main():
                       f"(at most {shared} incidents on one)")
 
                 # Quiet: the samples in flight end, the triggers' last windows with stall in them fire,
-                # then two windows without a wakeup.
-                n = len(wait_lines(out, lambda l: False, timeout=12))
+                # then more than two windows pass without a wakeup or a sample's end.
+                quiet = wait_quiet(prom, QUIET_S)
+                n = len(read_lines(out))
 
                 second = stall_for(mount, out, n, want=3)
                 again = {i["episode"] for i in second}
-                check(not again & episodes, f"a separate stall 12 s later kept the episode {episodes}")
+                check(not again & episodes,
+                      f"a separate stall after {quiet:.1f} s without a wakeup kept the episode {episodes}:\n"
+                      + timeline(read_lines(out)))
                 check(len(again) == 1, f"the second stall has {len(again)} episodes")
                 check(metric(prom, "psidiag_episodes_total") >= 2, "the metrics count fewer than two episodes")
                 print(f"second stall: {len(second)} incidents, a new episode")
