@@ -19,7 +19,8 @@ import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from common import ChildCgroup, ScratchCgroup, check, check_kernel, read_lines, run, validator  # noqa: E402
+from common import (ChildCgroup, ScratchCgroup, check, check_kernel, read_lines, run, validator,  # noqa: E402
+                    wait_lines)
 
 PSIDIAG, WORKLOAD, SCHEMAS = sys.argv[1:4]
 
@@ -79,10 +80,13 @@ def main():
             armed_after = time.time() - t0
             for _ in range(4):
                 second.spawn([WORKLOAD, "spin", "psidiag-spin"])
-            # Continuous pressure for a while: cooldown_ms 4000 spaces the incidents.
-            time.sleep(11)
+            # Continuous pressure until two incidents: cooldown_ms 4000 spaces them.
+            def of_second(lines):
+                return [i for i in lines if i["trigger"]["cgroup"] == "/" + second.rel]
+
+            wait_lines(out, lambda lines: len(of_second(lines)) >= 2, timeout=60)
             second.kill_all()
-            incs = [i for i in read_lines(out) if i["trigger"]["cgroup"] == "/" + second.rel]
+            incs = of_second(read_lines(out))
             check(len(incs) >= 2, f"{len(incs)} incidents for the new cgroup:\n{open(err_path).read()[-2000:]}")
             for i in incs:
                 validate(i)
