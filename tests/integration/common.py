@@ -219,7 +219,20 @@ def make_file(tmp_dir, size=128 << 20):
     return path
 
 
-class LimitedCgroup:
+class V1Fallback:
+    """A limit on a scratch cgroup that falls back to a cgroup-v1 directory (v1: its V1Group, None
+    on cgroup2): on exit the scratch cgroup's tasks are killed and the v1 directory removed."""
+
+    v1 = None
+
+    def __exit__(self, *exc):
+        self.cg.kill_all()
+        if self.v1:
+            self.v1.__exit__(None, None, None)
+        return False
+
+
+class LimitedCgroup(V1Fallback):
     """A scratch cgroup's memory limit: cgroup2 memory.max where the controller is there, else a
     cgroup-v1 memcg (hybrid hosts) that the workloads join too; no_swap also keeps it off swap.
     extra: the v1 cgroup.procs directories to put tasks in; how: which it was. On exit the
@@ -241,7 +254,7 @@ class LimitedCgroup:
             return self
         v1 = find_mount("cgroup", "memory")
         check(v1, "neither a cgroup2 memory controller nor a cgroup-v1 memcg")
-        self.memcg = V1Group(v1, self.name).__enter__()
+        self.memcg = self.v1 = V1Group(v1, self.name).__enter__()
         with open(os.path.join(self.memcg.path, "memory.limit_in_bytes"), "w") as f:
             f.write(str(self.limit))
         if self.no_swap:
@@ -251,14 +264,8 @@ class LimitedCgroup:
         self.how = f"cgroup-v1 memcg {self.memcg.path}"
         return self
 
-    def __exit__(self, *exc):
-        self.cg.kill_all()
-        if self.memcg:
-            self.memcg.__exit__(None, None, None)
-        return False
 
-
-class CpuCappedCgroup:
+class CpuCappedCgroup(V1Fallback):
     """A scratch cgroup's cpu quota: cgroup2 cpu.max where the controller is there, else a
     cgroup-v1 cpu cgroup's cfs quota (hybrid hosts) that the workloads join too (extra: its
     directory, for spawn()). On exit the cgroup's tasks are killed and the v1 cgroup removed."""
@@ -274,18 +281,12 @@ class CpuCappedCgroup:
             return self
         v1 = find_mount("cgroup", "cpu")
         check(v1, "neither a cgroup2 cpu controller nor a cgroup-v1 cpu mount")
-        self.group = V1Group(v1, self.name).__enter__()
+        self.group = self.v1 = V1Group(v1, self.name).__enter__()
         for name, value in (("cpu.cfs_period_us", self.period_us), ("cpu.cfs_quota_us", self.quota_us)):
             with open(os.path.join(self.group.path, name), "w") as f:
                 f.write(str(value))
         self.extra = [self.group.path]
         return self
-
-    def __exit__(self, *exc):
-        self.cg.kill_all()
-        if self.group:
-            self.group.__exit__(None, None, None)
-        return False
 
 
 def stop_agent(agent, timeout=10):
