@@ -44,6 +44,18 @@ def metrics(path):
     return dict(l.rsplit(" ", 1) for l in open(path).read().splitlines() if not l.startswith("#"))
 
 
+def fd_links(pid):
+    """What pid's fds point at (the last part of each link), counted: an fd closed between the
+    listing and its readlink (a sample in flight ending) is left out."""
+    links = collections.Counter()
+    for fd in os.listdir(f"/proc/{pid}/fd"):
+        try:
+            links[os.readlink(f"/proc/{pid}/fd/{fd}").split(":")[0].split("/")[-1]] += 1
+        except FileNotFoundError:
+            pass
+    return links
+
+
 def main():
     mount = check_kernel()
     validate = validator(SCHEMAS)
@@ -102,9 +114,8 @@ def main():
                       f"no incident from the kept cgroup after the reload:\n{open(err_path).read()[-2000:]}")
                 wait_log(err_path, rf"reloaded .*: {N} triggers armed on {N} watches \({N} kept, {2 * N} closed, 0 new\)",
                          30)
-                fds_after = len(os.listdir(f"/proc/{agent.pid}/fd"))
-                links = collections.Counter(os.readlink(f"/proc/{agent.pid}/fd/{fd}").split(":")[0].split("/")[-1]
-                                            for fd in os.listdir(f"/proc/{agent.pid}/fd"))
+                links = fd_links(agent.pid)
+                fds_after = sum(links.values())
                 # One per trigger, the agent's own, and what the recording and samples in flight hold
                 # (bounded by max_concurrent_samples, 4: a recording its cgroup's directory and exit
                 # listener, a sample those and its culprit scope's directories).
