@@ -386,6 +386,20 @@ def read_lines(path):
     return [json.loads(l) for l in data.split(b"\n")[:-1] if l]
 
 
+def metric(path, series):
+    """The value of one series (its name and labels as the agent writes them, e.g.
+    'psidiag_incidents_suppressed_total{reason="rate_limit"}') in the agent's metrics file, as an
+    integer: 0 while the file or the series is not there yet."""
+    try:
+        with open(path) as f:
+            for line in f:
+                if line.startswith(series + " "):
+                    return int(line.split()[-1])
+    except FileNotFoundError:
+        pass
+    return 0
+
+
 DELAYACCT = "/proc/sys/kernel/task_delayacct"
 
 

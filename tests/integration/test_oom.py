@@ -31,7 +31,7 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from common import (Failed, LimitedCgroup, ScratchCgroup, check, check_kernel, make_file,  # noqa: E402
-                    read_lines, run, spawn, stop_agent, validator, wait_lines)
+                    metric, read_lines, run, spawn, stop_agent, validator, wait_lines)
 
 PSIDIAG, WORKLOAD, SCHEMAS = sys.argv[1:4]
 LIMIT = 48 << 20
@@ -89,14 +89,6 @@ def flood_kmsg(total=3 * 131072):
     finally:
         with open(sysctl, "w") as f:
             f.write(saved + "\n")
-
-
-def metric(path, name):
-    with open(path) as f:
-        for line in f:
-            if line.startswith(name + " "):
-                return int(line.split()[1])
-    return None
 
 
 def oom_hog(cg, env, extra):

@@ -17,21 +17,13 @@ import sys
 import tempfile
 import time
 
-from common import (ScratchCgroup, check, check_kernel, read_lines, run, stop_agent, validator,
+from common import (ScratchCgroup, check, check_kernel, metric, read_lines, run, stop_agent, validator,
                     wait_lines)
 
 PSIDIAG, WORKLOAD, SCHEMAS = sys.argv[1:4]
 WATCHED = 20
 TRIGGER = "cpu some 50ms 2s"  # two windows (4 s) of quiet end an episode
 QUIET_S = 6  # the test waits this long without a wakeup: more than two windows
-
-
-def metric(path, name):
-    try:
-        m = re.search(rf"^{name} (\d+)", open(path).read(), re.M)
-    except FileNotFoundError:
-        return 0
-    return int(m.group(1)) if m else 0
 
 
 def counters(path):
