@@ -6,6 +6,7 @@
 #include "base/array.h"
 #include "base/log.h"
 #include "base/macro.h"
+#include "base/unparsed.h"
 
 struct AgentHealth {
         MetricsOutput *outputs;
@@ -70,6 +71,9 @@ void health_update(Agent *a) {
                 wakeups[v] = (MetricsCount) { .label = wakeup_verdict_label(v), .value = c->wakeups[v] };
         MetricsCount windows[2] = { { .label = "after_wakeup", .value = c->windows[0] },
                                     { .label = "recorded", .value = c->windows[1] } };
+        MetricsCount unparsed[_UNPARSED_MAX];
+        for (UnparsedFile u = 0; u < _UNPARSED_MAX; u++)
+                unparsed[u] = (MetricsCount) { .label = unparsed_file_to_string(u), .value = unparsed_count(u) };
         Metrics m = {
                 .version = PSIDIAG_VERSION,
                 .start_time_s = c->start_time_s,
@@ -83,6 +87,8 @@ void health_update(Agent *a) {
                 .kmsg_lost = c->kmsg_lost,
                 .exit_records_lost = c->exit_records_lost,
                 .blkio_unstarted = c->blkio_unstarted,
+                .unparsed = unparsed,
+                .n_unparsed = _UNPARSED_MAX,
                 .episodes = c->episodes,
                 .culprit_passes = c->culprit_passes,
                 .culprit_passes_shared = c->culprit_passes_shared,

@@ -58,3 +58,36 @@ int line_find(const char *buf, size_t len, const char *key, const char **ret_val
         }
         return -ENOENT;
 }
+
+size_t parse_keyed(const char *buf, size_t len, UnparsedFile file, const KeyedWant *want, size_t n) {
+        const char *p = buf, *end = buf + len;
+        size_t read = 0;
+
+        while (p < end) {
+                const char *nl = memchr(p, '\n', (size_t) (end - p));
+                const char *le = nl ? nl : end, *sp = memchr(p, ' ', (size_t) (le - p));
+                uint64_t v;
+
+                if (le == p) {
+                        p = nl ? nl + 1 : end;
+                        continue;
+                }
+                if (!sp || sp == p || parse_u64_exact(sp + 1, (size_t) (le - sp - 1), &v) < 0) {
+                        unparsed_note(file, p, le);
+                        p = nl ? nl + 1 : end;
+                        continue;
+                }
+                read++;
+                for (size_t i = 0; i < n; i++) {
+                        size_t klen = strlen(want[i].key);
+
+                        if ((size_t) (sp - p) == klen && memcmp(p, want[i].key, klen) == 0 && !*want[i].has) {
+                                *want[i].value = v;
+                                *want[i].has = true;
+                                break;
+                        }
+                }
+                p = nl ? nl + 1 : end;
+        }
+        return read;
+}

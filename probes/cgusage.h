@@ -21,16 +21,18 @@ typedef struct CgroupUsage {
         uint64_t memory_bytes;            /* charged now */
 } CgroupUsage;
 
-/* cpu.stat's "usage_usec N". 0, -ENOENT when the line is missing, -EINVAL when malformed. */
+/* cpu.stat's "usage_usec N". 0, or -ENOENT when no such line could be read (a line that is not
+ * "key N" costs that line: base/parse.h, parse_keyed()). */
 int cgroup_usage_parse_cpu_stat(const char *buf, size_t len, uint64_t *ret_us);
 
 /* io.stat: lines "MAJ:MIN rbytes=N wbytes=N rios=N ..." summed over devices. An empty file is 0
- * bytes (no io yet). 0, or -EINVAL for a line without a device or with a malformed number. */
+ * bytes (no io yet). A line without a device or with a malformed number costs that line and is
+ * noted (base/unparsed.h; "(unknown) " on 6.12 and later: kernel-facts.md: unknown-lines). 0. */
 int cgroup_usage_parse_io_stat(const char *buf, size_t len, uint64_t *ret_read, uint64_t *ret_write);
 
 /* cgroup-v1 blkio.throttle.io_service_bytes(_recursive): lines "MAJ:MIN Read N", "MAJ:MIN Write N"
- * (and Sync, Async, Discard, Total) summed over devices; the closing "Total N" is skipped. 0 or
- * -EINVAL. */
+ * (and Sync, Async, Discard, Total) summed over devices; the closing "Total N" is skipped. A line
+ * it cannot read costs that line, as io.stat's. 0. */
 int cgroup_usage_parse_blkio_bytes(const char *buf, size_t len, uint64_t *ret_read, uint64_t *ret_write);
 
 /* Whether u has the counter of resource (cpu, io, memory). */

@@ -9,6 +9,7 @@
 #include "base/fileio.h"
 #include "base/macro.h"
 #include "base/parse.h"
+#include "base/unparsed.h"
 #include "probes/diskstats.h"
 
 static const char *skip_blanks(const char *s, const char *end) {
@@ -66,7 +67,11 @@ int diskstats_parse_filtered(const char *buf, size_t len, bool (*keep)(uint32_t 
                 const char *nl = memchr(p, '\n', (size_t) (end - p)), *eol = nl ? nl : end;
                 DiskStat d;
 
-                if (parse_line(p, eol, &d) == 0) {
+                /* A line it cannot read costs that line (kernel-facts.md: unknown-lines). */
+                if (parse_line(p, eol, &d) < 0) {
+                        if (eol > p)
+                                unparsed_note(UNPARSED_DISKSTATS, p, eol);
+                } else {
                         any = true;
                         if (keep && !keep(d.major, d.minor, userdata)) {
                                 /* left out: not counted against DISKSTATS_MAX */

@@ -40,8 +40,8 @@ typedef struct DiskBusy {
 } DiskBusy;
 
 /* Parses /proc/diskstats ("MAJ MIN NAME" and at least 11 counters per line; kernels since 4.18
- * add discards, 5.5 flushes). Lines it cannot read are skipped; devices past DISKSTATS_MAX are
- * counted in dropped. 0, or -EINVAL when no line could be read. */
+ * add discards, 5.5 flushes). Lines it cannot read are skipped and noted (base/unparsed.h);
+ * devices past DISKSTATS_MAX are counted in dropped. 0, or -EINVAL when no line could be read. */
 int diskstats_parse(const char *buf, size_t len, DiskStats *ret);
 
 /* The same, keeping only the devices keep() says yes to (before DISKSTATS_MAX counts them): the

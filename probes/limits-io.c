@@ -6,6 +6,7 @@
 #include "base/fileio.h"
 #include "base/macro.h"
 #include "base/parse.h"
+#include "base/unparsed.h"
 #include "probes/limits-io.h"
 
 /* The next line of [*p, end): [*ret_line, *ret_end), and *p past it. False at the end. */
@@ -52,6 +53,26 @@ static IoDeviceLimits *device_get(IoLimits *io, uint32_t major, uint32_t minor) 
         return d;
 }
 
+/* A copy of MAJ:MIN's entry in io (a new one, rules unset, when it has none), for a line to fill
+ * before it is kept (device_keep()). */
+static IoDeviceLimits device_draft(const IoLimits *io, uint32_t major, uint32_t minor) {
+        IoDeviceLimits d = { .major = major, .minor = minor };
+
+        for (size_t i = 0; i < io->n_devices; i++)
+                if (io->devices[i].major == major && io->devices[i].minor == minor)
+                        return io->devices[i];
+        d.rbps = d.wbps = d.riops = d.wiops = LIMITS_UNLIMITED;
+        return d;
+}
+
+/* A line read whole: its draft into io (counted as dropped when io is full). */
+static void device_keep(IoLimits *io, const IoDeviceLimits *draft) {
+        IoDeviceLimits *d = device_get(io, draft->major, draft->minor);
+
+        if (d)
+                *d = *draft;
+}
+
 /* A "key=value" token named name? */
 static bool token_is(const char *tok, const char *eq, const char *name) {
         size_t n = strlen(name);
@@ -77,57 +98,66 @@ static uint64_t *device_field(IoDeviceLimits *d, bool stat, const char *tok, con
         return NULL;
 }
 
-/* Lines of "MAJ:MIN key=value ..." (io.stat when stat, else io.max) added to io. 0 or -EINVAL,
- * io untouched then. */
+/* One line "MAJ:MIN key=value ..." of io.stat (stat) or io.max (!stat) into a draft of its
+ * device's entry. 0, or -EINVAL for a line it cannot read (the kernel's "(unknown) " line of a
+ * device without a name: kernel-facts.md: unknown-lines), the draft then half written. */
+static int parse_keyed_line(const IoLimits *io, const char *line, const char *le, bool stat, IoDeviceLimits *ret) {
+        uint32_t maj, min;
+        const char *s;
+
+        if (parse_device(line, le, &maj, &min, &s) < 0 || (s < le && *s != ' '))
+                return -EINVAL;
+        *ret = device_draft(io, maj, min);
+        if (stat)
+                ret->has_stat = true;
+        else
+                ret->has_max = true;
+        while (s < le) {
+                const char *tok, *te, *eq;
+                uint64_t *f, v;
+
+                while (s < le && *s == ' ')
+                        s++;
+                if (s >= le)
+                        break;
+                tok = s;
+                te = memchr(s, ' ', (size_t) (le - s));
+                s = te = te ? te : le;
+                eq = memchr(tok, '=', (size_t) (te - tok));
+                if (!eq)
+                        return -EINVAL;
+                f = device_field(ret, stat, tok, eq);
+                if (!f)
+                        continue;
+                if (!stat && te - eq - 1 == 3 && memcmp(eq + 1, "max", 3) == 0)
+                        v = LIMITS_UNLIMITED;
+                else if (parse_u64_exact(eq + 1, (size_t) (te - eq - 1), &v) < 0)
+                        return -EINVAL;
+                *f = v;
+        }
+        return 0;
+}
+
+/* Lines of "MAJ:MIN key=value ..." (io.stat when stat, else io.max) added to io; a line it cannot
+ * read costs that line and is noted (base/unparsed.h). 0. */
 static int parse_keyed_lines(const char *buf, size_t len, bool stat, IoLimits *io) {
-        IoLimits c = *io;
         const char *p = buf, *end = buf + len, *line, *le;
 
         while (next_line(&p, end, &line, &le)) {
-                IoDeviceLimits scratch, *d;
-                uint32_t maj, min;
-                const char *s;
+                IoDeviceLimits d;
 
                 if (line == le)
                         continue;
-                if (parse_device(line, le, &maj, &min, &s) < 0 || (s < le && *s != ' '))
-                        return -EINVAL;
-                d = device_get(&c, maj, min);
-                if (!d)
-                        d = &scratch; /* over the bound: parsed for validity, not kept */
-                if (stat)
-                        d->has_stat = true;
-                else
-                        d->has_max = true;
-                while (s < le) {
-                        const char *tok, *te, *eq;
-                        uint64_t *f, v;
-
-                        while (s < le && *s == ' ')
-                                s++;
-                        if (s >= le)
-                                break;
-                        tok = s;
-                        te = memchr(s, ' ', (size_t) (le - s));
-                        s = te = te ? te : le;
-                        eq = memchr(tok, '=', (size_t) (te - tok));
-                        if (!eq)
-                                return -EINVAL;
-                        f = device_field(d, stat, tok, eq);
-                        if (!f)
-                                continue;
-                        if (!stat && te - eq - 1 == 3 && memcmp(eq + 1, "max", 3) == 0)
-                                v = LIMITS_UNLIMITED;
-                        else if (parse_u64_exact(eq + 1, (size_t) (te - eq - 1), &v) < 0)
-                                return -EINVAL;
-                        *f = v;
+                if (parse_keyed_line(io, line, le, stat, &d) < 0) {
+                        unparsed_note(stat ? UNPARSED_IO_STAT : UNPARSED_IO_MAX, line, le);
+                        continue;
                 }
+                device_keep(io, &d);
         }
         if (stat)
-                c.has_stat = true;
+                io->has_stat = true;
         else
-                c.has_max = true;
-        *io = c;
+                io->has_max = true;
         return 0;
 }
 
@@ -153,17 +183,17 @@ int limits_parse_blkio(const char *buf, size_t len, IoV1File which, IoLimits *io
                 if (line == le || (le - line >= 6 && memcmp(line, "Total ", 6) == 0))
                         continue;
                 if (parse_device(line, le, &maj, &min, &s) < 0 || s >= le || *s != ' ')
-                        return -EINVAL;
+                        goto skip;
                 s++;
                 if (rwstat) {
                         name = s;
                         ne = memchr(s, ' ', (size_t) (le - s));
                         if (!ne)
-                                return -EINVAL;
+                                goto skip;
                         s = ne + 1;
                 }
                 if (parse_u64_exact(s, (size_t) (le - s), &v) < 0)
-                        return -EINVAL;
+                        goto skip;
                 d = device_get(&c, maj, min);
                 if (!d)
                         d = &scratch;
@@ -187,6 +217,9 @@ int limits_parse_blkio(const char *buf, size_t len, IoV1File which, IoLimits *io
                         *f = v;
                         d->has_max = true;
                 }
+                continue;
+        skip:
+                unparsed_note(UNPARSED_BLKIO, line, le);
         }
         if (rwstat)
                 c.has_stat = true;

@@ -47,19 +47,22 @@ typedef enum IoV1File {
 } IoV1File;
 
 /* The parsers add what buf says to *io, device by device (a device not yet in io is appended, or
- * counted in devices_dropped when io is full). On failure io is left as it was.
+ * counted in devices_dropped when io is full). A line they cannot read leaves io as it was.
  *
  * cgroup2 io.stat: "MAJ:MIN rbytes=N wbytes=N rios=N wios=N dbytes=N dios=N" and keys to skip
- * (iocost's "cost.vrate=100.00", ...). Sets has_stat. 0 or -EINVAL. */
+ * (iocost's "cost.vrate=100.00", ...). Sets has_stat. A line it cannot read (a device without a
+ * name reads "(unknown) " on 6.12 and later: kernel-facts.md: unknown-lines) costs that line and
+ * is noted (base/unparsed.h). 0. */
 int limits_parse_io_stat(const char *buf, size_t len, IoLimits *io);
 
 /* cgroup2 io.max: "MAJ:MIN rbps=max wbps=N riops=max wiops=N", one line per device with a rule.
- * Sets has_max. 0 or -EINVAL. */
+ * Sets has_max. Lines it cannot read as io.stat's. 0. */
 int limits_parse_io_max(const char *buf, size_t len, IoLimits *io);
 
 /* A cgroup-v1 blkio file (which says which): rwstat files "MAJ:MIN Read|Write|Sync|Async|Discard|
  * Total N" and a closing "Total N" (only Read, Write and Discard are kept); rule files "MAJ:MIN
- * N", one line per device with that rule. Sets has_stat or has_max. 0 or -EINVAL. */
+ * N", one line per device with that rule. Sets has_stat or has_max. Lines it cannot read as
+ * io.stat's. 0. */
 int limits_parse_blkio(const char *buf, size_t len, IoV1File which, IoLimits *io);
 
 /* The DEVNAME= of a /sys/dev/block/MAJ:MIN/uevent buffer ("vda", "nvme0n1p2"), truncated to

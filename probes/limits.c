@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include "base/fileio.h"
+#include "base/macro.h"
 #include "base/parse.h"
 #include "probes/limits.h"
 
@@ -69,105 +70,86 @@ int limits_parse_cfs_quota(const char *buf, size_t len, uint64_t *ret_quota_us) 
         return 0;
 }
 
-int limits_parse_keyed(const char *buf, size_t len, const char *key, uint64_t *ret) {
-        char k[64];
-        const char *p, *le;
-        size_t klen = strlen(key);
-
-        if (klen + 2 > sizeof k)
-                return -EINVAL;
-        /* "key " with its space, so "file" does not find "file_mapped". */
-        memcpy(k, key, klen);
-        k[klen] = ' ';
-        k[klen + 1] = '\0';
-        if (line_find(buf, len, k, &p, &le) < 0)
-                return -ENOENT;
-        return parse_u64_exact(p, (size_t) (le - p), ret) < 0 ? -EINVAL : 0;
-}
-
 int limits_parse_cpu_stat(const char *buf, size_t len, uint64_t *ret_nr_periods, uint64_t *ret_nr_throttled,
                           uint64_t *ret_throttled_us) {
-        uint64_t periods, throttled, t;
-        int r;
-
-        r = limits_parse_keyed(buf, len, "nr_periods", &periods);
-        if (r < 0)
-                return r;
-        r = limits_parse_keyed(buf, len, "nr_throttled", &throttled);
-        if (r < 0)
-                return r == -ENOENT ? -EINVAL : r;
-        r = limits_parse_keyed(buf, len, "throttled_usec", &t);
-        if (r == -ENOENT) {
+        uint64_t periods, throttled, us, ns;
+        bool has_periods = false, has_throttled = false, has_us = false, has_ns = false;
+        const KeyedWant want[] = {
+                { "nr_periods", &periods, &has_periods },
+                { "nr_throttled", &throttled, &has_throttled },
+                { "throttled_usec", &us, &has_us },
                 /* cgroup-v1 cpu.stat (cpu_cfs_stat_show()): throttled_time in ns. */
-                r = limits_parse_keyed(buf, len, "throttled_time", &t);
-                if (r >= 0)
-                        t /= 1000;
-        }
-        if (r < 0)
+                { "throttled_time", &ns, &has_ns },
+        };
+
+        parse_keyed(buf, len, UNPARSED_CPU_STAT, want, ELEMENTSOF(want));
+        if (!has_periods)
+                return -ENOENT;
+        if (!has_throttled || (!has_us && !has_ns))
                 return -EINVAL;
         *ret_nr_periods = periods;
         *ret_nr_throttled = throttled;
-        *ret_throttled_us = t;
-        return 0;
-}
-
-/* One key of a keyed file into *v and *has; a missing key leaves them alone. 0 or -EINVAL. */
-static int keyed_optional(const char *buf, size_t len, const char *key, bool *has, uint64_t *v) {
-        int r = limits_parse_keyed(buf, len, key, v);
-
-        if (r == -ENOENT)
-                return 0;
-        if (r < 0)
-                return r;
-        *has = true;
+        *ret_throttled_us = has_us ? us : ns / 1000;
         return 0;
 }
 
 int limits_parse_memory_events(const char *buf, size_t len, MemoryEvents *ret) {
         MemoryEvents e = {};
+        const KeyedWant want[] = {
+                { "high", &e.high, &e.has_high },
+                { "max", &e.max, &e.has_max },
+                { "oom", &e.oom, &e.has_oom },
+                { "oom_kill", &e.oom_kill, &e.has_oom_kill },
+        };
 
-        if (keyed_optional(buf, len, "high", &e.has_high, &e.high) < 0 ||
-            keyed_optional(buf, len, "max", &e.has_max, &e.max) < 0 ||
-            keyed_optional(buf, len, "oom", &e.has_oom, &e.oom) < 0 ||
-            keyed_optional(buf, len, "oom_kill", &e.has_oom_kill, &e.oom_kill) < 0)
-                return -EINVAL;
+        parse_keyed(buf, len, UNPARSED_MEMORY_EVENTS, want, ELEMENTSOF(want));
         *ret = e;
         return 0;
 }
 
+/* Keys of memory.stat, with the first of each row that the file has winning. */
+typedef struct StatKey {
+        const char *names[3];
+        uint64_t *value;
+        bool *has;
+} StatKey;
+
 int limits_parse_memory_stat(const char *buf, size_t len, bool v1, MemoryLimits *m) {
         MemoryLimits c = *m;
-        int r;
+        /* cgroup2: before 5.9 (commit 170b04b7ae49) one refault counter, of file refaults only.
+         * cgroup-v1 (memcg1_stat_format()): the local counters, then "total_" ones for the
+         * subtree, which win. */
+        const StatKey v2[] = {
+                { { "anon" }, &c.anon_bytes, &c.has_anon },
+                { { "file" }, &c.file_bytes, &c.has_file },
+                { { "workingset_refault_anon" }, &c.refault_anon, &c.has_refault_anon },
+                { { "workingset_refault_file", "workingset_refault" }, &c.refault_file, &c.has_refault_file },
+        };
+        const StatKey v1_keys[] = {
+                { { "total_rss", "rss" }, &c.anon_bytes, &c.has_anon },
+                { { "total_cache", "cache" }, &c.file_bytes, &c.has_file },
+                { { "total_workingset_refault_anon" }, &c.refault_anon, &c.has_refault_anon },
+                { { "total_workingset_refault_file", "total_workingset_refault" },
+                  &c.refault_file,
+                  &c.has_refault_file },
+        };
+        const StatKey *keys = v1 ? v1_keys : v2;
+        uint64_t values[4][3];
+        bool has[4][3] = {};
+        KeyedWant want[12];
+        size_t n = 0;
 
-        if (!v1) {
-                if (keyed_optional(buf, len, "anon", &c.has_anon, &c.anon_bytes) < 0 ||
-                    keyed_optional(buf, len, "file", &c.has_file, &c.file_bytes) < 0 ||
-                    keyed_optional(buf, len, "workingset_refault_anon", &c.has_refault_anon, &c.refault_anon) < 0 ||
-                    keyed_optional(buf, len, "workingset_refault_file", &c.has_refault_file, &c.refault_file) < 0)
-                        return -EINVAL;
-                /* Before 5.9 (commit 170b04b7ae49) one counter, of file refaults only. */
-                if (!c.has_refault_file &&
-                    keyed_optional(buf, len, "workingset_refault", &c.has_refault_file, &c.refault_file) < 0)
-                        return -EINVAL;
-                *m = c;
-                return 0;
-        }
-        /* memcg1_stat_format(): the local counters, then "total_" ones for the subtree. */
-        r = keyed_optional(buf, len, "total_rss", &c.has_anon, &c.anon_bytes);
-        if (r >= 0 && !c.has_anon)
-                r = keyed_optional(buf, len, "rss", &c.has_anon, &c.anon_bytes);
-        if (r >= 0)
-                r = keyed_optional(buf, len, "total_cache", &c.has_file, &c.file_bytes);
-        if (r >= 0 && !c.has_file)
-                r = keyed_optional(buf, len, "cache", &c.has_file, &c.file_bytes);
-        if (r >= 0)
-                r = keyed_optional(buf, len, "total_workingset_refault_anon", &c.has_refault_anon, &c.refault_anon);
-        if (r >= 0)
-                r = keyed_optional(buf, len, "total_workingset_refault_file", &c.has_refault_file, &c.refault_file);
-        if (r >= 0 && !c.has_refault_file)
-                r = keyed_optional(buf, len, "total_workingset_refault", &c.has_refault_file, &c.refault_file);
-        if (r < 0)
-                return r;
+        for (size_t i = 0; i < 4; i++)
+                for (size_t j = 0; j < 3 && keys[i].names[j]; j++)
+                        want[n++] = (KeyedWant) { keys[i].names[j], &values[i][j], &has[i][j] };
+        parse_keyed(buf, len, UNPARSED_MEMORY_STAT, want, n);
+        for (size_t i = 0; i < 4; i++)
+                for (size_t j = 0; j < 3 && keys[i].names[j]; j++)
+                        if (has[i][j]) {
+                                *keys[i].value = values[i][j];
+                                *keys[i].has = true;
+                                break;
+                        }
         *m = c;
         return 0;
 }

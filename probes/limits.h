@@ -74,20 +74,18 @@ int limits_parse_cfs_quota(const char *buf, size_t len, uint64_t *ret_quota_us);
 
 /* cpu.stat's throttling lines: nr_periods, nr_throttled, and throttled_usec (cgroup2) or
  * throttled_time in ns (cgroup-v1), in us. 0; -ENOENT when they are missing (a cgroup2 cpu.stat
- * without the cpu controller has only the usage lines); -EINVAL when malformed. */
+ * without the cpu controller has only the usage lines); -EINVAL when nr_throttled or the
+ * throttled time could not be read (a line that is not "key N" costs that line). */
 int limits_parse_cpu_stat(const char *buf, size_t len, uint64_t *ret_nr_periods, uint64_t *ret_nr_throttled,
                           uint64_t *ret_throttled_us);
 
 /* cgroup2 memory.events(.local) or cgroup-v1 memory.oom_control ("oom_kill N" is all they share):
- * each of the high, max, oom and oom_kill lines that is there. 0 or -EINVAL. */
+ * each of the high, max, oom and oom_kill lines that is there. A line that is not "key N" costs
+ * that line (base/parse.h: parse_keyed()). 0. */
 int limits_parse_memory_events(const char *buf, size_t len, MemoryEvents *ret);
 
-/* The value of the "key N" line of a flat keyed file (memory.stat, cpu.stat). 0, -ENOENT when no
- * line has the key, -EINVAL when its value is malformed. */
-int limits_parse_keyed(const char *buf, size_t len, const char *key, uint64_t *ret);
-
 /* The stat lines of MemoryLimits from a memory.stat buffer (v1 when v1): each key that is there
- * sets its has_*, the others are left alone. 0 or -EINVAL. */
+ * sets its has_*, the others are left alone; a line that is not "key N" costs that line. 0. */
 int limits_parse_memory_stat(const char *buf, size_t len, bool v1, MemoryLimits *m);
 
 /* A cgroup-v1 memory limit in bytes as a limit: LIMITS_UNLIMITED when it is PAGE_COUNTER_MAX

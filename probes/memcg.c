@@ -16,11 +16,14 @@ const char *memcg_counter_kind_to_string(MemcgCounterKind k) {
 }
 
 int memcg_parse_oom_kill(const char *buf, size_t len, uint64_t *ret) {
-        const char *p, *le;
+        bool has = false;
+        uint64_t v;
 
-        if (line_find(buf, len, "oom_kill ", &p, &le) < 0)
+        parse_keyed(buf, len, UNPARSED_MEMORY_EVENTS, &(KeyedWant) { "oom_kill", &v, &has }, 1);
+        if (!has)
                 return -ENOENT;
-        return parse_u64_exact(p, (size_t) (le - p), ret) < 0 ? -EINVAL : 0;
+        *ret = v;
+        return 0;
 }
 
 int memcg_read_oom_kill(int fd, uint64_t *ret) {

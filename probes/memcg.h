@@ -18,8 +18,9 @@ typedef enum MemcgCounterKind {
 
 const char *memcg_counter_kind_to_string(MemcgCounterKind k);
 
-/* The value of the "oom_kill N" line of memory.events or memory.oom_control. 0, -ENOENT when the
- * line is missing (kernels before 4.13), -EINVAL when it is malformed. */
+/* The value of the "oom_kill N" line of memory.events or memory.oom_control. 0, or -ENOENT when
+ * no such line could be read (kernels before 4.13 have none; a line that is not "key N" costs
+ * that line: base/parse.h, parse_keyed()). */
 int memcg_parse_oom_kill(const char *buf, size_t len, uint64_t *ret);
 
 /* Reads fd (a counter file) from its start and parses it. */

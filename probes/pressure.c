@@ -8,6 +8,7 @@
 #include "base/fileio.h"
 #include "base/macro.h"
 #include "base/parse.h"
+#include "base/unparsed.h"
 #include "probes/pressure.h"
 
 static const char *const resource_names[_PSI_RESOURCE_MAX] = {
@@ -115,11 +116,12 @@ int pressure_parse_buf(const char *buf, size_t len, PressureStats *ret) {
                 else if (line_end - p >= 5 && memcmp(p, "full ", 5) == 0)
                         which = PSI_STALL_FULL;
 
-                if (which >= 0) {
-                        if (parse_line(p + 5, line_end, &s.line[which]) < 0)
-                                return -EINVAL;
+                /* A line it cannot read, or of a kind it does not know, costs that line
+                 * (kernel-facts.md: unknown-lines). */
+                if (which >= 0 && parse_line(p + 5, line_end, &s.line[which]) == 0)
                         s.has[which] = true;
-                }
+                else if (line_end > p)
+                        unparsed_note(UNPARSED_PRESSURE, p, line_end);
                 p = eol ? eol + 1 : end;
         }
         if (!s.has[PSI_STALL_SOME] && !s.has[PSI_STALL_FULL])

@@ -39,9 +39,9 @@ typedef struct PressureStats {
         bool has[_PSI_STALL_MAX];
 } PressureStats;
 
-/* Parses a pressure file's contents. Unknown lines and unknown key=value pairs are ignored (newer
- * kernels may add some); a line without total= is an error. Returns 0, or -EINVAL when neither a
- * some nor a full line is present or a known line is malformed. */
+/* Parses a pressure file's contents. Unknown key=value pairs are ignored (newer kernels may add
+ * some); a line that is not a some or full line with total= costs that line and is noted
+ * (base/unparsed.h). Returns 0, or -EINVAL when neither a some nor a full line could be read. */
 int pressure_parse_buf(const char *buf, size_t len, PressureStats *ret);
 
 /* The file name of a resource's pressure: "cpu" under /proc/pressure, "cpu.pressure" in a cgroup. */

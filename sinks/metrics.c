@@ -135,6 +135,10 @@ int metrics_format(const Metrics *m, char **ret) {
                "blkio waits the kernel ended without having started them (a delay as long as the node's uptime), "
                "taken out of incidents' delays.",
                m->blkio_unstarted);
+        metric(f, "psidiag_unparsed_lines_total", "counter",
+               "Lines of kernel files psidiag could not read and skipped, keeping the rest of the file, by kind of "
+               "file (a new kernel's format: run with --log-level debug to see the first of each).");
+        labelled(f, "psidiag_unparsed_lines_total", "file", m->unparsed, m->n_unparsed);
         single(f, "psidiag_episodes_total", "counter",
                "Pressure episodes begun: runs of wakeups of one resource each within a trigger window of the last "
                "(the incidents' episode).",

@@ -35,8 +35,10 @@ typedef struct Metrics {
         size_t n_suppressed;
         uint64_t samples, sample_thread_errors, cgroups_gone;
         uint64_t oom_kills, kmsg_lost;
-        uint64_t exit_records_lost;     /* taskstats exit records the kernel dropped in samples */
-        uint64_t blkio_unstarted;       /* blkio waits without a start taken out (sampling/rank.h) */
+        uint64_t exit_records_lost;   /* taskstats exit records the kernel dropped in samples */
+        uint64_t blkio_unstarted;     /* blkio waits without a start taken out (sampling/rank.h) */
+        const MetricsCount *unparsed; /* psidiag_unparsed_lines_total{file=...} (base/unparsed.h) */
+        size_t n_unparsed;
         uint64_t episodes;              /* pressure episodes begun (agent/episode.h) */
         uint64_t culprit_passes;        /* culprit passes run */
         uint64_t culprit_passes_shared; /* samples whose culprits came from another sample's node pass */

@@ -11,6 +11,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "base/macro.h"
 #include "probes/limits-find.h"
 #include "tests/unit/fake-tree.h"
 #include "tests/unit/test-util.h"
@@ -39,7 +40,8 @@ static void open_hierarchy(const char *root, Sysroot **ret_s, LimitsHierarchy **
         assert_int_equal(limits_hierarchy_open(*ret_s, ret_h), 0);
 }
 
-static void test_cgroup2(void **state) {
+/* The cgroup2 fixture's limits and counters, read from root (the fixture or a copy of it). */
+static void check_cgroup2(const char *root) {
         _cleanup_(sysroot_freep) Sysroot *s = NULL;
         _cleanup_(limits_hierarchy_freep) LimitsHierarchy *h = NULL;
         LimitsLocation loc;
@@ -47,7 +49,7 @@ static void test_cgroup2(void **state) {
         MemoryLimits mem;
         IoLimits io;
 
-        open_hierarchy(fixture("limits-cgroup2"), &s, &h);
+        open_hierarchy(root, &s, &h);
         for (PsiResource r = 0; r <= PSI_RESOURCE_IO; r++) {
                 assert_int_equal(h->source[r], LIMITS_SOURCE_V2);
                 assert_true(h->v1_fd[r] < 0);
@@ -116,6 +118,35 @@ static void test_cgroup2(void **state) {
         /* irq has no limits. */
         assert_int_equal(h->source[PSI_RESOURCE_IRQ], LIMITS_SOURCE_NONE);
         assert_int_equal(limits_locate(h, "kubepods.slice", PSI_RESOURCE_IRQ, &loc), -EOPNOTSUPP);
+}
+
+static void test_cgroup2(void **state) {
+        check_cgroup2(fixture("limits-cgroup2"));
+}
+
+/* Every keyed file of the fixture with a line no parser knows planted before and after its own
+ * ("(unknown) ", what 6.12's root io.stat holds for a nameless device: kernel-facts.md:
+ * unknown-lines): each costs its line, every figure the fixture gives is read as before. */
+static void test_cgroup2_unknown_lines(void **state) {
+        static const UnparsedFile kinds[] = { UNPARSED_IO_STAT, UNPARSED_MEMORY_STAT, UNPARSED_MEMORY_EVENTS,
+                                              UNPARSED_CPU_STAT };
+        char dir[] = "/tmp/psidiag-test-XXXXXX", cmd[1024];
+        uint64_t before[ELEMENTSOF(kinds)];
+
+        assert_non_null(mkdtemp(dir));
+        snprintf(cmd, sizeof cmd,
+                 "cp -a '%s/.' '%s' && find '%s' -type f \\( -name io.stat -o -name io.max -o -name memory.stat "
+                 "-o -name 'memory.events*' -o -name cpu.stat \\) -exec sh -c "
+                 "'for f; do { printf \"(unknown) \\n\"; cat \"$f\"; printf \"a line of 7.9\\n\"; } >\"$f.new\" "
+                 "&& mv \"$f.new\" \"$f\"; done' sh {} +",
+                 fixture("limits-cgroup2"), dir, dir);
+        assert_int_equal(system(cmd), 0);
+        for (size_t i = 0; i < ELEMENTSOF(kinds); i++)
+                before[i] = unparsed_count(kinds[i]);
+        check_cgroup2(dir);
+        for (size_t i = 0; i < ELEMENTSOF(kinds); i++)
+                assert_true(unparsed_count(kinds[i]) >= before[i] + 2);
+        assert_int_equal(fake_tree_remove(dir), 0);
 }
 
 static void test_hybrid(void **state) {
@@ -314,9 +345,10 @@ static void test_io_stat_too_long(void **state) {
 
 int main(void) {
         const struct CMUnitTest tests[] = {
-                cmocka_unit_test(test_proc_cgroup_v1), cmocka_unit_test(test_cgroup2),
-                cmocka_unit_test(test_hybrid),         cmocka_unit_test(test_no_controller),
-                cmocka_unit_test(test_location_scope), cmocka_unit_test(test_io_stat_too_long),
+                cmocka_unit_test(test_proc_cgroup_v1),        cmocka_unit_test(test_cgroup2),
+                cmocka_unit_test(test_cgroup2_unknown_lines), cmocka_unit_test(test_hybrid),
+                cmocka_unit_test(test_no_controller),         cmocka_unit_test(test_location_scope),
+                cmocka_unit_test(test_io_stat_too_long),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }

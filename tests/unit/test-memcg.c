@@ -36,10 +36,16 @@ static void test_parse(void **state) {
         assert_int_equal(memcg_parse_oom_kill("oom_kill_disable 0\nunder_oom 0\n", 31, &v), -ENOENT);
         assert_int_equal(memcg_parse_oom_kill("", 0, &v), -ENOENT);
         /* Malformed values and overflow are refused, not misread. */
-        assert_int_equal(memcg_parse_oom_kill("oom_kill x\n", 11, &v), -EINVAL);
-        assert_int_equal(memcg_parse_oom_kill("oom_kill 1 2\n", 13, &v), -EINVAL);
-        assert_int_equal(memcg_parse_oom_kill("oom_kill 18446744073709551616\n", 30, &v), -EINVAL);
-        assert_int_equal(memcg_parse_oom_kill("oom_kill \n", 10, &v), -EINVAL);
+        assert_unparsed(UNPARSED_MEMORY_EVENTS, 4, {
+                assert_int_equal(memcg_parse_oom_kill("oom_kill x\n", 11, &v), -ENOENT);
+                assert_int_equal(memcg_parse_oom_kill("oom_kill 1 2\n", 13, &v), -ENOENT);
+                assert_int_equal(memcg_parse_oom_kill("oom_kill 18446744073709551616\n", 30, &v), -ENOENT);
+                assert_int_equal(memcg_parse_oom_kill("oom_kill \n", 10, &v), -ENOENT);
+        });
+        /* A line it cannot read costs only that line. */
+        assert_unparsed(UNPARSED_MEMORY_EVENTS, 1,
+                        assert_int_equal(memcg_parse_oom_kill("(unknown) \noom_kill 3\n", 22, &v), 0));
+        assert_int_equal(v, 3);
 }
 
 static void put(const char *root, const char *rel, const char *text) {

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 #include <errno.h>
 #include <fcntl.h>
+#include <stdio.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -40,25 +41,40 @@ static void test_some_only_and_full_only(void **state) {
 static void test_forward_compatible(void **state) {
         PressureStats ps;
 
-        assert_int_equal(parse("some avg10=1.00 avg60=2.00 avg300=3.00 total=7 avg1=9.99\n"
-                               "peak avg10=1 total=1\n",
-                               &ps),
-                         0);
+        /* An unknown key is passed over; a line of an unknown kind costs that line. */
+        assert_unparsed(UNPARSED_PRESSURE, 1,
+                        assert_int_equal(parse("some avg10=1.00 avg60=2.00 avg300=3.00 total=7 avg1=9.99\n"
+                                               "peak avg10=1 total=1\n",
+                                               &ps),
+                                         0));
         assert_int_equal(ps.line[PSI_STALL_SOME].total_us, 7);
         assert_false(ps.has[PSI_STALL_FULL]);
 }
 
 static void test_malformed(void **state) {
+        static const char *const bad[] = {
+                "some avg10=1.00 avg60=2.00 avg300=3.00\n",
+                "some avg10=x avg60=2.00 avg300=3.00 total=1\n",
+                "some avg10=1.00 total=-1\n",
+                "some avg10=1.00 total=99999999999999999999999\n",
+                "some avg10=1.00 total\n",
+                "some avg10=-1.00 total=1\n",
+        };
         PressureStats ps;
+        char buf[256];
 
-        assert_int_equal(parse("", &ps), -EINVAL);
-        assert_int_equal(parse("garbage\n", &ps), -EINVAL);
-        assert_int_equal(parse("some avg10=1.00 avg60=2.00 avg300=3.00\n", &ps), -EINVAL);
-        assert_int_equal(parse("some avg10=x avg60=2.00 avg300=3.00 total=1\n", &ps), -EINVAL);
-        assert_int_equal(parse("some avg10=1.00 total=-1\n", &ps), -EINVAL);
-        assert_int_equal(parse("some avg10=1.00 total=99999999999999999999999\n", &ps), -EINVAL);
-        assert_int_equal(parse("some avg10=1.00 total\n", &ps), -EINVAL);
-        assert_int_equal(parse("some avg10=-1.00 total=1\n", &ps), -EINVAL);
+        assert_unparsed(UNPARSED_PRESSURE, 0, assert_int_equal(parse("", &ps), -EINVAL));
+        assert_unparsed(UNPARSED_PRESSURE, 1, assert_int_equal(parse("garbage\n", &ps), -EINVAL));
+        for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+                /* Alone: nothing read. */
+                assert_unparsed(UNPARSED_PRESSURE, 1, assert_int_equal(parse(bad[i], &ps), -EINVAL));
+                /* Beside a full line: it costs its own line, the full line is read. */
+                snprintf(buf, sizeof buf, "%sfull avg10=0.00 avg60=0.00 avg300=0.00 total=42\n", bad[i]);
+                assert_unparsed(UNPARSED_PRESSURE, 1, assert_int_equal(parse(buf, &ps), 0));
+                assert_false(ps.has[PSI_STALL_SOME]);
+                assert_true(ps.has[PSI_STALL_FULL]);
+                assert_int_equal(ps.line[PSI_STALL_FULL].total_us, 42);
+        }
 }
 
 static void test_read_fixture(void **state) {

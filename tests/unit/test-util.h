@@ -10,3 +10,13 @@
 #include <cmocka.h>
 
 #define fixture(name) FIXTURE_DIR "/" name
+
+#include "base/unparsed.h"
+
+/* Runs stmt and asserts that it noted exactly n unreadable lines of kind file (base/unparsed.h). */
+#define assert_unparsed(file, n, stmt)                                                                                 \
+        do {                                                                                                           \
+                uint64_t unparsed_before_ = unparsed_count(file);                                                      \
+                stmt;                                                                                                  \
+                assert_int_equal(unparsed_count(file) - unparsed_before_, (uint64_t) (n));                             \
+        } while (0)
