@@ -48,6 +48,8 @@ typedef struct TaskstatsField {
         uint16_t offset;
 } TaskstatsField;
 
+/* cpu_run: cpu_run_virtual_total, the scheduler's sum_exec_runtime in ns, not cpu_run_real_total
+ * (utime + stime, sampled at the tick: kernel-facts.md: cpu-run-time). */
 typedef struct TaskstatsLayout {
         TaskstatsField delay[_TASK_DELAY_MAX];
         TaskstatsField max[_TASK_DELAY_MAX];
@@ -93,7 +95,7 @@ static const TaskstatsLayout layout_classic = {
         .ppid = { 2, 132 },
         .btime64 = { 10, 344 },
         .tgid = { 12, 368 },
-        .cpu_run = { 1, 64 },
+        .cpu_run = { 1, 72 },
         .exit_code = { 1, 4 },
         .hiwater_rss = { 2, 200 },
         .read_bytes = { 2, 248 },
@@ -129,7 +131,7 @@ static const TaskstatsLayout layout_v15 = {
         .ppid = { 15, 180 },
         .btime64 = { 15, 424 },
         .tgid = { 15, 464 },
-        .cpu_run = { 15, 112 },
+        .cpu_run = { 15, 120 },
         .exit_code = { 15, 4 },
         /* 48 bytes further than classic, like everything from ac_comm to the reclaim delay. */
         .hiwater_rss = { 15, 248 },

@@ -48,8 +48,11 @@ typedef struct TaskStats {
         bool has_exit_code;
         char comm[TASKSTATS_COMM_MAX + 1];
         uint64_t delay_ns[_TASK_DELAY_MAX];
-        uint32_t present;    /* TASK_DELAY_MASK bits of the delays this payload carries */
-        uint64_t cpu_run_ns; /* cpu_run_real_total: CPU time used (a TGID reply: ended threads too) */
+        uint32_t present; /* TASK_DELAY_MASK bits of the delays this payload carries */
+        /* cpu_run_virtual_total: CPU time used, the scheduler's sum_exec_runtime in ns (a TGID
+         * reply: ended threads too); never cpu_run_real_total, which is utime + stime sampled at
+         * the tick (kernel-facts.md: cpu-run-time). */
+        uint64_t cpu_run_ns;
         bool has_cpu_run;
         /* The longest single delay of each kind (*_delay_max, v15 mid-struct, v16+ at the end), ns.
          * Per thread and over the thread's whole life, never a window's: a TGID reply carries

@@ -101,6 +101,10 @@ def cpu_neighbour(mount, tmp, validate):
             if p["pid"] == worker.pid:  # one thread: never above one cpu of the sample
                 check(p["usage"]["cpu_us"] <= dur_us * 1.1, f"a one-thread spinner above one cpu: {p}")
                 check(p["victim"], "the stalled worker is not flagged a victim")
+        # The scheduler's run time, not utime + stime sampled at the tick (kernel-facts.md:
+        # cpu-run-time): tick figures are all whole milliseconds (HZ <= 1000).
+        used = [p["usage"]["cpu_us"] for p in c["processes"] if p["usage"]["cpu_us"]]
+        check(len(used) < 2 or any(u % 1000 for u in used), f"cpu_us all whole milliseconds, tick-sampled: {used}")
         plausible(inc)
         check_summary(inc, f"svc-worker (/{svc.rel}) waited ", f": batch-spin (/{batch.rel}, pid {spinner.pid}) used ")
         print(f"cpu: {procs[0]}, cgroup {cgroups[0]}")

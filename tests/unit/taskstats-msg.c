@@ -16,7 +16,8 @@ void fill_v13(struct taskstats *t, __u16 version) {
         t->thrashing_delay_total = 5000005;
         t->compact_delay_total = 6000006;
         t->wpcopy_delay_total = 7000007;
-        t->cpu_run_real_total = 9000009;
+        t->cpu_run_real_total = 8000000; /* the tick's sample, never read */
+        t->cpu_run_virtual_total = 9000009;
         strcpy(t->ac_comm, "stress-ng-vm");
         t->ac_uid = 1000;
         t->ac_pid = 4321;

@@ -204,7 +204,8 @@ static void test_exit_records_every_layout(void **state) {
                       group15 = { .cpu_delay_total = 777,
                                   .cpu_delay_max = 4343,
                                   .thrashing_delay_total = 55,
-                                  .cpu_run_real_total = 66 };
+                                  .cpu_run_real_total = 64,
+                                  .cpu_run_virtual_total = 66 };
         struct ts_v17 thread17, group17;
         TaskStats t, p;
         bool has;
@@ -217,7 +218,7 @@ static void test_exit_records_every_layout(void **state) {
         memset(&group13, 0, sizeof group13);
         group13.cpu_delay_total = 999999999;
         group13.thrashing_delay_total = 55;
-        group13.cpu_run_real_total = 66;
+        group13.cpu_run_virtual_total = 66;
         msg = build_exit(&thread13, &group13, sizeof thread13);
         parse_exit(msg, &t, &p, &has);
         expect_common(&t, 13);
@@ -253,7 +254,7 @@ static void test_exit_records_every_layout(void **state) {
         group17.v16.v13.version = 0;
         group17.v16.v13.cpu_delay_total = 888;
         group17.v16.v13.thrashing_delay_total = 55;
-        group17.v16.v13.cpu_run_real_total = 66;
+        group17.v16.v13.cpu_run_virtual_total = 66;
         group17.v16.max_min[0] = 4242;
         group17.max_ts[0].tv_sec = 7;
         msg = build_exit(&thread17, &group17, sizeof thread17);

@@ -70,8 +70,8 @@ static void test_v15_mid_struct_fields(void **state) {
                 .compact_delay_total = 6000006,
                 .wpcopy_delay_total = 7000007,
                 .irq_delay_total = 8000008,
-                .cpu_run_real_total = 9000009,
-                .cpu_run_virtual_total = 96,
+                .cpu_run_real_total = 8000000,
+                .cpu_run_virtual_total = 9000009,
                 .ac_uid = 1000,
                 .ac_pid = 4321,
                 .ac_ppid = 4000,
@@ -160,7 +160,7 @@ static void test_payload_edges(void **state) {
         assert_int_equal(ts.delay_ns[TASK_DELAY_CPU], 5);
         assert_string_equal(ts.comm, "");
         assert_int_equal(ts.tgid, 0);
-        assert_false(ts.has_cpu_run); /* at offset 64: past these 32 bytes */
+        assert_false(ts.has_cpu_run); /* at offset 72: past these 32 bytes */
         assert_false(ts.has_hiwater_rss);
         assert_false(ts.has_io);
         expect_no_maxima(&ts);
@@ -216,7 +216,8 @@ static void test_tgid_reply_fields(void **state) {
         memset(&t, 0, sizeof t);
         t.version = 13;
         t.cpu_delay_total = 5;
-        t.cpu_run_real_total = 6;
+        t.cpu_run_real_total = 4;
+        t.cpu_run_virtual_total = 6;
         msg = build_reply(&t, sizeof t, TASKSTATS_TYPE_AGGR_TGID);
         assert_int_equal(parse_msg(msg, &ts), 0);
         assert_int_equal(ts.version, 13);
