@@ -103,6 +103,27 @@ static void dominant(json_t *delays, char *buf, size_t size) {
                          (double) best * 100 / total);
 }
 
+/* A process's longest wait (psidiag 0.8, taskstats v17) under its row, where it falls in this
+ * stall: in the window, or in the trigger's window before it. One from before is not this stall's. */
+static void show_worst(json_t *w, FILE *out) {
+        const char *when = get_str(w, "when"), *delay = get_str(w, "delay");
+        char len[32], ago[32], kind[32];
+        long long before = get_int(w, "before_time_ms");
+
+        if (!when || !delay || strcmp(when, "before") == 0)
+                return;
+        text_terminal_safe(delay, kind, sizeof kind);
+        text_format_us(get_int(w, "us"), len, sizeof len);
+        /* Hostile input may hold any integer: the magnitude is clamped before it is scaled. */
+        long long mag = before < -(LLONG_MAX / 1000) || before > LLONG_MAX / 1000 ? LLONG_MAX / 1000
+                        : before < 0                                              ? -before
+                                                                                  : before;
+        text_format_us(mag * 1000, ago, sizeof ago);
+        fprintf(out, "           longest wait %s %s (tid %lld), ended %s %s the wakeup%s\n", len, kind,
+                get_int(w, "tid"), ago, before < 0 ? "after" : "before",
+                strcmp(when, "trigger_window") == 0 ? ": in the trigger's window, before the sample" : "");
+}
+
 static void show_processes(json_t *inc, FILE *out) {
         json_t *top = json_object_get(inc, "most_delayed"), *p;
         size_t i;
@@ -134,6 +155,7 @@ static void show_processes(json_t *inc, FILE *out) {
                 fprintf(out, "  %-8lld %-8s %-20s %-24s %s  %s%s\n", get_int(p, "pid"),
                         text_format_us(get_int(p, "score_us"), score, sizeof score), dom, cg, comm, cmd,
                         cmdline && strlen(cmdline) >= CMDLINE_WIDTH - 1 ? "..." : "");
+                show_worst(json_object_get(p, "worst"), out);
         }
 }
 

@@ -77,7 +77,38 @@ static json_t *worst_times(const ThreadDelta *t) {
         return object_or_null(o, r);
 }
 
-static json_t *process_object(const Ranking *rk, const ProcessDelta *p, const ProcessInfo *info, unsigned max_threads) {
+/* Where the process's longest wait of the ranked resource ended against the incident's window and
+ * the trigger's (sampling/rank.h: ranking_process_worst()); null when the kernel dates no maximum
+ * of its threads (taskstats before 17) or the sample has no window. */
+static json_t *worst_object(const SampleResult *res, const IncidentContext *ctx, const ProcessDelta *p) {
+        uint64_t start_ns, trigger_ns = 0, time_ns = res->wakeup_real_us * NSEC_PER_USEC;
+        ProcessWorst w;
+        json_t *o;
+        int r = 0;
+
+        if (res->basis != SAMPLE_BASIS_DELTA || !res->a)
+                return json_null();
+        start_ns = res->a->real_us * NSEC_PER_USEC;
+        if (ctx->has_trigger)
+                trigger_ns = time_ns > ctx->trigger.window_us * NSEC_PER_USEC
+                                     ? time_ns - ctx->trigger.window_us * NSEC_PER_USEC
+                                     : 1;
+        if (!ranking_process_worst(res->ranking, p, res->resource, start_ns, trigger_ns, &w))
+                return json_null();
+        o = json_object();
+        r |= set_new(o, "delay", json_string(task_delay_to_string(w.delay)));
+        r |= set_new(o, "us", json_u64(w.ns / NSEC_PER_USEC));
+        r |= set_new(o, "tid", json_integer(w.tid));
+        r |= set_new(o, "ended", time_string(w.at_ns / NSEC_PER_USEC));
+        r |= set_new(o, "before_time_ms",
+                     json_integer(((int64_t) time_ns - (int64_t) w.at_ns) / (int64_t) (NSEC_PER_USEC * USEC_PER_MSEC)));
+        r |= set_new(o, "when", json_string(worst_when_to_string(w.when)));
+        return object_or_null(o, r);
+}
+
+static json_t *process_object(const SampleResult *res, const IncidentContext *ctx, const ProcessDelta *p,
+                              const ProcessInfo *info, unsigned max_threads) {
+        const Ranking *rk = res->ranking;
         json_t *o = json_object(), *threads = json_array();
         int r = 0;
 
@@ -87,6 +118,7 @@ static json_t *process_object(const Ranking *rk, const ProcessDelta *p, const Pr
         r |= set_new(o, "parent", p->origin == PROCESS_SHORT ? json_integer(p->ppid) : json_null());
         r |= set_new(o, "score_us", json_u64(p->score_ns / NSEC_PER_USEC));
         r |= set_new(o, "delay_us", delays_object(p->delay_ns, rk->present));
+        r |= set_new(o, "worst", worst_object(res, ctx, p));
 
         for (size_t i = 0; i < p->n && i < max_threads; i++) {
                 const ThreadDelta *t = &rk->threads[p->first + i];
@@ -399,7 +431,7 @@ int incident_build(const SampleResult *res, const IncidentContext *ctx, json_t *
         }
 
         for (size_t i = 0; rk && i < res->n_procs && i < rk->n_procs; i++)
-                r |= append_new(top, process_object(rk, &rk->procs[i], &res->procs[i], max_threads));
+                r |= append_new(top, process_object(res, ctx, &rk->procs[i], &res->procs[i], max_threads));
         r |= set_new(o, "most_delayed", top);
         json_t *culprits = res->culprits ? culprit_report_object(res->culprits, res->culprit_scope, res->culprit_procs,
                                                                  res->n_culprit_procs)

@@ -339,6 +339,25 @@ static const json_t *memory_high(const json_t *incident, const char *resource) {
         return strcmp(resource, "memory") == 0 && v && strcmp(v, "throttled") == 0 ? m : NULL;
 }
 
+/* ", its longest wait, 0.9 s, ended 0.3 s before the wakeup": where the named process's longest wait
+ * (taskstats v17) fell in the trigger's window before the sample and was longer than all it waited
+ * in the sample, it is the stall that fired, which the sample alone would not show. */
+static void put_worst(FILE *f, const json_t *top, const char *resource) {
+        const json_t *w = json_object_get(top, "worst");
+        const char *when = field_string(w, "when");
+        double us = 0, before_ms = 0;
+
+        if (!when || strcmp(when, "trigger_window") != 0 || !field_number(w, "us", &us) ||
+            !field_number(w, "before_time_ms", &before_ms) || before_ms <= 0 ||
+            us <= resource_delay_us(json_object_get(top, "delay_us"), resource))
+                return;
+        fputs(", its longest wait, ", f);
+        put_duration_us(f, us);
+        fputs(", ended ", f);
+        put_duration_us(f, before_ms * 1000);
+        fputs(" before the wakeup", f);
+}
+
 static void put_pressure(FILE *f, const json_t *incident) {
         const char *resource = incident_resource(incident);
         const json_t *high = memory_high(incident, resource);
@@ -395,6 +414,8 @@ static void put_pressure(FILE *f, const json_t *incident) {
         }
         if (!top)
                 fputs(", no process measured waiting", f);
+        else
+                put_worst(f, top, resource);
         put_culprits(f, incident, resource);
 }
 

@@ -234,10 +234,18 @@ int ranking_add_threads(Ranking *r, const Snapshot *ta, const Snapshot *tb, int 
                 d->score_ns = rank_score(d->delay_ns, resource);
                 if (ta)
                         worst_in_window(d, t0, t, r->window_start_real_ns);
+                for (TaskDelay c = 0; c < _TASK_DELAY_MAX; c++)
+                        if ((t->max_present & t->max_ts_present & TASK_DELAY_MASK(c)) && t->max_ns[c] > 0 &&
+                            t->max_ts_ns[c] > 0) {
+                                d->max_ns[c] = t->max_ns[c];
+                                d->max_at_ns[c] = t->max_ts_ns[c];
+                                d->max_at_present |= TASK_DELAY_MASK(c);
+                        }
                 /* Its maximum is the wait without a start; its longest real one is not known. */
                 if (waits > 0) {
                         d->worst_present &= ~TASK_DELAY_MASK(TASK_DELAY_BLKIO);
                         d->worst_at_present &= ~TASK_DELAY_MASK(TASK_DELAY_BLKIO);
+                        d->max_at_present &= ~TASK_DELAY_MASK(TASK_DELAY_BLKIO);
                 }
                 r->n_threads++;
         }
@@ -265,6 +273,60 @@ int ranking_add_threads(Ranking *r, const Snapshot *ta, const Snapshot *tb, int 
                         }
         }
         return 0;
+}
+
+const char *worst_when_to_string(WorstWhen w) {
+        static const char *const names[_WORST_WHEN_MAX] = {
+                [WORST_WINDOW] = "window",
+                [WORST_TRIGGER_WINDOW] = "trigger_window",
+                [WORST_BEFORE] = "before",
+        };
+        return w >= 0 && w < _WORST_WHEN_MAX ? names[w] : NULL;
+}
+
+/* The classes rank_score() sums for resource. */
+static bool scored(TaskDelay c, int resource) {
+        uint64_t one[_TASK_DELAY_MAX] = {};
+
+        one[c] = 1;
+        return rank_score(one, resource) > 0;
+}
+
+bool ranking_process_worst(const Ranking *r, const ProcessDelta *p, int resource, uint64_t window_start_ns,
+                           uint64_t trigger_start_ns, ProcessWorst *ret) {
+        uint64_t recent_from = trigger_start_ns > 0 ? MIN(trigger_start_ns, window_start_ns) : window_start_ns;
+        ProcessWorst best = {}, old = {};
+        bool has_best = false, has_old = false;
+
+        for (size_t i = 0; i < p->n; i++) {
+                const ThreadDelta *t = &r->threads[p->first + i];
+
+                for (TaskDelay c = 0; c < _TASK_DELAY_MAX; c++) {
+                        ProcessWorst w = { .delay = c, .tid = t->tid, .ns = t->max_ns[c], .at_ns = t->max_at_ns[c] };
+
+                        if (!(t->max_at_present & TASK_DELAY_MASK(c)) || !scored(c, resource))
+                                continue;
+                        if (w.at_ns >= window_start_ns)
+                                w.when = WORST_WINDOW;
+                        else if (w.at_ns >= recent_from)
+                                w.when = WORST_TRIGGER_WINDOW;
+                        else
+                                w.when = WORST_BEFORE;
+                        if (w.when != WORST_BEFORE) {
+                                if (!has_best || w.ns > best.ns)
+                                        best = w;
+                                has_best = true;
+                        } else {
+                                if (!has_old || w.ns > old.ns)
+                                        old = w;
+                                has_old = true;
+                        }
+                }
+        }
+        if (!has_best && !has_old)
+                return false;
+        *ret = has_best ? best : old;
+        return true;
 }
 
 size_t ranking_top_pids(const Ranking *r, size_t n, pid_t *pids) {

@@ -25,6 +25,12 @@ typedef struct ThreadDelta {
         uint32_t worst_present, worst_at_present;
         uint64_t worst_ns[_TASK_DELAY_MAX];
         uint64_t worst_at_ns[_TASK_DELAY_MAX];
+        /* Its longest single delay of each class over its life and when it ended (taskstats v17:
+         * only where the kernel stamped it; never a blkio wait without a start), for
+         * ranking_process_worst(). */
+        uint32_t max_at_present;
+        uint64_t max_ns[_TASK_DELAY_MAX];
+        uint64_t max_at_ns[_TASK_DELAY_MAX];
 } ThreadDelta;
 
 typedef struct ProcessDelta {
@@ -77,6 +83,34 @@ int ranking_build(Ranking *r, const Snapshot *a, const Snapshot *b, int resource
  * otherwise; begin times are compared with a second of slack, as the kernel recomputes them on
  * every query. 0 or -ENOMEM. */
 int ranking_add_threads(Ranking *r, const Snapshot *ta, const Snapshot *tb, int resource);
+
+/* Where a process's longest wait ended, against the incident (ranking_process_worst()). */
+typedef enum WorstWhen {
+        WORST_WINDOW,         /* inside the incident's window */
+        WORST_TRIGGER_WINDOW, /* before it, inside the trigger's window that ended at the wakeup */
+        WORST_BEFORE,         /* before both: the longest of the thread's life, not this stall's */
+        _WORST_WHEN_MAX,
+} WorstWhen;
+
+/* "window", "trigger_window", "before"; NULL out of range. */
+const char *worst_when_to_string(WorstWhen w);
+
+typedef struct ProcessWorst {
+        TaskDelay delay;
+        pid_t tid;
+        uint64_t ns;    /* the wait's length */
+        uint64_t at_ns; /* when it ended, CLOCK_REALTIME */
+        WorstWhen when;
+} ProcessWorst;
+
+/* The longest single wait of the ranked resource's classes (rank_score()'s; every class for
+ * RANK_SCORE_ALL) among p's attached threads whose maxima the kernel dates (taskstats v17,
+ * kernel-facts.md: delay-maxima): the longest that ended inside the incident's window (from
+ * window_start_ns on; CLOCK_REALTIME ns) or the trigger's window before it (from trigger_start_ns
+ * on; 0: none), else the longest that ended before both. False when no thread of p has a dated
+ * maximum (older kernels: the incident then says nothing rather than guess). */
+bool ranking_process_worst(const Ranking *r, const ProcessDelta *p, int resource, uint64_t window_start_ns,
+                           uint64_t trigger_start_ns, ProcessWorst *ret);
 
 /* The tgids of the first n ranked processes into pids; returns how many. */
 size_t ranking_top_pids(const Ranking *r, size_t n, pid_t *pids);

@@ -326,6 +326,66 @@ static void test_worst_in_window(void **state) {
         free_snapshot(&b);
 }
 
+/* A process's longest wait against the incident (taskstats v17): the longest that ended in the
+ * window or the trigger's window before it wins over an older, longer one; without dated maxima
+ * nothing is said. */
+static void test_process_worst(void **state) {
+        const uint64_t wake = 5001000000000000000ULL, start = wake, trig = wake - 2000000000ULL;
+        Snapshot a = { .real_us = wake / 1000, .mono_us = 90000 * USEC_PER_SEC },
+                 b = { .real_us = wake / 1000 + USEC_PER_SEC, .mono_us = 90001 * USEC_PER_SEC };
+        Ranking r = {};
+        ProcessWorst w;
+
+        add(&a, 5, 5, "db", 4000, 0, 10 * MS, 0, 0);
+        add(&a, 6, 5, "db", 4000, 0, 10 * MS, 0, 0);
+        add(&b, 5, 5, "db", 4000, 0, 30 * MS, 0, 0);
+        add(&b, 6, 5, "db", 4000, 0, 20 * MS, 0, 0);
+        add(&a, 9, 9, "old", 4000, 0, 10 * MS, 0, 0);
+        add(&b, 9, 9, "old", 4000, 0, 40 * MS, 0, 0);
+        done_adding(&a);
+        done_adding(&b);
+        /* No dated maximum: an older kernel's reply. */
+        set_max(&b, 5, TASK_DELAY_BLKIO, 900 * MS, 0);
+        assert_int_equal(ranking_build(&r, &a, &b, PSI_RESOURCE_IO), 0);
+        assert_int_equal(ranking_add_threads(&r, &a, &b, PSI_RESOURCE_IO), 0);
+        for (size_t i = 0; i < r.n_procs; i++)
+                assert_false(ranking_process_worst(&r, &r.procs[i], PSI_RESOURCE_IO, start, trig, &w));
+
+        /* tid 5 waited 900 ms, ending 0.3 s before the wakeup: the stall that fired. tid 6's 2 s
+         * wait an hour ago is longer and older; its 4 ms cpu wait in the window is not io. */
+        set_max(&b, 5, TASK_DELAY_BLKIO, 900 * MS, wake - 300 * MS);
+        set_max(&b, 6, TASK_DELAY_BLKIO, 2000 * MS, wake - 3600000 * MS);
+        set_max(&b, 6, TASK_DELAY_CPU, 4 * MS, wake + 100 * MS);
+        set_max(&b, 9, TASK_DELAY_BLKIO, 50 * MS, wake - 3600000 * MS);
+        assert_int_equal(ranking_add_threads(&r, &a, &b, PSI_RESOURCE_IO), 0);
+        for (size_t i = 0; i < r.n_procs; i++) {
+                assert_true(ranking_process_worst(&r, &r.procs[i], PSI_RESOURCE_IO, start, trig, &w));
+                if (r.procs[i].tgid == 5) {
+                        assert_int_equal(w.tid, 5);
+                        assert_int_equal(w.delay, TASK_DELAY_BLKIO);
+                        assert_int_equal(w.ns, 900 * MS);
+                        assert_int_equal(w.at_ns, wake - 300 * MS);
+                        assert_int_equal(w.when, WORST_TRIGGER_WINDOW);
+                        /* Ranked by cpu, the 4 ms wait in the window is the one. */
+                        assert_true(ranking_process_worst(&r, &r.procs[i], PSI_RESOURCE_CPU, start, trig, &w));
+                        assert_int_equal(w.when, WORST_WINDOW);
+                        assert_int_equal(w.ns, 4 * MS);
+                        /* Without a trigger (a snapshot) the 900 ms wait is before the window. */
+                        assert_true(ranking_process_worst(&r, &r.procs[i], PSI_RESOURCE_IO, start, 0, &w));
+                        assert_int_equal(w.when, WORST_BEFORE);
+                        assert_int_equal(w.ns, 2000 * MS);
+                } else {
+                        assert_int_equal(w.when, WORST_BEFORE);
+                        assert_int_equal(w.ns, 50 * MS);
+                }
+        }
+        assert_string_equal(worst_when_to_string(WORST_TRIGGER_WINDOW), "trigger_window");
+        assert_null(worst_when_to_string(_WORST_WHEN_MAX));
+        ranking_done(&r);
+        free_snapshot(&a);
+        free_snapshot(&b);
+}
+
 /* A sample of 0 ms: no A, every process of B with its lifetime totals, old ones included. */
 /* A blkio wait the kernel ended without a start (kernel-facts.md: blkio-unstarted): its total grew by
  * the time since boot, which is also its new maximum. Taken out of the window's growth, the process's
@@ -497,6 +557,7 @@ int main(void) {
                 cmocka_unit_test(test_ended_processes),
                 cmocka_unit_test(test_btime_jitter),
                 cmocka_unit_test(test_worst_in_window),
+                cmocka_unit_test(test_process_worst),
                 cmocka_unit_test(test_unstarted_blkio),
                 cmocka_unit_test(test_unstarted_blkio_repeated),
                 cmocka_unit_test(test_lifetime),

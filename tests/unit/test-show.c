@@ -73,6 +73,25 @@ static void test_stall_passed(void **state) {
         free(out);
 }
 
+/* taskstats v17 (psidiag 0.8): a process's longest wait shows under its row when it falls in this
+ * stall, here in the trigger's window before the sample; one from before the stall does not. */
+static void test_worst_wait(void **state) {
+        char line[16384];
+        int r;
+
+        read_example(FIXTURE_DIR "/incidents/worst.json", line, sizeof line);
+        char *out = render(line, &r);
+        assert_int_equal(r, 0);
+        assert_non_null(strstr(out, "longest wait 1.20s cpu (tid "));
+        assert_non_null(strstr(out, "ended 300ms before the wakeup: in the trigger's window, before the sample"));
+        /* The summary says it too; the second process's longest wait is from before the stall and
+         * gets no line. */
+        assert_non_null(
+                strstr(out, "waited 1.03 s for cpu in 1 s, its longest wait, 1.2 s, ended 0.3 s before the wakeup"));
+        assert_null(strstr(strstr(out, "\n           longest wait") + 1, "\n           longest wait"));
+        free(out);
+}
+
 static void test_hostile_and_broken(void **state) {
         int r;
         char *out = render("{\"type\":\"snapshot\",\"time\":\"t\\u007f\\u001b\",\"trigger\":null,\"sample\":{\"basis\":"
@@ -188,9 +207,9 @@ static void test_journal_summary(void **state) {
 
 int main(void) {
         const struct CMUnitTest tests[] = {
-                cmocka_unit_test(test_example_incident),   cmocka_unit_test(test_stall_passed),
-                cmocka_unit_test(test_hostile_and_broken), cmocka_unit_test(test_oom_incident),
-                cmocka_unit_test(test_journal_summary),
+                cmocka_unit_test(test_example_incident), cmocka_unit_test(test_stall_passed),
+                cmocka_unit_test(test_worst_wait),       cmocka_unit_test(test_hostile_and_broken),
+                cmocka_unit_test(test_oom_incident),     cmocka_unit_test(test_journal_summary),
         };
 
         return cmocka_run_group_tests(tests, NULL, NULL);

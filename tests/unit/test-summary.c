@@ -63,6 +63,39 @@ static void test_io_culprit_and_device(void **state) {
                 "postgres (/db) waited 90 ms for io on vdb (87% busy) in 1 s: fio (/batch, pid 9) read 50.0 MiB");
 }
 
+/* taskstats v17: the named process's longest wait ended in the trigger's window before the sample
+ * and is longer than all it waited in it: the summary says so; a wait in the window, one from
+ * before, one shorter than the sample's, or none dated (older kernels) adds nothing. */
+#define WORST_BASE                                                                                                     \
+        "{\"type\": \"pressure\", \"trigger\": {\"cgroup\": \"/db\", \"resource\": \"io\"},"                           \
+        " \"sample\": {\"duration_ms\": 1000}, \"most_delayed\": [{\"pid\": 7, \"comm\": \"postgres\","                \
+        " \"cgroup\": \"/db\", \"delay_us\": {\"blkio\": 50000}, \"worst\": %s}]}"
+
+static void test_worst_wait(void **state) {
+        static const char fired[] = "{\"delay\": \"blkio\", \"us\": 900000, \"tid\": 7, \"ended\": "
+                                    "\"2026-11-27T08:00:00Z\", \"before_time_ms\": 300, \"when\": \"trigger_window\"}";
+        static const char plain[] = "postgres (/db) waited 50 ms for io in 1 s";
+        char buf[1024];
+
+        snprintf(buf, sizeof buf, WORST_BASE, fired);
+        assert_summary(buf, "postgres (/db) waited 50 ms for io in 1 s, its longest wait, 0.9 s, ended 0.3 s before "
+                            "the wakeup");
+        snprintf(buf, sizeof buf, WORST_BASE, "null");
+        assert_summary(buf, plain);
+        snprintf(buf, sizeof buf, WORST_BASE,
+                 "{\"delay\": \"blkio\", \"us\": 900000, \"tid\": 7, \"before_time_ms\": -300, \"when\": "
+                 "\"window\"}");
+        assert_summary(buf, plain);
+        snprintf(buf, sizeof buf, WORST_BASE,
+                 "{\"delay\": \"blkio\", \"us\": 900000, \"tid\": 7, \"before_time_ms\": 3600000, \"when\": "
+                 "\"before\"}");
+        assert_summary(buf, plain);
+        snprintf(buf, sizeof buf, WORST_BASE,
+                 "{\"delay\": \"blkio\", \"us\": 40000, \"tid\": 7, \"before_time_ms\": 300, \"when\": "
+                 "\"trigger_window\"}");
+        assert_summary(buf, plain);
+}
+
 /* A node-wide storm: 100 cgroups, the largest 4%: nobody is named. */
 static void test_no_dominant_culprit(void **state) {
         json_t *j =
@@ -332,6 +365,7 @@ int main(void) {
                 cmocka_unit_test(test_hostile_comm),
                 cmocka_unit_test(test_ended_aggregate_and_own_processes),
                 cmocka_unit_test(test_stall_passed),
+                cmocka_unit_test(test_worst_wait),
                 cmocka_unit_test(test_dominant_cgroup_process),
                 cmocka_unit_test(test_own_limit_and_memory),
                 cmocka_unit_test(test_memory_high),
