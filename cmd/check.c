@@ -131,10 +131,23 @@ size_t check_evaluate(const CheckFacts *f, CheckLine *lines) {
                 LINE(CHECK_OK, "kmsg", "/dev/kmsg is readable (the kernel's OOM kill records)");
 
         /* In a cgroup namespace of its own (a container started without --cgroupns=host), it reads
-         * every cgroup outside that namespace as "/../..": such paths name nothing under its
-         * cgroup2 mount, so incidents can say only that a process is outside. */
+         * every cgroup outside that namespace as "/../..". Under a mount of the host's tree the
+         * namespace's root is found there and every path resolved (kernel-facts.md:
+         * cgroupns-paths); under the namespace's own mount such paths name nothing, so incidents
+         * can say only that a process is outside. */
         const ProcCgroupNamespace *ns = &f->cgroupns;
-        if (f->cgroupns_err == -ENOENT)
+        if (f->cgroupns_err >= 0 && f->cgns_err >= 0 && f->cgns.private_root && f->cgns.resolved)
+                LINE(CHECK_OK, "cgroupns",
+                     "a cgroup namespace of its own, rooted at /%.300s of the host's cgroup2 mount (found where "
+                     "its own pid is, %u level%s down; no privilege needed): every process's cgroup is resolved "
+                     "to its host path",
+                     f->cgns.root, f->cgns.up, f->cgns.up == 1 ? "" : "s");
+        else if (f->cgroupns_err >= 0 && f->cgns_err >= 0 && f->cgns.private_root)
+                LINE(CHECK_WARN, "cgroupns",
+                     "a cgroup namespace of its own whose root could not be found under the cgroup2 mount (%s): "
+                     "incidents name processes outside it only as \"" PROC_CGROUP_OUTSIDE_NAMESPACE "\"",
+                     strerror(-f->cgns.error));
+        else if (f->cgroupns_err == -ENOENT)
                 LINE(CHECK_OK, "cgroupns", "no cgroup namespaces in this kernel: cgroup paths are the host's");
         else if (f->cgroupns_err < 0)
                 LINE(CHECK_WARN, "cgroupns", "cannot tell which cgroup namespace the agent is in: %s",
@@ -146,9 +159,10 @@ size_t check_evaluate(const CheckFacts *f, CheckLine *lines) {
                         snprintf(example, sizeof example, "; %u of %u processes (pid %d, ...) read as \"/..\"",
                                  ns->outside, ns->scanned, (int) ns->outside_pid);
                 LINE(CHECK_WARN, "cgroupns",
-                     "the agent must run in the host's cgroup namespace: it is in one of its own%s, so "
-                     "incidents name processes outside it only as \"" PROC_CGROUP_OUTSIDE_NAMESPACE "\" "
-                     "(docker and podman: --cgroupns=host; or nsenter --cgroup=/proc/1/ns/cgroup)",
+                     "the agent must run in the host's cgroup namespace or see the host's cgroup tree: it is in "
+                     "one of its own%s with the namespace's own cgroup2 mount, so incidents name processes "
+                     "outside it only as \"" PROC_CGROUP_OUTSIDE_NAMESPACE "\" (mount the host's "
+                     "/sys/fs/cgroup, as the DaemonSet does; or docker and podman: --cgroupns=host)",
                      example);
         } else
                 LINE(CHECK_OK, "cgroupns", "the host's cgroup namespace (%u processes' cgroups read)", ns->scanned);
@@ -218,6 +232,7 @@ void check_gather(CheckFacts *f) {
         }
 
         f->cgroupns_err = proc_cgroup_namespace_read(s->proc_fd, CHECK_CGROUPNS_SCAN_MAX, &f->cgroupns);
+        f->cgns_err = proc_cgroup_namespace_locate(s, &f->cgns);
 
         int fd = open("/dev/kmsg", O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
         f->kmsg_err = fd < 0 ? -errno : 0;

@@ -147,7 +147,23 @@ static void test_cgroup_namespace(void **state) {
         l = find(lines, n, "cgroupns");
         assert_int_equal(l->status, CHECK_WARN);
         assert_non_null(strstr(l->text, "97 of 120 processes (pid 1, ...)"));
+        assert_non_null(strstr(l->text, "mount the host's /sys/fs/cgroup"));
         assert_int_equal(worst(lines, n), CHECK_WARN);
+
+        /* Under a mount of the host's tree, its root found: ok, every path resolved. */
+        f.cgns = (CgroupNamespace) { .private_root = true, .resolved = true, .up = 3, .root = "kubepods/pod1/ctr" };
+        n = check_evaluate(&f, lines);
+        l = find(lines, n, "cgroupns");
+        assert_int_equal(l->status, CHECK_OK);
+        assert_non_null(strstr(l->text, "rooted at /kubepods/pod1/ctr of the host's cgroup2 mount"));
+        assert_non_null(strstr(l->text, "3 levels down"));
+        /* Not found there: a warning that says why. */
+        f.cgns = (CgroupNamespace) { .private_root = true, .error = -ENOENT, .up = 3 };
+        n = check_evaluate(&f, lines);
+        l = find(lines, n, "cgroupns");
+        assert_int_equal(l->status, CHECK_WARN);
+        assert_non_null(strstr(l->text, "could not be found under the cgroup2 mount (No such file or directory)"));
+        f.cgns = (CgroupNamespace) {};
 
         f.cgroupns_err = -EACCES;
         n = check_evaluate(&f, lines);
