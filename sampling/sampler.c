@@ -269,7 +269,8 @@ static int make_result(Sampler *s, SampleBasis basis, bool passes) {
                         res->hot_prefix = s->scope.cgroup_path;
                 }
         }
-        sample_result_identify(res, s->scope.sysroot->proc_fd, s->scope.identities, s->scope.detail);
+        sample_result_identify(res, s->scope.sysroot->proc_fd, s->scope.taskstats, s->scope.identities,
+                               s->scope.detail);
         return r;
 }
 
