@@ -52,7 +52,19 @@ size_t check_evaluate(const CheckFacts *f, CheckLine *lines) {
                      f->pressure[PSI_RESOURCE_IRQ] ? ""
                                                    : " (no irq pressure on this kernel, which needs "
                                                      "CONFIG_IRQ_TIME_ACCOUNTING: irq triggers cannot be armed)");
-                if (f->arm_err < 0)
+                if (f->arm_err < 0 && (f->arm_err == -EACCES || f->arm_err == -EPERM) && f->lsm_err >= 0 &&
+                    system_lsm_confines(f->lsm_label))
+                        /* The runtimes' default AppArmor profiles (docker-default, containers-default,
+                         * cri-containerd.apparmor.d) deny writes to every file under /proc but a
+                         * process's own: the cgroups' *.pressure files stay writable. */
+                        LINE(CHECK_FAIL, "psi-trigger",
+                             "cannot arm a trigger on /proc/pressure/cpu: %s: psidiag runs confined by the LSM "
+                             "profile \"%s\", which refuses writes under /proc (a container runtime's default "
+                             "AppArmor profile does): run it unconfined (Kubernetes: securityContext.appArmorProfile "
+                             "type Unconfined; docker, podman: --security-opt apparmor=unconfined); node-wide "
+                             "triggers cannot be armed, cgroup ones can",
+                             strerror(-f->arm_err), f->lsm_label);
+                else if (f->arm_err < 0)
                         LINE(CHECK_FAIL, "psi-trigger", "cannot arm a trigger on /proc/pressure/cpu: %s",
                              strerror(-f->arm_err));
                 else
@@ -121,12 +133,19 @@ size_t check_evaluate(const CheckFacts *f, CheckLine *lines) {
         else
                 LINE(CHECK_OK, "procfs", "other tasks' stat and cmdline are readable");
 
+        /* EPERM with CAP_SYSLOG: not dmesg_restrict but the device cgroup (a container given
+         * /dev/kmsg as a bind mount, not as a device) or an LSM refusing the open. */
+        bool syslog = f->caps_err >= 0 && (f->cap_eff & CAP_BIT(CAP_SYSLOG));
         if (f->kmsg_err < 0)
                 LINE(CHECK_WARN, "kmsg",
                      "cannot read /dev/kmsg: %s%s; oom kills are counted from cgroup watches' memory "
                      "counters, without the victim",
                      strerror(-f->kmsg_err),
-                     f->kmsg_err == -EPERM ? " (CAP_SYSLOG is needed while kernel.dmesg_restrict=1)" : "");
+                     f->kmsg_err != -EPERM ? ""
+                     : syslog ? " although CAP_SYSLOG is present: a container's device cgroup refuses it (give "
+                                "/dev/kmsg as a device, not a bind mount: docker, podman --device /dev/kmsg) or an "
+                                "LSM does"
+                              : " (CAP_SYSLOG is needed while kernel.dmesg_restrict=1)");
         else
                 LINE(CHECK_OK, "kmsg", "/dev/kmsg is readable (the kernel's OOM kill records)");
 
@@ -223,6 +242,7 @@ void check_gather(CheckFacts *f) {
 
         f->delayacct = system_read_delayacct(s->proc_fd);
         f->caps_err = system_read_cap_eff(s->proc_fd, &f->cap_eff);
+        f->lsm_err = system_read_lsm_label(s->proc_fd, f->lsm_label, sizeof f->lsm_label);
         f->delayacct_switchable = f->caps_err >= 0 && geteuid() == 0 && (f->cap_eff & CAP_BIT(CAP_SYS_ADMIN));
 
         f->procfs_err = proc_read_stat(s->proc_fd, 1, &st);
