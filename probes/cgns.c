@@ -6,6 +6,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "base/cgpath.h"
 #include "base/fileio.h"
 #include "base/macro.h"
 #include "base/parse.h"
@@ -130,20 +131,10 @@ int cgns_resolve(const char *root, const char *path, char *out, size_t size) {
                 return -ENOBUFS;
         n = len;
         /* Each segment of path: ".." drops the last of buf, "." and empty ones are nothing. */
-        for (p = path; *p;) {
-                const char *seg, *end;
-                size_t sl;
+        const char *seg;
+        size_t sl;
 
-                while (*p == '/')
-                        p++;
-                if (!*p)
-                        break;
-                seg = p;
-                end = strchr(seg, '/');
-                if (!end)
-                        end = seg + strlen(seg);
-                sl = (size_t) (end - seg);
-                p = end;
+        for (p = path; cgpath_next(&p, &seg, &sl);) {
                 if (sl == 1 && seg[0] == '.')
                         continue;
                 if (sl == 2 && seg[0] == '.' && seg[1] == '.') {
