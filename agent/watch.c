@@ -487,12 +487,8 @@ int watch_set_config(Agent *a, Watch *w, const WatchConfig *cfg) {
         return 0;
 }
 
-/* A watch of cfg on path (NULL: node-wide), armed. NULL when the cgroup could not be opened or no
- * trigger could be armed (logged). */
-Watch *watch_new(Agent *a, const WatchConfig *cfg, const char *path) {
+Watch *watch_add(Agent *a, const WatchConfig *cfg, const char *path) {
         Watch *w = calloc(1, sizeof *w);
-        unsigned armed_before = a->armed;
-        int r;
 
         if (w && array_grow((void **) &a->watches, &a->cap_watches, a->n_watches, 16, sizeof *a->watches) < 0)
                 w = mfree(w);
@@ -517,6 +513,16 @@ Watch *watch_new(Agent *a, const WatchConfig *cfg, const char *path) {
                 watch_remove(a, w);
                 return NULL;
         }
+        return w;
+}
+
+Watch *watch_new(Agent *a, const WatchConfig *cfg, const char *path) {
+        unsigned armed_before = a->armed;
+        Watch *w = watch_add(a, cfg, path);
+        int r;
+
+        if (!w)
+                return NULL;
         /* The cgroup's directory only while arming: afterwards the watch holds its triggers' fds
          * alone, and a sample opens the directory again. */
         int cgroup_fd;

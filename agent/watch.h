@@ -18,6 +18,10 @@ void watch_stop(Agent *a);
 /* Arms a watch of cfg on path (NULL: node-wide) and adds it to the agent. NULL when the cgroup
  * could not be opened or no trigger could be armed (logged). */
 Watch *watch_new(Agent *a, const WatchConfig *cfg, const char *path);
+/* The first half of watch_new(): a watch of cfg on path with its sampler and output, in the agent's
+ * list, nothing armed (unit tests add triggers of their own). NULL out of memory or when its output
+ * cannot be opened (logged). */
+Watch *watch_add(Agent *a, const WatchConfig *cfg, const char *path);
 Watch *watch_find(Agent *a, const WatchConfig *cfg, const char *path);
 /* Disarms and frees w (its triggers go to the closer) and takes it out of the agent's list. */
 void watch_remove(Agent *a, Watch *w);

@@ -1,4 +1,5 @@
 /* SPDX-License-Identifier: MIT */
+#include <assert.h>
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -137,6 +138,19 @@ int recorder_start(Recorder *r, const SampleScope *scope, uint64_t period_ms, ui
         ev_timer_set(&r->tick, (double) r->period_ms / 1000.0, (double) r->period_ms / 1000.0);
         ev_timer_start(r->loop, &r->tick);
         return 0;
+}
+
+void recorder_forget_through(Recorder *r, const RecordedEntry *e) {
+        size_t n = 0;
+
+        while (n < r->n && entry(r, n) != e)
+                n++;
+        assert(n < r->n);
+        for (size_t i = 0; i <= n; i++)
+                drop_oldest(r);
+        /* No entry left: no record is needed from before the next one. */
+        if (r->n == 0)
+                exit_records_clear(&r->exits);
 }
 
 void recorder_stop(Recorder *r) {

@@ -5,8 +5,9 @@
  * and its culprit scope's processes and cgroup counters, kept in a ring as deep as the longest
  * window; and the exit records of the whole time, so that a burst's processes that end are still
  * seen. Its owner starts it after a wakeup and stops it when the watch is quiet again: an idle
- * watch records nothing (no timer, no listener). A sample starts from an entry of the ring with
- * sampler_start_recorded() (sampling/sampler.h). Logs nothing. */
+ * watch records nothing (no timer, no listener). A sample borrows an entry of the ring with
+ * sampler_start_recorded() (sampling/sampler.h) and leaves the recorder running: only its owner
+ * starts, stops or restarts it. Logs nothing. */
 #pragma once
 
 #include <ev.h>
@@ -80,6 +81,11 @@ int recorder_start(Recorder *r, const SampleScope *scope, uint64_t period_ms, ui
 /* Stops the timer and the listener and forgets the entries; the buffers are kept for the next
  * start. NULL-safe on an initialized, stopped recorder. */
 void recorder_stop(Recorder *r);
+
+/* Forgets e, an entry of the ring whose buffers a sample took (sampler_start_recorded()), and the
+ * entries older than it, with the exit records only they needed. The recorder goes on: only its
+ * owner stops it. */
+void recorder_forget_through(Recorder *r, const RecordedEntry *e);
 
 /* The entry a window that starts at start_mono_us should start from: the newest taken at or before
  * it, else the oldest there is. NULL when there is none. */

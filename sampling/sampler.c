@@ -447,8 +447,8 @@ int sampler_start_recorded(Sampler *s, const SampleScope *scope, uint64_t sample
         start_exits(s);
         s->wakeup_real_us = now_usec(CLOCK_REALTIME);
         s->has_culprits = false;
-        /* The recorded entry becomes A (its buffers go to the ring in exchange, which the recorder
-         * forgets below). */
+        /* The recorded entry becomes A (its buffers go to the ring in exchange, and the recorder
+         * forgets that entry below). */
         SWAP(s->a, e->a);
         s->pass = scope->culprit ? &s->own_pass : NULL;
         if (scope->culprit && scope->culprit->same)
@@ -468,7 +468,8 @@ int sampler_start_recorded(Sampler *s, const SampleScope *scope, uint64_t sample
         begin_onwhat(s, scope, true);
         if (s->has_onwhat && e->onwhat)
                 onwhat_begin_at(s->onwhat, rec->located ? &rec->loc : NULL, e->onwhat);
-        recorder_stop(rec);
+        /* Borrowed, not stopped: a sample that fails or is dropped leaves the watch recorded. */
+        recorder_forget_through(rec, e);
         s->a_cost_us = 0;
         s->running = true;
         start_window(s);
