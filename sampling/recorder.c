@@ -18,20 +18,6 @@ void recorder_init(Recorder *r, struct ev_loop *loop, const char *exit_cpus) {
         r->tick.data = r;
 }
 
-static void drain(Recorder *r) {
-        if (!r->listener)
-                return;
-        if (taskstats_exit_listener_drain(r->listener, exit_records_collect, &r->exits, &r->exits.lost) < 0) {
-                /* The listener broke: the rest of the recording sees no exits. */
-                ev_io_stop(r->loop, &r->exit_io);
-                r->listener = taskstats_exit_listener_free(r->listener);
-        }
-}
-
-static void on_exit_io(struct ev_loop *loop, ev_io *io, int revents) {
-        drain(ASSERT_PTR(io->data));
-}
-
 static RecordedEntry *entry(Recorder *r, size_t age_from_oldest) {
         return &r->ring[(r->oldest + age_from_oldest) % r->depth];
 }
@@ -53,7 +39,7 @@ int recorder_take(Recorder *r) {
         RecordedEntry *e;
         int err;
 
-        drain(r);
+        exit_watch_drain(&r->exit_watch);
         /* An exit storm: the oldest entries go first, so what is kept stays whole. */
         while (r->n > 1 && r->exits.n > RECORDER_EXITS_MAX)
                 drop_oldest(r);
@@ -124,11 +110,8 @@ int recorder_start(Recorder *r, const SampleScope *scope, uint64_t period_ms, ui
         r->n = r->oldest = 0;
         exit_records_clear(&r->exits);
         /* Listen from before the first entry, so a task it reads and that ends at once is heard. */
-        if (r->exit_cpus && scope->taskstats && taskstats_exit_listener_new(r->exit_cpus, &r->listener) >= 0) {
-                ev_io_init(&r->exit_io, on_exit_io, taskstats_exit_listener_fd(r->listener), EV_READ);
-                r->exit_io.data = r;
-                ev_io_start(r->loop, &r->exit_io);
-        }
+        if (r->exit_cpus && scope->taskstats)
+                (void) exit_watch_start(&r->exit_watch, r->loop, r->exit_cpus, &r->exits);
         int err = recorder_take(r);
         if (err < 0) {
                 recorder_stop(r);
@@ -155,10 +138,7 @@ void recorder_forget_through(Recorder *r, const RecordedEntry *e) {
 
 void recorder_stop(Recorder *r) {
         ev_timer_stop(r->loop, &r->tick);
-        if (r->listener) {
-                ev_io_stop(r->loop, &r->exit_io);
-                r->listener = taskstats_exit_listener_free(r->listener);
-        }
+        exit_watch_stop(&r->exit_watch);
         r->running = false;
         r->n = r->oldest = 0;
         exit_records_clear(&r->exits);
@@ -169,7 +149,7 @@ RecordedEntry *recorder_find(Recorder *r, uint64_t start_mono_us) {
 
         if (r->n == 0)
                 return NULL;
-        drain(r);
+        exit_watch_drain(&r->exit_watch);
         for (size_t i = 0; i < r->n; i++)
                 if (entry(r, i)->a.mono_us <= start_mono_us)
                         best = entry(r, i);

@@ -18,6 +18,7 @@
 #include "probes/cgusage.h"
 #include "sampling/culprits.h"
 #include "sampling/exits.h"
+#include "sampling/exitwatch.h"
 #include "sampling/onwhat.h"
 #include "sampling/snapshot.h"
 
@@ -46,8 +47,7 @@ typedef struct Recorder {
         size_t depth;     /* entries used of ring, from period and depth */
         size_t n, oldest; /* entries holding a snapshot; the oldest's index */
         bool running;
-        struct TaskstatsExitListener *listener;
-        ev_io exit_io;
+        ExitWatch exit_watch;
         ev_timer tick;
         ExitRecords exits;
         /* "On what" (the scope's limits_cgroup): where the limit is, located at the start, and each

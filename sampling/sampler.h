@@ -17,6 +17,7 @@
 #include "probes/limits-find.h"
 #include "sampling/culprits.h"
 #include "sampling/exits.h"
+#include "sampling/exitwatch.h"
 #include "sampling/onwhat.h"
 #include "sampling/hot.h"
 #include "sampling/rank.h"
@@ -93,8 +94,7 @@ struct Sampler {
          * (SampleScope.onwhat), lent from sampler_start() until sampler_drop_onwhat(). */
         OnWhat *onwhat;
         bool has_onwhat;
-        TaskstatsExitListener *exit_listener; /* registered only while a sample runs */
-        ev_io exit_io;
+        ExitWatch exit_watch; /* listening only while a sample runs */
         ExitRecords exits;
         ev_timer timer, middle;
 };
