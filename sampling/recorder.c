@@ -99,10 +99,7 @@ int recorder_start(Recorder *r, const SampleScope *scope, uint64_t period_ms, ui
         recorder_stop(r);
         r->scope = *scope;
         start_onwhat(r, scope);
-        /* A culprit pass over the watch's own scope reads the resource's use with it, as the
-         * sample would (sampler_start()). */
-        if (scope->culprit && scope->culprit->same)
-                r->scope.usage = (int) scope->culprit->resource;
+        culprit_pass_usage(&r->scope); /* as the sample reads it */
         r->period_ms = MAX(period_ms, (uint64_t) RECORDER_PERIOD_MIN_MS);
         /* Entries reaching depth_ms back, the newest, and one more for the period the newest is
          * into. */

@@ -420,8 +420,7 @@ int sampler_start_recorded(Sampler *s, const SampleScope *scope, uint64_t sample
          * forgets that entry below). */
         SWAP(s->a, e->a);
         s->pass = scope->culprit ? &s->own_pass : NULL;
-        if (scope->culprit && scope->culprit->same)
-                s->scope.usage = (int) scope->culprit->resource;
+        culprit_pass_usage(&s->scope);
         if (s->pass) {
                 CulpritPass *p = s->pass;
                 p->started = true;
@@ -464,9 +463,7 @@ int sampler_start(Sampler *s, const SampleScope *scope, uint64_t sample_ms) {
         s->pass = scope->culprit ? (scope->pass ? scope->pass : &s->own_pass) : NULL;
         if (s->pass == &s->own_pass)
                 s->own_pass.started = s->own_pass.ended = false;
-        /* A culprit pass over the sampled scope itself reads the resource's use with it. */
-        if (scope->culprit && scope->culprit->same)
-                s->scope.usage = (int) scope->culprit->resource;
+        culprit_pass_usage(&s->scope);
         r = snapshot_take(&s->a, &s->scope, true);
         if (r >= 0 && s->pass && !s->pass->started)
                 pass_take_start(s);
