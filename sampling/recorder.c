@@ -191,6 +191,10 @@ bool recorder_growth(Recorder *r, PsiResource resource, PsiStall stall, uint64_t
         return true;
 }
 
+static bool same_path(const char *a, const char *b) {
+        return a && b ? strcmp(a, b) == 0 : !a && !b;
+}
+
 static bool same_culprit_scope(const CulpritScope *a, const CulpritScope *b) {
         if (!a || !b)
                 return !a && !b;
@@ -200,8 +204,9 @@ static bool same_culprit_scope(const CulpritScope *a, const CulpritScope *b) {
 bool recorder_matches(const Recorder *r, const SampleScope *scope, uint64_t wakeup_mono_us) {
         if (!r->running || r->n == 0)
                 return false;
-        /* The same cgroup: the directory may be another descriptor of it. */
-        if ((r->scope.cgroup_fd < 0) != (scope->cgroup_fd < 0) || r->scope.pid != scope->pid ||
+        /* The same cgroup, by its path: the directory may be another descriptor of it. */
+        if ((r->scope.cgroup_fd < 0) != (scope->cgroup_fd < 0) ||
+            !same_path(r->scope.cgroup_path, scope->cgroup_path) || r->scope.pid != scope->pid ||
             r->scope.resource != scope->resource)
                 return false;
         if (!same_culprit_scope(r->scope.culprit, scope->culprit))

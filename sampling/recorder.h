@@ -109,8 +109,8 @@ bool recorder_growth(Recorder *r, PsiResource resource, PsiStall stall, uint64_t
                      uint64_t *ret_total);
 
 /* Whether a sample of scope, woken at wakeup_mono_us, can start from r's ring: r records the same
- * cgroup for the same resource, with a culprit pass over the same scope (or neither has one), and
- * its oldest entry was taken at least RECORDER_PERIOD_MIN_MS / 2 before the wakeup (a recording
+ * cgroup (the same cgroup_path, NULL node-wide) for the same resource, with a culprit pass over the same scope (or
+ * neither has one), and its oldest entry was taken at least RECORDER_PERIOD_MIN_MS / 2 before the wakeup (a recording
  * that began at this wakeup holds nothing of the past). Pure. */
 bool recorder_matches(const Recorder *r, const SampleScope *scope, uint64_t wakeup_mono_us);
 

@@ -316,6 +316,7 @@ static void test_matches(void **state) {
         limit.node = false;
         snprintf(limit.path, sizeof limit.path, "app");
         scope.culprit = &node;
+        scope.cgroup_path = "app";
         recorder_init(&r, loop, NULL);
         assert_false(recorder_matches(&r, &scope, UINT64_MAX)); /* not recording */
         assert_int_equal(recorder_start(&r, &scope, 500, 2000), 0);
@@ -334,6 +335,14 @@ static void test_matches(void **state) {
         other = scope;
         other.cgroup_fd = -1; /* node-wide */
         assert_false(recorder_matches(&r, &other, UINT64_MAX));
+        /* Another cgroup: its path says so, whatever its descriptor. */
+        other = scope;
+        other.cgroup_path = "app/web";
+        assert_false(recorder_matches(&r, &other, UINT64_MAX));
+        other.cgroup_path = NULL;
+        assert_false(recorder_matches(&r, &other, UINT64_MAX));
+        other.cgroup_path = "app";
+        assert_true(recorder_matches(&r, &other, UINT64_MAX));
         recorder_free(&r);
         ev_loop_destroy(loop);
 }
