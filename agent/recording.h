@@ -1,8 +1,10 @@
 /* SPDX-License-Identifier: MIT */
-/* The recorder's loop side (sampling/recorder.h): a watch is recorded from its pressure incident on,
- * every period, until it has had no wakeup with real growth for record_s, so that its next incident
- * covers the trigger's window (kernel-facts.md: trigger-latency). It learns of incidents and
- * wakeups through the watches' hooks and offers the watch's recorder when its next sample starts
+/* The recorder's loop side and its one owner (sampling/recorder.h): a watch is recorded from its
+ * pressure incident on, every period, until it has had no wakeup with real growth for record_s, so
+ * that its next incident covers the trigger's window (kernel-facts.md: trigger-latency). The
+ * pressure path (agent/stall.h) tells it of each wakeup and starts each sample through it: it lends
+ * the watch's recorder to the sample (agent/sample.h), which takes an entry and never stops it; it
+ * learns of incidents (to restart on what follows) and removed watches through the watches' hooks
  * (agent/core.h). At most max_concurrent_samples watches record at once; an idle node records
  * nothing. The decisions are the pure functions below. */
 #pragma once
@@ -12,10 +14,21 @@
 
 #include "agent/core.h"
 
+/* How a wakeup the recorder saw in its own entries is handled: as the kernel's (stall_trigger_fired(),
+ * given by the composition root: the pressure path calls this module, not the other way round). */
+typedef void (*RecordingRaise)(Trigger *t);
+
 /* a->recording, and its hooks. 0, -ENOMEM or -ENOSPC (too many hooks). */
-int recording_start(Agent *a);
+int recording_start(Agent *a, RecordingRaise raise);
 /* Stops every recording and frees them. */
 void recording_stop(Agent *a);
+
+/* A wakeup of w with real stall growth, whatever its verdict: a recording of w goes on for record_s
+ * from now. */
+void recording_wakeup(Watch *w);
+/* t of w fired and its wakeup is a sample: it starts (sample_start()) from w's recorder when w is
+ * recorded, else after the wakeup. Without a->recording (not started) it is sample_start() alone. */
+void recording_sample(Watch *w, Trigger *t);
 
 /* How often a watch is recorded: a quarter of its longest trigger window, at least
  * RECORDER_PERIOD_MIN_MS. And how far back its ring reaches: that window, plus the 2 s the kernel

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* The pressure path of a watch (agent/watch.c) on a fake tree, with the recording module
+/* The pressure path of a watch (agent/stall.c) on a fake tree, with the recording module
  * (agent/recording.c) that follows it: a wakeup judged, its sample started (from the recorder's
  * ring once the watch is recorded), its incident written; and a sample that fails or is dropped,
  * after which the watch is still recorded and its next sample starts from the ring. */
@@ -10,7 +10,10 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "agent/pools.h"
 #include "agent/recording.h"
+#include "agent/sample.h"
+#include "agent/stall.h"
 #include "agent/watch.h"
 #include "tests/unit/fake-taskstats.h"
 #include "tests/unit/fake-tree.h"
@@ -114,9 +117,9 @@ static int setup(void **state) {
         fd_budget_init(&a->fds, 64, a->closer);
         assert_int_equal(rate_limit_init(&a->rate, 0), 0);
         assert_int_equal(history_init(&a->history, 60 * USEC_PER_SEC), 0);
-        assert_int_equal(watch_start(a), 0);
-        assert_int_equal(watch_onwhat_reserve(a, 1), 0);
-        assert_int_equal(recording_start(a), 0);
+        assert_int_equal(pools_start(a), 0);
+        assert_int_equal(pools_onwhat_reserve(a, 1), 0);
+        assert_int_equal(recording_start(a, stall_trigger_fired), 0);
 
         /* The watch, and its trigger as arming leaves it (a fake tree has no trigger to write). */
         stall(&env, 0);
@@ -144,7 +147,7 @@ static int teardown(void **state) {
         recording_stop(a);
         while (a->n_watches > 0)
                 watch_remove(a, a->watches[a->n_watches - 1]);
-        watch_stop(a);
+        pools_stop(a);
         for (size_t i = 0; i < a->n_sinks; i++)
                 sink_free(a->sinks[i]);
         free(a->sinks);
@@ -166,7 +169,7 @@ static int teardown(void **state) {
 /* A wakeup with stall, its sample, and whether it started from the recorder's ring. */
 static bool sample_once(Env *env, bool fail) {
         stall(env, 300 * MS);
-        watch_trigger_fired(env->t);
+        stall_trigger_fired(env->t);
         assert_true(env->w->timing.sampling);
         bool recorded = env->w->sampler.recorded;
         /* B cannot list the cgroup: the sample fails as when its cgroup goes. */
@@ -217,10 +220,10 @@ static void test_dropped_sample(void **state) {
         assert_false(sample_once(env, false));
         run_for(env, 700);
         stall(env, 300 * MS);
-        watch_trigger_fired(env->t);
+        stall_trigger_fired(env->t);
         assert_true(env->w->timing.sampling);
         assert_true(env->w->sampler.recorded);
-        watch_drop_sample(env->w, "a test");
+        sample_drop(env->w, "a test");
         assert_false(env->w->timing.sampling);
         run_for(env, 700);
         assert_true(sample_once(env, false));
