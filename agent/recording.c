@@ -52,11 +52,8 @@ bool recording_admit(unsigned record_s, unsigned recording, unsigned max, bool a
         return record_s > 0 && (already || recording < max);
 }
 
-bool recording_should_fire(uint64_t growth_us, uint64_t total_us, const PsiTriggerSpec *spec, const TriggerTotal *t,
-                           usec_t now_mono_us) {
-        if (growth_us < spec->threshold_us || now_mono_us < wakeup_total_newest_mono(t) + spec->window_us)
-                return false;
-        return !t->has_reported || total_us >= t->reported.total_us + spec->threshold_us;
+bool recording_should_fire(uint64_t growth_us, const PsiTriggerSpec *spec, const TriggerTotal *t, usec_t now_mono_us) {
+        return growth_us >= spec->threshold_us && now_mono_us >= wakeup_total_newest_mono(t) + spec->window_us;
 }
 
 static uint64_t longest_window_us(const Watch *w) {
@@ -113,7 +110,7 @@ static void on_check(struct ev_loop *loop, ev_timer *timer, int revents) {
                 if (!t->total.known ||
                     !recorder_growth(&wr->recorder, t->effective.resource, t->effective.stall, t->effective.window_us,
                                      &growth, &total) ||
-                    !recording_should_fire(growth, total, &t->effective, &t->total, now))
+                    !recording_should_fire(growth, &t->effective, &t->total, now))
                         continue;
                 log_debug("trigger \"%s\" on %s: %llu us of stall in its window as recorded, and no wakeup; raised",
                           t->cfg->text, w->name, (unsigned long long) growth);

@@ -37,14 +37,14 @@ uint64_t recording_period_ms(uint64_t longest_window_us);
 uint64_t recording_depth_ms(uint64_t longest_window_us);
 
 /* Whether the recorder raises a wakeup of a trigger (spec; its wakeups t) whose fired line grew by
- * growth_us over the trigger's window as the recorder's entries saw it, total_us now: a read of the
- * pressure file, which the recorder makes, can fold the stall into the averages before the kernel
- * checks an unprivileged trigger, which then never fires for it (kernel-facts.md: pressure-reads).
- * As the kernel would: growth at least the threshold, once a window at most (since the trigger's
- * newest wakeup or arming), and after an incident only for at least the threshold of new stall since
- * its window's end. Pure. */
-bool recording_should_fire(uint64_t growth_us, uint64_t total_us, const PsiTriggerSpec *spec, const TriggerTotal *t,
-                           usec_t now_mono_us);
+ * growth_us over the trigger's window as the recorder's entries saw it: a read of the pressure
+ * file, which the recorder makes, can fold the stall into the averages before the kernel checks an
+ * unprivileged trigger, which then never fires for it (kernel-facts.md: pressure-reads). As the
+ * kernel would: growth at least the threshold, once a window at most (since the trigger's newest
+ * wakeup or arming). Whether that growth is an incident's stall carried over is the raised
+ * wakeup's verdict, as for the kernel's (wakeup_decide(): WAKEUP_REPORTED); the ring restarts at
+ * every incident, so its growth is never stall from before the incident's end. Pure. */
+bool recording_should_fire(uint64_t growth_us, const PsiTriggerSpec *spec, const TriggerTotal *t, usec_t now_mono_us);
 
 /* Whether a watch whose incident (or wakeup) comes now should record: record_s is not 0, and
  * fewer than max watches record (already: it is one of them). */
