@@ -149,8 +149,8 @@ static int begin(WatchRecording *wr, PsiResource resource) {
         uint64_t window = longest_window_us(w);
         int r;
 
-        /* A recording restarted after its sample took the entries keeps its cgroup and culprit scope;
-         * a new one, or one for another resource, opens them. recorder_start() stops the old run. */
+        /* A recording restarted at an incident keeps its cgroup and culprit scope; a new one, or one
+         * for another resource, opens them. recorder_start() stops the old run. */
         if (wr->started_us)
                 count(wr);
         if (!wr->started_us || wr->resource != resource) {
@@ -245,7 +245,8 @@ static void hold(Recording *rec, Watch *w, PsiResource resource, bool restart) {
         }
 }
 
-/* A pressure incident was written: its sample used the entries, if it started from them. */
+/* A pressure incident was written: the ring starts again after its window, so that the next one
+ * never starts inside it (nor sees its stall as growth: recording_should_fire()). */
 static void on_incident(Watch *w, const Trigger *t, const char *id, void *userdata) {
         hold(userdata, w, t->effective.resource, true);
 }
