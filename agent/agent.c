@@ -178,7 +178,11 @@ int agent_run(const AgentOptions *opts) {
         ev_periodic_init(&a->quiet, on_quiet, ev_now(a->loop) + 10.0 * 365 * 86400, 0., 0);
         ev_periodic_start(a->loop, &a->quiet);
 
-        fd_budget_init(&a->fds, fd_budget_reserve(a->config->max_concurrent_samples + OOM_SAMPLING_MAX), a->closer);
+        /* recording_admit() lets as many watches record at once as samples may run. */
+        fd_budget_init(&a->fds,
+                       fd_budget_reserve(a->config->max_concurrent_samples + OOM_SAMPLING_MAX,
+                                         a->config->record_s > 0 ? a->config->max_concurrent_samples : 0),
+                       a->closer);
         if (pools_onwhat_reserve(a, a->config->max_concurrent_samples) < 0)
                 log_warning("out of memory: some incidents will go without \"limits\" and \"blocked\"");
         discovery_run(a);
