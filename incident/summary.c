@@ -371,6 +371,29 @@ static void put_worst(FILE *f, const json_t *top, const char *resource) {
         fputs(" before the wakeup", f);
 }
 
+/* No wait ended in the sample: the threads blocked in D now, if a look saw one (a wait that has not
+ * ended is in no delay: kernel-facts.md: delayacct), else that none was measured waiting. */
+static void put_blocked_now(FILE *f, const json_t *incident) {
+        const json_t *group = json_array_get(json_object_get(incident, "blocked"), 0);
+        const json_t *thread = json_array_get(json_object_get(group, "threads"), 0);
+        double total = 0;
+
+        if (!thread || !field_string(thread, "comm")) {
+                fputs(", no process measured waiting", f);
+                return;
+        }
+        fputs(", no wait ended in it; blocked now: ", f);
+        put_name(f, field_string(thread, "comm"));
+        fprintf(f, " (pid %.0f)", field_or_zero(thread, "pid"));
+        if (field_string(group, "wchan") && field_string(group, "wchan")[0]) {
+                fputs(" in ", f);
+                put_name(f, field_string(group, "wchan"));
+        }
+        (void) field_number(group, "threads_total", &total);
+        if (total > 1)
+                fprintf(f, " and %.0f more thread%s", total - 1, total > 2 ? "s" : "");
+}
+
 static void put_pressure(FILE *f, const json_t *incident) {
         const char *resource = incident_resource(incident);
         const json_t *high = memory_high(incident, resource);
@@ -426,7 +449,7 @@ static void put_pressure(FILE *f, const json_t *incident) {
                 return;
         }
         if (!top)
-                fputs(", no process measured waiting", f);
+                put_blocked_now(f, incident);
         else
                 put_worst(f, top, resource);
         put_culprits(f, incident, resource);

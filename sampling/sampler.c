@@ -27,6 +27,11 @@ static size_t candidates_max(const SampleScope *scope) {
         return (size_t) MAX(scope->detail, 1u) * 2;
 }
 
+/* Room for the leaders and for the processes with a thread in D beside them. */
+static size_t candidates_cap(const SampleScope *scope) {
+        return candidates_max(scope) + SNAPSHOT_BLOCKED_MAX;
+}
+
 int sampler_preallocate(Sampler *s, const SampleScope *scope, size_t *ret_n) {
         TidList *l = &s->a.tids, *p = &s->a.pids;
         size_t n, np;
@@ -45,18 +50,30 @@ int sampler_preallocate(Sampler *s, const SampleScope *scope, size_t *ret_n) {
         *ret_n = n;
         if (snapshot_reserve(&s->a, n, np) < 0 || snapshot_reserve(&s->m, 0, np) < 0 ||
             snapshot_reserve(&s->b, n, np) < 0 || ranking_reserve(&s->ranking, n, np) < 0 ||
-            array_reserve((void **) &s->candidates, &s->cap_candidates, candidates_max(scope), sizeof *s->candidates) <
+            array_reserve((void **) &s->candidates, &s->cap_candidates, candidates_cap(scope), sizeof *s->candidates) <
                     0)
                 return -ENOMEM;
         return 0;
 }
 
+/* The first n leaders of the ranking, then the processes blocked (a thread in D) when the start
+ * was read that are not among them: a process stuck in a wait that has not ended leads nothing,
+ * and its threads are looked at all the same (kernel-facts.md: delayacct). */
 static int set_candidates(Sampler *s, size_t n) {
-        int r = array_reserve((void **) &s->candidates, &s->cap_candidates, n, sizeof *s->candidates);
+        int r = array_reserve((void **) &s->candidates, &s->cap_candidates, n + SNAPSHOT_BLOCKED_MAX,
+                              sizeof *s->candidates);
 
         if (r < 0)
                 return r;
         s->n_candidates = ranking_top_pids(&s->ranking, n, s->candidates);
+        for (size_t i = 0; i < s->a.n_blocked; i++) {
+                size_t j = 0;
+
+                while (j < s->n_candidates && s->candidates[j] != s->a.blocked[i])
+                        j++;
+                if (j == s->n_candidates)
+                        s->candidates[s->n_candidates++] = s->a.blocked[i];
+        }
         return 0;
 }
 

@@ -249,6 +249,7 @@ static void begin(Snapshot *s) {
         s->listed = s->processes = s->exited = s->errors = 0;
         s->first_error = 0;
         s->has_states = false;
+        s->n_blocked = 0;
         s->mono_us = now_usec(CLOCK_MONOTONIC);
         s->real_us = now_usec(CLOCK_REALTIME);
         s->boot_us = now_usec(CLOCK_BOOTTIME);
@@ -313,6 +314,16 @@ static bool seek_is_cheaper(size_t n, uint64_t count) {
         return (uint64_t) n * (1000 + 7 * count) < 220 * count + 2500;
 }
 
+/* Keeps pid among the processes with a thread in D (distinct, the first SNAPSHOT_BLOCKED_MAX). */
+static void note_blocked(Snapshot *s, char state, pid_t pid) {
+        if (state != 'D' || pid <= 0 || s->n_blocked >= SNAPSHOT_BLOCKED_MAX)
+                return;
+        for (size_t i = 0; i < s->n_blocked; i++)
+                if (s->blocked[i] == pid)
+                        return;
+        s->blocked[s->n_blocked++] = pid;
+}
+
 /* Reads the states of process i's threads at offsets off[0..n) (ascending, below its count),
  * each standing for weight threads. Seeks where procfs allows it and that costs less than a
  * listing, unless the process's listing is at hand (a one-process subtree, listed for its detail
@@ -352,9 +363,10 @@ static void read_states_at(Snapshot *s, const SampleScope *scope, size_t i, cons
                 }
                 if (r >= 0)
                         r = proc_read_task_stat(task_fd, tid, &st);
-                if (r >= 0)
+                if (r >= 0) {
                         task_state_weights_add(w, st.state, weight);
-                else if (r != -ESRCH)
+                        note_blocked(s, st.state, pid);
+                } else if (r != -ESRCH)
                         count_error(s, r);
         }
 }
@@ -380,10 +392,14 @@ static void sample_states_threaded(Snapshot *s, const SampleScope *scope, TaskSt
         for (size_t j = 0; j < want; j++) {
                 ProcStat st;
 
-                r = proc_read_stat(scope->sysroot->proc_fd, l->tids[(size_t) (((double) j + 0.5) * step)], &st);
-                if (r >= 0)
+                pid_t tid = l->tids[(size_t) (((double) j + 0.5) * step)], tgid;
+
+                r = proc_read_stat(scope->sysroot->proc_fd, tid, &st);
+                if (r >= 0) {
                         task_state_weights_add(w, st.state, step);
-                else if (r != -ESRCH)
+                        if (st.state == 'D' && proc_read_tgid(scope->sysroot->proc_fd, tid, &tgid) >= 0)
+                                note_blocked(s, st.state, tgid);
+                } else if (r != -ESRCH)
                         count_error(s, r);
         }
         tid_list_clear(l);

@@ -22,6 +22,8 @@
  * /proc/<tid>/task/<tid>/stat read costs about twice a taskstats round trip (9 us against 5 us on a
  * small VM), so reading every thread's would triple the cost of a large snapshot. */
 #define SAMPLE_STATES_MAX 256
+/* Processes with a thread in D a snapshot keeps (Snapshot.blocked). */
+#define SNAPSHOT_BLOCKED_MAX 16
 
 /* Pressure is read for every resource (irq too, for the stall growth of irq triggers); incidents
  * report cpu, memory and io. Indexed by PsiResource. */
@@ -84,6 +86,12 @@ typedef struct Snapshot {
         uint16_t taskstats_version; /* 0: no reply */
         bool has_states;
         TaskStateCounts states;
+        /* Processes with a thread in uninterruptible sleep (D) when the states were read, the
+         * first SNAPSHOT_BLOCKED_MAX seen: a process stuck in a wait that has not ended has no
+         * delay yet (delay accounting adds a wait when it ends: kernel-facts.md: delayacct), so
+         * the sampler looks at them beside the leaders (sampling/blocked.h). */
+        pid_t blocked[SNAPSHOT_BLOCKED_MAX];
+        size_t n_blocked;
         bool has_pressure[SAMPLE_PRESSURE_RESOURCES];
         PressureStats pressure[SAMPLE_PRESSURE_RESOURCES];
         bool has_cgroups;

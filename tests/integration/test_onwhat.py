@@ -25,7 +25,7 @@ import time
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from common import (CpuCappedCgroup, LimitedCgroup, ScratchCgroup, V1Group, check, check_kernel,  # noqa: E402
                     enable_controller, find_mount, run, snapshot_of, spawn, start_watching, stop_agent, validator,
-                    wait_lines, whole_disk)
+                    wait_for, wait_lines, whole_disk)
 
 PSIDIAG, WORKLOAD, SCHEMAS = sys.argv[1:4]
 QUOTA_US, PERIOD_US = 50_000, 100_000
@@ -194,18 +194,47 @@ def io_node(mount, tmp, validate):
                     os.unlink(d)
 
 
+def stuck(mount, validate):
+    """A process stuck in D for the whole sample (a CLONE_VFORK parent, TASK_KILLABLE) has no delay
+    at all: delay accounting adds a wait when it ends (kernel-facts.md: delayacct). Beside spinners
+    that lead the ranking, the snapshot still names it in blocked, found by its state at the start;
+    a snapshot of it alone, with no wait ended, says so in the summary instead of "no process"."""
+    probe = os.path.join(os.path.dirname(WORKLOAD), "probe-limits")
+    with ScratchCgroup(mount, "ow-stuck") as cg:
+        for _ in range(3):
+            cg.spawn([WORKLOAD, "spin", "stuck-spin"])
+        holder = cg.spawn([probe, "hold-d", "60"])
+        wait_for("the holder in D", lambda: open(f"/proc/{holder.pid}/stat").read().rsplit(")", 1)[1].split()[0] == "D",
+                 10)
+        inc = snapshot_of(PSIDIAG, cg, "cpu")
+        validate(inc)
+        held = [(g["wchan"], t["pid"]) for g in inc["blocked"] or [] for t in g["threads"] if t["pid"] == holder.pid]
+        check(held and holder.pid not in [p["pid"] for p in inc["most_delayed"] if p["score_us"] > 0],
+              f"the stuck holder {holder.pid} in blocked, not ranked: blocked {inc['blocked']}")
+        for p in cg.procs:
+            if p.pid != holder.pid:
+                p.kill()
+                p.wait()
+        alone = snapshot_of(PSIDIAG, cg, "cpu")
+        validate(alone)
+        check(f"blocked now: probe-limits (pid {holder.pid})" in alone["summary"], f"summary: {alone['summary']!r}")
+        print(f"stuck: holder {holder.pid} blocked in {held[0][0]} beside 3 spinners; alone: {alone['summary']}")
+
+
 def main():
     mount = check_kernel()
     validate = validator(SCHEMAS)
     tmp = tempfile.mkdtemp(prefix="psidiag-it-", dir="/var/tmp")
     try:
-        parts = os.environ.get("PSIDIAG_PARTS", "cpu,contention,memory,io-node,io").split(",")
+        parts = os.environ.get("PSIDIAG_PARTS", "cpu,contention,memory,stuck,io-node,io").split(",")
         if "cpu" in parts:
             capped(mount, tmp, validate)
         if "contention" in parts:
             contention(mount, validate)
         if "memory" in parts:
             memory(mount, validate)
+        if "stuck" in parts:
+            stuck(mount, validate)
         if "io-node" in parts:
             io_node(mount, tmp, validate)
         if "io" in parts:

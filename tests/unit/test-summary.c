@@ -114,6 +114,21 @@ static void test_stuck_device(void **state) {
                        "measured waiting");
 }
 
+/* No wait ended in the sample, but a look saw a thread in D: it is named, not "no process". */
+static void test_blocked_now(void **state) {
+        assert_summary("{\"type\": \"pressure\", \"trigger\": {\"cgroup\": \"/db\", \"resource\": \"io\"},"
+                       " \"sample\": {\"duration_ms\": 1000, \"stall_us\": 1000000}, \"most_delayed\": [],"
+                       " \"blocked\": [{\"wchan\": \"blkdev_issue_flush\", \"seen\": 2, \"threads_total\": 3,"
+                       "   \"threads\": [{\"pid\": 812, \"tid\": 815, \"comm\": \"postgres\"}]}]}",
+                       "/db stalled 1 s on io in 1 s, no wait ended in it; blocked now: postgres (pid 812) in "
+                       "blkdev_issue_flush and 2 more threads");
+        assert_summary("{\"type\": \"pressure\", \"trigger\": {\"cgroup\": \"/db\", \"resource\": \"io\"},"
+                       " \"sample\": {\"duration_ms\": 1000, \"stall_us\": 1000000}, \"most_delayed\": [],"
+                       " \"blocked\": [{\"wchan\": null, \"seen\": 1, \"threads_total\": 1,"
+                       "   \"threads\": [{\"pid\": 812, \"tid\": 812, \"comm\": \"dd\"}]}]}",
+                       "/db stalled 1 s on io in 1 s, no wait ended in it; blocked now: dd (pid 812)");
+}
+
 /* A node-wide storm: 100 cgroups, the largest 4%: nobody is named. */
 static void test_no_dominant_culprit(void **state) {
         json_t *j =
@@ -385,6 +400,7 @@ int main(void) {
                 cmocka_unit_test(test_stall_passed),
                 cmocka_unit_test(test_worst_wait),
                 cmocka_unit_test(test_stuck_device),
+                cmocka_unit_test(test_blocked_now),
                 cmocka_unit_test(test_dominant_cgroup_process),
                 cmocka_unit_test(test_own_limit_and_memory),
                 cmocka_unit_test(test_memory_high),
