@@ -424,7 +424,8 @@ int incident_build(const SampleResult *res, const IncidentContext *ctx, json_t *
                         r |= set_new(c, "stall_us", json_u64(h->stall_us));
                         r |= set_new(c, "some_us", json_u64(h->some_us));
                         r |= set_new(c, "full_us", h->has_full ? json_u64(h->full_us) : json_null());
-                        r |= set_new(c, "meta", incident_cgroup_meta(path));
+                        r |= set_new(c, "meta",
+                                     incident_cgroup_meta(path, container_cache_peek(res->containers, path)));
                         r |= append_new(cgroups, c);
                 }
                 r |= set_new(o, "cgroups", cgroups);
@@ -434,7 +435,7 @@ int incident_build(const SampleResult *res, const IncidentContext *ctx, json_t *
                 r |= append_new(top, process_object(res, ctx, &rk->procs[i], &res->procs[i], max_threads));
         r |= set_new(o, "most_delayed", top);
         json_t *culprits = res->culprits ? culprit_report_object(res->culprits, res->culprit_scope, res->culprit_procs,
-                                                                 res->n_culprit_procs)
+                                                                 res->n_culprit_procs, res->containers)
                                          : NULL;
         if (culprits)
                 r |= culprits_window_add(culprits, res, ctx->culprit_pass);

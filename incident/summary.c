@@ -7,6 +7,7 @@
 
 #include "base/macro.h"
 #include "incident/summary.h"
+#include "incident/textout.h"
 #include "sampling/fired.h"
 
 static const char *field_string(const json_t *o, const char *key) {
@@ -28,18 +29,6 @@ static double field_or_zero(const json_t *o, const char *key) {
 
         (void) field_number(o, key, &v);
         return v;
-}
-
-/* Names come from task comms and cgroup paths: valid UTF-8 by now, but control bytes would break a
- * pager's or a terminal's line. */
-static void put_name(FILE *f, const char *s) {
-        for (; s && *s; s++) {
-                unsigned char c = (unsigned char) *s;
-                if (c < 0x20 || c == 0x7f)
-                        fprintf(f, "\\x%02x", c);
-                else
-                        fputc(c, f);
-        }
 }
 
 /* "850 us", "42 ms", "3.1 ms", "0.31 s", "1.5 s", "12 s". */
@@ -161,7 +150,7 @@ static void put_where(FILE *f, const char *cgroup) {
         if (!cgroup || strcmp(cgroup, "/") == 0)
                 fputs("the node", f);
         else
-                put_name(f, cgroup);
+                textout_put_name(f, cgroup);
 }
 
 /* " on vda (100% busy)": the device the io went to, from the cgroup's own counters when they saw
@@ -189,7 +178,7 @@ static void put_io_device(FILE *f, const json_t *incident) {
         if (!best || !field_string(best, "device"))
                 return;
         fputs(" on ", f);
-        put_name(f, field_string(best, "device"));
+        textout_put_name(f, field_string(best, "device"));
         /* The node's line of the same device says how busy it was. */
         json_array_foreach(nodes, i, d) {
                 if (field_or_zero(d, "major") == field_or_zero(best, "major") &&
@@ -240,11 +229,11 @@ static void put_culprit_process(FILE *f, const json_t *p) {
         (void) field_number(p, "processes", &n);
         if (!field_number(p, "pid", &pid) && n > 1)
                 fprintf(f, "%.0f ", n);
-        put_name(f, field_string(p, "comm"));
+        textout_put_name(f, field_string(p, "comm"));
         if (!field_number(p, "pid", &pid) && n > 1)
                 fputs(" processes", f);
         fputs(" (", f);
-        put_name(f, field_string(p, "cgroup") ? field_string(p, "cgroup") : "?");
+        textout_put_owner(f, p, field_string(p, "cgroup"));
         if (pid > 0)
                 fprintf(f, ", pid %.0f", pid);
         if (ended)
@@ -292,7 +281,7 @@ static void put_culprits(FILE *f, const json_t *incident, const char *resource) 
                 return;
         if (json_is_true(json_object_get(c, "own_limit")) && field_string(limit, "file")) {
                 fputs(": throttled by its own ", f);
-                put_name(f, field_string(limit, "file"));
+                textout_put_name(f, field_string(limit, "file"));
                 fputs(" (", f);
                 put_where(f, field_string(limit, "cgroup"));
                 fputc(')', f);
@@ -305,7 +294,7 @@ static void put_culprits(FILE *f, const json_t *incident, const char *resource) 
                 /* culprits.cgroups lists the top few; cgroups_total counts every one that used it. */
                 (void) field_number(c, "cgroups_total", &total);
                 fprintf(f, ": no dominant culprit: %.0f cgroup%s share the ", total, total == 1 ? "" : "s");
-                put_name(f, resource);
+                textout_put_name(f, resource);
                 if (field_number(json_array_get(cgroups, 0), "share", &share))
                         fprintf(f, ", the largest %.0f%%", share * 100);
                 return;
@@ -319,7 +308,7 @@ static void put_culprits(FILE *f, const json_t *incident, const char *resource) 
                         p = json_array_get(procs, i);
         if (!p) {
                 fputs(": ", f);
-                put_name(f, field_string(cg, "path") ? field_string(cg, "path") : "?");
+                textout_put_owner(f, cg, field_string(cg, "path"));
                 put_usage(f, resource, json_object_get(cg, "usage"));
                 return;
         }
@@ -371,13 +360,13 @@ static void put_pressure(FILE *f, const json_t *incident) {
                 if (resource_delay_us(json_object_get(json_array_get(most, i), "delay_us"), resource) > 0)
                         top = json_array_get(most, i);
         if (top && !high) {
-                put_name(f, field_string(top, "comm"));
+                textout_put_name(f, field_string(top, "comm"));
                 fputs(" (", f);
-                put_name(f, field_string(top, "cgroup") ? field_string(top, "cgroup") : "?");
+                textout_put_owner(f, top, field_string(top, "cgroup"));
                 fputs(") waited ", f);
                 put_duration_us(f, resource_delay_us(json_object_get(top, "delay_us"), resource));
                 fputs(" for ", f);
-                put_name(f, resource);
+                textout_put_name(f, resource);
                 if (strcmp(resource, "io") == 0)
                         put_io_device(f, incident);
         } else if (json_is_object(trigger)) {
@@ -388,12 +377,12 @@ static void put_pressure(FILE *f, const json_t *incident) {
                         fputc(' ', f);
                 }
                 fputs("on ", f);
-                put_name(f, resource);
+                textout_put_name(f, resource);
                 if (strcmp(resource, "io") == 0)
                         put_io_device(f, incident);
         } else {
                 /* A snapshot does not say which cgroup it measured. */
-                put_name(f, resource);
+                textout_put_name(f, resource);
                 fputs(" stall", f);
                 if (field_number(sample, "stall_us", &stall) && stall > 0) {
                         fputs(" grew ", f);
@@ -426,9 +415,9 @@ static void put_oom(FILE *f, const json_t *oom) {
 
         if (json_is_object(victim)) {
                 fputs("the kernel's OOM killer killed ", f);
-                put_name(f, field_string(victim, "comm"));
+                textout_put_name(f, field_string(victim, "comm"));
                 fputs(" (", f);
-                put_name(f, field_string(victim, "cgroup") ? field_string(victim, "cgroup") : "?");
+                textout_put_name(f, field_string(victim, "cgroup") ? field_string(victim, "cgroup") : "?");
                 if (field_number(victim, "pid", &pid))
                         fprintf(f, ", pid %.0f", pid);
                 fputc(')', f);
@@ -449,7 +438,7 @@ static void put_oom(FILE *f, const json_t *oom) {
                 fputs(", out of memory on the node", f);
         else if (memcg) {
                 fputs(", at the limit of ", f);
-                put_name(f, memcg);
+                textout_put_name(f, memcg);
         }
         if (json_is_object(victim) && kills > 1)
                 fprintf(f, " (%.0f kills)", kills);
@@ -465,18 +454,18 @@ static void put_kill(FILE *f, const json_t *kill) {
 
         if (json_is_object(killer)) {
                 fputs("killed by ", f);
-                put_name(f, field_string(killer, "name") ? field_string(killer, "name") : "?");
+                textout_put_name(f, field_string(killer, "name") ? field_string(killer, "name") : "?");
                 if (field_string(killer, "basis") && strcmp(field_string(killer, "basis"), "running_process") == 0)
                         fputs(" (running, no log of the kill)", f);
         } else
                 fputs("killed by a signal (killer unknown)", f);
         fputs(": ", f);
         if (json_is_object(v)) {
-                put_name(f, field_string(v, "comm") ? field_string(v, "comm") : "?");
+                textout_put_name(f, field_string(v, "comm") ? field_string(v, "comm") : "?");
                 fputs(" (", f);
-                put_name(f, field_string(v, "cgroup")      ? field_string(v, "cgroup")
-                            : field_string(kill, "cgroup") ? field_string(kill, "cgroup")
-                                                           : "?");
+                textout_put_name(f, field_string(v, "cgroup")      ? field_string(v, "cgroup")
+                                    : field_string(kill, "cgroup") ? field_string(kill, "cgroup")
+                                                                   : "?");
                 if (field_number(v, "pid", &pid))
                         fprintf(f, ", pid %.0f", pid);
                 fputc(')', f);
@@ -495,15 +484,15 @@ static void put_kill(FILE *f, const json_t *kill) {
                 char res[16];
                 snprintf(res, sizeof res, "%.*s", (int) MIN((size_t) (sp - trigger), sizeof res - 1), trigger);
                 fputs(", under ", f);
-                put_name(f, res);
+                textout_put_name(f, res);
                 fputs(" pressure (", f);
-                put_name(f, sp + 1);
+                textout_put_name(f, sp + 1);
                 fputc(')', f);
         } else
                 fputs(", under pressure", f);
         if (id) {
                 fputs(" after incident ", f);
-                put_name(f, id);
+                textout_put_name(f, id);
                 if (field_number(p, "since_ms", &since)) {
                         fputs(", ", f);
                         put_duration_us(f, since * 1000);

@@ -271,6 +271,7 @@ static int make_result(Sampler *s, SampleBasis basis, bool passes) {
         }
         sample_result_identify(res, s->scope.sysroot->proc_fd, s->scope.taskstats, s->scope.identities,
                                s->scope.detail);
+        sample_result_name_containers(res, s->scope.identities, s->scope.containers);
         return r;
 }
 

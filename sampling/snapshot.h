@@ -152,6 +152,7 @@ typedef struct SampleScope {
         PsiStall stall;          /* with resource a PsiResource: the line the sample is about */
         const char *cgroup_path; /* the cgroup's path ("a/b", "" root), NULL node-wide: names the hot cgroups */
         struct ProcessInfoBuffer *identities; /* the owner's, where reported processes' identities go; NULL: none */
+        struct ContainerCache *containers;    /* the owner's, naming their containers; NULL: none named */
 } SampleScope;
 
 /* At most this many threads are measured one by one for the detailed processes of one snapshot
