@@ -105,7 +105,7 @@ static bool take_container_scope(const char *s, size_t len, CgroupMeta *m) {
 
 bool cgroup_meta_parse(const char *path, CgroupMeta *m) {
         const char *p = path ? path : "";
-        bool in_kubepods = false, in_docker = false, in_libpod = false, any = false;
+        bool in_kubepods = false, in_docker = false, any = false;
 
         *m = (CgroupMeta) { .user_uid = -1 };
         while (*p) {
@@ -159,13 +159,8 @@ bool cgroup_meta_parse(const char *path, CgroupMeta *m) {
                         in_docker = true;
                         continue;
                 }
-                /* podman's cgroupfs driver: libpod_parent/libpod-<id> (libpod_parent/conmon for its monitor) */
-                if (len == 13 && memcmp(seg, "libpod_parent", 13) == 0) {
-                        in_libpod = true;
-                        continue;
-                }
-                if (in_libpod && !m->container_id[0] && len > 7 && memcmp(seg, "libpod-", 7) == 0 &&
-                    is_hex_id(seg + 7, len - 7)) {
+                /* podman's cgroupfs driver: <cgroup parent, libpod_parent by default>/libpod-<id> */
+                if (!m->container_id[0] && len > 7 && memcmp(seg, "libpod-", 7) == 0 && is_hex_id(seg + 7, len - 7)) {
                         copy(m->runtime, sizeof m->runtime, "podman", 6);
                         copy(m->container_id, sizeof m->container_id, seg + 7, len - 7);
                         any = true;

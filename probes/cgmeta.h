@@ -7,7 +7,7 @@
  *             docker/<id>
  * and podman's: machine.slice/libpod-<id>.scope (libpod-conmon-<id>.scope its monitor), rootless
  * user.slice/user-<uid>.slice/user@<uid>.service/.../libpod-<id>.scope, cgroupfs
- * libpod_parent/libpod-<id>;
+ * <parent>/libpod-<id> (parent libpod_parent unless --cgroup-parent says otherwise);
  * plus systemd units (*.service, *.scope, *.slice) anywhere; and the "/a/b" form a path is shown in.
  * Pure: takes a path, never touches the host, never logs. */
 #pragma once

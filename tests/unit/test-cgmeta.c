@@ -73,8 +73,9 @@ static void test_user_uid(void **state) {
         assert_int_equal(m.user_uid, -1);
         assert_true(cgroup_meta_parse("/user.slice/user@1x.service", &m));
         assert_int_equal(m.user_uid, -1);
-        /* not podman's: libpod-<id> outside libpod_parent, or an id that is not hex */
-        assert_false(cgroup_meta_parse("/other/libpod-" CID, &m));
+        /* podman's under another --cgroup-parent; not podman's: an id that is not hex */
+        assert_true(cgroup_meta_parse("/other/libpod-" CID, &m));
+        assert_string_equal(m.runtime, "podman");
         assert_true(cgroup_meta_parse("/libpod_parent/libpod-zz", &m) == false);
 }
 
