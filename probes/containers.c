@@ -21,8 +21,17 @@ typedef struct Entry {
         ContainerInfo info;
 } Entry;
 
+/* The last containers.json parsed, while one sample looks up its containers (a file of many
+ * containers is parsed once, not once for each): until container_cache_done(). */
+typedef struct StorageMemo {
+        char path[PATH_MAX];
+        struct stat st;
+        CtrmetaStorage *parsed;
+} StorageMemo;
+
 struct ContainerCache {
         int root_fd;
+        StorageMemo memo;
         size_t max, n;
         uint64_t clock;
         Entry *items; /* grown up to max */
@@ -46,6 +55,7 @@ int container_cache_new(int root_fd, size_t max, ContainerCache **ret) {
 
 ContainerCache *container_cache_free(ContainerCache *c) {
         if (c) {
+                container_cache_done(c);
                 free(c->items);
                 free(c);
         }
@@ -139,41 +149,74 @@ static int crio_read(int root_fd, ContainerInfo *info) {
         return read_parse(root_fd, path, -1, ctrmeta_parse_oci, info);
 }
 
-static int storage_read(int root_fd, const char *dir, int64_t owner, ContainerInfo *info) {
+static bool same_file(const struct stat *a, const struct stat *b) {
+        return a->st_dev == b->st_dev && a->st_ino == b->st_ino && a->st_size == b->st_size &&
+               a->st_mtim.tv_sec == b->st_mtim.tv_sec && a->st_mtim.tv_nsec == b->st_mtim.tv_nsec;
+}
+
+/* The parsed containers.json at path, from the memo while the file is the same one unchanged. */
+static int storage_parsed(ContainerCache *c, const char *path, int64_t owner, const CtrmetaStorage **ret) {
         _cleanup_free_ char *buf = NULL;
+        CtrmetaStorage *s = NULL;
+        struct stat st;
+        size_t len = 0;
+        int r;
+
+        if (fstatat(c->root_fd, path, &st, AT_SYMLINK_NOFOLLOW) < 0)
+                return -errno;
+        if (c->memo.parsed && strcmp(c->memo.path, path) == 0 && same_file(&c->memo.st, &st)) {
+                *ret = c->memo.parsed;
+                return 0;
+        }
+        r = read_meta(c->root_fd, path, owner, &buf, &len);
+        if (r < 0)
+                return r;
+        r = ctrmeta_storage_parse(buf, len, &s);
+        if (r < 0)
+                return r;
+        container_cache_done(c);
+        snprintf(c->memo.path, sizeof c->memo.path, "%s", path);
+        c->memo.st = st;
+        c->memo.parsed = s;
+        *ret = s;
+        return 0;
+}
+
+static int storage_read(ContainerCache *c, const char *dir, int64_t owner, ContainerInfo *info) {
+        _cleanup_free_ char *buf = NULL;
+        const CtrmetaStorage *s = NULL;
         char path[PATH_MAX];
         size_t len = 0;
         int r;
 
-        /* containers/storage keeps --rm containers of a transient store in volatile-containers.json */
         snprintf(path, sizeof path, "%s/overlay-containers/containers.json", dir);
-        r = read_meta(root_fd, path, owner, &buf, &len);
-        if (r >= 0 && (r = ctrmeta_parse_storage(buf, len, info->id, info)) != 0)
+        r = storage_parsed(c, path, owner, &s);
+        if (r >= 0 && (r = ctrmeta_storage_find(s, info->id, info)) != 0)
                 return r;
-        free(TAKE_PTR(buf));
+        /* containers/storage keeps the containers of a transient store in volatile-containers.json */
         snprintf(path, sizeof path, "%s/overlay-containers/volatile-containers.json", dir);
-        if (read_meta(root_fd, path, owner, &buf, &len) >= 0 && ctrmeta_parse_storage(buf, len, info->id, info) > 0)
+        if (read_meta(c->root_fd, path, owner, &buf, &len) >= 0 && ctrmeta_parse_storage(buf, len, info->id, info) > 0)
                 return 1;
         return r < 0 ? r : -ENOENT;
 }
 
 /* podman's containers/storage: /var/lib/containers/storage rootful, ~/.local/share/containers/storage
  * of the user whose systemd instance holds the scope rootless. */
-static int podman_read(int root_fd, int64_t user_uid, ContainerInfo *info) {
+static int podman_read(ContainerCache *c, int64_t user_uid, ContainerInfo *info) {
         char passwd[65536], home[PATH_MAX], dir[PATH_MAX + 64];
         ssize_t n;
         int r;
 
         if (user_uid <= 0)
-                return storage_read(root_fd, "var/lib/containers/storage", -1, info);
-        n = read_file_at(root_fd, "etc/passwd", passwd, sizeof passwd);
+                return storage_read(c, "var/lib/containers/storage", -1, info);
+        n = read_file_at(c->root_fd, "etc/passwd", passwd, sizeof passwd);
         if (n < 0)
                 return (int) n;
         r = ctrmeta_passwd_home(passwd, (size_t) n, (unsigned) user_uid, home, sizeof home);
         if (r < 0)
                 return r;
         snprintf(dir, sizeof dir, "%s/.local/share/containers/storage", home + 1);
-        return storage_read(root_fd, dir, user_uid, info);
+        return storage_read(c, dir, user_uid, info);
 }
 
 /* Fills e->info from the runtime's files. */
@@ -195,7 +238,7 @@ static void resolve(ContainerCache *c, Entry *e) {
                 r = crio_read(c->root_fd, info);
                 file = "config.json";
         } else if (strcmp(e->runtime, "podman") == 0) {
-                r = podman_read(c->root_fd, e->user_uid, info);
+                r = podman_read(c, e->user_uid, info);
                 file = "containers.json entry";
         } else {
                 /* the kubelet's cgroupfs driver names no runtime: whichever has the id */
@@ -299,4 +342,11 @@ const ContainerInfo *container_cache_peek(const ContainerCache *c, const char *c
 void container_cache_stats(const ContainerCache *c, ContainerCacheStats *ret) {
         *ret = c->stats;
         ret->cached = c->n;
+}
+
+void container_cache_done(ContainerCache *c) {
+        if (c) {
+                c->memo.parsed = ctrmeta_storage_free(c->memo.parsed);
+                c->memo.path[0] = '\0';
+        }
 }

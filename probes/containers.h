@@ -45,4 +45,8 @@ const ContainerInfo *container_cache_lookup(ContainerCache *c, const char *cgrou
  * NULL when the path names no container or it was not looked up. */
 const ContainerInfo *container_cache_peek(const ContainerCache *c, const char *cgroup_path);
 
+/* The end of one sample's lookups: forgets the containers.json parsed for them (kept meanwhile so
+ * that a file naming many containers is parsed once per sample, not once per container). */
+void container_cache_done(ContainerCache *c);
+
 void container_cache_stats(const ContainerCache *c, ContainerCacheStats *ret);

@@ -119,10 +119,13 @@ static void take_storage_metadata(const json_t *entry, ContainerInfo *ret) {
                 take(m, "name", ret->name, sizeof ret->name);
 }
 
-int ctrmeta_parse_storage(const char *buf, size_t len, const char *id, ContainerInfo *ret) {
+struct CtrmetaStorage {
+        json_t *entries;
+};
+
+int ctrmeta_storage_parse(const char *buf, size_t len, CtrmetaStorage **ret) {
         _cleanup_json_ json_t *j = NULL;
-        const json_t *e, *names;
-        size_t i;
+        CtrmetaStorage *s;
         int r;
 
         r = load(buf, len, &j);
@@ -130,7 +133,19 @@ int ctrmeta_parse_storage(const char *buf, size_t len, const char *id, Container
                 return r;
         if (!json_is_array(j))
                 return -EBADMSG;
-        json_array_foreach(j, i, e) {
+        s = malloc(sizeof *s);
+        if (!s)
+                return -ENOMEM;
+        s->entries = TAKE_PTR(j);
+        *ret = s;
+        return 0;
+}
+
+int ctrmeta_storage_find(const CtrmetaStorage *s, const char *id, ContainerInfo *ret) {
+        const json_t *e, *names;
+        size_t i;
+
+        json_array_foreach(s->entries, i, e) {
                 if (!is(e, "id", id))
                         continue;
                 names = json_object_get(e, "names");
@@ -140,6 +155,26 @@ int ctrmeta_parse_storage(const char *buf, size_t len, const char *id, Container
                 return 1;
         }
         return 0;
+}
+
+CtrmetaStorage *ctrmeta_storage_free(CtrmetaStorage *s) {
+        if (s) {
+                json_decref(s->entries);
+                free(s);
+        }
+        return NULL;
+}
+
+int ctrmeta_parse_storage(const char *buf, size_t len, const char *id, ContainerInfo *ret) {
+        CtrmetaStorage *s = NULL;
+        int r;
+
+        r = ctrmeta_storage_parse(buf, len, &s);
+        if (r < 0)
+                return r;
+        r = ctrmeta_storage_find(s, id, ret);
+        ctrmeta_storage_free(s);
+        return r;
 }
 
 int ctrmeta_passwd_home(const char *buf, size_t len, unsigned uid, char *home, size_t size) {

@@ -49,6 +49,13 @@ int ctrmeta_parse_oci(const char *buf, size_t len, ContainerInfo *ret);
  * "image-name"). Returns 1 when found, 0 when id is not listed, -EBADMSG, -ENOMEM. */
 int ctrmeta_parse_storage(const char *buf, size_t len, const char *id, ContainerInfo *ret);
 
+/* The same in two steps, for a file that names many containers looked up together: parse once
+ * (0, -EBADMSG, -ENOMEM), then find each id (1 found, 0 not). */
+typedef struct CtrmetaStorage CtrmetaStorage;
+int ctrmeta_storage_parse(const char *buf, size_t len, CtrmetaStorage **ret);
+int ctrmeta_storage_find(const CtrmetaStorage *s, const char *id, ContainerInfo *ret);
+CtrmetaStorage *ctrmeta_storage_free(CtrmetaStorage *s);
+
 /* The home directory of uid in an /etc/passwd buffer, into buf. Returns 0, -ENOENT (no such uid,
  * or no absolute home), -ENAMETOOLONG. */
 int ctrmeta_passwd_home(const char *buf, size_t len, unsigned uid, char *home, size_t size);

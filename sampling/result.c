@@ -167,6 +167,7 @@ void sample_result_name_containers(SampleResult *r, ProcessInfoBuffer *buf, Cont
         for (size_t i = 0; r->hot && i < r->hot->n; i++)
                 if (cgroup_display_path(r->hot_prefix, r->hot->items[i].path, path, sizeof path) < sizeof path)
                         (void) container_cache_lookup(c, path);
+        container_cache_done(c);
 }
 
 bool sample_result_stall_us(const SampleResult *res, uint64_t *ret) {
