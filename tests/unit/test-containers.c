@@ -15,6 +15,8 @@
 #include "tests/unit/test-util.h"
 
 #define DOCKER "d0c4e7f1a2b3c4d5e6f708192a3b4c5d6e7f8091a2b3c4d5e6f708192a3b4c5d"
+/* as docker 20.10.24 (Debian 12's docker.io) wrote it here, cgroupfs driver: /docker/<id> */
+#define REAL_DOCKER "99136c90f14e908887f40326e5cc9d92e24b828ac295d3dd9f28966be22a4dfb"
 #define SHIM "d1c4e7f1a2b3c4d5e6f708192a3b4c5d6e7f8091a2b3c4d5e6f708192a3b4c5d"
 #define CRI "c0ffee01a2b3c4d5e6f708192a3b4c5d6e7f8091a2b3c4d5e6f708192a3b4c5d"
 #define SANDBOX "5a5a5a01a2b3c4d5e6f708192a3b4c5d6e7f8091a2b3c4d5e6f708192a3b4c5d"
@@ -47,6 +49,10 @@ static void test_docker(void **state) {
         assert_string_equal(i->name, "web");
         assert_string_equal(i->image, "nginx:1.25");
         assert_string_equal(i->pod_name, "");
+        assert_string_equal(i->unnamed, "");
+        i = container_cache_lookup(c, "/docker/" REAL_DOCKER);
+        assert_string_equal(i->name, "names-web");
+        assert_string_equal(i->image, "psidiag-names-bb:1");
         assert_string_equal(i->unnamed, "");
         /* cgroupfs driver, the same container */
         i = container_cache_lookup(c, "/docker/" DOCKER);
