@@ -152,6 +152,7 @@ static json_t *oom_victim_object(const OomReport *oom) {
         r |= set_new(o, "comm", json_string_from_bytes(k->comm, k->comm_len));
         r |= set_new(o, "uid", k->uid >= 0 ? json_integer(k->uid) : json_null());
         r |= set_new(o, "cgroup", cgroup_string(oom->victim_cgroup));
+        r |= set_new(o, "meta", incident_cgroup_meta(oom->victim_cgroup, oom->victim_container));
         r |= set_new(o, "memcg",
                      k->has_header && k->task_memcg[0] ? json_string_from_bytes(k->task_memcg, strlen(k->task_memcg))
                                                        : json_null());

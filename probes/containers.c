@@ -304,7 +304,7 @@ const ContainerInfo *container_cache_lookup(ContainerCache *c, const char *cgrou
         Entry *e;
         usec_t now;
 
-        if (!key_of(cgroup_path, &m))
+        if (!c || !key_of(cgroup_path, &m))
                 return NULL;
         c->stats.lookups++;
         now = now_usec(CLOCK_MONOTONIC);

@@ -36,7 +36,7 @@ ContainerCache *container_cache_free(ContainerCache *c);
 DEFINE_TRIVIAL_CLEANUP_FUNC(ContainerCache *, container_cache_free);
 
 /* The container the cgroup path ("/a/b" or "a/b") is in, by probes/cgmeta.h's conventions; NULL
- * when it names none. The first lookup of a container reads its runtime's files; the answer is
+ * when it names none (or c is NULL). The first lookup of a container reads its runtime's files; the answer is
  * never NULL for a path that names a container: what could not be read is said in ->unnamed. The
  * pointer is valid until the next lookup. */
 const ContainerInfo *container_cache_lookup(ContainerCache *c, const char *cgroup_path);
