@@ -197,7 +197,8 @@ static int oom_add(json_t *incident, const OomReport *oom) {
         return r;
 }
 
-static json_t *kill_victim_object(const KillVictim *v) {
+static json_t *kill_victim_object(const KillVictim *v, const ContainerCache *containers) {
+        const char *cg = v->has_member && v->member.has_cgroup ? v->member.cgroup : NULL;
         json_t *o = json_object();
         int r = 0;
 
@@ -208,8 +209,8 @@ static json_t *kill_victim_object(const KillVictim *v) {
                              ? json_string_from_bytes(v->member.cmdline, v->member.cmdline_len)
                              : json_null());
         r |= set_new(o, "uid", v->uid >= 0 ? json_integer(v->uid) : json_null());
-        r |= set_new(o, "cgroup",
-                     v->has_member && v->member.has_cgroup ? cgroup_string(v->member.cgroup) : json_null());
+        r |= set_new(o, "cgroup", cg ? cgroup_string(cg) : json_null());
+        r |= set_new(o, "meta", incident_cgroup_meta(cg, container_cache_peek(containers, cg)));
         r |= set_new(o, "rss_kib", v->has_rss ? json_u64(v->rss_kib) : json_null());
         r |= set_new(o, "rss_source", v->has_rss ? json_string(v->rss_source) : json_null());
         r |= set_new(o, "signal", json_string(v->signal == 9 ? "SIGKILL" : "SIGTERM"));
@@ -228,7 +229,7 @@ static int kill_add(json_t *incident, const KillReport *k) {
         int r = 0;
 
         for (size_t i = 0; i < g->n_listed; i++)
-                r |= append_new(victims, kill_victim_object(&g->listed[i]));
+                r |= append_new(victims, kill_victim_object(&g->listed[i], k->containers));
         if (g->sigterm)
                 r |= append_new(signals, json_string("SIGTERM"));
         if (g->sigkill)

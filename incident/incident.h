@@ -44,6 +44,9 @@ typedef struct OomReport {
 typedef struct KillReport {
         const KillGroup *group;
         const char *cgroup; /* the watched cgroup, "a/b"; NULL node-wide */
+        /* Where the victims' containers were looked up (container_cache_lookup() of each listed
+         * victim's cgroup, just before); NULL: none named. */
+        const ContainerCache *containers;
         const KillerChoice *killer;
         /* The cgroup's memory right after (null where not read). */
         bool has_memory_current, has_memory_max, has_swap_current, has_oom_kill;
