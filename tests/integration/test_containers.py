@@ -3,8 +3,8 @@
 """Container names with the real podman: a container "web" (two busy shells) stalled by a
 container "batch" (four spinners), both of an image imported here from busybox, under a cgroup
 parent of the test's own; the agent watches that parent for cpu pressure. The incident names the
-processes by container name and image (meta.container), the summary says "container <name>", and
-every incident matches the schema. Containers, the image and the cgroups (cgroup2 and the v1
+processes by container name and image (meta.container), the summary and `psidiag show` say
+"container <name>, image <image>", and every incident matches the schema. Containers, the image and the cgroups (cgroup2 and the v1
 hierarchies podman's cgroupfs driver also makes) are removed even on failure. Skips when podman or
 /bin/busybox is missing, or podman cannot run a container here (the reason printed)."""
 
@@ -125,6 +125,9 @@ def main():
                 summaries = [l["summary"] for l in lines]
                 check(any(f"container {WEB}, image {IMAGE}" in s or f"container {BATCH}, image {IMAGE}" in s
                           for s in summaries), f"no summary names a container: {summaries}")
+                shown = subprocess.run([PSIDIAG, "show", out], capture_output=True, text=True, timeout=60).stdout
+                check(f"container {WEB}, image {IMAGE}" in shown or f"container {BATCH}, image {IMAGE}" in shown,
+                      f"psidiag show names no container:\n{shown[-2000:]}")
                 print(f"  named: {named}")
                 print(f"  summary: {summaries[0]}")
             finally:
