@@ -4,8 +4,9 @@
 container "batch" (four spinners), both of an image imported here from busybox, under a cgroup
 parent of the test's own; the agent watches that parent for cpu pressure. The incident names the
 processes by container name and image (meta.container), the summary and `psidiag show` say
-"container <name>, image <image>", and every incident matches the schema. Containers, the image and the cgroups (cgroup2 and the v1
-hierarchies podman's cgroupfs driver also makes) are removed even on failure. Skips when podman or
+"container <name>, image <image>", and every incident matches the schema. Containers, the image
+and the cgroups (cgroup2 and the v1 hierarchies podman's cgroupfs driver also makes) are removed
+even on failure. Skips when podman or
 /bin/busybox is missing, or podman cannot run a container here (the reason printed)."""
 
 import os
