@@ -1,10 +1,10 @@
 /* SPDX-License-Identifier: MIT */
 /* What one sample answers, as the Sampler hands it to its owner: the snapshots, the ranking, the
  * hottest cgroups, the culprits and "on what", each where the Sampler keeps it (pointed to, never
- * copied), and the identity (comm, cmdline, uid, cgroup) of each process the incident names, read
- * from /proc here so that the incident layer does no I/O; and the result of pressure alone, made
- * without a Sampler. Does not build the incident (incident/incident.h takes the result as it is)
- * and does not log. */
+ * copied), and the identity (comm, cmdline, uid, cgroup, container) of each process the incident
+ * names, read from /proc and the container runtimes' files here so that the incident layer does
+ * no I/O; and the result of pressure alone, made without a Sampler. Does not build the incident
+ * (incident/incident.h takes the result as it is) and does not log. */
 #pragma once
 
 #include <stdbool.h>
