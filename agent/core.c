@@ -64,6 +64,7 @@ SampleScope core_sample_scope(Agent *a, int cgroup_fd, const char *path, PsiReso
                 .detail = detail,
                 .cgroup_path = path,
                 .identities = &a->procs,
+                .containers = a->rt.containers,
         };
 }
 

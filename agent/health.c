@@ -74,6 +74,9 @@ void health_update(Agent *a) {
         MetricsCount unparsed[_UNPARSED_MAX];
         for (UnparsedFile u = 0; u < _UNPARSED_MAX; u++)
                 unparsed[u] = (MetricsCount) { .label = unparsed_file_to_string(u), .value = unparsed_count(u) };
+        ContainerCacheStats ctr = {};
+        if (a->rt.containers)
+                container_cache_stats(a->rt.containers, &ctr);
         Metrics m = {
                 .version = PSIDIAG_VERSION,
                 .start_time_s = c->start_time_s,
@@ -98,6 +101,10 @@ void health_update(Agent *a) {
                 .recorder_wakeups = c->recorder_wakeups,
                 .recorder_us = c->recorder_us,
                 .recording_us = c->recording_us,
+                .container_lookups = ctr.lookups,
+                .container_reads = ctr.reads,
+                .container_evictions = ctr.evictions,
+                .containers_unnamed = ctr.unknown,
                 .windows = windows,
                 .n_windows = 2,
                 .windows_passed = c->windows_passed,

@@ -229,8 +229,13 @@ static void window_write_group(KillWindow *w, bool final) {
         }
 
         size_t n_related = history_related(&a->history, w->watch->path, now, related, KILL_RELATED_MAX);
+        for (size_t i = 0; i < g->n_listed; i++)
+                if (g->listed[i].has_member && g->listed[i].member.has_cgroup)
+                        (void) container_cache_lookup(a->rt.containers, g->listed[i].member.cgroup);
+        container_cache_done(a->rt.containers);
         KillReport rep = {
                 .group = g,
+                .containers = a->rt.containers,
                 .cgroup = w->watch->path,
                 .killer = &killer,
                 .has_memory_current = ms.has_current,

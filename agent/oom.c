@@ -31,8 +31,11 @@ struct OomIncident {
         const char *source; /* "kmsg", "memory.events" or "memory.oom_control" */
         uint64_t kills;
         char *victim_cgroup; /* "a/b" as our watches name it; NULL unknown */
-        char *cgroup;        /* the cgroup measured; NULL node-wide */
-        char *watch_label;   /* the deepest covering watch's, for the metrics */
+        /* The container it was in, named at the kill (its runtime may delete its files soon after). */
+        ContainerInfo victim_container;
+        bool has_victim_container;
+        char *cgroup;      /* the cgroup measured; NULL node-wide */
+        char *watch_label; /* the deepest covering watch's, for the metrics */
         int cgroup_fd;
         unsigned top;
         Sink **sinks; /* distinct outputs of the watches that cover the kill (of a->n_sinks) */
@@ -115,6 +118,7 @@ static void oom_write(OomIncident *o) {
                 .kills = o->kills,
                 .cgroup = o->cgroup,
                 .victim_cgroup = o->victim_cgroup,
+                .victim_container = o->has_victim_container ? &o->victim_container : NULL,
                 .has_victim_delay = o->has_victim_delay,
                 .victim_present = o->victim_present,
                 .victim_delay_source = o->victim_delay_source,
@@ -266,6 +270,14 @@ void oom_report(Agent *a, const OomKill *kill, const char *victim_cgroup, const 
                 free(o->watch_label);
                 free(o);
                 return;
+        }
+        if (victim_cgroup) {
+                const ContainerInfo *ci = container_cache_lookup(a->rt.containers, victim_cgroup);
+                if (ci) {
+                        o->victim_container = *ci;
+                        o->has_victim_container = true;
+                }
+                container_cache_done(a->rt.containers);
         }
         o->next = a->ooms->list;
         a->ooms->list = o;

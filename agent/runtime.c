@@ -56,6 +56,9 @@ int runtime_open(Runtime *rt, bool enable_delayacct) {
         if (rt->sysroot->cgroup2_fd < 0)
                 log_warning("no cgroup2 mount found in /proc/self/mountinfo: only node-wide watches work");
         runtime_resolve_cgroupns(rt);
+        /* Without it (no memory) incidents name cgroups and container ids, not containers. */
+        if (container_cache_new(rt->sysroot->root_fd, CONTAINER_CACHE_MAX, &rt->containers) < 0)
+                rt->containers = NULL;
         /* Which hierarchy has each controller (the sysroot found the mounts): without it, incidents
          * go without "limits" and culprit passes. */
         if (limits_hierarchy_open(rt->sysroot, &rt->limits) < 0)
@@ -116,6 +119,7 @@ const char *runtime_exit_cpus(const Runtime *rt) {
 void runtime_close(Runtime *rt) {
         rt->taskstats = taskstats_source_free(rt->taskstats);
         rt->limits = limits_hierarchy_free(rt->limits);
+        rt->containers = container_cache_free(rt->containers);
         rt->sysroot = sysroot_free(rt->sysroot);
 }
 

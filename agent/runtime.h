@@ -7,6 +7,7 @@
 #include <stdbool.h>
 
 #include "config/config.h"
+#include "probes/containers.h"
 #include "probes/limits-find.h"
 #include "probes/sysroot.h"
 #include "probes/system.h"
@@ -16,6 +17,7 @@ typedef struct Runtime {
         Sysroot *sysroot;
         TaskstatsSource *taskstats; /* NULL when taskstats is unavailable (degraded) */
         LimitsHierarchy *limits;    /* where cgroup limits are read (culprit scope, "on what"); NULL: none */
+        ContainerCache *containers; /* the names of containers, lent to every sample; NULL: none (no memory) */
         HostInfo host;
         bool privileged;       /* CAP_SYS_RESOURCE: PSI windows need not be multiples of 2 s */
         char cpus_online[256]; /* /sys/devices/system/cpu/online, for the exit listener's cpumask */

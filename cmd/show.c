@@ -124,6 +124,30 @@ static void show_worst(json_t *w, FILE *out) {
                 strcmp(when, "trigger_window") == 0 ? ": in the trigger's window, before the sample" : "");
 }
 
+/* Under a process in a container (psidiag 0.8): "container web, image nginx:1.25", or its pod. */
+static void show_container(json_t *c, FILE *out) {
+        json_t *pod = json_object_get(c, "pod");
+        char a[256], b[256], d[256];
+
+        if (!json_is_object(c))
+                return;
+        if (json_is_object(pod)) {
+                text_terminal_safe(get_str(pod, "namespace"), a, sizeof a);
+                text_terminal_safe(get_str(pod, "name"), b, sizeof b);
+                text_terminal_safe(json_is_true(json_object_get(pod, "sandbox")) ? "(sandbox)"
+                                                                                 : get_str(pod, "container"),
+                                   d, sizeof d);
+                fprintf(out, "           pod %s/%s, container %s\n", a, b, d);
+        } else if (get_str(c, "name")) {
+                text_terminal_safe(get_str(c, "name"), a, sizeof a);
+                text_terminal_safe(get_str(c, "image") ? get_str(c, "image") : "?", b, sizeof b);
+                fprintf(out, "           container %s, image %s\n", a, b);
+        } else if (get_str(c, "unnamed")) {
+                text_terminal_safe(get_str(c, "unnamed"), a, sizeof a);
+                fprintf(out, "           container unnamed: %s\n", a);
+        }
+}
+
 static void show_processes(json_t *inc, FILE *out) {
         json_t *top = json_object_get(inc, "most_delayed"), *p;
         size_t i;
@@ -156,6 +180,7 @@ static void show_processes(json_t *inc, FILE *out) {
                         text_format_us(get_int(p, "score_us"), score, sizeof score), dom, cg, comm, cmd,
                         cmdline && strlen(cmdline) >= CMDLINE_WIDTH - 1 ? "..." : "");
                 show_worst(json_object_get(p, "worst"), out);
+                show_container(json_object_get(json_object_get(p, "meta"), "container"), out);
         }
 }
 
@@ -242,6 +267,7 @@ static void show_culprits(json_t *inc, FILE *out) {
                 fprintf(out, "  %-8s %-22s %5.1f%% %-24s %s  %s%s%s\n", pid, use, get_share(p), cg, comm, cmd,
                         cmdline && strlen(cmdline) >= CMDLINE_WIDTH - 1 ? "..." : "",
                         json_is_true(json_object_get(p, "victim")) ? "  [also stalled]" : "");
+                show_container(json_object_get(json_object_get(p, "meta"), "container"), out);
         }
         cgroups = json_object_get(c, "cgroups");
         json_array_foreach(cgroups, i, p) {

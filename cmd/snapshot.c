@@ -91,6 +91,7 @@ int snapshot_cmd_run(const SnapshotCmdOptions *opts) {
                 .stall = opts->resource == PSI_RESOURCE_IRQ ? PSI_STALL_FULL : PSI_STALL_SOME,
                 .cgroup_path = cgroup,
                 .identities = &procs,
+                .containers = rt.containers,
         };
         /* With --resource, also who is causing it: the processes and cgroups competing for it; on
          * what, for a cgroup, and node-wide for io (the node's busy disks). */

@@ -88,21 +88,23 @@ static json_t *process_object(PsiResource res, const CulpritProcess *p, const Pr
         return object_or_null(o, r);
 }
 
-static json_t *cgroup_object(PsiResource res, const CulpritScope *s, const CulpritCgroup *g) {
+static json_t *cgroup_object(PsiResource res, const CulpritScope *s, const CulpritCgroup *g,
+                             const ContainerCache *containers) {
         char path[4096];
         size_t n = MIN(cgroup_display_path(s->path, g->path, path, sizeof path), sizeof path - 1);
         json_t *o = json_object();
         int r = 0;
 
         r |= set_new(o, "path", json_string_from_bytes(path, n));
-        r |= set_new(o, "meta", incident_cgroup_meta(path));
+        r |= set_new(o, "meta", incident_cgroup_meta(path, container_cache_peek(containers, path)));
         r |= set_new(o, "source", json_string(g->from_counters ? "cgroup" : "processes"));
         r |= set_new(o, "usage", usage_object(res, &g->usage, true));
         r |= set_new(o, "share", json_real(g->share));
         return object_or_null(o, r);
 }
 
-json_t *culprit_report_object(const Culprits *c, const CulpritScope *scope, const ProcessInfo *infos, size_t n_infos) {
+json_t *culprit_report_object(const Culprits *c, const CulpritScope *scope, const ProcessInfo *infos, size_t n_infos,
+                              const ContainerCache *containers) {
         json_t *o = json_object(), *procs = json_array(), *cgroups = json_array();
         int r = 0;
 
@@ -115,7 +117,7 @@ json_t *culprit_report_object(const Culprits *c, const CulpritScope *scope, cons
                 r |= append_new(procs, process_object(c->resource, &c->procs[i], &infos[i]));
         r |= set_new(o, "processes", procs);
         for (size_t i = 0; i < c->n_cgroups; i++)
-                r |= append_new(cgroups, cgroup_object(c->resource, scope, &c->cgroups[i]));
+                r |= append_new(cgroups, cgroup_object(c->resource, scope, &c->cgroups[i], containers));
         r |= set_new(o, "cgroups", cgroups);
         r |= set_new(o, "cgroups_total", json_u64(c->n_cgroups_total));
         return object_or_null(o, r);

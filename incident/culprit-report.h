@@ -10,6 +10,8 @@
 #include "sampling/culprits.h"
 #include "sampling/sampler.h"
 
-/* infos: one per c->procs[i], i < n_infos (the processes listed). Returns a new reference, or NULL
- * when memory ran out. */
-json_t *culprit_report_object(const Culprits *c, const CulpritScope *scope, const ProcessInfo *infos, size_t n_infos);
+/* infos: one per c->procs[i], i < n_infos (the processes listed); containers: where the cgroups'
+ * containers were looked up (SampleResult.containers; NULL: none named). Returns a new reference, or
+ * NULL when memory ran out. */
+json_t *culprit_report_object(const Culprits *c, const CulpritScope *scope, const ProcessInfo *infos, size_t n_infos,
+                              const ContainerCache *containers);

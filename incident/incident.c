@@ -152,6 +152,7 @@ static json_t *oom_victim_object(const OomReport *oom) {
         r |= set_new(o, "comm", json_string_from_bytes(k->comm, k->comm_len));
         r |= set_new(o, "uid", k->uid >= 0 ? json_integer(k->uid) : json_null());
         r |= set_new(o, "cgroup", cgroup_string(oom->victim_cgroup));
+        r |= set_new(o, "meta", incident_cgroup_meta(oom->victim_cgroup, oom->victim_container));
         r |= set_new(o, "memcg",
                      k->has_header && k->task_memcg[0] ? json_string_from_bytes(k->task_memcg, strlen(k->task_memcg))
                                                        : json_null());
@@ -196,7 +197,8 @@ static int oom_add(json_t *incident, const OomReport *oom) {
         return r;
 }
 
-static json_t *kill_victim_object(const KillVictim *v) {
+static json_t *kill_victim_object(const KillVictim *v, const ContainerCache *containers) {
+        const char *cg = v->has_member && v->member.has_cgroup ? v->member.cgroup : NULL;
         json_t *o = json_object();
         int r = 0;
 
@@ -207,8 +209,8 @@ static json_t *kill_victim_object(const KillVictim *v) {
                              ? json_string_from_bytes(v->member.cmdline, v->member.cmdline_len)
                              : json_null());
         r |= set_new(o, "uid", v->uid >= 0 ? json_integer(v->uid) : json_null());
-        r |= set_new(o, "cgroup",
-                     v->has_member && v->member.has_cgroup ? cgroup_string(v->member.cgroup) : json_null());
+        r |= set_new(o, "cgroup", cg ? cgroup_string(cg) : json_null());
+        r |= set_new(o, "meta", incident_cgroup_meta(cg, container_cache_peek(containers, cg)));
         r |= set_new(o, "rss_kib", v->has_rss ? json_u64(v->rss_kib) : json_null());
         r |= set_new(o, "rss_source", v->has_rss ? json_string(v->rss_source) : json_null());
         r |= set_new(o, "signal", json_string(v->signal == 9 ? "SIGKILL" : "SIGTERM"));
@@ -227,7 +229,7 @@ static int kill_add(json_t *incident, const KillReport *k) {
         int r = 0;
 
         for (size_t i = 0; i < g->n_listed; i++)
-                r |= append_new(victims, kill_victim_object(&g->listed[i]));
+                r |= append_new(victims, kill_victim_object(&g->listed[i], k->containers));
         if (g->sigterm)
                 r |= append_new(signals, json_string("SIGTERM"));
         if (g->sigkill)
@@ -424,7 +426,8 @@ int incident_build(const SampleResult *res, const IncidentContext *ctx, json_t *
                         r |= set_new(c, "stall_us", json_u64(h->stall_us));
                         r |= set_new(c, "some_us", json_u64(h->some_us));
                         r |= set_new(c, "full_us", h->has_full ? json_u64(h->full_us) : json_null());
-                        r |= set_new(c, "meta", incident_cgroup_meta(path));
+                        r |= set_new(c, "meta",
+                                     incident_cgroup_meta(path, container_cache_peek(res->containers, path)));
                         r |= append_new(cgroups, c);
                 }
                 r |= set_new(o, "cgroups", cgroups);
@@ -434,7 +437,7 @@ int incident_build(const SampleResult *res, const IncidentContext *ctx, json_t *
                 r |= append_new(top, process_object(res, ctx, &rk->procs[i], &res->procs[i], max_threads));
         r |= set_new(o, "most_delayed", top);
         json_t *culprits = res->culprits ? culprit_report_object(res->culprits, res->culprit_scope, res->culprit_procs,
-                                                                 res->n_culprit_procs)
+                                                                 res->n_culprit_procs, res->containers)
                                          : NULL;
         if (culprits)
                 r |= culprits_window_add(culprits, res, ctx->culprit_pass);

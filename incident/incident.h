@@ -30,6 +30,7 @@ typedef struct OomReport {
         uint64_t kills;            /* kills this incident stands for (counter growth; 1 from kmsg) */
         const char *cgroup;        /* the cgroup measured, "a/b" relative to the cgroup2 mount; NULL node-wide */
         const char *victim_cgroup; /* "a/b" as the watches name it; NULL unknown */
+        const ContainerInfo *victim_container; /* the container it was in, named at the kill; NULL none */
         bool has_victim_delay;
         uint64_t victim_delay_ns[_TASK_DELAY_MAX];
         uint32_t victim_present;
@@ -43,6 +44,9 @@ typedef struct OomReport {
 typedef struct KillReport {
         const KillGroup *group;
         const char *cgroup; /* the watched cgroup, "a/b"; NULL node-wide */
+        /* Where the victims' containers were looked up (container_cache_lookup() of each listed
+         * victim's cgroup, just before); NULL: none named. */
+        const ContainerCache *containers;
         const KillerChoice *killer;
         /* The cgroup's memory right after (null where not read). */
         bool has_memory_current, has_memory_max, has_swap_current, has_oom_kill;

@@ -29,8 +29,32 @@ static json_t *string_or_null(const char *s) {
         return s && s[0] ? json_string_from_bytes(s, strlen(s)) : json_null();
 }
 
+/* The names a container's runtime gave it (docs/incident.md: Container names). */
+static json_t *container_object(const ContainerInfo *ci) {
+        json_t *o, *pod;
+        int r = 0;
+
+        if (!ci)
+                return json_null();
+        o = json_object();
+        r |= set_new(o, "name", string_or_null(ci->name));
+        r |= set_new(o, "image", string_or_null(ci->image));
+        if (ci->pod_name[0] || ci->pod_namespace[0] || ci->pod_container[0]) {
+                pod = json_object();
+                r |= set_new(pod, "namespace", string_or_null(ci->pod_namespace));
+                r |= set_new(pod, "name", string_or_null(ci->pod_name));
+                r |= set_new(pod, "uid", string_or_null(ci->pod_uid));
+                r |= set_new(pod, "container", string_or_null(ci->pod_container));
+                r |= set_new(pod, "sandbox", json_boolean(ci->sandbox));
+                r |= set_new(o, "pod", object_or_null(pod, r));
+        } else
+                r |= set_new(o, "pod", json_null());
+        r |= set_new(o, "unnamed", string_or_null(ci->unnamed));
+        return object_or_null(o, r);
+}
+
 /* What the cgroup path says: systemd unit and slice, Kubernetes pod and QoS, container. */
-json_t *incident_cgroup_meta(const char *path) {
+json_t *incident_cgroup_meta(const char *path, const ContainerInfo *ci) {
         CgroupMeta m;
         json_t *o;
         int r = 0;
@@ -45,6 +69,10 @@ json_t *incident_cgroup_meta(const char *path) {
         r |= set_new(o, "qos", string_or_null(cgroup_qos_to_string(m.qos)));
         r |= set_new(o, "container_runtime", string_or_null(m.runtime));
         r |= set_new(o, "container_id", string_or_null(m.container_id));
+        /* the runtime the files were found under: the kubelet's cgroupfs driver names none */
+        if (ci && !m.runtime[0] && ci->runtime[0])
+                r |= set_new(o, "container_runtime", string_or_null(ci->runtime));
+        r |= set_new(o, "container", container_object(ci));
         return object_or_null(o, r);
 }
 
@@ -67,7 +95,9 @@ int incident_process_identity(json_t *o, const ProcessInfo *info) {
                                             : json_null());
         r |= set_new(o, "uid", info->uid >= 0 ? json_integer(info->uid) : json_null());
         r |= set_new(o, "cgroup", process_cgroup(info));
-        r |= set_new(o, "meta", incident_cgroup_meta(info->has_cgroup ? info->cgroup : NULL));
+        r |= set_new(o, "meta",
+                     incident_cgroup_meta(info->has_cgroup ? info->cgroup : NULL,
+                                          info->has_container ? &info->container : NULL));
         r |= set_new(o, "unreadable", info->unreadable[0] ? json_string(info->unreadable) : json_null());
         return r;
 }

@@ -26,8 +26,9 @@ json_t *json_string_from_bytes(const char *s, size_t len);
 int incident_process_identity(json_t *o, const ProcessInfo *info);
 
 /* {unit, slice, pod_uid, qos, container_runtime, container_id} of a cgroup path (each null when
- * the path does not say), or JSON null for a NULL path. NULL on allocation failure. */
-json_t *incident_cgroup_meta(const char *path);
+ * the path does not say), and "container": what its runtime named it (ci; NULL: null), or JSON null
+ * for a NULL path. NULL on allocation failure. */
+json_t *incident_cgroup_meta(const char *path, const ContainerInfo *ci);
 
 /* Every jansson call can fail on allocation; set_new() returns -ENOMEM when it does, so builders can
  * chain `r |= set(...)` and check once. v is always consumed: json_object_set_new_nocheck() steals

@@ -50,6 +50,20 @@ static bool take_pod_uid(const char *s, size_t len, CgroupMeta *m) {
         return true;
 }
 
+/* "1000" of user@1000.service; -1 when not a plain decimal uid. */
+static int64_t parse_uid(const char *s, size_t len) {
+        int64_t v = 0;
+
+        if (len == 0 || len > 10)
+                return -1;
+        for (size_t i = 0; i < len; i++) {
+                if (s[i] < '0' || s[i] > '9')
+                        return -1;
+                v = v * 10 + (s[i] - '0');
+        }
+        return v <= UINT32_MAX - 1 ? v : -1;
+}
+
 static CgroupQos qos_from(const char *s, size_t len) {
         if (len == 9 && memcmp(s, "burstable", 9) == 0)
                 return CGROUP_QOS_BURSTABLE;
@@ -62,7 +76,9 @@ static void copy(char *dst, size_t size, const char *s, size_t len) {
         snprintf(dst, size, "%.*s", (int) len, s);
 }
 
-/* "cri-containerd-<id>.scope", "crio-<id>.scope", "crio-conmon-<id>.scope", "docker-<id>.scope" */
+/* "cri-containerd-<id>.scope", "crio-<id>.scope", "crio-conmon-<id>.scope", "docker-<id>.scope",
+ * "libpod-<id>.scope", "libpod-conmon-<id>.scope" (podman's systemd driver: machine.slice rootful,
+ * the user's own systemd instance rootless) */
 static bool take_container_scope(const char *s, size_t len, CgroupMeta *m) {
         static const struct {
                 const char *prefix, *runtime;
@@ -71,6 +87,8 @@ static bool take_container_scope(const char *s, size_t len, CgroupMeta *m) {
                 { "crio-conmon-", "crio" },
                 { "crio-", "crio" },
                 { "docker-", "docker" },
+                { "libpod-conmon-", "podman" },
+                { "libpod-", "podman" },
         };
 
         if (!ends_with(s, len, ".scope"))
@@ -90,7 +108,7 @@ bool cgroup_meta_parse(const char *path, CgroupMeta *m) {
         const char *p = path ? path : "";
         bool in_kubepods = false, in_docker = false, any = false;
 
-        *m = (CgroupMeta) {};
+        *m = (CgroupMeta) { .user_uid = -1 };
         const char *seg;
         size_t len;
 
@@ -112,6 +130,9 @@ bool cgroup_meta_parse(const char *path, CgroupMeta *m) {
                         }
                         continue;
                 }
+                /* systemd's user instance: user@<uid>.service, where rootless podman's scopes sit */
+                if (len > 13 && memcmp(seg, "user@", 5) == 0 && ends_with(seg, len, ".service"))
+                        m->user_uid = parse_uid(seg + 5, len - 13);
                 if (take_container_scope(seg, len, m)) {
                         copy(m->unit, sizeof m->unit, seg, len);
                         any = true;
@@ -129,6 +150,13 @@ bool cgroup_meta_parse(const char *path, CgroupMeta *m) {
                 }
                 if (len == 6 && memcmp(seg, "docker", 6) == 0) {
                         in_docker = true;
+                        continue;
+                }
+                /* podman's cgroupfs driver: <cgroup parent, libpod_parent by default>/libpod-<id> */
+                if (!m->container_id[0] && len > 7 && memcmp(seg, "libpod-", 7) == 0 && is_hex_id(seg + 7, len - 7)) {
+                        copy(m->runtime, sizeof m->runtime, "podman", 6);
+                        copy(m->container_id, sizeof m->container_id, seg + 7, len - 7);
+                        any = true;
                         continue;
                 }
                 if (in_docker && !m->container_id[0] && is_hex_id(seg, len)) {

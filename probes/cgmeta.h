@@ -5,12 +5,16 @@
  *             cri-containerd-<id>.scope  (crio-<id>.scope, docker-<id>.scope)
  *   cgroupfs  kubepods/burstable/pod<uid>/<id>   (guaranteed pods sit right under kubepods),
  *             docker/<id>
+ * and podman's: machine.slice/libpod-<id>.scope (libpod-conmon-<id>.scope its monitor), rootless
+ * user.slice/user-<uid>.slice/user@<uid>.service/.../libpod-<id>.scope, cgroupfs
+ * <parent>/libpod-<id> (parent libpod_parent unless --cgroup-parent says otherwise);
  * plus systemd units (*.service, *.scope, *.slice) anywhere; and the "/a/b" form a path is shown in.
  * Pure: takes a path, never touches the host, never logs. */
 #pragma once
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 typedef enum CgroupQos {
         CGROUP_QOS_NONE,
@@ -24,8 +28,10 @@ typedef struct CgroupMeta {
         char slice[256];  /* the innermost *.slice, "" if none */
         char pod_uid[40]; /* with dashes, "" if not a Kubernetes pod */
         CgroupQos qos;
-        char runtime[16];      /* "containerd", "crio", "docker", "" when unknown */
+        char runtime[16];      /* "containerd", "crio", "docker", "podman", "" when unknown */
         char container_id[72]; /* hex id, "" if none */
+        int64_t user_uid;      /* the uid of the innermost user@<uid>.service (systemd's user
+                                * instance: a rootless container's owner), -1 if none */
 } CgroupMeta;
 
 const char *cgroup_qos_to_string(CgroupQos q); /* NULL for NONE */

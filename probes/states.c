@@ -99,3 +99,12 @@ int cgroupstats_parse_payload(const void *data, size_t len, TaskStateCounts *ret
         };
         return 0;
 }
+
+void task_state_blocked_note(TaskStateBlocked *b, char state, int pid) {
+        if (state != 'D' || pid <= 0 || b->n >= TASK_STATE_BLOCKED_MAX)
+                return;
+        for (size_t i = 0; i < b->n; i++)
+                if (b->pids[i] == pid)
+                        return;
+        b->pids[b->n++] = pid;
+}

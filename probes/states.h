@@ -46,6 +46,17 @@ void task_state_weights_add(TaskStateWeights *w, char state, double weight);
  * rounded; read is the threads read, scaled is set when that is fewer than total. */
 void task_state_weights_finish(const TaskStateWeights *w, uint64_t total, TaskStateCounts *ret);
 
+/* The processes with a thread in uninterruptible sleep (D), distinct, the first
+ * TASK_STATE_BLOCKED_MAX seen. */
+#define TASK_STATE_BLOCKED_MAX 16
+typedef struct TaskStateBlocked {
+        int pids[TASK_STATE_BLOCKED_MAX];
+        size_t n;
+} TaskStateBlocked;
+
+/* Keeps pid when state is 'D' (and it is not kept yet, and there is room). */
+void task_state_blocked_note(TaskStateBlocked *b, char state, int pid);
+
 /* Parses a struct cgroupstats payload (5 x u64: sleeping, running, stopped, uninterruptible,
  * io_wait). Returns 0 or -EBADMSG when shorter than that. */
 int cgroupstats_parse_payload(const void *data, size_t len, TaskStateCounts *ret);

@@ -44,6 +44,7 @@ void process_info_read(int proc_fd, TaskstatsSource *ts, pid_t pid, const char *
                 ret->cmdline_len = -1;
         ret->uid = proc_read_uid(proc_fd, pid, &uid) >= 0 ? (int64_t) uid : -1;
         ret->has_cgroup = proc_read_cgroup(proc_fd, pid, ret->cgroup, sizeof ret->cgroup) >= 0;
+        ret->has_container = false;
 }
 
 void sample_result_unmeasured(const SampleScope *scope, Snapshot *snap, SampleResult *ret) {
@@ -82,6 +83,7 @@ static void ended_info(int proc_fd, const char *comm, int64_t uid, pid_t placed_
         ret->cmdline_len = -1;
         ret->uid = uid;
         ret->has_cgroup = placed_by > 0 && proc_read_cgroup(proc_fd, placed_by, ret->cgroup, sizeof ret->cgroup) >= 0;
+        ret->has_container = false;
 }
 
 void sample_result_identify(SampleResult *r, int proc_fd, TaskstatsSource *ts, ProcessInfoBuffer *buf, size_t top) {
@@ -137,6 +139,35 @@ void sample_result_identify(SampleResult *r, int proc_fd, TaskstatsSource *ts, P
                                 break;
                         }
         }
+}
+
+static void name_process(ProcessInfo *info, ContainerCache *c) {
+        const ContainerInfo *ci = info->has_cgroup ? container_cache_lookup(c, info->cgroup) : NULL;
+
+        info->has_container = ci != NULL;
+        if (ci)
+                info->container = *ci;
+}
+
+void sample_result_name_containers(SampleResult *r, ProcessInfoBuffer *buf, ContainerCache *c) {
+        char path[4096];
+
+        r->containers = c;
+        if (!c || !buf || !buf->items)
+                return;
+        for (size_t i = 0; i < r->n_procs; i++)
+                name_process(&buf->items[i], c);
+        if (r->culprit_procs)
+                for (size_t i = 0; i < r->n_culprit_procs; i++)
+                        name_process(&buf->items[(size_t) (r->culprit_procs - buf->items) + i], c);
+        for (size_t i = 0; r->culprits && r->culprit_scope && i < r->culprits->n_cgroups; i++)
+                if (cgroup_display_path(r->culprit_scope->path, r->culprits->cgroups[i].path, path, sizeof path) <
+                    sizeof path)
+                        (void) container_cache_lookup(c, path);
+        for (size_t i = 0; r->hot && i < r->hot->n; i++)
+                if (cgroup_display_path(r->hot_prefix, r->hot->items[i].path, path, sizeof path) < sizeof path)
+                        (void) container_cache_lookup(c, path);
+        container_cache_done(c);
 }
 
 bool sample_result_stall_us(const SampleResult *res, uint64_t *ret) {

@@ -1,10 +1,10 @@
 /* SPDX-License-Identifier: MIT */
 /* What one sample answers, as the Sampler hands it to its owner: the snapshots, the ranking, the
  * hottest cgroups, the culprits and "on what", each where the Sampler keeps it (pointed to, never
- * copied), and the identity (comm, cmdline, uid, cgroup) of each process the incident names, read
- * from /proc here so that the incident layer does no I/O; and the result of pressure alone, made
- * without a Sampler. Does not build the incident (incident/incident.h takes the result as it is)
- * and does not log. */
+ * copied), and the identity (comm, cmdline, uid, cgroup, container) of each process the incident
+ * names, read from /proc and the container runtimes' files here so that the incident layer does
+ * no I/O; and the result of pressure alone, made without a Sampler. Does not build the incident
+ * (incident/incident.h takes the result as it is) and does not log. */
 #pragma once
 
 #include <stdbool.h>
@@ -13,6 +13,7 @@
 #include <sys/types.h>
 
 #include "base/timeutil.h"
+#include "probes/containers.h"
 #include "probes/pressure.h"
 #include "sampling/culprits.h"
 #include "sampling/fired.h"
@@ -34,6 +35,10 @@ typedef struct ProcessInfo {
          * or its /proc files are refused (an LSM such as AppArmor, hidepid); comm then comes from
          * taskstats (ac_comm), or is "?" when nothing said it. */
         char unreadable[128];
+        /* The container its cgroup is in, named by its runtime's files (probes/containers.h);
+         * has_container false when its cgroup names none or no cache was lent. */
+        ContainerInfo container;
+        bool has_container;
 } ProcessInfo;
 
 /* Where the identities of a sample's reported processes are read: the owner's, lent to every
@@ -74,6 +79,9 @@ typedef struct SampleResult {
         size_t n_culprit_procs;
         const OnWhat *onwhat; /* NULL: no "limits" nor "blocked" */
         bool recorded;        /* a starts before the wakeup, from a recorder (sampling/recorder.h) */
+        /* The containers of the cgroups named (hot, culprits'), looked up by sample_result_name_containers():
+         * container_cache_peek() answers from it without reading. NULL: none named. */
+        const ContainerCache *containers;
 } SampleResult;
 
 /* Makes *ret of scope's pressure alone (basis NONE: no task measured, no process named), read now
@@ -99,6 +107,13 @@ void process_info_read(int proc_fd, TaskstatsSource *ts, pid_t pid, const char *
  * delayed takes the cgroup the culprits' start walk found it in. r->ranking, r->culprits and
  * r->culprit_scope are set before. */
 void sample_result_identify(SampleResult *r, int proc_fd, TaskstatsSource *ts, ProcessInfoBuffer *buf, size_t top);
+
+/* Names the containers of what r names, once r's identities are read (sample_result_identify()
+ * into buf): each reported process's (ProcessInfo.container) and, looked up so that
+ * container_cache_peek() has them, the hot cgroups' and the culprit cgroups'; r->containers = c.
+ * c NULL (the owner lent none): nothing is named. Reads a runtime's files only for a container
+ * not cached; never per task. Never fails. */
+void sample_result_name_containers(SampleResult *r, ProcessInfoBuffer *buf, ContainerCache *c);
 
 /* The growth of the sampled scope's fired line (resource, stall) over the window: a delta sample
  * whose scope's pressure was read at both ends. False otherwise (*ret untouched). */

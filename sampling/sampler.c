@@ -29,7 +29,7 @@ static size_t candidates_max(const SampleScope *scope) {
 
 /* Room for the leaders and for the processes with a thread in D beside them. */
 static size_t candidates_cap(const SampleScope *scope) {
-        return candidates_max(scope) + SNAPSHOT_BLOCKED_MAX;
+        return candidates_max(scope) + TASK_STATE_BLOCKED_MAX;
 }
 
 int sampler_preallocate(Sampler *s, const SampleScope *scope, size_t *ret_n) {
@@ -60,19 +60,19 @@ int sampler_preallocate(Sampler *s, const SampleScope *scope, size_t *ret_n) {
  * was read that are not among them: a process stuck in a wait that has not ended leads nothing,
  * and its threads are looked at all the same (kernel-facts.md: delayacct). */
 static int set_candidates(Sampler *s, size_t n) {
-        int r = array_reserve((void **) &s->candidates, &s->cap_candidates, n + SNAPSHOT_BLOCKED_MAX,
+        int r = array_reserve((void **) &s->candidates, &s->cap_candidates, n + TASK_STATE_BLOCKED_MAX,
                               sizeof *s->candidates);
 
         if (r < 0)
                 return r;
         s->n_candidates = ranking_top_pids(&s->ranking, n, s->candidates);
-        for (size_t i = 0; i < s->a.n_blocked; i++) {
+        for (size_t i = 0; i < s->a.blocked.n; i++) {
                 size_t j = 0;
 
-                while (j < s->n_candidates && s->candidates[j] != s->a.blocked[i])
+                while (j < s->n_candidates && s->candidates[j] != s->a.blocked.pids[i])
                         j++;
                 if (j == s->n_candidates)
-                        s->candidates[s->n_candidates++] = s->a.blocked[i];
+                        s->candidates[s->n_candidates++] = s->a.blocked.pids[i];
         }
         return 0;
 }
@@ -264,6 +264,7 @@ static int make_result(Sampler *s, SampleBasis basis, bool passes) {
         }
         sample_result_identify(res, s->scope.sysroot->proc_fd, s->scope.taskstats, s->scope.identities,
                                s->scope.detail);
+        sample_result_name_containers(res, s->scope.identities, s->scope.containers);
         return r;
 }
 

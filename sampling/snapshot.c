@@ -249,7 +249,7 @@ static void begin(Snapshot *s) {
         s->listed = s->processes = s->exited = s->errors = 0;
         s->first_error = 0;
         s->has_states = false;
-        s->n_blocked = 0;
+        s->blocked.n = 0;
         s->mono_us = now_usec(CLOCK_MONOTONIC);
         s->real_us = now_usec(CLOCK_REALTIME);
         s->boot_us = now_usec(CLOCK_BOOTTIME);
@@ -314,16 +314,6 @@ static bool seek_is_cheaper(size_t n, uint64_t count) {
         return (uint64_t) n * (1000 + 7 * count) < 220 * count + 2500;
 }
 
-/* Keeps pid among the processes with a thread in D (distinct, the first SNAPSHOT_BLOCKED_MAX). */
-static void note_blocked(Snapshot *s, char state, pid_t pid) {
-        if (state != 'D' || pid <= 0 || s->n_blocked >= SNAPSHOT_BLOCKED_MAX)
-                return;
-        for (size_t i = 0; i < s->n_blocked; i++)
-                if (s->blocked[i] == pid)
-                        return;
-        s->blocked[s->n_blocked++] = pid;
-}
-
 /* Reads the states of process i's threads at offsets off[0..n) (ascending, below its count),
  * each standing for weight threads. Seeks where procfs allows it and that costs less than a
  * listing, unless the process's listing is at hand (a one-process subtree, listed for its detail
@@ -365,7 +355,7 @@ static void read_states_at(Snapshot *s, const SampleScope *scope, size_t i, cons
                         r = proc_read_task_stat(task_fd, tid, &st);
                 if (r >= 0) {
                         task_state_weights_add(w, st.state, weight);
-                        note_blocked(s, st.state, pid);
+                        task_state_blocked_note(&s->blocked, st.state, pid);
                 } else if (r != -ESRCH)
                         count_error(s, r);
         }
@@ -398,7 +388,7 @@ static void sample_states_threaded(Snapshot *s, const SampleScope *scope, TaskSt
                 if (r >= 0) {
                         task_state_weights_add(w, st.state, step);
                         if (st.state == 'D' && proc_read_tgid(scope->sysroot->proc_fd, tid, &tgid) >= 0)
-                                note_blocked(s, st.state, tgid);
+                                task_state_blocked_note(&s->blocked, st.state, tgid);
                 } else if (r != -ESRCH)
                         count_error(s, r);
         }
@@ -539,9 +529,7 @@ const ThreadDelays *snapshot_find_n(const Snapshot *s, size_t n, pid_t tid) {
         ThreadDelays key = { .tid = tid };
 
         /* bsearch's array must not be NULL, even for zero elements. */
-        if (n == 0)
-                return NULL;
-        return bsearch(&key, s->threads, n, sizeof *s->threads, cmp_tid);
+        return n > 0 ? bsearch(&key, s->threads, n, sizeof *s->threads, cmp_tid) : NULL;
 }
 
 const ThreadDelays *snapshot_find(const Snapshot *s, pid_t tid) {
@@ -551,9 +539,7 @@ const ThreadDelays *snapshot_find(const Snapshot *s, pid_t tid) {
 const ProcessDelays *snapshot_find_process_n(const Snapshot *s, size_t n, pid_t tgid) {
         ProcessDelays key = { .tgid = tgid };
 
-        if (n == 0)
-                return NULL;
-        return bsearch(&key, s->procs, n, sizeof *s->procs, cmp_tgid);
+        return n > 0 ? bsearch(&key, s->procs, n, sizeof *s->procs, cmp_tgid) : NULL;
 }
 
 const ProcessDelays *snapshot_find_process(const Snapshot *s, pid_t tgid) {
@@ -563,19 +549,17 @@ const ProcessDelays *snapshot_find_process(const Snapshot *s, pid_t tgid) {
 int snapshot_append_process(Snapshot *s, const ProcessDelays *p) {
         int r = reserve_procs(s, s->n_procs + 1);
 
-        if (r < 0)
-                return r;
-        s->procs[s->n_procs++] = *p;
-        return 0;
+        if (r >= 0)
+                s->procs[s->n_procs++] = *p;
+        return MIN(r, 0);
 }
 
 int snapshot_append_thread(Snapshot *s, const ThreadDelays *t) {
         int r = reserve_threads(s, s->n + 1);
 
-        if (r < 0)
-                return r;
-        s->threads[s->n++] = *t;
-        return 0;
+        if (r >= 0)
+                s->threads[s->n++] = *t;
+        return MIN(r, 0);
 }
 
 void snapshot_sort(Snapshot *s) {

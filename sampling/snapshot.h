@@ -22,8 +22,6 @@
  * /proc/<tid>/task/<tid>/stat read costs about twice a taskstats round trip (9 us against 5 us on a
  * small VM), so reading every thread's would triple the cost of a large snapshot. */
 #define SAMPLE_STATES_MAX 256
-/* Processes with a thread in D a snapshot keeps (Snapshot.blocked). */
-#define SNAPSHOT_BLOCKED_MAX 16
 
 /* Pressure is read for every resource (irq too, for the stall growth of irq triggers); incidents
  * report cpu, memory and io. Indexed by PsiResource. */
@@ -90,8 +88,7 @@ typedef struct Snapshot {
          * first SNAPSHOT_BLOCKED_MAX seen: a process stuck in a wait that has not ended has no
          * delay yet (delay accounting adds a wait when it ends: kernel-facts.md: delayacct), so
          * the sampler looks at them beside the leaders (sampling/blocked.h). */
-        pid_t blocked[SNAPSHOT_BLOCKED_MAX];
-        size_t n_blocked;
+        TaskStateBlocked blocked;
         bool has_pressure[SAMPLE_PRESSURE_RESOURCES];
         PressureStats pressure[SAMPLE_PRESSURE_RESOURCES];
         bool has_cgroups;
@@ -160,6 +157,7 @@ typedef struct SampleScope {
         PsiStall stall;          /* with resource a PsiResource: the line the sample is about */
         const char *cgroup_path; /* the cgroup's path ("a/b", "" root), NULL node-wide: names the hot cgroups */
         struct ProcessInfoBuffer *identities; /* the owner's, where reported processes' identities go; NULL: none */
+        struct ContainerCache *containers;    /* the owner's, naming their containers; NULL: none named */
 } SampleScope;
 
 /* At most this many threads are measured one by one for the detailed processes of one snapshot

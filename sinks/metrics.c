@@ -166,6 +166,17 @@ int metrics_format(const Metrics *m, char **ret) {
                   "Time the recorder spent taking its entries (on the agent's loop).", m->recorder_us);
         single_us(f, "psidiag_recording_seconds_total", "counter", "Time watches spent recording, summed over them.",
                   m->recording_us);
+        single(f, "psidiag_container_lookups_total", "counter",
+               "Lookups of the container a reported process or cgroup is in (its name, image and pod).",
+               m->container_lookups);
+        single(f, "psidiag_container_reads_total", "counter",
+               "Lookups that read the container runtime's files (the first of each container: the cache's misses).",
+               m->container_reads);
+        single(f, "psidiag_container_evictions_total", "counter",
+               "Containers forgotten by the cache of container names to make room for others.", m->container_evictions);
+        single(f, "psidiag_containers_unnamed_total", "counter",
+               "Lookups whose container its runtime's files did not name (meta.container.unnamed).",
+               m->containers_unnamed);
         metric(f, "psidiag_windows_total", "counter",
                "Pressure incidents by their window's basis: after_wakeup (the sample after the wakeup) or recorded "
                "(from before the wakeup).");

@@ -45,7 +45,10 @@ typedef struct Metrics {
         uint64_t recordings, recordings_refused, recorder_entries; /* the recorder (agent/recording.h) */
         uint64_t recorder_wakeups;
         uint64_t recorder_us, recording_us; /* its entries' time; time spent recording */
-        const MetricsCount *windows;        /* psidiag_windows_total{basis=...} */
+        /* container names (probes/containers.h): lookups, the runtime files' reads (misses), containers
+         * evicted from the cache, lookups answered without a name */
+        uint64_t container_lookups, container_reads, container_evictions, containers_unnamed;
+        const MetricsCount *windows; /* psidiag_windows_total{basis=...} */
         size_t n_windows;
         uint64_t windows_passed;
         const MetricsCount *kills; /* psidiag_kills_total{killer=...}: kill incidents by killer */

@@ -24,7 +24,12 @@ CAP_NET_ADMIN (exits 77 saying why otherwise). Always removes its cgroups and wo
    same exit with as many triggers as the open-file hard limit allows, up to 30,000.
 5. The recorder: its cost per recorded second on a watched cgroup of 10, 300 and 3,000 processes
    (entries, time on the agent's loop, the agent's cpu), against the floor of one snapshot of the
-   cgroup (floor.c --process-first), and the agent's peak RSS (recorder_cost())."""
+   cgroup (floor.c --process-first), and the agent's peak RSS (recorder_cost()).
+6. Container names: what naming the containers of one incident (16 containers: its processes'
+   and cgroups') adds, cold (every container's runtime files read and parsed: docker's 16
+   config.v2.json, or podman's containers.json of 200 containers) and warm (cached), by
+   tests/bench/containers.c, against the floor of one snapshot of a cgroup of 10 processes
+   (floor.c --process-first), measured in the same run."""
 
 import json
 import os
@@ -42,7 +47,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 from common import (ChildCgroup, ScratchCgroup, check, check_kernel, read_lines, rmdir_retry, run, stop_agent,  # noqa: E402
                     wait_log)
 
-PSIDIAG, WORKLOAD, FLOOR = sys.argv[1:4]
+PSIDIAG, WORKLOAD, FLOOR, CONTAINERS = sys.argv[1:5]
 SIZES = [1000, 4000, 10000]
 RUNS = 15
 IDLE_S = int(os.environ.get("PSIDIAG_BENCH_IDLE_S", "60"))
@@ -270,6 +275,19 @@ def recorder_cost(mount, tmp, procs):
         return procs, entries / span, loop_s / span, (c1 - c0) / span, loop_s / entries, floor, rss, recorded
 
 
+def containers_cost(mount, tmp):
+    """(docker cold, docker warm, podman cold, podman warm) us per incident, and the floor in s."""
+    root = os.path.join(tmp, "containers-root")
+    os.mkdir(root)
+    p = subprocess.run([CONTAINERS, root], capture_output=True, text=True, timeout=300)
+    check(p.returncode == 0, f"{CONTAINERS} failed: {p.stderr}")
+    costs = [float(x) for x in p.stdout.split()]
+    with ScratchCgroup(mount, "ctrfloor") as cg:
+        park_many(cg, 10, 1)
+        floor = statistics.median(wall([FLOOR, cg.path, "--process-first", "0", "256"]) for _ in range(RUNS))
+    return costs, floor
+
+
 def make_cgroups(mount, name, n):
     top = ScratchCgroup(mount, name)
     top.__enter__()
@@ -412,6 +430,7 @@ def main():
     lat = [agent_time(mount, tmp, n) for n in (1000, 10000)] if want("snapshot") else []
     td = teardown(mount, tmp) if want("teardown") else None
     rec = [recorder_cost(mount, tmp, n) for n in (10, 300, 3000)] if want("recorder") else []
+    ctr = containers_cost(mount, tmp) if want("containers") else None
     floor_of = {n: f for n, f, _, _ in rows}
 
     print("\n| measurement | psidiag | floor, same run | ratio or target |")
@@ -450,6 +469,13 @@ def main():
         print(f"| recorder, {n:,} processes: per recorded second | {per_s:.1f} entries, {loop_s * 1e3:.1f} ms on the "
               f"loop ({cpu_s * 1e3:.0f} ms cpu) | one snapshot's floor: {floor * 1e3:.1f} ms | "
               f"**{per_entry / floor:.2f}x** the floor per entry; peak RSS {rss / 1024:.1f} MiB |")
+
+    if ctr:
+        (dc, dw, pc, pw), floor = ctr
+        for what, cold, warm in (("docker, 16 config.v2.json", dc, dw), ("podman, containers.json of 200", pc, pw)):
+            print(f"| container names of one incident (16 containers; {what}): cold / warm | "
+                  f"{cold / 1e3:.2f} / {warm / 1e3:.3f} ms | one snapshot of 10 processes: {floor * 1e3:.1f} ms | "
+                  f"**{cold / 1e6 / floor:.2f}x / {warm / 1e6 / floor:.3f}x** |")
 
     subprocess.run(["rm", "-rf", tmp])
     # Targets: within 1.5x the floor at 4,000 threads; idle: no ticks, no wakeups, < 8 MiB.

@@ -33,6 +33,14 @@ static const Case cases[] = {
         { "/kubepods.slice/kubepods-burstable.slice", "", "kubepods-burstable.slice", "", "burstable", "", "" },
         { "/system.slice/docker-" CID ".scope", "docker-" CID ".scope", "system.slice", "", NULL, "docker", CID },
         { "/docker/" CID, "", "", "", NULL, "docker", CID },
+        /* podman 4.3.1 on Debian 12 (cgroupfs driver, as /proc/<pid>/cgroup showed it), and its
+         * systemd driver, rootful and rootless */
+        { "/libpod_parent/libpod-" CID, "", "", "", NULL, "podman", CID },
+        { "/machine.slice/libpod-" CID ".scope", "libpod-" CID ".scope", "machine.slice", "", NULL, "podman", CID },
+        { "/machine.slice/libpod-conmon-" CID ".scope", "libpod-conmon-" CID ".scope", "machine.slice", "", NULL,
+          "podman", CID },
+        { "/user.slice/user-1000.slice/user@1000.service/user.slice/libpod-" CID ".scope", "libpod-" CID ".scope",
+          "user.slice", "", NULL, "podman", CID },
 };
 
 static void test_cases(void **state) {
@@ -51,6 +59,24 @@ static void test_cases(void **state) {
                 assert_string_equal(m.runtime, c->runtime);
                 assert_string_equal(m.container_id, c->id);
         }
+}
+
+static void test_user_uid(void **state) {
+        CgroupMeta m;
+
+        assert_true(
+                cgroup_meta_parse("/user.slice/user-1000.slice/user@1000.service/user.slice/libpod-" CID ".scope", &m));
+        assert_int_equal(m.user_uid, 1000);
+        assert_true(cgroup_meta_parse("/machine.slice/libpod-" CID ".scope", &m));
+        assert_int_equal(m.user_uid, -1);
+        assert_true(cgroup_meta_parse("/user.slice/user@99999999999.service/x.scope", &m));
+        assert_int_equal(m.user_uid, -1);
+        assert_true(cgroup_meta_parse("/user.slice/user@1x.service", &m));
+        assert_int_equal(m.user_uid, -1);
+        /* podman's under another --cgroup-parent; not podman's: an id that is not hex */
+        assert_true(cgroup_meta_parse("/other/libpod-" CID, &m));
+        assert_string_equal(m.runtime, "podman");
+        assert_true(cgroup_meta_parse("/libpod_parent/libpod-zz", &m) == false);
 }
 
 static void test_nothing_to_say(void **state) {
@@ -90,6 +116,7 @@ static void test_display_path(void **state) {
 int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_cases),
+                cmocka_unit_test(test_user_uid),
                 cmocka_unit_test(test_nothing_to_say),
                 cmocka_unit_test(test_display_path),
         };

@@ -255,7 +255,7 @@ static void test_spawner(void **state) {
         assert_int_equal(culprits_read_spawners(&c, proc_fd), 0);
         CulpritScope scope = { .resource = PSI_RESOURCE_CPU, .node = true };
         ProcessInfo infos[10] = {};
-        json_t *o = culprit_report_object(&c, &scope, infos, c.n_procs);
+        json_t *o = culprit_report_object(&c, &scope, infos, c.n_procs, NULL);
         assert_non_null(o);
         json_t *sp = json_object_get(json_array_get(json_object_get(o, "processes"), 0), "spawner");
         assert_int_equal(json_integer_value(json_object_get(sp, "pid")), 7);
@@ -322,7 +322,7 @@ static void test_killed_grower(void **state) {
 
         CulpritScope scope = { .resource = PSI_RESOURCE_MEMORY, .node = true };
         ProcessInfo infos[5] = {};
-        json_t *o = culprit_report_object(&c, &scope, infos, c.n_procs);
+        json_t *o = culprit_report_object(&c, &scope, infos, c.n_procs, NULL);
         json_t *p = json_array_get(json_object_get(o, "processes"), 0);
         assert_int_equal(json_integer_value(json_object_get(p, "pid")), 2);
         assert_true(json_is_true(json_object_get(p, "ended")));
@@ -673,7 +673,7 @@ static void test_scope_agrees_with_limits(void **state) {
         assert_string_equal(c.path, "app");
         assert_false(c.own_limit || c.same);
 
-        culprits = culprit_report_object(&none, &c, NULL, 0);
+        culprits = culprit_report_object(&none, &c, NULL, 0, NULL);
         limits = onwhat_limits_object(&w, false, false, 0, 1000000);
         assert_non_null(culprits);
         assert_non_null(limits);

@@ -309,12 +309,20 @@ static void test_oom(void **state) {
                 .file_rss_kib = 6100,
         };
         const char *related[] = { "new", "old" };
+        /* named at the kill, though its cgroup names no runtime (the kubelet's cgroupfs driver) */
+        const ContainerInfo ci = { .runtime = "containerd",
+                                   .id = "ab",
+                                   .image = "api:2",
+                                   .pod_namespace = "payments",
+                                   .pod_name = "api-7d9f",
+                                   .pod_container = "api" };
         OomReport oom = {
                 .source = "kmsg",
                 .kill = &k,
                 .kills = 1,
                 .cgroup = "kubepods/pod1",
                 .victim_cgroup = "kubepods/pod1",
+                .victim_container = &ci,
                 .has_victim_delay = true,
                 .victim_present = TASK_DELAY_MASK(TASK_DELAY_CPU) | TASK_DELAY_MASK(TASK_DELAY_RECLAIM),
                 .victim_delay_source = "exit_record",
@@ -351,6 +359,14 @@ static void test_oom(void **state) {
         assert_true(json_is_false(json_object_get(o, "global")));
         assert_string_equal(json_string_value(json_object_get(o, "cgroup")), "/kubepods/pod1");
         v = json_object_get(o, "victim");
+        {
+                json_t *m = json_object_get(v, "meta"), *pod = json_object_get(json_object_get(m, "container"), "pod");
+                assert_true(json_is_null(json_object_get(m, "pod_uid")));
+                assert_string_equal(json_string_value(json_object_get(m, "container_runtime")), "containerd");
+                assert_string_equal(json_string_value(json_object_get(pod, "name")), "api-7d9f");
+                assert_string_equal(json_string_value(json_object_get(pod, "container")), "api");
+                assert_true(json_is_null(json_object_get(json_object_get(m, "container"), "name")));
+        }
         assert_int_equal(json_integer_value(json_object_get(v, "pid")), 4242);
         /* A hostile name is made valid UTF-8, nothing else changed. */
         assert_string_equal(json_string_value(json_object_get(v, "comm")), "bad\xef\xbf\xbd(x) ");

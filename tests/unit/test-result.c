@@ -21,6 +21,50 @@
 #include "tests/unit/fake-tree.h"
 #include "tests/unit/test-util.h"
 
+/* The containers of what a result names (docker's files as docker 20.10 wrote them here): each
+ * reported process's in its ProcessInfo, a hot cgroup's looked up so that the incident peeks it
+ * without reading; a process in no container, or no cache lent, names none. */
+static void test_name_containers(void **state) {
+        static const char id[] = "99136c90f14e908887f40326e5cc9d92e24b828ac295d3dd9f28966be22a4dfb";
+        int fd = open(FIXTURE_DIR "/containers/docker", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        ContainerCache *c = NULL;
+        ProcessInfo items[4] = {};
+        ProcessInfoBuffer buf = { .items = items, .cap = ELEMENTSOF(items) };
+        HotCgroup hot_items[1] = { { .path = "sub" } };
+        HotCgroups hot = { .items = hot_items, .n = 1 };
+        char hot_prefix[128];
+        SampleResult r = { .procs = items, .n_procs = 2, .hot = &hot, .hot_prefix = hot_prefix };
+        ContainerCacheStats st;
+
+        assert_true(fd >= 0);
+        assert_int_equal(container_cache_new(fd, 4, &c), 0);
+        snprintf(items[0].cgroup, sizeof items[0].cgroup, "/docker/%s", id);
+        items[0].has_cgroup = true;
+        snprintf(items[1].cgroup, sizeof items[1].cgroup, "/system.slice/cron.service");
+        items[1].has_cgroup = true;
+        items[1].has_container = true; /* left over from an earlier sample */
+        snprintf(hot_prefix, sizeof hot_prefix, "docker/%s", id);
+
+        sample_result_name_containers(&r, &buf, c);
+        assert_ptr_equal(r.containers, c);
+        assert_true(items[0].has_container);
+        assert_string_equal(items[0].container.name, "names-web");
+        assert_string_equal(items[0].container.image, "psidiag-names-bb:1");
+        assert_false(items[1].has_container);
+        char path[256];
+        snprintf(path, sizeof path, "/docker/%s/sub", id);
+        assert_string_equal(container_cache_peek(c, path)->name, "names-web");
+        container_cache_stats(c, &st);
+        assert_int_equal(st.reads, 1);
+        assert_int_equal(st.lookups, 2);
+
+        /* no cache lent: nothing named, nothing read */
+        sample_result_name_containers(&r, &buf, NULL);
+        assert_null(r.containers);
+        container_cache_free(c);
+        close(fd);
+}
+
 static void test_ended_victim_cgroup(void **state) {
         ProcessDelta ranked[2] = {
                 { .tgid = 595, .origin = PROCESS_ENDED, .uid = 0, .comm = "dd" },
@@ -262,9 +306,8 @@ static void test_unmeasured_as_sampler(void **state) {
 
 int main(void) {
         const struct CMUnitTest tests[] = {
-                cmocka_unit_test(test_ended_victim_cgroup),
-                cmocka_unit_test(test_unreadable_identity),
-                cmocka_unit_test(test_unmeasured),
+                cmocka_unit_test(test_ended_victim_cgroup),   cmocka_unit_test(test_name_containers),
+                cmocka_unit_test(test_unreadable_identity),   cmocka_unit_test(test_unmeasured),
                 cmocka_unit_test(test_unmeasured_as_sampler),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);

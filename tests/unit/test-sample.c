@@ -89,8 +89,8 @@ static void test_cgroup_snapshot(void **state) {
         assert_false(s.states.scaled);
         assert_int_equal(s.states.io_wait, -1);
         /* The process of the thread in D is kept for the looks (a wait that has not ended). */
-        assert_int_equal(s.n_blocked, 1);
-        assert_int_equal(s.blocked[0], 100);
+        assert_int_equal(s.blocked.n, 1);
+        assert_int_equal(s.blocked.pids[0], 100);
 
         /* Pressure of the cgroup itself; irq.pressure is absent in the fixture. */
         assert_true(s.has_pressure[PSI_RESOURCE_CPU]);

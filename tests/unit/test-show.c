@@ -92,6 +92,28 @@ static void test_worst_wait(void **state) {
         free(out);
 }
 
+/* psidiag 0.8: a process in a container gets a line naming it (its pod, or its name and image);
+ * a runtime's names are made terminal-safe. */
+static void test_container_line(void **state) {
+        int r;
+        char *out =
+                render("{\"type\":\"snapshot\",\"time\":\"t\",\"trigger\":null,\"sample\":{\"basis\":\"lifetime\"},"
+                       "\"most_delayed\":[{\"pid\":1,\"comm\":\"nginx\",\"cgroup\":\"/docker/ab\",\"cmdline\":null,"
+                       "\"score_us\":10,\"delay_us\":{\"cpu\":3},\"meta\":{\"container\":{\"name\":\"web\\u001b[2J\","
+                       "\"image\":\"nginx:1.25\",\"pod\":null,\"unnamed\":null}}},"
+                       "{\"pid\":2,\"comm\":\"api\",\"cgroup\":\"/kubepods/x\",\"cmdline\":null,"
+                       "\"score_us\":5,\"delay_us\":{\"cpu\":3},\"meta\":{\"container\":{\"name\":null,"
+                       "\"image\":null,\"pod\":{\"namespace\":\"payments\",\"name\":\"api-7d9f\",\"uid\":null,"
+                       "\"container\":\"api\",\"sandbox\":false},\"unnamed\":null}}}]}",
+                       &r);
+
+        assert_int_equal(r, 0);
+        assert_non_null(strstr(out, "\n           container web?[2J, image nginx:1.25\n"));
+        assert_non_null(strstr(out, "\n           pod payments/api-7d9f, container api\n"));
+        assert_null(strchr(out, '\x1b'));
+        free(out);
+}
+
 static void test_hostile_and_broken(void **state) {
         int r;
         char *out = render("{\"type\":\"snapshot\",\"time\":\"t\\u007f\\u001b\",\"trigger\":null,\"sample\":{\"basis\":"
@@ -207,9 +229,10 @@ static void test_journal_summary(void **state) {
 
 int main(void) {
         const struct CMUnitTest tests[] = {
-                cmocka_unit_test(test_example_incident), cmocka_unit_test(test_stall_passed),
-                cmocka_unit_test(test_worst_wait),       cmocka_unit_test(test_hostile_and_broken),
-                cmocka_unit_test(test_oom_incident),     cmocka_unit_test(test_journal_summary),
+                cmocka_unit_test(test_example_incident),   cmocka_unit_test(test_stall_passed),
+                cmocka_unit_test(test_worst_wait),         cmocka_unit_test(test_container_line),
+                cmocka_unit_test(test_hostile_and_broken), cmocka_unit_test(test_oom_incident),
+                cmocka_unit_test(test_journal_summary),
         };
 
         return cmocka_run_group_tests(tests, NULL, NULL);

@@ -63,6 +63,39 @@ static void test_io_culprit_and_device(void **state) {
                 "postgres (/db) waited 90 ms for io on vdb (87% busy) in 1 s: fio (/batch, pid 9) read 50.0 MiB");
 }
 
+/* psidiag 0.8: a process in a container is named by its container and image, one in a pod by its
+ * pod and its container in it, a sandbox as the pod's; unnamed ones by their cgroup; control
+ * characters in a runtime's names escaped. */
+static void test_container_names(void **state) {
+        assert_summary(
+                "{\"type\": \"pressure\", \"trigger\": {\"cgroup\": \"/machine.slice\", \"resource\": \"cpu\"},"
+                " \"sample\": {\"duration_ms\": 1000}, \"most_delayed\": [{\"pid\": 7, \"comm\": \"nginx\","
+                " \"cgroup\": \"/machine.slice/libpod-ab.scope\", \"delay_us\": {\"cpu\": 500000},"
+                " \"meta\": {\"container\": {\"name\": \"web\", \"image\": \"nginx:1.25\", \"pod\": null}}}],"
+                " \"culprits\": {\"own_limit\": false, \"limit\": null, \"dominant\": true,"
+                "   \"processes\": [{\"pid\": 9, \"comm\": \"api\", \"cgroup\": \"/kubepods/pod1/cd\", \"processes\": "
+                "1,"
+                "   \"ended\": false, \"victim\": false, \"usage\": {\"cpu_us\": 900000},"
+                "   \"meta\": {\"container\": {\"name\": null, \"image\": \"api:2\", \"pod\": {\"namespace\": "
+                "\"payments\","
+                "   \"name\": \"api-7d9f\", \"uid\": null, \"container\": \"api\", \"sandbox\": false}}}}],"
+                "   \"cgroups\": [{\"path\": \"/kubepods/pod1/cd\", \"share\": 0.9}]}}",
+                "nginx (container web, image nginx:1.25) waited 0.5 s for cpu in 1 s: api (pod payments/api-7d9f, "
+                "container api, pid 9) used 0.9 s of cpu");
+        assert_summary("{\"type\": \"snapshot\", \"sample\": {}, \"most_delayed\": [{\"comm\": \"pause\", \"cgroup\": "
+                       "\"/k/x\", \"delay_us\": {\"cpu\": 1000}, \"meta\": {\"container\": {\"name\": \"\\u001b]0;x\","
+                       " \"image\": null, \"pod\": null}}}]}",
+                       "pause (container \\x1b]0;x) waited 1.0 ms for cpu");
+        assert_summary("{\"type\": \"snapshot\", \"sample\": {}, \"most_delayed\": [{\"comm\": \"pause\", \"cgroup\": "
+                       "\"/k/x\", \"delay_us\": {\"cpu\": 1000}, \"meta\": {\"container\": {\"name\": null,"
+                       " \"image\": null, \"pod\": {\"namespace\": \"a\", \"name\": \"b\", \"sandbox\": true}}}}]}",
+                       "pause (pod a/b, its sandbox) waited 1.0 ms for cpu");
+        assert_summary("{\"type\": \"snapshot\", \"sample\": {}, \"most_delayed\": [{\"comm\": \"sh\", \"cgroup\": "
+                       "\"/docker/ab\", \"delay_us\": {\"cpu\": 1000}, \"meta\": {\"container\": {\"name\": null,"
+                       " \"image\": null, \"pod\": null, \"unnamed\": \"gone\"}}}]}",
+                       "sh (/docker/ab) waited 1.0 ms for cpu");
+}
+
 /* taskstats v17: the named process's longest wait ended in the trigger's window before the sample
  * and is longer than all it waited in it: the summary says so; a wait in the window, one from
  * before, one shorter than the sample's, or none dated (older kernels) adds nothing. */
@@ -393,6 +426,7 @@ static void test_add(void **state) {
 int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_io_culprit_and_device),
+                cmocka_unit_test(test_container_names),
                 cmocka_unit_test(test_no_dominant_culprit),
                 cmocka_unit_test(test_dominance_rule),
                 cmocka_unit_test(test_hostile_comm),

@@ -1,0 +1,52 @@
+/* SPDX-License-Identifier: MIT */
+/* The names of the containers cgroups belong to, read from their runtimes' files (probes/ctrmeta.h
+ * says which) through the sysroot's root directory, once per container, and kept in a bounded cache:
+ * at most max containers, the least recently used one evicted first, counted. A container stays
+ * cached after it ends (its runtime may delete its files first), so an OOM-killed container is
+ * still named. One whose files named nothing is asked again after CONTAINER_CACHE_RETRY_US (a
+ * container is named by its runtime before its first process runs, but a lookup may race its
+ * creation). Owned by whoever opened the sysroot, lent to samples (SampleScope.containers); not
+ * thread-safe. Never logs above debug. */
+#pragma once
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "base/macro.h"
+#include "base/timeutil.h"
+#include "probes/ctrmeta.h"
+
+#define CONTAINER_CACHE_MAX 256
+#define CONTAINER_CACHE_RETRY_US (30 * USEC_PER_SEC)
+
+typedef struct ContainerCache ContainerCache;
+
+typedef struct ContainerCacheStats {
+        uint64_t lookups;   /* of a path that names a container */
+        uint64_t reads;     /* lookups that read the runtime's files (the cache's misses) */
+        uint64_t evictions; /* containers forgotten to make room */
+        uint64_t unknown;   /* lookups answered without a name */
+        size_t cached;
+} ContainerCacheStats;
+
+/* A cache of at most max (1..CONTAINER_CACHE_MAX) containers, reading beneath root_fd (borrowed:
+ * it must outlive the cache). 0 or -ENOMEM, -EINVAL. */
+int container_cache_new(int root_fd, size_t max, ContainerCache **ret);
+ContainerCache *container_cache_free(ContainerCache *c);
+DEFINE_TRIVIAL_CLEANUP_FUNC(ContainerCache *, container_cache_free);
+
+/* The container the cgroup path ("/a/b" or "a/b") is in, by probes/cgmeta.h's conventions; NULL
+ * when it names none (or c is NULL). The first lookup of a container reads its runtime's files; the answer is
+ * never NULL for a path that names a container: what could not be read is said in ->unnamed. The
+ * pointer is valid until the next lookup. */
+const ContainerInfo *container_cache_lookup(ContainerCache *c, const char *cgroup_path);
+
+/* The same from what is cached alone: reads nothing and does not change which is evicted next.
+ * NULL when the path names no container or it was not looked up. */
+const ContainerInfo *container_cache_peek(const ContainerCache *c, const char *cgroup_path);
+
+/* The end of one sample's lookups: forgets the containers.json parsed for them (kept meanwhile so
+ * that a file naming many containers is parsed once per sample, not once per container). */
+void container_cache_done(ContainerCache *c);
+
+void container_cache_stats(const ContainerCache *c, ContainerCacheStats *ret);

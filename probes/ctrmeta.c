@@ -1,0 +1,212 @@
+/* SPDX-License-Identifier: MIT */
+#include <errno.h>
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/macro.h"
+#include "probes/ctrmeta.h"
+
+static void json_freep(json_t **j) {
+        if (*j)
+                json_decref(*j);
+}
+#define _cleanup_json_ _cleanup_(json_freep)
+
+/* jansson bounds its own nesting (JSON_PARSER_MAX_DEPTH) and reads only len bytes. */
+static int load(const char *buf, size_t len, json_t **ret) {
+        json_error_t err;
+        json_t *j = json_loadb(buf, len, 0, &err);
+
+        if (!j)
+                return json_error_code(&err) == json_error_out_of_memory ? -ENOMEM : -EBADMSG;
+        *ret = j;
+        return 0;
+}
+
+/* o[key] when it is a string, copied as bytes (a NUL inside ends it) into dst; false otherwise. */
+static bool take(const json_t *o, const char *key, char *dst, size_t size) {
+        const json_t *v = json_object_get(o, key);
+
+        if (!json_is_string(v) || json_string_length(v) == 0)
+                return false;
+        snprintf(dst, size, "%s", json_string_value(v));
+        return true;
+}
+
+static bool is(const json_t *o, const char *key, const char *value) {
+        const json_t *v = json_object_get(o, key);
+
+        return json_is_string(v) && strcmp(json_string_value(v), value) == 0;
+}
+
+/* The Kubernetes names dockershim and cri-dockerd put in labels, CRI-O in annotations. */
+static void take_kubernetes(const json_t *o, ContainerInfo *ret) {
+        take(o, "io.kubernetes.pod.namespace", ret->pod_namespace, sizeof ret->pod_namespace);
+        take(o, "io.kubernetes.pod.name", ret->pod_name, sizeof ret->pod_name);
+        take(o, "io.kubernetes.pod.uid", ret->pod_uid, sizeof ret->pod_uid);
+        take(o, "io.kubernetes.container.name", ret->pod_container, sizeof ret->pod_container);
+        /* dockershim's io.kubernetes.docker.type: "podsandbox" or "container" */
+        if (is(o, "io.kubernetes.docker.type", "podsandbox"))
+                ret->sandbox = true;
+}
+
+int ctrmeta_parse_docker(const char *buf, size_t len, ContainerInfo *ret) {
+        _cleanup_json_ json_t *j = NULL;
+        const json_t *config;
+        const char *name;
+        int r;
+
+        r = load(buf, len, &j);
+        if (r < 0)
+                return r;
+        if (!json_is_object(j))
+                return -EBADMSG;
+        config = json_object_get(j, "Config");
+        /* moby's Name is "/web": the leading '/' is its own, not the operator's. */
+        if (json_is_string(json_object_get(j, "Name"))) {
+                name = json_string_value(json_object_get(j, "Name"));
+                snprintf(ret->name, sizeof ret->name, "%s", name[0] == '/' ? name + 1 : name);
+        }
+        take(config, "Image", ret->image, sizeof ret->image);
+        take_kubernetes(json_object_get(config, "Labels"), ret);
+        return 0;
+}
+
+int ctrmeta_parse_oci(const char *buf, size_t len, ContainerInfo *ret) {
+        _cleanup_json_ json_t *j = NULL;
+        const json_t *a;
+        bool named = false;
+        int r;
+
+        r = load(buf, len, &j);
+        if (r < 0)
+                return r;
+        if (!json_is_object(j))
+                return -EBADMSG;
+        a = json_object_get(j, "annotations");
+        if (!json_is_object(a))
+                return 0;
+        /* containerd's CRI plugin */
+        named |= take(a, "io.kubernetes.cri.sandbox-namespace", ret->pod_namespace, sizeof ret->pod_namespace);
+        named |= take(a, "io.kubernetes.cri.sandbox-name", ret->pod_name, sizeof ret->pod_name);
+        take(a, "io.kubernetes.cri.sandbox-uid", ret->pod_uid, sizeof ret->pod_uid);
+        named |= take(a, "io.kubernetes.cri.container-name", ret->pod_container, sizeof ret->pod_container);
+        take(a, "io.kubernetes.cri.image-name", ret->image, sizeof ret->image);
+        if (is(a, "io.kubernetes.cri.container-type", "sandbox"))
+                ret->sandbox = true;
+        /* CRI-O */
+        take_kubernetes(a, ret);
+        take(a, "io.kubernetes.cri-o.ImageName", ret->image, sizeof ret->image);
+        if (is(a, "io.kubernetes.cri-o.ContainerType", "sandbox"))
+                ret->sandbox = true;
+        /* nerdctl, on plain containerd */
+        named |= take(a, "nerdctl/name", ret->name, sizeof ret->name);
+        named |= ret->pod_name[0] || ret->pod_container[0];
+        return named;
+}
+
+/* podman's storage metadata: a JSON object in a JSON string ("image-name", "name"). */
+static void take_storage_metadata(const json_t *entry, ContainerInfo *ret) {
+        _cleanup_json_ json_t *m = NULL;
+        const json_t *s = json_object_get(entry, "metadata");
+
+        if (!json_is_string(s) || load(json_string_value(s), json_string_length(s), &m) < 0 || !json_is_object(m))
+                return;
+        take(m, "image-name", ret->image, sizeof ret->image);
+        if (!ret->name[0])
+                take(m, "name", ret->name, sizeof ret->name);
+}
+
+struct CtrmetaStorage {
+        json_t *entries;
+};
+
+int ctrmeta_storage_parse(const char *buf, size_t len, CtrmetaStorage **ret) {
+        _cleanup_json_ json_t *j = NULL;
+        CtrmetaStorage *s;
+        int r;
+
+        r = load(buf, len, &j);
+        if (r < 0)
+                return r;
+        if (!json_is_array(j))
+                return -EBADMSG;
+        s = malloc(sizeof *s);
+        if (!s)
+                return -ENOMEM;
+        s->entries = TAKE_PTR(j);
+        *ret = s;
+        return 0;
+}
+
+int ctrmeta_storage_find(const CtrmetaStorage *s, const char *id, ContainerInfo *ret) {
+        const json_t *e, *names;
+        size_t i;
+
+        json_array_foreach(s->entries, i, e) {
+                if (!is(e, "id", id))
+                        continue;
+                names = json_object_get(e, "names");
+                if (json_is_array(names) && json_is_string(json_array_get(names, 0)))
+                        snprintf(ret->name, sizeof ret->name, "%s", json_string_value(json_array_get(names, 0)));
+                take_storage_metadata(e, ret);
+                return 1;
+        }
+        return 0;
+}
+
+CtrmetaStorage *ctrmeta_storage_free(CtrmetaStorage *s) {
+        if (s) {
+                json_decref(s->entries);
+                free(s);
+        }
+        return NULL;
+}
+
+int ctrmeta_parse_storage(const char *buf, size_t len, const char *id, ContainerInfo *ret) {
+        CtrmetaStorage *s = NULL;
+        int r;
+
+        r = ctrmeta_storage_parse(buf, len, &s);
+        if (r < 0)
+                return r;
+        r = ctrmeta_storage_find(s, id, ret);
+        ctrmeta_storage_free(s);
+        return r;
+}
+
+int ctrmeta_passwd_home(const char *buf, size_t len, unsigned uid, char *home, size_t size) {
+        const char *p = buf, *end = buf + len;
+
+        while (p < end) {
+                const char *nl = memchr(p, '\n', (size_t) (end - p)), *eol = nl ? nl : end;
+                const char *f[7];
+                size_t n = 0;
+
+                /* name:password:uid:gid:gecos:home:shell */
+                f[n++] = p;
+                for (const char *q = p; q < eol && n < 7; q++)
+                        if (*q == ':')
+                                f[n++] = q + 1;
+                if (n == 7) {
+                        char num[16];
+                        size_t ulen = (size_t) (f[3] - 1 - f[2]), hlen = (size_t) (f[6] - 1 - f[5]);
+                        if (ulen > 0 && ulen < sizeof num) {
+                                memcpy(num, f[2], ulen);
+                                num[ulen] = '\0';
+                                if (strspn(num, "0123456789") == ulen && strtoul(num, NULL, 10) == uid && hlen > 1 &&
+                                    f[5][0] == '/' && !memchr(f[5], '\0', hlen)) {
+                                        if (hlen >= size)
+                                                return -ENAMETOOLONG;
+                                        memcpy(home, f[5], hlen);
+                                        home[hlen] = '\0';
+                                        return 0;
+                                }
+                        }
+                }
+                p = eol + 1;
+        }
+        return -ENOENT;
+}

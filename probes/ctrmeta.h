@@ -1,0 +1,61 @@
+/* SPDX-License-Identifier: MIT */
+/* The names operators know of a container, parsed from the files its runtime keeps (docs/incident.md:
+ * Container names says which file of which runtime, and what each field is):
+ *   docker      /var/lib/docker/containers/<id>/config.v2.json: Name, Config.Image, Config.Labels
+ *               (io.kubernetes.* when dockershim or cri-dockerd made it)
+ *   containerd  /run/containerd/io.containerd.runtime.v2.task/<ns>/<id>/config.json (the OCI spec):
+ *               annotations io.kubernetes.cri.* (the CRI plugin); none outside Kubernetes
+ *   CRI-O       /run/containers/storage/overlay-containers/<id>/userdata/config.json: annotations
+ *               io.kubernetes.pod.*, io.kubernetes.container.name, io.kubernetes.cri-o.ImageName
+ *   podman      containers/storage's overlay-containers/containers.json: "names" and "metadata"
+ *               (a JSON string: "name", "image-name"), rootful and rootless.
+ * Pure: takes bytes, never touches the host, never logs. Strings are kept as bytes (cut to their
+ * field, NUL-terminated); whoever prints them makes them valid UTF-8 and terminal-safe. */
+#pragma once
+
+#include <stdbool.h>
+#include <stddef.h>
+
+typedef struct ContainerInfo {
+        char runtime[16];       /* as CgroupMeta.runtime: "docker", "containerd", "crio", "podman" */
+        char id[72];            /* the id the cgroup path names */
+        char name[128];         /* the runtime's name ("web"; docker's without its leading '/'), "" none */
+        char image[256];        /* the image as it was asked for ("nginx:1.25"), "" none */
+        char pod_namespace[64]; /* a Kubernetes pod's; "" when not in a pod */
+        char pod_name[256];
+        char pod_uid[40];
+        char pod_container[128]; /* the container's name in its pod spec */
+        bool sandbox;            /* the pod's sandbox ("pause") container */
+        /* Why the runtime's files did not name it ("" when they did): what an incident says instead. */
+        char unnamed[96];
+} ContainerInfo;
+
+/* The largest metadata file read: past it a file is refused as hostile (the biggest real ones, an
+ * OCI spec with many mounts or a containers.json of some thousand containers, are well under). */
+#define CTRMETA_FILE_MAX (4u << 20)
+
+/* Fills ret's names from docker's config.v2.json. Returns 0, -EBADMSG (not JSON, or not an
+ * object), -ENOMEM. ret->runtime and ret->id are left as they are. */
+int ctrmeta_parse_docker(const char *buf, size_t len, ContainerInfo *ret);
+
+/* Fills ret's names from an OCI runtime spec's annotations (a containerd task bundle's or CRI-O's
+ * config.json): the CRI plugin's io.kubernetes.cri.*, CRI-O's io.kubernetes.pod.* and
+ * io.kubernetes.cri-o.*, nerdctl's nerdctl/name. Returns 1 when an annotation named it, 0 when the
+ * spec names nothing (plain containerd), -EBADMSG, -ENOMEM. */
+int ctrmeta_parse_oci(const char *buf, size_t len, ContainerInfo *ret);
+
+/* Fills ret's name and image from the entry of id in a containers/storage containers.json (an
+ * array of {"id", "names", "metadata"}, metadata podman's JSON string with "name" and
+ * "image-name"). Returns 1 when found, 0 when id is not listed, -EBADMSG, -ENOMEM. */
+int ctrmeta_parse_storage(const char *buf, size_t len, const char *id, ContainerInfo *ret);
+
+/* The same in two steps, for a file that names many containers looked up together: parse once
+ * (0, -EBADMSG, -ENOMEM), then find each id (1 found, 0 not). */
+typedef struct CtrmetaStorage CtrmetaStorage;
+int ctrmeta_storage_parse(const char *buf, size_t len, CtrmetaStorage **ret);
+int ctrmeta_storage_find(const CtrmetaStorage *s, const char *id, ContainerInfo *ret);
+CtrmetaStorage *ctrmeta_storage_free(CtrmetaStorage *s);
+
+/* The home directory of uid in an /etc/passwd buffer, into buf. Returns 0, -ENOENT (no such uid,
+ * or no absolute home), -ENAMETOOLONG. */
+int ctrmeta_passwd_home(const char *buf, size_t len, unsigned uid, char *home, size_t size);

@@ -1,0 +1,41 @@
+/* SPDX-License-Identifier: MIT */
+/* The container runtimes' metadata parsers (probes/ctrmeta.h): the same bytes as docker's
+ * config.v2.json, an OCI spec's annotations, a containers/storage containers.json (looked up for
+ * the id the fuzzer's first 64 bytes would be) and /etc/passwd. Every field stays NUL-terminated
+ * within its buffer whatever the input. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "probes/ctrmeta.h"
+#include "tests/fuzz/fuzz.h"
+
+static void check(const ContainerInfo *i) {
+        if (strnlen(i->name, sizeof i->name) == sizeof i->name ||
+            strnlen(i->image, sizeof i->image) == sizeof i->image ||
+            strnlen(i->pod_name, sizeof i->pod_name) == sizeof i->pod_name ||
+            strnlen(i->pod_namespace, sizeof i->pod_namespace) == sizeof i->pod_namespace ||
+            strnlen(i->pod_uid, sizeof i->pod_uid) == sizeof i->pod_uid ||
+            strnlen(i->pod_container, sizeof i->pod_container) == sizeof i->pod_container)
+                abort();
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
+        char *buf = malloc(size ? size : 1), home[256];
+        ContainerInfo i = {};
+
+        if (!buf)
+                return 0;
+        memcpy(buf, data, size); /* exactly size bytes: ASan sees any read past them */
+        (void) ctrmeta_parse_docker(buf, size, &i);
+        check(&i);
+        i = (ContainerInfo) {};
+        (void) ctrmeta_parse_oci(buf, size, &i);
+        check(&i);
+        i = (ContainerInfo) {};
+        (void) ctrmeta_parse_storage(buf, size, "c259ab325826b8b00d41a77c5935548283afad4f39d1379691811634296c0bc7", &i);
+        check(&i);
+        if (ctrmeta_passwd_home(buf, size, 1000, home, sizeof home) == 0 && strnlen(home, sizeof home) == sizeof home)
+                abort();
+        free(buf);
+        return 0;
+}

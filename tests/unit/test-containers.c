@@ -1,0 +1,327 @@
+/* SPDX-License-Identifier: MIT */
+/* Container names from each runtime's files (tests/fixtures/containers/<runtime>/: podman's as
+ * podman 4.3.1 wrote them on Debian 12, the others shaped as their sources write them), the cache
+ * (once per container, LRU eviction, kept after the files go), and hostile metadata: bad JSON,
+ * huge files, FIFOs and symlinks in place of a file, control characters, missing fields. */
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "probes/containers.h"
+#include "probes/ctrmeta.h"
+#include "tests/unit/test-util.h"
+
+#define DOCKER "d0c4e7f1a2b3c4d5e6f708192a3b4c5d6e7f8091a2b3c4d5e6f708192a3b4c5d"
+/* as docker 20.10.24 (Debian 12's docker.io) wrote it here, cgroupfs driver: /docker/<id> */
+#define REAL_DOCKER "99136c90f14e908887f40326e5cc9d92e24b828ac295d3dd9f28966be22a4dfb"
+#define SHIM "d1c4e7f1a2b3c4d5e6f708192a3b4c5d6e7f8091a2b3c4d5e6f708192a3b4c5d"
+#define CRI "c0ffee01a2b3c4d5e6f708192a3b4c5d6e7f8091a2b3c4d5e6f708192a3b4c5d"
+#define SANDBOX "5a5a5a01a2b3c4d5e6f708192a3b4c5d6e7f8091a2b3c4d5e6f708192a3b4c5d"
+#define PLAIN "9e9e9e01a2b3c4d5e6f708192a3b4c5d6e7f8091a2b3c4d5e6f708192a3b4c5d"
+#define CRIO "c210c201a2b3c4d5e6f708192a3b4c5d6e7f8091a2b3c4d5e6f708192a3b4c5d"
+#define PODMAN "c259ab325826b8b00d41a77c5935548283afad4f39d1379691811634296c0bc7"
+#define ROOTLESS "7007ee01a2b3c4d5e6f708192a3b4c5d6e7f8091a2b3c4d5e6f708192a3b4c5d"
+#define UID "0f5e4c3a-1b2d-4e6f-8a9b-0c1d2e3f4a5b"
+#define UIDU "0f5e4c3a_1b2d_4e6f_8a9b_0c1d2e3f4a5b"
+
+static ContainerCache *cache_at(const char *root, int *ret_fd) {
+        ContainerCache *c = NULL;
+        int fd = open(root, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+
+        assert_true(fd >= 0);
+        assert_int_equal(container_cache_new(fd, 8, &c), 0);
+        *ret_fd = fd;
+        return c;
+}
+
+static void test_docker(void **state) {
+        int fd;
+        ContainerCache *c = cache_at(fixture("containers/docker"), &fd);
+        const ContainerInfo *i;
+
+        i = container_cache_lookup(c, "/system.slice/docker-" DOCKER ".scope");
+        assert_non_null(i);
+        assert_string_equal(i->runtime, "docker");
+        assert_string_equal(i->id, DOCKER);
+        assert_string_equal(i->name, "web");
+        assert_string_equal(i->image, "nginx:1.25");
+        assert_string_equal(i->pod_name, "");
+        assert_string_equal(i->unnamed, "");
+        i = container_cache_lookup(c, "/docker/" REAL_DOCKER);
+        assert_string_equal(i->name, "names-web");
+        assert_string_equal(i->image, "psidiag-names-bb:1");
+        assert_string_equal(i->unnamed, "");
+        /* cgroupfs driver, the same container */
+        i = container_cache_lookup(c, "/docker/" DOCKER);
+        assert_string_equal(i->name, "web");
+        /* dockershim / cri-dockerd: the pod in its labels */
+        i = container_cache_lookup(c, "/kubepods.slice/kubepods-pod" UIDU ".slice/docker-" SHIM ".scope");
+        assert_string_equal(i->pod_namespace, "payments");
+        assert_string_equal(i->pod_name, "api-7d9f");
+        assert_string_equal(i->pod_uid, UID);
+        assert_string_equal(i->pod_container, "api");
+        assert_string_equal(i->image, "registry.example/api@sha256:0123");
+        assert_false(i->sandbox);
+        container_cache_free(c);
+        close(fd);
+}
+
+static void test_containerd(void **state) {
+        int fd;
+        ContainerCache *c = cache_at(fixture("containers/containerd"), &fd);
+        const ContainerInfo *i;
+
+        i = container_cache_lookup(c, "/kubepods.slice/kubepods-burstable.slice/kubepods-burstable-pod" UIDU
+                                      ".slice/cri-containerd-" CRI ".scope");
+        assert_string_equal(i->runtime, "containerd");
+        assert_string_equal(i->pod_namespace, "payments");
+        assert_string_equal(i->pod_name, "api-7d9f");
+        assert_string_equal(i->pod_uid, UID);
+        assert_string_equal(i->pod_container, "api");
+        assert_string_equal(i->image, "registry.example/api:2.3");
+        assert_string_equal(i->unnamed, "");
+        /* the kubelet's cgroupfs driver names no runtime: found in containerd's bundles */
+        i = container_cache_lookup(c, "/kubepods/burstable/pod" UID "/" SANDBOX);
+        assert_string_equal(i->runtime, "containerd");
+        assert_true(i->sandbox);
+        assert_string_equal(i->pod_name, "api-7d9f");
+        /* plain containerd: a bundle, no names, and the incident says so */
+        i = container_cache_lookup(c, "/kubepods.slice/cri-containerd-" PLAIN ".scope");
+        assert_string_equal(i->name, "");
+        assert_string_equal(i->unnamed, "containerd names a container only through Kubernetes");
+        container_cache_free(c);
+        close(fd);
+}
+
+static void test_crio(void **state) {
+        int fd;
+        ContainerCache *c = cache_at(fixture("containers/crio"), &fd);
+        const ContainerInfo *i;
+
+        i = container_cache_lookup(c, "/kubepods.slice/kubepods-besteffort.slice/kubepods-besteffort-pod" UIDU
+                                      ".slice/crio-" CRIO ".scope");
+        assert_string_equal(i->runtime, "crio");
+        assert_string_equal(i->pod_namespace, "payments");
+        assert_string_equal(i->pod_name, "api-7d9f");
+        assert_string_equal(i->pod_container, "api");
+        assert_string_equal(i->image, "registry.example/api:2.3");
+        /* its monitor's scope names the same container */
+        i = container_cache_lookup(c, "/kubepods.slice/crio-conmon-" CRIO ".scope");
+        assert_string_equal(i->pod_container, "api");
+        container_cache_free(c);
+        close(fd);
+}
+
+static void test_podman(void **state) {
+        int fd;
+        ContainerCache *c = cache_at(fixture("containers/podman"), &fd);
+        const ContainerInfo *i;
+
+        i = container_cache_lookup(c, "/libpod_parent/libpod-" PODMAN);
+        assert_string_equal(i->runtime, "podman");
+        assert_string_equal(i->name, "names-probe1");
+        assert_string_equal(i->image, "localhost/psidiag-names-bb:1");
+        i = container_cache_lookup(c, "/machine.slice/libpod-" PODMAN ".scope");
+        assert_string_equal(i->name, "names-probe1");
+        /* rootless: the storage of the user whose systemd instance holds the scope */
+        i = container_cache_lookup(c, "/user.slice/user-1000.slice/user@1000.service/user.slice/libpod-" ROOTLESS
+                                      ".scope");
+        assert_string_equal(i->name, "batch");
+        assert_string_equal(i->image, "docker.io/library/busybox:latest");
+        /* the same id under another user's instance is another's container: not found there */
+        i = container_cache_lookup(c, "/user.slice/user-1001.slice/user@1001.service/libpod-" ROOTLESS ".scope");
+        assert_string_equal(i->name, "");
+        assert_string_not_equal(i->unnamed, "");
+        /* podman's own OCI spec names nothing */
+        assert_null(container_cache_lookup(c, "/system.slice/nginx.service"));
+        assert_null(container_cache_lookup(c, NULL));
+        container_cache_free(c);
+        close(fd);
+}
+
+static void write_file(const char *path, const char *s, size_t len) {
+        FILE *f = fopen(path, "w");
+
+        assert_non_null(f);
+        assert_int_equal(fwrite(s, 1, len, f), len);
+        fclose(f);
+}
+
+/* A scratch root with docker's directory for id. */
+static int scratch(char *root, size_t size, const char *id, char *file, size_t fsize) {
+        char dir[384];
+        int fd;
+
+        snprintf(root, size, "/tmp/psidiag-test-containers-XXXXXX");
+        assert_non_null(mkdtemp(root));
+        snprintf(dir, sizeof dir, "%s/var", root);
+        assert_int_equal(mkdir(dir, 0755), 0);
+        snprintf(dir, sizeof dir, "%s/var/lib", root);
+        assert_int_equal(mkdir(dir, 0755), 0);
+        snprintf(dir, sizeof dir, "%s/var/lib/docker", root);
+        assert_int_equal(mkdir(dir, 0755), 0);
+        snprintf(dir, sizeof dir, "%s/var/lib/docker/containers", root);
+        assert_int_equal(mkdir(dir, 0755), 0);
+        snprintf(dir, sizeof dir, "%s/var/lib/docker/containers/%s", root, id);
+        assert_int_equal(mkdir(dir, 0755), 0);
+        snprintf(file, fsize, "%s/config.v2.json", dir);
+        fd = open(root, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        assert_true(fd >= 0);
+        return fd;
+}
+
+static void cleanup(const char *root) {
+        char cmd[600];
+
+        snprintf(cmd, sizeof cmd, "rm -rf '%s'", root);
+        assert_int_equal(system(cmd), 0);
+}
+
+static void test_hostile_files(void **state) {
+        char root[256], file[512];
+        int fd = scratch(root, sizeof root, DOCKER, file, sizeof file);
+        ContainerCache *c = NULL;
+        const ContainerInfo *i;
+        const char *path = "/docker/" DOCKER;
+        char *huge;
+        ContainerCacheStats st;
+
+        assert_int_equal(container_cache_new(fd, 4, &c), 0);
+        /* bad JSON */
+        write_file(file, "{\"Name\": \"/web\", ", 17);
+        i = container_cache_lookup(c, path);
+        assert_string_equal(i->name, "");
+        assert_string_equal(i->unnamed, "its config.v2.json is not the JSON expected");
+        container_cache_free(c);
+
+        /* larger than the bound: refused without reading it */
+        assert_int_equal(container_cache_new(fd, 4, &c), 0);
+        huge = malloc(CTRMETA_FILE_MAX + 2);
+        assert_non_null(huge);
+        memset(huge, ' ', CTRMETA_FILE_MAX + 2);
+        write_file(file, huge, CTRMETA_FILE_MAX + 2);
+        free(huge);
+        i = container_cache_lookup(c, path);
+        assert_string_equal(i->unnamed, "its config.v2.json is larger than 4 MiB");
+        container_cache_free(c);
+
+        /* a FIFO in its place never blocks the agent; a symlink is not followed */
+        assert_int_equal(unlink(file), 0);
+        assert_int_equal(mkfifo(file, 0600), 0);
+        assert_int_equal(container_cache_new(fd, 4, &c), 0);
+        i = container_cache_lookup(c, path);
+        assert_string_equal(i->unnamed, "its config.v2.json is not a regular file of its owner");
+        container_cache_free(c);
+        assert_int_equal(unlink(file), 0);
+        assert_int_equal(symlink("/etc/passwd", file), 0);
+        assert_int_equal(container_cache_new(fd, 4, &c), 0);
+        i = container_cache_lookup(c, path);
+        assert_string_equal(i->unnamed, "its config.v2.json is not a regular file of its owner");
+        container_cache_free(c);
+
+        /* control characters are kept as bytes (the writers escape them); a file read once */
+        assert_int_equal(unlink(file), 0);
+        {
+                static const char j[] = "{\"Name\":\"/\\u001b[31mred\",\"Config\":{\"Image\":\"a\\nb\",\"Labels\":7}}";
+                write_file(file, j, sizeof j - 1);
+        }
+        assert_int_equal(container_cache_new(fd, 4, &c), 0);
+        i = container_cache_lookup(c, path);
+        assert_string_equal(i->name, "\x1b[31mred");
+        assert_string_equal(i->image, "a\nb");
+        /* the container ends and its files go: still named, from the cache, not read again */
+        assert_int_equal(unlink(file), 0);
+        i = container_cache_lookup(c, path);
+        assert_string_equal(i->name, "\x1b[31mred");
+        container_cache_stats(c, &st);
+        assert_int_equal(st.lookups, 2);
+        assert_int_equal(st.reads, 1);
+        assert_int_equal(st.unknown, 0);
+        container_cache_free(c);
+        close(fd);
+        cleanup(root);
+}
+
+static void test_eviction(void **state) {
+        int fd;
+        ContainerCache *c = NULL;
+        ContainerCacheStats st;
+        char path[128];
+
+        fd = open(fixture("containers/docker"), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        assert_true(fd >= 0);
+        assert_int_equal(container_cache_new(fd, 2, &c), 0);
+        assert_string_equal(container_cache_lookup(c, "/docker/" DOCKER)->name, "web");
+        for (int k = 0; k < 3; k++) {
+                snprintf(path, sizeof path, "/docker/%064x", k + 1);
+                assert_string_not_equal(container_cache_lookup(c, path)->unnamed, "");
+                /* web stays: it was used since */
+                assert_string_equal(container_cache_lookup(c, "/docker/" DOCKER)->name, "web");
+        }
+        container_cache_stats(c, &st);
+        assert_int_equal(st.cached, 2);
+        assert_int_equal(st.evictions, 2);
+        assert_int_equal(st.unknown, 3);
+        assert_int_equal(st.reads, 4);
+        /* peek reads nothing: the evicted one is not there, web is */
+        snprintf(path, sizeof path, "/docker/%064x", 1);
+        assert_null(container_cache_peek(c, path));
+        assert_string_equal(container_cache_peek(c, "/docker/" DOCKER)->name, "web");
+        assert_null(container_cache_peek(NULL, "/docker/" DOCKER));
+        assert_int_equal(container_cache_new(fd, 0, &c), -EINVAL);
+        container_cache_free(c);
+        close(fd);
+}
+
+static void test_parsers_hostile(void **state) {
+        ContainerInfo i = {};
+        char home[64];
+        static const char pw[] = "root:x:0:0::/root:/bin/sh\nbad:x:1000\nx:x:1000:1000::relative:/bin/sh\n"
+                                 "alice:x:1000:1000::/home/alice:/bin/sh";
+
+        assert_int_equal(ctrmeta_parse_docker("[]", 2, &i), -EBADMSG);
+        assert_int_equal(ctrmeta_parse_docker("", 0, &i), -EBADMSG);
+        assert_int_equal(ctrmeta_parse_docker("{\"Name\":7}", 10, &i), 0);
+        assert_string_equal(i.name, "");
+        assert_int_equal(ctrmeta_parse_oci("{}", 2, &i), 0);
+        assert_int_equal(ctrmeta_parse_oci("{\"annotations\":[]}", 18, &i), 0);
+        assert_int_equal(ctrmeta_parse_oci("{\"annotations\":{\"nerdctl/name\":\"n\"}}", 36, &i), 1);
+        assert_string_equal(i.name, "n");
+        assert_int_equal(ctrmeta_parse_storage("{}", 2, "a", &i), -EBADMSG);
+        assert_int_equal(ctrmeta_parse_storage("[1,{\"id\":\"b\"}]", 14, "a", &i), 0);
+        i = (ContainerInfo) {};
+        /* metadata that is not JSON: the names alone */
+        assert_int_equal(ctrmeta_parse_storage("[{\"id\":\"a\",\"names\":[\"w\"],\"metadata\":\"{\"}]", 41, "a", &i),
+                         1);
+        assert_string_equal(i.name, "w");
+        assert_string_equal(i.image, "");
+        /* a name longer than its field is cut */
+        {
+                char big[600];
+                memset(big, 'x', sizeof big);
+                memcpy(big, "{\"Name\":\"/", 10);
+                memcpy(big + sizeof big - 2, "\"}", 2);
+                assert_int_equal(ctrmeta_parse_docker(big, sizeof big, &i), 0);
+                assert_int_equal(strlen(i.name), sizeof i.name - 1);
+        }
+        assert_int_equal(ctrmeta_passwd_home(pw, sizeof pw - 1, 1000, home, sizeof home), 0);
+        assert_string_equal(home, "/home/alice");
+        assert_int_equal(ctrmeta_passwd_home(pw, sizeof pw - 1, 0, home, 3), -ENAMETOOLONG);
+        assert_int_equal(ctrmeta_passwd_home(pw, sizeof pw - 1, 42, home, sizeof home), -ENOENT);
+}
+
+int main(void) {
+        const struct CMUnitTest tests[] = {
+                cmocka_unit_test(test_docker),
+                cmocka_unit_test(test_containerd),
+                cmocka_unit_test(test_crio),
+                cmocka_unit_test(test_podman),
+                cmocka_unit_test(test_hostile_files),
+                cmocka_unit_test(test_eviction),
+                cmocka_unit_test(test_parsers_hostile),
+        };
+        return cmocka_run_group_tests(tests, NULL, NULL);
+}
