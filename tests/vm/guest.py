@@ -1,6 +1,7 @@
 #!/usr/bin/python3
 # SPDX-License-Identifier: MIT
-"""The cases, run inside the VM (tests/vm/vm.py) by a oneshot unit: Debian 12's 6.1 kernel, pure
+"""The cases, run inside the VM (tests/vm/vm.py) by a oneshot unit: one guest of tests/vm/packages.py
+(Debian 12, 13 or sid: the release's stock kernel and systemd, cases.json's "guest"), pure
 cgroup2 at /sys/fs/cgroup, systemd as PID 1, the agent installed by `meson install`. Without
 arguments: the runner, which formats the scratch disk (/dev/vdb), runs each case of cases.json as
 `guest.py CASE` in a session of its own under the case's deadline (SIGTERM, then SIGKILL to the
@@ -403,13 +404,16 @@ def triggers(validate):
 
 @case
 def taskstats(validate):
-    """Taskstats on 6.1: the struct version the kernel sends (psidiag check), exit records heard
+    """Taskstats: the struct version the kernel sends (psidiag check; the guest's own, at least it
+    on sid, which moves), exit records heard
     over a second of thread churn, and the TGID sums (tests/integration/test_tgid.py, as is)."""
     p = sh([PSIDIAG, "check"])
     m = re.search(r"^ok\s+taskstats\s+answers with struct version (\d+).*$", p.stdout, re.M)
     check(m, f"psidiag check: {p.stdout}")
     print(f"  {m.group(0)}")
-    check(int(m.group(1)) >= 13, f"struct version {m.group(1)}")
+    want, moves = CONFIG["guest"]["taskstats"], CONFIG["guest"].get("moves")
+    check(int(m.group(1)) == want or (moves and int(m.group(1)) >= want),
+          f"struct version {m.group(1)}, {CONFIG['guest']['title']} sends {want}")
     with ScratchCgroup(MOUNT, "churn") as cg:
         cg.spawn([WORKLOAD, "churn", "vm-churn", "4"])
         deadline = time.time() + 30
@@ -443,7 +447,7 @@ class Local:
 
 @case
 def unit():
-    """The installed unit under the VM's systemd 252: the same steps as the nspawn test
+    """The installed unit under the guest's systemd: the same steps as the nspawn test
     (tests/integration/test_systemd.py: test()): the sandbox's check, systemd-analyze, enable --now,
     an incident from load started with systemd-run naming its unit, a reload, logrotate, a clean
     stop."""
@@ -577,10 +581,21 @@ def emit(port, obj):
     port.flush()
 
 
+def versions():
+    """What the guest is: its os-release name, systemd's major version and full version string,
+    and the taskstats struct version the kernel answers with (as `psidiag check` reads it)."""
+    line = sh(["systemctl", "--version"]).stdout.split("\n")[0]
+    m = re.match(r"systemd (\d+) \((.*)\)", line)
+    with open("/etc/os-release") as f:
+        pretty = dict(re.findall(r'^(\w+)="?([^"\n]*)"?$', f.read(), re.M)).get("PRETTY_NAME")
+    ts = re.search(r"^ok\s+taskstats\s+answers with struct version (\d+)", sh([PSIDIAG, "check"]).stdout, re.M)
+    return {"os": pretty, "systemd": int(m.group(1)) if m else None, "systemd_version": m.group(2) if m else line,
+            "taskstats": int(ts.group(1)) if ts else None}
+
+
 def runner():
     port = open(PORT, "w")
-    systemd = sh(["systemctl", "--version"]).stdout.split("\n")[0]
-    emit(port, {"event": "start", "kernel": os.uname().release, "systemd": systemd,
+    emit(port, {"event": "start", "kernel": os.uname().release, **versions(),
                 "cgroup": open("/proc/self/mountinfo").read().count(" - cgroup2 ") and "cgroup2" or "?",
                 "uptime_s": float(open("/proc/uptime").read().split()[0])})
     os.makedirs(SCRATCH, exist_ok=True)
