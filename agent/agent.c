@@ -11,7 +11,10 @@
 #include "agent/discovery.h"
 #include "agent/health.h"
 #include "agent/kills.h"
+#include "agent/pools.h"
 #include "agent/recording.h"
+#include "agent/sample.h"
+#include "agent/stall.h"
 #include "agent/oom.h"
 #include "agent/oomwatch.h"
 #include "agent/reload.h"
@@ -25,7 +28,7 @@ static void on_stop_signal(struct ev_loop *loop, ev_signal *sig, int revents) {
 
         log_info("received %s, stopping", strsignal(sig->signum));
         for (size_t i = 0; i < a->n_watches; i++)
-                watch_drop_sample(a->watches[i], "stopping");
+                sample_drop(a->watches[i], "stopping");
         ev_break(loop, EVBREAK_ALL);
 }
 
@@ -46,7 +49,7 @@ static void agent_free(Agent *a) {
         recording_stop(a);
         while (a->n_watches > 0)
                 watch_remove(a, a->watches[a->n_watches - 1]);
-        watch_stop(a);
+        pools_stop(a);
         /* The kernel would close what is left one by one at exit, a grace period each: close the
          * triggers here, all at once, and wait for them. */
         if (a->loop && a->psi)
@@ -138,7 +141,7 @@ int agent_run(const AgentOptions *opts) {
                 log_error_errno(r, "cannot set up the trigger set");
                 goto finish;
         }
-        if (health_start(a) < 0 || watch_start(a) < 0 || oom_start(a) < 0) {
+        if (health_start(a) < 0 || pools_start(a) < 0 || oom_start(a) < 0) {
                 log_error("out of memory");
                 goto finish;
         }
@@ -175,8 +178,12 @@ int agent_run(const AgentOptions *opts) {
         ev_periodic_init(&a->quiet, on_quiet, ev_now(a->loop) + 10.0 * 365 * 86400, 0., 0);
         ev_periodic_start(a->loop, &a->quiet);
 
-        fd_budget_init(&a->fds, fd_budget_reserve(a->config->max_concurrent_samples + OOM_SAMPLING_MAX), a->closer);
-        if (watch_onwhat_reserve(a, a->config->max_concurrent_samples) < 0)
+        /* recording_admit() lets as many watches record at once as samples may run. */
+        fd_budget_init(&a->fds,
+                       fd_budget_reserve(a->config->max_concurrent_samples + OOM_SAMPLING_MAX,
+                                         a->config->record_s > 0 ? a->config->max_concurrent_samples : 0),
+                       a->closer);
+        if (pools_onwhat_reserve(a, a->config->max_concurrent_samples) < 0)
                 log_warning("out of memory: some incidents will go without \"limits\" and \"blocked\"");
         discovery_run(a);
         if (a->fds.starved > 0)
@@ -192,7 +199,7 @@ int agent_run(const AgentOptions *opts) {
         oomwatch_start(a);
         if (kills_start(a) < 0)
                 log_warning("out of memory: kill incidents are not reported");
-        if (recording_start(a) < 0)
+        if (recording_start(a, stall_trigger_fired) < 0)
                 log_warning("out of memory: watches are not recorded; incidents cover the second after the wakeup");
         a->counters.start_time_s = now_usec(CLOCK_REALTIME) / USEC_PER_SEC;
         health_update(a);

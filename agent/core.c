@@ -45,16 +45,6 @@ void core_hooks_incident(Agent *a, Watch *w, const Trigger *t, const char *id) {
                         a->hooks[i].incident(w, t, id, a->hooks[i].userdata);
 }
 
-struct Recorder *core_hooks_recorder(Agent *a, Watch *w, const Trigger *t) {
-        for (size_t i = 0; i < a->n_hooks; i++)
-                if (a->hooks[i].recorder) {
-                        struct Recorder *r = a->hooks[i].recorder(w, t, a->hooks[i].userdata);
-                        if (r)
-                                return r;
-                }
-        return NULL;
-}
-
 int core_watch_open_cgroup(const Watch *w, int *ret_fd) {
         *ret_fd = -EBADF;
         if (!w->path)
@@ -75,6 +65,23 @@ SampleScope core_sample_scope(Agent *a, int cgroup_fd, const char *path, PsiReso
                 .cgroup_path = path,
                 .identities = &a->procs,
         };
+}
+
+SampleScope core_watch_scope(Watch *w, int cgroup_fd, PsiResource res, CulpritScope *culprit) {
+        SampleScope scope = core_sample_scope(w->agent, cgroup_fd, w->path, res, w->cfg->top);
+
+        scope.culprit = culprit;
+        /* "On what": the limit behind the stall, read at both ends (and with every recorded entry). */
+        scope.limits = w->agent->rt.limits;
+        scope.limits_cgroup = w->path;
+        scope.limits_resource = res;
+        return scope;
+}
+
+bool core_watch_culprit(const Watch *w, PsiResource res, CulpritScope *ret) {
+        const LimitsHierarchy *h = w->agent->rt.limits;
+
+        return h && culprit_scope_open(h, w->path, res, ret) >= 0;
 }
 
 SinkFormat core_sink_format(const Agent *a) {

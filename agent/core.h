@@ -36,7 +36,7 @@
 typedef struct Agent Agent;
 typedef struct Watch Watch;
 /* The private state of each module, owned by it (NULL until it is started). */
-typedef struct WatchPools WatchPools;   /* watch.c */
+typedef struct WatchPools WatchPools;   /* pools.c */
 typedef struct AgentOoms AgentOoms;     /* oom.c */
 typedef struct OomWatch OomWatch;       /* oomwatch.c */
 typedef struct AgentKills AgentKills;   /* kills.c */
@@ -92,11 +92,8 @@ typedef struct WatchHooks {
         /* A wakeup of t that measured real stall growth, whatever the verdict (a sample, or held
          * back by a cooldown, the capacity or the rate limit): the stall goes on. */
         void (*wakeup)(Watch *w, const Trigger *t, WakeupVerdict verdict, void *userdata);
-        /* The pressure incident id of w's sample of t was written. */
+        /* The pressure incident id of w's sample of t was written (its sample has ended). */
         void (*incident)(Watch *w, const Trigger *t, const char *id, void *userdata);
-        /* t of w fired and its sample starts: the recorder of w's recent past it may start from
-         * (sampler_start_recorded()), or NULL. */
-        struct Recorder *(*recorder)(Watch *w, const Trigger *t, void *userdata);
 } WatchHooks;
 #define CORE_HOOKS_MAX 8
 
@@ -106,10 +103,11 @@ struct Agent {
         Config *config;
         const AgentOptions *opts;
         ev_signal sig_int, sig_term, sig_hup;
-        ev_periodic quiet; /* never fires: makes libev watch the clock with a timerfd (agent.c) */
-        PsiSet *psi;       /* every armed trigger, in one epoll set with its own waiter thread */
-        ev_io psi_io;      /* its notify fd */
-        Closer *closer;    /* trigger fds are closed off the loop: each close waits for an RCU grace period */
+        ev_periodic quiet;     /* never fires: makes libev watch the clock with a timerfd (agent.c) */
+        PsiSet *psi;           /* every armed trigger, in one epoll set with its own waiter thread */
+        ev_io psi_io;          /* its notify fd */
+        bool psi_error_logged; /* the set's failure was said (watch.c) */
+        Closer *closer;        /* trigger fds are closed off the loop: each close waits for an RCU grace period */
         Watch **watches;
         size_t n_watches, cap_watches;
         Sink **sinks;
@@ -147,8 +145,6 @@ void core_hooks_added(Agent *a, Watch *w);
 void core_hooks_removed(Agent *a, Watch *w);
 void core_hooks_wakeup(Agent *a, Watch *w, const Trigger *t, WakeupVerdict verdict);
 void core_hooks_incident(Agent *a, Watch *w, const Trigger *t, const char *id);
-/* The first recorder a module offers for w's sample of t; NULL when none does. */
-struct Recorder *core_hooks_recorder(Agent *a, Watch *w, const Trigger *t);
 
 /* w's cgroup directory now (-EBADF for a node-wide watch). Between samples a watch holds no
  * descriptor but its triggers'; this one comes out of the reserve (fd_budget_reserve()), not the
@@ -161,6 +157,15 @@ int core_watch_open_cgroup(const Watch *w, int *ret_fd);
  * identities into the agent's buffer. The caller adds what its sample has beyond that: the fired
  * line, a culprit pass, "on what". */
 SampleScope core_sample_scope(Agent *a, int cgroup_fd, const char *path, PsiResource res, unsigned detail);
+
+/* The one scope of w's samples and of its recording for res, on w's cgroup at cgroup_fd (-EBADF
+ * node-wide): core_sample_scope() with w's top, the counters of the limit behind res ("on what":
+ * its limits_cgroup is w's path) and culprit (NULL: no culprit pass). A sample adds the fired line
+ * and its "on what". The recorder and the sampler match on it (recorder_matches()). */
+SampleScope core_watch_scope(Watch *w, int cgroup_fd, PsiResource res, CulpritScope *culprit);
+/* w's culprit scope for res, opened (culprit_scope_open()): false when there is none (no limits
+ * hierarchy, or it could not be opened): the sample or recording goes without culprits. */
+bool core_watch_culprit(const Watch *w, PsiResource res, CulpritScope *ret);
 
 /* The sinks' format: the config's output_format (one for every output). */
 SinkFormat core_sink_format(const Agent *a);

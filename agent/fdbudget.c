@@ -9,8 +9,8 @@
 
 #define FD_RESERVE 16
 
-long fd_budget_reserve(unsigned samples) {
-        return FD_RESERVE + 2 * (long) samples;
+long fd_budget_reserve(unsigned samples, unsigned recordings) {
+        return FD_RESERVE + 2 * (long) samples + FD_BUDGET_PER_RECORDING * (long) recordings;
 }
 
 void fd_budget_init(FdBudget *b, long reserve, Closer *closer) {

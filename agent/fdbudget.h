@@ -16,8 +16,13 @@ typedef struct FdBudget {
         Closer *closer;   /* where given-back trigger fds wait to be closed; may be NULL */
 } FdBudget;
 
-/* The reserve for samples that may run at once (watches' and oom incidents'). */
-long fd_budget_reserve(unsigned samples);
+/* What one recording watch holds while it records (agent/recording.h): its cgroup's directory, an
+ * exit listener, its culprit scope's cgroup directory and, on cgroup v1, the v1 one. */
+#define FD_BUDGET_PER_RECORDING 4
+
+/* The reserve for samples that may run at once (watches' and oom incidents') and for recordings
+ * that may run at once. */
+long fd_budget_reserve(unsigned samples, unsigned recordings);
 
 /* Measures the limit and what is open now. */
 void fd_budget_init(FdBudget *b, long reserve, Closer *closer);

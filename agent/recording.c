@@ -6,7 +6,7 @@
 
 #include "agent/health.h"
 #include "agent/recording.h"
-#include "agent/watch.h"
+#include "agent/sample.h"
 #include "base/array.h"
 #include "base/log.h"
 #include "base/macro.h"
@@ -34,6 +34,7 @@ typedef struct WatchRecording {
 
 struct Recording {
         Agent *a;
+        RecordingRaise raise;
         WatchRecording **items;
         size_t n, cap;
         unsigned running; /* items recording now */
@@ -51,11 +52,8 @@ bool recording_admit(unsigned record_s, unsigned recording, unsigned max, bool a
         return record_s > 0 && (already || recording < max);
 }
 
-bool recording_should_fire(uint64_t growth_us, uint64_t total_us, const PsiTriggerSpec *spec, const TriggerTotal *t,
-                           usec_t now_mono_us) {
-        if (growth_us < spec->threshold_us || now_mono_us < wakeup_total_newest_mono(t) + spec->window_us)
-                return false;
-        return !t->has_reported || total_us >= t->reported.total_us + spec->threshold_us;
+bool recording_should_fire(uint64_t growth_us, const PsiTriggerSpec *spec, const TriggerTotal *t, usec_t now_mono_us) {
+        return growth_us >= spec->threshold_us && now_mono_us >= wakeup_total_newest_mono(t) + spec->window_us;
 }
 
 static uint64_t longest_window_us(const Watch *w) {
@@ -112,12 +110,12 @@ static void on_check(struct ev_loop *loop, ev_timer *timer, int revents) {
                 if (!t->total.known ||
                     !recorder_growth(&wr->recorder, t->effective.resource, t->effective.stall, t->effective.window_us,
                                      &growth, &total) ||
-                    !recording_should_fire(growth, total, &t->effective, &t->total, now))
+                    !recording_should_fire(growth, &t->effective, &t->total, now))
                         continue;
                 log_debug("trigger \"%s\" on %s: %llu us of stall in its window as recorded, and no wakeup; raised",
                           t->cfg->text, w->name, (unsigned long long) growth);
                 wr->rec->a->counters.recorder_wakeups++;
-                watch_trigger_fired(t); /* may free wr (the watch removed): nothing after it */
+                wr->rec->raise(t); /* may free wr (the watch removed): nothing after it */
                 return;
         }
 }
@@ -151,8 +149,8 @@ static int begin(WatchRecording *wr, PsiResource resource) {
         uint64_t window = longest_window_us(w);
         int r;
 
-        /* A recording restarted after its sample took the entries keeps its cgroup and culprit scope;
-         * a new one, or one for another resource, opens them. recorder_start() stops the old run. */
+        /* A recording restarted at an incident keeps its cgroup and culprit scope; a new one, or one
+         * for another resource, opens them. recorder_start() stops the old run. */
         if (wr->started_us)
                 count(wr);
         if (!wr->started_us || wr->resource != resource) {
@@ -164,15 +162,11 @@ static int begin(WatchRecording *wr, PsiResource resource) {
                 if (r < 0)
                         return r;
                 wr->resource = resource;
-                wr->has_culprit =
-                        a->rt.limits && culprit_scope_open(a->rt.limits, w->path, resource, &wr->culprit) >= 0;
+                wr->has_culprit = core_watch_culprit(w, resource, &wr->culprit);
         }
-        SampleScope scope = core_sample_scope(a, wr->cgroup_fd, w->path, resource, w->cfg->top);
-        scope.culprit = wr->has_culprit ? &wr->culprit : NULL;
-        /* The limit's counters with every entry: "on what" covers the recorded window too. */
-        scope.limits = a->rt.limits;
-        scope.limits_cgroup = w->path;
-        scope.limits_resource = resource;
+        /* The sample's own scope, so that it can start from the entries (recorder_matches()); the
+         * limit's counters with every entry: "on what" covers the recorded window too. */
+        SampleScope scope = core_watch_scope(w, wr->cgroup_fd, resource, wr->has_culprit ? &wr->culprit : NULL);
         r = recorder_start(&wr->recorder, &scope, recording_period_ms(window), recording_depth_ms(window));
         if (r < 0)
                 return r;
@@ -251,28 +245,30 @@ static void hold(Recording *rec, Watch *w, PsiResource resource, bool restart) {
         }
 }
 
-/* A pressure incident was written: its sample used the entries, if it started from them. */
+/* A pressure incident was written: the ring starts again after its window, so that the next one
+ * never starts inside it (nor sees its stall as growth: recording_should_fire()). */
 static void on_incident(Watch *w, const Trigger *t, const char *id, void *userdata) {
         hold(userdata, w, t->effective.resource, true);
 }
 
-/* The stall goes on: the end moves; a wakeup held back (cooldown, capacity) starts no sample, so a
- * recording stopped by nothing but quiet goes on where it is. */
-static void on_wakeup(Watch *w, const Trigger *t, WakeupVerdict verdict, void *userdata) {
-        Recording *rec = userdata;
-        WatchRecording *wr = find(rec, w);
+void recording_wakeup(Watch *w) {
+        Recording *rec = w->agent->recording;
+        WatchRecording *wr = rec ? find(rec, w) : NULL;
 
         if (wr && wr->started_us)
                 wr->until_us = now_usec(CLOCK_MONOTONIC) + (usec_t) rec->a->config->record_s * USEC_PER_SEC;
 }
 
-static Recorder *on_sample(Watch *w, const Trigger *t, void *userdata) {
-        WatchRecording *wr = find(userdata, w);
+void recording_sample(Watch *w, Trigger *t) {
+        Recording *rec = w->agent->recording;
+        WatchRecording *wr = rec ? find(rec, w) : NULL;
 
-        if (!wr || !wr->started_us)
-                return NULL;
-        count(wr);
-        return &wr->recorder;
+        if (wr && !wr->started_us)
+                wr = NULL;
+        if (wr)
+                count(wr);
+        /* Lent: the sample takes an entry and the recording goes on, whatever becomes of it. */
+        sample_start(w, t, wr ? &wr->recorder : NULL);
 }
 
 static void on_removed(Watch *w, void *userdata) {
@@ -289,18 +285,15 @@ static void on_removed(Watch *w, void *userdata) {
                 }
 }
 
-int recording_start(Agent *a) {
+int recording_start(Agent *a, RecordingRaise raise) {
         Recording *rec = calloc(1, sizeof *rec);
         int r;
 
         if (!rec)
                 return -ENOMEM;
         rec->a = a;
-        r = core_hooks_add(a, &(WatchHooks) { .userdata = rec,
-                                              .removed = on_removed,
-                                              .wakeup = on_wakeup,
-                                              .incident = on_incident,
-                                              .recorder = on_sample });
+        rec->raise = raise;
+        r = core_hooks_add(a, &(WatchHooks) { .userdata = rec, .removed = on_removed, .incident = on_incident });
         if (r < 0) {
                 free(rec);
                 return r;

@@ -6,7 +6,9 @@
 #include "agent/discovery.h"
 #include "agent/health.h"
 #include "agent/options.h"
+#include "agent/pools.h"
 #include "agent/reload.h"
+#include "agent/sample.h"
 #include "agent/trigger.h"
 #include "agent/watch.h"
 #include "base/log.h"
@@ -121,7 +123,7 @@ void reload_config(Agent *a) {
                                 kept++;
                         } else {
                                 if (w->timing.sampling && w->fired == t)
-                                        watch_drop_sample(w, "its trigger was removed by a reload");
+                                        sample_drop(w, "its trigger was removed by a reload");
                                 trigger_free(a, t);
                                 closed++;
                         }
@@ -156,7 +158,7 @@ void reload_config(Agent *a) {
                 i++;
         }
         a->config = TAKE_PTR(nc);
-        if (watch_onwhat_reserve(a, a->config->max_concurrent_samples) < 0)
+        if (pools_onwhat_reserve(a, a->config->max_concurrent_samples) < 0)
                 log_warning("out of memory: some incidents will go without \"limits\" and \"blocked\"");
         for (size_t i = 0; i < a->n_sinks; i++)
                 sink_set_format(a->sinks[i], core_sink_format(a));

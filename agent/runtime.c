@@ -10,10 +10,37 @@
 #include "base/fileio.h"
 #include "base/log.h"
 #include "base/macro.h"
+#include "probes/procfs.h"
 #include "probes/system.h"
 #include "sinks/registry.h"
 
 #define AGENT_NICE (-10)
+
+/* In a cgroup namespace of its own, under a mount of the host's tree, every process's cgroup is
+ * resolved to its host path once the namespace's root is found (kernel-facts.md: cgroupns-paths). */
+static void runtime_resolve_cgroupns(Runtime *rt) {
+        CgroupNamespace ns;
+        int r = proc_cgroup_namespace_locate(rt->sysroot, &ns);
+
+        if (r < 0) {
+                log_warning_errno(r, "cannot read our own cgroup from /proc/self/cgroup");
+                return;
+        }
+        if (!ns.private_root)
+                return;
+        if (!ns.resolved) {
+                log_warning_errno(ns.error,
+                                  "in a cgroup namespace of its own, %u level%s below the cgroup2 mount's root, whose "
+                                  "root could not be found there: processes outside it are named only as outside "
+                                  "(psidiag check says more)",
+                                  ns.up, ns.up == 1 ? "" : "s");
+                return;
+        }
+        proc_cgroup_set_namespace_root(ns.root);
+        log_info("in a cgroup namespace of its own, rooted at /%s of the cgroup2 mount: processes' cgroups are "
+                 "resolved to host paths",
+                 ns.root);
+}
 
 int runtime_open(Runtime *rt, bool enable_delayacct) {
         uint64_t caps = 0;
@@ -28,6 +55,7 @@ int runtime_open(Runtime *rt, bool enable_delayacct) {
                             "command line); no trigger can be armed");
         if (rt->sysroot->cgroup2_fd < 0)
                 log_warning("no cgroup2 mount found in /proc/self/mountinfo: only node-wide watches work");
+        runtime_resolve_cgroupns(rt);
         /* Which hierarchy has each controller (the sysroot found the mounts): without it, incidents
          * go without "limits" and culprit passes. */
         if (limits_hierarchy_open(rt->sysroot, &rt->limits) < 0)

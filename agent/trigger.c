@@ -8,7 +8,13 @@
 #include "base/macro.h"
 #include "probes/system.h"
 
+/* Our LSM label into label when an LSM confines us (a refused trigger is then its doing). */
+static bool trigger_lsm_label(Agent *a, char *label, size_t size) {
+        return system_read_lsm_label(a->rt.sysroot->proc_fd, label, size) >= 0 && system_lsm_confines(label);
+}
+
 Trigger *trigger_arm(Agent *a, Watch *w, int cgroup_fd, const WatchTrigger *cfg) {
+        char label[128];
         bool cgroup = w->path != NULL;
         int dirfd = cgroup ? cgroup_fd : a->rt.sysroot->pressure_fd;
         const char *file = pressure_file_name(cfg->spec.resource, cgroup);
@@ -44,6 +50,13 @@ Trigger *trigger_arm(Agent *a, Watch *w, int cgroup_fd, const WatchTrigger *cfg)
                                           cfg->text, w->name);
                         else if (cgroup_is_gone(r))
                                 log_debug("cannot arm \"%s\" on %s: the cgroup is going away", cfg->text, w->name);
+                        else if ((r == -EACCES || r == -EPERM) && trigger_lsm_label(a, label, sizeof label))
+                                log_error_errno(r,
+                                                "cannot arm \"%s\" on %s (%s): psidiag runs confined by the LSM "
+                                                "profile \"%s\", which refuses it (a container runtime's default "
+                                                "AppArmor profile refuses writes under /proc): run it unconfined "
+                                                "(psidiag check says how)",
+                                                cfg->text, w->name, file, label);
                         else
                                 log_error_errno(r, "cannot arm \"%s\" on %s (%s)", cfg->text, w->name, file);
                 }

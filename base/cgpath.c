@@ -61,3 +61,18 @@ ssize_t cgpath_deepest(const char *const *ancestors, size_t n, const char *cgrou
         }
         return best;
 }
+
+bool cgpath_next(const char **p, const char **ret_seg, size_t *ret_len) {
+        const char *s = *p;
+
+        while (*s == '/')
+                s++;
+        if (!*s) {
+                *p = s;
+                return false;
+        }
+        *ret_seg = s;
+        *ret_len = strcspn(s, "/");
+        *p = s + *ret_len;
+        return true;
+}

@@ -17,6 +17,10 @@
  * covers "a/bc", not "a"; "/" covers "/a", not "a"). Reads nothing past either range. */
 bool cgpath_covers_range(const char *ancestor, size_t ancestor_len, const char *cgroup, size_t cgroup_len);
 
+/* The next component of the path at *p ("a//b/" gives "a", then "b"): false at the end; else
+ * [*ret_seg, *ret_seg + *ret_len) and *p past it. Slashes are separators, never components. */
+bool cgpath_next(const char **p, const char **ret_seg, size_t *ret_len);
+
 /* True when `ancestor` covers `cgroup`: it is node-wide (NULL), the root (""), the cgroup itself,
  * or one of its ancestors ("a" covers "a/b", not "ab"): cgpath_covers_range(). An unknown cgroup
  * (NULL) is covered only by node-wide and root ancestors. */

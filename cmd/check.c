@@ -52,7 +52,19 @@ size_t check_evaluate(const CheckFacts *f, CheckLine *lines) {
                      f->pressure[PSI_RESOURCE_IRQ] ? ""
                                                    : " (no irq pressure on this kernel, which needs "
                                                      "CONFIG_IRQ_TIME_ACCOUNTING: irq triggers cannot be armed)");
-                if (f->arm_err < 0)
+                if (f->arm_err < 0 && (f->arm_err == -EACCES || f->arm_err == -EPERM) && f->lsm_err >= 0 &&
+                    system_lsm_confines(f->lsm_label))
+                        /* The runtimes' default AppArmor profiles (docker-default, containers-default,
+                         * cri-containerd.apparmor.d) deny writes to every file under /proc but a
+                         * process's own: the cgroups' *.pressure files stay writable. */
+                        LINE(CHECK_FAIL, "psi-trigger",
+                             "cannot arm a trigger on /proc/pressure/cpu: %s: psidiag runs confined by the LSM "
+                             "profile \"%s\", which refuses writes under /proc (a container runtime's default "
+                             "AppArmor profile does): run it unconfined (Kubernetes: securityContext.appArmorProfile "
+                             "type Unconfined; docker, podman: --security-opt apparmor=unconfined); node-wide "
+                             "triggers cannot be armed, cgroup ones can",
+                             strerror(-f->arm_err), f->lsm_label);
+                else if (f->arm_err < 0)
                         LINE(CHECK_FAIL, "psi-trigger", "cannot arm a trigger on /proc/pressure/cpu: %s",
                              strerror(-f->arm_err));
                 else
@@ -121,20 +133,40 @@ size_t check_evaluate(const CheckFacts *f, CheckLine *lines) {
         else
                 LINE(CHECK_OK, "procfs", "other tasks' stat and cmdline are readable");
 
+        /* EPERM with CAP_SYSLOG: not dmesg_restrict but the device cgroup (a container given
+         * /dev/kmsg as a bind mount, not as a device) or an LSM refusing the open. */
+        bool syslog = f->caps_err >= 0 && (f->cap_eff & CAP_BIT(CAP_SYSLOG));
         if (f->kmsg_err < 0)
                 LINE(CHECK_WARN, "kmsg",
                      "cannot read /dev/kmsg: %s%s; oom kills are counted from cgroup watches' memory "
                      "counters, without the victim",
                      strerror(-f->kmsg_err),
-                     f->kmsg_err == -EPERM ? " (CAP_SYSLOG is needed while kernel.dmesg_restrict=1)" : "");
+                     f->kmsg_err != -EPERM ? ""
+                     : syslog ? " although CAP_SYSLOG is present: a container's device cgroup refuses it (give "
+                                "/dev/kmsg as a device, not a bind mount: docker, podman --device /dev/kmsg) or an "
+                                "LSM does"
+                              : " (CAP_SYSLOG is needed while kernel.dmesg_restrict=1)");
         else
                 LINE(CHECK_OK, "kmsg", "/dev/kmsg is readable (the kernel's OOM kill records)");
 
         /* In a cgroup namespace of its own (a container started without --cgroupns=host), it reads
-         * every cgroup outside that namespace as "/../..": such paths name nothing under its
-         * cgroup2 mount, so incidents can say only that a process is outside. */
+         * every cgroup outside that namespace as "/../..". Under a mount of the host's tree the
+         * namespace's root is found there and every path resolved (kernel-facts.md:
+         * cgroupns-paths); under the namespace's own mount such paths name nothing, so incidents
+         * can say only that a process is outside. */
         const ProcCgroupNamespace *ns = &f->cgroupns;
-        if (f->cgroupns_err == -ENOENT)
+        if (f->cgroupns_err >= 0 && f->cgns_err >= 0 && f->cgns.private_root && f->cgns.resolved)
+                LINE(CHECK_OK, "cgroupns",
+                     "a cgroup namespace of its own, rooted at /%.300s of the host's cgroup2 mount (found where "
+                     "its own pid is, %u level%s down; no privilege needed): every process's cgroup is resolved "
+                     "to its host path",
+                     f->cgns.root, f->cgns.up, f->cgns.up == 1 ? "" : "s");
+        else if (f->cgroupns_err >= 0 && f->cgns_err >= 0 && f->cgns.private_root)
+                LINE(CHECK_WARN, "cgroupns",
+                     "a cgroup namespace of its own whose root could not be found under the cgroup2 mount (%s): "
+                     "incidents name processes outside it only as \"" PROC_CGROUP_OUTSIDE_NAMESPACE "\"",
+                     strerror(-f->cgns.error));
+        else if (f->cgroupns_err == -ENOENT)
                 LINE(CHECK_OK, "cgroupns", "no cgroup namespaces in this kernel: cgroup paths are the host's");
         else if (f->cgroupns_err < 0)
                 LINE(CHECK_WARN, "cgroupns", "cannot tell which cgroup namespace the agent is in: %s",
@@ -146,9 +178,10 @@ size_t check_evaluate(const CheckFacts *f, CheckLine *lines) {
                         snprintf(example, sizeof example, "; %u of %u processes (pid %d, ...) read as \"/..\"",
                                  ns->outside, ns->scanned, (int) ns->outside_pid);
                 LINE(CHECK_WARN, "cgroupns",
-                     "the agent must run in the host's cgroup namespace: it is in one of its own%s, so "
-                     "incidents name processes outside it only as \"" PROC_CGROUP_OUTSIDE_NAMESPACE "\" "
-                     "(docker and podman: --cgroupns=host; or nsenter --cgroup=/proc/1/ns/cgroup)",
+                     "the agent must run in the host's cgroup namespace or see the host's cgroup tree: it is in "
+                     "one of its own%s with the namespace's own cgroup2 mount, so incidents name processes "
+                     "outside it only as \"" PROC_CGROUP_OUTSIDE_NAMESPACE "\" (mount the host's "
+                     "/sys/fs/cgroup, as the DaemonSet does; or docker and podman: --cgroupns=host)",
                      example);
         } else
                 LINE(CHECK_OK, "cgroupns", "the host's cgroup namespace (%u processes' cgroups read)", ns->scanned);
@@ -209,6 +242,7 @@ void check_gather(CheckFacts *f) {
 
         f->delayacct = system_read_delayacct(s->proc_fd);
         f->caps_err = system_read_cap_eff(s->proc_fd, &f->cap_eff);
+        f->lsm_err = system_read_lsm_label(s->proc_fd, f->lsm_label, sizeof f->lsm_label);
         f->delayacct_switchable = f->caps_err >= 0 && geteuid() == 0 && (f->cap_eff & CAP_BIT(CAP_SYS_ADMIN));
 
         f->procfs_err = proc_read_stat(s->proc_fd, 1, &st);
@@ -218,6 +252,7 @@ void check_gather(CheckFacts *f) {
         }
 
         f->cgroupns_err = proc_cgroup_namespace_read(s->proc_fd, CHECK_CGROUPNS_SCAN_MAX, &f->cgroupns);
+        f->cgns_err = proc_cgroup_namespace_locate(s, &f->cgns);
 
         int fd = open("/dev/kmsg", O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
         f->kmsg_err = fd < 0 ? -errno : 0;

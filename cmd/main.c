@@ -18,6 +18,7 @@
 #include "cmd/snapshot.h"
 #include "cmd/validate.h"
 #include "config/config.h"
+#include "config/keys.h"
 #include "probes/sysroot.h"
 #include "probes/system.h"
 
@@ -129,7 +130,9 @@ _printf_(1, 2) static int usage_error(const char *fmt, ...) {
 static int parse_args(int argc, char **argv, Args *args) {
         int c;
 
-        *args = (Args) { .resource = -1, .sample_ms = CONFIG_DEFAULT_SAMPLE_MS, .top = CONFIG_DEFAULT_TOP };
+        *args = (Args) { .resource = -1,
+                         .sample_ms = config_keys_default("sample_ms"),
+                         .top = (unsigned) config_keys_default("top") };
         while ((c = getopt_long(argc, argv, "+hVc:o:", options, NULL)) >= 0 || optind < argc) {
                 uint64_t u;
 

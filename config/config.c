@@ -19,10 +19,6 @@
 
 const char config_default_json[] =
         "{\n"
-        "  \"output\": \"-\",\n"
-        "  \"top\": 10,\n"
-        "  \"sample_ms\": 1000,\n"
-        "  \"cooldown_ms\": 10000,\n"
         "  \"watch\": [\n"
         "    { \"triggers\": [\"cpu some 500ms 2s\", \"memory some 150ms 2s\", \"io some 400ms 2s\"] }\n"
         "  ]\n"
@@ -111,6 +107,61 @@ static int find_key(ParseState *st, const char *key, unsigned where, const JsonP
                        config_keys_expected(where, expected, sizeof expected));
 }
 
+static void store_uint(const ConfigKey *k, void *base, size_t offset, uint64_t u) {
+        uint8_t *p = (uint8_t *) base + offset;
+
+        if (k->size == sizeof(unsigned))
+                *(unsigned *) p = (unsigned) u;
+        else {
+                assert(k->size == sizeof(uint64_t));
+                *(uint64_t *) p = u;
+        }
+}
+
+static int output_format_from_string(const char *s, ConfigOutputFormat *ret) {
+        if (s && strcmp(s, "incident") == 0)
+                *ret = CONFIG_OUTPUT_FORMAT_INCIDENT;
+        else if (s && strcmp(s, "otlp") == 0)
+                *ret = CONFIG_OUTPUT_FORMAT_OTLP;
+        else
+                return -EINVAL;
+        return 0;
+}
+
+/* Every top-level value its row's default: what the config then sets replaces it. */
+static int set_defaults(Config *c) {
+        for (size_t i = 0; i < config_keys_n; i++) {
+                const ConfigKey *k = &config_keys[i];
+                uint8_t *p;
+
+                if (k->config_offset == CONFIG_KEY_NOWHERE)
+                        continue;
+                p = (uint8_t *) c + k->config_offset;
+                if (k->type == CONFIG_KEY_UINT)
+                        store_uint(k, c, k->config_offset, k->def);
+                else if (k->type == CONFIG_KEY_OUTPUT && k->def_string) {
+                        *(char **) p = strdup(k->def_string);
+                        if (!*(char **) p)
+                                return -ENOMEM;
+                } else if (k->type == CONFIG_KEY_OUTPUT_FORMAT) {
+                        int r = output_format_from_string(k->def_string, (ConfigOutputFormat *) p);
+                        assert(r == 0); /* a row's default the parser refuses: a bug */
+                }
+        }
+        return 0;
+}
+
+/* A watch's integer keys start from the top level's values, which the watch may override. */
+static void inherit_top_level(const Config *c, WatchConfig *w) {
+        for (size_t i = 0; i < config_keys_n; i++) {
+                const ConfigKey *k = &config_keys[i];
+
+                if (k->type == CONFIG_KEY_UINT && k->config_offset != CONFIG_KEY_NOWHERE &&
+                    k->watch_offset != CONFIG_KEY_NOWHERE)
+                        memcpy((uint8_t *) w + k->watch_offset, (const uint8_t *) c + k->config_offset, k->size);
+        }
+}
+
 /* A value that lands as it is at offset of base: an integer in the row's bounds, or an output. */
 static int parse_plain_value(ParseState *st, const ConfigKey *k, json_t *v, const JsonPathElem *path, size_t n,
                              void *base, size_t offset) {
@@ -124,12 +175,7 @@ static int parse_plain_value(ParseState *st, const ConfigKey *k, json_t *v, cons
                 r = get_uint(st, v, path, n, k->name, k->max, k->min, &u);
                 if (r < 0)
                         return r;
-                if (k->size == sizeof(unsigned))
-                        *(unsigned *) p = (unsigned) u;
-                else {
-                        assert(k->size == sizeof(uint64_t));
-                        *(uint64_t *) p = u;
-                }
+                store_uint(k, base, offset, u);
                 return 0;
         case CONFIG_KEY_OUTPUT:
                 return get_output(st, v, path, n, (char **) p);
@@ -141,11 +187,7 @@ static int parse_plain_value(ParseState *st, const ConfigKey *k, json_t *v, cons
 
 static int parse_watch(ParseState *st, Config *c, json_t *w, size_t wi, WatchConfig *ret) {
         JsonPathElem path[4] = { JSON_KEY("watch"), JSON_INDEX(wi) };
-        WatchConfig wc = {
-                .top = c->top,
-                .sample_ms = c->sample_ms,
-                .cooldown_ms = c->cooldown_ms,
-        };
+        WatchConfig wc = {};
         json_t *triggers = NULL, *v;
         const ConfigKey *triggers_key = NULL;
         const char *key;
@@ -153,6 +195,7 @@ static int parse_watch(ParseState *st, Config *c, json_t *w, size_t wi, WatchCon
 
         if (!json_is_object(w))
                 return fail_at(st, path, 2, "each watch must be an object");
+        inherit_top_level(c, &wc);
 
         json_object_foreach(w, key, v) {
                 const ConfigKey *k;
@@ -311,14 +354,9 @@ int config_parse(const char *text, size_t len, const char *name, Config **ret, c
                 json_decref(root);
                 return -ENOMEM;
         }
-        c->top = CONFIG_DEFAULT_TOP;
-        c->sample_ms = CONFIG_DEFAULT_SAMPLE_MS;
-        c->cooldown_ms = CONFIG_DEFAULT_COOLDOWN_MS;
-        c->max_incidents_per_minute = CONFIG_DEFAULT_MAX_INCIDENTS_PER_MINUTE;
-        c->max_concurrent_samples = CONFIG_DEFAULT_MAX_CONCURRENT_SAMPLES;
-        c->oom_lookback_s = CONFIG_DEFAULT_OOM_LOOKBACK_S;
-        c->kill_window_s = CONFIG_DEFAULT_KILL_WINDOW_S;
-        c->record_s = CONFIG_DEFAULT_RECORD_S;
+        r = set_defaults(c);
+        if (r < 0)
+                goto fail;
 
         if (!json_is_object(root)) {
                 r = fail_at(&st, NULL, 0, "the config must be a JSON object");
@@ -374,13 +412,7 @@ int config_parse(const char *text, size_t len, const char *name, Config **ret, c
                         break;
                 }
                 case CONFIG_KEY_OUTPUT_FORMAT: {
-                        const char *f = json_string_value(v);
-
-                        if (f && strcmp(f, "incident") == 0)
-                                c->output_format = CONFIG_OUTPUT_FORMAT_INCIDENT;
-                        else if (f && strcmp(f, "otlp") == 0)
-                                c->output_format = CONFIG_OUTPUT_FORMAT_OTLP;
-                        else {
+                        if (output_format_from_string(json_string_value(v), &c->output_format) < 0) {
                                 r = fail_at(&st, path, 1,
                                             "output_format must be \"incident\" (psidiag's incident lines) or "
                                             "\"otlp\" (OTLP/JSON log requests)");
@@ -413,14 +445,6 @@ int config_parse(const char *text, size_t len, const char *name, Config **ret, c
                                 goto fail;
                 }
         }
-        if (!c->output) {
-                c->output = strdup("-");
-                if (!c->output) {
-                        r = -ENOMEM;
-                        goto fail;
-                }
-        }
-
         path[0] = JSON_KEY("watch");
         if (!watch) {
                 r = fail_at(&st, NULL, 0, "the config has no \"watch\" list");

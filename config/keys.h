@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /* The config keys, one row each: name, type, where it may appear (top level, a watch), bounds,
- * and where its value lands in Config or WatchConfig. The parser (config.c) reads values by their
- * row, its "unknown key" errors list the rows, and test-config-keys ties the rows to
- * schemas/config.schema.json and man/psidiag.8. Data and lookups only: no I/O, no logging. */
+ * default, and where its value lands in Config or WatchConfig. The parser (config.c) starts from the
+ * rows' defaults and reads values by their row, its "unknown key" errors list the rows, and
+ * test-config-keys ties the rows (bounds and defaults included) to schemas/config.schema.json and
+ * man/psidiag.8. Data and lookups only: no I/O, no logging. */
 #pragma once
 
 #include <stdbool.h>
@@ -34,6 +35,8 @@ typedef struct ConfigKey {
         ConfigKeyType type;
         unsigned where;          /* CONFIG_KEY_TOP, CONFIG_KEY_WATCH or both */
         uint64_t min, max;       /* UINT: the bounds; PATHS, TRIGGERS, WATCHES: max the list's length */
+        uint64_t def;            /* UINT: the value without the key (a watch's: the top level's) */
+        const char *def_string;  /* OUTPUT, OUTPUT_FORMAT: the value without the key, as written */
         size_t config_offset;    /* where it lands in Config, CONFIG_KEY_NOWHERE for none */
         size_t watch_offset;     /* where it lands in WatchConfig, CONFIG_KEY_NOWHERE for none */
         size_t size;             /* UINT: sizeof the field (an unsigned or a uint64_t) */
@@ -47,6 +50,9 @@ extern const size_t config_keys_n;
 
 /* The row of name, NULL when there is none. */
 const ConfigKey *config_keys_find(const char *name);
+
+/* The default of the UINT key name (asserts that there is such a row). */
+uint64_t config_keys_default(const char *name);
 
 /* The listed keys that may appear at where (CONFIG_KEY_TOP or CONFIG_KEY_WATCH), ", "-separated in
  * table order, into buf (cut to size). Returns buf. */

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
-/* What a loaded config is: Config and WatchConfig, their bounds and defaults. Types and constants
- * only; config.h loads them, keys.h says which key lands where. */
+/* What a loaded config is: Config and WatchConfig, and their bounds. Types and constants only;
+ * config.h loads them, keys.h says which key lands where and its default. */
 #pragma once
 
 #include <stdbool.h>
@@ -63,20 +63,12 @@ typedef struct Config {
         size_t n_watches;
 } Config;
 
-#define CONFIG_DEFAULT_TOP 10
-#define CONFIG_DEFAULT_KILL_WINDOW_S 60
 #define CONFIG_KILL_WINDOW_S_MAX 3600
-#define CONFIG_DEFAULT_RECORD_S 60
 #define CONFIG_RECORD_S_MAX 3600
 #define CONFIG_KILL_LOG_FILES_MAX 8
 /* Used when kill_log_files is not set, those of them that exist. */
 #define CONFIG_DEFAULT_KILL_LOG_FILES                                                                                  \
         { "/var/log/syslog", "/var/log/messages" }
-#define CONFIG_DEFAULT_SAMPLE_MS 1000
-#define CONFIG_DEFAULT_COOLDOWN_MS 10000
-#define CONFIG_DEFAULT_MAX_INCIDENTS_PER_MINUTE 60
 #define CONFIG_MAX_INCIDENTS_PER_MINUTE_MAX 100000
-#define CONFIG_DEFAULT_MAX_CONCURRENT_SAMPLES 4
 #define CONFIG_MAX_CONCURRENT_SAMPLES_MAX 1024
-#define CONFIG_DEFAULT_OOM_LOOKBACK_S 300
 #define CONFIG_OOM_LOOKBACK_S_MAX 86400

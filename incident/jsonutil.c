@@ -68,5 +68,6 @@ int incident_process_identity(json_t *o, const ProcessInfo *info) {
         r |= set_new(o, "uid", info->uid >= 0 ? json_integer(info->uid) : json_null());
         r |= set_new(o, "cgroup", process_cgroup(info));
         r |= set_new(o, "meta", incident_cgroup_meta(info->has_cgroup ? info->cgroup : NULL));
+        r |= set_new(o, "unreadable", info->unreadable[0] ? json_string(info->unreadable) : json_null());
         return r;
 }

@@ -97,6 +97,8 @@ static json_t *node_devices_array(const DiskBusy *busy, size_t n) {
                 r |= set_new(dev, "util", json_real(b->util));
                 r |= set_new(dev, "await_ms", b->await_ms >= 0 ? json_real(b->await_ms) : json_null());
                 r |= set_new(dev, "in_flight", json_u64(b->in_flight));
+                r |= set_new(dev, "in_flight_start", json_u64(b->in_flight_start));
+                r |= set_new(dev, "verdict", json_string(b->stuck ? "stuck" : "serving"));
                 r |= append_new(a, dev);
         }
         return object_or_null(a, r);

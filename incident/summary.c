@@ -192,8 +192,21 @@ static void put_io_device(FILE *f, const json_t *incident) {
         put_name(f, field_string(best, "device"));
         /* The node's line of the same device says how busy it was. */
         json_array_foreach(nodes, i, d) {
-                if (field_or_zero(d, "major") == field_or_zero(best, "major") &&
-                    field_or_zero(d, "minor") == field_or_zero(best, "minor") && field_number(d, "util", &util)) {
+                const char *verdict = field_string(d, "verdict");
+                if (field_or_zero(d, "major") != field_or_zero(best, "major") ||
+                    field_or_zero(d, "minor") != field_or_zero(best, "minor"))
+                        continue;
+                /* A device not serving its queue, said plainly: how many wait, how few completed. */
+                if (verdict && strcmp(verdict, "stuck") == 0) {
+                        double done = field_or_zero(d, "rios") + field_or_zero(d, "wios");
+                        fprintf(f, " (stuck: %.0f requests in flight, ", field_or_zero(d, "in_flight"));
+                        if (done > 0)
+                                fprintf(f, "%.0f completed)", done);
+                        else
+                                fputs("none completed)", f);
+                        break;
+                }
+                if (field_number(d, "util", &util)) {
                         fprintf(f, " (%.0f%% busy)", util * 100);
                         break;
                 }

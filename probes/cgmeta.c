@@ -3,6 +3,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "base/cgpath.h"
 #include "probes/cgmeta.h"
 
 const char *cgroup_qos_to_string(CgroupQos q) {
@@ -90,18 +91,10 @@ bool cgroup_meta_parse(const char *path, CgroupMeta *m) {
         bool in_kubepods = false, in_docker = false, any = false;
 
         *m = (CgroupMeta) {};
-        while (*p) {
-                const char *seg;
-                size_t len;
+        const char *seg;
+        size_t len;
 
-                while (*p == '/')
-                        p++;
-                if (!*p)
-                        break;
-                seg = p;
-                len = strcspn(p, "/");
-                p += len;
-
+        while (cgpath_next(&p, &seg, &len)) {
                 /* systemd driver: kubepods.slice, kubepods-<qos>.slice, kubepods-<qos>-pod<uid>.slice */
                 if (ends_with(seg, len, ".slice")) {
                         copy(m->slice, sizeof m->slice, seg, len);

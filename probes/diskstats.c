@@ -114,6 +114,8 @@ static uint64_t growth(uint64_t a, uint64_t b) {
 }
 
 static int busier(const DiskBusy *x, const DiskBusy *y) {
+        if (x->stuck != y->stuck)
+                return x->stuck ? -1 : 1;
         if (x->util != y->util)
                 return x->util > y->util ? -1 : 1;
         uint64_t bx = x->rbytes + x->wbytes, by = y->rbytes + y->wbytes;
@@ -132,7 +134,10 @@ size_t diskstats_busiest(const DiskStats *a, const DiskStats *b, uint64_t interv
                         continue;
                 uint64_t rios = growth(s->rios, e->rios), wios = growth(s->wios, e->wios);
                 uint64_t ticks = growth(s->io_ticks_ms, e->io_ticks_ms);
-                if (rios + wios == 0 && ticks == 0)
+                /* A device with requests waiting at both ends is listed even if its counters stood
+                 * still (before 5.x, io_ticks moved only as requests started and ended). */
+                bool waiting = s->in_flight > 0 && e->in_flight > 0;
+                if (rios + wios == 0 && ticks == 0 && !waiting)
                         continue;
                 DiskBusy d = {
                         .major = e->major,
@@ -147,6 +152,8 @@ size_t diskstats_busiest(const DiskStats *a, const DiskStats *b, uint64_t interv
                                                               (double) (rios + wios)
                                                     : -1,
                         .in_flight = e->in_flight,
+                        .in_flight_start = s->in_flight,
+                        .stuck = waiting && rios + wios < e->in_flight,
                 };
                 memcpy(d.name, e->name, sizeof d.name);
                 /* Insertion into the busiest max so far. */

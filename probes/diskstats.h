@@ -37,6 +37,11 @@ typedef struct DiskBusy {
         double util;        /* share of the interval with io in flight, 0..1 */
         double await_ms;    /* mean time an io completed in the interval took (queue and service); <0: none completed */
         uint64_t in_flight; /* at the end */
+        uint64_t in_flight_start;
+        /* Requests in flight at both ends and fewer completed in the whole interval than wait at
+         * its end: the device is not serving them (a stalled or failing disk, a throttled
+         * volume), however its utilisation reads. */
+        bool stuck;
 } DiskBusy;
 
 /* Parses /proc/diskstats ("MAJ MIN NAME" and at least 11 counters per line; kernels since 4.18
@@ -55,7 +60,7 @@ int diskstats_parse_filtered(const char *buf, size_t len, bool (*keep)(uint32_t 
  * there, -ENOBUFS when it does not fit in buf, or -errno. */
 int diskstats_read(int root_fd, char *buf, size_t size, DiskStats *ret);
 
-/* The devices that did io between a and b (interval_us apart), busiest first (utilisation, then
- * bytes), at most max into ret. A device missing from a is left out (it appeared meanwhile).
- * Returns how many were written. Never fails. */
+/* The devices that did io between a and b (interval_us apart), or had requests in flight at both
+ * ends, busiest first (stuck ones, then utilisation, then bytes), at most max into ret. A device missing from a is left
+ * out (it appeared meanwhile). Returns how many were written. Never fails. */
 size_t diskstats_busiest(const DiskStats *a, const DiskStats *b, uint64_t interval_us, DiskBusy *ret, size_t max);

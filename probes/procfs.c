@@ -10,6 +10,7 @@
 #include "base/fileio.h"
 #include "base/macro.h"
 #include "base/parse.h"
+#include "probes/cgns.h"
 #include "probes/procfs.h"
 
 int proc_stat_parse_buf(const char *buf, size_t len, ProcStat *ret) {
@@ -220,11 +221,51 @@ int proc_read_tgid(int proc_fd, pid_t tid, pid_t *ret) {
         return n < 0 ? (int) n : proc_status_parse_tgid(buf, (size_t) n, ret);
 }
 
-int proc_read_cgroup(int proc_fd, pid_t pid, char *out, size_t size) {
-        char buf[4096];
-        ssize_t n = read_pid_file(proc_fd, pid, "cgroup", buf, sizeof buf);
+/* Our cgroup namespace's root relative to the cgroup2 mount, once found (probes/cgns.h); set
+ * before any sample runs, read by every thread after. */
+static char namespace_root[1024];
+static bool namespace_resolves;
 
-        return n < 0 ? (int) n : proc_cgroup_parse_unified(buf, (size_t) n, out, size);
+void proc_cgroup_set_namespace_root(const char *root) {
+        namespace_resolves = root != NULL;
+        snprintf(namespace_root, sizeof namespace_root, "%s", root ? root : "");
+}
+
+int proc_read_cgroup(int proc_fd, pid_t pid, char *out, size_t size) {
+        char buf[4096], ns_path[4096];
+        ssize_t n = read_pid_file(proc_fd, pid, "cgroup", buf, sizeof buf);
+        int r;
+
+        if (n < 0)
+                return (int) n;
+        if (!namespace_resolves)
+                return proc_cgroup_parse_unified(buf, (size_t) n, out, size);
+        r = proc_cgroup_parse_unified(buf, (size_t) n, ns_path, sizeof ns_path);
+        if (r < 0)
+                return r;
+        /* A path that climbs above the mount (it cannot, if the root was found right) is left as
+         * the kernel wrote it: the incident then says it is outside our namespace. */
+        if (cgns_resolve(namespace_root, ns_path, out, size) < 0) {
+                if (strlen(ns_path) >= size)
+                        return -ENOBUFS;
+                strcpy(out, ns_path);
+        }
+        return 0;
+}
+
+int proc_cgroup_namespace_locate(const Sysroot *s, CgroupNamespace *ret) {
+        char buf[4096], self[1024];
+        ssize_t n = read_pid_file(s->proc_fd, getpid(), "cgroup", buf, sizeof buf);
+        int r;
+
+        if (n < 0)
+                return (int) n;
+        /* As the kernel writes it, whatever proc_cgroup_set_namespace_root() said before. */
+        r = proc_cgroup_parse_unified(buf, (size_t) n, self, sizeof self);
+        if (r < 0)
+                return r;
+        cgns_locate(s, self, ret);
+        return 0;
 }
 
 bool proc_cgroup_outside_namespace(const char *path) {

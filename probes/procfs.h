@@ -8,6 +8,8 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "probes/cgns.h"
+
 /* TASK_COMM_LEN is 16 today; keep room for longer comms and hostile bytes. */
 #define PROC_COMM_MAX 64
 
@@ -41,6 +43,15 @@ int proc_status_parse_tgid(const char *buf, size_t len, pid_t *ret);
 /* Extracts the cgroup2 path from a /proc/<pid>/cgroup buffer (the "0::<path>" line). Writes at most
  * size bytes including the NUL. 0, -ENOENT when there is no unified line, -ENOBUFS when too long. */
 int proc_cgroup_parse_unified(const char *buf, size_t len, char *out, size_t size);
+
+/* Where our cgroup namespace's root lies under s's cgroup2 mount (probes/cgns.h: cgns_locate(),
+ * with our own cgroup as the kernel writes it). 0, or -errno when /proc/self/cgroup cannot be read
+ * or has no cgroup2 line. */
+int proc_cgroup_namespace_locate(const Sysroot *s, CgroupNamespace *ret);
+
+/* From now on proc_read_cgroup() resolves what it reads against root, our cgroup namespace's root
+ * relative to the cgroup2 mount (probes/cgns.h: cgns_locate()); NULL: as the kernel writes it. */
+void proc_cgroup_set_namespace_root(const char *root);
 
 /* What an incident says for a process whose cgroup lies outside the agent's cgroup namespace. */
 #define PROC_CGROUP_OUTSIDE_NAMESPACE "outside the agent's cgroup namespace"

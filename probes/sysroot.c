@@ -39,7 +39,7 @@ static char *unescape_mount_field(const char *s, size_t len) {
 static int mountinfo_find(const char *buf,
                           bool (*match)(const char *fstype, size_t flen, const char *sopts, size_t slen,
                                         const void *arg),
-                          const void *arg, char **ret_path) {
+                          const void *arg, char **ret_path, char **ret_root) {
         const char *p = buf;
 
         while (p && *p) {
@@ -78,9 +78,18 @@ static int mountinfo_find(const char *buf,
                                 const char *mp = f[4];
                                 const char *mpe = memchr(mp, ' ', (size_t) (end - mp));
                                 char *path = unescape_mount_field(mp, (size_t) ((mpe ? mpe : end) - mp));
+                                char *root = NULL;
 
                                 if (!path)
                                         return -ENOMEM;
+                                if (ret_root) {
+                                        root = unescape_mount_field(f[3], (size_t) (f[4] - 1 - f[3]));
+                                        if (!root) {
+                                                free(path);
+                                                return -ENOMEM;
+                                        }
+                                        *ret_root = root;
+                                }
                                 *ret_path = path;
                                 return 0;
                         }
@@ -115,11 +124,15 @@ static bool match_cgroup1(const char *fstype, size_t flen, const char *sopts, si
 }
 
 int mountinfo_find_fstype(const char *buf, const char *fstype, char **ret_path) {
-        return mountinfo_find(buf, match_fstype, fstype, ret_path);
+        return mountinfo_find(buf, match_fstype, fstype, ret_path, NULL);
+}
+
+int mountinfo_find_fstype_root(const char *buf, const char *fstype, char **ret_path, char **ret_root) {
+        return mountinfo_find(buf, match_fstype, fstype, ret_path, ret_root);
 }
 
 int mountinfo_find_cgroup1(const char *buf, const char *controller, char **ret_path) {
-        return mountinfo_find(buf, match_cgroup1, controller, ret_path);
+        return mountinfo_find(buf, match_cgroup1, controller, ret_path, NULL);
 }
 
 /* Opens an absolute path from the mountinfo relative to the sysroot's root fd. */
@@ -176,7 +189,7 @@ int sysroot_open(const char *root, Sysroot **ret) {
                 size *= 4;
         }
 
-        r = mountinfo_find_fstype(mountinfo, "cgroup2", &s->cgroup2_path);
+        r = mountinfo_find_fstype_root(mountinfo, "cgroup2", &s->cgroup2_path, &s->cgroup2_root);
         if (r == -ENOMEM)
                 goto fail;
         if (r >= 0)
@@ -220,6 +233,7 @@ Sysroot *sysroot_free(Sysroot *s) {
         safe_close(s->pressure_fd);
         safe_close(s->cgroup2_fd);
         free(s->cgroup2_path);
+        free(s->cgroup2_root);
         free(s->memory_v1_path);
         free(s->cpu_v1_path);
         free(s->cpuacct_v1_path);

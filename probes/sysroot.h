@@ -14,11 +14,15 @@
 
 typedef struct Sysroot {
         int root_fd;
-        int proc_fd;          /* <root>/proc */
-        bool proc_is_procfs;  /* proc_fd is procfs itself (not a test's tree): directory offsets are indexes */
-        int pressure_fd;      /* <root>/proc/pressure, -1 when the kernel has no PSI */
-        int cgroup2_fd;       /* the cgroup2 mount, -1 when none is mounted */
-        char *cgroup2_path;   /* its mount point as seen from the root, e.g. "/sys/fs/cgroup/unified" */
+        int proc_fd;         /* <root>/proc */
+        bool proc_is_procfs; /* proc_fd is procfs itself (not a test's tree): directory offsets are indexes */
+        int pressure_fd;     /* <root>/proc/pressure, -1 when the kernel has no PSI */
+        int cgroup2_fd;      /* the cgroup2 mount, -1 when none is mounted */
+        char *cgroup2_path;  /* its mount point as seen from the root, e.g. "/sys/fs/cgroup/unified" */
+        /* its root in mountinfo, relative to our cgroup namespace's root: "/", or "/../.." for a
+         * mount of the host's tree seen from a namespace two levels down (kernel-facts.md:
+         * cgroupns-paths) */
+        char *cgroup2_root;
         char *memory_v1_path; /* a cgroup-v1 memory controller mount, or NULL (hybrid hosts) */
         char *cpu_v1_path;    /* the same for cpu (cpu.cfs_quota_us), cpuacct and blkio */
         char *cpuacct_v1_path;
@@ -48,6 +52,8 @@ DEFINE_TRIVIAL_CLEANUP_FUNC(Sysroot *, sysroot_free);
  * "cgroup" mount whose super options list the controller. Return 0 and a malloc'ed path, -ENOENT
  * if none, -ENOMEM. */
 int mountinfo_find_fstype(const char *buf, const char *fstype, char **ret_path);
+/* The same, with the mount's root field (unescaped, malloc'ed) in *ret_root. */
+int mountinfo_find_fstype_root(const char *buf, const char *fstype, char **ret_path, char **ret_root);
 int mountinfo_find_cgroup1(const char *buf, const char *controller, char **ret_path);
 
 /* Checks a configured cgroup path: relative to the cgroup2 mount, no "." or ".." segments, no

@@ -37,6 +37,25 @@ int system_write_delayacct(int proc_fd, bool on) {
         return write_string_at(proc_fd, "sys/kernel/task_delayacct", on ? "1\n" : "0\n");
 }
 
+int system_read_lsm_label(int proc_fd, char *out, size_t size) {
+        ssize_t n = read_file_at(proc_fd, "self/attr/apparmor/current", out, size);
+
+        if (n < 0)
+                n = read_file_at(proc_fd, "self/attr/current", out, size);
+        if (n < 0)
+                return (int) n;
+        while (n > 0 && (out[n - 1] == '\n' || out[n - 1] == '\0'))
+                out[--n] = '\0';
+        return n > 0 ? 0 : -EINVAL;
+}
+
+bool system_lsm_confines(const char *label) {
+        size_t n = label ? strlen(label) : 0;
+
+        return n > 0 && strcmp(label, "unconfined") != 0 && !(n > 11 && strcmp(label + n - 11, " (complain)") == 0) &&
+               !strstr(label, ":unconfined_t:");
+}
+
 int system_parse_cap_eff(const char *buf, size_t len, uint64_t *ret) {
         const char *q, *le;
         uint64_t v = 0;

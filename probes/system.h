@@ -23,6 +23,14 @@ int system_parse_cap_eff(const char *buf, size_t len, uint64_t *ret);
 /* Reads our own effective capability mask. 0 or -errno. */
 int system_read_cap_eff(int proc_fd, uint64_t *ret);
 
+/* Our Linux security module label: <proc>/self/attr/apparmor/current (AppArmor's own, since 5.8),
+ * else <proc>/self/attr/current (the first LSM's: AppArmor's or SELinux's), trailing newline and
+ * NULs cut. 0, -EINVAL when no LSM answers (the file refuses the read, or is empty), or -errno. */
+int system_read_lsm_label(int proc_fd, char *out, size_t size);
+/* Whether the label confines us: set and not "unconfined" (AppArmor), not a profile in complain
+ * mode ("name (complain)": it logs but denies nothing), not SELinux's unconfined_t. */
+bool system_lsm_confines(const char *label);
+
 /* A capability's bit in that mask; the numbers are the kernel's (CAP_NET_ADMIN, CAP_SYS_ADMIN,
  * CAP_SYS_RESOURCE, ... from linux/capability.h), the one definition the code uses. */
 #define CAP_BIT(cap) (UINT64_C(1) << (cap))

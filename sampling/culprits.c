@@ -530,6 +530,11 @@ static SampleScope culprit_sample_scope(const SampleScope *scope) {
         };
 }
 
+void culprit_pass_usage(SampleScope *scope) {
+        if (scope->culprit && scope->culprit->same)
+                scope->usage = (int) scope->culprit->resource;
+}
+
 void culprit_pass_take(const SampleScope *scope, Snapshot *snap, const Snapshot *sample, CgroupUsages *g,
                        bool *has_snap, bool *has_g) {
         const CulpritScope *c = scope->culprit;

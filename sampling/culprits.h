@@ -148,6 +148,11 @@ void culprits_done(Culprits *c);
  * size, culprits_compare()). */
 uint64_t culprit_score(const CulpritUsage *u, PsiResource res);
 
+/* A culprit pass over the sampled scope itself (scope->culprit->same) ranks on the scope's own
+ * snapshots: they read each process's use of the resource too (scope->usage). The sampler and the
+ * recorder apply it to the scope they copy. */
+void culprit_pass_usage(SampleScope *scope);
+
 /* One end of a culprit pass over scope->culprit (nothing without one): the scope's cgroups into g,
  * and its processes into snap unless the scope is the sample's own (sample: the sample's snapshot
  * just taken, whose processes are copied, not asked again). A failure leaves that part out

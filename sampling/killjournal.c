@@ -1,6 +1,8 @@
 /* SPDX-License-Identifier: MIT */
+#include <assert.h>
 #include <errno.h>
 #include <stdbool.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -65,10 +67,22 @@ static bool journal_load(void) {
 #endif
 }
 
+void kill_journal_matches(KillJournalMatches *ret) {
+        *ret = (KillJournalMatches) {};
+        for (KillerKind kind = 0; kind < _KILLER_MAX; kind++) {
+                const char *ident = killmarks_killer(kind)->log_ident;
+                int n;
+
+                if (!ident)
+                        continue;
+                n = snprintf(ret->match[ret->n], sizeof ret->match[ret->n], "SYSLOG_IDENTIFIER=%s", ident);
+                assert(n > 0 && (size_t) n < sizeof ret->match[ret->n]); /* a table row too long: a bug */
+                ret->n++;
+        }
+}
+
 int kill_journal_open(KillJournal **ret) {
-        /* Matches on one field are ORed. */
-        static const char *const idents[] = { "SYSLOG_IDENTIFIER=systemd-oomd", "SYSLOG_IDENTIFIER=earlyoom",
-                                              "SYSLOG_IDENTIFIER=nohang" };
+        KillJournalMatches m;
         KillJournal *k;
         int r;
 
@@ -83,8 +97,10 @@ int kill_journal_open(KillJournal **ret) {
                 free(k);
                 return r;
         }
-        for (size_t i = 0; i < ELEMENTSOF(idents) && r >= 0; i++)
-                r = sd.add_match(k->j, idents[i], 0);
+        /* Matches on one field are ORed: an entry of any of the killers. */
+        kill_journal_matches(&m);
+        for (size_t i = 0; i < m.n && r >= 0; i++)
+                r = sd.add_match(k->j, m.match[i], 0);
         /* The inotify watch that lets process() find journal files made after the open. */
         if (r >= 0)
                 (void) sd.get_fd(k->j);

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /* The systemd journal as a source of killers' marks, read beside the kill log files while a kill
- * window is open: the entries of systemd-oomd, earlyoom and nohang (by SYSLOG_IDENTIFIER) written
- * since it was opened, each parsed by kill_journal_parse_entry() (sampling/kills.h). systemd-oomd's
+ * window is open: the entries of every killer whose row of the killers' table (probes/killmarks.h,
+ * KillerInfo) has a log identifier (by SYSLOG_IDENTIFIER) written since it was opened, each parsed
+ * by kill_journal_parse_entry() (sampling/kills.h), which the same rows drive. systemd-oomd's
  * xattrs vanish with the cgroup it kills, which systemd removes within 100 ms; its journal line is
  * the mark that lasts (docs/killers.md). libsystemd is loaded with dlopen on first use, as the
  * journal output loads it: without it, or without a journal, there is no reader. Never logs. */
@@ -12,6 +13,18 @@
 #include "probes/killmarks.h"
 
 typedef struct KillJournal KillJournal;
+
+#define KILL_JOURNAL_MATCH_MAX 64
+
+/* The journal's matches: "SYSLOG_IDENTIFIER=" and the log_ident of each killer of the killers'
+ * table that has one, in table order, so that a killer whose lines are parsed is also read. */
+typedef struct KillJournalMatches {
+        char match[_KILLER_MAX][KILL_JOURNAL_MATCH_MAX];
+        size_t n;
+} KillJournalMatches;
+
+/* Fills *ret from the killers' table. Pure. */
+void kill_journal_matches(KillJournalMatches *ret);
 
 /* Opens the local system journal at its end: only entries written from now on are read. 0 and
  * *ret; -EOPNOTSUPP without journal support or libsystemd.so.0; -errno of sd_journal_open(). */

@@ -1,4 +1,5 @@
 /* SPDX-License-Identifier: MIT */
+#include <assert.h>
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -15,20 +16,6 @@ void recorder_init(Recorder *r, struct ev_loop *loop, const char *exit_cpus) {
         *r = (Recorder) { .loop = loop, .exit_cpus = exit_cpus };
         ev_init(&r->tick, on_tick);
         r->tick.data = r;
-}
-
-static void drain(Recorder *r) {
-        if (!r->listener)
-                return;
-        if (taskstats_exit_listener_drain(r->listener, exit_records_collect, &r->exits, &r->exits.lost) < 0) {
-                /* The listener broke: the rest of the recording sees no exits. */
-                ev_io_stop(r->loop, &r->exit_io);
-                r->listener = taskstats_exit_listener_free(r->listener);
-        }
-}
-
-static void on_exit_io(struct ev_loop *loop, ev_io *io, int revents) {
-        drain(ASSERT_PTR(io->data));
 }
 
 static RecordedEntry *entry(Recorder *r, size_t age_from_oldest) {
@@ -52,7 +39,7 @@ int recorder_take(Recorder *r) {
         RecordedEntry *e;
         int err;
 
-        drain(r);
+        exit_watch_drain(&r->exit_watch);
         /* An exit storm: the oldest entries go first, so what is kept stays whole. */
         while (r->n > 1 && r->exits.n > RECORDER_EXITS_MAX)
                 drop_oldest(r);
@@ -112,10 +99,7 @@ int recorder_start(Recorder *r, const SampleScope *scope, uint64_t period_ms, ui
         recorder_stop(r);
         r->scope = *scope;
         start_onwhat(r, scope);
-        /* A culprit pass over the watch's own scope reads the resource's use with it, as the
-         * sample would (sampler_start()). */
-        if (scope->culprit && scope->culprit->same)
-                r->scope.usage = (int) scope->culprit->resource;
+        culprit_pass_usage(&r->scope); /* as the sample reads it */
         r->period_ms = MAX(period_ms, (uint64_t) RECORDER_PERIOD_MIN_MS);
         /* Entries reaching depth_ms back, the newest, and one more for the period the newest is
          * into. */
@@ -123,11 +107,8 @@ int recorder_start(Recorder *r, const SampleScope *scope, uint64_t period_ms, ui
         r->n = r->oldest = 0;
         exit_records_clear(&r->exits);
         /* Listen from before the first entry, so a task it reads and that ends at once is heard. */
-        if (r->exit_cpus && scope->taskstats && taskstats_exit_listener_new(r->exit_cpus, &r->listener) >= 0) {
-                ev_io_init(&r->exit_io, on_exit_io, taskstats_exit_listener_fd(r->listener), EV_READ);
-                r->exit_io.data = r;
-                ev_io_start(r->loop, &r->exit_io);
-        }
+        if (r->exit_cpus && scope->taskstats)
+                (void) exit_watch_start(&r->exit_watch, r->loop, r->exit_cpus, &r->exits);
         int err = recorder_take(r);
         if (err < 0) {
                 recorder_stop(r);
@@ -139,12 +120,22 @@ int recorder_start(Recorder *r, const SampleScope *scope, uint64_t period_ms, ui
         return 0;
 }
 
+void recorder_forget_through(Recorder *r, const RecordedEntry *e) {
+        size_t n = 0;
+
+        while (n < r->n && entry(r, n) != e)
+                n++;
+        assert(n < r->n);
+        for (size_t i = 0; i <= n; i++)
+                drop_oldest(r);
+        /* No entry left: no record is needed from before the next one. */
+        if (r->n == 0)
+                exit_records_clear(&r->exits);
+}
+
 void recorder_stop(Recorder *r) {
         ev_timer_stop(r->loop, &r->tick);
-        if (r->listener) {
-                ev_io_stop(r->loop, &r->exit_io);
-                r->listener = taskstats_exit_listener_free(r->listener);
-        }
+        exit_watch_stop(&r->exit_watch);
         r->running = false;
         r->n = r->oldest = 0;
         exit_records_clear(&r->exits);
@@ -155,7 +146,7 @@ RecordedEntry *recorder_find(Recorder *r, uint64_t start_mono_us) {
 
         if (r->n == 0)
                 return NULL;
-        drain(r);
+        exit_watch_drain(&r->exit_watch);
         for (size_t i = 0; i < r->n; i++)
                 if (entry(r, i)->a.mono_us <= start_mono_us)
                         best = entry(r, i);
@@ -200,6 +191,10 @@ bool recorder_growth(Recorder *r, PsiResource resource, PsiStall stall, uint64_t
         return true;
 }
 
+static bool same_path(const char *a, const char *b) {
+        return a && b ? strcmp(a, b) == 0 : !a && !b;
+}
+
 static bool same_culprit_scope(const CulpritScope *a, const CulpritScope *b) {
         if (!a || !b)
                 return !a && !b;
@@ -209,8 +204,9 @@ static bool same_culprit_scope(const CulpritScope *a, const CulpritScope *b) {
 bool recorder_matches(const Recorder *r, const SampleScope *scope, uint64_t wakeup_mono_us) {
         if (!r->running || r->n == 0)
                 return false;
-        /* The same cgroup: the directory may be another descriptor of it. */
-        if ((r->scope.cgroup_fd < 0) != (scope->cgroup_fd < 0) || r->scope.pid != scope->pid ||
+        /* The same cgroup, by its path: the directory may be another descriptor of it. */
+        if ((r->scope.cgroup_fd < 0) != (scope->cgroup_fd < 0) ||
+            !same_path(r->scope.cgroup_path, scope->cgroup_path) || r->scope.pid != scope->pid ||
             r->scope.resource != scope->resource)
                 return false;
         if (!same_culprit_scope(r->scope.culprit, scope->culprit))

@@ -5,8 +5,9 @@
  * and its culprit scope's processes and cgroup counters, kept in a ring as deep as the longest
  * window; and the exit records of the whole time, so that a burst's processes that end are still
  * seen. Its owner starts it after a wakeup and stops it when the watch is quiet again: an idle
- * watch records nothing (no timer, no listener). A sample starts from an entry of the ring with
- * sampler_start_recorded() (sampling/sampler.h). Logs nothing. */
+ * watch records nothing (no timer, no listener). A sample borrows an entry of the ring with
+ * sampler_start_recorded() (sampling/sampler.h) and leaves the recorder running: only its owner
+ * starts, stops or restarts it. Logs nothing. */
 #pragma once
 
 #include <ev.h>
@@ -17,6 +18,7 @@
 #include "probes/cgusage.h"
 #include "sampling/culprits.h"
 #include "sampling/exits.h"
+#include "sampling/exitwatch.h"
 #include "sampling/onwhat.h"
 #include "sampling/snapshot.h"
 
@@ -45,8 +47,7 @@ typedef struct Recorder {
         size_t depth;     /* entries used of ring, from period and depth */
         size_t n, oldest; /* entries holding a snapshot; the oldest's index */
         bool running;
-        struct TaskstatsExitListener *listener;
-        ev_io exit_io;
+        ExitWatch exit_watch;
         ev_timer tick;
         ExitRecords exits;
         /* "On what" (the scope's limits_cgroup): where the limit is, located at the start, and each
@@ -81,6 +82,11 @@ int recorder_start(Recorder *r, const SampleScope *scope, uint64_t period_ms, ui
  * start. NULL-safe on an initialized, stopped recorder. */
 void recorder_stop(Recorder *r);
 
+/* Forgets e, an entry of the ring whose buffers a sample took (sampler_start_recorded()), and the
+ * entries older than it, with the exit records only they needed. The recorder goes on: only its
+ * owner stops it. */
+void recorder_forget_through(Recorder *r, const RecordedEntry *e);
+
 /* The entry a window that starts at start_mono_us should start from: the newest taken at or before
  * it, else the oldest there is. NULL when there is none. */
 RecordedEntry *recorder_find(Recorder *r, uint64_t start_mono_us);
@@ -103,8 +109,8 @@ bool recorder_growth(Recorder *r, PsiResource resource, PsiStall stall, uint64_t
                      uint64_t *ret_total);
 
 /* Whether a sample of scope, woken at wakeup_mono_us, can start from r's ring: r records the same
- * cgroup for the same resource, with a culprit pass over the same scope (or neither has one), and
- * its oldest entry was taken at least RECORDER_PERIOD_MIN_MS / 2 before the wakeup (a recording
+ * cgroup (the same cgroup_path, NULL node-wide) for the same resource, with a culprit pass over the same scope (or
+ * neither has one), and its oldest entry was taken at least RECORDER_PERIOD_MIN_MS / 2 before the wakeup (a recording
  * that began at this wakeup holds nothing of the past). Pure. */
 bool recorder_matches(const Recorder *r, const SampleScope *scope, uint64_t wakeup_mono_us);
 

@@ -1,4 +1,5 @@
 /* SPDX-License-Identifier: MIT */
+#include <errno.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -7,17 +8,37 @@
 #include "probes/procfs.h"
 #include "sampling/result.h"
 
-void process_info_read(int proc_fd, pid_t pid, const char *fallback_comm, ProcessInfo *ret) {
+/* The name of a process /proc did not give (error n): the caller's, else taskstats' ac_comm, else
+ * "?", with why in ret->unreadable. */
+static void comm_fallback(TaskstatsSource *ts, pid_t pid, ssize_t n, const char *fallback, ProcessInfo *ret) {
+        TaskStats st;
+        int r = -ENOSYS;
+
+        if (n == -ENOENT || n == -ESRCH)
+                snprintf(ret->unreadable, sizeof ret->unreadable, "it ended before its name was read");
+        else
+                snprintf(ret->unreadable, sizeof ret->unreadable, "/proc/%d is not readable: %s", (int) pid,
+                         strerror((int) -n));
+        if (fallback && fallback[0])
+                snprintf(ret->comm, sizeof ret->comm, "%s", fallback);
+        /* A per-pid reply carries ac_comm (a TGID one does not: kernel-facts.md: tgid-totals). */
+        else if (ts && (r = taskstats_get_tid(ts, pid, &st)) >= 0 && st.comm[0])
+                snprintf(ret->comm, sizeof ret->comm, "%s", st.comm);
+        else
+                snprintf(ret->comm, sizeof ret->comm, "?");
+        ret->comm_len = strlen(ret->comm);
+}
+
+void process_info_read(int proc_fd, TaskstatsSource *ts, pid_t pid, const char *fallback_comm, ProcessInfo *ret) {
         ssize_t n;
         uid_t uid;
 
+        ret->unreadable[0] = '\0';
         n = proc_read_comm(proc_fd, pid, ret->comm, sizeof ret->comm);
         if (n >= 0)
                 ret->comm_len = (size_t) n;
-        else {
-                snprintf(ret->comm, sizeof ret->comm, "%s", fallback_comm);
-                ret->comm_len = strlen(ret->comm);
-        }
+        else
+                comm_fallback(ts, pid, n, fallback_comm, ret);
         ret->cmdline_len = proc_read_cmdline(proc_fd, pid, ret->cmdline, sizeof ret->cmdline);
         if (ret->cmdline_len < 0)
                 ret->cmdline_len = -1;
@@ -55,14 +76,15 @@ static const char *leader_comm(const Ranking *rk, const ProcessDelta *p) {
  * its parent for one placed by it. Its pid may already be another process's: /proc is not read
  * for it. */
 static void ended_info(int proc_fd, const char *comm, int64_t uid, pid_t placed_by, ProcessInfo *ret) {
-        snprintf(ret->comm, sizeof ret->comm, "%s", comm);
+        ret->unreadable[0] = '\0';
+        snprintf(ret->comm, sizeof ret->comm, "%s", comm[0] ? comm : "?");
         ret->comm_len = strlen(ret->comm);
         ret->cmdline_len = -1;
         ret->uid = uid;
         ret->has_cgroup = placed_by > 0 && proc_read_cgroup(proc_fd, placed_by, ret->cgroup, sizeof ret->cgroup) >= 0;
 }
 
-void sample_result_identify(SampleResult *r, int proc_fd, ProcessInfoBuffer *buf, size_t top) {
+void sample_result_identify(SampleResult *r, int proc_fd, TaskstatsSource *ts, ProcessInfoBuffer *buf, size_t top) {
         ProcessInfo *infos;
 
         r->procs = r->culprit_procs = NULL;
@@ -77,7 +99,7 @@ void sample_result_identify(SampleResult *r, int proc_fd, ProcessInfoBuffer *buf
                 if (p->origin != PROCESS_MEASURED)
                         ended_info(proc_fd, p->comm, p->uid, p->origin == PROCESS_SHORT ? p->ppid : 0, &infos[i]);
                 else
-                        process_info_read(proc_fd, p->tgid, leader_comm(r->ranking, p), &infos[i]);
+                        process_info_read(proc_fd, ts, p->tgid, leader_comm(r->ranking, p), &infos[i]);
         }
         r->procs = infos;
 
@@ -88,7 +110,7 @@ void sample_result_identify(SampleResult *r, int proc_fd, ProcessInfoBuffer *buf
         for (size_t i = 0; i < r->n_culprit_procs; i++) {
                 const CulpritProcess *p = &r->culprits->procs[i];
                 if (p->tgid > 0 && p->origin == PROCESS_MEASURED)
-                        process_info_read(proc_fd, p->tgid, p->comm, &infos[i]);
+                        process_info_read(proc_fd, ts, p->tgid, p->comm, &infos[i]);
                 else
                         ended_info(proc_fd, p->comm, p->uid, p->origin == PROCESS_SHORT && !p->cgroup ? p->ppid : 0,
                                    &infos[i]);

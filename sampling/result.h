@@ -30,6 +30,10 @@ typedef struct ProcessInfo {
         int64_t uid;         /* -1: unknown -> null */
         char cgroup[1024];
         bool has_cgroup;
+        /* Why /proc did not say who it is ("" when it did): the process ended before it was read,
+         * or its /proc files are refused (an LSM such as AppArmor, hidepid); comm then comes from
+         * taskstats (ac_comm), or is "?" when nothing said it. */
+        char unreadable[128];
 } ProcessInfo;
 
 /* Where the identities of a sample's reported processes are read: the owner's, lent to every
@@ -82,9 +86,11 @@ typedef struct SampleResult {
  * a pressure file that cannot be read is left out. */
 void sample_result_unmeasured(const SampleScope *scope, Snapshot *snap, SampleResult *ret);
 
-/* Fills ret for the live process pid, falling back to fallback_comm (from taskstats) when /proc no
- * longer has it. Never fails: what cannot be read is marked unknown. */
-void process_info_read(int proc_fd, pid_t pid, const char *fallback_comm, ProcessInfo *ret);
+/* Fills ret for the live process pid, falling back to fallback_comm (from taskstats), then to a
+ * per-pid taskstats query's ac_comm (ts; NULL: none) when /proc does not give its name; says in
+ * ret->unreadable why /proc did not. Never fails, never leaves comm empty: what cannot be read is
+ * marked unknown. */
+void process_info_read(int proc_fd, TaskstatsSource *ts, pid_t pid, const char *fallback_comm, ProcessInfo *ret);
 
 /* Reads the identities of r's reported processes into buf (at most top of r->ranking's, then at
  * most top of r->culprits'), and points r->procs and r->culprit_procs at them. A process that ended
@@ -92,7 +98,7 @@ void process_info_read(int proc_fd, pid_t pid, const char *fallback_comm, Proces
  * read only for the cgroup of the parent that placed a short-lived one, and one among the most
  * delayed takes the cgroup the culprits' start walk found it in. r->ranking, r->culprits and
  * r->culprit_scope are set before. */
-void sample_result_identify(SampleResult *r, int proc_fd, ProcessInfoBuffer *buf, size_t top);
+void sample_result_identify(SampleResult *r, int proc_fd, TaskstatsSource *ts, ProcessInfoBuffer *buf, size_t top);
 
 /* The growth of the sampled scope's fired line (resource, stall) over the window: a delta sample
  * whose scope's pressure was read at both ends. False otherwise (*ret untouched). */

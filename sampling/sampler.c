@@ -51,30 +51,6 @@ int sampler_preallocate(Sampler *s, const SampleScope *scope, size_t *ret_n) {
         return 0;
 }
 
-static void drain_exits(Sampler *s) {
-        int r;
-
-        if (!s->exit_listener)
-                return;
-        r = taskstats_exit_listener_drain(s->exit_listener, exit_records_collect, &s->exits, &s->exits.lost);
-        if (r < 0) {
-                /* The listener broke; exits are not followed for the rest of this sample. */
-                ev_io_stop(s->loop, &s->exit_io);
-                s->exit_listener = taskstats_exit_listener_free(s->exit_listener);
-        }
-}
-
-static void on_exit_io(struct ev_loop *loop, ev_io *io, int revents) {
-        drain_exits(ASSERT_PTR(io->data));
-}
-
-static void stop_exits(Sampler *s) {
-        if (!s->exit_listener)
-                return;
-        ev_io_stop(s->loop, &s->exit_io);
-        s->exit_listener = taskstats_exit_listener_free(s->exit_listener);
-}
-
 static int set_candidates(Sampler *s, size_t n) {
         int r = array_reserve((void **) &s->candidates, &s->cap_candidates, n, sizeof *s->candidates);
 
@@ -269,7 +245,8 @@ static int make_result(Sampler *s, SampleBasis basis, bool passes) {
                         res->hot_prefix = s->scope.cgroup_path;
                 }
         }
-        sample_result_identify(res, s->scope.sysroot->proc_fd, s->scope.identities, s->scope.detail);
+        sample_result_identify(res, s->scope.sysroot->proc_fd, s->scope.taskstats, s->scope.identities,
+                               s->scope.detail);
         return r;
 }
 
@@ -311,9 +288,9 @@ static int finish_delta(Sampler *s) {
         int r;
 
         /* Exit records up to now; tasks that exit after B are in B anyway. */
-        drain_exits(s);
-        bool listened = s->exit_listener != NULL || s->recorded_exits;
-        stop_exits(s);
+        exit_watch_drain(&s->exit_watch);
+        bool listened = exit_watch_listening(&s->exit_watch) || s->recorded_exits;
+        exit_watch_stop(&s->exit_watch);
         r = snapshot_take(&s->b, &s->scope, false);
         if (r < 0)
                 return r;
@@ -367,7 +344,7 @@ static void on_middle(struct ev_loop *loop, ev_timer *timer, int revents) {
 
         SampleScope middle = s->scope;
 
-        drain_exits(s);
+        exit_watch_drain(&s->exit_watch);
         middle.usage = -1; /* the culprits' use is read at the ends only */
         if (snapshot_take_processes(&s->m, &middle) < 0)
                 return;
@@ -382,17 +359,10 @@ static void on_middle(struct ev_loop *loop, ev_timer *timer, int revents) {
 }
 
 static void start_exits(Sampler *s) {
-        if (!s->exit_cpus)
-                return;
         /* Without a listener (no initial PID namespace, no memory) a sample still works: tasks that
          * exit during it are counted, not measured. */
-        if (taskstats_exit_listener_new(s->exit_cpus, &s->exit_listener) < 0)
-                s->exit_listener = NULL;
-        if (s->exit_listener) {
-                ev_io_init(&s->exit_io, on_exit_io, taskstats_exit_listener_fd(s->exit_listener), EV_READ);
-                s->exit_io.data = s;
-                ev_io_start(s->loop, &s->exit_io);
-        }
+        if (s->exit_cpus)
+                (void) exit_watch_start(&s->exit_watch, s->loop, s->exit_cpus, &s->exits);
 }
 
 /* The window's timers: B at its end, the middle (the threads' base) halfway. */
@@ -442,17 +412,16 @@ int sampler_start_recorded(Sampler *s, const SampleScope *scope, uint64_t sample
         s->recorded = true;
         exit_records_clear(&s->exits);
         /* What the recorder heard since the entry (a listener delivered them) is the sample's. */
-        s->recorded_exits = rec->listener || rec->exits.n > e->exits_from;
+        s->recorded_exits = exit_watch_listening(&rec->exit_watch) || rec->exits.n > e->exits_from;
         (void) exit_records_append(&s->exits, &rec->exits, e->exits_from); /* short of memory: counted lost */
         start_exits(s);
         s->wakeup_real_us = now_usec(CLOCK_REALTIME);
         s->has_culprits = false;
-        /* The recorded entry becomes A (its buffers go to the ring in exchange, which the recorder
-         * forgets below). */
+        /* The recorded entry becomes A (its buffers go to the ring in exchange, and the recorder
+         * forgets that entry below). */
         SWAP(s->a, e->a);
         s->pass = scope->culprit ? &s->own_pass : NULL;
-        if (scope->culprit && scope->culprit->same)
-                s->scope.usage = (int) scope->culprit->resource;
+        culprit_pass_usage(&s->scope);
         if (s->pass) {
                 CulpritPass *p = s->pass;
                 p->started = true;
@@ -468,7 +437,8 @@ int sampler_start_recorded(Sampler *s, const SampleScope *scope, uint64_t sample
         begin_onwhat(s, scope, true);
         if (s->has_onwhat && e->onwhat)
                 onwhat_begin_at(s->onwhat, rec->located ? &rec->loc : NULL, e->onwhat);
-        recorder_stop(rec);
+        /* Borrowed, not stopped: a sample that fails or is dropped leaves the watch recorded. */
+        recorder_forget_through(rec, e);
         s->a_cost_us = 0;
         s->running = true;
         start_window(s);
@@ -494,9 +464,7 @@ int sampler_start(Sampler *s, const SampleScope *scope, uint64_t sample_ms) {
         s->pass = scope->culprit ? (scope->pass ? scope->pass : &s->own_pass) : NULL;
         if (s->pass == &s->own_pass)
                 s->own_pass.started = s->own_pass.ended = false;
-        /* A culprit pass over the sampled scope itself reads the resource's use with it. */
-        if (scope->culprit && scope->culprit->same)
-                s->scope.usage = (int) scope->culprit->resource;
+        culprit_pass_usage(&s->scope);
         r = snapshot_take(&s->a, &s->scope, true);
         if (r >= 0 && s->pass && !s->pass->started)
                 pass_take_start(s);
@@ -512,7 +480,7 @@ int sampler_start(Sampler *s, const SampleScope *scope, uint64_t sample_ms) {
         }
         s->a_cost_us = now_usec(CLOCK_MONOTONIC) - start;
         if (r < 0) {
-                stop_exits(s);
+                exit_watch_stop(&s->exit_watch);
                 return r;
         }
         s->running = true;
@@ -527,7 +495,7 @@ int sampler_start(Sampler *s, const SampleScope *scope, uint64_t sample_ms) {
 void sampler_cancel(Sampler *s) {
         ev_timer_stop(s->loop, &s->timer);
         ev_timer_stop(s->loop, &s->middle);
-        stop_exits(s);
+        exit_watch_stop(&s->exit_watch);
         s->running = false;
 }
 

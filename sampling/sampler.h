@@ -17,6 +17,7 @@
 #include "probes/limits-find.h"
 #include "sampling/culprits.h"
 #include "sampling/exits.h"
+#include "sampling/exitwatch.h"
 #include "sampling/onwhat.h"
 #include "sampling/hot.h"
 #include "sampling/rank.h"
@@ -93,8 +94,7 @@ struct Sampler {
          * (SampleScope.onwhat), lent from sampler_start() until sampler_drop_onwhat(). */
         OnWhat *onwhat;
         bool has_onwhat;
-        TaskstatsExitListener *exit_listener; /* registered only while a sample runs */
-        ev_io exit_io;
+        ExitWatch exit_watch; /* listening only while a sample runs */
         ExitRecords exits;
         ev_timer timer, middle;
 };
@@ -119,9 +119,9 @@ struct Recorder;
  * start_mono_us starts from (trimmed to where the stall of scope's fired line began:
  * recorder_find_onset()), with the exit records heard since, and whose culprit pass starts there
  * too (the sample's own: scope->pass is not used): its window covers the recorded past up to
- * SAMPLER_RECORDED_TAIL_MS from now (sample_ms if shorter). The recorder is stopped (its entries are used up); its
- * owner starts it again when it wants more. Without an entry (or with a window of 0) it is sampler_start(). Returns as
- * sampler_start() does. */
+ * SAMPLER_RECORDED_TAIL_MS from now (sample_ms if shorter). The recorder forgets that entry and the older ones
+ * (recorder_forget_through()) and goes on: its owner alone stops or restarts it. Without an entry (or with a window
+ * of 0) it is sampler_start(). Returns as sampler_start() does. */
 int sampler_start_recorded(Sampler *s, const SampleScope *scope, uint64_t sample_ms, struct Recorder *rec,
                            uint64_t start_mono_us);
 

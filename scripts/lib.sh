@@ -16,9 +16,9 @@ PSIDIAG_PACKAGES=(gcc meson ninja-build pkg-config libev-dev libnl-3-dev libnl-g
 # npm (for tests/otlp) comes with Debian's package of that name or with another build of nodejs:
 # tests/otlp/install adds it when the command is missing.
 # scripts/test --systemd: boots systemd in systemd-nspawn on a root made by debootstrap; builds the
-# Debian package (scripts/package: dpkg-dev, debhelper, build-essential, and valgrind for
-# test-soak's valgrind.h; the rest of debian/control's Build-Depends is above) and lints it.
-PSIDIAG_SYSTEMD_PACKAGES=(systemd-container debootstrap dpkg-dev debhelper build-essential valgrind lintian)
+# Debian package (scripts/package: dpkg-dev, debhelper, build-essential; the rest of
+# debian/control's Build-Depends is above) and lints it.
+PSIDIAG_SYSTEMD_PACKAGES=(systemd-container debootstrap dpkg-dev debhelper build-essential lintian)
 # scripts/test --vm: QEMU, and a root made by debootstrap put into an image by mkfs.ext4 -d.
 PSIDIAG_VM_PACKAGES=(qemu-system-x86 debootstrap e2fsprogs)
 

@@ -321,6 +321,28 @@ def start_watching(psidiag, tmp, cg, name, trigger, **config):
     return agent, out, log
 
 
+def wait_for(what, fn, timeout, interval=0.5, alive=(), log=None):
+    """Polls fn() until it returns something true and returns that; a fn that raises OSError or
+    ValueError (a file not written yet, a line cut mid-write) has not succeeded yet. Fails after
+    timeout with what, fn's last answer and the tail of log (a path, when given); and at once when
+    a process of alive ((name, Popen, log path) triples) has exited."""
+    deadline, last = time.time() + timeout, None
+    while True:
+        for name, p, plog in alive:
+            check(p.poll() is None, f"{name} exited {p.returncode}:\n{open(plog).read()[-2000:]}")
+        try:
+            last = fn()
+            if last:
+                return last
+        except (OSError, ValueError) as e:
+            last = e
+        if time.time() >= deadline:
+            break
+        time.sleep(interval)
+    tail = f"\n{open(log).read()[-3000:]}" if log else ""
+    raise Failed(f"timed out after {timeout} s waiting for {what}; last: {str(last)[:1500]}{tail}")
+
+
 def wait_log(path, pattern, timeout, agent=None):
     """Polls the log at path until pattern matches and returns the match; fails after timeout, or
     as soon as agent (when given) has exited."""
@@ -384,6 +406,28 @@ def read_lines(path):
     # file can see part of a write in progress (a page of a long line): the tail without its
     # newline is not a line yet.
     return [json.loads(l) for l in data.split(b"\n")[:-1] if l]
+
+
+def snapshot(psidiag, *args, timeout=120):
+    """`psidiag snapshot ARGS...`: checks that it exits 0 and prints one line, and returns the
+    incident."""
+    p = subprocess.run([psidiag, "snapshot", *args], capture_output=True, timeout=timeout)
+    check(p.returncode == 0, f"snapshot {args} exited {p.returncode}: {p.stderr.decode(errors='replace')[-2000:]}")
+    lines = p.stdout.split(b"\n")
+    check(len(lines) == 2 and lines[1] == b"", f"snapshot {args} printed {len(lines) - 1} lines")
+    return json.loads(lines[0])
+
+
+def snapshot_of(psidiag, cg, resource, ms=1000, top=5):
+    """A snapshot of the scratch cgroup cg ranked by resource, over ms."""
+    return snapshot(psidiag, cg.rel, "--resource", resource, "--sample-ms", str(ms), "--top", str(top),
+                    timeout=ms / 1000 + 60)
+
+
+def lines_where(path, pred):
+    """The incident lines of path when pred(lines) holds, else None: for wait_for()."""
+    lines = read_lines(path)
+    return lines if pred(lines) else None
 
 
 def metric(path, series):

@@ -12,7 +12,7 @@ import signal
 import subprocess
 import time
 
-from common import Failed, check, find_mount, rmdir_retry, skip
+from common import Failed, check, find_mount, rmdir_retry, skip, wait_for  # noqa: F401 (wait_for: for its tests)
 import debroot
 from debroot import sh  # noqa: F401 (the tests that use this module run commands with it)
 
@@ -182,12 +182,3 @@ def sweep_leftovers(log):
                 remove_cgroup_tree(cg)
     debroot.sweep_overlays("nspawn", alive, log)
 
-
-def wait_for(what, fn, timeout):
-    deadline = time.time() + timeout
-    while time.time() < deadline:
-        v = fn()
-        if v:
-            return v
-        time.sleep(0.5)
-    raise Failed(f"timed out after {timeout}s waiting for {what}")

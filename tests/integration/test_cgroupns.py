@@ -1,9 +1,12 @@
 #!/usr/bin/python3
 # SPDX-License-Identifier: MIT
 """psidiag in a cgroup namespace of its own (unshare --cgroup from a scratch cgroup, as in a
-container without hostCgroupns): `check` warns that it must run in the host's cgroup namespace,
-and a node-wide snapshot names the cpu hogs of another scratch cgroup (outside the namespace) with
-the cgroup "outside the agent's cgroup namespace", never with a "/.." path that exists nowhere."""
+container without hostCgroupns) that still sees the host's cgroup2 mount (the DaemonSet's hostPath
+/sys/fs/cgroup): it finds its namespace's root there by its own pid (kernel-facts.md:
+cgroupns-paths), `check` says so, and a node-wide snapshot names the cpu hogs of another scratch
+cgroup (outside the namespace) by their host path, never "outside the agent's cgroup namespace"
+nor a "/.." path that exists nowhere. With the namespace's own cgroup2 mount (unshare --mount and
+a fresh mount over the host's), `check` warns that processes outside can only be said to be so."""
 
 import json
 import os
@@ -15,7 +18,6 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from common import ScratchCgroup, check, check_kernel, run, skip, validator  # noqa: E402
 
 PSIDIAG, WORKLOAD, SCHEMAS = sys.argv[1:4]
-OUTSIDE = "outside the agent's cgroup namespace"
 
 
 def in_namespace(cg, argv, timeout=120):
@@ -47,13 +49,23 @@ def main():
         p = in_namespace(ns, [PSIDIAG, "check"])
         lines = [line for line in p.stdout.splitlines() if " cgroupns " in line]
         check(len(lines) == 1, f"no cgroupns line in psidiag check:\n{p.stdout}{p.stderr}")
-        check(lines[0].startswith("warn") and "must run in the host's cgroup namespace" in lines[0] and
-              'read as "/.."' in lines[0], f"check inside a cgroup namespace: {lines[0]}")
+        check(lines[0].startswith("ok") and f"rooted at /{ns.rel} of the host's cgroup2 mount" in lines[0],
+              f"check inside a cgroup namespace: {lines[0]}")
 
         # The same check from the host's namespace says ok.
         p = subprocess.run([PSIDIAG, "check"], capture_output=True, text=True, timeout=120)
         host = [line for line in p.stdout.splitlines() if " cgroupns " in line]
-        check(host and host[0].startswith("ok"), f"check in the host's namespace: {host}")
+        check(host and host[0].startswith("ok") and "the host's cgroup namespace" in host[0],
+              f"check in the host's namespace: {host}")
+
+        # The namespace's own cgroup2 mount: the tree outside it cannot be seen, check warns.
+        mnt = subprocess.run(["findmnt", "-n", "-o", "TARGET", "-t", "cgroup2"], capture_output=True, text=True)
+        target = mnt.stdout.split()[0] if mnt.stdout.split() else mount
+        p = in_namespace(ns, ["unshare", "--mount", "--", "sh", "-c",
+                              f"umount -l {target} && mount -t cgroup2 none {target} && exec {PSIDIAG} check"])
+        own = [line for line in p.stdout.splitlines() if " cgroupns " in line]
+        check(own and own[0].startswith("warn") and "mount the host's /sys/fs/cgroup" in own[0],
+              f"check with the namespace's own mount: {own}\n{p.stderr}")
 
         p = in_namespace(ns, [PSIDIAG, "snapshot", "--enable-delayacct", "--resource", "cpu", "--sample-ms", "500",
                               "--top", "40"])
@@ -64,15 +76,14 @@ def main():
         ours = [x for x in top if x["pid"] in spin_pids]
         check(ours, f"no spinner among the {len(top)} most delayed: {[(x['comm'], x['score_us']) for x in top]}")
         for x in ours:
-            check(x["cgroup"] == OUTSIDE, f"spinner {x['pid']} has cgroup {x['cgroup']!r}")
+            check(x["cgroup"] == "/" + hog.rel, f"spinner {x['pid']} has cgroup {x['cgroup']!r}, not /{hog.rel}")
         for x in top:
             c = x["cgroup"]
-            check(c is None or c == OUTSIDE or (c.startswith("/") and not c.startswith("/..")),
+            check(c is None or (c.startswith("/") and not c.startswith("/..")),
                   f"process {x['pid']} ({x['comm']}) has cgroup {c!r}")
         for c in inc["cgroups"]:
             check(not c["path"].startswith("/.."), f"a hot cgroup named {c['path']!r}")
-        print(f"check warns inside the namespace; snapshot: {len(ours)} spinners of {len(top)} processes "
-              f"say {OUTSIDE!r}")
-
+        print(f"check: {lines[0]}\nown mount: {own[0]}\nsnapshot: {len(ours)} spinners of {len(top)} "
+              f"processes named /{hog.rel}")
 
 run(main)

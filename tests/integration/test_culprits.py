@@ -28,7 +28,7 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from common import (Failed, LimitedCgroup, ScratchCgroup, check, check_kernel, make_file, run,  # noqa: E402
-                    spawn, start_watching, stop_agent, validator, wait_lines)
+                    snapshot_of, spawn, start_watching, stop_agent, validator, wait_lines)
 
 PSIDIAG, WORKLOAD, SCHEMAS = sys.argv[1:4]
 NCPU = os.cpu_count() or 1
@@ -165,13 +165,6 @@ def memory_grower(mount, tmp, validate):
         os.unlink(data)
 
 
-def snapshot(cg, res, ms, top=5):
-    p = subprocess.run([PSIDIAG, "snapshot", cg.rel, "--resource", res, "--sample-ms", str(ms), "--top", str(top)],
-                       capture_output=True, text=True, timeout=ms / 1000 + 60)
-    check(p.returncode == 0, f"snapshot: {p.returncode} {p.stderr[-2000:]}")
-    return json.loads(p.stdout.splitlines()[-1])
-
-
 def oom_grower(mount, tmp, validate):
     limit = 48 << 20
     data = make_file("/var/tmp", 96 << 20)
@@ -182,7 +175,7 @@ def oom_grower(mount, tmp, validate):
             time.sleep(1)
             grower = spawn(cg, [WORKLOAD, "alloc", "psidiag-grower"], env, lim.extra)
             time.sleep(0.5)  # alive at the start of the sample, killed in its middle
-            inc = snapshot(cg, "memory", 8000)
+            inc = snapshot_of(PSIDIAG, cg, "memory", 8000)
             try:
                 grower.wait(1)
             except subprocess.TimeoutExpired:
@@ -211,7 +204,7 @@ def short_writers(mount, tmp, validate):
             env = dict(os.environ, PSIDIAG_DIR=wdir, PSIDIAG_STORM_PARENT="psidiag-wparent")
             parent = spawn(cg, [WORKLOAD, "writers", "psidiag-writer", "2"], env)
             time.sleep(0.5)
-            inc = snapshot(cg, "io", 3000, top=10)
+            inc = snapshot_of(PSIDIAG, cg, "io", 3000, top=10)
             check(parent.poll() is None, "the writers' parent died")
             validate(inc)
             c = inc["culprits"]

@@ -38,6 +38,11 @@ def main():
     check(set(sc["capabilities"]["add"]) == {"NET_ADMIN", "SYS_RESOURCE", "SYS_NICE", "IPC_LOCK", "SYSLOG"},
           f"capabilities {sc['capabilities']['add']}")
     check(sc.get("privileged") is False and sc.get("allowPrivilegeEscalation") is False, "privileged")
+    # The runtimes' default AppArmor profiles refuse writes under /proc: node-wide triggers.
+    check(sc.get("appArmorProfile") == {"type": "Unconfined"}, f"appArmorProfile {sc.get('appArmorProfile')}")
+    ann = docs["DaemonSet"]["spec"]["template"]["metadata"].get("annotations") or {}
+    check(ann.get(f"container.apparmor.security.beta.kubernetes.io/{c['name']}") == "unconfined",
+          f"the AppArmor annotation for clusters before 1.30: {ann}")
     mounts = {m["mountPath"]: m for m in c["volumeMounts"]}
     check(not mounts["/sys/fs/cgroup"].get("readOnly"), "the cgroup mount must be writable to arm triggers")
     check(mounts["/dev/kmsg"].get("readOnly") is True, "/dev/kmsg")

@@ -16,12 +16,11 @@ import socket
 import subprocess
 import sys
 import tempfile
-import time
 import urllib.parse
 import urllib.request
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from common import ScratchCgroup, check, check_kernel, run, stop_agent, start_watching, wait_lines  # noqa: E402
+from common import ScratchCgroup, check, check_kernel, run, stop_agent, start_watching, wait_for, wait_lines  # noqa: E402
 
 PSIDIAG, WORKLOAD, SCHEMAS = sys.argv[1:4]
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -50,22 +49,6 @@ def query(port, promql):
     body = json.loads(get(f"http://127.0.0.1:{port}/api/v1/query?" + urllib.parse.urlencode({"query": promql})))
     check(body["status"] == "success", f"query {promql}: {body}")
     return body["data"]["result"]
-
-
-def wait_for(what, fn, timeout, procs):
-    """Polls fn() until it returns something true; fails after timeout or when a process died."""
-    deadline, last = time.time() + timeout, None
-    while time.time() < deadline:
-        for name, p, log in procs:
-            check(p.poll() is None, f"{name} exited {p.returncode}:\n{open(log).read()[-2000:]}")
-        try:
-            last = fn()
-            if last:
-                return last
-        except (OSError, ValueError) as e:
-            last = e
-        time.sleep(0.5)
-    check(False, f"{what} within {timeout} s; last: {last}")
 
 
 def main():
@@ -102,15 +85,15 @@ def main():
                 check(wait_lines(out, timeout=60), f"no incident in 60 s:\n{open(log).read()[-2000:]}")
                 series = wait_for(
                     "psidiag_incidents_total in Prometheus",
-                    lambda: query(prom_port, f'psidiag_incidents_total{{watch="{cg.rel}"}} >= 1'), 120, procs)
+                    lambda: query(prom_port, f'psidiag_incidents_total{{watch="{cg.rel}"}} >= 1'), 120, alive=procs)
                 labels = series[0]["metric"]
                 check(labels.get("type") == "pressure" and labels.get("resource") == "cpu"
                       and labels.get("job") == "node", f"labels: {labels}")
                 stall = wait_for("psidiag_stall_seconds_total > 0",
                                  lambda: query(prom_port, f'psidiag_stall_seconds_total{{watch="{cg.rel}"}} > 0'),
-                                 60, procs)
+                                 60, alive=procs)
                 errors = wait_for("node_textfile_scrape_error",
-                                  lambda: query(prom_port, "node_textfile_scrape_error"), 60, procs)
+                                  lambda: query(prom_port, "node_textfile_scrape_error"), 60, alive=procs)
                 check(errors[0]["value"][1] == "0", f"node_exporter could not parse the textfile: {errors}"
                       f"\n{open(ne_log).read()[-2000:]}")
                 armed = query(prom_port, "psidiag_triggers_armed")
@@ -123,7 +106,7 @@ def main():
                 recorded = wait_for(
                     "the recorded incident rate",
                     lambda: query(prom_port, f'instance_watch_type_resource:psidiag_incidents:rate5m{{watch="{cg.rel}"}}'),
-                    60, procs)
+                    60, alive=procs)
                 print(f"Prometheus: psidiag_incidents_total{{{', '.join(f'{k}={v}' for k, v in sorted(labels.items()))}}} "
                       f"= {series[0]['value'][1]}, stall {stall[0]['value'][1]} s, textfile errors 0, "
                       f"{sum(len(g['rules']) for g in rules)} rules healthy, recorded rate {recorded[0]['value'][1]}")

@@ -24,8 +24,8 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from common import (CpuCappedCgroup, LimitedCgroup, ScratchCgroup, V1Group, check, check_kernel,  # noqa: E402
-                    enable_controller, find_mount, run, spawn, start_watching, stop_agent, validator, wait_lines,
-                    whole_disk)
+                    enable_controller, find_mount, run, snapshot_of, spawn, start_watching, stop_agent, validator,
+                    wait_lines, whole_disk)
 
 PSIDIAG, WORKLOAD, SCHEMAS = sys.argv[1:4]
 QUOTA_US, PERIOD_US = 50_000, 100_000
@@ -34,13 +34,6 @@ QUOTA_US, PERIOD_US = 50_000, 100_000
 def write(path, text):
     with open(path, "w") as f:
         f.write(text)
-
-
-def snapshot(cg, res, ms=1000):
-    p = subprocess.run([PSIDIAG, "snapshot", cg.rel, "--resource", res, "--sample-ms", str(ms), "--top", "5"],
-                       capture_output=True, text=True, timeout=60)
-    check(p.returncode == 0, f"snapshot: {p.returncode} {p.stderr}")
-    return json.loads(p.stdout)
 
 
 def capped(mount, tmp, validate):
@@ -72,7 +65,7 @@ def contention(mount, validate):
         cg.spawn([WORKLOAD, "spin", "free-spin"])
         hog.spawn([WORKLOAD, "spin", "hog-spin", "4"])
         time.sleep(0.5)
-        inc = snapshot(cg, "cpu")
+        inc = snapshot_of(PSIDIAG, cg, "cpu")
         validate(inc)
         c = inc["limits"]["cpu"]
         check(c and c["verdict"] == "contention" and c["quota_us"] is None and not c["limited"], f"limits.cpu: {c}")
@@ -86,7 +79,7 @@ def memory(mount, validate):
         env = dict(os.environ, PSIDIAG_ALLOC_MS="5", PSIDIAG_ALLOC_MAX_MB="48")
         spawn(cg, [WORKLOAD, "alloc", "ow-grower"], env, lim.extra)
         time.sleep(0.5)
-        inc = snapshot(cg, "memory", 500)
+        inc = snapshot_of(PSIDIAG, cg, "memory", 500)
         validate(inc)
         m = inc["limits"]["memory"]
         check(m and m["max_bytes"] == limit and m["limited"] and m["current_bytes"] and m["current_bytes"] > 1 << 20,
@@ -121,7 +114,7 @@ def io(mount, tmp, validate):
             # has a named group with its stack (a thread running again when its stack is read has
             # none: seen once in a full run).
             for attempt in range(10):
-                inc = snapshot(cg, "io")
+                inc = snapshot_of(PSIDIAG, cg, "io")
                 validate(inc)
                 if any(g["wchan"] and g["stack"] for g in inc["blocked"] or []):
                     break
@@ -166,7 +159,7 @@ def io_node(mount, tmp, validate):
                 cg.spawn(["sh", "-c", f"while :; do dd if=/dev/zero of={d} bs=1M count=256 oflag=direct 2>/dev/null; "
                                       "done"])
             time.sleep(0.5)
-            inc = snapshot(cg, "io")
+            inc = snapshot_of(PSIDIAG, cg, "io")
             validate(inc)
             o = inc["limits"]["io"]
             # No blkio wait without a start (kernel-facts.md: blkio-unstarted): dd's new processes

@@ -31,7 +31,7 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from common import (Failed, LimitedCgroup, ScratchCgroup, check, check_kernel, make_file,  # noqa: E402
-                    metric, read_lines, run, spawn, stop_agent, validator, wait_lines)
+                    lines_where, metric, read_lines, run, spawn, stop_agent, validator, wait_for, wait_lines)
 
 PSIDIAG, WORKLOAD, SCHEMAS = sys.argv[1:4]
 LIMIT = 48 << 20
@@ -59,13 +59,6 @@ def start_agent(tmp, cg, name, drop_syslog=False, sample_ms=500):
         argv = [setpriv, "--inh-caps=-syslog", "--bounding-set=-syslog", "--"] + argv
     agent = subprocess.Popen(argv, stderr=log)
     return agent, out, log.name
-
-
-def wait_for(pred, out, timeout, what, log):
-    lines = wait_lines(out, pred, timeout)
-    if not pred(lines):
-        raise Failed(f"{what} within {timeout} s; incidents {[i['type'] for i in lines]}\n{open(log).read()[-3000:]}")
-    return lines
 
 
 def flood_kmsg(total=3 * 131072):
@@ -108,8 +101,8 @@ def kmsg_part(mount, tmp, data, validate):
         try:
             time.sleep(0.5)
             thrasher = spawn(cg, [WORKLOAD, "thrash", "psidiag-thrash", "2"], env, lim.extra)
-            wait_for(lambda ls: sum(i["type"] == "pressure" for i in ls) >= 2, out, 40,
-                     "no two pressure incidents", log)
+            wait_for("two pressure incidents",
+                     lambda: lines_where(out, lambda ls: sum(i["type"] == "pressure" for i in ls) >= 2), 40, log=log)
             # The ring overwrites what the stopped agent had not read: it must go on (EPIPE).
             agent.send_signal(signal.SIGSTOP)
             try:
@@ -117,7 +110,8 @@ def kmsg_part(mount, tmp, data, validate):
             finally:
                 agent.send_signal(signal.SIGCONT)
             hog = oom_hog(cg, env, lim.extra)
-            lines = wait_for(lambda ls: any(i["type"] == "oom" for i in ls), out, 20, "no oom incident", log)
+            lines = wait_for("an oom incident", lambda: lines_where(out, lambda ls: any(i["type"] == "oom" for i in ls)), 20,
+                             log=log)
         finally:
             code = stop_agent(agent)
         check(code == 0, f"the agent exited with {code}")
@@ -182,9 +176,9 @@ def in_flight_part(mount, tmp, data, validate):
                 check(time.time() < deadline, f"no pressure sample within 40 s:\n{open(log).read()[-2000:]}")
                 time.sleep(0.05)
             oom_hog(cg, env, lim.extra)
-            lines = wait_for(lambda ls: any(i["type"] == "oom" for i in ls) and
-                             any(i["type"] == "pressure" for i in ls), out, 40,
-                             "no oom incident and pressure incident", log)
+            lines = wait_for("an oom incident and a pressure incident",
+                             lambda: lines_where(out, lambda ls: any(i["type"] == "oom" for i in ls) and
+                                                 any(i["type"] == "pressure" for i in ls)), 40, log=log)
         finally:
             code = stop_agent(agent)
             thrasher.kill()
@@ -212,7 +206,8 @@ def lifetime_part(mount, tmp, validate):
         try:
             time.sleep(1)
             hog = oom_hog(cg, dict(os.environ), lim.extra)
-            lines = wait_for(lambda ls: any(i["type"] == "oom" for i in ls), out, 20, "no oom incident", log)
+            lines = wait_for("an oom incident", lambda: lines_where(out, lambda ls: any(i["type"] == "oom" for i in ls)), 20,
+                             log=log)
         finally:
             code = stop_agent(agent)
         check(code == 0, f"the agent exited with {code}")

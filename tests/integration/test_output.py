@@ -16,7 +16,7 @@ import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from common import ScratchCgroup, check, check_kernel, run, stop_agent, validator  # noqa: E402
+from common import ScratchCgroup, check, check_kernel, run, stop_agent, validator, wait_for  # noqa: E402
 
 PSIDIAG, WORKLOAD, SCHEMAS = sys.argv[1:4]
 
@@ -30,15 +30,6 @@ def whole_lines(path, validate):
     for inc in lines:
         validate(inc)
     return lines
-
-
-def wait_for(cond, timeout, what, log):
-    deadline = time.time() + timeout
-    while time.time() < deadline:
-        if cond():
-            return
-        time.sleep(0.25)
-    check(False, f"{what} within {timeout} s; agent log:\n{open(log).read()}")
 
 
 def start(cfg_path, config, err_path, **kw):
@@ -60,12 +51,12 @@ def full_disk(mount, tmp, cg, validate):
                       {"output": out, "sample_ms": 100, "cooldown_ms": 0, "metrics_file": prom,
                        "watch": [{"cgroup": cg.rel, "triggers": ["cpu some 50ms 2s"]}]}, err_path)
         try:
-            wait_for(lambda: os.path.exists(out) and os.path.getsize(out) > 0, 20, "no first incident", err_path)
+            wait_for("a first incident", lambda: os.path.exists(out) and os.path.getsize(out) > 0, 20, log=err_path)
 
             # The file removed under the agent: the next incident recreates it.
             os.unlink(out)
-            wait_for(lambda: os.path.exists(out) and os.path.getsize(out) > 0, 20,
-                     "the removed output was not recreated", err_path)
+            wait_for("the removed output recreated", lambda: os.path.exists(out) and os.path.getsize(out) > 0, 20,
+                     log=err_path)
             check("was removed or replaced; writing to a new file there" in open(err_path).read(),
                   "recreation not logged")
             first = whole_lines(out, validate)
@@ -81,8 +72,8 @@ def full_disk(mount, tmp, cg, validate):
             finally:
                 os.close(fd)
             size_full = os.path.getsize(out)
-            wait_for(lambda: open(err_path).read().count("cannot write incident to") >= 1, 20,
-                     "no complaint about the full disk", err_path)
+            wait_for("a complaint about the full disk",
+                     lambda: open(err_path).read().count("cannot write incident to") >= 1, 20, log=err_path)
             time.sleep(5)  # more lost incidents, inside the 10 s complaint interval
             log = open(err_path).read()
             check(log.count("cannot write incident to") == 1, f"complaints not rate-limited:\n{log}")
@@ -93,8 +84,8 @@ def full_disk(mount, tmp, cg, validate):
 
             # Room again: the next incident is written and the recovery is logged with the count.
             os.unlink(filler)
-            wait_for(lambda: "writing incidents to " + out + " again" in open(err_path).read(), 20,
-                     "no recovery after freeing the disk", err_path)
+            wait_for("the recovery after freeing the disk",
+                     lambda: "writing incidents to " + out + " again" in open(err_path).read(), 20, log=err_path)
             lines = whole_lines(out, validate)
             check(len(lines) > len(first), "no incident after the disk had room again")
             log = open(err_path).read()
@@ -132,10 +123,10 @@ def dev_full_and_closed_pipe(tmp, cg):
     a2 = start(os.path.join(tmp, "pipe.json"), dict(cfg, output="-"), err_pipe, stdout=subprocess.PIPE)
     a2.stdout.close()  # the reader goes away before anything is written
     try:
-        wait_for(lambda: "cannot write incident to /dev/full" in open(err_full).read(), 20,
-                 "no complaint about /dev/full", err_full)
-        wait_for(lambda: "cannot write incident to stdout" in open(err_pipe).read(), 20,
-                 "no complaint about the closed pipe", err_pipe)
+        wait_for("a complaint about /dev/full", lambda: "cannot write incident to /dev/full" in open(err_full).read(),
+                 20, log=err_full)
+        wait_for("a complaint about the closed pipe",
+                 lambda: "cannot write incident to stdout" in open(err_pipe).read(), 20, log=err_pipe)
         time.sleep(6)
         check(a1.poll() is None, f"the agent died writing to /dev/full:\n{open(err_full).read()}")
         check(a2.poll() is None, f"the agent died on a closed pipe:\n{open(err_pipe).read()}")

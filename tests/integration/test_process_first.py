@@ -24,15 +24,9 @@ import sys
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from common import ScratchCgroup, check, check_kernel, rmdir_retry, run, spawn, validator  # noqa: E402
+from common import ScratchCgroup, check, check_kernel, rmdir_retry, run, snapshot, spawn, validator  # noqa: E402
 
 PSIDIAG, WORKLOAD, SCHEMAS = sys.argv[1:4]
-
-
-def snapshot(*args):
-    p = subprocess.run([PSIDIAG, "snapshot", *args, "--enable-delayacct"], capture_output=True, timeout=120)
-    check(p.returncode == 0, f"snapshot {args} exited {p.returncode}: {p.stderr.decode(errors='replace')}")
-    return json.loads(p.stdout)
 
 
 def wait_threads(pid, n, timeout=30):
@@ -68,7 +62,7 @@ def contention(validate, mount):
         for p in spin:
             wait_threads(p.pid, 4)
         wait_threads(churn.pid, 2)
-        inc = snapshot(cg.rel, "--resource", "cpu", "--sample-ms", "1000", "--top", "5")
+        inc = snapshot(PSIDIAG, cg.rel, "--resource", "cpu", "--sample-ms", "1000", "--top", "5", "--enable-delayacct")
         validate(inc)
         s = inc["sample"]
         check(s["processes"] == 4, f"processes: {s}")
@@ -95,7 +89,7 @@ def ended(validate, mount):
         env = dict(os.environ, PSIDIAG_EXIT_MS="2500")
         dying = spawn(cg, [WORKLOAD, "spin-exit", "pf-dying", "4"], env)
         wait_threads(dying.pid, 4)
-        inc = snapshot(cg.rel, "--resource", "cpu", "--sample-ms", "6000", "--top", "10")
+        inc = snapshot(PSIDIAG, cg.rel, "--resource", "cpu", "--sample-ms", "6000", "--top", "10", "--enable-delayacct")
         validate(inc)
         check(dying.poll() is not None, "the dying spinner outlived the sample")
         p = by_pid(inc).get(dying.pid)
@@ -116,7 +110,7 @@ def short_lived(validate, mount):
                          "while :; do /bin/sh -c 'i=0; while [ $i -lt 3000 ]; do i=$((i+1)); done'; done"])
         deadline = time.time() + 30
         while True:
-            inc = snapshot(cg.rel, "--resource", "cpu", "--sample-ms", "1000", "--top", "100")
+            inc = snapshot(PSIDIAG, cg.rel, "--resource", "cpu", "--sample-ms", "1000", "--top", "100", "--enable-delayacct")
             validate(inc)
             placed = [p for p in inc["most_delayed"] if p["parent"] == loop.pid]
             if placed:
@@ -143,7 +137,7 @@ def threaded(validate, mount):
             tid = next(int(t) for t in os.listdir(f"/proc/{spinner.pid}/task") if int(t) != spinner.pid)
             with open(os.path.join(child, "cgroup.threads"), "w") as f:
                 f.write(str(tid))
-            inc = snapshot(f"{cg.rel}/t", "--resource", "cpu", "--sample-ms", "0")
+            inc = snapshot(PSIDIAG, f"{cg.rel}/t", "--resource", "cpu", "--sample-ms", "0", "--enable-delayacct")
             validate(inc)
             check(inc["sample"]["processes"] == 1 and inc["sample"]["tasks"] == 1, f"threaded: {inc['sample']}")
             # Its state is the thread's in the threaded cgroup (a spinner: R), not its leader's.
@@ -176,7 +170,7 @@ def stopped_states(validate, mount):
                 break
             check(time.time() < deadline, f"stopped processes' threads are not all stopped: {set(states)}")
             time.sleep(0.05)
-        inc = snapshot(cg.rel, "--sample-ms", "0")
+        inc = snapshot(PSIDIAG, cg.rel, "--sample-ms", "0", "--enable-delayacct")
         validate(inc)
         st = inc["states"]
         check(inc["sample"]["tasks"] == 2000, f"tasks {inc['sample']['tasks']}")

@@ -5,7 +5,7 @@
   the hard one) with one descriptor per trigger; a cpu hog in one of them still gets its
   incident; a reload that closes 2,000 of the triggers keeps the other 1,000 working; and the
   agent stops cleanly (the benchmark times the reload and the stop).
-- fd exhaustion: under a 64-descriptor limit the agent arms what fits, says so in one clear error
+- fd exhaustion: under a 96-descriptor limit the agent arms what fits, says so in one clear error
   plus one count, and keeps running.
 - max_concurrent_samples 1 with three watches on one busy cgroup: one sample at a time, the
   dropped wakeups counted, and the next incident carries `suppressed`.
@@ -132,7 +132,7 @@ def main():
 
             # Out of descriptors: one error, one count, the rest armed, still running.
             def low_limit():
-                resource.setrlimit(resource.RLIMIT_NOFILE, (64, 64))
+                resource.setrlimit(resource.RLIMIT_NOFILE, (96, 96))
             agent, err_path = start(tmp, "fds", {"output": os.path.join(tmp, "fds.ndjson"), "sample_ms": 200,
                                                  "watch": watches[:40]}, preexec_fn=low_limit)
             try:
@@ -151,11 +151,11 @@ def main():
             finally:
                 stop_agent(agent, 20)
             log = open(err_path).read()
-            check(log.count("out of file descriptors (this process's limit, open-file limit 64)") == 1,
+            check(log.count("out of file descriptors (this process's limit, open-file limit 96)") == 1,
                   f"not one clear error:\n{log[-2000:]}")
             n = re.search(r"(\d+) of 120 triggers are not armed: out of file descriptors", log)
             check(n and int(n.group(1)) + int(m.group(1)) == 120 and int(m.group(1)) > 0, f"counts:\n{log[-2000:]}")
-            print(f"fd limit 64: {m.group(1)} of 120 armed, {n.group(1)} not, one error; an incident still comes")
+            print(f"fd limit 96: {m.group(1)} of 120 armed, {n.group(1)} not, one error; an incident still comes")
         finally:
             for k in kids:
                 os.rmdir(os.path.join(mount, k))

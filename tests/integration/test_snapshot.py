@@ -11,17 +11,9 @@ import sys
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from common import ScratchCgroup, check, check_kernel, run, validator  # noqa: E402
+from common import ScratchCgroup, check, check_kernel, run, snapshot, validator  # noqa: E402
 
 PSIDIAG, WORKLOAD, SCHEMAS = sys.argv[1:4]
-
-
-def snapshot(*args):
-    p = subprocess.run([PSIDIAG, "snapshot", *args], capture_output=True, timeout=60)
-    check(p.returncode == 0, f"snapshot {args} exited {p.returncode}: {p.stderr.decode(errors='replace')}")
-    lines = p.stdout.split(b"\n")
-    check(len(lines) == 2 and lines[1] == b"", f"snapshot printed {len(lines) - 1} lines")
-    return json.loads(lines[0])
 
 
 def main():
@@ -34,7 +26,7 @@ def main():
         cg.spawn([WORKLOAD, "sleep", "psidiag-nap"])
         time.sleep(0.5)
 
-        inc = snapshot(cg.rel, "--resource", "cpu", "--sample-ms", "500", "--top", "3", "--enable-delayacct")
+        inc = snapshot(PSIDIAG, cg.rel, "--resource", "cpu", "--sample-ms", "500", "--top", "3", "--enable-delayacct")
         validate(inc)
         check(inc["type"] == "snapshot" and inc["trigger"] is None, "not a snapshot")
         check(inc["sample"]["duration_ms"] >= 450, f"sample too short: {inc['sample']}")
@@ -53,7 +45,7 @@ def main():
         check(inc["sample"]["exit_records"] == 0 and inc["sample"]["lost_exit_records"] == 0, f"{inc['sample']}")
 
         # A 0 ms sample: one snapshot, lifetime totals, said so; the spinners still lead.
-        inc = snapshot(cg.rel, "--resource", "cpu", "--sample-ms", "0", "--top", "3")
+        inc = snapshot(PSIDIAG, cg.rel, "--resource", "cpu", "--sample-ms", "0", "--top", "3")
         validate(inc)
         check(inc["sample"]["basis"] == "lifetime" and inc["sample"]["duration_ms"] == 0, f"sample {inc['sample']}")
         check(inc["sample"]["stall_us"] is None, "a lifetime snapshot has no stall growth")
@@ -61,7 +53,7 @@ def main():
               f"lifetime ranking: {[(p['comm'], p['score_us']) for p in inc['most_delayed']]}")
 
         # Node-wide, ranked by all delays: our cgroup's spinners are among the processes named.
-        inc = snapshot("--sample-ms", "300", "--top", "20")
+        inc = snapshot(PSIDIAG, "--sample-ms", "300", "--top", "20")
         validate(inc)
         check(inc["sample"]["stall_us"] is None, "stall_us without --resource")
         check(inc["sample"]["tasks"] > 5, "node-wide snapshot measured too few threads")
@@ -86,7 +78,7 @@ def main():
     with ScratchCgroup(mount, "pid") as cg:
         p = cg.spawn([WORKLOAD, "spin", "psidiag-pid", "5"])
         time.sleep(0.3)
-        inc = snapshot("--pid", str(p.pid), "--resource", "cpu", "--sample-ms", "500")
+        inc = snapshot(PSIDIAG, "--pid", str(p.pid), "--resource", "cpu", "--sample-ms", "500")
         validate(inc)
         top = inc["most_delayed"]
         check(inc["sample"]["tasks"] == 5 and len(top) == 1 and top[0]["pid"] == p.pid, f"--pid: {inc['sample']} {top}")
@@ -111,7 +103,7 @@ def main():
             cg.procs.append(p)
             dying.add(p.pid)
         time.sleep(0.1)
-        inc = snapshot(cg.rel, "--resource", "cpu", "--sample-ms", "1500", "--enable-delayacct")
+        inc = snapshot(PSIDIAG, cg.rel, "--resource", "cpu", "--sample-ms", "1500", "--enable-delayacct")
         validate(inc)
         s = inc["sample"]
         check(s["tasks"] == 4 and s["exited"] == 4 and s["exit_records"] == 4 and s["lost_exit_records"] == 0,

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
-/* A watch's sample scope on a fake tree (fake-tree.h), built as the agent builds it when a trigger
- * fires (agent/watch.c watch_start_sample()): the tree's /proc, the cgroup, a culprit pass over a
- * scope of its own, "on what" and the identities, so tests run the real Sampler on it. */
+/* A watch's sample scope on a fake tree (fake-tree.h), built by the agent's own builder
+ * (core_watch_scope(), agent/core.h) for a watch of the tree's root with top 10: the tree's /proc,
+ * the cgroup, a culprit pass over a scope of its own, "on what" and the identities, so tests run
+ * the real Sampler on the scope a trigger's sample has. */
 #pragma once
 
 #include <errno.h>
@@ -9,6 +10,7 @@
 #include <stdio.h>
 #include <unistd.h>
 
+#include "agent/core.h"
 #include "base/macro.h"
 #include "sampling/sampler.h"
 #include "tests/unit/test-util.h"
@@ -17,6 +19,9 @@ typedef struct FakeScope {
         Sysroot sysroot;
         int cgroup_fd;
         CulpritScope culprit;
+        WatchConfig cfg;
+        Agent agent; /* only what the builder reads: the sysroot, taskstats, the identities */
+        Watch watch;
         SampleScope scope; /* points into the FakeScope: keep it where it is */
 } FakeScope;
 
@@ -32,17 +37,12 @@ static inline void fake_scope_open(FakeScope *f, const char *dir, TaskstatsSourc
         f->culprit = (CulpritScope) { .resource = PSI_RESOURCE_CPU,
                                       .cgroup_fd = fcntl(f->cgroup_fd, F_DUPFD_CLOEXEC, 3),
                                       .v1_fd = -EBADF };
-        f->scope = (SampleScope) { .sysroot = &f->sysroot,
-                                   .taskstats = ts,
-                                   .cgroup_fd = f->cgroup_fd,
-                                   .resource = PSI_RESOURCE_CPU,
-                                   .detail = 10,
-                                   .culprit = &f->culprit,
-                                   .onwhat = onwhat,
-                                   .limits_cgroup = "",
-                                   .limits_resource = PSI_RESOURCE_CPU,
-                                   .cgroup_path = "",
-                                   .identities = ids };
+        f->cfg = (WatchConfig) { .top = 10 };
+        f->agent.rt = (Runtime) { .sysroot = &f->sysroot, .taskstats = ts };
+        f->watch = (Watch) { .agent = &f->agent, .cfg = &f->cfg, .path = (char *) "" };
+        f->scope = core_watch_scope(&f->watch, f->cgroup_fd, PSI_RESOURCE_CPU, &f->culprit);
+        f->scope.onwhat = onwhat;
+        f->scope.identities = ids; /* the test's buffer, not the fake agent's */
 }
 
 static inline void fake_scope_close(FakeScope *f) {

@@ -119,13 +119,32 @@ static void test_deepest(void **state) {
         assert_int_equal(cgpath_deepest(watches, 0, "a"), -1);
 }
 
+/* Components of a path, slashes never one. */
+static void test_next(void **state) {
+        const char *p = "//a/bc//d/", *seg;
+        size_t len;
+
+        assert_true(cgpath_next(&p, &seg, &len));
+        assert_int_equal(len, 1);
+        assert_memory_equal(seg, "a", 1);
+        assert_true(cgpath_next(&p, &seg, &len));
+        assert_int_equal(len, 2);
+        assert_memory_equal(seg, "bc", 2);
+        assert_true(cgpath_next(&p, &seg, &len));
+        assert_memory_equal(seg, "d", 1);
+        assert_false(cgpath_next(&p, &seg, &len));
+        assert_false(cgpath_next(&p, &seg, &len));
+        p = "";
+        assert_false(cgpath_next(&p, &seg, &len));
+        p = "///";
+        assert_false(cgpath_next(&p, &seg, &len));
+}
+
 int main(void) {
         const struct CMUnitTest tests[] = {
-                cmocka_unit_test(test_covers),
-                cmocka_unit_test(test_covers_range),
-                cmocka_unit_test(test_covers_untrimmed),
-                cmocka_unit_test(test_parent),
-                cmocka_unit_test(test_trim),
+                cmocka_unit_test(test_next),         cmocka_unit_test(test_covers),
+                cmocka_unit_test(test_covers_range), cmocka_unit_test(test_covers_untrimmed),
+                cmocka_unit_test(test_parent),       cmocka_unit_test(test_trim),
                 cmocka_unit_test(test_deepest),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);

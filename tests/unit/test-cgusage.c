@@ -69,16 +69,7 @@ static void test_blkio_bytes(void **state) {
         assert_int_equal(w, 2);
 }
 
-static void put(const char *dir, const char *name, const char *text) {
-        char path[512];
-        FILE *f;
-
-        snprintf(path, sizeof path, "%s/%s", dir, name);
-        f = fopen(path, "we");
-        assert_non_null(f);
-        fputs(text, f);
-        assert_int_equal(fclose(f), 0);
-}
+#define put(dir, name, text) assert_int_equal(fake_tree_write((dir), (name), (text)), 0)
 
 static int open_dir(const char *dir, const char *sub) {
         char path[512];

@@ -2,10 +2,14 @@
 /* The verdicts of `psidiag check` on made-up hosts: fail only where the agent cannot do its full
  * job, warn where it can with a stated limit. */
 #include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "cmd/check.h"
 #include "probes/system.h"
+#include "tests/unit/fake-tree.h"
 #include "tests/unit/test-util.h"
 
 static CheckFacts good_host(void) {
@@ -147,7 +151,23 @@ static void test_cgroup_namespace(void **state) {
         l = find(lines, n, "cgroupns");
         assert_int_equal(l->status, CHECK_WARN);
         assert_non_null(strstr(l->text, "97 of 120 processes (pid 1, ...)"));
+        assert_non_null(strstr(l->text, "mount the host's /sys/fs/cgroup"));
         assert_int_equal(worst(lines, n), CHECK_WARN);
+
+        /* Under a mount of the host's tree, its root found: ok, every path resolved. */
+        f.cgns = (CgroupNamespace) { .private_root = true, .resolved = true, .up = 3, .root = "kubepods/pod1/ctr" };
+        n = check_evaluate(&f, lines);
+        l = find(lines, n, "cgroupns");
+        assert_int_equal(l->status, CHECK_OK);
+        assert_non_null(strstr(l->text, "rooted at /kubepods/pod1/ctr of the host's cgroup2 mount"));
+        assert_non_null(strstr(l->text, "3 levels down"));
+        /* Not found there: a warning that says why. */
+        f.cgns = (CgroupNamespace) { .private_root = true, .error = -ENOENT, .up = 3 };
+        n = check_evaluate(&f, lines);
+        l = find(lines, n, "cgroupns");
+        assert_int_equal(l->status, CHECK_WARN);
+        assert_non_null(strstr(l->text, "could not be found under the cgroup2 mount (No such file or directory)"));
+        f.cgns = (CgroupNamespace) {};
 
         f.cgroupns_err = -EACCES;
         n = check_evaluate(&f, lines);
@@ -157,11 +177,80 @@ static void test_cgroup_namespace(void **state) {
         assert_int_equal(find(lines, n, "cgroupns")->status, CHECK_OK);
 }
 
+/* Run as the DaemonSet runs it under a runtime's default AppArmor profile: the node-wide trigger
+ * is refused, and check names the profile and how to lift it; unconfined or in complain mode, the
+ * plain error. /dev/kmsg refused with CAP_SYSLOG present blames the device cgroup, not the
+ * capability. */
+static void test_lsm_and_kmsg(void **state) {
+        CheckFacts f = good_host();
+        CheckLine lines[CHECK_LINES_MAX];
+        const CheckLine *l;
+        size_t n;
+
+        f.arm_err = -EACCES;
+        strcpy(f.lsm_label, "docker-default (enforce)");
+        n = check_evaluate(&f, lines);
+        l = find(lines, n, "psi-trigger");
+        assert_int_equal(l->status, CHECK_FAIL);
+        assert_non_null(strstr(l->text, "confined by the LSM profile \"docker-default (enforce)\""));
+        assert_non_null(strstr(l->text, "appArmorProfile"));
+        strcpy(f.lsm_label, "cri-containerd.apparmor.d (complain)");
+        n = check_evaluate(&f, lines);
+        assert_null(strstr(find(lines, n, "psi-trigger")->text, "LSM"));
+        strcpy(f.lsm_label, "unconfined");
+        n = check_evaluate(&f, lines);
+        assert_null(strstr(find(lines, n, "psi-trigger")->text, "LSM"));
+
+        f.kmsg_err = -EPERM;
+        n = check_evaluate(&f, lines);
+        l = find(lines, n, "kmsg");
+        assert_non_null(strstr(l->text, "CAP_SYSLOG is needed"));
+        f.cap_eff |= CAP_BIT(CAP_SYSLOG);
+        n = check_evaluate(&f, lines);
+        l = find(lines, n, "kmsg");
+        assert_int_equal(l->status, CHECK_WARN);
+        assert_non_null(strstr(l->text, "although CAP_SYSLOG is present: a container's device cgroup refuses it"));
+}
+
+/* The label as the kernel gives it, and what confines. */
+static void test_lsm_label(void **state) {
+        char dir[] = "/tmp/psidiag-test-XXXXXX", label[64];
+        int fd;
+
+        assert_true(system_lsm_confines("docker-default (enforce)"));
+        assert_true(system_lsm_confines("system_u:system_r:container_t:s0:c1,c2"));
+        assert_false(system_lsm_confines("unconfined"));
+        assert_false(system_lsm_confines("psidiag (complain)"));
+        assert_false(system_lsm_confines("unconfined_u:unconfined_r:unconfined_t:s0-s0:c0.c1023"));
+        assert_false(system_lsm_confines(""));
+        assert_false(system_lsm_confines(NULL));
+
+        assert_non_null(mkdtemp(dir));
+        fd = open(dir, O_DIRECTORY | O_RDONLY | O_CLOEXEC);
+        assert_int_equal(system_read_lsm_label(fd, label, sizeof label), -ENOENT);
+        assert_int_equal(fake_tree_write(dir, "self/attr/current", "system_u:system_r:spc_t:s0\n"), 0);
+        assert_int_equal(system_read_lsm_label(fd, label, sizeof label), 0);
+        assert_string_equal(label, "system_u:system_r:spc_t:s0");
+        /* AppArmor's own file wins over the first LSM's. */
+        assert_int_equal(fake_tree_write(dir, "self/attr/apparmor/current", "docker-default (enforce)\n"), 0);
+        assert_int_equal(system_read_lsm_label(fd, label, sizeof label), 0);
+        assert_string_equal(label, "docker-default (enforce)");
+        assert_int_equal(fake_tree_write(dir, "self/attr/apparmor/current", "\n"), 0);
+        assert_int_equal(system_read_lsm_label(fd, label, sizeof label), -EINVAL);
+        close(fd);
+        assert_int_equal(fake_tree_remove(dir), 0);
+}
+
 int main(void) {
         const struct CMUnitTest tests[] = {
-                cmocka_unit_test(test_good_host_all_ok),        cmocka_unit_test(test_hybrid_host_named),
-                cmocka_unit_test(test_missing_net_admin_fails), cmocka_unit_test(test_degraded_but_working_is_warn),
-                cmocka_unit_test(test_no_psi_no_cgroup2_fail),  cmocka_unit_test(test_cgroup_namespace),
+                cmocka_unit_test(test_good_host_all_ok),
+                cmocka_unit_test(test_lsm_and_kmsg),
+                cmocka_unit_test(test_lsm_label),
+                cmocka_unit_test(test_hybrid_host_named),
+                cmocka_unit_test(test_missing_net_admin_fails),
+                cmocka_unit_test(test_degraded_but_working_is_warn),
+                cmocka_unit_test(test_no_psi_no_cgroup2_fail),
+                cmocka_unit_test(test_cgroup_namespace),
         };
 
         return cmocka_run_group_tests(tests, NULL, NULL);

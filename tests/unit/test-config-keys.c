@@ -1,9 +1,10 @@
 /* SPDX-License-Identifier: MIT */
 /* The config keys of config/keys.h against everything else that names them: the parser takes each
- * key where its row says, within its bounds, and lands it where its row says; every key is in
- * schemas/config.schema.json with the same bounds, and the schema has no key the table lacks; every
- * key is in man/psidiag.8's CONFIGURATION section. A key added to one and not the others fails
- * here. */
+ * key where its row says, within its bounds, lands it where its row says, and starts from its row's
+ * default; every key is in schemas/config.schema.json with the same bounds and default, and the
+ * schema has no key the table lacks; every key has its entry in man/psidiag.8's CONFIGURATION
+ * section, which gives the row's bounds and default. A key added to one and not the others, or a
+ * bound or default changed in one, fails here. */
 #include <errno.h>
 #include <jansson.h>
 #include <stdio.h>
@@ -50,9 +51,14 @@ static json_t *schema_resolve(json_t *schema, json_t *prop) {
 
 static void check_bounds(json_t *schema, json_t *prop, const ConfigKey *k) {
         json_t *d = schema_resolve(schema, prop);
+        json_t *def = json_object_get(d, "default");
 
         switch (k->type) {
         case CONFIG_KEY_UINT:
+                if (!json_is_integer(def) || (uint64_t) json_integer_value(def) != k->def)
+                        fail_msg("schema: %s's default is %lld, the parser's %llu", k->name,
+                                 json_is_integer(def) ? (long long) json_integer_value(def) : -1LL,
+                                 (unsigned long long) k->def);
                 if (!json_is_integer(json_object_get(d, "minimum")) || !json_is_integer(json_object_get(d, "maximum")))
                         fail_msg("schema: %s has no integer minimum and maximum", k->name);
                 if ((uint64_t) json_integer_value(json_object_get(d, "minimum")) != k->min ||
@@ -62,7 +68,24 @@ static void check_bounds(json_t *schema, json_t *prop, const ConfigKey *k) {
                                  (long long) json_integer_value(json_object_get(d, "maximum")),
                                  (unsigned long long) k->min, (unsigned long long) k->max);
                 break;
-        case CONFIG_KEY_PATHS:
+        case CONFIG_KEY_OUTPUT:
+        case CONFIG_KEY_OUTPUT_FORMAT:
+                if (!json_is_string(def) || strcmp(json_string_value(def), k->def_string) != 0)
+                        fail_msg("schema: %s's default is %s, the parser's \"%s\"", k->name,
+                                 json_is_string(def) ? json_string_value(def) : "(none)", k->def_string);
+                break;
+        case CONFIG_KEY_PATHS: {
+                static const char *const defaults[] = CONFIG_DEFAULT_KILL_LOG_FILES;
+
+                if (json_array_size(def) != ELEMENTSOF(defaults))
+                        fail_msg("schema: %s's default has %zu paths, the agent's %zu", k->name, json_array_size(def),
+                                 ELEMENTSOF(defaults));
+                for (size_t i = 0; i < ELEMENTSOF(defaults); i++)
+                        if (!json_is_string(json_array_get(def, i)) ||
+                            strcmp(json_string_value(json_array_get(def, i)), defaults[i]) != 0)
+                                fail_msg("schema: %s's default lacks %s at %zu", k->name, defaults[i], i);
+        }
+                /* fall through */
         case CONFIG_KEY_TRIGGERS:
         case CONFIG_KEY_WATCHES:
                 if ((uint64_t) json_integer_value(json_object_get(d, "maxItems")) != k->max)
@@ -139,6 +162,108 @@ static bool man_names(const char *text, const char *name) {
         return strstr(text, b) || strstr(text, br);
 }
 
+/* The key's entry: from its ".TP" line to the next ".TP", ".PP" or ".SH", with roff's "\-" as "-";
+ * NULL when it has none. */
+static char *man_entry(const char *text, const char *name) {
+        char b[128], br[128];
+        const char *start, *end;
+        char *out;
+        size_t n = 0;
+
+        snprintf(b, sizeof b, "\n.TP\n.B %s\n", name);
+        snprintf(br, sizeof br, "\n.TP\n.BR %s ", name);
+        start = strstr(text, b);
+        if (!start)
+                start = strstr(text, br);
+        if (!start)
+                return NULL;
+        start += 4; /* past "\n.TP" */
+        end = start + strlen(start);
+        for (const char *mark = start + 1; *mark; mark++)
+                if (mark[-1] == '\n' &&
+                    (strncmp(mark, ".TP", 3) == 0 || strncmp(mark, ".PP", 3) == 0 || strncmp(mark, ".SH", 3) == 0)) {
+                        end = mark;
+                        break;
+                }
+        out = malloc((size_t) (end - start) + 1);
+        assert_non_null(out);
+        for (const char *p = start; p < end; p++)
+                if (!(p[0] == '\\' && p[1] == '-'))
+                        out[n++] = *p;
+        out[n] = '\0';
+        return out;
+}
+
+/* Every "(default N" of the entry says def, and there is one. */
+static void man_check_default_number(const ConfigKey *k, const char *entry) {
+        unsigned found = 0;
+
+        for (const char *p = strstr(entry, "(default "); p; p = strstr(p + 1, "(default ")) {
+                char *end;
+                unsigned long long v = strtoull(p + strlen("(default "), &end, 10);
+
+                if (end == p + strlen("(default "))
+                        continue;
+                if (v != k->def)
+                        fail_msg("man/psidiag.8: %s's default is %llu, the parser's %llu", k->name, v,
+                                 (unsigned long long) k->def);
+                found++;
+        }
+        if (found == 0)
+                fail_msg("man/psidiag.8: %s's entry gives no \"(default %llu)\"", k->name, (unsigned long long) k->def);
+}
+
+static void man_check_entry(const ConfigKey *k, const char *entry) {
+        char want[128];
+
+        switch (k->type) {
+        case CONFIG_KEY_UINT:
+                snprintf(want, sizeof want, "%llu to %llu", (unsigned long long) k->min, (unsigned long long) k->max);
+                if (!strstr(entry, want))
+                        fail_msg("man/psidiag.8: %s's entry does not give the parser's bounds \"%s\"", k->name, want);
+                man_check_default_number(k, entry);
+                break;
+        case CONFIG_KEY_PATHS:
+        case CONFIG_KEY_TRIGGERS:
+        case CONFIG_KEY_WATCHES: {
+                char up_to[64];
+
+                snprintf(want, sizeof want, "%llu to %llu ", (unsigned long long) k->min, (unsigned long long) k->max);
+                snprintf(up_to, sizeof up_to, "Up to %llu ", (unsigned long long) k->max);
+                if (!strstr(entry, want) && !(k->min == 0 && strstr(entry, up_to)))
+                        fail_msg("man/psidiag.8: %s's entry does not give the parser's bounds \"%s\"", k->name, want);
+                if (k->type == CONFIG_KEY_PATHS) {
+                        static const char *const defaults[] = CONFIG_DEFAULT_KILL_LOG_FILES;
+                        const char *d = strstr(entry, "default ");
+
+                        for (size_t i = 0; i < ELEMENTSOF(defaults); i++)
+                                if (!d || !strstr(d, defaults[i]))
+                                        fail_msg("man/psidiag.8: %s's entry does not give %s as a default", k->name,
+                                                 defaults[i]);
+                }
+                break;
+        }
+        case CONFIG_KEY_OUTPUT:
+        case CONFIG_KEY_OUTPUT_FORMAT: {
+                /* "\"-\" for stdout (the default)": the quoted value, then "(the default)" before the next. */
+                const char *p;
+                size_t n;
+
+                snprintf(want, sizeof want, "\"%s\"", k->def_string);
+                p = strstr(entry, want);
+                if (!p)
+                        fail_msg("man/psidiag.8: %s's entry does not name its default %s", k->name, want);
+                p += strlen(want);
+                n = strcspn(p, "\"");
+                if (!memmem(p, n, "(the default)", strlen("(the default)")))
+                        fail_msg("man/psidiag.8: %s's entry does not say %s is the default", k->name, want);
+                break;
+        }
+        default:
+                break;
+        }
+}
+
 static void test_table_matches_man_page(void **state) {
         _cleanup_free_ char *man = man_configuration();
 
@@ -148,6 +273,11 @@ static void test_table_matches_man_page(void **state) {
                         continue; /* for editors, not for the operator */
                 if (!man_names(man, k->name))
                         fail_msg("man/psidiag.8's CONFIGURATION section does not name the config key %s", k->name);
+                _cleanup_free_ char *entry = man_entry(man, k->name);
+                if (!entry)
+                        fail_msg("man/psidiag.8's CONFIGURATION section has no .TP entry for the config key %s",
+                                 k->name);
+                man_check_entry(k, entry);
         }
         assert_false(man_names(man, "no_such_key"));
 }
@@ -163,6 +293,31 @@ static Config *parse(const char *text, char **ret_error) {
 static uint64_t landed(const ConfigKey *k, const void *base, size_t offset) {
         const uint8_t *p = (const uint8_t *) base + offset;
         return k->size == sizeof(unsigned) ? *(const unsigned *) p : *(const uint64_t *) p;
+}
+
+/* Without a key, the parser takes its row's default, at the top level and in a watch. */
+static void test_parser_starts_from_defaults(void **state) {
+        char *error;
+        Config *c = parse("{\"watch\": [{" WATCH_TRIGGERS "}]}", &error);
+
+        if (!c)
+                fail_msg("%s", error);
+        for (size_t i = 0; i < config_keys_n; i++) {
+                const ConfigKey *k = &config_keys[i];
+
+                if (k->type == CONFIG_KEY_UINT && k->config_offset != CONFIG_KEY_NOWHERE)
+                        assert_int_equal(landed(k, c, k->config_offset), k->def);
+                if (k->type == CONFIG_KEY_UINT && k->watch_offset != CONFIG_KEY_NOWHERE)
+                        assert_int_equal(landed(k, &c->watches[0], k->watch_offset), k->def);
+                if (k->type == CONFIG_KEY_OUTPUT) {
+                        assert_string_equal(c->output, k->def_string);
+                        assert_string_equal(c->watches[0].output, k->def_string);
+                }
+        }
+        assert_int_equal(c->output_format, CONFIG_OUTPUT_FORMAT_INCIDENT);
+        assert_string_equal(config_keys_find("output_format")->def_string, "incident");
+        assert_false(c->has_kill_log_files);
+        config_free(c);
 }
 
 /* Every integer key at its bounds, top level and in a watch where allowed: taken at min and max,
@@ -273,6 +428,7 @@ int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_table_matches_schema),
                 cmocka_unit_test(test_table_matches_man_page),
+                cmocka_unit_test(test_parser_starts_from_defaults),
                 cmocka_unit_test(test_parser_takes_every_integer_key),
                 cmocka_unit_test(test_parser_takes_every_other_key),
                 cmocka_unit_test(test_unknown_key_errors),

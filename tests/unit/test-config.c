@@ -58,8 +58,13 @@ static void test_defaults_and_overrides(void **state) {
                              "\"output\":\"/var/log/x.ndjson\",\"sample_ms\":0,\"cooldown_ms\":0},"
                              "{\"cgroup\":\"\",\"triggers\":[\"cpu some 1s 2s\"]}]}");
 
-        assert_int_equal(c->top, CONFIG_DEFAULT_TOP);
-        assert_int_equal(c->sample_ms, CONFIG_DEFAULT_SAMPLE_MS);
+        /* The documented defaults (man/psidiag.8), as numbers: test-config-keys ties them to the table. */
+        assert_int_equal(c->top, 10);
+        assert_int_equal(c->sample_ms, 1000);
+        assert_int_equal(c->cooldown_ms, 10000);
+        assert_int_equal(c->watches[1].top, 10);
+        assert_int_equal(c->watches[1].sample_ms, 1000);
+        assert_int_equal(c->output_format, CONFIG_OUTPUT_FORMAT_INCIDENT);
         assert_int_equal(c->oom_lookback_s, 300);
         assert_string_equal(c->output, "-");
         assert_string_equal(c->watches[0].cgroup, "a/b");

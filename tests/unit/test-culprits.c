@@ -13,8 +13,6 @@
 #include "tests/unit/fake-tree.h"
 #include "tests/unit/test-util.h"
 
-#define MS 1000000ULL /* ns */
-
 static ProcessDelays *add(Snapshot *s, pid_t tgid, uint8_t origin, pid_t ppid, const char *comm, uint64_t cpu_ns) {
         ProcessDelays p = { .tgid = tgid,
                             .origin = origin,
@@ -68,14 +66,14 @@ static void test_cpu(void **state) {
         Culprits c = {};
         pid_t victims[] = { 10 };
 
-        add(&a, 10, PROCESS_MEASURED, 0, "", 100 * MS); /* the stalled worker */
-        add(&a, 20, PROCESS_MEASURED, 0, "", 100 * MS); /* the neighbour */
-        add(&a, 30, PROCESS_MEASURED, 0, "", 5 * MS);   /* idle */
-        add(&b, 10, PROCESS_MEASURED, 0, "", 300 * MS);
-        add(&b, 20, PROCESS_MEASURED, 0, "", 900 * MS);
-        add(&b, 30, PROCESS_MEASURED, 0, "", 5 * MS);
-        add(&b, 40, PROCESS_MEASURED, 0, "", 500 * MS)->born_in_sample = true; /* new: all of it */
-        add(&b, 50, PROCESS_MEASURED, 0, "", 700 * MS);                        /* moved in: none of it */
+        add(&a, 10, PROCESS_MEASURED, 0, "", 100 * NS_PER_MS); /* the stalled worker */
+        add(&a, 20, PROCESS_MEASURED, 0, "", 100 * NS_PER_MS); /* the neighbour */
+        add(&a, 30, PROCESS_MEASURED, 0, "", 5 * NS_PER_MS);   /* idle */
+        add(&b, 10, PROCESS_MEASURED, 0, "", 300 * NS_PER_MS);
+        add(&b, 20, PROCESS_MEASURED, 0, "", 900 * NS_PER_MS);
+        add(&b, 30, PROCESS_MEASURED, 0, "", 5 * NS_PER_MS);
+        add(&b, 40, PROCESS_MEASURED, 0, "", 500 * NS_PER_MS)->born_in_sample = true; /* new: all of it */
+        add(&b, 50, PROCESS_MEASURED, 0, "", 700 * NS_PER_MS);                        /* moved in: none of it */
 
         CulpritsInput in = {
                 .resource = PSI_RESOURCE_CPU, .a = &a, .b = &b, .victims = victims, .n_victims = 1, .top = 2
@@ -113,15 +111,15 @@ static void test_aggregate(void **state) {
         Culprits c = {};
         pid_t make[] = { 7 };
 
-        add(&a, 7, PROCESS_MEASURED, 0, "", 10 * MS);
+        add(&a, 7, PROCESS_MEASURED, 0, "", 10 * NS_PER_MS);
         add(&a, 8, PROCESS_MEASURED, 0, "", 0); /* a compiler running at A, ended in the sample */
-        add(&b, 7, PROCESS_MEASURED, 0, "", 12 * MS);
-        add(&b, 8, PROCESS_ENDED, 7, "cc1", 60 * MS);
-        add(&b, 100, PROCESS_SHORT, 7, "cc1", 100 * MS);
-        add(&b, 101, PROCESS_SHORT, 7, "cc1", 100 * MS);
-        add(&b, 102, PROCESS_SHORT, 7, "sh", 1 * MS);
-        add(&b, 103, PROCESS_SHORT, 102, "cc1", 100 * MS); /* the shell's child: make's grandchild */
-        add(&b, 200, PROCESS_SHORT, 999, "cc1", 50 * MS);  /* a parent gone too: no cgroup known */
+        add(&b, 7, PROCESS_MEASURED, 0, "", 12 * NS_PER_MS);
+        add(&b, 8, PROCESS_ENDED, 7, "cc1", 60 * NS_PER_MS);
+        add(&b, 100, PROCESS_SHORT, 7, "cc1", 100 * NS_PER_MS);
+        add(&b, 101, PROCESS_SHORT, 7, "cc1", 100 * NS_PER_MS);
+        add(&b, 102, PROCESS_SHORT, 7, "sh", 1 * NS_PER_MS);
+        add(&b, 103, PROCESS_SHORT, 102, "cc1", 100 * NS_PER_MS); /* the shell's child: make's grandchild */
+        add(&b, 200, PROCESS_SHORT, 999, "cc1", 50 * NS_PER_MS);  /* a parent gone too: no cgroup known */
         cg(&ga, "", CGROUP_USAGE_NO_PARENT, 1000, NULL, 0);
         cg(&ga, "build", 0, 100, make, 1);
         cg(&gb, "", CGROUP_USAGE_NO_PARENT, 1500, NULL, 0);
@@ -191,13 +189,13 @@ static void test_spawner(void **state) {
         /* make (7) alive; gcc 8 running at A ended; its cc1s started and ended under it. */
         add(&a, 7, PROCESS_MEASURED, 0, "", 0);
         add(&a, 8, PROCESS_MEASURED, 0, "", 0);
-        add(&b, 7, PROCESS_MEASURED, 0, "", 1 * MS);
-        add(&b, 8, PROCESS_ENDED, 7, "gcc", 1 * MS);
-        add(&b, 100, PROCESS_SHORT, 8, "cc1", 100 * MS);
-        add(&b, 101, PROCESS_SHORT, 8, "cc1", 100 * MS);
-        add(&b, 102, PROCESS_SHORT, 7, "gcc", 1 * MS); /* a gcc born and ended in the sample */
-        add(&b, 103, PROCESS_SHORT, 102, "cc1", 100 * MS);
-        add(&b, 104, PROCESS_SHORT, 7, "cc1", 100 * MS);
+        add(&b, 7, PROCESS_MEASURED, 0, "", 1 * NS_PER_MS);
+        add(&b, 8, PROCESS_ENDED, 7, "gcc", 1 * NS_PER_MS);
+        add(&b, 100, PROCESS_SHORT, 8, "cc1", 100 * NS_PER_MS);
+        add(&b, 101, PROCESS_SHORT, 8, "cc1", 100 * NS_PER_MS);
+        add(&b, 102, PROCESS_SHORT, 7, "gcc", 1 * NS_PER_MS); /* a gcc born and ended in the sample */
+        add(&b, 103, PROCESS_SHORT, 102, "cc1", 100 * NS_PER_MS);
+        add(&b, 104, PROCESS_SHORT, 7, "cc1", 100 * NS_PER_MS);
         CulpritsInput in = { .resource = PSI_RESOURCE_CPU, .a = &a, .b = &b, .top = 10 };
         assert_int_equal(culprits_build(&c, &in), 0);
         assert_null(c.procs[0].spawner); /* not named before culprits_read_spawners() */
@@ -218,10 +216,10 @@ static void test_spawner(void **state) {
         /* The spawner ended too: make 7 ended in the sample, its shell (5, outside the scope) is
          * still in /proc. */
         Snapshot b2 = {};
-        add(&b2, 7, PROCESS_ENDED, 5, "make", 1 * MS);
-        add(&b2, 8, PROCESS_ENDED, 7, "gcc", 1 * MS);
-        add(&b2, 100, PROCESS_SHORT, 8, "cc1", 100 * MS);
-        add(&b2, 104, PROCESS_SHORT, 7, "cc1", 100 * MS);
+        add(&b2, 7, PROCESS_ENDED, 5, "make", 1 * NS_PER_MS);
+        add(&b2, 8, PROCESS_ENDED, 7, "gcc", 1 * NS_PER_MS);
+        add(&b2, 100, PROCESS_SHORT, 8, "cc1", 100 * NS_PER_MS);
+        add(&b2, 104, PROCESS_SHORT, 7, "cc1", 100 * NS_PER_MS);
         in.b = &b2;
         assert_int_equal(culprits_build(&c, &in), 0);
         assert_int_equal(culprits_read_spawners(&c, proc_fd), 0);
@@ -233,8 +231,8 @@ static void test_spawner(void **state) {
 
         /* No live ancestor: the shell is gone from /proc too. */
         Snapshot b3 = {};
-        add(&b3, 7, PROCESS_ENDED, 6, "make", 1 * MS);
-        add(&b3, 100, PROCESS_SHORT, 7, "cc1", 100 * MS);
+        add(&b3, 7, PROCESS_ENDED, 6, "make", 1 * NS_PER_MS);
+        add(&b3, 100, PROCESS_SHORT, 7, "cc1", 100 * NS_PER_MS);
         in.b = &b3;
         assert_int_equal(culprits_build(&c, &in), 0);
         assert_int_equal(culprits_read_spawners(&c, proc_fd), 0);
@@ -243,8 +241,8 @@ static void test_spawner(void **state) {
         /* Nor when the chain reaches a process of the start that ended unheard (8: in a, not in
          * b): its parent is unknown, and pid 8 in /proc would be another process. */
         Snapshot b4 = {};
-        add(&b4, 7, PROCESS_MEASURED, 0, "", 1 * MS);
-        add(&b4, 100, PROCESS_SHORT, 8, "cc1", 100 * MS);
+        add(&b4, 7, PROCESS_MEASURED, 0, "", 1 * NS_PER_MS);
+        add(&b4, 100, PROCESS_SHORT, 8, "cc1", 100 * NS_PER_MS);
         in.b = &b4;
         assert_int_equal(fake_tree_write(dir, "8/comm", "reused\n"), 0);
         assert_int_equal(culprits_build(&c, &in), 0);
@@ -386,10 +384,10 @@ static void test_cgroups(void **state) {
         add(&a, 2, PROCESS_MEASURED, 0, "", 0);
         add(&a, 3, PROCESS_MEASURED, 0, "", 0);
         add(&a, 4, PROCESS_MEASURED, 0, "", 0);
-        add(&b, 1, PROCESS_MEASURED, 0, "", 30 * MS);
-        add(&b, 2, PROCESS_MEASURED, 0, "", 400 * MS);
-        add(&b, 3, PROCESS_MEASURED, 0, "", 20 * MS);
-        add(&b, 4, PROCESS_MEASURED, 0, "", 90 * MS);
+        add(&b, 1, PROCESS_MEASURED, 0, "", 30 * NS_PER_MS);
+        add(&b, 2, PROCESS_MEASURED, 0, "", 400 * NS_PER_MS);
+        add(&b, 3, PROCESS_MEASURED, 0, "", 20 * NS_PER_MS);
+        add(&b, 4, PROCESS_MEASURED, 0, "", 90 * NS_PER_MS);
         /* The node's root (its counter is the node's: processes); a; b holding none, with a child c;
          * d, whose cpu counter is missing (processes). */
         cg(&ga, "", CGROUP_USAGE_NO_PARENT, 10000, in_root, 1);

@@ -84,6 +84,38 @@ static void test_busiest(void **state) {
         assert_int_equal(diskstats_busiest(&a, &b, 1000000, busy, 4), 0);
 }
 
+/* A device not serving its queue: requests in flight at both ends, fewer completed in the whole
+ * interval than wait at its end. Listed first, even when its counters stood still (old kernels
+ * moved io_ticks only as requests started and ended); a busy device that completes is not stuck. */
+static void test_stuck(void **state) {
+        static const char a_text[] = " 254 0 vda 100 0 800 50 400 0 8000 2000 21 5000 7000\n"
+                                     " 254 16 vdb 100 0 800 50 400 0 8000 2000 4 5000 7000\n"
+                                     " 254 32 vdc 100 0 800 50 400 0 8000 2000 0 5000 7000\n"
+                                     " 8 0 sda 10 0 80 5 40 0 800 200 3 500 700\n";
+        static const char b_text[] = " 254 0 vda 100 0 800 50 400 0 8000 2000 21 5000 7000\n"
+                                     " 254 16 vdb 100 0 800 50 900 0 9000 2900 4 6000 8000\n"
+                                     " 254 32 vdc 100 0 800 50 401 0 8008 2001 9 5010 7010\n"
+                                     " 8 0 sda 10 0 80 5 41 0 808 201 5 1500 1700\n";
+        DiskStats a, b;
+        DiskBusy busy[4];
+
+        assert_int_equal(diskstats_parse(a_text, strlen(a_text), &a), 0);
+        assert_int_equal(diskstats_parse(b_text, strlen(b_text), &b), 0);
+        assert_int_equal(diskstats_busiest(&a, &b, 1000000, busy, 4), 4);
+        /* sda: 3 then 5 waiting, 1 completed in 1 s though 100% busy: stuck, and first. */
+        assert_string_equal(busy[0].name, "sda");
+        assert_true(busy[0].stuck);
+        assert_int_equal(busy[0].in_flight_start, 3);
+        assert_int_equal(busy[0].in_flight, 5);
+        /* vda: 21 waiting at both ends, its counters still: listed, stuck. */
+        assert_string_equal(busy[1].name, "vda");
+        assert_true(busy[1].stuck);
+        assert_int_equal(busy[1].wios + busy[1].rios, 0);
+        /* vdb completed 500 with 4 waiting: serving; vdc had none waiting at the start. */
+        for (size_t i = 2; i < 4; i++)
+                assert_false(busy[i].stuck);
+}
+
 /* The reader drops partitions (sys/dev/block/MAJ:MIN/partition) and says when the file is too
  * large for its buffer. */
 static void test_read(void **state) {
@@ -150,6 +182,7 @@ int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_parse),
                 cmocka_unit_test(test_busiest),
+                cmocka_unit_test(test_stuck),
                 cmocka_unit_test(test_read),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);

@@ -5,7 +5,6 @@
 #include "tests/unit/test-util.h"
 
 #define S USEC_PER_SEC
-#define MS USEC_PER_MSEC
 
 /* A node-wide stall wakes 100 watches ("some 100ms 2s", 1 s samples) within a second, then keeps
  * firing each of them once a window: one episode, however many wakeups. */
@@ -17,9 +16,10 @@ static void test_storm_is_one_episode(void **state) {
         assert_true(episode_note(&e, &seq, t0, 5555, 2 * S, t0 + 1 * S));
         assert_int_equal(e.seq, 1);
         for (unsigned i = 1; i < 100; i++)
-                assert_false(episode_note(&e, &seq, t0 + i * 10 * MS, 0, 2 * S, i % 2 ? t0 + i * 10 * MS + S : 0));
+                assert_false(episode_note(&e, &seq, t0 + i * 10 * US_PER_MS, 0, 2 * S,
+                                          i % 2 ? t0 + i * 10 * US_PER_MS + S : 0));
         /* The triggers fire again a window later, for 20 s. */
-        for (usec_t t = t0 + 2 * S; t < t0 + 20 * S; t += 2 * S + 5 * MS)
+        for (usec_t t = t0 + 2 * S; t < t0 + 20 * S; t += 2 * S + 5 * US_PER_MS)
                 assert_false(episode_note(&e, &seq, t, 0, 2 * S, 0));
         assert_int_equal(e.seq, 1);
         assert_int_equal(seq, 1);
@@ -50,7 +50,7 @@ static void test_window_is_the_firing_triggers(void **state) {
         assert_true(episode_note(&e, &seq, 0, 0, 10 * S, 0));
         assert_false(episode_note(&e, &seq, 19 * S, 0, 2 * S, 0));
         assert_int_equal(e.until_mono_us, 23 * S);
-        assert_false(episode_note(&e, &seq, 20 * S, 0, 500 * MS, 0));
+        assert_false(episode_note(&e, &seq, 20 * S, 0, 500 * US_PER_MS, 0));
         assert_int_equal(e.until_mono_us, 23 * S);
 }
 

@@ -8,8 +8,6 @@
 #include "tests/unit/fake-taskstats.h"
 #include "tests/unit/test-util.h"
 
-#define MS 1000000ULL
-
 static void add_process(Snapshot *s, pid_t tgid, uint64_t cpu_ns) {
         assert_int_equal(snapshot_reserve(s, 8, s->n_procs + 1), 0);
         s->procs[s->n_procs++] = (ProcessDelays) { .tgid = tgid, .uid = -1, .delay_ns = { cpu_ns } };
@@ -35,38 +33,38 @@ static void test_merge_exits(void **state) {
 
         /* a: processes 10 (alive), 20 (multi-threaded, ends), 30 (single-threaded, ends),
          * 50 (ends unheard). b: 10. */
-        add_process(&a, 10, 100 * MS);
-        add_process(&a, 20, 100 * MS);
-        add_process(&a, 30, 100 * MS);
-        add_process(&a, 50, 1 * MS);
-        add_process(&b, 10, 300 * MS);
+        add_process(&a, 10, 100 * NS_PER_MS);
+        add_process(&a, 20, 100 * NS_PER_MS);
+        add_process(&a, 30, 100 * NS_PER_MS);
+        add_process(&a, 50, 1 * NS_PER_MS);
+        add_process(&b, 10, 300 * NS_PER_MS);
 
-        t = exit_stats(11, 10, 1, "w", 5 * MS); /* a thread of 10 ended: 10 is still in b */
+        t = exit_stats(11, 10, 1, "w", 5 * NS_PER_MS); /* a thread of 10 ended: 10 is still in b */
         assert_int_equal(exit_records_add(&e, &t, NULL), 0);
-        t = exit_stats(21, 20, 1, "db-w", 50 * MS); /* a thread of 20, then its last, with the aggregate */
+        t = exit_stats(21, 20, 1, "db-w", 50 * NS_PER_MS); /* a thread of 20, then its last, with the aggregate */
         assert_int_equal(exit_records_add(&e, &t, NULL), 0);
-        t = exit_stats(20, 20, 1, "db", 70 * MS);
-        p = exit_stats(20, 20, 1, "db", 400 * MS);
+        t = exit_stats(20, 20, 1, "db", 70 * NS_PER_MS);
+        p = exit_stats(20, 20, 1, "db", 400 * NS_PER_MS);
         assert_int_equal(exit_records_add(&e, &t, &p), 0);
         /* 60: killed, its leader's record first, the last thread's (with the aggregate, named as
          * that thread) after it: the process keeps its leader's name. */
-        add_process(&a, 60, 1 * MS);
-        t = exit_stats(60, 60, 1, "redis-server", 2 * MS);
+        add_process(&a, 60, 1 * NS_PER_MS);
+        t = exit_stats(60, 60, 1, "redis-server", 2 * NS_PER_MS);
         assert_int_equal(exit_records_add(&e, &t, NULL), 0);
-        t = exit_stats(63, 60, 1, "bio_aof_fsync", 1 * MS);
-        p = exit_stats(60, 60, 1, "bio_aof_fsync", 9 * MS);
+        t = exit_stats(63, 60, 1, "bio_aof_fsync", 1 * NS_PER_MS);
+        p = exit_stats(60, 60, 1, "bio_aof_fsync", 9 * NS_PER_MS);
         assert_int_equal(exit_records_add(&e, &t, &p), 0);
-        t = exit_stats(30, 30, 1, "cron", 250 * MS);
+        t = exit_stats(30, 30, 1, "cron", 250 * NS_PER_MS);
         assert_int_equal(exit_records_add(&e, &t, NULL), 0);
         /* 41 (child of 40) ends before its parent 40 (child of 10): both are placed. */
-        t = exit_stats(41, 41, 40, "gzip", 7 * MS);
+        t = exit_stats(41, 41, 40, "gzip", 7 * NS_PER_MS);
         assert_int_equal(exit_records_add(&e, &t, NULL), 0);
-        t = exit_stats(40, 40, 10, "sh", 3 * MS);
+        t = exit_stats(40, 40, 10, "sh", 3 * NS_PER_MS);
         assert_int_equal(exit_records_add(&e, &t, NULL), 0);
         /* Another host's process whose parent is not in the sample; a thread of it. */
-        t = exit_stats(99, 99, 1, "elsewhere", 9 * MS);
+        t = exit_stats(99, 99, 1, "elsewhere", 9 * NS_PER_MS);
         assert_int_equal(exit_records_add(&e, &t, NULL), 0);
-        t = exit_stats(98, 99, 1, "elsewhere", 1 * MS);
+        t = exit_stats(98, 99, 1, "elsewhere", 1 * NS_PER_MS);
         assert_int_equal(exit_records_add(&e, &t, NULL), 0);
         e.lost = 2;
 
@@ -77,15 +75,15 @@ static void test_merge_exits(void **state) {
         const ProcessDelays *x = snapshot_find_process(&b, 60);
         assert_non_null(x);
         assert_int_equal(x->origin, PROCESS_ENDED);
-        assert_int_equal(x->delay_ns[TASK_DELAY_CPU], 9 * MS);
+        assert_int_equal(x->delay_ns[TASK_DELAY_CPU], 9 * NS_PER_MS);
         assert_string_equal(x->comm, "redis-server");
         x = snapshot_find_process(&b, 20);
         assert_non_null(x);
         assert_int_equal(x->origin, PROCESS_ENDED);
-        assert_int_equal(x->delay_ns[TASK_DELAY_CPU], 400 * MS); /* the aggregate, not a thread */
+        assert_int_equal(x->delay_ns[TASK_DELAY_CPU], 400 * NS_PER_MS); /* the aggregate, not a thread */
         x = snapshot_find_process(&b, 30);
         assert_int_equal(x->origin, PROCESS_ENDED);
-        assert_int_equal(x->delay_ns[TASK_DELAY_CPU], 250 * MS);
+        assert_int_equal(x->delay_ns[TASK_DELAY_CPU], 250 * NS_PER_MS);
         assert_string_equal(x->comm, "cron");
         x = snapshot_find_process(&b, 40);
         assert_int_equal(x->origin, PROCESS_SHORT);
@@ -97,7 +95,7 @@ static void test_merge_exits(void **state) {
         assert_null(snapshot_find_process(&b, 50));
         assert_int_equal(b.ended_unheard, 1);
         assert_int_equal(b.unattributed, 1);
-        assert_int_equal(b.unattributed_ns[TASK_DELAY_CPU], 9 * MS);
+        assert_int_equal(b.unattributed_ns[TASK_DELAY_CPU], 9 * NS_PER_MS);
         /* Thread records of the sample's processes: 11, 21, 20, 30, 41, 40, 60, 63. */
         assert_int_equal(b.exit_records, 8);
 
@@ -172,12 +170,12 @@ static void test_merge_exits_without_tgid(void **state) {
         ExitRecords e = {};
         TaskStats t;
 
-        add_process(&a, 10, 100 * MS);
-        add_process(&a, 30, 100 * MS);
-        add_process(&b, 10, 300 * MS);
-        t = exit_stats(30, 0, 1, "old-kernel", 250 * MS);
+        add_process(&a, 10, 100 * NS_PER_MS);
+        add_process(&a, 30, 100 * NS_PER_MS);
+        add_process(&b, 10, 300 * NS_PER_MS);
+        t = exit_stats(30, 0, 1, "old-kernel", 250 * NS_PER_MS);
         assert_int_equal(exit_records_add(&e, &t, NULL), 0);
-        t = exit_stats(11, 0, 10, "a-thread", 5 * MS); /* a thread of 10, or a child: unknown */
+        t = exit_stats(11, 0, 10, "a-thread", 5 * NS_PER_MS); /* a thread of 10, or a child: unknown */
         assert_int_equal(exit_records_add(&e, &t, NULL), 0);
 
         assert_int_equal(snapshot_merge_exits(&b, &a, NULL, &e), 0);
@@ -189,7 +187,7 @@ static void test_merge_exits_without_tgid(void **state) {
 
         /* No listener at all: the processes that ended are counted, nothing else. */
         Snapshot c = {};
-        add_process(&c, 10, 300 * MS);
+        add_process(&c, 10, 300 * NS_PER_MS);
         assert_int_equal(snapshot_merge_exits(&c, &a, NULL, NULL), 0);
         assert_false(c.has_exit_listener);
         assert_int_equal(c.ended_unheard, 1);
@@ -215,13 +213,13 @@ static void test_merge_thread_exits(void **state) {
         m.threads[m.n++] = (ThreadDelays) { .tid = 13, .tgid = 10, .btime_s = 1000 };
         b.threads[b.n++] = (ThreadDelays) { .tid = 10, .tgid = 10, .btime_s = 1000 };
 
-        t = exit_stats(12, 10, 1, "dying", 90 * MS); /* died: kept */
-        t.btime_s = 1001;                            /* the kernel's one-second jitter */
+        t = exit_stats(12, 10, 1, "dying", 90 * NS_PER_MS); /* died: kept */
+        t.btime_s = 1001;                                   /* the kernel's one-second jitter */
         assert_int_equal(exit_records_add(&e, &t, NULL), 0);
-        t = exit_stats(13, 10, 1, "reused", 10 * MS); /* same tid, another thread */
+        t = exit_stats(13, 10, 1, "reused", 10 * NS_PER_MS); /* same tid, another thread */
         t.btime_s = 1500;
         assert_int_equal(exit_records_add(&e, &t, NULL), 0);
-        t = exit_stats(10, 10, 1, "alive", 10 * MS); /* b has newer counters */
+        t = exit_stats(10, 10, 1, "alive", 10 * NS_PER_MS); /* b has newer counters */
         t.btime_s = 1000;
         assert_int_equal(exit_records_add(&e, &t, NULL), 0);
 
@@ -229,7 +227,7 @@ static void test_merge_thread_exits(void **state) {
         assert_int_equal(b.n, 2);
         const ThreadDelays *x = snapshot_find(&b, 12);
         assert_non_null(x);
-        assert_int_equal(x->delay_ns[TASK_DELAY_CPU], 90 * MS);
+        assert_int_equal(x->delay_ns[TASK_DELAY_CPU], 90 * NS_PER_MS);
         assert_string_equal(x->comm, "dying");
         assert_null(snapshot_find(&b, 13));
 
@@ -246,13 +244,13 @@ static void test_victim_exit_delays(void **state) {
         uint64_t got[_TASK_DELAY_MAX] = { 7 };
         uint32_t present = 0xabc;
 
-        t = exit_stats(40, 40, 1, "hog", 10 * MS);
-        t.delay_ns[TASK_DELAY_RECLAIM] = 5 * MS;
+        t = exit_stats(40, 40, 1, "hog", 10 * NS_PER_MS);
+        t.delay_ns[TASK_DELAY_RECLAIM] = 5 * NS_PER_MS;
         assert_int_equal(exit_records_add(&s.exits, &t, NULL), 0);
-        t = exit_stats(41, 40, 1, "hog-worker", 90 * MS);
-        t.delay_ns[TASK_DELAY_RECLAIM] = 1 * MS;
+        t = exit_stats(41, 40, 1, "hog-worker", 90 * NS_PER_MS);
+        t.delay_ns[TASK_DELAY_RECLAIM] = 1 * NS_PER_MS;
         assert_int_equal(exit_records_add(&s.exits, &t, NULL), 0);
-        t = exit_stats(50, 50, 1, "other", 90 * MS);
+        t = exit_stats(50, 50, 1, "other", 90 * NS_PER_MS);
         assert_int_equal(exit_records_add(&s.exits, &t, NULL), 0);
 
         /* Not heard: the caller's values stay as they were (a taskstats reading, say). */
@@ -261,15 +259,15 @@ static void test_victim_exit_delays(void **state) {
         assert_int_equal(present, 0xabc);
 
         assert_true(sampler_exit_delays(&s, 40, got, &present));
-        assert_int_equal(got[TASK_DELAY_CPU], 100 * MS);
-        assert_int_equal(got[TASK_DELAY_RECLAIM], 6 * MS);
+        assert_int_equal(got[TASK_DELAY_CPU], 100 * NS_PER_MS);
+        assert_int_equal(got[TASK_DELAY_RECLAIM], 6 * NS_PER_MS);
         assert_int_equal(present, t.present);
 
-        t = exit_stats(42, 40, 1, "hog-last", 1 * MS);
-        p = exit_stats(42, 40, 1, "hog", 700 * MS);
+        t = exit_stats(42, 40, 1, "hog-last", 1 * NS_PER_MS);
+        p = exit_stats(42, 40, 1, "hog", 700 * NS_PER_MS);
         assert_int_equal(exit_records_add(&s.exits, &t, &p), 0);
         assert_true(sampler_exit_delays(&s, 40, got, &present));
-        assert_int_equal(got[TASK_DELAY_CPU], 700 * MS);
+        assert_int_equal(got[TASK_DELAY_CPU], 700 * NS_PER_MS);
         exit_records_done(&s.exits);
 }
 

@@ -7,8 +7,6 @@
 #include "incident/jsonutil.h"
 #include "tests/unit/test-util.h"
 
-#define MS 1000000ULL
-
 static const HostInfo host = {
         .hostname = "node-1",
         .kernel = "6.18.44",
@@ -38,19 +36,27 @@ static json_t *build_and_reparse(const SampleResult *res, const IncidentContext 
 static void test_pressure_incident(void **state) {
         Ranking rk = {};
         ThreadDelta threads[3] = {
-                { .tid = 100, .tgid = 100, .comm = "web) Z 1 (x", .score_ns = 600 * MS, .total_ns = 600 * MS },
-                { .tid = 101, .tgid = 100, .comm = "w\"k\n\x01", .score_ns = 400 * MS, .total_ns = 400 * MS },
+                { .tid = 100,
+                  .tgid = 100,
+                  .comm = "web) Z 1 (x",
+                  .score_ns = 600 * NS_PER_MS,
+                  .total_ns = 600 * NS_PER_MS },
+                { .tid = 101,
+                  .tgid = 100,
+                  .comm = "w\"k\n\x01",
+                  .score_ns = 400 * NS_PER_MS,
+                  .total_ns = 400 * NS_PER_MS },
                 { .tid = 102, .tgid = 100, .comm = "idle", .score_ns = 0, .total_ns = 0 },
         };
         ProcessDelta procs[2] = {
-                { .tgid = 100, .score_ns = 1000 * MS + 999, .total_ns = 1000 * MS, .first = 0, .n = 3 },
+                { .tgid = 100, .score_ns = 1000 * NS_PER_MS + 999, .total_ns = 1000 * NS_PER_MS, .first = 0, .n = 3 },
                 { .tgid = 300,
                   .origin = PROCESS_SHORT,
                   .ppid = 100,
                   .uid = 33,
                   .comm = "gzip",
-                  .score_ns = 5 * MS,
-                  .total_ns = 5 * MS },
+                  .score_ns = 5 * NS_PER_MS,
+                  .total_ns = 5 * NS_PER_MS },
         };
         ProcessInfo info[2] = { {
                                         .comm = "\xff\xfe\"bad\\name\"",
@@ -78,9 +84,9 @@ static void test_pressure_incident(void **state) {
         json_t *j, *p, *t;
         char *line;
 
-        threads[0].delay_ns[TASK_DELAY_CPU] = 600 * MS;
-        threads[1].delay_ns[TASK_DELAY_CPU] = 400 * MS;
-        procs[0].delay_ns[TASK_DELAY_CPU] = 1000 * MS + 999;
+        threads[0].delay_ns[TASK_DELAY_CPU] = 600 * NS_PER_MS;
+        threads[1].delay_ns[TASK_DELAY_CPU] = 400 * NS_PER_MS;
+        procs[0].delay_ns[TASK_DELAY_CPU] = 1000 * NS_PER_MS + 999;
         rk = (Ranking) { .threads = threads,
                          .n_threads = 3,
                          .procs = procs,
@@ -102,7 +108,7 @@ static void test_pressure_incident(void **state) {
         b.has_exit_listener = true;
         b.exit_records = 1;
         b.unattributed = 4;
-        b.unattributed_ns[TASK_DELAY_CPU] = 7 * MS;
+        b.unattributed_ns[TASK_DELAY_CPU] = 7 * NS_PER_MS;
         b.unattributed_present = TASK_DELAY_ALL;
         res = (SampleResult) {
                 .basis = SAMPLE_BASIS_DELTA,
@@ -315,8 +321,8 @@ static void test_oom(void **state) {
                 .related = related,
                 .n_related = 2,
         };
-        oom.victim_delay_ns[TASK_DELAY_CPU] = 3 * MS;
-        oom.victim_delay_ns[TASK_DELAY_RECLAIM] = 7 * MS + 999;
+        oom.victim_delay_ns[TASK_DELAY_CPU] = 3 * NS_PER_MS;
+        oom.victim_delay_ns[TASK_DELAY_RECLAIM] = 7 * NS_PER_MS + 999;
         SampleResult res = {
                 .basis = SAMPLE_BASIS_LIFETIME,
                 .b = &a,

@@ -48,23 +48,9 @@ static void test_parse(void **state) {
         assert_int_equal(v, 3);
 }
 
-static void put(const char *root, const char *rel, const char *text) {
-        char path[4096];
-        int fd;
-
-        snprintf(path, sizeof path, "%s/%s", root, rel);
-        fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-        assert_true(fd >= 0);
-        assert_int_equal(write(fd, text, strlen(text)), (ssize_t) strlen(text));
-        close(fd);
-}
-
-static void dir(const char *root, const char *rel) {
-        char path[4096];
-
-        snprintf(path, sizeof path, "%s/%s", root, rel);
-        assert_int_equal(mkdir(path, 0755), 0);
-}
+/* Setup that must succeed: the shared fake-tree writers. */
+#define put(root, rel, text) assert_int_equal(fake_tree_write((root), (rel), (text)), 0)
+#define dir(root, rel) assert_int_equal(fake_tree_mkdirs((root), (rel)), 0)
 
 static void test_open(void **state) {
         char root[] = "/tmp/psidiag-memcg-XXXXXX";

@@ -6,8 +6,6 @@
 #include "tests/unit/test-util.h"
 #include "triggers/trigger.h"
 
-#define MS 1000000ULL
-
 /* A thread of tgid (detail), also summed into its process, as a TGID reply sums the live threads. */
 static void add(Snapshot *s, pid_t tid, pid_t tgid, const char *comm, uint64_t btime, uint64_t cpu, uint64_t blkio,
                 uint64_t reclaim, uint64_t thrashing) {
@@ -70,24 +68,24 @@ static void free_snapshot(Snapshot *s) {
 static void make_pair(Snapshot *a, Snapshot *b) {
         *a = (Snapshot) { .real_us = 2000 * USEC_PER_SEC };
         *b = (Snapshot) { .real_us = 2001 * USEC_PER_SEC };
-        add(a, 10, 10, "spin", 1000, 100 * MS, 0, 0, 0);
-        add(a, 11, 10, "spin-w", 1000, 100 * MS, 0, 0, 0);
-        add(a, 20, 20, "reader", 1000, 1 * MS, 500 * MS, 0, 0);
-        add(a, 30, 30, "thrash", 1000, 0, 0, 10 * MS, 10 * MS);
-        add(a, 40, 40, "sleeper", 1000, 5 * MS, 0, 0, 0);
-        add(a, 50, 50, "idle", 1000, 7 * MS, 0, 0, 0);
-        add(a, 60, 60, "gone", 1000, 1 * MS, 0, 0, 0);
-        add(a, 70, 70, "old", 1000, 900 * MS, 0, 0, 0);
+        add(a, 10, 10, "spin", 1000, 100 * NS_PER_MS, 0, 0, 0);
+        add(a, 11, 10, "spin-w", 1000, 100 * NS_PER_MS, 0, 0, 0);
+        add(a, 20, 20, "reader", 1000, 1 * NS_PER_MS, 500 * NS_PER_MS, 0, 0);
+        add(a, 30, 30, "thrash", 1000, 0, 0, 10 * NS_PER_MS, 10 * NS_PER_MS);
+        add(a, 40, 40, "sleeper", 1000, 5 * NS_PER_MS, 0, 0, 0);
+        add(a, 50, 50, "idle", 1000, 7 * NS_PER_MS, 0, 0, 0);
+        add(a, 60, 60, "gone", 1000, 1 * NS_PER_MS, 0, 0, 0);
+        add(a, 70, 70, "old", 1000, 900 * NS_PER_MS, 0, 0, 0);
 
-        add(b, 10, 10, "spin", 1000, 700 * MS, 0, 0, 0);          /* +600 */
-        add(b, 11, 10, "spin-w", 1000, 500 * MS, 0, 0, 0);        /* +400 */
-        add(b, 20, 20, "reader", 1000, 2 * MS, 900 * MS, 0, 0);   /* cpu +1, blkio +400 */
-        add(b, 30, 30, "thrash", 1000, 0, 0, 210 * MS, 110 * MS); /* reclaim +200, thrashing +100 */
-        add(b, 40, 40, "sleeper", 1000, 6 * MS, 0, 0, 0);         /* +1 */
-        add(b, 50, 50, "idle", 1000, 7 * MS, 0, 0, 0);            /* +0 */
-        add(b, 70, 70, "new", 2000, 3 * MS, 0, 0, 0);             /* counters went back: counts as 0 */
-        add(b, 80, 80, "born", 2000, 2 * MS, 0, 0, 0);            /* born during the sample */
-        add(b, 90, 90, "moved", 1500, 999 * MS, 0, 0, 0);         /* moved in; old totals do not count */
+        add(b, 10, 10, "spin", 1000, 700 * NS_PER_MS, 0, 0, 0);                 /* +600 */
+        add(b, 11, 10, "spin-w", 1000, 500 * NS_PER_MS, 0, 0, 0);               /* +400 */
+        add(b, 20, 20, "reader", 1000, 2 * NS_PER_MS, 900 * NS_PER_MS, 0, 0);   /* cpu +1, blkio +400 */
+        add(b, 30, 30, "thrash", 1000, 0, 0, 210 * NS_PER_MS, 110 * NS_PER_MS); /* reclaim +200, thrashing +100 */
+        add(b, 40, 40, "sleeper", 1000, 6 * NS_PER_MS, 0, 0, 0);                /* +1 */
+        add(b, 50, 50, "idle", 1000, 7 * NS_PER_MS, 0, 0, 0);                   /* +0 */
+        add(b, 70, 70, "new", 2000, 3 * NS_PER_MS, 0, 0, 0);                    /* counters went back: counts as 0 */
+        add(b, 80, 80, "born", 2000, 2 * NS_PER_MS, 0, 0, 0);                   /* born during the sample */
+        add(b, 90, 90, "moved", 1500, 999 * NS_PER_MS, 0, 0, 0);                /* moved in; old totals do not count */
         done_adding(a);
         done_adding(b);
         proc_of(b, 80)->born_in_sample = true;
@@ -101,10 +99,10 @@ static void test_cpu_ranking(void **state) {
         assert_int_equal(ranking_build(&r, &a, &b, PSI_RESOURCE_CPU), 0);
 
         assert_int_equal(r.procs[0].tgid, 10);
-        assert_int_equal(r.procs[0].score_ns, 1000 * MS);
+        assert_int_equal(r.procs[0].score_ns, 1000 * NS_PER_MS);
         assert_int_equal(r.procs[0].n, 0); /* no threads until they are attached */
         assert_int_equal(r.procs[1].tgid, 80);
-        assert_int_equal(r.procs[1].score_ns, 2 * MS);
+        assert_int_equal(r.procs[1].score_ns, 2 * NS_PER_MS);
         /* Ties on score broken by total delay: reader (cpu 1 + blkio 400) before sleeper (1). */
         assert_int_equal(r.procs[2].tgid, 20);
         assert_int_equal(r.procs[3].tgid, 40);
@@ -122,9 +120,9 @@ static void test_cpu_ranking(void **state) {
         assert_int_equal(ranking_add_threads(&r, &a, &b, PSI_RESOURCE_CPU), 0);
         assert_int_equal(r.procs[0].n, 2);
         assert_int_equal(r.threads[r.procs[0].first].tid, 10);
-        assert_int_equal(r.threads[r.procs[0].first].score_ns, 600 * MS);
+        assert_int_equal(r.threads[r.procs[0].first].score_ns, 600 * NS_PER_MS);
         assert_int_equal(r.threads[r.procs[0].first + 1].tid, 11);
-        assert_int_equal(r.threads[r.procs[0].first + 1].score_ns, 400 * MS);
+        assert_int_equal(r.threads[r.procs[0].first + 1].score_ns, 400 * NS_PER_MS);
         assert_int_equal(r.procs[1].n, 1);
         assert_int_equal(r.threads[r.procs[1].first].tid, 80);
         /* Thread 70 is a new thread on a reused tid (another begin time): all 3 ms are its own;
@@ -153,17 +151,17 @@ static void test_memory_io_all(void **state) {
         make_pair(&a, &b);
         assert_int_equal(ranking_build(&r, &a, &b, PSI_RESOURCE_MEMORY), 0);
         assert_int_equal(r.procs[0].tgid, 30);
-        assert_int_equal(r.procs[0].score_ns, 300 * MS);
-        assert_int_equal(r.procs[0].delay_ns[TASK_DELAY_RECLAIM], 200 * MS);
+        assert_int_equal(r.procs[0].score_ns, 300 * NS_PER_MS);
+        assert_int_equal(r.procs[0].delay_ns[TASK_DELAY_RECLAIM], 200 * NS_PER_MS);
 
         assert_int_equal(ranking_build(&r, &a, &b, PSI_RESOURCE_IO), 0);
         assert_int_equal(r.procs[0].tgid, 20);
-        assert_int_equal(r.procs[0].score_ns, 400 * MS);
+        assert_int_equal(r.procs[0].score_ns, 400 * NS_PER_MS);
 
         assert_int_equal(ranking_build(&r, &a, &b, RANK_SCORE_ALL), 0);
         assert_int_equal(r.procs[0].tgid, 10);
         assert_int_equal(r.procs[1].tgid, 20);
-        assert_int_equal(r.procs[1].score_ns, 401 * MS);
+        assert_int_equal(r.procs[1].score_ns, 401 * NS_PER_MS);
         assert_int_equal(r.procs[2].tgid, 30);
 
         ranking_done(&r);
@@ -175,12 +173,12 @@ static void test_counter_going_backwards(void **state) {
         Snapshot a = { .real_us = 10 * USEC_PER_SEC }, b = { .real_us = 11 * USEC_PER_SEC };
         Ranking r = {};
 
-        add(&a, 5, 5, "w", 1, 500 * MS, 0, 0, 0);
-        add(&b, 5, 5, "w", 1, 100 * MS, 1 * MS, 0, 0);
+        add(&a, 5, 5, "w", 1, 500 * NS_PER_MS, 0, 0, 0);
+        add(&b, 5, 5, "w", 1, 100 * NS_PER_MS, 1 * NS_PER_MS, 0, 0);
         assert_int_equal(ranking_build(&r, &a, &b, PSI_RESOURCE_CPU), 0);
         assert_int_equal(r.n_procs, 1);
         assert_int_equal(r.procs[0].delay_ns[TASK_DELAY_CPU], 0);
-        assert_int_equal(r.procs[0].delay_ns[TASK_DELAY_BLKIO], 1 * MS);
+        assert_int_equal(r.procs[0].delay_ns[TASK_DELAY_BLKIO], 1 * NS_PER_MS);
         ranking_done(&r);
         free_snapshot(&a);
         free_snapshot(&b);
@@ -192,9 +190,9 @@ static void test_ended_processes(void **state) {
         Snapshot a = { .real_us = 10 * USEC_PER_SEC }, b = { .real_us = 11 * USEC_PER_SEC };
         Ranking r = {};
 
-        add(&a, 5, 5, "w", 1, 100 * MS, 0, 0, 0);
-        add(&b, 5, 5, "w", 1, 400 * MS, 0, 0, 0);
-        add(&b, 7, 7, "gzip", 10, 50 * MS, 0, 0, 0);
+        add(&a, 5, 5, "w", 1, 100 * NS_PER_MS, 0, 0, 0);
+        add(&b, 5, 5, "w", 1, 400 * NS_PER_MS, 0, 0, 0);
+        add(&b, 7, 7, "gzip", 10, 50 * NS_PER_MS, 0, 0, 0);
         done_adding(&a);
         done_adding(&b);
         ProcessDelays *p = proc_of(&b, 7);
@@ -205,7 +203,7 @@ static void test_ended_processes(void **state) {
         assert_int_equal(ranking_build(&r, &a, &b, PSI_RESOURCE_CPU), 0);
         assert_int_equal(r.n_procs, 2);
         assert_int_equal(r.procs[1].tgid, 7);
-        assert_int_equal(r.procs[1].score_ns, 50 * MS);
+        assert_int_equal(r.procs[1].score_ns, 50 * NS_PER_MS);
         assert_int_equal(r.procs[1].origin, PROCESS_SHORT);
         assert_int_equal(r.procs[1].ppid, 5);
         assert_int_equal(r.procs[1].uid, 1000);
@@ -221,12 +219,12 @@ static void test_btime_jitter(void **state) {
         Snapshot a = { .real_us = 5000 * USEC_PER_SEC }, b = { .real_us = 5001 * USEC_PER_SEC };
         Ranking r = {};
 
-        add(&a, 5, 5, "spin", 4000, 100 * MS, 0, 0, 0);
-        add(&a, 6, 5, "spin", 4001, 100 * MS, 0, 0, 0);
-        add(&b, 5, 5, "spin", 4001, 300 * MS, 0, 0, 0);
-        add(&b, 6, 5, "spin", 4000, 150 * MS, 0, 0, 0);
-        add(&b, 7, 5, "young", 4999, 9 * MS, 0, 0, 0); /* only in b, began a second before a */
-        add(&b, 8, 5, "older", 4990, 5 * MS, 0, 0, 0); /* only in b, began well before a: left out */
+        add(&a, 5, 5, "spin", 4000, 100 * NS_PER_MS, 0, 0, 0);
+        add(&a, 6, 5, "spin", 4001, 100 * NS_PER_MS, 0, 0, 0);
+        add(&b, 5, 5, "spin", 4001, 300 * NS_PER_MS, 0, 0, 0);
+        add(&b, 6, 5, "spin", 4000, 150 * NS_PER_MS, 0, 0, 0);
+        add(&b, 7, 5, "young", 4999, 9 * NS_PER_MS, 0, 0, 0); /* only in b, began a second before a */
+        add(&b, 8, 5, "older", 4990, 5 * NS_PER_MS, 0, 0, 0); /* only in b, began well before a: left out */
         done_adding(&a);
         done_adding(&b);
         assert_int_equal(ranking_build(&r, &a, &b, PSI_RESOURCE_CPU), 0);
@@ -234,9 +232,9 @@ static void test_btime_jitter(void **state) {
         assert_int_equal(r.n_procs, 1);
         assert_int_equal(r.procs[0].n, 3);
         assert_int_equal(r.threads[r.procs[0].first].tid, 5);
-        assert_int_equal(r.threads[r.procs[0].first].score_ns, 200 * MS);
+        assert_int_equal(r.threads[r.procs[0].first].score_ns, 200 * NS_PER_MS);
         assert_int_equal(r.threads[r.procs[0].first + 1].tid, 6);
-        assert_int_equal(r.threads[r.procs[0].first + 1].score_ns, 50 * MS);
+        assert_int_equal(r.threads[r.procs[0].first + 1].score_ns, 50 * NS_PER_MS);
         assert_int_equal(r.threads[r.procs[0].first + 2].tid, 7);
         ranking_done(&r);
         free_snapshot(&a);
@@ -260,23 +258,23 @@ static void test_worst_in_window(void **state) {
         Snapshot a = { .real_us = 5000 * USEC_PER_SEC }, b = { .real_us = 5001 * USEC_PER_SEC };
         Ranking r = {};
 
-        add(&a, 5, 5, "grew", 4000, 100 * MS, 10 * MS, 0, 0);
-        add(&a, 6, 5, "same", 4000, 100 * MS, 0, 0, 0);
-        add(&b, 5, 5, "grew", 4000, 300 * MS, 20 * MS, 0, 0);
-        add(&b, 6, 5, "same", 4000, 150 * MS, 0, 0, 0);
-        add(&b, 7, 5, "new", 5000, 9 * MS, 0, 0, 0); /* born in the window */
-        add(&b, 8, 5, "nomax", 4000, 9 * MS, 0, 0, 0);
-        add(&a, 8, 5, "nomax", 4000, 1 * MS, 0, 0, 0);
+        add(&a, 5, 5, "grew", 4000, 100 * NS_PER_MS, 10 * NS_PER_MS, 0, 0);
+        add(&a, 6, 5, "same", 4000, 100 * NS_PER_MS, 0, 0, 0);
+        add(&b, 5, 5, "grew", 4000, 300 * NS_PER_MS, 20 * NS_PER_MS, 0, 0);
+        add(&b, 6, 5, "same", 4000, 150 * NS_PER_MS, 0, 0, 0);
+        add(&b, 7, 5, "new", 5000, 9 * NS_PER_MS, 0, 0, 0); /* born in the window */
+        add(&b, 8, 5, "nomax", 4000, 9 * NS_PER_MS, 0, 0, 0);
+        add(&a, 8, 5, "nomax", 4000, 1 * NS_PER_MS, 0, 0, 0);
         done_adding(&a);
         done_adding(&b);
-        set_max(&a, 5, TASK_DELAY_CPU, 20 * MS, 0);
-        set_max(&b, 5, TASK_DELAY_CPU, 60 * MS, 4999999999000000000ULL); /* rose: the window's */
-        set_max(&a, 5, TASK_DELAY_BLKIO, 5 * MS, 0);
-        set_max(&b, 5, TASK_DELAY_BLKIO, 5 * MS, 0); /* did not: maybe from before */
-        set_max(&a, 6, TASK_DELAY_CPU, 40 * MS, 0);
-        set_max(&b, 6, TASK_DELAY_CPU, 40 * MS, 0);
-        set_max(&b, 7, TASK_DELAY_CPU, 3 * MS, 0);
-        set_max(&b, 8, TASK_DELAY_CPU, 2 * MS, 0); /* a had none (an older kernel's reply) */
+        set_max(&a, 5, TASK_DELAY_CPU, 20 * NS_PER_MS, 0);
+        set_max(&b, 5, TASK_DELAY_CPU, 60 * NS_PER_MS, 4999999999000000000ULL); /* rose: the window's */
+        set_max(&a, 5, TASK_DELAY_BLKIO, 5 * NS_PER_MS, 0);
+        set_max(&b, 5, TASK_DELAY_BLKIO, 5 * NS_PER_MS, 0); /* did not: maybe from before */
+        set_max(&a, 6, TASK_DELAY_CPU, 40 * NS_PER_MS, 0);
+        set_max(&b, 6, TASK_DELAY_CPU, 40 * NS_PER_MS, 0);
+        set_max(&b, 7, TASK_DELAY_CPU, 3 * NS_PER_MS, 0);
+        set_max(&b, 8, TASK_DELAY_CPU, 2 * NS_PER_MS, 0); /* a had none (an older kernel's reply) */
         assert_int_equal(ranking_build(&r, &a, &b, PSI_RESOURCE_CPU), 0);
         assert_int_equal(ranking_add_threads(&r, &a, &b, PSI_RESOURCE_CPU), 0);
         for (size_t i = 0; i < r.n_threads; i++) {
@@ -284,12 +282,12 @@ static void test_worst_in_window(void **state) {
                 switch (t->tid) {
                 case 5:
                         assert_int_equal(t->worst_present, TASK_DELAY_MASK(TASK_DELAY_CPU));
-                        assert_int_equal(t->worst_ns[TASK_DELAY_CPU], 60 * MS);
+                        assert_int_equal(t->worst_ns[TASK_DELAY_CPU], 60 * NS_PER_MS);
                         assert_int_equal(t->worst_at_present, TASK_DELAY_MASK(TASK_DELAY_CPU));
                         assert_int_equal(t->worst_at_ns[TASK_DELAY_CPU], 4999999999000000000ULL);
                         break;
                 case 7:
-                        assert_int_equal(t->worst_ns[TASK_DELAY_CPU], 3 * MS);
+                        assert_int_equal(t->worst_ns[TASK_DELAY_CPU], 3 * NS_PER_MS);
                         assert_int_equal(t->worst_at_present, 0);
                         break;
                 default:
@@ -299,17 +297,17 @@ static void test_worst_in_window(void **state) {
         /* taskstats v17: a maximum that did not grow since the threads' base but whose time lies in
          * the incident's window (which started before the base) is the window's; one stamped before
          * it is not. */
-        set_max(&a, 6, TASK_DELAY_CPU, 40 * MS, 4999000000000000000ULL);
-        set_max(&b, 6, TASK_DELAY_CPU, 40 * MS, 4999000000000000000ULL);
-        set_max(&a, 5, TASK_DELAY_BLKIO, 5 * MS, 4998000000000000000ULL);
-        set_max(&b, 5, TASK_DELAY_BLKIO, 5 * MS, 4998000000000000000ULL);
+        set_max(&a, 6, TASK_DELAY_CPU, 40 * NS_PER_MS, 4999000000000000000ULL);
+        set_max(&b, 6, TASK_DELAY_CPU, 40 * NS_PER_MS, 4999000000000000000ULL);
+        set_max(&a, 5, TASK_DELAY_BLKIO, 5 * NS_PER_MS, 4998000000000000000ULL);
+        set_max(&b, 5, TASK_DELAY_BLKIO, 5 * NS_PER_MS, 4998000000000000000ULL);
         r.window_start_real_ns = 4998500000000000000ULL;
         assert_int_equal(ranking_add_threads(&r, &a, &b, PSI_RESOURCE_CPU), 0);
         for (size_t i = 0; i < r.n_threads; i++) {
                 const ThreadDelta *t = &r.threads[i];
                 if (t->tid == 6) {
                         assert_int_equal(t->worst_present, TASK_DELAY_MASK(TASK_DELAY_CPU));
-                        assert_int_equal(t->worst_ns[TASK_DELAY_CPU], 40 * MS);
+                        assert_int_equal(t->worst_ns[TASK_DELAY_CPU], 40 * NS_PER_MS);
                         assert_int_equal(t->worst_at_ns[TASK_DELAY_CPU], 4999000000000000000ULL);
                 } else if (t->tid == 5)
                         assert_false(t->worst_present & TASK_DELAY_MASK(TASK_DELAY_BLKIO));
@@ -336,16 +334,16 @@ static void test_process_worst(void **state) {
         Ranking r = {};
         ProcessWorst w;
 
-        add(&a, 5, 5, "db", 4000, 0, 10 * MS, 0, 0);
-        add(&a, 6, 5, "db", 4000, 0, 10 * MS, 0, 0);
-        add(&b, 5, 5, "db", 4000, 0, 30 * MS, 0, 0);
-        add(&b, 6, 5, "db", 4000, 0, 20 * MS, 0, 0);
-        add(&a, 9, 9, "old", 4000, 0, 10 * MS, 0, 0);
-        add(&b, 9, 9, "old", 4000, 0, 40 * MS, 0, 0);
+        add(&a, 5, 5, "db", 4000, 0, 10 * NS_PER_MS, 0, 0);
+        add(&a, 6, 5, "db", 4000, 0, 10 * NS_PER_MS, 0, 0);
+        add(&b, 5, 5, "db", 4000, 0, 30 * NS_PER_MS, 0, 0);
+        add(&b, 6, 5, "db", 4000, 0, 20 * NS_PER_MS, 0, 0);
+        add(&a, 9, 9, "old", 4000, 0, 10 * NS_PER_MS, 0, 0);
+        add(&b, 9, 9, "old", 4000, 0, 40 * NS_PER_MS, 0, 0);
         done_adding(&a);
         done_adding(&b);
         /* No dated maximum: an older kernel's reply. */
-        set_max(&b, 5, TASK_DELAY_BLKIO, 900 * MS, 0);
+        set_max(&b, 5, TASK_DELAY_BLKIO, 900 * NS_PER_MS, 0);
         assert_int_equal(ranking_build(&r, &a, &b, PSI_RESOURCE_IO), 0);
         assert_int_equal(ranking_add_threads(&r, &a, &b, PSI_RESOURCE_IO), 0);
         for (size_t i = 0; i < r.n_procs; i++)
@@ -353,30 +351,30 @@ static void test_process_worst(void **state) {
 
         /* tid 5 waited 900 ms, ending 0.3 s before the wakeup: the stall that fired. tid 6's 2 s
          * wait an hour ago is longer and older; its 4 ms cpu wait in the window is not io. */
-        set_max(&b, 5, TASK_DELAY_BLKIO, 900 * MS, wake - 300 * MS);
-        set_max(&b, 6, TASK_DELAY_BLKIO, 2000 * MS, wake - 3600000 * MS);
-        set_max(&b, 6, TASK_DELAY_CPU, 4 * MS, wake + 100 * MS);
-        set_max(&b, 9, TASK_DELAY_BLKIO, 50 * MS, wake - 3600000 * MS);
+        set_max(&b, 5, TASK_DELAY_BLKIO, 900 * NS_PER_MS, wake - 300 * NS_PER_MS);
+        set_max(&b, 6, TASK_DELAY_BLKIO, 2000 * NS_PER_MS, wake - 3600000 * NS_PER_MS);
+        set_max(&b, 6, TASK_DELAY_CPU, 4 * NS_PER_MS, wake + 100 * NS_PER_MS);
+        set_max(&b, 9, TASK_DELAY_BLKIO, 50 * NS_PER_MS, wake - 3600000 * NS_PER_MS);
         assert_int_equal(ranking_add_threads(&r, &a, &b, PSI_RESOURCE_IO), 0);
         for (size_t i = 0; i < r.n_procs; i++) {
                 assert_true(ranking_process_worst(&r, &r.procs[i], PSI_RESOURCE_IO, start, trig, &w));
                 if (r.procs[i].tgid == 5) {
                         assert_int_equal(w.tid, 5);
                         assert_int_equal(w.delay, TASK_DELAY_BLKIO);
-                        assert_int_equal(w.ns, 900 * MS);
-                        assert_int_equal(w.at_ns, wake - 300 * MS);
+                        assert_int_equal(w.ns, 900 * NS_PER_MS);
+                        assert_int_equal(w.at_ns, wake - 300 * NS_PER_MS);
                         assert_int_equal(w.when, WORST_TRIGGER_WINDOW);
                         /* Ranked by cpu, the 4 ms wait in the window is the one. */
                         assert_true(ranking_process_worst(&r, &r.procs[i], PSI_RESOURCE_CPU, start, trig, &w));
                         assert_int_equal(w.when, WORST_WINDOW);
-                        assert_int_equal(w.ns, 4 * MS);
+                        assert_int_equal(w.ns, 4 * NS_PER_MS);
                         /* Without a trigger (a snapshot) the 900 ms wait is before the window. */
                         assert_true(ranking_process_worst(&r, &r.procs[i], PSI_RESOURCE_IO, start, 0, &w));
                         assert_int_equal(w.when, WORST_BEFORE);
-                        assert_int_equal(w.ns, 2000 * MS);
+                        assert_int_equal(w.ns, 2000 * NS_PER_MS);
                 } else {
                         assert_int_equal(w.when, WORST_BEFORE);
-                        assert_int_equal(w.ns, 50 * MS);
+                        assert_int_equal(w.ns, 50 * NS_PER_MS);
                 }
         }
         assert_string_equal(worst_when_to_string(WORST_TRIGGER_WINDOW), "trigger_window");
@@ -392,30 +390,30 @@ static void test_process_worst(void **state) {
  * by its own reply's maximum, or by its thread's when the reply shows another thread's; a real long
  * wait, or one from before the window, stays. */
 static void test_unstarted_blkio(void **state) {
-        const uint64_t S = 1000 * MS;
+        const uint64_t S = 1000 * NS_PER_MS;
         Snapshot a = { .real_us = 9000 * USEC_PER_SEC, .mono_us = 13638 * USEC_PER_SEC },
                  b = { .real_us = 9001 * USEC_PER_SEC, .mono_us = 13639 * USEC_PER_SEC };
-        uint64_t bogus = 13638 * S + 500 * MS; /* local_clock() as the wait "ended", mid-window */
+        uint64_t bogus = 13638 * S + 500 * NS_PER_MS; /* local_clock() as the wait "ended", mid-window */
         Ranking r = {};
 
-        add(&a, 10, 10, "dd", 9000, 0, 100 * MS, 0, 0);
+        add(&a, 10, 10, "dd", 9000, 0, 100 * NS_PER_MS, 0, 0);
         add(&a, 20, 20, "db", 1000, 0, 1 * S, 0, 0);
         add(&a, 30, 30, "old", 1000, 0, bogus, 0, 0); /* its wait without a start came before the window */
         add(&a, 40, 40, "mt", 1000, 0, 0, 0, 0);
         add(&a, 41, 40, "mt-w", 1000, 0, 0, 0, 0);
-        add(&b, 10, 10, "dd", 9000, 0, 100 * MS + bogus + 300 * MS, 0, 0); /* + the wait + 300 ms real */
-        add(&b, 20, 20, "db", 1000, 0, 1 * S + 3600 * S, 0, 0);            /* a real hour-long wait ended */
-        add(&b, 30, 30, "old", 1000, 0, bogus + 200 * MS, 0, 0);
-        add(&b, 40, 40, "mt", 1000, 0, 50 * MS, 0, 0);
+        add(&b, 10, 10, "dd", 9000, 0, 100 * NS_PER_MS + bogus + 300 * NS_PER_MS, 0, 0); /* + the wait + 300 ms real */
+        add(&b, 20, 20, "db", 1000, 0, 1 * S + 3600 * S, 0, 0); /* a real hour-long wait ended */
+        add(&b, 30, 30, "old", 1000, 0, bogus + 200 * NS_PER_MS, 0, 0);
+        add(&b, 40, 40, "mt", 1000, 0, 50 * NS_PER_MS, 0, 0);
         add(&b, 41, 40, "mt-w", 1000, 0, bogus, 0, 0);
         done_adding(&a);
         done_adding(&b);
         proc_of(&b, 10)->blkio_max_ns = bogus;
-        proc_of(&a, 20)->blkio_max_ns = 10 * MS;
+        proc_of(&a, 20)->blkio_max_ns = 10 * NS_PER_MS;
         proc_of(&b, 20)->blkio_max_ns = 3600 * S;
         proc_of(&a, 30)->blkio_max_ns = bogus;
         proc_of(&b, 30)->blkio_max_ns = bogus;
-        proc_of(&b, 40)->blkio_max_ns = 50 * MS; /* the TGID reply's last thread: not the one */
+        proc_of(&b, 40)->blkio_max_ns = 50 * NS_PER_MS; /* the TGID reply's last thread: not the one */
         set_max(&b, 41, TASK_DELAY_BLKIO, bogus, 0);
         set_max(&b, 10, TASK_DELAY_BLKIO, bogus, 0); /* one thread: its reply's maximum is the thread's */
 
@@ -424,10 +422,10 @@ static void test_unstarted_blkio(void **state) {
         uint64_t got[100] = {};
         for (size_t i = 0; i < r.n_procs; i++)
                 got[r.procs[i].tgid] = r.procs[i].delay_ns[TASK_DELAY_BLKIO];
-        assert_int_equal(got[10], 300 * MS);
+        assert_int_equal(got[10], 300 * NS_PER_MS);
         assert_int_equal(got[20], 3600 * S);
-        assert_int_equal(got[30], 200 * MS);
-        assert_int_equal(got[40], 50 * MS + bogus); /* until its threads are measured */
+        assert_int_equal(got[30], 200 * NS_PER_MS);
+        assert_int_equal(got[40], 50 * NS_PER_MS + bogus); /* until its threads are measured */
         assert_int_equal(r.procs[0].tgid, 40);
 
         /* Its threads: the one with the wait without a start is corrected, and its process with it. */
@@ -435,13 +433,13 @@ static void test_unstarted_blkio(void **state) {
         assert_int_equal(r.unstarted, 2); /* processes 10 and 40 */
         for (size_t i = 0; i < r.n_procs; i++)
                 got[r.procs[i].tgid] = r.procs[i].delay_ns[TASK_DELAY_BLKIO];
-        assert_int_equal(got[40], 50 * MS);
+        assert_int_equal(got[40], 50 * NS_PER_MS);
         assert_int_equal(r.procs[0].tgid, 20); /* the real hour-long wait ranks first now */
         for (size_t i = 0; i < r.n_threads; i++)
                 if (r.threads[i].tid == 41)
                         assert_int_equal(r.threads[i].delay_ns[TASK_DELAY_BLKIO], 0);
                 else if (r.threads[i].tid == 10)
-                        assert_int_equal(r.threads[i].delay_ns[TASK_DELAY_BLKIO], 300 * MS);
+                        assert_int_equal(r.threads[i].delay_ns[TASK_DELAY_BLKIO], 300 * NS_PER_MS);
         ranking_done(&r);
         free_snapshot(&a);
         free_snapshot(&b);
@@ -453,28 +451,28 @@ static void test_unstarted_blkio(void **state) {
  * leave. A process's growth over threads below the window's start stays; one above it is taken
  * for more such waits (the bound of the rule). */
 static void test_unstarted_blkio_repeated(void **state) {
-        const uint64_t S = 1000 * MS;
+        const uint64_t S = 1000 * NS_PER_MS;
         Snapshot a = { .real_us = 9000 * USEC_PER_SEC, .mono_us = 26000 * USEC_PER_SEC },
                  b = { .real_us = 9001 * USEC_PER_SEC, .mono_us = 26001 * USEC_PER_SEC };
-        uint64_t u1 = 26000 * S + 100 * MS, u2 = 26000 * S + 400 * MS, u3 = 26000 * S + 900 * MS;
+        uint64_t u1 = 26000 * S + 100 * NS_PER_MS, u2 = 26000 * S + 400 * NS_PER_MS, u3 = 26000 * S + 900 * NS_PER_MS;
         Ranking r = {};
 
         add(&a, 10, 10, "dd", 25990, 0, 0, 0, 0);
         add(&a, 20, 20, "pool", 1000, 0, 0, 0, 0);
         add(&a, 40, 40, "mt", 1000, 0, 0, 0, 0);
         add(&a, 41, 40, "mt-w", 1000, 0, 0, 0, 0);
-        add(&b, 10, 10, "dd", 25990, 0, u1 + u2 + u3 + 300 * MS, 0, 0); /* three without a start, 300 ms real */
-        add(&b, 20, 20, "pool", 1000, 0, u3 + 20000 * S, 0, 0);         /* one, and 20,000 s over its threads */
-        add(&b, 30, 30, "dd-end", 26000, 0, u1 + u2 + 2 * S, 0, 0);     /* two, 2 s real; new, not detailed */
-        add(&b, 40, 40, "mt", 1000, 0, 10 * MS, 0, 0);
-        add(&b, 41, 40, "mt-w", 1000, 0, u1 + u2 + 50 * MS, 0, 0); /* two in a thread its reply does not show */
+        add(&b, 10, 10, "dd", 25990, 0, u1 + u2 + u3 + 300 * NS_PER_MS, 0, 0); /* three without a start, 300 ms real */
+        add(&b, 20, 20, "pool", 1000, 0, u3 + 20000 * S, 0, 0);                /* one, and 20,000 s over its threads */
+        add(&b, 30, 30, "dd-end", 26000, 0, u1 + u2 + 2 * S, 0, 0);            /* two, 2 s real; new, not detailed */
+        add(&b, 40, 40, "mt", 1000, 0, 10 * NS_PER_MS, 0, 0);
+        add(&b, 41, 40, "mt-w", 1000, 0, u1 + u2 + 50 * NS_PER_MS, 0, 0); /* two in a thread its reply does not show */
         done_adding(&a);
         done_adding(&b);
         proc_of(&b, 10)->blkio_max_ns = u3;
         proc_of(&b, 20)->blkio_max_ns = u3;
         proc_of(&b, 30)->blkio_max_ns = u2;
         proc_of(&b, 30)->born_in_sample = true;
-        proc_of(&b, 40)->blkio_max_ns = 10 * MS;
+        proc_of(&b, 40)->blkio_max_ns = 10 * NS_PER_MS;
         set_max(&b, 10, TASK_DELAY_BLKIO, u3, 0);
         set_max(&b, 41, TASK_DELAY_BLKIO, u2, 0);
 
@@ -485,7 +483,7 @@ static void test_unstarted_blkio_repeated(void **state) {
         assert_int_equal(got[10], 0);               /* u1 + u2 + 300 ms, less two at most u3 each: at least 0 */
         assert_int_equal(got[20], 20000 * S);       /* below the window's start: real */
         assert_int_equal(got[30], u1 + 2 * S - u2); /* u1 + 2 s, less one at most u2 */
-        assert_int_equal(got[40], 10 * MS + u1 + u2 + 50 * MS); /* until its threads are measured */
+        assert_int_equal(got[40], 10 * NS_PER_MS + u1 + u2 + 50 * NS_PER_MS); /* until its threads are measured */
         assert_int_equal(r.unstarted, 3 + 1 + 2);
 
         /* mt's thread: both out (u1 + 50 ms less at most u2: 0), from its process too, and no worst;
@@ -494,7 +492,7 @@ static void test_unstarted_blkio_repeated(void **state) {
         for (size_t i = 0; i < r.n_procs; i++)
                 got[r.procs[i].tgid] = r.procs[i].delay_ns[TASK_DELAY_BLKIO];
         assert_int_equal(got[10], 0);
-        assert_int_equal(got[40], 10 * MS);
+        assert_int_equal(got[40], 10 * NS_PER_MS);
         assert_int_equal(r.unstarted, 3 + 1 + 2 + 2);
         for (size_t i = 0; i < r.n_threads; i++)
                 if (r.threads[i].tid == 41 || r.threads[i].tid == 10) {
@@ -511,15 +509,15 @@ static void test_lifetime(void **state) {
         Snapshot b = { .real_us = 5000 * USEC_PER_SEC };
         Ranking r = {};
 
-        add(&b, 10, 10, "spin", 1000, 100 * MS, 0, 0, 0);
-        add(&b, 11, 10, "spin-w", 1000, 50 * MS, 0, 0, 0);
-        add(&b, 20, 20, "reader", 4999, 1 * MS, 0, 0, 0);
+        add(&b, 10, 10, "spin", 1000, 100 * NS_PER_MS, 0, 0, 0);
+        add(&b, 11, 10, "spin-w", 1000, 50 * NS_PER_MS, 0, 0, 0);
+        add(&b, 20, 20, "reader", 4999, 1 * NS_PER_MS, 0, 0, 0);
         done_adding(&b);
         assert_int_equal(ranking_build(&r, NULL, &b, PSI_RESOURCE_CPU), 0);
         assert_int_equal(r.n_procs, 2);
         assert_int_equal(r.procs[0].tgid, 10);
-        assert_int_equal(r.procs[0].score_ns, 150 * MS);
-        assert_int_equal(r.procs[1].score_ns, 1 * MS);
+        assert_int_equal(r.procs[0].score_ns, 150 * NS_PER_MS);
+        assert_int_equal(r.procs[1].score_ns, 1 * NS_PER_MS);
         assert_int_equal(ranking_add_threads(&r, NULL, &b, PSI_RESOURCE_CPU), 0);
         assert_int_equal(r.n_threads, 3);
         assert_int_equal(r.procs[0].n, 2);

@@ -166,7 +166,12 @@ static void test_sample_from_recording(void **state) {
 
         sampler_init(&s, loop, NULL, on_done, &r);
         assert_int_equal(sampler_start_recorded(&s, &scope, 100, &rec, first_mono), 0);
-        assert_false(rec.running); /* used up */
+        /* Borrowed: the entry and the older ones forgotten, the recorder running until its owner
+         * stops it (here, so that the loop ends with the sample). */
+        assert_true(rec.running);
+        assert_int_equal(rec.n, 2);
+        assert_true(rec.ring[rec.oldest].a.mono_us > first_mono);
+        recorder_stop(&rec);
         ev_run(loop, 0);
         assert_int_equal(r, 0);
         assert_true(s.result.recorded);
@@ -263,6 +268,7 @@ static void test_onwhat_from_recording(void **state) {
         scope.onwhat = &ow;
         sampler_init(&s, loop, NULL, on_done, &r);
         assert_int_equal(sampler_start_recorded(&s, &scope, 100, &rec, first->a.mono_us), 0);
+        recorder_stop(&rec); /* the owner's: the loop ends with the sample */
         ev_run(loop, 0);
         assert_int_equal(r, 0);
         assert_true(s.result.recorded);
@@ -310,6 +316,7 @@ static void test_matches(void **state) {
         limit.node = false;
         snprintf(limit.path, sizeof limit.path, "app");
         scope.culprit = &node;
+        scope.cgroup_path = "app";
         recorder_init(&r, loop, NULL);
         assert_false(recorder_matches(&r, &scope, UINT64_MAX)); /* not recording */
         assert_int_equal(recorder_start(&r, &scope, 500, 2000), 0);
@@ -328,6 +335,14 @@ static void test_matches(void **state) {
         other = scope;
         other.cgroup_fd = -1; /* node-wide */
         assert_false(recorder_matches(&r, &other, UINT64_MAX));
+        /* Another cgroup: its path says so, whatever its descriptor. */
+        other = scope;
+        other.cgroup_path = "app/web";
+        assert_false(recorder_matches(&r, &other, UINT64_MAX));
+        other.cgroup_path = NULL;
+        assert_false(recorder_matches(&r, &other, UINT64_MAX));
+        other.cgroup_path = "app";
+        assert_true(recorder_matches(&r, &other, UINT64_MAX));
         recorder_free(&r);
         ev_loop_destroy(loop);
 }

@@ -16,6 +16,9 @@
 #include "sampling/rank.h"
 #include "sampling/result.h"
 #include "sampling/sampler.h"
+#include "incident/jsonutil.h"
+#include "tests/unit/fake-taskstats.h"
+#include "tests/unit/fake-tree.h"
 #include "tests/unit/test-util.h"
 
 static void test_ended_victim_cgroup(void **state) {
@@ -38,7 +41,7 @@ static void test_ended_victim_cgroup(void **state) {
         int proc_fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
         assert_true(proc_fd >= 0);
 
-        sample_result_identify(&r, proc_fd, &buf, 4);
+        sample_result_identify(&r, proc_fd, NULL, &buf, 4);
         assert_int_equal(r.n_procs, 2);
         assert_int_equal(r.n_culprit_procs, 1);
         assert_true(r.culprit_procs[0].has_cgroup);
@@ -52,10 +55,66 @@ static void test_ended_victim_cgroup(void **state) {
 
         /* Without a culprit pass, nothing to take it from. */
         r.culprits = NULL;
-        sample_result_identify(&r, proc_fd, &buf, 4);
+        sample_result_identify(&r, proc_fd, NULL, &buf, 4);
         assert_false(r.procs[0].has_cgroup);
         close(proc_fd);
         rmdir(dir);
+}
+
+/* A live process whose /proc does not give its name (refused, as an AppArmor profile refuses a
+ * container's agent, or gone between the sample and the read) is never nameless: taskstats'
+ * per-pid ac_comm, else "?", and why in unreadable. */
+static void test_unreadable_identity(void **state) {
+        ProcessDelta ranked[3] = {
+                { .tgid = 700, .origin = PROCESS_MEASURED },
+                { .tgid = 701, .origin = PROCESS_MEASURED },
+                { .tgid = 702, .origin = PROCESS_MEASURED },
+        };
+        Ranking ranking = { .procs = ranked, .n_procs = 3 };
+        const uint64_t none[_TASK_DELAY_MAX] = {};
+        FakeTask tasks[1] = { { .tid = 700, .stats = fake_task_stats(700, 700, "cc1", none) } };
+        TaskstatsSource *ts = fake_taskstats_new(tasks, 1);
+        ProcessInfo items[8];
+        ProcessInfoBuffer buf = { .items = items, .cap = 8 };
+        SampleResult r = { .ranking = &ranking };
+        char dir[] = "/tmp/psidiag-result-XXXXXX";
+        int proc_fd;
+
+        /* 702 is readable; 700 and 701 have no /proc entry. */
+        assert_non_null(mkdtemp(dir));
+        assert_int_equal(fake_tree_write(dir, "702/comm", "postgres\n"), 0);
+        assert_int_equal(fake_tree_write(dir, "702/cgroup", "0::/db\n"), 0);
+        proc_fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        assert_true(proc_fd >= 0);
+        sample_result_identify(&r, proc_fd, ts, &buf, 4);
+        assert_int_equal(r.n_procs, 3);
+        assert_string_equal(r.procs[0].comm, "cc1"); /* taskstats still knew it */
+        assert_string_equal(r.procs[0].unreadable, "it ended before its name was read");
+        assert_string_equal(r.procs[1].comm, "?"); /* nothing did */
+        assert_string_equal(r.procs[1].unreadable, "it ended before its name was read");
+        assert_string_equal(r.procs[2].comm, "postgres");
+        assert_string_equal(r.procs[2].unreadable, "");
+        assert_string_equal(r.procs[2].cgroup, "/db");
+
+        /* Refused: the reason is /proc's, the name taskstats'. */
+        assert_int_equal(fake_tree_write(dir, "700/comm/x", ""), 0); /* a directory: EISDIR */
+        sample_result_identify(&r, proc_fd, ts, &buf, 4);
+        assert_string_equal(r.procs[0].comm, "cc1");
+        assert_non_null(strstr(r.procs[0].unreadable, "/proc/700 is not readable: "));
+
+        /* In the incident: comm never empty, unreadable says why. */
+        json_t *o = json_object();
+        assert_int_equal(incident_process_identity(o, &r.procs[1]), 0);
+        assert_string_equal(json_string_value(json_object_get(o, "comm")), "?");
+        assert_string_equal(json_string_value(json_object_get(o, "unreadable")), "it ended before its name was read");
+        json_decref(o);
+        o = json_object();
+        assert_int_equal(incident_process_identity(o, &r.procs[2]), 0);
+        assert_true(json_is_null(json_object_get(o, "unreadable")));
+        json_decref(o);
+        close(proc_fd);
+        taskstats_source_free(ts);
+        assert_int_equal(fake_tree_remove(dir), 0);
 }
 
 static const char memory_pressure[] = "some avg10=1.50 avg60=0.70 avg300=0.20 total=4242\n"
@@ -204,6 +263,7 @@ static void test_unmeasured_as_sampler(void **state) {
 int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_ended_victim_cgroup),
+                cmocka_unit_test(test_unreadable_identity),
                 cmocka_unit_test(test_unmeasured),
                 cmocka_unit_test(test_unmeasured_as_sampler),
         };

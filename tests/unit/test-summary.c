@@ -96,6 +96,24 @@ static void test_worst_wait(void **state) {
         assert_summary(buf, plain);
 }
 
+/* A stuck device said plainly (its queue waiting, nothing completed), not "100% busy". */
+static void test_stuck_device(void **state) {
+        assert_summary("{\"type\": \"pressure\", \"trigger\": {\"cgroup\": \"/psidiag-rw-db\", \"resource\": \"io\"},"
+                       " \"sample\": {\"duration_ms\": 1000, \"stall_us\": 1000000}, \"most_delayed\": [],"
+                       " \"limits\": {\"io\": {\"devices_source\": \"node\", \"devices\": [], \"node_devices\": ["
+                       "   {\"device\": \"vda\", \"major\": 254, \"minor\": 0, \"rios\": 0, \"wios\": 0, \"util\": 1.0,"
+                       "    \"in_flight\": 21, \"in_flight_start\": 21, \"verdict\": \"stuck\"}]}}}",
+                       "/psidiag-rw-db stalled 1 s on io on vda (stuck: 21 requests in flight, none completed) in 1 s, "
+                       "no process measured waiting");
+        assert_summary("{\"type\": \"pressure\", \"trigger\": {\"cgroup\": \"/db\", \"resource\": \"io\"},"
+                       " \"sample\": {\"duration_ms\": 1000, \"stall_us\": 1000000}, \"most_delayed\": [],"
+                       " \"limits\": {\"io\": {\"devices_source\": \"node\", \"devices\": [], \"node_devices\": ["
+                       "   {\"device\": \"vda\", \"major\": 254, \"minor\": 0, \"rios\": 1, \"wios\": 2, \"util\": 1.0,"
+                       "    \"in_flight\": 9, \"verdict\": \"stuck\"}]}}}",
+                       "/db stalled 1 s on io on vda (stuck: 9 requests in flight, 3 completed) in 1 s, no process "
+                       "measured waiting");
+}
+
 /* A node-wide storm: 100 cgroups, the largest 4%: nobody is named. */
 static void test_no_dominant_culprit(void **state) {
         json_t *j =
@@ -366,6 +384,7 @@ int main(void) {
                 cmocka_unit_test(test_ended_aggregate_and_own_processes),
                 cmocka_unit_test(test_stall_passed),
                 cmocka_unit_test(test_worst_wait),
+                cmocka_unit_test(test_stuck_device),
                 cmocka_unit_test(test_dominant_cgroup_process),
                 cmocka_unit_test(test_own_limit_and_memory),
                 cmocka_unit_test(test_memory_high),

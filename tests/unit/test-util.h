@@ -11,6 +11,10 @@
 
 #define fixture(name) FIXTURE_DIR "/" name
 
+/* A millisecond in the units a test counts in: taskstats' ns, or the loop's and PSI's us. */
+#define NS_PER_MS 1000000ULL
+#define US_PER_MS 1000ULL
+
 #include "base/unparsed.h"
 
 /* Runs stmt and asserts that it noted exactly n unreadable lines of kind file (base/unparsed.h). */
