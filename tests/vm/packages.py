@@ -22,9 +22,10 @@ COMMON = ["systemd", "systemd-sysv", "dbus", "procps", "logrotate", "man-db",
           "linux-image-amd64", "udev", "systemd-oomd", "oomd", "stress-ng",
           "python3", "python3-jsonschema", "e2fsprogs", "util-linux"]
 
-# name: suite, the release's versions as the guest must report them (the runner's first line:
-# kernel, systemd, the taskstats struct version `psidiag check` reads), the recipe and packages,
-# the steps after debootstrap (debroot.run_steps()), and the cases it runs (None: all of them).
+# name: its title, suite, the release's versions as the guest must report them (the runner's first
+# line: kernel, systemd, the taskstats struct version `psidiag check` reads; "moves": only printed),
+# the recipe, the cache's kind (the root's name), the packages and the steps after debootstrap
+# (debroot.run_steps()). Every guest runs every case (tests/meson.build).
 GUESTS = {
     "bookworm": {
         "title": "Debian 12", "suite": "bookworm", "kernel": "6.1", "systemd": 252, "taskstats": 13,
