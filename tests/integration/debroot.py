@@ -51,21 +51,28 @@ def os_release(key):
         return dict(re.findall(r'^(\w+)="?([^"\n]*)"?$', f.read(), re.M)).get(key)
 
 
-def ensure_root(kind, recipe, packages, log, timeout=1800):
-    """The cached root of this kind, recipe and package list, built once with debootstrap (into a
-    temporary directory renamed into place when complete, so a failed or concurrent build never
-    leaves a half root). Returns its path."""
-    codename = os_release("VERSION_CODENAME")
-    if not codename:
+def ensure_root(kind, recipe, packages, log, timeout=1800, suite=None, steps=()):
+    """The cached root of this kind, recipe, suite (the host's own release when None) and package
+    list, built once with debootstrap from the mirror the host's apt sources name for the host's
+    release (Debian's mirror serves the other suites too; they are never added to the host's
+    sources), then finished by steps (see run_steps()). Built into a temporary directory renamed
+    into place when complete, so a failed or concurrent build never leaves a half root. Returns its
+    path."""
+    host = os_release("VERSION_CODENAME")
+    if not host:
         skip("no VERSION_CODENAME in /etc/os-release: cannot pick a suite to debootstrap")
-    mirror = apt_mirror(codename)
+    codename = suite or host
+    mirror = apt_mirror(host)
     if not mirror:
-        skip(f"no apt source for {codename} in /etc/apt/sources.list*: cannot debootstrap a root")
+        skip(f"no apt source for {host} in /etc/apt/sources.list*: cannot debootstrap a root")
     arch = sh(["dpkg", "--print-architecture"]).stdout.strip()
-    key = json.dumps([recipe, codename, mirror, arch, sorted(packages)]).encode()
-    root = os.path.join(CACHE, f"{kind}-root-" + hashlib.sha256(key).hexdigest()[:16])
+    # The host's own release with no steps keeps the key that roots were cached under before.
+    key = json.dumps([recipe, codename, mirror, arch, sorted(packages)] + ([steps] if steps else [])).encode()
+    name = f"{kind}-root-" + hashlib.sha256(key).hexdigest()[:16]
+    root = os.path.join(CACHE, name)
     os.makedirs(CACHE, exist_ok=True)
-    with open(os.path.join(CACHE, ".lock"), "w") as lock:
+    # One lock per root: a root being built holds back only those who want that root.
+    with open(os.path.join(CACHE, f".{name}.lock"), "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
         if os.path.isdir(root):
             log(f"cached root {root}")
@@ -73,16 +80,58 @@ def ensure_root(kind, recipe, packages, log, timeout=1800):
         tmp = tempfile.mkdtemp(dir=CACHE, prefix=".building-")
         try:
             log(f"debootstrap {codename} from {mirror} into {tmp}")
+            # debootstrap checks the Release file's signature with gpgv, which ignores Valid-Until:
+            # a suite whose Release is past it (sid's, when the clock runs ahead of the mirror)
+            # still installs; only apt inside the root would refuse it.
             p = sh(["debootstrap", "--variant=minbase", "--include=" + ",".join(packages), codename, tmp, mirror],
                    timeout=timeout)
             check(p.returncode == 0, f"debootstrap failed ({p.returncode}):\n{p.stdout[-3000:]}\n{p.stderr[-3000:]}")
+            run_steps(tmp, steps, log)
             for deb in glob.glob(os.path.join(tmp, "var/cache/apt/archives/*.deb")):
                 os.unlink(deb)
             os.rename(tmp, root)
         finally:
+            unmount_below(tmp)
             shutil.rmtree(tmp, ignore_errors=True)
     log(f"built root {root}")
     return root
+
+
+def run_steps(root, steps, log):
+    """A recipe's steps after debootstrap, in order: ["write", PATH, TEXT] writes a file of the
+    root; ["chroot", ARGV...] runs a command in it with /proc, /sys and /dev mounted (unmounted
+    after, even when it fails)."""
+    for step in steps:
+        if step[0] == "write":
+            path = os.path.join(root, step[1].lstrip("/"))
+            os.makedirs(os.path.dirname(path), exist_ok=True)
+            with open(path, "w") as f:
+                f.write(step[2])
+            continue
+        check(step[0] == "chroot", f"unknown recipe step {step}")
+        log(f"in the root: {' '.join(step[1:])}")
+        try:
+            for opts, what, dest in ((["-t", "proc"], "proc", "proc"), (["-t", "sysfs"], "sysfs", "sys"),
+                                     (["--bind"], "/dev", "dev")):
+                p = sh(["mount"] + opts + [what, os.path.join(root, dest)])
+                check(p.returncode == 0, f"mount {dest} in the root: {p.stderr}")
+            p = sh(["chroot", root] + list(step[1:]), timeout=900,
+                   env={"PATH": "/usr/sbin:/usr/bin:/sbin:/bin", "LANG": "C.UTF-8"})
+            check(p.returncode == 0, f"{' '.join(step[1:])} in the root failed ({p.returncode}):\n"
+                  f"{p.stdout[-3000:]}\n{p.stderr[-3000:]}")
+        finally:
+            unmount_below(root)
+
+
+def unmount_below(root):
+    """Unmounts whatever is mounted under root, deepest first (debootstrap's own /proc and /sys
+    when it was killed, a step's)."""
+    real = os.path.realpath(root)
+    with open("/proc/self/mountinfo") as f:
+        points = [l.split()[4] for l in f]
+    for m in sorted((m for m in points if m.startswith(real + "/")), key=len, reverse=True):
+        if sh(["umount", m]).returncode != 0:
+            sh(["umount", "-l", m])
 
 
 class Overlay:

@@ -248,6 +248,56 @@ static void test_systemd_oomd(void **state) {
         assert_string_equal(m.cgroup, "/a.slice");
 }
 
+/* The kill lines as systemd-oomd wrote them in the VM's guests (docs/killers.md: Seen in the VM):
+ * 252 and 257 "Killed ...", 262 "Marked ... for killing ...", and the candidate dump beside them,
+ * one journal entry a line, which is not a mark. */
+static void test_systemd_oomd_seen(void **state) {
+        static const char *const dump[] = {
+                "Considered 1 cgroups for killing, top candidates were:",
+                "\tPath: /vmoomd.slice/vmoomd-grow.service",
+                "\t\tMemory Pressure Limit: 0.00%",
+                "\t\tPressure: Avg10: 46.17, Avg60: 10.48, Avg300: 2.28, Total: 7s",
+                "\t\tPgscan: 2255037",
+                "\t\tPressure: Avg10: 40.45 Avg60: 8.38 Avg300: 1.79 Total: 6s",
+                "No swap; memory pressure usage will be degraded",
+        };
+        KillMark m;
+
+        /* 252.39 (Debian 12). */
+        assert_int_equal(run(killmarks_parse_systemd_oomd_line,
+                             "Killed /vmoomd.slice/vmoomd-thrash.service due to memory pressure for /vmoomd.slice "
+                             "being 11.26% > 10.00% for > 5s with reclaim activity",
+                             &m),
+                         0);
+        assert_string_equal(m.cgroup, "/vmoomd.slice/vmoomd-thrash.service");
+        assert_int_equal(run(killmarks_parse_systemd_oomd_line,
+                             "Killed /vmoomd.slice/vmoomd-grow.service due to memory pressure for /vmoomd.slice "
+                             "being 39.24% > 10.00% for > 5s with reclaim activity",
+                             &m),
+                         0);
+        assert_string_equal(m.cgroup, "/vmoomd.slice/vmoomd-grow.service");
+        /* 257.13 (Debian 13). */
+        assert_int_equal(run(killmarks_parse_systemd_oomd_line,
+                             "Killed /vmoomd.slice/vmoomd-thrash.service due to memory pressure for /vmoomd.slice "
+                             "being 10.96% > 10.00% for > 5s with reclaim activity",
+                             &m),
+                         0);
+        assert_int_equal(m.killer, KILLER_SYSTEMD_OOMD);
+        assert_int_equal(m.signal, SIGKILL);
+        assert_string_equal(m.cgroup, "/vmoomd.slice/vmoomd-thrash.service");
+        /* 262.1 (sid). */
+        assert_int_equal(run(killmarks_parse_systemd_oomd_line,
+                             "Marked /vmoomd.slice/vmoomd-grow.service for killing due to memory pressure for "
+                             "/vmoomd.slice being 49.60% > 10.00% for > 5s with reclaim activity",
+                             &m),
+                         0);
+        assert_int_equal(m.killer, KILLER_SYSTEMD_OOMD);
+        assert_int_equal(m.signal, SIGKILL);
+        assert_string_equal(m.cgroup, "/vmoomd.slice/vmoomd-grow.service");
+        for (size_t i = 0; i < ELEMENTSOF(dump); i++)
+                assert_int_equal(run(killmarks_parse_systemd_oomd_line, dump[i], &m), -ENOMSG);
+}
+
 static void test_systemd_oomd_hostile(void **state) {
         KillMark m;
 
@@ -511,6 +561,7 @@ int main(void) {
                 cmocka_unit_test(test_nohang),
                 cmocka_unit_test(test_nohang_hostile),
                 cmocka_unit_test(test_systemd_oomd),
+                cmocka_unit_test(test_systemd_oomd_seen),
                 cmocka_unit_test(test_systemd_oomd_hostile),
                 cmocka_unit_test(test_oomd_kmsg),
                 cmocka_unit_test(test_oomd_kmsg_hostile),

@@ -1,13 +1,56 @@
 # SPDX-License-Identifier: MIT
-"""The VM root's recipe: change RECIPE or PACKAGES and a new root is built beside the old one."""
+"""The guests of the VM suite and their roots' recipes: change a guest's recipe, packages or steps
+and a new root is built beside the old one (tests/integration/debroot.py). Each root is
+debootstrapped from Debian's mirror, the one the host's apt sources name for Debian 12, which
+also serves trixie and sid; neither is ever added to the host's own sources.
 
-RECIPE = 1
-# The nspawn root's packages (the agent's libraries, systemd, procps, logrotate, man-db), plus
-# Debian 12's stock kernel with its initramfs (virtio_blk is a module), udev (device units and
-# /dev/virtio-ports names), the killers the cases run for real (systemd-oomd, Meta's oomd),
-# stress-ng for load, python3 and python3-jsonschema for the case runner, and e2fsprogs for the
-# scratch disk.
-PACKAGES = ["systemd", "systemd-sysv", "dbus", "procps", "logrotate", "man-db",
-            "libev4", "libnl-3-200", "libnl-genl-3-200", "libjansson4", "libsystemd0",
-            "linux-image-amd64", "initramfs-tools", "udev", "systemd-oomd", "oomd", "stress-ng",
-            "python3", "python3-jsonschema", "e2fsprogs", "util-linux"]
+The packages are the nspawn root's (the agent's libraries, systemd, procps for sysctl, logrotate,
+man-db), plus the release's stock kernel with its initramfs (virtio_blk is a module), udev (device
+units and /dev/virtio-ports names), kmod, the killers the cases run for real (systemd-oomd, Meta's
+oomd), stress-ng for load, python3 and python3-jsonschema for the case runner, and e2fsprogs for
+the scratch disk. Names that differ by release: libev4 is libev4t64 from trixie on (the 64-bit
+time_t transition). On sid the kernel depends on `dracut | initramfs-tools`, and debootstrap
+takes the first alternative, so its initramfs is dracut's; dracut in a chroot makes a host-only
+image for the host's devices, without ext4, unless it sees /dev unmounted (in debootstrap's run it
+did, and turned host-only off itself), so a step turns host-only off and makes the image again,
+whatever the chroot had mounted. systemd 262 dlopen()s what 252 linked (libseccomp, libacl, libpam,
+libkmod...) and only recommends them, which debootstrap does not install: they are listed, so
+that the unit's sandbox is what an installed node has."""
+
+COMMON = ["systemd", "systemd-sysv", "dbus", "procps", "logrotate", "man-db",
+          "libnl-3-200", "libnl-genl-3-200", "libjansson4", "libsystemd0",
+          "linux-image-amd64", "udev", "systemd-oomd", "oomd", "stress-ng",
+          "python3", "python3-jsonschema", "e2fsprogs", "util-linux"]
+
+# name: its title, suite, the release's versions as the guest must report them (the runner's first
+# line: kernel, systemd, the taskstats struct version `psidiag check` reads; "moves": only printed),
+# the recipe, the cache's kind (the root's name), the packages and the steps after debootstrap
+# (debroot.run_steps()). Every guest runs every case (tests/meson.build).
+GUESTS = {
+    "bookworm": {
+        "title": "Debian 12", "suite": "bookworm", "kernel": "6.1", "systemd": 252, "taskstats": 13,
+        "recipe": 1, "kind": "vm",
+        # The list as it was before the other guests, so the cached Debian 12 root keeps its name.
+        "packages": ["systemd", "systemd-sysv", "dbus", "procps", "logrotate", "man-db",
+                     "libev4", "libnl-3-200", "libnl-genl-3-200", "libjansson4", "libsystemd0",
+                     "linux-image-amd64", "initramfs-tools", "udev", "systemd-oomd", "oomd", "stress-ng",
+                     "python3", "python3-jsonschema", "e2fsprogs", "util-linux"],
+        "steps": [],
+    },
+    "trixie": {
+        "title": "Debian 13", "suite": "trixie", "kernel": "6.12", "systemd": 257, "taskstats": 14,
+        "recipe": 1, "kind": "vm-trixie",
+        "packages": COMMON + ["libev4t64", "initramfs-tools", "kmod"],
+        "steps": [],
+    },
+    "sid": {
+        "title": "Debian sid", "suite": "sid", "kernel": "7.2", "systemd": 262, "taskstats": 17,
+        # sid moves: a root built on another day may have other versions; they are printed, not
+        # checked (tests/vm/vm.py: check_versions()).
+        "recipe": 1, "kind": "vm-sid", "moves": True,
+        "packages": COMMON + ["libev4t64", "dracut", "zstd", "kmod", "libkmod2", "libseccomp2", "libacl1",
+                              "libpam0g", "libcrypt1", "libcap2", "libaudit1", "libzstd1"],
+        "steps": [["write", "/etc/dracut.conf.d/90-psidiag-vm.conf", 'hostonly="no"\n'],
+                  ["chroot", "sh", "-c", "for k in /lib/modules/*; do dracut --force --kver ${k##*/}; done"]],
+    },
+}

@@ -1,19 +1,22 @@
 #!/usr/bin/python3
 # SPDX-License-Identifier: MIT
-"""Boots Debian 12's stock kernel (linux-image-amd64, 6.1) under QEMU on a Debian 12 root made by
-debootstrap from the host's apt sources (cached, tests/integration/debroot.py), with systemd as
-PID 1 and pure cgroup2 (Debian's default), 2 vCPUs, 3 GiB and a virtio scratch disk. The build is
+"""Boots one guest of tests/vm/packages.py (Debian 12, 13 or sid: the release's stock kernel,
+linux-image-amd64) under QEMU on a root of that release made by debootstrap from the mirror of the
+host's apt sources (cached, tests/integration/debroot.py), with systemd as PID 1 and pure cgroup2
+(Debian's default), 2 vCPUs, 3 GiB and a virtio scratch disk. The build is
 put into the image with `meson install` (DESTDIR), as a user installs it, with the guest's case
 runner (guest.py) and a oneshot unit that runs it and powers off. The root image is a raw ext4
 made with `mkfs.ext4 -d` from an overlay of the cached root.
 
 QEMU runs under KVM when a boot there prints the kernel's banner within KVM_PROBE_S, else under
 TCG (-accel tcg,thread=multi -cpu max). The guest writes one JSON line per case to a virtio serial
-port (a file here); this test writes results/<case>.json for the meson test of each case
-(tests/vm/case.py) and results/vm.json with the timings. It fails, with the console's last lines,
-when the VM does not boot or does not finish within its deadlines; it never waits longer.
+port (a file here), the first naming its kernel, systemd and taskstats struct version; this test
+writes results/<case>.json for the meson test of each case (tests/vm/case.py) and results/vm.json
+with the guest's versions and the timings. It fails, with the console's last lines, when the VM
+does not boot or does not finish within its deadlines, or a release that does not move reports
+other versions than packages.py says; it never waits longer.
 
-argv: BUILD_DIR WORKLOAD RESULTS_DIR CASE..."""
+argv: BUILD_DIR WORKLOAD RESULTS_DIR GUEST CASE..."""
 
 import glob
 import json
@@ -30,15 +33,17 @@ sys.path.insert(0, HERE)
 from common import Failed, check, run, skip  # noqa: E402
 import debroot  # noqa: E402
 from debroot import sh  # noqa: E402
-from packages import PACKAGES, RECIPE  # noqa: E402
+from packages import GUESTS  # noqa: E402
 
 BUILD, WORKLOAD, RESULTS = (os.path.abspath(a) for a in sys.argv[1:4])
-CASES = sys.argv[4:]
+NAME = sys.argv[4]
+GUEST = GUESTS[NAME]
+CASES = sys.argv[5:]
 KVM_PROBE_S = 20
 # From QEMU's start to the guest runner's first line (TCG boots in about a minute here).
 BOOT_S = int(os.environ.get("PSIDIAG_VM_BOOT_S", "300"))
 # Every case has its own deadline in the guest (guest.py); this bounds them all and the shutdown.
-TOTAL_S = int(os.environ.get("PSIDIAG_VM_TOTAL_S", "840"))
+TOTAL_S = int(os.environ.get("PSIDIAG_VM_TOTAL_S", "1080"))
 MEM_MIB = 3072
 ROOT_IMAGE_MIB = 3072
 SCRATCH_MIB = 1024
@@ -49,7 +54,7 @@ TIMES = {}
 
 
 def log(msg):
-    print(f"[{time.monotonic() - T0:6.1f}s] {msg}", flush=True)
+    print(f"[{NAME} {time.monotonic() - T0:6.1f}s] {msg}", flush=True)
 
 
 def alive(pid):
@@ -72,7 +77,8 @@ def stage(root, installed):
     shutil.copy(os.path.join(BUILD, "tests", "probe-taskstats"), dest)
     shutil.copytree(os.path.join(HERE, "..", "..", "schemas"), os.path.join(dest, "schemas"), dirs_exist_ok=True)
     with open(os.path.join(dest, "cases.json"), "w") as f:
-        json.dump({"cases": CASES, "installed": {k: "/" + os.path.relpath(v, "/") for k, v in installed.items()}}, f)
+        json.dump({"cases": CASES, "installed": {k: "/" + os.path.relpath(v, "/") for k, v in installed.items()},
+                   "guest": dict(GUEST, name=NAME)}, f)
     with open(os.path.join(root, "etc/fstab"), "w") as f:
         f.write("/dev/vda / ext4 rw,errors=remount-ro 0 1\n")
     with open(os.path.join(root, "etc/hostname"), "w") as f:
@@ -172,6 +178,21 @@ def kvm_boots(work, files, root_image, scratch):
                    else f"no kernel banner within {KVM_PROBE_S} s")
 
 
+def check_versions(started):
+    """The versions the guest reported against packages.py's: a release that does not move (12,
+    13) fails on a difference (the docs' table would be wrong); sid's are printed."""
+    seen = {"kernel": ".".join(str(started.get("kernel")).split(".")[:2]), "systemd": started.get("systemd"),
+            "taskstats": started.get("taskstats")}
+    wrong = {k: (v, GUEST[k]) for k, v in seen.items() if v != GUEST[k]}
+    if not wrong:
+        log(f"versions as packages.py says: {seen}")
+    elif GUEST.get("moves"):
+        log(f"{GUEST['title']} moves: reported {seen}, packages.py says "
+            f"{ {k: GUEST[k] for k in seen} } (update it and docs/testing.md)")
+    else:
+        check(False, f"{GUEST['title']} reported (seen, packages.py) {wrong}: update packages.py and docs/testing.md")
+
+
 def write_result(name, result):
     with open(os.path.join(RESULTS, f"{name}.json"), "w") as f:
         json.dump(result, f)
@@ -187,10 +208,13 @@ def main():
     for old in glob.glob(os.path.join(RESULTS, "*.json")):
         os.unlink(old)
     debroot.sweep_overlays("vm", alive, log)
+    TIMES.update(guest=NAME, release=GUEST["title"])
     t = time.monotonic()
-    lower = debroot.ensure_root("vm", RECIPE, PACKAGES, log, timeout=1200)
+    lower = debroot.ensure_root(GUEST["kind"], GUEST["recipe"], GUEST["packages"], log, timeout=1200,
+                                suite=GUEST["suite"], steps=GUEST["steps"])
     TIMES["root_s"] = round(time.monotonic() - t, 1)
     overlay = qemu = None
+    done = {}
     work = os.path.join(RESULTS, "work")
     os.makedirs(work, exist_ok=True)
     try:
@@ -226,7 +250,6 @@ def main():
         t = time.monotonic()
         qemu = Qemu(work, *files, root_image, scratch, accel)
         started = None
-        done = {}
         deadline = t + TOTAL_S
         while True:
             code = qemu.proc.poll()
@@ -235,8 +258,10 @@ def main():
                 if line.get("event") == "start" and started is None:
                     started = line
                     TIMES["boot_s"] = round(time.monotonic() - t, 1)
-                    log(f"guest runner started after {TIMES['boot_s']} s: {line.get('kernel')}, "
-                        f"{line.get('cgroup')}, systemd {line.get('systemd')}")
+                    TIMES.update({k: line.get(k) for k in ("os", "kernel", "systemd", "taskstats")})
+                    log(f"guest runner started after {TIMES['boot_s']} s: {line.get('os')}, kernel "
+                        f"{line.get('kernel')}, systemd {line.get('systemd')}, taskstats v{line.get('taskstats')}, "
+                        f"{line.get('cgroup')}")
                 elif "case" in line and line["case"] not in done:
                     done[line["case"]] = line
                     log(f"{line['case']}: {line['result']} in {line['seconds']} s")
@@ -258,6 +283,7 @@ def main():
         missing = [c for c in CASES if c not in done]
         check(not missing, f"the guest did not run {missing}; console:\n{qemu.tail()}")
         TIMES["cases"] = {c: done[c]["seconds"] for c in CASES}
+        check_versions(started)
     except Exception as e:
         # The cases that never ran fail with the same reason and the console's last lines.
         for c in CASES:
@@ -269,6 +295,7 @@ def main():
             qemu.stop()
         if overlay:
             overlay.close()
+        TIMES["results"] = {c: done[c]["result"] if c in done else "fail" for c in CASES}
         TIMES["total_s"] = round(time.monotonic() - T0, 1)
         with open(os.path.join(RESULTS, "vm.json"), "w") as f:
             json.dump(TIMES, f, indent=1)
