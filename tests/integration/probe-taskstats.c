@@ -9,11 +9,12 @@
  * the last two "-" when the reply has no such field (kernel-facts.md: delay-maxima). Exit 1 with "error <errno name>"
  * when the TGID query fails.
  *
- *   probe-taskstats --exit PID
+ *   probe-taskstats --exit PID [THREADS]
  *
  * listens for exit records on every online cpu, prints "ready", then for each record of process
  * PID "thread <tid> <version> <cpu_delay_ns> <cpu_run_ns>", and "process <version> <cpu_delay_ns>
- * <cpu_run_ns> <ppid>" for its AGGR_TGID record, after which it exits 0 (1 after 30 s without). */
+ * <cpu_run_ns> <ppid>" for its AGGR_TGID record; once it has that and THREADS thread records (0:
+ * none needed) it exits 0 (1 after 30 s without the process's). */
 #include <dirent.h>
 #include <poll.h>
 #include <stdbool.h>
@@ -34,6 +35,7 @@ static const char *field(char *buf, size_t size, uint32_t present, uint64_t valu
 typedef struct Heard {
         pid_t pid;
         bool process;
+        unsigned threads;
 } Heard;
 
 static void on_exit_record(const TaskStats *thread, const TaskStats *process, void *userdata) {
@@ -41,6 +43,7 @@ static void on_exit_record(const TaskStats *thread, const TaskStats *process, vo
 
         if (thread->tgid != h->pid)
                 return;
+        h->threads++;
         printf("thread %d %u %llu %llu\n", (int) thread->pid, thread->version,
                (unsigned long long) thread->delay_ns[TASK_DELAY_CPU], (unsigned long long) thread->cpu_run_ns);
         if (process) {
@@ -51,7 +54,10 @@ static void on_exit_record(const TaskStats *thread, const TaskStats *process, vo
         }
 }
 
-static int listen_exit(pid_t pid) {
+/* Until the process's AGGR_TGID record and at least threads thread records were heard (the kernel
+ * can send another thread's record after the process's: kernel-facts.md: exit-records-order), or
+ * 30 s. */
+static int listen_exit(pid_t pid, unsigned threads) {
         TaskstatsExitListener *l = NULL;
         char cpus[256] = "0";
         FILE *f = fopen("/sys/devices/system/cpu/online", "re");
@@ -71,7 +77,7 @@ static int listen_exit(pid_t pid) {
         }
         printf("ready\n");
         fflush(stdout);
-        for (int waited = 0; !h.process && waited < 300; waited++) {
+        for (int waited = 0; (!h.process || h.threads < threads) && waited < 300; waited++) {
                 struct pollfd p = { .fd = taskstats_exit_listener_fd(l), .events = POLLIN };
                 if (poll(&p, 1, 100) > 0 && taskstats_exit_listener_drain(l, on_exit_record, &h, &lost) < 0)
                         break;
@@ -88,10 +94,10 @@ int main(int argc, char **argv) {
         DIR *d;
         int r;
 
-        if (argc == 3 && strcmp(argv[1], "--exit") == 0)
-                return listen_exit((pid_t) atoi(argv[2]));
+        if ((argc == 3 || argc == 4) && strcmp(argv[1], "--exit") == 0)
+                return listen_exit((pid_t) atoi(argv[2]), argc == 4 ? (unsigned) atoi(argv[3]) : 0);
         if (argc != 2) {
-                fprintf(stderr, "usage: %s [--exit] PID\n", argv[0]);
+                fprintf(stderr, "usage: %s [--exit] PID [THREADS]\n", argv[0]);
                 return 2;
         }
         pid_t pid = (pid_t) atoi(argv[1]);
