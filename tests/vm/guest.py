@@ -354,7 +354,7 @@ def io_ended(validate):
     def ended_dd(lines):
         return [(i, e) for i in lines for e in i["most_delayed"] if e["comm"] == "dd" and e.get("ended")]
     # On 7.2 a dd that started and ended in the sample was named without its cgroup or its parent
-    # in 2 of 4 runs (never on 6.1 or 6.12); the cause is not known yet (docs/testing.md: VM).
+    # in 2 of 4 runs (never on 6.1 or 6.12); the cause is not known yet (docs/testing.md says so).
     if CONFIG["guest"]["name"] == "sid":
         skip("a known failure on sid's 7.2, not yet explained: an ended dd loses its cgroup in 2 of 4 runs")
     try:
