@@ -1,0 +1,358 @@
+/* SPDX-License-Identifier: MIT */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include "agent/health.h"
+#include "agent/prekill.h"
+#include "agent/varlink.h"
+#include "base/log.h"
+#include "base/macro.h"
+
+/* At most this many clients at once: systemd-oomd opens one per kill it announces, one at a time
+ * per cgroup (oomd-util.c oomd_cgroup_kill_mark() queues a cgroup once). One more makes room by
+ * hanging up on the client that has been quiet longest (counted as busy): a pile of silent
+ * clients never keeps systemd-oomd's call out. */
+#define PREKILL_CONNS_MAX 16
+/* A client that has not sent a whole message this long after its last one is hung up on
+ * (counted as idle): systemd-oomd sends its call right after it connects. */
+#define PREKILL_IDLE_S 5.0
+/* Replies not yet taken by a client that does not read: past this, it is hung up on. */
+#define PREKILL_OUT_MAX (64 * 1024)
+/* Connections waiting to be taken (the kernel caps it at net.core.somaxconn), and how many are
+ * taken per wakeup. */
+#define PREKILL_BACKLOG 256
+#define PREKILL_ACCEPT_BATCH 64
+
+typedef struct PrekillConn PrekillConn;
+
+struct AgentPrekill {
+        Agent *a;
+        int fd;
+        ev_io io;
+        char *path; /* the socket made, removed at stop */
+        dev_t dev;
+        ino_t ino;
+        PrekillConn *conns[PREKILL_CONNS_MAX];
+        size_t n_conns;
+};
+
+struct PrekillConn {
+        AgentPrekill *p;
+        int fd;
+        ev_io io;
+        ev_timer idle;
+        bool closing; /* hang up once out is sent */
+        char in[VARLINK_MESSAGE_MAX];
+        size_t n_in;
+        char *out;
+        size_t n_out, out_cap;
+        usec_t active_us; /* accepted, or its last read */
+};
+
+static void count(AgentPrekill *p, CountersPrekill what) {
+        p->a->counters.prekill[what]++;
+        health_update(p->a);
+}
+
+static void conn_free(PrekillConn *c) {
+        AgentPrekill *p = c->p;
+
+        ev_io_stop(p->a->loop, &c->io);
+        ev_timer_stop(p->a->loop, &c->idle);
+        safe_close(c->fd);
+        free(c->out);
+        for (size_t i = 0; i < p->n_conns; i++)
+                if (p->conns[i] == c) {
+                        p->conns[i] = p->conns[--p->n_conns];
+                        break;
+                }
+        free(c);
+}
+
+/* Sends what is queued; watches for writability while some is left. 0, or -errno: hang up. */
+static int conn_flush(PrekillConn *c) {
+        while (c->n_out > 0) {
+                ssize_t n = send(c->fd, c->out, c->n_out, MSG_DONTWAIT | MSG_NOSIGNAL);
+                if (n < 0 && errno == EINTR)
+                        continue;
+                if (n < 0 && errno == EAGAIN)
+                        break;
+                if (n < 0)
+                        return -errno; /* EPIPE, ECONNRESET: the client left, its kill goes on */
+                memmove(c->out, c->out + n, c->n_out - (size_t) n);
+                c->n_out -= (size_t) n;
+        }
+        ev_io_stop(c->p->a->loop, &c->io);
+        ev_io_set(&c->io, c->fd, c->n_out > 0 ? EV_READ | EV_WRITE : EV_READ);
+        ev_io_start(c->p->a->loop, &c->io);
+        return 0;
+}
+
+/* Queues one reply (NUL included in len) and sends what it can. 0, or -errno: hang up. */
+static int conn_reply(PrekillConn *c, const char *msg, size_t len) {
+        if (c->n_out + len > PREKILL_OUT_MAX)
+                return -ENOBUFS;
+        if (c->n_out + len > c->out_cap) {
+                char *o = realloc(c->out, c->n_out + len);
+                if (!o)
+                        return -ENOMEM;
+                c->out = o;
+                c->out_cap = c->n_out + len;
+        }
+        memcpy(c->out + c->n_out, msg, len);
+        c->n_out += len;
+        return conn_flush(c);
+}
+
+/* A Notify: the cgroup systemd-oomd is about to kill. read_us: when its message was read. */
+static int conn_notify(PrekillConn *c, const VarlinkCall *call, usec_t read_us) {
+        size_t len;
+        const char *empty = varlink_reply_empty(&len);
+        int r = 0;
+
+        count(c->p, COUNTERS_PREKILL_NOTIFY);
+        if (!call->oneway)
+                r = conn_reply(c, empty, len);
+        log_info("systemd-oomd is about to kill %s: answered in %llu us", call->cgroup,
+                 (unsigned long long) (now_usec(CLOCK_MONOTONIC) - read_us));
+        return r;
+}
+
+/* Handles every whole message in c->in. 0, or -errno: hang up. */
+static int conn_handle(PrekillConn *c, usec_t read_us) {
+        char *nul;
+
+        while ((nul = memchr(c->in, '\0', c->n_in))) {
+                size_t len = (size_t) (nul - c->in), n_reply = 0;
+                _cleanup_free_ char *reply = NULL;
+                VarlinkCall *call = malloc(sizeof *call);
+                int r;
+
+                if (!call)
+                        return -ENOMEM;
+                r = varlink_handle(c->in, len, call, &reply, &n_reply);
+                memmove(c->in, nul + 1, c->n_in - len - 1);
+                c->n_in -= len + 1;
+                if (r == VARLINK_NOTIFY)
+                        r = conn_notify(c, call, read_us);
+                else if (r >= 0) {
+                        count(c->p, r == VARLINK_ANSWERED ? COUNTERS_PREKILL_ANSWERED : COUNTERS_PREKILL_REFUSED);
+                        if (r == VARLINK_REFUSED)
+                                log_debug("prekill hook: refused a call: %s", reply ? reply : "(oneway)");
+                        r = reply ? conn_reply(c, reply, n_reply) : 0;
+                }
+                free(call);
+                if (r < 0)
+                        return r;
+        }
+        return 0;
+}
+
+static void conn_on_io(struct ev_loop *loop, ev_io *io, int revents) {
+        PrekillConn *c = ASSERT_PTR(io->data);
+        int r = 0;
+
+        if (revents & EV_WRITE) {
+                r = conn_flush(c);
+                if (r < 0 || (c->closing && c->n_out == 0)) {
+                        conn_free(c);
+                        return;
+                }
+        }
+        if (!(revents & EV_READ) || c->closing)
+                return;
+        ssize_t n = recv(c->fd, c->in + c->n_in, sizeof c->in - c->n_in, MSG_DONTWAIT);
+        if (n < 0 && (errno == EAGAIN || errno == EINTR))
+                return;
+        if (n <= 0) { /* the client hung up (or reset): nothing is owed to it */
+                conn_free(c);
+                return;
+        }
+        c->n_in += (size_t) n;
+        c->active_us = now_usec(CLOCK_MONOTONIC);
+        ev_timer_again(loop, &c->idle);
+        r = conn_handle(c, now_usec(CLOCK_MONOTONIC));
+        if (r >= 0 && c->n_in == sizeof c->in) {
+                /* A whole buffer without a NUL: no message of ours is that long. */
+                size_t len;
+                const char *e = varlink_reply_oversized(&len);
+
+                count(c->p, COUNTERS_PREKILL_REFUSED);
+                log_debug("prekill hook: a message longer than %d bytes, hanging up", VARLINK_MESSAGE_MAX);
+                c->closing = true;
+                r = conn_reply(c, e, len);
+        }
+        if (r < 0 || (c->closing && c->n_out == 0))
+                conn_free(c);
+}
+
+static void conn_on_idle(struct ev_loop *loop, ev_timer *t, int revents) {
+        PrekillConn *c = ASSERT_PTR(t->data);
+
+        count(c->p, COUNTERS_PREKILL_IDLE);
+        log_debug("prekill hook: a client sent nothing for %.0f s, hanging up", PREKILL_IDLE_S);
+        conn_free(c);
+}
+
+/* Root only: the socket's mode keeps others from connecting, and this keeps them out should the
+ * mode be changed (a hook learns which cgroup is about to be killed, and delays the kill). */
+static bool peer_is_root(int fd) {
+        struct ucred cred;
+        socklen_t len = sizeof cred;
+
+        return getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) == 0 && len == sizeof cred && cred.uid == 0;
+}
+
+/* Takes one connection. 0, or -EAGAIN when none is waiting. */
+static int accept_one(AgentPrekill *p) {
+        struct ev_loop *loop = p->a->loop;
+        int fd = accept4(p->fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+
+        if (fd < 0) {
+                if (errno == EAGAIN)
+                        return -EAGAIN;
+                if (errno != EINTR && errno != ECONNABORTED)
+                        log_debug_errno(-errno, "prekill hook: accept");
+                return 0;
+        }
+        if (!peer_is_root(fd)) {
+                count(p, COUNTERS_PREKILL_DENIED);
+                log_debug("prekill hook: a caller that is not root, hanging up");
+                safe_close(fd);
+                return 0;
+        }
+        if (p->n_conns == PREKILL_CONNS_MAX) {
+                PrekillConn *quiet = p->conns[0];
+                for (size_t i = 1; i < p->n_conns; i++)
+                        if (p->conns[i]->active_us < quiet->active_us)
+                                quiet = p->conns[i];
+                count(p, COUNTERS_PREKILL_BUSY);
+                log_debug("prekill hook: %zu clients already, hanging up on the quietest", p->n_conns);
+                conn_free(quiet);
+        }
+        PrekillConn *c = calloc(1, sizeof *c);
+        if (!c) {
+                log_error("out of memory: a call to the prekill hook is not taken");
+                safe_close(fd);
+                return 0;
+        }
+        *c = (PrekillConn) { .p = p, .fd = fd, .active_us = now_usec(CLOCK_MONOTONIC) };
+        ev_io_init(&c->io, conn_on_io, fd, EV_READ);
+        c->io.data = c;
+        ev_io_start(loop, &c->io);
+        ev_init(&c->idle, conn_on_idle);
+        c->idle.repeat = PREKILL_IDLE_S;
+        c->idle.data = c;
+        ev_timer_again(loop, &c->idle);
+        p->conns[p->n_conns++] = c;
+        return 0;
+}
+
+static void on_accept(struct ev_loop *loop, ev_io *io, int revents) {
+        AgentPrekill *p = ASSERT_PTR(io->data);
+
+        /* The backlog drained, a bounded batch at a time: systemd-oomd's connect does not wait (a
+         * full backlog makes it skip the hook), and a flood takes turns with the rest of the loop. */
+        for (unsigned i = 0; i < PREKILL_ACCEPT_BATCH && accept_one(p) == 0; i++)
+                ;
+}
+
+/* The socket at path, bound with mode 0600 and listening. 0 or -errno (not logged). */
+static int socket_make(AgentPrekill *p, const char *path) {
+        struct sockaddr_un sa = { .sun_family = AF_UNIX };
+        struct stat st;
+        int fd;
+
+        if (strlen(path) >= sizeof sa.sun_path)
+                return -ENAMETOOLONG;
+        memcpy(sa.sun_path, path, strlen(path) + 1);
+        /* A socket left by an agent that did not stop: nobody listens there. Anything else is not
+         * ours to remove. */
+        if (lstat(path, &st) == 0) {
+                if (!S_ISSOCK(st.st_mode))
+                        return -EEXIST;
+                if (unlink(path) < 0)
+                        return -errno;
+        }
+        fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+        if (fd < 0)
+                return -errno;
+        /* Not listening yet: nobody can connect before the mode is 0600. */
+        if (bind(fd, (struct sockaddr *) &sa, sizeof sa) < 0 || chmod(path, 0600) < 0 || lstat(path, &st) < 0 ||
+            listen(fd, PREKILL_BACKLOG) < 0) {
+                int r = -errno;
+                (void) unlink(path);
+                safe_close(fd);
+                return r;
+        }
+        p->fd = fd;
+        p->dev = st.st_dev;
+        p->ino = st.st_ino;
+        return 0;
+}
+
+void prekill_start(Agent *a) {
+        const char *path = a->config->prekill_socket;
+        _cleanup_free_ char *dir = NULL;
+        AgentPrekill *p;
+        struct stat st;
+        int r;
+
+        if (!path || !path[0])
+                return;
+        dir = strndup(path, (size_t) (strrchr(path, '/') - path));
+        if (!dir) {
+                log_error("out of memory: systemd-oomd's prekill hook is not served");
+                return;
+        }
+        /* No directory: no systemd-oomd that calls hooks (systemd 260 and later make it). Nothing
+         * is made, nothing costs. */
+        if (stat(dir[0] ? dir : "/", &st) < 0 || !S_ISDIR(st.st_mode)) {
+                log_info("prekill hook not served: %s is not there (systemd-oomd of systemd 260 or later makes it)",
+                         dir);
+                return;
+        }
+        p = calloc(1, sizeof *p);
+        if (!p || !(p->path = strdup(path))) {
+                free(p);
+                log_error("out of memory: systemd-oomd's prekill hook is not served");
+                return;
+        }
+        p->a = a;
+        r = socket_make(p, path);
+        if (r < 0) {
+                log_error_errno(r, "cannot serve systemd-oomd's prekill hook at %s", path);
+                free(p->path);
+                free(p);
+                return;
+        }
+        ev_io_init(&p->io, on_accept, p->fd, EV_READ);
+        p->io.data = p;
+        ev_io_start(a->loop, &p->io);
+        a->prekill = p;
+        log_info("serving systemd-oomd's prekill hook at %s (answers within %u ms)", path, a->config->prekill_reply_ms);
+}
+
+void prekill_stop(Agent *a) {
+        AgentPrekill *p = a->prekill;
+        struct stat st;
+
+        if (!p)
+                return;
+        while (p->n_conns > 0)
+                conn_free(p->conns[p->n_conns - 1]);
+        ev_io_stop(a->loop, &p->io);
+        safe_close(p->fd);
+        /* Another agent may have made its own since: only ours is removed. */
+        if (lstat(p->path, &st) == 0 && st.st_dev == p->dev && st.st_ino == p->ino)
+                (void) unlink(p->path);
+        free(p->path);
+        free(p);
+        a->prekill = NULL;
+}

@@ -1,0 +1,218 @@
+# SPDX-License-Identifier: MIT
+"""systemd-oomd's prekill hook (docs/killers.md): the agent serves io.systemd.oom.Prekill on a
+Varlink socket of the test's own scratch directory (prekill_socket), never the system's. The client
+here calls it as systemd-oomd 260+ does (src/oom/oomd-util.c send_prekill_message(): connect, one
+call {"method": "io.systemd.oom.Prekill.Notify", "parameters": {"cgroup": PATH}} ended by a NUL,
+wait for the reply or its timeout), and hostile clients try the rest: malformed JSON, a message
+with no NUL within the limit, an unknown method, a caller that is not root (the socket's mode
+refuses it; with the mode loosened, the peer credentials check still does), a client that connects
+and never sends, many clients at once. Every Notify must be answered within prekill_reply_ms (a
+generous deadline here; the latencies are printed), and the loop must stay responsive: a pressure
+incident is still written meanwhile."""
+
+import json
+import os
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from common import (ScratchCgroup, check, check_kernel, metric, read_lines, run, stop_agent,  # noqa: E402
+                    validator, wait_lines, wait_log)
+
+PSIDIAG, WORKLOAD, SCHEMAS = sys.argv[1], sys.argv[2], sys.argv[3]
+REPLY_MS = 200
+# Generous: the bound is REPLY_MS; a loaded 2-cpu test machine can hold the loop a little longer.
+DEADLINE_S = 2.0
+
+
+def call(path, msg, timeout=DEADLINE_S, raw=None):
+    """One Varlink call as sd-varlink makes it: the reply (a dict, None on a hang-up) and the time
+    from the send to the reply's NUL."""
+    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    s.settimeout(timeout)
+    try:
+        s.connect(path)
+        return exchange(s, msg, raw)
+    finally:
+        s.close()
+
+
+def exchange(s, msg, raw=None):
+    data = raw if raw is not None else json.dumps(msg).encode() + b"\0"
+    t0 = time.monotonic()
+    s.sendall(data)
+    buf = b""
+    while b"\0" not in buf:
+        try:
+            chunk = s.recv(65536)
+        except ConnectionResetError:
+            chunk = b""
+        if not chunk:
+            return None, time.monotonic() - t0
+        buf += chunk
+    return json.loads(buf[:buf.index(b"\0")]), time.monotonic() - t0
+
+
+def notify(path, cgroup):
+    return call(path, {"method": "io.systemd.oom.Prekill.Notify", "parameters": {"cgroup": cgroup}})
+
+
+def start_agent(tmp, name, cg, trigger, **config):
+    hook = os.path.join(tmp, f"{name}.hook")
+    os.mkdir(hook, 0o755)
+    sock = os.path.join(hook, "psidiag")
+    out = os.path.join(tmp, f"{name}.ndjson")
+    prom = os.path.join(tmp, f"{name}.prom")
+    cfg = os.path.join(tmp, f"{name}.json")
+    with open(cfg, "w") as f:
+        json.dump({"output": out, "sample_ms": 500, "cooldown_ms": 0, "metrics_file": prom, "kill_log_files": [],
+                   "prekill_socket": sock, "prekill_reply_ms": REPLY_MS, **config,
+                   "watch": [{"cgroup": cg.rel, "triggers": [trigger]}]}, f)
+    log = os.path.join(tmp, f"{name}.log")
+    with open(log, "w") as err:
+        agent = subprocess.Popen([PSIDIAG, "--config", cfg, "--enable-delayacct", "--log-level", "debug"],
+                                 stderr=err)
+    wait_log(log, r"watching:", 60, agent)
+    wait_log(log, r"serving systemd-oomd's prekill hook", 10, agent)
+    return agent, sock, out, prom, log
+
+
+def as_nobody(code):
+    """Runs python code as nobody (setpriv): its stdout."""
+    r = subprocess.run(["setpriv", "--reuid=nobody", "--regid=nogroup", "--clear-groups", sys.executable, "-c", code],
+                       capture_output=True, text=True, timeout=30)
+    return r.stdout.strip() + r.stderr.strip()
+
+
+NOBODY_CALL = """
+import socket, sys
+s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+s.settimeout(5)
+try:
+    s.connect(sys.argv[1] if len(sys.argv) > 1 else %r)
+except OSError as e:
+    print("connect:", e.errno); sys.exit()
+try:
+    s.sendall(b'{"method":"org.varlink.service.GetInfo","parameters":{}}\\0')
+    print("reply:", s.recv(4096))
+except OSError as e:
+    print("reply: error", e.errno)
+"""
+
+
+def hostile(sock, prom, latencies):
+    # Malformed JSON: an error reply, and the connection goes on (the next message is taken).
+    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    s.settimeout(DEADLINE_S)
+    s.connect(sock)
+    r, _ = exchange(s, None, raw=b'{"method": "io.systemd.oom.Prekill.Notify", "parameters": {\0')
+    check(r and r.get("error") == "org.varlink.service.InvalidParameter", f"malformed: {r}")
+    r, _ = exchange(s, {"method": "org.varlink.service.GetInfo", "parameters": {}})
+    check(r and "io.systemd.oom.Prekill" in r["parameters"]["interfaces"], f"GetInfo after malformed: {r}")
+    s.close()
+    r, _ = call(sock, {"method": "org.varlink.service.GetInterfaceDescription",
+                       "parameters": {"interface": "io.systemd.oom.Prekill"}})
+    check(r and "method Notify(cgroup: string) -> ()" in r["parameters"]["description"], f"description: {r}")
+    r, _ = call(sock, {"method": "io.systemd.oom.Prekill.Kill", "parameters": {}})
+    check(r and r.get("error") == "org.varlink.service.MethodNotFound", f"unknown method: {r}")
+    r, _ = call(sock, {"method": "io.systemd.oom.Prekill.Notify", "parameters": {"cgroup": "/../etc"}})
+    check(r and r.get("error") == "org.varlink.service.InvalidParameter", f"bad cgroup: {r}")
+    # 64 KiB without a NUL: an error, then the agent hangs up.
+    r, _ = call(sock, None, raw=b"{" + b" " * 65536)
+    check(r is None or r.get("error") == "org.varlink.service.InvalidParameter", f"oversized: {r}")
+    check(metric(prom, 'psidiag_prekill_calls_total{result="refused"}') >= 4, "refusals not counted")
+
+    # Not root: the socket's mode refuses the connection...
+    st = os.stat(sock)
+    check(st.st_mode & 0o777 == 0o600 and st.st_uid == 0, f"socket mode {oct(st.st_mode)} uid {st.st_uid}")
+    # Every directory on the way open to nobody: the socket's own mode is what refuses.
+    for d in (os.path.dirname(os.path.dirname(sock)), os.path.dirname(sock)):
+        os.chmod(d, 0o755)
+    out = as_nobody(NOBODY_CALL % sock)
+    check(out.startswith("connect: 13"), f"nobody connected to the 0600 socket: {out}")
+    # ...and with the mode loosened, the peer's credentials do.
+    os.chmod(sock, 0o666)
+    denied = metric(prom, 'psidiag_prekill_calls_total{result="denied"}')
+    out = as_nobody(NOBODY_CALL % sock)
+    os.chmod(sock, 0o600)
+    check(out.startswith("reply: b''") or out.startswith("reply: error"), f"nobody got an answer: {out}")
+    deadline = time.time() + 5
+    while metric(prom, 'psidiag_prekill_calls_total{result="denied"}') <= denied and time.time() < deadline:
+        time.sleep(0.1)
+    check(metric(prom, 'psidiag_prekill_calls_total{result="denied"}') > denied, "the refused caller not counted")
+
+    # Silent clients, more of them than the agent keeps: a Notify is still answered in time.
+    silent = []
+    for _ in range(40):
+        c = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        c.connect(sock)
+        silent.append(c)
+    r, t = notify(sock, "/psidiag-it-none")
+    check(r == {"parameters": {}}, f"Notify among silent clients: {r}")
+    latencies.append(t)
+    # Many callers at once.
+    results = []
+
+    def one():
+        results.append(notify(sock, "/psidiag-it-none"))
+    threads = [threading.Thread(target=one) for _ in range(12)]
+    for th in threads:
+        th.start()
+    for th in threads:
+        th.join()
+    for r, t in results:
+        check(r == {"parameters": {}}, f"a concurrent Notify got {r}")
+        latencies.append(t)
+    # A silent client is hung up on after 5 s.
+    c = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    c.settimeout(15)
+    c.connect(sock)
+    t0 = time.monotonic()
+    check(c.recv(16) == b"", "a silent client got bytes")
+    check(time.monotonic() - t0 < 12, "a silent client was kept")
+    c.close()
+    for c in silent:
+        c.close()
+
+
+def main():
+    mount = check_kernel()
+    validate = validator(SCHEMAS)
+    tmp = tempfile.mkdtemp(prefix="psidiag-it-")
+    with ScratchCgroup(mount, "prekill") as cg:
+        agent, sock, out, prom, log = start_agent(tmp, "hook", cg, "cpu some 50ms 2s")
+        latencies = []
+        try:
+            for _ in range(20):
+                r, t = notify(sock, "/psidiag-it-none")
+                check(r == {"parameters": {}}, f"Notify: {r}")
+                latencies.append(t)
+            # Hostile clients while a cgroup stalls: its incident is written all the same.
+            for _ in range(4):
+                cg.spawn([WORKLOAD, "spin", "psidiag-spin"])
+            hostile(sock, prom, latencies)
+            lines = wait_lines(out, lambda ls: any(i["type"] == "pressure" for i in ls), 40)
+            check(any(i["type"] == "pressure" for i in lines), f"no pressure incident:\n{open(log).read()[-3000:]}")
+            for i in lines:
+                validate(i)
+            check(agent.poll() is None, "the agent exited")
+        finally:
+            code = stop_agent(agent)
+        check(code == 0, f"agent exit {code}:\n{open(log).read()[-3000:]}")
+        check(not os.path.exists(sock), "the socket was left behind")
+        latencies.sort()
+        check(latencies[-1] < DEADLINE_S, f"a Notify took {latencies[-1]:.3f} s")
+        print(f"Notify answered: {len(latencies)} calls, median {latencies[len(latencies) // 2] * 1000:.2f} ms, "
+              f"max {latencies[-1] * 1000:.2f} ms (bound {REPLY_MS} ms)")
+        counts = {r: metric(prom, 'psidiag_prekill_calls_total{result="%s"}' % r)
+                  for r in ("notify", "answered", "refused", "denied", "busy", "idle")}
+        print("calls: " + ", ".join(f"{r} {n}" for r, n in counts.items()))
+        check(counts["busy"] > 0 and counts["idle"] > 0, f"busy and idle clients not counted: {counts}")
+
+
+if __name__ == "__main__":
+    run(main)
