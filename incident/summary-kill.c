@@ -1,0 +1,65 @@
+/* SPDX-License-Identifier: MIT */
+#include <stdio.h>
+#include <string.h>
+
+#include "base/macro.h"
+#include "incident/summary-kill.h"
+#include "incident/summary-text.h"
+
+/* "killed by earlyoom: grower (/cg, pid N) holding 40 MiB, under memory pressure (incident ID, 2.1 s
+ * before)", or "3 processes of /cg killed by SIGKILL (killer unknown): ...". */
+void summary_kill_put(FILE *f, const json_t *kill) {
+        const json_t *victims = json_object_get(kill, "victims"), *v = json_array_get(victims, 0),
+                     *killer = json_object_get(kill, "killer"), *p = json_object_get(kill, "pressure");
+        double total = summary_field_or_zero(kill, "victims_total"), pid, rss, since;
+        const char *trigger = summary_field_string(p, "trigger"), *id = summary_field_string(p, "incident");
+
+        if (json_is_object(killer)) {
+                fputs("killed by ", f);
+                summary_put_name(f, summary_field_string(killer, "name") ? summary_field_string(killer, "name") : "?");
+                if (summary_field_string(killer, "basis") &&
+                    strcmp(summary_field_string(killer, "basis"), "running_process") == 0)
+                        fputs(" (running, no log of the kill)", f);
+        } else
+                fputs("killed by a signal (killer unknown)", f);
+        fputs(": ", f);
+        if (json_is_object(v)) {
+                summary_put_name(f, summary_field_string(v, "comm") ? summary_field_string(v, "comm") : "?");
+                fputs(" (", f);
+                summary_put_name(f, summary_field_string(v, "cgroup")      ? summary_field_string(v, "cgroup")
+                                    : summary_field_string(kill, "cgroup") ? summary_field_string(kill, "cgroup")
+                                                                           : "?");
+                if (summary_field_number(v, "pid", &pid))
+                        fprintf(f, ", pid %.0f", pid);
+                fputc(')', f);
+                if (summary_field_number(v, "rss_kib", &rss)) {
+                        fputs(" holding ", f);
+                        summary_put_bytes(f, rss * 1024);
+                }
+                if (summary_field_string(v, "signal"))
+                        fprintf(f, ", %s", summary_field_string(v, "signal"));
+        }
+        if (total > 1)
+                fprintf(f, " and %.0f more", total - 1);
+        if (trigger && strchr(trigger, ' ')) {
+                /* "memory some 50ms 2s": "under memory pressure (some 50ms 2s)" */
+                const char *sp = strchr(trigger, ' ');
+                char res[16];
+                snprintf(res, sizeof res, "%.*s", (int) MIN((size_t) (sp - trigger), sizeof res - 1), trigger);
+                fputs(", under ", f);
+                summary_put_name(f, res);
+                fputs(" pressure (", f);
+                summary_put_name(f, sp + 1);
+                fputc(')', f);
+        } else
+                fputs(", under pressure", f);
+        if (id) {
+                fputs(" after incident ", f);
+                summary_put_name(f, id);
+                if (summary_field_number(p, "since_ms", &since)) {
+                        fputs(", ", f);
+                        summary_put_duration_us(f, since * 1000);
+                        fputs(" before", f);
+                }
+        }
+}
