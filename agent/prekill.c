@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "agent/health.h"
+#include "agent/kills.h"
 #include "agent/prekill.h"
 #include "agent/varlink.h"
 #include "base/log.h"
@@ -29,7 +30,27 @@
 #define PREKILL_BACKLOG 256
 #define PREKILL_ACCEPT_BATCH 64
 
+/* Measures at once: one per cgroup systemd-oomd is about to kill. Beyond it, a Notify is answered
+ * at once and its cgroup not measured. */
+#define PREKILL_JOBS_MAX 8
+/* The share of prekill_reply_ms each step may take, in tenths: the first reading until half of
+ * it, the second reading (the delays' window) from 6 to 9 tenths, then the answer. */
+#define PREKILL_FIRST_TENTHS 5
+#define PREKILL_SECOND_TENTHS 6
+#define PREKILL_ANSWER_TENTHS 9
+/* After the answer, what is left is measured in slices of this long between the loop's events. */
+#define PREKILL_SLICE_US (5 * USEC_PER_MSEC)
+
 typedef struct PrekillConn PrekillConn;
+
+/* One Notify being measured. */
+typedef struct PrekillJob {
+        AgentPrekill *p;
+        PrekillConn *conn; /* the caller until it is answered (NULL: gone, or oneway) */
+        PrekillMeasure *m;
+        ev_timer second; /* the second reading and the answer */
+        ev_idle rest;    /* what is left after the answer */
+} PrekillJob;
 
 struct AgentPrekill {
         Agent *a;
@@ -40,6 +61,8 @@ struct AgentPrekill {
         ino_t ino;
         PrekillConn *conns[PREKILL_CONNS_MAX];
         size_t n_conns;
+        PrekillJob *jobs[PREKILL_JOBS_MAX];
+        size_t n_jobs;
 };
 
 struct PrekillConn {
@@ -53,6 +76,7 @@ struct PrekillConn {
         char *out;
         size_t n_out, out_cap;
         usec_t active_us; /* accepted, or its last read */
+        PrekillJob *job;  /* its Notify, until answered: nothing more is read meanwhile */
 };
 
 static void count(AgentPrekill *p, CountersPrekill what) {
@@ -65,6 +89,8 @@ static void conn_free(PrekillConn *c) {
 
         ev_io_stop(p->a->loop, &c->io);
         ev_timer_stop(p->a->loop, &c->idle);
+        if (c->job)
+                c->job->conn = NULL; /* measured all the same; the answer goes nowhere */
         safe_close(c->fd);
         free(c->out);
         for (size_t i = 0; i < p->n_conns; i++)
@@ -110,25 +136,125 @@ static int conn_reply(PrekillConn *c, const char *msg, size_t len) {
         return conn_flush(c);
 }
 
-/* A Notify: the cgroup systemd-oomd is about to kill. read_us: when its message was read. */
-static int conn_notify(PrekillConn *c, const VarlinkCall *call, usec_t read_us) {
+static int conn_handle(PrekillConn *c, usec_t read_us);
+
+static void job_free(PrekillJob *j) {
+        AgentPrekill *p = j->p;
+
+        ev_timer_stop(p->a->loop, &j->second);
+        ev_idle_stop(p->a->loop, &j->rest);
+        if (j->conn)
+                j->conn->job = NULL;
+        prekill_measure_free(j->m);
+        for (size_t i = 0; i < p->n_jobs; i++)
+                if (p->jobs[i] == j) {
+                        p->jobs[i] = p->jobs[--p->n_jobs];
+                        break;
+                }
+        free(j);
+}
+
+/* Measured: the kill windows take it. */
+static void job_done(PrekillJob *j) {
+        PrekillMeasure *m = TAKE_PTR(j->m);
+
+        prekill_measure_rank(m);
+        log_debug("prekill hook: %s measured, %zu of %llu processes, %llu us after the call", m->cgroup, m->n_procs,
+                  (unsigned long long) m->processes_total,
+                  (unsigned long long) (now_usec(CLOCK_MONOTONIC) - m->notified_mono_us));
+        kills_prekill(j->p->a, m);
+        job_free(j);
+}
+
+/* Answers the caller (if it still waits), then reads what it sent next. */
+static void job_answer(PrekillJob *j) {
+        PrekillConn *c = TAKE_PTR(j->conn);
+        usec_t now = now_usec(CLOCK_MONOTONIC);
         size_t len;
         const char *empty = varlink_reply_empty(&len);
-        int r = 0;
 
-        count(c->p, COUNTERS_PREKILL_NOTIFY);
-        if (!call->oneway)
-                r = conn_reply(c, empty, len);
-        log_info("systemd-oomd is about to kill %s: answered in %llu us", call->cgroup,
-                 (unsigned long long) (now_usec(CLOCK_MONOTONIC) - read_us));
-        return r;
+        j->m->replied_mono_us = now;
+        log_info("systemd-oomd is about to kill %s: answered in %llu us, %zu of %llu processes measured", j->m->cgroup,
+                 (unsigned long long) (now - j->m->notified_mono_us), j->m->next_first,
+                 (unsigned long long) j->m->processes_total);
+        if (!c)
+                return;
+        c->job = NULL;
+        if (conn_reply(c, empty, len) < 0 || conn_handle(c, now) < 0 || (c->closing && c->n_out == 0))
+                conn_free(c);
+}
+
+static void job_on_rest(struct ev_loop *loop, ev_idle *idle, int revents) {
+        PrekillJob *j = ASSERT_PTR(idle->data);
+        Agent *a = j->p->a;
+        usec_t deadline = now_usec(CLOCK_MONOTONIC) + PREKILL_SLICE_US;
+
+        if (prekill_measure_first(j->m, a->rt.sysroot, a->rt.taskstats, deadline) &&
+            prekill_measure_last(j->m, a->rt.taskstats, deadline))
+                job_done(j);
+}
+
+/* The second reading (the delays' window ends), the answer, and the rest later if any is left. */
+static void job_on_second(struct ev_loop *loop, ev_timer *t, int revents) {
+        PrekillJob *j = ASSERT_PTR(t->data);
+        Agent *a = j->p->a;
+        usec_t bound = (usec_t) a->config->prekill_reply_ms * USEC_PER_MSEC;
+        bool done = prekill_measure_last(j->m, a->rt.taskstats,
+                                         j->m->notified_mono_us + bound * PREKILL_ANSWER_TENTHS / 10) &&
+                    j->m->next_first == j->m->n_procs;
+
+        job_answer(j);
+        if (done)
+                job_done(j);
+        else
+                ev_idle_start(loop, &j->rest);
+}
+
+/* A Notify: the cgroup systemd-oomd is about to kill, its message read at read_us. Measured within
+ * prekill_reply_ms, then answered (unless oneway). 0, or -errno: hang up. */
+static int conn_notify(PrekillConn *c, const VarlinkCall *call, usec_t read_us) {
+        AgentPrekill *p = c->p;
+        Agent *a = p->a;
+        usec_t bound = (usec_t) a->config->prekill_reply_ms * USEC_PER_MSEC, now;
+        PrekillJob *j = p->n_jobs < PREKILL_JOBS_MAX ? calloc(1, sizeof *j) : NULL;
+
+        count(p, COUNTERS_PREKILL_NOTIFY);
+        if (!j || prekill_measure_new(call->cgroup, read_us, &j->m) < 0 ||
+            prekill_measure_cgroup(j->m, a->rt.sysroot, a->rt.limits) < 0) {
+                size_t len;
+                const char *empty = varlink_reply_empty(&len);
+
+                if (j)
+                        prekill_measure_free(j->m);
+                free(j);
+                log_warning("systemd-oomd is about to kill %s: not measured (%s)", call->cgroup,
+                            p->n_jobs == PREKILL_JOBS_MAX ? "too many at once" : "out of memory");
+                return call->oneway ? 0 : conn_reply(c, empty, len);
+        }
+        j->p = p;
+        ev_timer_init(&j->second, job_on_second, 0., 0.);
+        j->second.data = j;
+        ev_idle_init(&j->rest, job_on_rest);
+        j->rest.data = j;
+        p->jobs[p->n_jobs++] = j;
+        if (!call->oneway) {
+                j->conn = c;
+                c->job = j;
+        }
+        (void) prekill_measure_first(j->m, a->rt.sysroot, a->rt.taskstats, read_us + bound * PREKILL_FIRST_TENTHS / 10);
+        now = now_usec(CLOCK_MONOTONIC);
+        /* No process to read twice (the cgroup is gone or empty): the kill need not wait. */
+        usec_t at = j->m->n_procs > 0 ? read_us + bound * PREKILL_SECOND_TENTHS / 10 : now;
+        ev_timer_set(&j->second, at > now ? (double) (at - now) / USEC_PER_SEC : 0., 0.);
+        ev_timer_start(a->loop, &j->second);
+        return 0;
 }
 
 /* Handles every whole message in c->in. 0, or -errno: hang up. */
 static int conn_handle(PrekillConn *c, usec_t read_us) {
         char *nul;
 
-        while ((nul = memchr(c->in, '\0', c->n_in))) {
+        while (!c->job && (nul = memchr(c->in, '\0', c->n_in))) {
                 size_t len = (size_t) (nul - c->in), n_reply = 0;
                 _cleanup_free_ char *reply = NULL;
                 VarlinkCall *call = malloc(sizeof *call);
@@ -178,7 +304,7 @@ static void conn_on_io(struct ev_loop *loop, ev_io *io, int revents) {
         c->active_us = now_usec(CLOCK_MONOTONIC);
         ev_timer_again(loop, &c->idle);
         r = conn_handle(c, now_usec(CLOCK_MONOTONIC));
-        if (r >= 0 && c->n_in == sizeof c->in) {
+        if (r >= 0 && !c->job && c->n_in == sizeof c->in) {
                 /* A whole buffer without a NUL: no message of ours is that long. */
                 size_t len;
                 const char *e = varlink_reply_oversized(&len);
@@ -228,10 +354,16 @@ static int accept_one(AgentPrekill *p) {
                 return 0;
         }
         if (p->n_conns == PREKILL_CONNS_MAX) {
-                PrekillConn *quiet = p->conns[0];
-                for (size_t i = 1; i < p->n_conns; i++)
-                        if (p->conns[i]->active_us < quiet->active_us)
+                /* Not one that waits for its answer: that is systemd-oomd. */
+                PrekillConn *quiet = NULL;
+                for (size_t i = 0; i < p->n_conns; i++)
+                        if (!p->conns[i]->job && (!quiet || p->conns[i]->active_us < quiet->active_us))
                                 quiet = p->conns[i];
+                if (!quiet) {
+                        count(p, COUNTERS_PREKILL_BUSY);
+                        safe_close(fd);
+                        return 0;
+                }
                 count(p, COUNTERS_PREKILL_BUSY);
                 log_debug("prekill hook: %zu clients already, hanging up on the quietest", p->n_conns);
                 conn_free(quiet);
@@ -345,6 +477,8 @@ void prekill_stop(Agent *a) {
 
         if (!p)
                 return;
+        while (p->n_jobs > 0)
+                job_free(p->jobs[p->n_jobs - 1]);
         while (p->n_conns > 0)
                 conn_free(p->conns[p->n_conns - 1]);
         ev_io_stop(a->loop, &p->io);

@@ -13,7 +13,19 @@ void summary_kill_put(FILE *f, const json_t *kill) {
                      *killer = json_object_get(kill, "killer"), *p = json_object_get(kill, "pressure");
         double total = summary_field_or_zero(kill, "victims_total"), pid, rss, since;
         const char *trigger = summary_field_string(p, "trigger"), *id = summary_field_string(p, "incident");
+        const json_t *pk = json_object_get(kill, "prekill");
+        double before;
 
+        if (json_is_object(pk) && total == 0) {
+                /* "systemd-oomd announced the kill of /cg (3 processes, 40 MiB) but did not kill" */
+                fputs("systemd-oomd announced the kill of ", f);
+                summary_put_name(f, summary_field_string(pk, "cgroup") ? summary_field_string(pk, "cgroup") : "?");
+                fprintf(f, " (%.0f process%s, ", summary_field_or_zero(pk, "processes_total"),
+                        summary_field_or_zero(pk, "processes_total") == 1 ? "" : "es");
+                summary_put_bytes(f, summary_field_or_zero(pk, "rss_kib") * 1024);
+                fputs(") but did not kill", f);
+                return;
+        }
         if (json_is_object(killer)) {
                 fputs("killed by ", f);
                 summary_put_name(f, summary_field_string(killer, "name") ? summary_field_string(killer, "name") : "?");
@@ -61,5 +73,14 @@ void summary_kill_put(FILE *f, const json_t *kill) {
                         summary_put_duration_us(f, since * 1000);
                         fputs(" before", f);
                 }
+        }
+        if (summary_field_number(pk, "before_kill_ms", &before)) {
+                /* "; measured 88 ms before the kill (3 processes, 40 MiB)" */
+                fputs("; measured ", f);
+                summary_put_duration_us(f, before * 1000);
+                fprintf(f, " before the kill (%.0f process%s, ", summary_field_or_zero(pk, "processes_total"),
+                        summary_field_or_zero(pk, "processes_total") == 1 ? "" : "es");
+                summary_put_bytes(f, summary_field_or_zero(pk, "rss_kib") * 1024);
+                fputc(')', f);
         }
 }

@@ -20,8 +20,8 @@ import threading
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from common import (ScratchCgroup, check, check_kernel, metric, read_lines, run, stop_agent,  # noqa: E402
-                    validator, wait_lines, wait_log)
+from common import (ChildCgroup, LimitedCgroup, ScratchCgroup, check, check_kernel, make_file,  # noqa: E402
+                    metric, read_lines, run, spawn, stop_agent, validator, wait_lines, wait_log)
 
 PSIDIAG, WORKLOAD, SCHEMAS = sys.argv[1], sys.argv[2], sys.argv[3]
 REPLY_MS = 200
@@ -179,13 +179,81 @@ def hostile(sock, prom, latencies):
         c.close()
 
 
+def kill_incidents(out):
+    return [i for i in read_lines(out) if i["type"] == "kill"]
+
+
+def prekill_kill(tmp, mount, data, validate, latencies):
+    """As systemd-oomd does it: Notify for a thrashing cgroup, then SIGKILL to all of it
+    (cgroup.kill); and a Notify for a calm child cgroup that is never killed."""
+    with ScratchCgroup(mount, "prekillkill") as cg, LimitedCgroup(mount, cg, "prekillkill", 48 << 20) as lim, \
+            ChildCgroup(cg, "calm") as calm:
+        agent, sock, out, prom, log = start_agent(tmp, "kill", cg, "memory some 50ms 2s", kill_window_s=60,
+                                                  prekill_wait_s=3)
+        try:
+            env = dict(os.environ, PSIDIAG_FILE=data, PSIDIAG_ALLOC_MAX_MB="24")
+            grower = spawn(cg, [WORKLOAD, "alloc", "grower"], env, lim.extra)
+            spawn(cg, [WORKLOAD, "thrash", "psidiag-thrash", "2"], env, lim.extra)
+            calm.spawn([WORKLOAD, "sleep", "psidiag-calm"])
+            lines = wait_lines(out, lambda ls: any(i["type"] == "pressure" for i in ls), 40)
+            check(any(i["type"] == "pressure" for i in lines), f"no pressure incident:\n{open(log).read()[-2000:]}")
+
+            # Announced, never killed: after prekill_wait_s a line says so.
+            r, t = notify(sock, "/" + calm.rel)
+            check(r == {"parameters": {}}, f"Notify: {r}")
+            latencies.append(t)
+            wait_lines(out, lambda ls: any(i["type"] == "kill" for i in ls), 20)
+            kills = kill_incidents(out)
+            check(len(kills) == 1, f"no no_kill line:\n{open(log).read()[-3000:]}")
+            nk = kills[0]
+            validate(nk)
+            check(nk["kill"]["prekill"]["outcome"] == "no_kill" and nk["kill"]["victims_total"] == 0,
+                  f"no_kill: {nk['kill']}")
+            print(f"no kill: {nk['summary']}")
+
+            # Announced, then killed as systemd-oomd kills (cg_kill_recursive(), SIGKILL; cgroup.kill here).
+            r, t = notify(sock, "/" + cg.rel)
+            check(r == {"parameters": {}}, f"Notify: {r}")
+            latencies.append(t)
+            pid = grower.pid
+            with open(os.path.join(cg.path, "cgroup.kill"), "w") as f:
+                f.write("1")
+            wait_lines(out, lambda ls: len([i for i in ls if i["type"] == "kill"]) >= 2, 20)
+        finally:
+            code = stop_agent(agent)
+        check(code == 0, f"agent exit {code}:\n{open(log).read()[-3000:]}")
+        kills = kill_incidents(out)
+        check(len(kills) >= 2, f"no kill incident:\n{open(log).read()[-3000:]}")
+        inc = kills[1]
+        validate(inc)
+        k = inc["kill"]
+        check(k["killer"] and k["killer"]["name"] == "systemd-oomd" and k["killer"]["basis"] == "prekill",
+              f"killer {k['killer']}")
+        pk = k.get("prekill")
+        check(pk and pk["outcome"] == "killed" and pk["cgroup"] == "/" + cg.rel, f"prekill {pk}")
+        check(pk["answered_us"] is not None and pk["answered_us"] < REPLY_MS * 1000 * 5, f"answered {pk['answered_us']}")
+        procs = {p["pid"]: p for p in pk["processes"]}
+        check(pid in procs, f"the grower {pid} not among {list(procs)}")
+        g = procs[pid]
+        check(g["rss_kib"] and g["rss_kib"] > 1024, f"grower rss {g['rss_kib']}")
+        check(any(v for v in (g["delay_total_us"] or {}).values()), f"grower delays {g['delay_total_us']}")
+        check(pk["memory"] and pk["memory"]["current_kib"], f"memory {pk['memory']}")
+        check(any(v["pid"] == pid for v in k["victims"]), f"victims {k['victims']}")
+        check(inc["related"], "no related pressure incident")
+        print(f"killed: {inc['summary']}")
+        print(f"prekill: answered in {pk['answered_us']} us, {pk['processes_total']} processes, window "
+              f"{pk['window_ms']} ms, {pk['before_kill_ms']} ms before the kill; grower rss {g['rss_kib']} KiB, "
+              f"delays over the window {g['delay_us']}")
+
+
 def main():
     mount = check_kernel()
     validate = validator(SCHEMAS)
     tmp = tempfile.mkdtemp(prefix="psidiag-it-")
+    os.chmod(tmp, 0o755)  # the non-root caller must reach the socket for its mode to be what refuses
+    latencies = []
     with ScratchCgroup(mount, "prekill") as cg:
         agent, sock, out, prom, log = start_agent(tmp, "hook", cg, "cpu some 50ms 2s")
-        latencies = []
         try:
             for _ in range(20):
                 r, t = notify(sock, "/psidiag-it-none")
@@ -204,14 +272,19 @@ def main():
             code = stop_agent(agent)
         check(code == 0, f"agent exit {code}:\n{open(log).read()[-3000:]}")
         check(not os.path.exists(sock), "the socket was left behind")
-        latencies.sort()
-        check(latencies[-1] < DEADLINE_S, f"a Notify took {latencies[-1]:.3f} s")
-        print(f"Notify answered: {len(latencies)} calls, median {latencies[len(latencies) // 2] * 1000:.2f} ms, "
-              f"max {latencies[-1] * 1000:.2f} ms (bound {REPLY_MS} ms)")
         counts = {r: metric(prom, 'psidiag_prekill_calls_total{result="%s"}' % r)
                   for r in ("notify", "answered", "refused", "denied", "busy", "idle")}
         print("calls: " + ", ".join(f"{r} {n}" for r, n in counts.items()))
         check(counts["busy"] > 0 and counts["idle"] > 0, f"busy and idle clients not counted: {counts}")
+    data = make_file("/var/tmp")
+    try:
+        prekill_kill(tmp, mount, data, validate, latencies)
+    finally:
+        os.unlink(data)
+    latencies.sort()
+    check(latencies[-1] < DEADLINE_S, f"a Notify took {latencies[-1]:.3f} s")
+    print(f"Notify answered: {len(latencies)} calls, median {latencies[len(latencies) // 2] * 1000:.2f} ms, "
+          f"max {latencies[-1] * 1000:.2f} ms (bound {REPLY_MS} ms)")
 
 
 if __name__ == "__main__":
