@@ -14,6 +14,7 @@
 #include "agent/varlink.h"
 #include "base/log.h"
 #include "base/macro.h"
+#include "config/keys.h"
 
 /* At most this many clients at once: systemd-oomd opens one per kill it announces, one at a time
  * per cgroup (oomd-util.c oomd_cgroup_kill_mark() queues a cgroup once). One more makes room by
@@ -446,8 +447,11 @@ void prekill_start(Agent *a) {
         /* No directory: no systemd-oomd that calls hooks (systemd 260 and later make it). Nothing
          * is made, nothing costs. */
         if (stat(dir[0] ? dir : "/", &st) < 0 || !S_ISDIR(st.st_mode)) {
-                log_info("prekill hook not served: %s is not there (systemd-oomd of systemd 260 or later makes it)",
-                         dir);
+                /* The usual case on a node without such a systemd-oomd: `psidiag check` says it; a
+                 * path the operator chose is news. */
+                log_internal(strcmp(path, config_keys_find("prekill_socket")->def_string) == 0 ? LOG_LEVEL_DEBUG
+                                                                                               : LOG_LEVEL_INFO,
+                             0, "prekill hook not served: %s is not there (systemd-oomd's hooks need it)", dir);
                 return;
         }
         p = calloc(1, sizeof *p);
