@@ -243,6 +243,8 @@ static int conn_notify(PrekillConn *c, const VarlinkCall *call, usec_t read_us) 
                 c->job = j;
         }
         (void) prekill_measure_first(j->m, a->rt.sysroot, a->rt.taskstats, read_us + bound * PREKILL_FIRST_TENTHS / 10);
+        /* libev times from the loop's cached now, which the reading above has left behind. */
+        ev_now_update(a->loop);
         now = now_usec(CLOCK_MONOTONIC);
         /* No process to read twice (the cgroup is gone or empty): the kill need not wait. */
         usec_t at = j->m->n_procs > 0 ? read_us + bound * PREKILL_SECOND_TENTHS / 10 : now;
