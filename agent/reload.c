@@ -3,9 +3,11 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "agent/prekill.h"
 #include "agent/discovery.h"
 #include "agent/health.h"
 #include "agent/options.h"
+#include "agent/prekill.h"
 #include "agent/reload.h"
 #include "agent/trigger.h"
 #include "agent/watch.h"
@@ -171,6 +173,12 @@ void reload_config(Agent *a) {
         if (a->config->max_incidents_per_minute != old->max_incidents_per_minute) {
                 rate_limit_done(&a->rate);
                 a->rate = rate;
+        }
+        /* A socket path changed, or its directory made since: serve it now. A hook that is served
+         * at the same path goes on (its measures in flight with it). */
+        if (!a->prekill || strcmp(old->prekill_socket, a->config->prekill_socket) != 0) {
+                prekill_stop(a);
+                prekill_start(a);
         }
         config_free(old);
         discovery_run(a);

@@ -12,6 +12,7 @@ incident is still written meanwhile."""
 
 import json
 import os
+import signal
 import socket
 import subprocess
 import sys
@@ -61,9 +62,10 @@ def notify(path, cgroup):
     return call(path, {"method": "io.systemd.oom.Prekill.Notify", "parameters": {"cgroup": cgroup}})
 
 
-def start_agent(tmp, name, cg, trigger, **config):
+def start_agent(tmp, name, cg, trigger, make_dir=True, **config):
     hook = os.path.join(tmp, f"{name}.hook")
-    os.mkdir(hook, 0o755)
+    if make_dir:
+        os.mkdir(hook, 0o755)
     sock = os.path.join(hook, "psidiag")
     out = os.path.join(tmp, f"{name}.ndjson")
     prom = os.path.join(tmp, f"{name}.prom")
@@ -77,8 +79,25 @@ def start_agent(tmp, name, cg, trigger, **config):
         agent = subprocess.Popen([PSIDIAG, "--config", cfg, "--enable-delayacct", "--log-level", "debug"],
                                  stderr=err)
     wait_log(log, r"watching:", 60, agent)
-    wait_log(log, r"serving systemd-oomd's prekill hook", 10, agent)
+    wait_log(log, r"serving systemd-oomd's prekill hook" if make_dir else r"prekill hook not served", 10, agent)
     return agent, sock, out, prom, log
+
+
+def reload_serves(tmp, mount):
+    """No directory at start: nothing is served; made later, a reload serves it."""
+    with ScratchCgroup(mount, "prekillreload") as cg:
+        agent, sock, out, prom, log = start_agent(tmp, "reload", cg, "cpu some 50ms 2s", make_dir=False)
+        try:
+            check(not os.path.exists(os.path.dirname(sock)), "the agent made the hook's directory")
+            os.mkdir(os.path.dirname(sock), 0o755)
+            agent.send_signal(signal.SIGHUP)
+            wait_log(log, r"serving systemd-oomd's prekill hook", 20, agent)
+            r, _ = notify(sock, "/psidiag-it-none")
+            check(r == {"parameters": {}}, f"Notify after the reload: {r}")
+        finally:
+            code = stop_agent(agent)
+        check(code == 0 and not os.path.exists(sock), f"agent exit {code}, socket left: {os.path.exists(sock)}")
+        print("no directory at start: nothing served; made, then SIGHUP: served")
 
 
 def as_nobody(code):
@@ -276,6 +295,7 @@ def main():
                   for r in ("notify", "answered", "refused", "denied", "busy", "idle")}
         print("calls: " + ", ".join(f"{r} {n}" for r, n in counts.items()))
         check(counts["busy"] > 0 and counts["idle"] > 0, f"busy and idle clients not counted: {counts}")
+    reload_serves(tmp, mount)
     data = make_file("/var/tmp")
     try:
         prekill_kill(tmp, mount, data, validate, latencies)
