@@ -98,13 +98,15 @@ static void members_refresh(KillWindow *w) {
         KillMembers *m = &w->members;
         MemcgState ms;
 
-        if (!w->watch->path) {
-                /* Node-wide: every process is a member, known by its exit record alone (listing
-                 * and reading every process each second would cost more than it tells). */
+        /* Node-wide: every process is a member, known by its exit record alone (listing and reading
+         * every process each second would cost more than it tells); while a kill systemd-oomd
+         * announced is awaited, the members are its cgroup's processes, and only they. */
+        const char *pk = !w->watch->path && w->prekill ? cgpath_trim(w->prekill->cgroup) : NULL;
+        if (!w->watch->path && !pk) {
                 m->n = 0;
                 return;
         }
-        if (core_watch_open_cgroup(w->watch, &fd) >= 0) {
+        if ((pk ? sysroot_open_cgroup(a->rt.sysroot, pk, &fd) : core_watch_open_cgroup(w->watch, &fd)) >= 0) {
                 (void) cgroup_list_processes(fd, &l);
                 kills_read_memory(a, w->watch, fd, &ms);
                 if (ms.has_oom_kill && !w->group) {
@@ -328,7 +330,7 @@ static void on_exit_record(const TaskStats *thread, const TaskStats *process, vo
                 KillVictim v = { .pid = tgid, .signal = sig, .uid = thread->uid };
                 const TaskStats *d = process ? process : thread;
 
-                if (!m && w->watch->path)
+                if (!m && (w->watch->path || w->prekill))
                         continue;
                 memcpy(v.comm, thread->comm, sizeof v.comm);
                 if (m) {
@@ -525,16 +527,16 @@ static void on_watch_removed(Watch *watch, void *userdata) {
 }
 
 void kills_prekill(Agent *a, PrekillMeasure *m) {
-        AgentKills *k = a->kills;
-        const char *paths[64];
-        size_t n = MIN(a->n_watches, ELEMENTSOF(paths));
-        usec_t now = now_usec(CLOCK_MONOTONIC);
-        KillWindow *w;
+        Watch *best = NULL;
 
-        for (size_t i = 0; i < n; i++)
-                paths[i] = a->watches[i]->path;
-        ssize_t best = k ? cgpath_deepest(paths, n, cgpath_trim(m->cgroup)) : -1;
-        w = best >= 0 ? window_open(k, a->watches[best]) : NULL;
+        /* The deepest watch over the cgroup: a path beats node-wide, a longer path a shorter one. */
+        for (size_t i = 0; a->kills && i < a->n_watches; i++) {
+                Watch *x = a->watches[i];
+                if (cgpath_covers(x->path, cgpath_trim(m->cgroup)) &&
+                    (!best || (x->path && (!best->path || strlen(x->path) > strlen(best->path)))))
+                        best = x;
+        }
+        KillWindow *w = best ? window_open(a->kills, best) : NULL;
         if (!w) {
                 log_info("no watch covers %s: what was measured before its kill is not reported", m->cgroup);
                 prekill_measure_free(m);
@@ -543,7 +545,7 @@ void kills_prekill(Agent *a, PrekillMeasure *m) {
         /* A second announcement of the cgroup before its kill: the newer measure stands. */
         prekill_measure_free(w->prekill);
         w->prekill = m;
-        w->prekill_until_us = now + (usec_t) a->config->prekill_wait_s * USEC_PER_SEC;
+        w->prekill_until_us = now_usec(CLOCK_MONOTONIC) + (usec_t) a->config->prekill_wait_s * USEC_PER_SEC;
         w->until_us = MAX(w->until_us, w->prekill_until_us);
         if (!w->group)
                 members_refresh(w);

@@ -62,7 +62,7 @@ def notify(path, cgroup):
     return call(path, {"method": "io.systemd.oom.Prekill.Notify", "parameters": {"cgroup": cgroup}})
 
 
-def start_agent(tmp, name, cg, trigger, make_dir=True, **config):
+def start_agent(tmp, name, cg, trigger, make_dir=True, node_wide=False, **config):
     hook = os.path.join(tmp, f"{name}.hook")
     if make_dir:
         os.mkdir(hook, 0o755)
@@ -73,7 +73,7 @@ def start_agent(tmp, name, cg, trigger, make_dir=True, **config):
     with open(cfg, "w") as f:
         json.dump({"output": out, "sample_ms": 500, "cooldown_ms": 0, "metrics_file": prom, "kill_log_files": [],
                    "prekill_socket": sock, "prekill_reply_ms": REPLY_MS, **config,
-                   "watch": [{"cgroup": cg.rel, "triggers": [trigger]}]}, f)
+                   "watch": [{"triggers": [trigger]} if node_wide else {"cgroup": cg.rel, "triggers": [trigger]}]}, f)
     log = os.path.join(tmp, f"{name}.log")
     with open(log, "w") as err:
         agent = subprocess.Popen([PSIDIAG, "--config", cfg, "--enable-delayacct", "--log-level", "debug"],
@@ -81,6 +81,38 @@ def start_agent(tmp, name, cg, trigger, make_dir=True, **config):
     wait_log(log, r"watching:", 60, agent)
     wait_log(log, r"serving systemd-oomd's prekill hook" if make_dir else r"prekill hook not served", 10, agent)
     return agent, sock, out, prom, log
+
+
+def node_wide(tmp, mount, validate):
+    """A node-wide watch (the installed config's) lists no members; while a kill systemd-oomd
+    announced is awaited, its cgroup's processes are the members, and a process killed elsewhere
+    meanwhile is not among the victims."""
+    with ScratchCgroup(mount, "prekillnode") as cg, ScratchCgroup(mount, "prekillother") as other:
+        agent, sock, out, prom, log = start_agent(tmp, "node", cg, "memory some 150ms 2s", node_wide=True,
+                                                  prekill_wait_s=10)
+        try:
+            victims = [cg.spawn([WORKLOAD, "sleep", "psidiag-victim"]) for _ in range(2)]
+            bystander = other.spawn([WORKLOAD, "sleep", "psidiag-bystander"])
+            time.sleep(0.5)
+            r, _ = notify(sock, "/" + cg.rel)
+            check(r == {"parameters": {}}, f"Notify: {r}")
+            time.sleep(0.3)
+            bystander.kill()
+            with open(os.path.join(cg.path, "cgroup.kill"), "w") as f:
+                f.write("1")
+            wait_lines(out, lambda ls: any(i["type"] == "kill" for i in ls), 20)
+        finally:
+            code = stop_agent(agent)
+        check(code == 0, f"agent exit {code}")
+        kills = kill_incidents(out)
+        check(len(kills) == 1, f"kill incidents {len(kills)}:\n{open(log).read()[-2000:]}")
+        k = kills[0]["kill"]
+        validate(kills[0])
+        pids = {v["pid"] for v in k["victims"]}
+        check(pids == {p.pid for p in victims} and k["victims_total"] == 2, f"victims {k['victims']}")
+        check(all(v["cgroup"] == "/" + cg.rel and v["cmdline"] for v in k["victims"]), f"victims {k['victims']}")
+        check(k["killer"]["basis"] == "prekill" and k["prekill"]["outcome"] == "killed", f"kill {k['killer']}")
+        print(f"node-wide: {kills[0]['summary']}")
 
 
 def reload_serves(tmp, mount):
@@ -296,6 +328,7 @@ def main():
         print("calls: " + ", ".join(f"{r} {n}" for r, n in counts.items()))
         check(counts["busy"] > 0 and counts["idle"] > 0, f"busy and idle clients not counted: {counts}")
     reload_serves(tmp, mount)
+    node_wide(tmp, mount, validate)
     data = make_file("/var/tmp")
     try:
         prekill_kill(tmp, mount, data, validate, latencies)
