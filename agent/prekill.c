@@ -115,8 +115,9 @@ static int conn_flush(PrekillConn *c) {
                 memmove(c->out, c->out + n, c->n_out - (size_t) n);
                 c->n_out -= (size_t) n;
         }
+        /* Hanging up: nothing more is read (what waits unread would wake the loop for ever). */
         ev_io_stop(c->p->a->loop, &c->io);
-        ev_io_set(&c->io, c->fd, c->n_out > 0 ? EV_READ | EV_WRITE : EV_READ);
+        ev_io_set(&c->io, c->fd, (c->closing ? 0 : EV_READ) | (c->n_out > 0 ? EV_WRITE : 0));
         ev_io_start(c->p->a->loop, &c->io);
         return 0;
 }
