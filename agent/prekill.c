@@ -35,11 +35,13 @@
  * at once and its cgroup not measured. */
 #define PREKILL_JOBS_MAX 8
 /* The share of prekill_reply_ms each step may take, in tenths: the first reading until half of
- * it, the second reading (the delays' window) from 6 to 9 tenths, then the answer. */
+ * it, the second reading (the delays' window) from 6 to 9 tenths, then the answer, at 9 tenths
+ * whatever is measured by then. */
 #define PREKILL_FIRST_TENTHS 5
 #define PREKILL_SECOND_TENTHS 6
 #define PREKILL_ANSWER_TENTHS 9
-/* After the answer, what is left is measured in slices of this long between the loop's events. */
+/* Measuring goes a slice of this long at a time, between the loop's events: no client, trigger or
+ * sample waits longer for it. */
 #define PREKILL_SLICE_US (5 * USEC_PER_MSEC)
 
 typedef struct PrekillConn PrekillConn;
@@ -49,8 +51,10 @@ typedef struct PrekillJob {
         AgentPrekill *p;
         PrekillConn *conn; /* the caller until it is answered (NULL: gone, or oneway) */
         PrekillMeasure *m;
-        ev_timer second; /* the second reading and the answer */
-        ev_idle rest;    /* what is left after the answer */
+        bool answered;
+        ev_timer second; /* at 6 tenths: the second reading begins */
+        ev_timer answer; /* at 9 tenths: the answer, measured or not */
+        ev_idle step;    /* the measuring, a slice at a time */
 } PrekillJob;
 
 struct AgentPrekill {
@@ -144,7 +148,8 @@ static void job_free(PrekillJob *j) {
         AgentPrekill *p = j->p;
 
         ev_timer_stop(p->a->loop, &j->second);
-        ev_idle_stop(p->a->loop, &j->rest);
+        ev_timer_stop(p->a->loop, &j->answer);
+        ev_idle_stop(p->a->loop, &j->step);
         if (j->conn)
                 j->conn->job = NULL;
         prekill_measure_free(j->m);
@@ -175,6 +180,9 @@ static void job_answer(PrekillJob *j) {
         size_t len;
         const char *empty = varlink_reply_empty(&len);
 
+        j->answered = true;
+        ev_timer_stop(j->p->a->loop, &j->second);
+        ev_timer_stop(j->p->a->loop, &j->answer);
         j->m->replied_mono_us = now;
         log_info("systemd-oomd is about to kill %s: answered in %llu us, %zu of %llu processes measured", j->m->cgroup,
                  (unsigned long long) (now - j->m->notified_mono_us), j->m->next_first,
@@ -186,30 +194,55 @@ static void job_answer(PrekillJob *j) {
                 conn_free(c);
 }
 
-static void job_on_rest(struct ev_loop *loop, ev_idle *idle, int revents) {
-        PrekillJob *j = ASSERT_PTR(idle->data);
-        Agent *a = j->p->a;
-        usec_t deadline = now_usec(CLOCK_MONOTONIC) + PREKILL_SLICE_US;
-
-        if (prekill_measure_first(j->m, a->rt.sysroot, a->rt.taskstats, deadline) &&
-            prekill_measure_last(j->m, a->rt.taskstats, deadline))
-                job_done(j);
+/* When tenths of prekill_reply_ms have passed since the call. */
+static usec_t job_at(const PrekillJob *j, unsigned tenths) {
+        return j->m->notified_mono_us + (usec_t) j->p->a->config->prekill_reply_ms * USEC_PER_MSEC * tenths / 10;
 }
 
-/* The second reading (the delays' window ends), the answer, and the rest later if any is left. */
+/* One slice: the first reading until 5 tenths, the second from 6 (job_on_second()) to 9 and then
+ * the answer; after the answer, whatever is left. */
+static void job_on_step(struct ev_loop *loop, ev_idle *idle, int revents) {
+        PrekillJob *j = ASSERT_PTR(idle->data);
+        Agent *a = j->p->a;
+        PrekillMeasure *m = j->m;
+        usec_t now = now_usec(CLOCK_MONOTONIC), end = now + PREKILL_SLICE_US;
+
+        if (j->answered) {
+                if (prekill_measure_first(m, a->rt.sysroot, a->rt.taskstats, end) &&
+                    prekill_measure_last(m, a->rt.taskstats, end))
+                        job_done(j);
+        } else if (now < job_at(j, PREKILL_SECOND_TENTHS)) {
+                /* Read whole, or its time is up: the rest comes after the answer. */
+                if (prekill_measure_first(m, a->rt.sysroot, a->rt.taskstats,
+                                          MIN(end, job_at(j, PREKILL_FIRST_TENTHS))) ||
+                    now >= job_at(j, PREKILL_FIRST_TENTHS))
+                        ev_idle_stop(loop, idle);
+        } else if (prekill_measure_last(m, a->rt.taskstats, MIN(end, job_at(j, PREKILL_ANSWER_TENTHS)))) {
+                job_answer(j);
+                if (m->next_first == m->n_procs)
+                        job_done(j);
+        }
+}
+
 static void job_on_second(struct ev_loop *loop, ev_timer *t, int revents) {
         PrekillJob *j = ASSERT_PTR(t->data);
-        Agent *a = j->p->a;
-        usec_t bound = (usec_t) a->config->prekill_reply_ms * USEC_PER_MSEC;
-        bool done = prekill_measure_last(j->m, a->rt.taskstats,
-                                         j->m->notified_mono_us + bound * PREKILL_ANSWER_TENTHS / 10) &&
-                    j->m->next_first == j->m->n_procs;
+
+        ev_idle_start(loop, &j->step);
+}
+
+/* The bound: answered now, whatever is measured; the rest goes on after. */
+static void job_on_answer(struct ev_loop *loop, ev_timer *t, int revents) {
+        PrekillJob *j = ASSERT_PTR(t->data);
 
         job_answer(j);
-        if (done)
-                job_done(j);
-        else
-                ev_idle_start(loop, &j->rest);
+        ev_idle_start(loop, &j->step);
+}
+
+static void job_timer(PrekillJob *j, ev_timer *t, unsigned tenths) {
+        usec_t at = job_at(j, tenths), now = now_usec(CLOCK_MONOTONIC);
+
+        ev_timer_set(t, at > now ? (double) (at - now) / USEC_PER_SEC : 0., 0.);
+        ev_timer_start(j->p->a->loop, t);
 }
 
 /* A Notify: the cgroup systemd-oomd is about to kill, its message read at read_us. Measured within
@@ -217,7 +250,6 @@ static void job_on_second(struct ev_loop *loop, ev_timer *t, int revents) {
 static int conn_notify(PrekillConn *c, const VarlinkCall *call, usec_t read_us) {
         AgentPrekill *p = c->p;
         Agent *a = p->a;
-        usec_t bound = (usec_t) a->config->prekill_reply_ms * USEC_PER_MSEC, now;
         PrekillJob *j = p->n_jobs < PREKILL_JOBS_MAX ? calloc(1, sizeof *j) : NULL;
 
         count(p, COUNTERS_PREKILL_NOTIFY);
@@ -235,22 +267,25 @@ static int conn_notify(PrekillConn *c, const VarlinkCall *call, usec_t read_us) 
         }
         j->p = p;
         ev_timer_init(&j->second, job_on_second, 0., 0.);
-        j->second.data = j;
-        ev_idle_init(&j->rest, job_on_rest);
-        j->rest.data = j;
+        ev_timer_init(&j->answer, job_on_answer, 0., 0.);
+        ev_idle_init(&j->step, job_on_step);
+        j->second.data = j->answer.data = j->step.data = j;
         p->jobs[p->n_jobs++] = j;
         if (!call->oneway) {
                 j->conn = c;
                 c->job = j;
         }
-        (void) prekill_measure_first(j->m, a->rt.sysroot, a->rt.taskstats, read_us + bound * PREKILL_FIRST_TENTHS / 10);
-        /* libev times from the loop's cached now, which the reading above has left behind. */
+        /* libev times from the loop's cached now, which listing the cgroup has left behind. */
         ev_now_update(a->loop);
-        now = now_usec(CLOCK_MONOTONIC);
-        /* No process to read twice (the cgroup is gone or empty): the kill need not wait. */
-        usec_t at = j->m->n_procs > 0 ? read_us + bound * PREKILL_SECOND_TENTHS / 10 : now;
-        ev_timer_set(&j->second, at > now ? (double) (at - now) / USEC_PER_SEC : 0., 0.);
-        ev_timer_start(a->loop, &j->second);
+        if (j->m->n_procs == 0) {
+                /* Gone or empty: nothing to read twice, and the kill need not wait. Answered from the
+                 * loop, not from here: answering reads the client's next message. */
+                job_timer(j, &j->answer, 0);
+                return 0;
+        }
+        job_timer(j, &j->second, PREKILL_SECOND_TENTHS);
+        job_timer(j, &j->answer, PREKILL_ANSWER_TENTHS);
+        ev_idle_start(a->loop, &j->step);
         return 0;
 }
 
