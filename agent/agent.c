@@ -17,6 +17,7 @@
 #include "agent/stall.h"
 #include "agent/oom.h"
 #include "agent/oomwatch.h"
+#include "agent/prekill.h"
 #include "agent/reload.h"
 #include "agent/watch.h"
 #include "base/log.h"
@@ -43,6 +44,7 @@ static void agent_free(Agent *a) {
         size_t closing = a->armed;
         usec_t start = now_usec(CLOCK_MONOTONIC);
 
+        prekill_stop(a);
         oom_stop(a);
         oomwatch_stop(a);
         kills_stop(a);
@@ -201,6 +203,7 @@ int agent_run(const AgentOptions *opts) {
                 log_warning("out of memory: kill incidents are not reported");
         if (recording_start(a, stall_trigger_fired) < 0)
                 log_warning("out of memory: watches are not recorded; incidents cover the second after the wakeup");
+        prekill_start(a);
         a->counters.start_time_s = now_usec(CLOCK_REALTIME) / USEC_PER_SEC;
         health_update(a);
         log_info("watching: %u trigger%s armed on %zu watch%s", a->armed, a->armed == 1 ? "" : "s", a->n_watches,

@@ -36,13 +36,14 @@
 typedef struct Agent Agent;
 typedef struct Watch Watch;
 /* The private state of each module, owned by it (NULL until it is started). */
-typedef struct WatchPools WatchPools;   /* pools.c */
-typedef struct AgentOoms AgentOoms;     /* oom.c */
-typedef struct OomWatch OomWatch;       /* oomwatch.c */
-typedef struct AgentKills AgentKills;   /* kills.c */
-typedef struct Discovery Discovery;     /* discovery.c */
-typedef struct AgentHealth AgentHealth; /* health.c */
-typedef struct Recording Recording;     /* recording.c */
+typedef struct WatchPools WatchPools;     /* pools.c */
+typedef struct AgentOoms AgentOoms;       /* oom.c */
+typedef struct OomWatch OomWatch;         /* oomwatch.c */
+typedef struct AgentKills AgentKills;     /* kills.c */
+typedef struct Discovery Discovery;       /* discovery.c */
+typedef struct AgentHealth AgentHealth;   /* health.c */
+typedef struct Recording Recording;       /* recording.c */
+typedef struct AgentPrekill AgentPrekill; /* prekill.c */
 
 /* One armed trigger. Heap-allocated one by one: the trigger set hands its pointer back with each
  * event, so a trigger kept across a reload must not move. */
@@ -134,6 +135,7 @@ struct Agent {
         Discovery *discovery;
         AgentHealth *health;
         Recording *recording;
+        AgentPrekill *prekill;
 };
 
 /* Adds a module's hooks; every hook later called gets userdata. 0, or -ENOSPC past CORE_HOOKS_MAX

@@ -15,6 +15,15 @@ static const char *const incident_labels[_COUNTERS_INCIDENT_MAX] = {
         [COUNTERS_INCIDENT_KILL] = "kill",
 };
 
+const char *counters_prekill_label(CountersPrekill p) {
+        static const char *const labels[_COUNTERS_PREKILL_MAX] = {
+                [COUNTERS_PREKILL_NOTIFY] = "notify",   [COUNTERS_PREKILL_ANSWERED] = "answered",
+                [COUNTERS_PREKILL_REFUSED] = "refused", [COUNTERS_PREKILL_DENIED] = "denied",
+                [COUNTERS_PREKILL_BUSY] = "busy",       [COUNTERS_PREKILL_IDLE] = "idle",
+        };
+        return p >= 0 && p < _COUNTERS_PREKILL_MAX ? labels[p] : "unknown";
+}
+
 const char *counters_watch_label(const WatchConfig *cfg) {
         /* A node-wide watch and one on the root cgroup ("") both watch the whole node. */
         return cfg && cfg->cgroup && cfg->cgroup[0] ? cfg->cgroup : "/";

@@ -23,6 +23,20 @@ typedef enum CountersIncident {
         _COUNTERS_INCIDENT_MAX,
 } CountersIncident;
 
+/* The prekill hook's calls (agent/prekill.h), psidiag_prekill_calls_total{result}. */
+typedef enum CountersPrekill {
+        COUNTERS_PREKILL_NOTIFY,   /* a Notify of systemd-oomd, answered */
+        COUNTERS_PREKILL_ANSWERED, /* another call answered (GetInfo, GetInterfaceDescription) */
+        COUNTERS_PREKILL_REFUSED,  /* malformed, oversized, unknown: a Varlink error */
+        COUNTERS_PREKILL_DENIED,   /* a caller that is not root, hung up on */
+        COUNTERS_PREKILL_BUSY,     /* a client beyond the most at once, hung up on */
+        COUNTERS_PREKILL_IDLE,     /* a client that sent nothing, hung up on */
+        _COUNTERS_PREKILL_MAX,
+} CountersPrekill;
+
+/* "notify", "answered", "refused", "denied", "busy", "idle". */
+const char *counters_prekill_label(CountersPrekill p);
+
 /* The incidents of one configured watch, by its label (counters_watch_label()). */
 typedef struct WatchCounts {
         char *label;
@@ -38,6 +52,7 @@ typedef struct Counters {
         uint64_t episodes;                              /* episode_note()'s sequence */
         uint64_t oom_kills, kmsg_lost, exit_records_lost, blkio_unstarted;
         uint64_t kills[_KILLER_MAX]; /* kill incidents by killer */
+        uint64_t prekill[_COUNTERS_PREKILL_MAX];
         /* The recorder (agent/recording.h): recordings begun, and not begun for the bound; entries
          * taken and the time they took; the time watches spent recording. */
         uint64_t recordings, recordings_refused, recorder_entries, recorder_us, recording_us;

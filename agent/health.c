@@ -71,6 +71,9 @@ void health_update(Agent *a) {
                 wakeups[v] = (MetricsCount) { .label = wakeup_verdict_label(v), .value = c->wakeups[v] };
         MetricsCount windows[2] = { { .label = "after_wakeup", .value = c->windows[0] },
                                     { .label = "recorded", .value = c->windows[1] } };
+        MetricsCount prekill[_COUNTERS_PREKILL_MAX];
+        for (CountersPrekill p = 0; p < _COUNTERS_PREKILL_MAX; p++)
+                prekill[p] = (MetricsCount) { .label = counters_prekill_label(p), .value = c->prekill[p] };
         MetricsCount unparsed[_UNPARSED_MAX];
         for (UnparsedFile u = 0; u < _UNPARSED_MAX; u++)
                 unparsed[u] = (MetricsCount) { .label = unparsed_file_to_string(u), .value = unparsed_count(u) };
@@ -110,6 +113,8 @@ void health_update(Agent *a) {
                 .windows_passed = c->windows_passed,
                 .kills = kills,
                 .n_kills = _KILLER_MAX,
+                .prekill = prekill,
+                .n_prekill = _COUNTERS_PREKILL_MAX,
                 .incidents = h->series,
                 .n_incidents = n_incidents,
                 .stall = h->series + n_incidents,

@@ -1,13 +1,10 @@
 /* SPDX-License-Identifier: MIT */
-/* The loop side of kill incidents: kill windows, the exit listener, the members' refresh, the kill
- * log files (agent/killers.h) and the grouping timer. Every decision is sampling/kills.h's. */
+/* The loop side of kill incidents (windows, exit listener, members, kill logs, grouping timer);
+ * every decision is sampling/kills.h's. */
 #include <errno.h>
-#include <fcntl.h>
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #include "agent/health.h"
 #include "agent/killers.h"
@@ -21,6 +18,7 @@
 #include "probes/procfs.h"
 #include "probes/tasks.h"
 #include "sampling/kills.h"
+#include "sampling/prekill.h"
 #include "sampling/result.h"
 
 #define KILL_TICK_S 1.0
@@ -39,6 +37,8 @@ typedef struct KillWindow {
         KillXattrBases xattrs;
         KillGroup *group; /* in flight, written when group_timer fires */
         ev_timer group_timer;
+        PrekillMeasure *prekill; /* a kill systemd-oomd announced (agent/prekill.h), until prekill_until_us */
+        usec_t prekill_until_us;
 } KillWindow;
 
 struct AgentKills {
@@ -95,13 +95,15 @@ static void members_refresh(KillWindow *w) {
         KillMembers *m = &w->members;
         MemcgState ms;
 
-        if (!w->watch->path) {
-                /* Node-wide: every process is a member, known by its exit record alone (listing
-                 * and reading every process each second would cost more than it tells). */
+        /* Node-wide: every process is a member, known by its exit record alone (listing and reading
+         * every process each second would cost more than it tells); while a kill systemd-oomd
+         * announced is awaited, the members are its cgroup's processes, and only they. */
+        const char *pk = !w->watch->path && w->prekill ? cgpath_trim(w->prekill->cgroup) : NULL;
+        if (!w->watch->path && !pk) {
                 m->n = 0;
                 return;
         }
-        if (core_watch_open_cgroup(w->watch, &fd) >= 0) {
+        if ((pk ? sysroot_open_cgroup(a->rt.sysroot, pk, &fd) : core_watch_open_cgroup(w->watch, &fd)) >= 0) {
                 (void) cgroup_list_processes(fd, &l);
                 kills_read_memory(a, w->watch, fd, &ms);
                 if (ms.has_oom_kill && !w->group) {
@@ -206,7 +208,14 @@ static void window_write_group(KillWindow *w, bool final) {
         ev.xattr_killer = killers_xattrs_grew(&w->xattrs, a->rt.sysroot, victim_cgroup, w->watch->path, ev.xattr_name,
                                               sizeof ev.xattr_name);
         kill_choose_killer(&ev, g->pids, g->n_pids, &killer);
-        if (killer.killer == KILLER_UNKNOWN) {
+        /* systemd-oomd told us before it killed this cgroup: the strongest mark there is. */
+        bool announced = w->prekill && (g->total == 0 || !victim_cgroup ||
+                                        cgpath_covers(cgpath_trim(w->prekill->cgroup), victim_cgroup));
+        PrekillMeasure *pk = announced ? w->prekill : NULL;
+        if (pk) {
+                killer = (KillerChoice) { .killer = KILLER_SYSTEMD_OOMD, .basis = KILLMARK_BASIS_PREKILL };
+                snprintf(killer.mark, sizeof killer.mark, "Notify %.240s", pk->cgroup);
+        } else if (killer.killer == KILLER_UNKNOWN) {
                 ev.running = running;
                 ev.n_running = killers_running(a->rt.sysroot, running, ELEMENTSOF(running));
                 kill_choose_killer(&ev, g->pids, g->n_pids, &killer);
@@ -253,6 +262,9 @@ static void window_write_group(KillWindow *w, bool final) {
                 .above_trigger = w->last_wakeup_us > w->incident_mono_us,
                 .related = related,
                 .n_related = n_related,
+                .prekill = pk,
+                .prekill_outcome = pk ? (g->total > 0 ? "killed" : "no_kill") : NULL,
+                .kill_mono_us = g->first_mono_us,
         };
 
         /* The cgroup's pressure right after: a result of no task. */
@@ -286,6 +298,8 @@ static void window_write_group(KillWindow *w, bool final) {
                            },
                            &end);
         safe_close(fd);
+        if (pk)
+                w->prekill = prekill_measure_free(w->prekill);
         if (r < 0) {
                 log_error_errno(r, "cannot build the kill incident of %s", w->watch->name);
                 return;
@@ -317,7 +331,7 @@ static void on_exit_record(const TaskStats *thread, const TaskStats *process, vo
                 KillVictim v = { .pid = tgid, .signal = sig, .uid = thread->uid };
                 const TaskStats *d = process ? process : thread;
 
-                if (!m && w->watch->path)
+                if (!m && (w->watch->path || w->prekill))
                         continue;
                 memcpy(v.comm, thread->comm, sizeof v.comm);
                 if (m) {
@@ -395,6 +409,7 @@ static void window_free(AgentKills *k, size_t i) {
         KillWindow *w = k->windows[i];
 
         window_write_group(w, true);
+        prekill_measure_free(w->prekill);
         kill_members_done(&w->members);
         free(w);
         k->windows[i] = k->windows[--k->n];
@@ -409,7 +424,17 @@ static void on_tick(struct ev_loop *loop, ev_timer *t, int revents) {
         killers_logs_drain(&k->logs, mark_push, k);
         for (size_t i = k->n; i-- > 0;) {
                 KillWindow *w = k->windows[i];
-                if (now > w->until_us && !w->group)
+                if (w->prekill && !w->group && now > w->prekill_until_us) {
+                        /* Announced, and no kill came: systemd-oomd changed its mind (its
+                         * cgroup calmed down) or the kill found nothing. A line says so. */
+                        w->group = calloc(1, sizeof *w->group);
+                        if (w->group) {
+                                w->group->first_mono_us = now;
+                                window_write_group(w, true);
+                        } else
+                                w->prekill = prekill_measure_free(w->prekill);
+                }
+                if (now > w->until_us && !w->group && !w->prekill)
                         window_free(k, i);
                 else if (!w->group)
                         members_refresh(w);
@@ -423,34 +448,27 @@ static KillWindow *window_find(AgentKills *k, const Watch *w) {
         return NULL;
 }
 
-/* A pressure incident of watch: a kill window opens, or a later incident renews it. */
-static void on_pressure_incident(Watch *watch, const Trigger *t, const char *id, void *userdata) {
-        AgentKills *k = userdata;
+/* watch's window, opened when it has none (the exit listener with it). NULL when it cannot be. */
+static KillWindow *window_open(AgentKills *k, Watch *watch) {
         Agent *a = k->a;
-        KillWindow *w;
-        usec_t now = now_usec(CLOCK_MONOTONIC);
+        KillWindow *w = window_find(k, watch);
         int r;
 
-        /* Userspace OOM killers act on memory: a signal after cpu or io pressure is far more often
-         * a stop than a kill, and is not reported. */
-        if (a->config->kill_window_s == 0 || t->effective.resource != PSI_RESOURCE_MEMORY)
-                return;
-        w = window_find(k, watch);
         if (!w) {
                 KillWindow **p = realloc(k->windows, (k->n + 1) * sizeof *p);
                 if (!p)
-                        return;
+                        return NULL;
                 k->windows = p;
                 r = listener_open(k);
                 if (r < 0) {
                         log_debug_errno(r, "no exit listener: processes killed in %s are not reported", watch->name);
-                        return;
+                        return NULL;
                 }
                 w = calloc(1, sizeof *w);
                 if (!w) {
                         if (k->n == 0)
                                 listener_close(k);
-                        return;
+                        return NULL;
                 }
                 w->k = k;
                 w->watch = watch;
@@ -459,6 +477,23 @@ static void on_pressure_incident(Watch *watch, const Trigger *t, const char *id,
                 k->windows[k->n++] = w;
                 log_debug("kill window of %s open for %u s", watch->name, a->config->kill_window_s);
         }
+        return w;
+}
+
+/* A pressure incident of watch: a kill window opens, or a later incident renews it. */
+static void on_pressure_incident(Watch *watch, const Trigger *t, const char *id, void *userdata) {
+        AgentKills *k = userdata;
+        Agent *a = k->a;
+        KillWindow *w;
+        usec_t now = now_usec(CLOCK_MONOTONIC);
+
+        /* Userspace OOM killers act on memory: a signal after cpu or io pressure is far more often
+         * a stop than a kill, and is not reported. */
+        if (a->config->kill_window_s == 0 || t->effective.resource != PSI_RESOURCE_MEMORY)
+                return;
+        w = window_open(k, watch);
+        if (!w)
+                return;
         snprintf(w->trigger, sizeof w->trigger, "%s", t->cfg->text);
         snprintf(w->incident, sizeof w->incident, "%s", id);
         w->incident_mono_us = now;
@@ -490,6 +525,31 @@ static void on_watch_removed(Watch *watch, void *userdata) {
                         window_free(k, i);
                         return;
                 }
+}
+
+void kills_prekill(Agent *a, PrekillMeasure *m) {
+        Watch *best = NULL;
+
+        /* The deepest watch over the cgroup: a path beats node-wide, a longer path a shorter one. */
+        for (size_t i = 0; a->kills && i < a->n_watches; i++) {
+                Watch *x = a->watches[i];
+                if (cgpath_covers(x->path, cgpath_trim(m->cgroup)) &&
+                    (!best || (x->path && (!best->path || strlen(x->path) > strlen(best->path)))))
+                        best = x;
+        }
+        KillWindow *w = best ? window_open(a->kills, best) : NULL;
+        if (!w) {
+                log_info("no watch covers %s: what was measured before its kill is not reported", m->cgroup);
+                prekill_measure_free(m);
+                return;
+        }
+        /* A second announcement of the cgroup before its kill: the newer measure stands. */
+        prekill_measure_free(w->prekill);
+        w->prekill = m;
+        w->prekill_until_us = now_usec(CLOCK_MONOTONIC) + (usec_t) a->config->prekill_wait_s * USEC_PER_SEC;
+        w->until_us = MAX(w->until_us, w->prekill_until_us);
+        if (!w->group)
+                members_refresh(w);
 }
 
 void kills_kmsg_message(Agent *a, const char *msg, size_t len) {

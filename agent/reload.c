@@ -7,6 +7,7 @@
 #include "agent/health.h"
 #include "agent/options.h"
 #include "agent/pools.h"
+#include "agent/prekill.h"
 #include "agent/reload.h"
 #include "agent/sample.h"
 #include "agent/trigger.h"
@@ -173,6 +174,12 @@ void reload_config(Agent *a) {
         if (a->config->max_incidents_per_minute != old->max_incidents_per_minute) {
                 rate_limit_done(&a->rate);
                 a->rate = rate;
+        }
+        /* A socket path changed, or its directory made since: serve it now. A hook that is served
+         * at the same path goes on (its measures in flight with it). */
+        if (!a->prekill || strcmp(old->prekill_socket, a->config->prekill_socket) != 0) {
+                prekill_stop(a);
+                prekill_start(a);
         }
         config_free(old);
         discovery_run(a);

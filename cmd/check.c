@@ -3,11 +3,13 @@
 #include <fcntl.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "base/fileio.h"
 #include "base/macro.h"
 #include "cmd/check.h"
+#include "config/model.h"
 #include "probes/procfs.h"
 #include "probes/sysroot.h"
 #include "probes/system.h"
@@ -149,6 +151,18 @@ size_t check_evaluate(const CheckFacts *f, CheckLine *lines) {
         else
                 LINE(CHECK_OK, "kmsg", "/dev/kmsg is readable (the kernel's OOM kill records)");
 
+        /* systemd-oomd 260+ calls the hooks of this directory before it kills (docs/killers.md). */
+        if (f->prekill_dir_err < 0)
+                LINE(CHECK_OK, "prekill-hook",
+                     "%s: %s: no systemd-oomd that calls prekill hooks (systemd 260 and later); the agent serves "
+                     "none, at no cost",
+                     CONFIG_PREKILL_SYSTEMD_DIR, strerror(-f->prekill_dir_err));
+        else
+                LINE(CHECK_OK, "prekill-hook",
+                     "%s is there: with prekill_socket in it, the agent measures a cgroup before systemd-oomd kills "
+                     "it (once PrekillHookTimeoutSec= is set in oomd.conf)",
+                     CONFIG_PREKILL_SYSTEMD_DIR);
+
         /* In a cgroup namespace of its own (a container started without --cgroupns=host), it reads
          * every cgroup outside that namespace as "/../..". Under a mount of the host's tree the
          * namespace's root is found there and every path resolved (kernel-facts.md:
@@ -253,6 +267,11 @@ void check_gather(CheckFacts *f) {
 
         f->cgroupns_err = proc_cgroup_namespace_read(s->proc_fd, CHECK_CGROUPNS_SCAN_MAX, &f->cgroupns);
         f->cgns_err = proc_cgroup_namespace_locate(s, &f->cgns);
+
+        struct stat hook;
+        f->prekill_dir_err = stat(CONFIG_PREKILL_SYSTEMD_DIR, &hook) < 0 ? -errno
+                             : S_ISDIR(hook.st_mode)                     ? 0
+                                                                         : -ENOTDIR;
 
         int fd = open("/dev/kmsg", O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
         f->kmsg_err = fd < 0 ? -errno : 0;

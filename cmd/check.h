@@ -42,6 +42,7 @@ typedef struct CheckFacts {
         char lsm_label[128];  /* "docker-default (enforce)" */
         int cgns_err;         /* locating our namespace's root (proc_cgroup_namespace_locate()) */
         CgroupNamespace cgns; /* where it lies under the cgroup2 mount */
+        int prekill_dir_err;  /* stat of systemd-oomd's prekill hook directory: 0 a directory */
 } CheckFacts;
 
 /* How many processes `check` reads the cgroup of, looking for ones outside our cgroup namespace. */

@@ -399,6 +399,19 @@ static void show_kill(json_t *inc, FILE *out) {
                 text_terminal_safe(get_str(p, "incident"), id, sizeof id);
                 fprintf(out, "  pressure  incident %s, %lld ms before\n", id, get_int(p, "since_ms"));
         }
+        /* What systemd-oomd's prekill call let the agent measure before the kill. */
+        json_t *pk = json_object_get(o, "prekill");
+        if (!json_is_object(pk))
+                return;
+        text_terminal_safe(get_str(pk, "cgroup") ? get_str(pk, "cgroup") : "-", cg, sizeof cg);
+        fprintf(out, "  prekill   %s: %s, answered in %lld us, %lld processes, %lld KiB\n", cg,
+                get_str(pk, "outcome") ? get_str(pk, "outcome") : "-", get_int(pk, "answered_us"),
+                get_int(pk, "processes_total"), get_int(pk, "rss_kib"));
+        json_array_foreach(json_object_get(pk, "processes"), i, v) {
+                text_terminal_safe(get_str(v, "comm") ? get_str(v, "comm") : "-", comm, sizeof comm);
+                fprintf(out, "  before    pid %lld %s, rss %lld KiB, swap %lld KiB\n", get_int(v, "pid"), comm,
+                        get_int(v, "rss_kib"), get_int(v, "swap_kib"));
+        }
 }
 
 /* The incident's sentence; a line written before psidiag 0.6 has none, and gets one made from its

@@ -139,7 +139,7 @@ static int set_defaults(Config *c) {
                 p = (uint8_t *) c + k->config_offset;
                 if (k->type == CONFIG_KEY_UINT)
                         store_uint(k, c, k->config_offset, k->def);
-                else if (k->type == CONFIG_KEY_OUTPUT && k->def_string) {
+                else if ((k->type == CONFIG_KEY_OUTPUT || k->type == CONFIG_KEY_SOCKET) && k->def_string) {
                         *(char **) p = strdup(k->def_string);
                         if (!*(char **) p)
                                 return -ENOMEM;
@@ -179,6 +179,16 @@ static int parse_plain_value(ParseState *st, const ConfigKey *k, json_t *v, cons
                 return 0;
         case CONFIG_KEY_OUTPUT:
                 return get_output(st, v, path, n, (char **) p);
+        case CONFIG_KEY_SOCKET: {
+                const char *s = json_string_value(v);
+                if (!s || json_string_length(v) != strlen(s) || strlen(s) >= CONFIG_SOCKET_PATH_MAX ||
+                    (*s && *s != '/'))
+                        return fail_at(st, path, n, "%s must be \"\" (none) or an absolute path of at most %d bytes",
+                                       k->name, CONFIG_SOCKET_PATH_MAX - 1);
+                free(*(char **) p);
+                *(char **) p = strdup(s);
+                return *(char **) p ? 0 : -ENOMEM;
+        }
         default:
                 assert(!"not a plain value");
                 return -EINVAL;
@@ -324,6 +334,7 @@ Config *config_free(Config *c) {
         free(c->watches);
         free(c->output);
         free(c->metrics_file);
+        free(c->prekill_socket);
         for (size_t i = 0; i < c->n_kill_log_files; i++)
                 free(c->kill_log_files[i]);
         free(c->kill_log_files);

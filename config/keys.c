@@ -39,6 +39,13 @@ const ConfigKey config_keys[] = {
         /* Its default (CONFIG_DEFAULT_KILL_LOG_FILES, those that exist) is resolved by the agent. */
         { "kill_log_files", CONFIG_KEY_PATHS, CONFIG_KEY_TOP, 0, CONFIG_KILL_LOG_FILES_MAX, 0, NULL,
           IN_CONFIG(kill_log_files), NOWHERE, 0, true, NULL },
+        /* systemd-oomd's prekill hook (agent/prekill.h). */
+        { "prekill_socket", CONFIG_KEY_SOCKET, CONFIG_KEY_TOP, 0, 0, 0, CONFIG_PREKILL_SYSTEMD_DIR "/psidiag",
+          IN_CONFIG(prekill_socket), NOWHERE, 0, true, NULL },
+        { "prekill_reply_ms", CONFIG_KEY_UINT, CONFIG_KEY_TOP, CONFIG_PREKILL_REPLY_MS_MIN, CONFIG_PREKILL_REPLY_MS_MAX,
+          200, NULL, IN_CONFIG(prekill_reply_ms), NOWHERE, sizeof(unsigned), true, NULL },
+        { "prekill_wait_s", CONFIG_KEY_UINT, CONFIG_KEY_TOP, 1, CONFIG_PREKILL_WAIT_S_MAX, 30, NULL,
+          IN_CONFIG(prekill_wait_s), NOWHERE, sizeof(unsigned), true, NULL },
         { "metrics_file", CONFIG_KEY_METRICS_FILE, CONFIG_KEY_TOP, 0, 0, 0, NULL, IN_CONFIG(metrics_file), NOWHERE, 0,
           true, NULL },
         { "watch", CONFIG_KEY_WATCHES, CONFIG_KEY_TOP, 1, CONFIG_WATCHES_MAX, 0, NULL, IN_CONFIG(watches), NOWHERE, 0,

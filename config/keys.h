@@ -17,6 +17,7 @@ typedef enum ConfigKeyType {
         CONFIG_KEY_OUTPUT,        /* an output ("-", "journal", an absolute path): a char * */
         CONFIG_KEY_OUTPUT_FORMAT, /* "incident" or "otlp": a ConfigOutputFormat */
         CONFIG_KEY_METRICS_FILE,  /* an absolute path ending in ".prom": a char * */
+        CONFIG_KEY_SOCKET,        /* "" (none) or an absolute path a unix socket address holds: a char * */
         CONFIG_KEY_PATHS,         /* a list of at most max absolute paths (kill_log_files) */
         CONFIG_KEY_CGROUP,        /* a cgroup path or pattern (a watch's) */
         CONFIG_KEY_TRIGGERS,      /* a list of at most max trigger strings (a watch's) */
@@ -36,7 +37,7 @@ typedef struct ConfigKey {
         unsigned where;          /* CONFIG_KEY_TOP, CONFIG_KEY_WATCH or both */
         uint64_t min, max;       /* UINT: the bounds; PATHS, TRIGGERS, WATCHES: max the list's length */
         uint64_t def;            /* UINT: the value without the key (a watch's: the top level's) */
-        const char *def_string;  /* OUTPUT, OUTPUT_FORMAT: the value without the key, as written */
+        const char *def_string;  /* OUTPUT, OUTPUT_FORMAT, SOCKET: the value without the key, as written */
         size_t config_offset;    /* where it lands in Config, CONFIG_KEY_NOWHERE for none */
         size_t watch_offset;     /* where it lands in WatchConfig, CONFIG_KEY_NOWHERE for none */
         size_t size;             /* UINT: sizeof the field (an unsigned or a uint64_t) */

@@ -56,6 +56,11 @@ typedef struct Config {
         char **kill_log_files;
         size_t n_kill_log_files;
         bool has_kill_log_files;
+        /* systemd-oomd's prekill hook: the socket served ("" none), how soon a Notify is answered,
+         * and how long its kill is waited for before a line says it did not come. */
+        char *prekill_socket;
+        unsigned prekill_reply_ms;
+        unsigned prekill_wait_s;
         unsigned top;
         uint64_t sample_ms;
         uint64_t cooldown_ms;
@@ -66,6 +71,12 @@ typedef struct Config {
 #define CONFIG_KILL_WINDOW_S_MAX 3600
 #define CONFIG_RECORD_S_MAX 3600
 #define CONFIG_KILL_LOG_FILES_MAX 8
+#define CONFIG_PREKILL_REPLY_MS_MIN 10
+#define CONFIG_PREKILL_REPLY_MS_MAX 900
+#define CONFIG_PREKILL_WAIT_S_MAX 600
+/* Where systemd-oomd (systemd 260 and later) looks for prekill hooks (src/oom/oomd-util.c). */
+#define CONFIG_PREKILL_SYSTEMD_DIR "/run/systemd/oomd.prekill.hook"
+#define CONFIG_SOCKET_PATH_MAX 108 /* sizeof sockaddr_un.sun_path, its NUL included */
 /* Used when kill_log_files is not set, those of them that exist. */
 #define CONFIG_DEFAULT_KILL_LOG_FILES                                                                                  \
         { "/var/log/syslog", "/var/log/messages" }

@@ -13,6 +13,7 @@
 #include "incident/summary.h"
 #include "sampling/fired.h"
 #include "probes/cgmeta.h"
+#include "incident/prekill-report.h"
 
 static json_t *time_string(usec_t t) {
         char buf[RFC3339_MAX];
@@ -260,6 +261,8 @@ static int kill_add(json_t *incident, const KillReport *k) {
         r |= set_new(pressure, "since_ms", k->pressure_incident ? json_u64(k->since_pressure_ms) : json_null());
         r |= set_new(pressure, "above_trigger", json_boolean(k->above_trigger));
         r |= set_new(o, "pressure", pressure);
+        if (k->prekill)
+                r |= set_new(o, "prekill", prekill_report_object(k->prekill, k->prekill_outcome, k->kill_mono_us));
         r |= set_new(incident, "kill", o);
         for (size_t i = 0; i < k->n_related; i++)
                 r |= append_new(related, json_string_from_bytes(k->related[i], strlen(k->related[i])));

@@ -17,6 +17,7 @@
 #include "sampling/snapshot.h"
 #include "probes/kmsg.h"
 #include "sampling/kills.h"
+#include "sampling/prekill.h"
 #include "probes/system.h"
 #include "triggers/trigger.h"
 
@@ -59,6 +60,12 @@ typedef struct KillReport {
         bool above_trigger;
         const char *const *related; /* ids, newest first */
         size_t n_related;
+        /* What the prekill hook measured before the kill (NULL: it was not called): "kill.prekill",
+         * with the outcome ("killed", or "no_kill" for a group of no victim) and the first
+         * victim's death (CLOCK_MONOTONIC). */
+        const PrekillMeasure *prekill;
+        const char *prekill_outcome;
+        usec_t kill_mono_us;
 } KillReport;
 
 /* What an incident says beside its sample: who writes it, why, and about what. The sample itself

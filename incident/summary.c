@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "base/macro.h"
+#include "incident/summary-kill.h"
 #include "incident/summary.h"
 #include "incident/textout.h"
 #include "sampling/fired.h"
@@ -425,65 +426,6 @@ static void put_oom(FILE *f, const json_t *oom) {
         if (json_is_object(victim) && kills > 1)
                 fprintf(f, " (%.0f kills)", kills);
 }
-
-/* "killed by earlyoom: grower (/cg, pid N) holding 40 MiB, under memory pressure (incident ID, 2.1 s
- * before)", or "3 processes of /cg killed by SIGKILL (killer unknown): ...". */
-static void put_kill(FILE *f, const json_t *kill) {
-        const json_t *victims = json_object_get(kill, "victims"), *v = json_array_get(victims, 0),
-                     *killer = json_object_get(kill, "killer"), *p = json_object_get(kill, "pressure");
-        double total = textout_field_or_zero(kill, "victims_total"), pid, rss, since;
-        const char *trigger = textout_field_string(p, "trigger"), *id = textout_field_string(p, "incident");
-
-        if (json_is_object(killer)) {
-                fputs("killed by ", f);
-                textout_put_name(f, textout_field_string(killer, "name") ? textout_field_string(killer, "name") : "?");
-                if (textout_field_string(killer, "basis") &&
-                    strcmp(textout_field_string(killer, "basis"), "running_process") == 0)
-                        fputs(" (running, no log of the kill)", f);
-        } else
-                fputs("killed by a signal (killer unknown)", f);
-        fputs(": ", f);
-        if (json_is_object(v)) {
-                textout_put_name(f, textout_field_string(v, "comm") ? textout_field_string(v, "comm") : "?");
-                fputs(" (", f);
-                textout_put_name(f, textout_field_string(v, "cgroup")      ? textout_field_string(v, "cgroup")
-                                    : textout_field_string(kill, "cgroup") ? textout_field_string(kill, "cgroup")
-                                                                           : "?");
-                if (textout_field_number(v, "pid", &pid))
-                        fprintf(f, ", pid %.0f", pid);
-                fputc(')', f);
-                if (textout_field_number(v, "rss_kib", &rss)) {
-                        fputs(" holding ", f);
-                        textout_put_bytes(f, rss * 1024);
-                }
-                if (textout_field_string(v, "signal"))
-                        fprintf(f, ", %s", textout_field_string(v, "signal"));
-        }
-        if (total > 1)
-                fprintf(f, " and %.0f more", total - 1);
-        if (trigger && strchr(trigger, ' ')) {
-                /* "memory some 50ms 2s": "under memory pressure (some 50ms 2s)" */
-                const char *sp = strchr(trigger, ' ');
-                char res[16];
-                snprintf(res, sizeof res, "%.*s", (int) MIN((size_t) (sp - trigger), sizeof res - 1), trigger);
-                fputs(", under ", f);
-                textout_put_name(f, res);
-                fputs(" pressure (", f);
-                textout_put_name(f, sp + 1);
-                fputc(')', f);
-        } else
-                fputs(", under pressure", f);
-        if (id) {
-                fputs(" after incident ", f);
-                textout_put_name(f, id);
-                if (textout_field_number(p, "since_ms", &since)) {
-                        fputs(", ", f);
-                        textout_put_duration_us(f, since * 1000);
-                        fputs(" before", f);
-                }
-        }
-}
-
 int summary_format(const json_t *incident, char **ret) {
         const char *type = textout_field_string(incident, "type");
         char *buf = NULL;
@@ -502,7 +444,7 @@ int summary_format(const json_t *incident, char **ret) {
         if (strcmp(type, "oom") == 0)
                 put_oom(f, json_object_get(incident, "oom"));
         else if (strcmp(type, "kill") == 0)
-                put_kill(f, json_object_get(incident, "kill"));
+                summary_kill_put(f, json_object_get(incident, "kill"));
         else
                 put_pressure(f, incident);
         if (ferror(f) | fclose(f)) {

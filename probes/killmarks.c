@@ -21,6 +21,7 @@ const char *killmark_basis_to_string(KillMarkBasis b) {
                 [KILLMARK_BASIS_XATTR] = "xattr",
                 [KILLMARK_BASIS_MEMORY_EVENTS] = "memory.events",
                 [KILLMARK_BASIS_RUNNING_PROCESS] = "running_process",
+                [KILLMARK_BASIS_PREKILL] = "prekill",
         };
 
         return (unsigned) b < _KILLMARK_BASIS_MAX ? names[b] : "unknown";

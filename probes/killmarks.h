@@ -31,10 +31,12 @@ typedef enum KillMarkBasis {
         KILLMARK_BASIS_XATTR,           /* an xattr the killer set on the cgroup */
         KILLMARK_BASIS_MEMORY_EVENTS,   /* memory.events oom_group_kill */
         KILLMARK_BASIS_RUNNING_PROCESS, /* only the killer's process running on the node */
+        KILLMARK_BASIS_PREKILL,         /* systemd-oomd called the agent's prekill hook (agent/prekill.h) */
         _KILLMARK_BASIS_MAX,
 } KillMarkBasis;
 
-/* "log_line", "kmsg", "xattr", "memory.events", "running_process"; "unknown" out of range. */
+/* "log_line", "kmsg", "xattr", "memory.events", "running_process", "prekill"; "unknown" out of
+ * range. */
 const char *killmark_basis_to_string(KillMarkBasis b);
 
 #define KILLMARK_NAME_MAX 64

@@ -203,6 +203,29 @@ int proc_read_io(int proc_fd, pid_t pid, ProcIo *ret) {
         return n < 0 ? (int) n : proc_io_parse_buf(buf, (size_t) n, ret);
 }
 
+int proc_status_parse_memory(const char *buf, size_t len, ProcMemory *ret) {
+        ProcMemory m = {};
+        uint64_t uid;
+
+        if (status_field(buf, len, "VmRSS:", UINT64_MAX, &m.rss_kib) < 0 ||
+            status_field(buf, len, "RssAnon:", UINT64_MAX, &m.anon_kib) < 0 ||
+            status_field(buf, len, "RssFile:", UINT64_MAX, &m.file_kib) < 0 ||
+            status_field(buf, len, "RssShmem:", UINT64_MAX, &m.shmem_kib) < 0 ||
+            status_field(buf, len, "VmSwap:", UINT64_MAX, &m.swap_kib) < 0 ||
+            status_field(buf, len, "Uid:", 0xffffffffULL, &uid) < 0)
+                return -EINVAL;
+        m.uid = (uid_t) uid;
+        *ret = m;
+        return 0;
+}
+
+int proc_read_memory(int proc_fd, pid_t pid, ProcMemory *ret) {
+        char buf[8192];
+        ssize_t n = read_pid_file(proc_fd, pid, "status", buf, sizeof buf);
+
+        return n < 0 ? (int) n : proc_status_parse_memory(buf, (size_t) n, ret);
+}
+
 int proc_read_uid(int proc_fd, pid_t pid, uid_t *ret) {
         char buf[4096];
         ssize_t n = read_pid_file(proc_fd, pid, "status", buf, sizeof buf);

@@ -95,6 +95,18 @@ int proc_read_cgroup(int proc_fd, pid_t pid, char *out, size_t size);
  * (gone), -EINVAL (malformed) or -errno. */
 int proc_read_rss_kib(int proc_fd, pid_t pid, uint64_t *ret);
 
+/* A process's memory from /proc/<pid>/status (kB lines, fs/proc/task_mmu.c task_mem()), and its uid. */
+typedef struct ProcMemory {
+        uint64_t rss_kib, anon_kib, file_kib, shmem_kib, swap_kib; /* VmRSS, RssAnon, RssFile, RssShmem, VmSwap */
+        uid_t uid;
+} ProcMemory;
+
+/* Parses a status buffer. 0, or -EINVAL when a line is missing or malformed (a kernel thread has
+ * no Vm lines). */
+int proc_status_parse_memory(const char *buf, size_t len, ProcMemory *ret);
+/* Reads /proc/<pid>/status. 0, -ESRCH (gone), -EINVAL or -errno. */
+int proc_read_memory(int proc_fd, pid_t pid, ProcMemory *ret);
+
 /* Reads /proc/<pid>/comm without the trailing newline. Returns its length or -errno. */
 ssize_t proc_read_comm(int proc_fd, pid_t pid, char *out, size_t size);
 

@@ -113,6 +113,11 @@ int metrics_format(const Metrics *m, char **ret) {
                "Kill incidents (processes of a watched cgroup killed by SIGKILL or SIGTERM under pressure), by killer "
                "(earlyoom, nohang, systemd-oomd, oomd, unknown).");
         labelled(f, "psidiag_kills_total", "killer", m->kills, m->n_kills);
+        metric(f, "psidiag_prekill_calls_total", "counter",
+               "Calls to systemd-oomd's prekill hook, by result: notify (a kill announced, answered), answered "
+               "(another call), refused (malformed, oversized or unknown: a Varlink error), denied (not root), busy "
+               "(too many clients), idle (sent nothing).");
+        labelled(f, "psidiag_prekill_calls_total", "result", m->prekill, m->n_prekill);
         single(f, "psidiag_kmsg_lost_total", "counter",
                "Times the kernel's message ring overwrote messages before psidiag read them.", m->kmsg_lost);
         metric(f, "psidiag_incidents_written_total", "counter", "Incident lines written, by output.");

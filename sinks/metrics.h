@@ -53,6 +53,8 @@ typedef struct Metrics {
         uint64_t windows_passed;
         const MetricsCount *kills; /* psidiag_kills_total{killer=...}: kill incidents by killer */
         size_t n_kills;
+        const MetricsCount *prekill; /* psidiag_prekill_calls_total{result=...} */
+        size_t n_prekill;
         /* psidiag_incidents_total{watch, type, resource} and psidiag_stall_seconds_total{watch,
          * resource} (values in microseconds, written as seconds): one series per configured watch
          * (its cgroup pattern, "/" node-wide), never per matched cgroup. */

@@ -41,12 +41,16 @@ def main():
         config, config_path = one(r"psidiag/config\.json$")
         logrotate, _ = one(r"logrotate\.d/psidiag$")
         rules, _ = one(r"share/psidiag/psidiag\.rules\.yml$")
+        dropin, _ = one(r"share/psidiag/oomd-prekill\.conf$")
+        tmpfiles, _ = one(r"share/psidiag/psidiag-prekill\.tmpfiles$")
+        check("[OOM]\nPrekillHookTimeoutSec=" in open(dropin).read(), "the oomd.conf drop-in")
+        check("d /run/systemd/oomd.prekill.hook " in open(tmpfiles).read(), "the tmpfiles example")
 
         text = open(unit).read()
         check(f"ExecStart={binary_path} --config {config_path}\n" in text, f"ExecStart does not match:\n{text}")
         check(sysctl_path in text, "the unit does not name the installed sysctl file")
         for line in ("CapabilityBoundingSet=CAP_NET_ADMIN", "NoNewPrivileges=yes", "ProtectSystem=strict",
-                     "ReadWritePaths=/sys/fs/cgroup", "LogsDirectory=psidiag", "OOMScoreAdjust=-900", "MemoryMin=",
+                     "ReadWritePaths=/sys/fs/cgroup", "ReadWritePaths=-/run/systemd/oomd.prekill.hook", "LogsDirectory=psidiag", "OOMScoreAdjust=-900", "MemoryMin=",
                      "SystemCallFilter=@system-service", "SystemCallErrorNumber=EPERM", "ProtectKernelTunables=yes",
                      "IPAddressDeny=any"):
             check(line in text, f"the unit lacks {line}")

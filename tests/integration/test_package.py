@@ -39,7 +39,8 @@ OUTPUT = "/var/log/psidiag/incidents.ndjson"
 # What the package installs (dpkg -L), the log directory with the unit's LogsDirectoryMode=.
 FILES = ["/usr/sbin/psidiag", "/usr/share/man/man8/psidiag.8.gz", "/lib/systemd/system/psidiag.service",
          "/usr/lib/sysctl.d/50-psidiag.conf", CONFIG, "/etc/logrotate.d/psidiag",
-         "/usr/share/psidiag/psidiag.rules.yml", "/usr/share/doc/psidiag/copyright", "/var/log/psidiag"]
+         "/usr/share/psidiag/psidiag.rules.yml", "/usr/share/psidiag/oomd-prekill.conf",
+         "/usr/share/psidiag/psidiag-prekill.tmpfiles", "/usr/share/doc/psidiag/copyright", "/var/log/psidiag"]
 CONFFILES = {CONFIG, "/etc/logrotate.d/psidiag"}
 # Where a path that appeared between before the install and after the purge may be: the package
 # manager's own records and logs, the journal, and the test's staging directory.

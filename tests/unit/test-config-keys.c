@@ -70,6 +70,7 @@ static void check_bounds(json_t *schema, json_t *prop, const ConfigKey *k) {
                 break;
         case CONFIG_KEY_OUTPUT:
         case CONFIG_KEY_OUTPUT_FORMAT:
+        case CONFIG_KEY_SOCKET:
                 if (!json_is_string(def) || strcmp(json_string_value(def), k->def_string) != 0)
                         fail_msg("schema: %s's default is %s, the parser's \"%s\"", k->name,
                                  json_is_string(def) ? json_string_value(def) : "(none)", k->def_string);
@@ -244,7 +245,8 @@ static void man_check_entry(const ConfigKey *k, const char *entry) {
                 break;
         }
         case CONFIG_KEY_OUTPUT:
-        case CONFIG_KEY_OUTPUT_FORMAT: {
+        case CONFIG_KEY_OUTPUT_FORMAT:
+        case CONFIG_KEY_SOCKET: {
                 /* "\"-\" for stdout (the default)": the quoted value, then "(the default)" before the next. */
                 const char *p;
                 size_t n;
@@ -374,6 +376,7 @@ static void test_parser_takes_every_other_key(void **state) {
                 { "output_format", "{\"output_format\": \"otlp\", \"watch\": [{" WATCH_TRIGGERS "}]}" },
                 { "kill_log_files", "{\"kill_log_files\": [\"/var/log/syslog\"], \"watch\": [{" WATCH_TRIGGERS "}]}" },
                 { "metrics_file", "{\"metrics_file\": \"/tmp/psidiag.prom\", \"watch\": [{" WATCH_TRIGGERS "}]}" },
+                { "prekill_socket", "{\"prekill_socket\": \"/tmp/hook/psidiag\", \"watch\": [{" WATCH_TRIGGERS "}]}" },
                 { "cgroup", "{\"watch\": [{\"cgroup\": \"a/b\", " WATCH_TRIGGERS "}]}" },
                 { "triggers", "{\"watch\": [{" WATCH_TRIGGERS "}]}" },
                 { "watch", "{\"watch\": [{" WATCH_TRIGGERS "}]}" },
@@ -405,10 +408,11 @@ static void test_unknown_key_errors(void **state) {
         char *error;
 
         assert_null(parse("{\"wacth\": []}", &error));
-        assert_string_equal(error,
-                            "t.json:1:11: unknown key \"wacth\" (expected output, output_format, top, sample_ms, "
-                            "cooldown_ms, max_incidents_per_minute, max_concurrent_samples, oom_lookback_s, "
-                            "kill_window_s, record_s, kill_log_files, metrics_file, watch)");
+        assert_string_equal(
+                error, "t.json:1:11: unknown key \"wacth\" (expected output, output_format, top, sample_ms, "
+                       "cooldown_ms, max_incidents_per_minute, max_concurrent_samples, oom_lookback_s, "
+                       "kill_window_s, record_s, kill_log_files, prekill_socket, prekill_reply_ms, prekill_wait_s, "
+                       "metrics_file, watch)");
         free(error);
         assert_null(parse("{\"watch\": [{\"colour\": 1}]}", &error));
         assert_string_equal(error,
@@ -424,6 +428,28 @@ static void test_unknown_key_errors(void **state) {
         free(error);
 }
 
+/* prekill_socket: "" or an absolute path a sockaddr_un holds; anything else is refused by name. */
+static void test_prekill_socket(void **state) {
+        static const char *const bad[] = { "7", "\"relative/x\"",
+                                           "\"/0123456789012345678901234567890123456789012345678901234567890123456789"
+                                           "01234567890123456789012345678901234567\"" };
+        char text[512], *error;
+        Config *c;
+
+        c = parse("{\"prekill_socket\": \"\", \"watch\": [{" WATCH_TRIGGERS "}]}", &error);
+        assert_non_null(c);
+        assert_string_equal(c->prekill_socket, "");
+        config_free(c);
+        for (size_t i = 0; i < ELEMENTSOF(bad); i++) {
+                snprintf(text, sizeof text, "{\"prekill_socket\": %s, \"watch\": [{" WATCH_TRIGGERS "}]}", bad[i]);
+                assert_null(parse(text, &error));
+                if (!error ||
+                    !strstr(error, "prekill_socket must be \"\" (none) or an absolute path of at most 107 bytes"))
+                        fail_msg("%s: error \"%s\"", bad[i], error);
+                free(error);
+        }
+}
+
 int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_table_matches_schema),
@@ -432,6 +458,7 @@ int main(void) {
                 cmocka_unit_test(test_parser_takes_every_integer_key),
                 cmocka_unit_test(test_parser_takes_every_other_key),
                 cmocka_unit_test(test_unknown_key_errors),
+                cmocka_unit_test(test_prekill_socket),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -44,6 +44,26 @@ static void test_stat_memory(void **state) {
         assert_false(st.has_rss);
 }
 
+/* /proc/<pid>/status as 6.x writes it (fs/proc/task_mmu.c task_mem()); a kernel thread has no Vm lines. */
+static void test_status_memory(void **state) {
+        static const char status[] = "Name:\tgrower\nUmask:\t0022\nState:\tR (running)\nTgid:\t812\n"
+                                     "Uid:\t1000\t1000\t1000\t1000\nVmPeak:\t  30000 kB\nVmRSS:\t   25344 kB\n"
+                                     "RssAnon:\t   24576 kB\nRssFile:\t     640 kB\nRssShmem:\t     128 kB\n"
+                                     "VmSwap:\t    2048 kB\nThreads:\t1\n";
+        static const char kthread[] = "Name:\tkworker/0:1\nUid:\t0\t0\t0\t0\nThreads:\t1\n";
+        ProcMemory m;
+
+        assert_int_equal(proc_status_parse_memory(status, strlen(status), &m), 0);
+        assert_int_equal(m.rss_kib, 25344);
+        assert_int_equal(m.anon_kib, 24576);
+        assert_int_equal(m.file_kib, 640);
+        assert_int_equal(m.shmem_kib, 128);
+        assert_int_equal(m.swap_kib, 2048);
+        assert_int_equal(m.uid, 1000);
+        assert_int_equal(proc_status_parse_memory(kthread, strlen(kthread), &m), -EINVAL);
+        assert_int_equal(proc_status_parse_memory(status, 60, &m), -EINVAL); /* cut */
+}
+
 static void test_io(void **state) {
         static const char io[] = "rchar: 323934931\nwchar: 323929600\nsyscr: 632687\nsyscw: 632675\n"
                                  "read_bytes: 4096\nwrite_bytes: 323932160\ncancelled_write_bytes: 8192\n";
@@ -231,6 +251,7 @@ int main(void) {
                 cmocka_unit_test(test_io),
                 cmocka_unit_test(test_cgroup_outside_namespace),
                 cmocka_unit_test(test_cgroup_namespace_on_fixtures),
+                cmocka_unit_test(test_status_memory),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -423,6 +423,26 @@ static void test_add(void **state) {
                        "io stall grew 0.5 s in 1 s, no process measured waiting");
 }
 
+/* A kill systemd-oomd announced to the prekill hook: the sentence says what was measured before, or
+ * that the kill did not come. */
+static void test_kill_prekill(void **state) {
+        assert_summary(
+                "{\"type\": \"kill\", \"kill\": {\"cgroup\": \"/shop\", \"victims_total\": 3, "
+                "\"victims\": [{\"pid\": 812, \"comm\": \"grower\", \"cgroup\": \"/shop/a\", \"rss_kib\": 26000, "
+                "\"signal\": \"SIGKILL\"}], \"killer\": {\"name\": \"systemd-oomd\", \"basis\": \"prekill\", "
+                "\"mark\": \"Notify /shop/a\"}, \"pressure\": {\"trigger\": null, \"incident\": null}, "
+                "\"prekill\": {\"cgroup\": \"/shop/a\", \"outcome\": \"killed\", \"before_kill_ms\": 88, "
+                "\"processes_total\": 3, \"rss_kib\": 40960}}}",
+                "killed by systemd-oomd: grower (/shop/a, pid 812) holding 25.4 MiB, SIGKILL and 2 more, under "
+                "pressure; measured 88 ms before the kill (3 processes, 40.0 MiB)");
+        assert_summary(
+                "{\"type\": \"kill\", \"kill\": {\"cgroup\": \"/shop\", \"victims_total\": 0, \"victims\": [], "
+                "\"killer\": {\"name\": \"systemd-oomd\", \"basis\": \"prekill\", \"mark\": \"Notify /shop/b\"}, "
+                "\"prekill\": {\"cgroup\": \"/shop/b\", \"outcome\": \"no_kill\", \"before_kill_ms\": null, "
+                "\"processes_total\": 1, \"rss_kib\": 512}}}",
+                "systemd-oomd announced the kill of /shop/b (1 process, 512 KiB) but did not kill");
+}
+
 int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_io_culprit_and_device),
@@ -439,6 +459,7 @@ int main(void) {
                 cmocka_unit_test(test_own_limit_and_memory),
                 cmocka_unit_test(test_memory_high),
                 cmocka_unit_test(test_oom),
+                cmocka_unit_test(test_kill_prekill),
                 cmocka_unit_test(test_add),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
