@@ -20,20 +20,6 @@ static json_t *time_string(usec_t t) {
         return json_string_nocheck(format_rfc3339_us(t, buf, sizeof buf));
 }
 
-static json_t *pressure_line(const PressureStats *p, PsiStall which) {
-        json_t *o;
-        int r = 0;
-
-        if (!p->has[which])
-                return json_null();
-        o = json_object();
-        r |= set_new(o, "avg10", json_real(p->line[which].avg10));
-        r |= set_new(o, "avg60", json_real(p->line[which].avg60));
-        r |= set_new(o, "avg300", json_real(p->line[which].avg300));
-        r |= set_new(o, "total_us", json_u64(p->line[which].total_us));
-        return object_or_null(o, r);
-}
-
 static json_t *pressure_object(const Snapshot *s) {
         static const PsiResource reported[] = { PSI_RESOURCE_CPU, PSI_RESOURCE_MEMORY, PSI_RESOURCE_IO };
         json_t *o = json_object();
@@ -49,8 +35,8 @@ static json_t *pressure_object(const Snapshot *s) {
                         continue;
                 }
                 res = json_object();
-                r |= set_new(res, "some", pressure_line(&s->pressure[i], PSI_STALL_SOME));
-                r |= set_new(res, "full", pressure_line(&s->pressure[i], PSI_STALL_FULL));
+                r |= set_new(res, "some", incident_pressure_line(&s->pressure[i], PSI_STALL_SOME));
+                r |= set_new(res, "full", incident_pressure_line(&s->pressure[i], PSI_STALL_FULL));
                 r |= set_new(o, name, res);
         }
         return object_or_null(o, r);

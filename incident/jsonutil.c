@@ -101,3 +101,17 @@ int incident_process_identity(json_t *o, const ProcessInfo *info) {
         r |= set_new(o, "unreadable", info->unreadable[0] ? json_string(info->unreadable) : json_null());
         return r;
 }
+
+json_t *incident_pressure_line(const PressureStats *p, PsiStall which) {
+        json_t *o;
+        int r = 0;
+
+        if (!p->has[which])
+                return json_null();
+        o = json_object();
+        r |= set_new(o, "avg10", json_real(p->line[which].avg10));
+        r |= set_new(o, "avg60", json_real(p->line[which].avg60));
+        r |= set_new(o, "avg300", json_real(p->line[which].avg300));
+        r |= set_new(o, "total_us", json_u64(p->line[which].total_us));
+        return object_or_null(o, r);
+}

@@ -15,6 +15,7 @@
 
 #include "base/macro.h"
 #include "probes/cgmeta.h"
+#include "probes/pressure.h"
 #include "sampling/result.h" /* ProcessInfo */
 
 /* JSON string from arbitrary bytes (invalid UTF-8 replaced, NUL as space). NULL on ENOMEM. */
@@ -24,6 +25,10 @@ json_t *json_string_from_bytes(const char *s, size_t len);
  * outside the agent's cgroup namespace ("/../.." in /proc) is written as
  * PROC_CGROUP_OUTSIDE_NAMESPACE. */
 int incident_process_identity(json_t *o, const ProcessInfo *info);
+
+/* One line of a pressure file ({avg10, avg60, avg300, total_us}), JSON null when the file had no
+ * such line. NULL on allocation failure. */
+json_t *incident_pressure_line(const PressureStats *p, PsiStall which);
 
 /* {unit, slice, pod_uid, qos, container_runtime, container_id} of a cgroup path (each null when
  * the path does not say), and "container": what its runtime named it (ci; NULL: null), or JSON null

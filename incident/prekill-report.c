@@ -45,20 +45,6 @@ static json_t *process_object(const PrekillProcess *p) {
         return object_or_null(o, r);
 }
 
-static json_t *pressure_line(const PressureStats *p, PsiStall which) {
-        json_t *o;
-        int r = 0;
-
-        if (!p->has[which])
-                return json_null();
-        o = json_object();
-        r |= set_new(o, "avg10", json_real(p->line[which].avg10));
-        r |= set_new(o, "avg60", json_real(p->line[which].avg60));
-        r |= set_new(o, "avg300", json_real(p->line[which].avg300));
-        r |= set_new(o, "total_us", json_u64(p->line[which].total_us));
-        return object_or_null(o, r);
-}
-
 static json_t *memory_object(const PrekillMeasure *pm) {
         const MemoryLimits *m = &pm->memory;
         const MemoryEvents *e = &m->events;
@@ -110,8 +96,8 @@ json_t *prekill_report_object(const PrekillMeasure *m, const char *outcome, usec
         r |= set_new(o, "rss_kib", json_u64(rss));
         r |= set_new(o, "swap_kib", json_u64(swap));
         r |= set_new(o, "memory", memory_object(m));
-        r |= set_new(pressure, "some", pressure_line(&m->pressure, PSI_STALL_SOME));
-        r |= set_new(pressure, "full", pressure_line(&m->pressure, PSI_STALL_FULL));
+        r |= set_new(pressure, "some", incident_pressure_line(&m->pressure, PSI_STALL_SOME));
+        r |= set_new(pressure, "full", incident_pressure_line(&m->pressure, PSI_STALL_FULL));
         r |= set_new(o, "pressure",
                      m->has_pressure ? object_or_null(pressure, 0) : (json_decref(pressure), json_null()));
         r |= set_new(o, "processes", procs);
