@@ -242,7 +242,9 @@ def prekill_kill(tmp, mount, data, validate, latencies):
         agent, sock, out, prom, log = start_agent(tmp, "kill", cg, "memory some 50ms 2s", kill_window_s=60,
                                                   prekill_wait_s=3)
         try:
-            env = dict(os.environ, PSIDIAG_FILE=data, PSIDIAG_ALLOC_MAX_MB="24")
+            # 16 MiB under the 48 MiB limit: room for the sanitizer build's own overhead, so the
+            # kernel's OOM killer does not take the grower before systemd-oomd's turn.
+            env = dict(os.environ, PSIDIAG_FILE=data, PSIDIAG_ALLOC_MAX_MB="16")
             grower = spawn(cg, [WORKLOAD, "alloc", "grower"], env, lim.extra)
             spawn(cg, [WORKLOAD, "thrash", "psidiag-thrash", "2"], env, lim.extra)
             calm.spawn([WORKLOAD, "sleep", "psidiag-calm"])
@@ -263,6 +265,11 @@ def prekill_kill(tmp, mount, data, validate, latencies):
             print(f"no kill: {nk['summary']}")
 
             # Announced, then killed as systemd-oomd kills (cg_kill_recursive(), SIGKILL; cgroup.kill here).
+            # What was alive when it was announced is what must have been measured.
+            with open(os.path.join(cg.path, "cgroup.procs")) as f:
+                alive = {int(x) for x in f.read().split()}
+            check(grower.pid in alive, f"the grower {grower.pid} ended before the Notify (the kernel's OOM killer?): "
+                  f"{alive}\n{open(log).read()[-2000:]}")
             r, t = notify(sock, "/" + cg.rel)
             check(r == {"parameters": {}}, f"Notify: {r}")
             latencies.append(t)
@@ -284,7 +291,7 @@ def prekill_kill(tmp, mount, data, validate, latencies):
         check(pk and pk["outcome"] == "killed" and pk["cgroup"] == "/" + cg.rel, f"prekill {pk}")
         check(pk["answered_us"] is not None and pk["answered_us"] < REPLY_MS * 1000 * 5, f"answered {pk['answered_us']}")
         procs = {p["pid"]: p for p in pk["processes"]}
-        check(pid in procs, f"the grower {pid} not among {list(procs)}")
+        check(pid in procs, f"the grower {pid} not among {list(procs)} (alive at the Notify: {sorted(alive)})")
         g = procs[pid]
         check(g["rss_kib"] and g["rss_kib"] > 1024, f"grower rss {g['rss_kib']}")
         check(any(v for v in (g["delay_total_us"] or {}).values()), f"grower delays {g['delay_total_us']}")
