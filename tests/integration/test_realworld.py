@@ -123,14 +123,15 @@ class Postgres:
 
 
 def make_project(tmp):
-    """C sources that take gcc a few hundred ms each at -O2, and a Makefile that builds them."""
+    """C sources that take gcc about 100 ms of cpu each at -O2, and a Makefile that builds them: short
+    enough that cc1s start and end inside a 1 s sample even with the database sharing 2 cpus."""
     src = tempfile.mkdtemp(prefix="psidiag-it-build-", dir=tmp)
-    for i in range(16):
+    for i in range(32):
         with open(os.path.join(src, f"f{i}.c"), "w") as f:
-            for j in range(60):
+            for j in range(20):
                 f.write(f"int f{i}_{j}(int *a, int n) {{ int s = {j}; for (int k = 0; k < n; k++) "
                         f"{{ s += a[k] * {j + 1} ^ (s >> 3); if (s & 1) s -= a[(k * 7) % n]; }} return s; }}\n")
-    objs = " ".join(f"f{i}.o" for i in range(16))
+    objs = " ".join(f"f{i}.o" for i in range(32))
     with open(os.path.join(src, "Makefile"), "w") as f:
         f.write(f"all: {objs}\n%.o: %.c\n\tgcc -O2 -c $< -o $@\n")
     return src
