@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 #include <errno.h>
 #include <fcntl.h>
+#include <sched.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -11,6 +12,7 @@
 #include "cmd/check.h"
 #include "config/model.h"
 #include "probes/procfs.h"
+#include "probes/schedclock.h"
 #include "probes/sysroot.h"
 #include "probes/system.h"
 #include "probes/taskstats.h"
@@ -163,6 +165,24 @@ size_t check_evaluate(const CheckFacts *f, CheckLine *lines) {
                      "it (once PrekillHookTimeoutSec= is set in oomd.conf)",
                      CONFIG_PREKILL_SYSTEMD_DIR);
 
+        /* How long a blocked thread has been blocked: /proc/<tid>/sched against the clock of its
+         * cpu, read there (kernel-facts.md: blocked-since). */
+        if (f->sched_err < 0)
+                LINE(CHECK_WARN, "blocked-since",
+                     "cannot read a cpu's clock in /proc/thread-self/sched: %s%s; blocked threads are named without "
+                     "how "
+                     "long they have been blocked",
+                     strerror(-f->sched_err), f->sched_err == -ENOENT ? " (a kernel without CONFIG_SCHED_DEBUG)" : "");
+        else if (f->cpus_allowed > 0 && f->cpus_online > f->cpus_allowed)
+                LINE(CHECK_WARN, "blocked-since",
+                     "the agent may run on %d of %d cpus (its cpuset): a thread blocked after running on another "
+                     "cpu is named without how long (blocked_ms null)",
+                     f->cpus_allowed, f->cpus_online);
+        else
+                LINE(CHECK_OK, "blocked-since",
+                     "how long blocked threads have been blocked, from /proc/<tid>/sched on each cpu (no capability "
+                     "or sysctl needed)");
+
         /* In a cgroup namespace of its own (a container started without --cgroupns=host), it reads
          * every cgroup outside that namespace as "/../..". Under a mount of the host's tree the
          * namespace's root is found there and every path resolved (kernel-facts.md:
@@ -272,6 +292,14 @@ void check_gather(CheckFacts *f) {
         f->prekill_dir_err = stat(CONFIG_PREKILL_SYSTEMD_DIR, &hook) < 0 ? -errno
                              : S_ISDIR(hook.st_mode)                     ? 0
                                                                          : -ENOTDIR;
+
+        uint64_t now_ns;
+        cpu_set_t cpus;
+        int cpu = sched_getcpu();
+        f->sched_err = cpu < 0 ? -errno : schedclock_now_on(s->proc_fd, cpu, &now_ns);
+        f->cpus_allowed = sched_getaffinity(0, sizeof cpus, &cpus) == 0 ? CPU_COUNT(&cpus) : 0;
+        long online = sysconf(_SC_NPROCESSORS_ONLN);
+        f->cpus_online = online > 0 && online < INT32_MAX ? (int) online : 0;
 
         int fd = open("/dev/kmsg", O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
         f->kmsg_err = fd < 0 ? -errno : 0;

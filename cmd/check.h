@@ -38,11 +38,13 @@ typedef struct CheckFacts {
         int kmsg_err;     /* opening /dev/kmsg for reading */
         int cgroupns_err; /* reading our cgroup namespace (proc_cgroup_namespace_read()) */
         ProcCgroupNamespace cgroupns;
-        int lsm_err;          /* reading our LSM label (system_read_lsm_label()): -EINVAL none */
-        char lsm_label[128];  /* "docker-default (enforce)" */
-        int cgns_err;         /* locating our namespace's root (proc_cgroup_namespace_locate()) */
-        CgroupNamespace cgns; /* where it lies under the cgroup2 mount */
-        int prekill_dir_err;  /* stat of systemd-oomd's prekill hook directory: 0 a directory */
+        int lsm_err;                   /* reading our LSM label (system_read_lsm_label()): -EINVAL none */
+        char lsm_label[128];           /* "docker-default (enforce)" */
+        int cgns_err;                  /* locating our namespace's root (proc_cgroup_namespace_locate()) */
+        CgroupNamespace cgns;          /* where it lies under the cgroup2 mount */
+        int prekill_dir_err;           /* stat of systemd-oomd's prekill hook directory: 0 a directory */
+        int sched_err;                 /* reading this cpu's clock (schedclock_now_on()): how long threads block */
+        int cpus_allowed, cpus_online; /* our cpuset's cpus, the node's online ones (0: unknown) */
 } CheckFacts;
 
 /* How many processes `check` reads the cgroup of, looking for ones outside our cgroup namespace. */

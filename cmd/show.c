@@ -124,6 +124,17 @@ static void show_worst(json_t *w, FILE *out) {
                 strcmp(when, "trigger_window") == 0 ? ": in the trigger's window, before the sample" : "");
 }
 
+/* A wait that has not ended (psidiag 0.9): "blocked 3.2 s so far (tid 812), not yet ended". */
+static void show_blocked_now(json_t *b, FILE *out) {
+        char len[32];
+        long long ms = get_int(b, "ms");
+
+        if (!json_is_object(b) || ms < 0)
+                return;
+        text_format_us(ms > LLONG_MAX / 1000 ? LLONG_MAX : ms * 1000, len, sizeof len);
+        fprintf(out, "           blocked %s so far (tid %lld), not yet ended\n", len, get_int(b, "tid"));
+}
+
 /* Under a process in a container (psidiag 0.8): "container web, image nginx:1.25", or its pod. */
 static void show_container(json_t *c, FILE *out) {
         json_t *pod = json_object_get(c, "pod");
@@ -180,6 +191,7 @@ static void show_processes(json_t *inc, FILE *out) {
                         text_format_us(get_int(p, "score_us"), score, sizeof score), dom, cg, comm, cmd,
                         cmdline && strlen(cmdline) >= CMDLINE_WIDTH - 1 ? "..." : "");
                 show_worst(json_object_get(p, "worst"), out);
+                show_blocked_now(json_object_get(p, "blocked_now"), out);
                 show_container(json_object_get(json_object_get(p, "meta"), "container"), out);
         }
 }

@@ -93,6 +93,20 @@ static json_t *worst_object(const SampleResult *res, const IncidentContext *ctx,
         return object_or_null(o, r);
 }
 
+/* Its thread blocked longest at the sample's last look, a wait that has not ended and so is in no
+ * delay (sampling/rank.h: ranking_add_blocked()); null when none of its threads was in D. */
+static json_t *blocked_now_object(const ProcessDelta *p) {
+        json_t *o;
+        int r = 0;
+
+        if (p->blocked_tid <= 0)
+                return json_null();
+        o = json_object();
+        r |= set_new(o, "tid", json_integer(p->blocked_tid));
+        r |= set_new(o, "ms", json_u64(p->blocked_ns / NSEC_PER_MSEC));
+        return object_or_null(o, r);
+}
+
 static json_t *process_object(const SampleResult *res, const IncidentContext *ctx, const ProcessDelta *p,
                               const ProcessInfo *info, unsigned max_threads) {
         const Ranking *rk = res->ranking;
@@ -106,6 +120,7 @@ static json_t *process_object(const SampleResult *res, const IncidentContext *ct
         r |= set_new(o, "score_us", json_u64(p->score_ns / NSEC_PER_USEC));
         r |= set_new(o, "delay_us", delays_object(p->delay_ns, rk->present));
         r |= set_new(o, "worst", worst_object(res, ctx, p));
+        r |= set_new(o, "blocked_now", blocked_now_object(p));
 
         for (size_t i = 0; i < p->n && i < max_threads; i++) {
                 const ThreadDelta *t = &rk->threads[p->first + i];
@@ -369,6 +384,8 @@ int incident_build(const SampleResult *res, const IncidentContext *ctx, json_t *
                      taskstats_version >= 0 ? json_integer(taskstats_version) : json_null());
         const char *why = res->onwhat ? onwhat_stack_unavailable(res->onwhat) : NULL;
         r |= set_new(agent, "stack_unavailable", why ? json_string(why) : json_null());
+        why = res->onwhat ? onwhat_since_unavailable(res->onwhat) : NULL;
+        r |= set_new(agent, "blocked_since_unavailable", why ? json_string(why) : json_null());
         r |= set_new(o, "agent", agent);
 
         if (ctx->has_trigger) {

@@ -1,4 +1,5 @@
 /* SPDX-License-Identifier: MIT */
+#include <errno.h>
 #include <string.h>
 
 #include "incident/jsonutil.h"
@@ -206,6 +207,10 @@ json_t *onwhat_blocked_array(const OnWhat *w) {
                         r |= set_new(t, "pid", json_integer(g->threads[k].pid));
                         r |= set_new(t, "tid", json_integer(g->threads[k].tid));
                         r |= set_new(t, "comm", json_string_from_bytes(g->threads[k].comm, strlen(g->threads[k].comm)));
+                        r |= set_new(t, "blocked_ms",
+                                     g->threads[k].blocked_ns >= 0
+                                             ? json_integer(g->threads[k].blocked_ns / (int64_t) NSEC_PER_MSEC)
+                                             : json_null());
                         r |= append_new(threads, t);
                 }
                 r |= set_new(o, "threads", threads);
@@ -225,6 +230,21 @@ json_t *onwhat_blocked_array(const OnWhat *w) {
                 return NULL;
         }
         return a;
+}
+
+const char *onwhat_since_unavailable(const OnWhat *w) {
+        switch (w->since_error) {
+        case 0:
+                return NULL;
+        case -EINVAL:
+                return "its cpu is outside the agent's cpuset";
+        case -ENODATA:
+                return "the kernel did not say when it last ran";
+        case -ENOENT:
+                return "no /proc/<tid>/sched (kernel without CONFIG_SCHED_DEBUG)";
+        default:
+                return strerrorname_np(-w->since_error) ?: "unknown error";
+        }
 }
 
 const char *onwhat_stack_unavailable(const OnWhat *w) {

@@ -20,3 +20,5 @@ json_t *onwhat_blocked_array(const OnWhat *w);
 
 /* Why no kernel stack could be read (once for the incident), or NULL. */
 const char *onwhat_stack_unavailable(const OnWhat *w);
+/* Why some blocked thread has no blocked_ms (the first reason a look met), NULL when none. */
+const char *onwhat_since_unavailable(const OnWhat *w);

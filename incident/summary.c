@@ -306,12 +306,64 @@ static void put_worst(FILE *f, const json_t *top, const char *resource) {
         fputs(" before the wakeup", f);
 }
 
+/* The wchan of the blocked[] group that lists thread tid; NULL when none does or it is unknown. */
+static const char *blocked_wchan(const json_t *incident, double tid) {
+        const json_t *groups = json_object_get(incident, "blocked");
+
+        for (size_t i = 0; i < json_array_size(groups); i++) {
+                const json_t *g = json_array_get(groups, i), *threads = json_object_get(g, "threads");
+                for (size_t k = 0; k < json_array_size(threads); k++)
+                        if (textout_field_or_zero(json_array_get(threads, k), "tid") == tid) {
+                                const char *w = textout_field_string(g, "wchan");
+                                return w && w[0] ? w : NULL;
+                        }
+        }
+        return NULL;
+}
+
+/* most_delayed[0] when a wait that has not ended ranked it first (io and memory: sampling/rank.h:
+ * ranking_add_blocked()) and it has been blocked for the whole sample at least and longer than all
+ * it waited in it: stuck, rather than between two short waits; its blocked_now in *ret. */
+static const json_t *blocked_top(const json_t *incident, const char *resource, const json_t **ret) {
+        const json_t *top = json_array_get(json_object_get(incident, "most_delayed"), 0);
+        const json_t *now = json_object_get(top, "blocked_now");
+        double ms = textout_field_or_zero(now, "ms");
+
+        if (!json_is_object(now) || (strcmp(resource, "io") != 0 && strcmp(resource, "memory") != 0) ||
+            ms < textout_field_or_zero(json_object_get(incident, "sample"), "duration_ms") ||
+            ms * 1000 <= resource_delay_us(json_object_get(top, "delay_us"), resource))
+                return NULL;
+        *ret = now;
+        return top;
+}
+
+/* "dd (/batch) blocked for io on vdb, 3.2 s so far in blk_mq_get_tag". */
+static void put_blocked_top(FILE *f, const json_t *incident, const char *resource, const json_t *top,
+                            const json_t *now) {
+        const char *wchan = blocked_wchan(incident, textout_field_or_zero(now, "tid"));
+
+        textout_put_name(f, textout_field_string(top, "comm"));
+        fputs(" (", f);
+        textout_put_owner(f, top, textout_field_string(top, "cgroup"));
+        fputs(") blocked for ", f);
+        textout_put_name(f, resource);
+        if (strcmp(resource, "io") == 0)
+                put_io_device(f, incident);
+        fputs(", ", f);
+        textout_put_duration_us(f, textout_field_or_zero(now, "ms") * 1000);
+        fputs(" so far", f);
+        if (wchan) {
+                fputs(" in ", f);
+                textout_put_name(f, wchan);
+        }
+}
+
 /* No wait ended in the sample: the threads blocked in D now, if a look saw one (a wait that has not
  * ended is in no delay: kernel-facts.md: delayacct), else that none was measured waiting. */
 static void put_blocked_now(FILE *f, const json_t *incident) {
         const json_t *group = json_array_get(json_object_get(incident, "blocked"), 0);
         const json_t *thread = json_array_get(json_object_get(group, "threads"), 0);
-        double total = 0;
+        double total = 0, ms;
 
         if (!thread || !textout_field_string(thread, "comm")) {
                 fputs(", no process measured waiting", f);
@@ -320,6 +372,10 @@ static void put_blocked_now(FILE *f, const json_t *incident) {
         fputs(", no wait ended in it; blocked now: ", f);
         textout_put_name(f, textout_field_string(thread, "comm"));
         fprintf(f, " (pid %.0f)", textout_field_or_zero(thread, "pid"));
+        if (textout_field_number(thread, "blocked_ms", &ms)) {
+                fputs(" for ", f);
+                textout_put_duration_us(f, ms * 1000);
+        }
         if (textout_field_string(group, "wchan") && textout_field_string(group, "wchan")[0]) {
                 fputs(" in ", f);
                 textout_put_name(f, textout_field_string(group, "wchan"));
@@ -336,11 +392,17 @@ static void put_pressure(FILE *f, const json_t *incident) {
         double stall, duration_ms = textout_field_or_zero(sample, "duration_ms");
         const char *where = textout_field_string(trigger, "cgroup");
 
-        /* The most delayed process that waited for this resource at all. */
-        const json_t *most = json_object_get(incident, "most_delayed"), *top = NULL;
+        /* The most delayed process that waited for this resource at all, or one stuck longer. */
+        const json_t *most = json_object_get(incident, "most_delayed"), *top = NULL, *now = NULL;
+        const json_t *stuck = high ? NULL : blocked_top(incident, resource, &now);
         for (size_t i = 0; i < json_array_size(most) && !top; i++)
                 if (resource_delay_us(json_object_get(json_array_get(most, i), "delay_us"), resource) > 0)
                         top = json_array_get(most, i);
+        if (stuck) {
+                put_blocked_top(f, incident, resource, stuck, now);
+                put_culprits(f, incident, resource);
+                return;
+        }
         if (top && !high) {
                 textout_put_name(f, textout_field_string(top, "comm"));
                 fputs(" (", f);

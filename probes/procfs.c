@@ -74,6 +74,21 @@ int proc_stat_parse_buf(const char *buf, size_t len, ProcStat *ret) {
             parse_u64_prefix(p + 1, end, &v, &p) >= 0) {
                 st.rss_pages = v;
                 st.has_rss = true;
+                /* Fields 25..38 skipped (some may be negative); field 39, processor: the cpu it
+                 * last ran on, whose clock a sleeping thread's se.exec_start is in
+                 * (kernel-facts.md: blocked-since). */
+                int field = 25;
+                for (; field <= 39 && p < end && *p == ' '; field++) {
+                        p++;
+                        if (field == 39)
+                                break;
+                        while (p < end && *p != ' ' && *p != '\n')
+                                p++;
+                }
+                if (field == 39 && parse_u64_prefix(p, end, &v, &p) >= 0 && v < INT32_MAX) {
+                        st.processor = (int) v;
+                        st.has_processor = true;
+                }
         }
 
         *ret = st;

@@ -22,6 +22,8 @@ typedef struct ProcStat {
         uint64_t majflt;    /* a thread's own, or (/proc/<pid>/stat) its whole process's, ended threads included */
         uint64_t rss_pages; /* the address space's, shared by every thread */
         bool has_rss;
+        int processor; /* field 39: the cpu it last ran on */
+        bool has_processor;
 } ProcStat;
 
 /* /proc/<pid>/io: storage bytes of the whole process, its ended threads included. */

@@ -71,8 +71,9 @@ static void fill_group(const Ref *refs, const Run *run, BlockedThread *threads, 
                 const BlockedThreadLook *t = refs[i].t;
 
                 if (n == 0 || threads[n - 1].pid != t->pid || threads[n - 1].tid != t->tid)
-                        threads[n++] = (BlockedThread) { .pid = t->pid, .tid = t->tid };
+                        threads[n++] = (BlockedThread) { .pid = t->pid, .tid = t->tid, .blocked_ns = -1 };
                 threads[n - 1].seen++;
+                threads[n - 1].blocked_ns = MAX(threads[n - 1].blocked_ns, t->blocked_ns);
                 /* Sorted by look within a thread: the last one wins. */
                 copy_str(threads[n - 1].comm, t->comm, sizeof threads[n - 1].comm);
         }

@@ -23,6 +23,8 @@ typedef struct BlockedThreadLook {
         char state;                    /* the state letter of /proc/<pid>/task/<tid>/stat; 'D' counts */
         char wchan[BLOCKED_WCHAN_MAX]; /* "" when the kernel said "0" (wchan_read() returned 0:
                                         * no ptrace access, or running again) or it was not read */
+        int64_t blocked_ns;            /* in D: how long it has not run (probes/schedclock.h); -1 when
+                                        * not known */
 } BlockedThreadLook;
 
 typedef struct BlockedLook {
@@ -34,6 +36,7 @@ typedef struct BlockedThread {
         pid_t pid, tid;
         char comm[PROC_COMM_MAX]; /* as the last look that saw it in D had it */
         uint64_t seen;            /* looks that saw it in D at this wchan */
+        int64_t blocked_ns;       /* the longest a look found it blocked; -1 when no look knew */
 } BlockedThread;
 
 typedef struct BlockedGroup {

@@ -7,6 +7,7 @@
 #include "base/macro.h"
 #include "base/timeutil.h"
 #include "probes/procfs.h"
+#include "probes/schedclock.h"
 #include "sampling/onwhat.h"
 
 #define LOOKS_SIZE ((size_t) ONWHAT_LOOKS_MAX * ONWHAT_LOOK_THREADS_MAX * sizeof(BlockedThreadLook))
@@ -89,7 +90,7 @@ void onwhat_begin(OnWhat *w, const LimitsHierarchy *h, const char *path, PsiReso
         w->located = w->has_a = w->has_b = w->has_io_max = false;
         w->n_looks = 0;
         w->has_blocked = w->has_stack = false;
-        w->stack_error = 0;
+        w->stack_error = w->since_error = 0;
         if (w->disks)
                 w->disks->has_a = w->disks->has_b = false;
         /* The node's disks are read for any io sample, node-wide ones too (no cgroup, no limit). */
@@ -151,10 +152,26 @@ static void read_stack(OnWhat *w, int proc_fd, const BlockedThreadLook *l) {
         memcpy(w->stack_wchan, l->wchan, sizeof w->stack_wchan);
 }
 
+/* How long a thread in D has been blocked: since it last ran (kernel-facts.md: blocked-since). The
+ * first reason it could not be told is kept for the incident. */
+static int64_t blocked_for(OnWhat *w, SchedClockCache *clocks, const BlockedThreadLook *l, const ProcStat *st) {
+        uint64_t ns;
+        int r = st->has_processor ? schedclock_idle_ns(clocks, l->tid, st->processor, &ns) : -ENODATA;
+
+        if (r < 0) {
+                if (w->since_error == 0 && r != -ESRCH)
+                        w->since_error = r;
+                return -1;
+        }
+        return ns > INT64_MAX ? INT64_MAX : (int64_t) ns;
+}
+
 void onwhat_look(OnWhat *w, int proc_fd, const Snapshot *s, const pid_t *pids, size_t n) {
         BlockedThreadLook *out;
+        SchedClockCache clocks;
         size_t k = 0;
 
+        schedclock_cache_init(&clocks, proc_fd);
         if (w->n_looks >= ONWHAT_LOOKS_MAX)
                 return;
         if (!pages_ensure(w))
@@ -171,7 +188,7 @@ void onwhat_look(OnWhat *w, int proc_fd, const Snapshot *s, const pid_t *pids, s
                         if (proc_read_stat(proc_fd, t->tid, &st) < 0)
                                 continue; /* ended: nothing to see */
                         BlockedThreadLook *l = &out[k++];
-                        *l = (BlockedThreadLook) { .pid = t->tgid, .tid = t->tid, .state = st.state };
+                        *l = (BlockedThreadLook) { .pid = t->tgid, .tid = t->tid, .state = st.state, .blocked_ns = -1 };
                         memcpy(l->comm, st.comm, MIN(st.comm_len, sizeof l->comm - 1));
                         l->comm[MIN(st.comm_len, sizeof l->comm - 1)] = '\0';
                         if (st.state != 'D')
@@ -179,9 +196,15 @@ void onwhat_look(OnWhat *w, int proc_fd, const Snapshot *s, const pid_t *pids, s
                         /* "0" (no ptrace access, or running again) leaves it "": grouped as unknown. */
                         if (wchan_read(proc_fd, t->tgid, t->tid, l->wchan, sizeof l->wchan) <= 0)
                                 l->wchan[0] = '\0';
+                        l->blocked_ns = blocked_for(w, &clocks, l, &st);
                         read_stack(w, proc_fd, l);
                 }
         w->n_look[w->n_looks++] = k;
+}
+
+const BlockedThreadLook *onwhat_last_look(const OnWhat *w, size_t *n) {
+        *n = w->n_looks > 0 ? w->n_look[w->n_looks - 1] : 0;
+        return *n > 0 ? w->look_threads + (w->n_looks - 1) * ONWHAT_LOOK_THREADS_MAX : NULL;
 }
 
 void onwhat_end(OnWhat *w, const LimitsHierarchy *h) {

@@ -56,6 +56,7 @@ typedef struct OnWhat {
         WchanStack stack;                    /* of the first blocked thread seen whose stack could be read */
         char stack_wchan[BLOCKED_WCHAN_MAX]; /* its wchan then: the group it belongs to */
         int stack_error;                     /* why there is no stack (0: there is, or none was needed) */
+        int since_error;                     /* the first reason a blocked thread's time could not be told (0: none) */
 } OnWhat;
 
 /* The limit's counters at one moment (those of the resource: cpu, memory or io), and for io the
@@ -90,9 +91,13 @@ void onwhat_begin_at(OnWhat *w, const LimitsLocation *loc, const OnWhatReading *
 void onwhat_begin(OnWhat *w, const LimitsHierarchy *h, const char *path, PsiResource res);
 
 /* One look at the threads of pids[0..n) that s has measured (snapshot_take_threads): their states
- * from /proc, and the wchan of those in D; the kernel stack of the first one whose stack can be
- * read. At most ONWHAT_LOOKS_MAX looks count. */
+ * from /proc, and of those in D the wchan and how long each has been blocked (since it last ran:
+ * probes/schedclock.h, which moves the calling thread to each of their cpus for a moment); the
+ * kernel stack of the first one whose stack can be read. At most ONWHAT_LOOKS_MAX looks count. */
 void onwhat_look(OnWhat *w, int proc_fd, const Snapshot *s, const pid_t *pids, size_t n);
+
+/* The threads of the last look taken (n 0 and NULL when none was). */
+const BlockedThreadLook *onwhat_last_look(const OnWhat *w, size_t *n);
 
 /* Reads the limits again (w->*_b) and groups the looks. For io, both also read the node's
  * /proc/diskstats (w->disks) when w has them (onwhat_init()). */

@@ -342,3 +342,41 @@ void ranking_done(Ranking *r) {
         free(r->procs);
         *r = (Ranking) {};
 }
+
+static bool blocked_counts(int resource) {
+        return resource == PSI_RESOURCE_IO || resource == PSI_RESOURCE_MEMORY || resource == RANK_SCORE_ALL;
+}
+
+int ranking_add_blocked(Ranking *r, const BlockedThreadLook *threads, size_t n, int resource) {
+        bool counts = blocked_counts(resource), changed = false;
+
+        for (size_t i = 0; i < n; i++) {
+                const BlockedThreadLook *t = &threads[i];
+                ProcessDelta *p = NULL;
+
+                if (t->state != 'D' || t->blocked_ns <= 0)
+                        continue;
+                for (size_t j = 0; j < r->n_procs && !p; j++)
+                        if (r->procs[j].tgid == t->pid && r->procs[j].origin == PROCESS_MEASURED)
+                                p = &r->procs[j];
+                if (!p) {
+                        if (!counts)
+                                continue;
+                        int k = array_reserve((void **) &r->procs, &r->cap_procs, r->n_procs + 1, sizeof *r->procs);
+                        if (k < 0)
+                                return k;
+                        p = &r->procs[r->n_procs++];
+                        *p = (ProcessDelta) { .tgid = t->pid, .origin = PROCESS_MEASURED, .uid = -1 };
+                }
+                if ((uint64_t) t->blocked_ns > p->blocked_ns) {
+                        if (counts)
+                                p->score_ns += (uint64_t) t->blocked_ns - p->blocked_ns;
+                        p->blocked_ns = (uint64_t) t->blocked_ns;
+                        p->blocked_tid = t->tid;
+                        changed = true;
+                }
+        }
+        if (counts && changed)
+                qsort(r->procs, r->n_procs, sizeof *r->procs, cmp_process);
+        return 0;
+}

@@ -8,6 +8,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "sampling/blocked.h"
 #include "sampling/snapshot.h"
 
 /* The score of a set of delays: cpu = cpu delay; memory = reclaim + thrashing + swapin + compact;
@@ -46,6 +47,10 @@ typedef struct ProcessDelta {
          * maximum, then by its detailed threads' (scratch: what they found so far) */
         uint64_t unstarted_ns, threads_unstarted_ns;
         uint32_t unstarted_waits, threads_unstarted_waits;
+        /* Its thread blocked longest at the sample's last look, and for how long (a wait that has
+         * not ended, in no delay: ranking_add_blocked()); blocked_tid 0 when none was. */
+        pid_t blocked_tid;
+        uint64_t blocked_ns;
 } ProcessDelta;
 
 typedef struct Ranking {
@@ -83,6 +88,14 @@ int ranking_build(Ranking *r, const Snapshot *a, const Snapshot *b, int resource
  * otherwise; begin times are compared with a second of slack, as the kernel recomputes them on
  * every query. 0 or -ENOMEM. */
 int ranking_add_threads(Ranking *r, const Snapshot *ta, const Snapshot *tb, int resource);
+
+/* Waits that have not ended (threads in D at the sample's last look, with how long each has been
+ * blocked: sampling/onwhat.h) given to their processes. For io, memory and RANK_SCORE_ALL they
+ * count in the score, so that a process stuck for 3 s outranks one that waited 50 ms, and a
+ * process blocked without a delay in the sample is ranked; for cpu and irq (a D sleep is not a
+ * wait for either) they are only noted on processes already ranked. 0 or -ENOMEM (r keeps what
+ * it had). */
+int ranking_add_blocked(Ranking *r, const BlockedThreadLook *threads, size_t n, int resource);
 
 /* Where a process's longest wait ended, against the incident (ranking_process_worst()). */
 typedef enum WorstWhen {

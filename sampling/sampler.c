@@ -283,6 +283,15 @@ void sampler_result_unmeasured(Sampler *s, const SampleScope *scope) {
         s->wakeup_real_us = s->a.real_us;
 }
 
+/* The waits not ended at the last look join the ranking (ranking_add_blocked()). */
+static void add_blocked(Sampler *s) {
+        size_t n;
+        const BlockedThreadLook *look = onwhat_last_look(s->onwhat, &n);
+
+        if (ranking_add_blocked(&s->ranking, look, n, s->scope.resource) < 0)
+                s->partial = true;
+}
+
 /* A window of 0: A's lifetime totals ranked, the leaders' threads measured now. Out of memory
  * loses part of it (s->partial), never the incident. */
 static int finish_lifetime(Sampler *s) {
@@ -295,6 +304,7 @@ static int finish_lifetime(Sampler *s) {
         if (s->has_onwhat) {
                 onwhat_look(s->onwhat, s->scope.sysroot->proc_fd, &s->a, s->candidates, s->n_candidates);
                 onwhat_end(s->onwhat, s->scope.limits);
+                add_blocked(s);
         }
         build_culprits(s, true);
         return 0;
@@ -327,6 +337,7 @@ static int finish_delta(Sampler *s) {
                 if (s->threads_base)
                         onwhat_look(s->onwhat, s->scope.sysroot->proc_fd, &s->b, s->candidates, s->n_candidates);
                 onwhat_end(s->onwhat, s->scope.limits);
+                add_blocked(s);
         }
         if (s->scope.culprit) {
                 if (!s->pass->ended)

@@ -197,20 +197,39 @@ def io_node(mount, tmp, validate):
 def stuck(mount, validate):
     """A process stuck in D for the whole sample (a CLONE_VFORK parent, TASK_KILLABLE) has no delay
     at all: delay accounting adds a wait when it ends (kernel-facts.md: delayacct). Beside spinners
-    that lead the ranking, the snapshot still names it in blocked, found by its state at the start;
+    that lead the ranking, the snapshot still names it in blocked, found by its state at the start,
+    with how long it has been blocked (at least since the test saw it in D: kernel-facts.md:
+    blocked-since); ranked by io, that wait not ended puts it first, and the summary says how long;
     a snapshot of it alone, with no wait ended, says so in the summary instead of "no process"."""
     probe = os.path.join(os.path.dirname(WORKLOAD), "probe-limits")
     with ScratchCgroup(mount, "ow-stuck") as cg:
         for _ in range(3):
             cg.spawn([WORKLOAD, "spin", "stuck-spin"])
+        spawned = time.monotonic()
         holder = cg.spawn([probe, "hold-d", "60"])
         wait_for("the holder in D", lambda: open(f"/proc/{holder.pid}/stat").read().rsplit(")", 1)[1].split()[0] == "D",
                  10)
+        seen_d = time.monotonic()
         inc = snapshot_of(PSIDIAG, cg, "cpu")
         validate(inc)
-        held = [(g["wchan"], t["pid"]) for g in inc["blocked"] or [] for t in g["threads"] if t["pid"] == holder.pid]
+        held = [(g["wchan"], t["pid"], t.get("blocked_ms")) for g in inc["blocked"] or [] for t in g["threads"]
+                if t["pid"] == holder.pid]
         check(held and holder.pid not in [p["pid"] for p in inc["most_delayed"] if p["score_us"] > 0],
               f"the stuck holder {holder.pid} in blocked, not ranked: blocked {inc['blocked']}")
+        # Blocked at least since the test saw it in D plus the 1 s sample (the last look is at its
+        # end), at most since it was started.
+        low = (time.monotonic() - seen_d - 2) * 1000
+        check(held[0][2] is not None and low <= held[0][2] <= (time.monotonic() - spawned) * 1000 + 100,
+              f"the holder's blocked_ms {held[0][2]}: not between {low:.0f} and its age; agent: {inc['agent']}")
+        # Ranked by io, the wait that has not ended leads: no process waited as long for io.
+        io = snapshot_of(PSIDIAG, cg, "io")
+        validate(io)
+        top = io["most_delayed"][0] if io["most_delayed"] else {}
+        check(top.get("pid") == holder.pid and (top.get("blocked_now") or {}).get("ms", 0) >= held[0][2]
+              and top["score_us"] >= top["blocked_now"]["ms"] * 1000,
+              f"io: the holder not first by its wait: {[(p['pid'], p['score_us'], p.get('blocked_now')) for p in io['most_delayed']]}")
+        check(io["summary"].startswith(f"probe-limits (/{cg.rel}) blocked for io") and " s so far in " in io["summary"],
+              f"io summary: {io['summary']!r}")
         for p in cg.procs:
             if p.pid != holder.pid:
                 p.kill()
@@ -218,7 +237,8 @@ def stuck(mount, validate):
         alone = snapshot_of(PSIDIAG, cg, "cpu")
         validate(alone)
         check(f"blocked now: probe-limits (pid {holder.pid})" in alone["summary"], f"summary: {alone['summary']!r}")
-        print(f"stuck: holder {holder.pid} blocked in {held[0][0]} beside 3 spinners; alone: {alone['summary']}")
+        print(f"stuck: holder {holder.pid} blocked in {held[0][0]} for {held[0][2]} ms beside 3 spinners; by io: "
+              f"{io['summary']}; alone: {alone['summary']}")
 
 
 def main():

@@ -68,6 +68,31 @@ static void test_group(void **state) {
         assert_int_equal(g->threads[0].pid, 50);
 }
 
+/* How long each was blocked: the longest any look told (psidiag 0.9), -1 when none could. */
+static BlockedThreadLook tb(pid_t pid, const char *wchan, int64_t ms) {
+        BlockedThreadLook l = t(pid, pid, "dd", 'D', wchan);
+
+        l.blocked_ns = ms < 0 ? -1 : ms * 1000000;
+        return l;
+}
+
+static void test_blocked_for(void **state) {
+        const BlockedThreadLook a[] = { tb(10, "blk_mq_get_tag", 1000), tb(20, "blk_mq_get_tag", -1),
+                                        tb(30, "blk_mq_get_tag", -1) };
+        const BlockedThreadLook b[] = { tb(10, "blk_mq_get_tag", 1500), tb(20, "blk_mq_get_tag", 700),
+                                        tb(30, "blk_mq_get_tag", -1) };
+        const BlockedLook looks[] = { { a, 3 }, { b, 3 } };
+        BlockedSummary s;
+
+        assert_int_equal(blocked_group(looks, 2, &s), 0);
+        assert_int_equal(s.n_groups, 1);
+        assert_int_equal(s.groups[0].n_threads, 3);
+        assert_int_equal(s.groups[0].threads[0].pid, 10);
+        assert_int_equal(s.groups[0].threads[0].blocked_ns, 1500000000);
+        assert_int_equal(s.groups[0].threads[1].blocked_ns, 700000000);
+        assert_int_equal(s.groups[0].threads[2].blocked_ns, -1);
+}
+
 static void test_empty(void **state) {
         const BlockedThreadLook a[] = { t(1, 1, "init", 'S', "do_epoll_wait") };
         const BlockedLook looks[] = { { a, 1 }, { NULL, 0 } };
@@ -115,6 +140,7 @@ static void test_bounds(void **state) {
 int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_group),
+                cmocka_unit_test(test_blocked_for),
                 cmocka_unit_test(test_empty),
                 cmocka_unit_test(test_bounds),
         };

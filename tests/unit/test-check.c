@@ -51,6 +51,25 @@ static void test_good_host_all_ok(void **state) {
         assert_non_null(strstr(find(lines, n, "cgroup-v1")->text, "pure cgroup2"));
 }
 
+/* How long threads have been blocked (psidiag 0.9): ok, or warn with what is lost and why. */
+static void test_blocked_since(void **state) {
+        CheckFacts f = good_host();
+        CheckLine lines[CHECK_LINES_MAX];
+        size_t n;
+
+        f.cpus_allowed = f.cpus_online = 8;
+        n = check_evaluate(&f, lines);
+        assert_int_equal(find(lines, n, "blocked-since")->status, CHECK_OK);
+        f.cpus_allowed = 2;
+        n = check_evaluate(&f, lines);
+        assert_int_equal(find(lines, n, "blocked-since")->status, CHECK_WARN);
+        assert_non_null(strstr(find(lines, n, "blocked-since")->text, "2 of 8 cpus"));
+        f.sched_err = -ENOENT;
+        n = check_evaluate(&f, lines);
+        assert_int_equal(find(lines, n, "blocked-since")->status, CHECK_WARN);
+        assert_non_null(strstr(find(lines, n, "blocked-since")->text, "CONFIG_SCHED_DEBUG"));
+}
+
 static void test_hybrid_host_named(void **state) {
         CheckFacts f = good_host();
         CheckLine lines[CHECK_LINES_MAX];
@@ -246,6 +265,7 @@ int main(void) {
                 cmocka_unit_test(test_good_host_all_ok),
                 cmocka_unit_test(test_lsm_and_kmsg),
                 cmocka_unit_test(test_lsm_label),
+                cmocka_unit_test(test_blocked_since),
                 cmocka_unit_test(test_hybrid_host_named),
                 cmocka_unit_test(test_missing_net_admin_fails),
                 cmocka_unit_test(test_degraded_but_working_is_warn),

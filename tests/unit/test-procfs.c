@@ -39,9 +39,19 @@ static void test_stat_memory(void **state) {
         assert_int_equal(st.majflt, 37);
         assert_true(st.has_rss);
         assert_int_equal(st.rss_pages, 25600);
+        /* Field 39, the cpu it last ran on (kernel-facts.md: blocked-since). */
+        assert_true(st.has_processor);
+        assert_int_equal(st.processor, 1);
+        assert_int_equal(parse_stat("7 (x) D 1 7 7 0 -1 0 0 0 3 0 10 5 0 0 20 0 1 0 5 1 2 3 4 5 6 7 8 9 10 11 12 13 "
+                                    "14 15 -1 17\n",
+                                    &st),
+                         0);
+        assert_true(st.has_processor);
+        assert_int_equal(st.processor, 17);
         assert_int_equal(parse_stat("7 (x) R 1 7 7 0 -1 0 0 0 3 0 10 5 0 0 20 0 1 0 5", &st), 0);
         assert_int_equal(st.majflt, 3);
         assert_false(st.has_rss);
+        assert_false(st.has_processor);
 }
 
 /* /proc/<pid>/status as 6.x writes it (fs/proc/task_mmu.c task_mem()); a kernel thread has no Vm lines. */

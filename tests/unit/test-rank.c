@@ -525,6 +525,51 @@ static void test_lifetime(void **state) {
         free_snapshot(&b);
 }
 
+/* A wait not ended ranks with the ended ones for io and memory: a process stuck 3 s outranks one
+ * that waited 50 ms, and one with no delay at all joins; for cpu it is only noted. */
+static void test_blocked(void **state) {
+        Snapshot b = { .real_us = 5000 * USEC_PER_SEC };
+        Ranking r = {};
+        BlockedThreadLook look[] = {
+                { .pid = 10, .tid = 11, .state = 'D', .blocked_ns = 3000 * NS_PER_MS },
+                { .pid = 10, .tid = 12, .state = 'D', .blocked_ns = 1000 * NS_PER_MS },
+                { .pid = 30, .tid = 30, .state = 'D', .blocked_ns = 2000 * NS_PER_MS },
+                { .pid = 40, .tid = 40, .state = 'D', .blocked_ns = -1 },               /* not told */
+                { .pid = 50, .tid = 50, .state = 'S', .blocked_ns = 9000 * NS_PER_MS }, /* not in D */
+        };
+
+        add(&b, 10, 10, "stuck", 1000, 1 * NS_PER_MS, 0, 0, 0);
+        add(&b, 11, 10, "stuck", 1000, 0, 0, 0, 0);
+        add(&b, 12, 10, "stuck", 1000, 0, 0, 0, 0);
+        add(&b, 20, 20, "reader", 1000, 0, 50 * NS_PER_MS, 0, 0);
+        done_adding(&b);
+
+        assert_int_equal(ranking_build(&r, NULL, &b, PSI_RESOURCE_IO), 0);
+        assert_int_equal(r.procs[0].tgid, 20);
+        assert_int_equal(ranking_add_blocked(&r, look, ELEMENTSOF(look), PSI_RESOURCE_IO), 0);
+        assert_int_equal(r.n_procs, 3);
+        assert_int_equal(r.procs[0].tgid, 10);
+        assert_int_equal(r.procs[0].blocked_tid, 11);
+        assert_int_equal(r.procs[0].blocked_ns, 3000 * NS_PER_MS);
+        assert_int_equal(r.procs[0].score_ns, 3000 * NS_PER_MS);
+        assert_int_equal(r.procs[1].tgid, 30); /* no delay in the sample: joined by its wait */
+        assert_int_equal(r.procs[1].origin, PROCESS_MEASURED);
+        assert_int_equal(r.procs[1].score_ns, 2000 * NS_PER_MS);
+        assert_int_equal(r.procs[2].tgid, 20);
+        assert_int_equal(r.procs[2].blocked_tid, 0);
+        assert_int_equal(r.procs[2].score_ns, 50 * NS_PER_MS);
+
+        /* cpu: a D sleep is no cpu wait; noted on the ranked, no one joins, the order stands. */
+        assert_int_equal(ranking_build(&r, NULL, &b, PSI_RESOURCE_CPU), 0);
+        assert_int_equal(ranking_add_blocked(&r, look, ELEMENTSOF(look), PSI_RESOURCE_CPU), 0);
+        assert_int_equal(r.n_procs, 2);
+        assert_int_equal(r.procs[0].tgid, 10);
+        assert_int_equal(r.procs[0].score_ns, 1 * NS_PER_MS);
+        assert_int_equal(r.procs[0].blocked_ns, 3000 * NS_PER_MS);
+        ranking_done(&r);
+        free_snapshot(&b);
+}
+
 static void test_scores(void **state) {
         uint64_t d[_TASK_DELAY_MAX] = { 1, 2, 4, 8, 16, 32, 64, 128 };
 
@@ -559,6 +604,7 @@ int main(void) {
                 cmocka_unit_test(test_unstarted_blkio),
                 cmocka_unit_test(test_unstarted_blkio_repeated),
                 cmocka_unit_test(test_lifetime),
+                cmocka_unit_test(test_blocked),
                 cmocka_unit_test(test_scores),
                 cmocka_unit_test(test_empty),
         };

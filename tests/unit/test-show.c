@@ -114,6 +114,22 @@ static void test_container_line(void **state) {
         free(out);
 }
 
+/* psidiag 0.9: a wait that has not ended shows under its process's row. */
+static void test_blocked_now_line(void **state) {
+        int r;
+        char *out = render("{\"type\":\"snapshot\",\"time\":\"t\",\"trigger\":null,\"sample\":{\"basis\":\"delta\"},"
+                           "\"most_delayed\":[{\"pid\":812,\"comm\":\"dd\",\"cgroup\":\"/db\",\"cmdline\":null,"
+                           "\"score_us\":3200000,\"delay_us\":{\"blkio\":0},\"blocked_now\":{\"tid\":813,\"ms\":3200}},"
+                           "{\"pid\":900,\"comm\":\"pg\",\"cgroup\":\"/db\",\"cmdline\":null,"
+                           "\"score_us\":50000,\"delay_us\":{\"blkio\":50000},\"blocked_now\":null}]}",
+                           &r);
+
+        assert_int_equal(r, 0);
+        assert_non_null(strstr(out, "\n           blocked 3.20s so far (tid 813), not yet ended\n"));
+        assert_null(strstr(strstr(out, "so far") + 1, "so far")); /* pg: none */
+        free(out);
+}
+
 static void test_hostile_and_broken(void **state) {
         int r;
         char *out = render("{\"type\":\"snapshot\",\"time\":\"t\\u007f\\u001b\",\"trigger\":null,\"sample\":{\"basis\":"
@@ -229,10 +245,10 @@ static void test_journal_summary(void **state) {
 
 int main(void) {
         const struct CMUnitTest tests[] = {
-                cmocka_unit_test(test_example_incident),   cmocka_unit_test(test_stall_passed),
-                cmocka_unit_test(test_worst_wait),         cmocka_unit_test(test_container_line),
-                cmocka_unit_test(test_hostile_and_broken), cmocka_unit_test(test_oom_incident),
-                cmocka_unit_test(test_journal_summary),
+                cmocka_unit_test(test_example_incident), cmocka_unit_test(test_stall_passed),
+                cmocka_unit_test(test_worst_wait),       cmocka_unit_test(test_container_line),
+                cmocka_unit_test(test_blocked_now_line), cmocka_unit_test(test_hostile_and_broken),
+                cmocka_unit_test(test_oom_incident),     cmocka_unit_test(test_journal_summary),
         };
 
         return cmocka_run_group_tests(tests, NULL, NULL);

@@ -160,6 +160,38 @@ static void test_blocked_now(void **state) {
                        " \"blocked\": [{\"wchan\": null, \"seen\": 1, \"threads_total\": 1,"
                        "   \"threads\": [{\"pid\": 812, \"tid\": 812, \"comm\": \"dd\"}]}]}",
                        "/db stalled 1 s on io in 1 s, no wait ended in it; blocked now: dd (pid 812)");
+        /* How long, where a look could tell (psidiag 0.9). */
+        assert_summary("{\"type\": \"pressure\", \"trigger\": {\"cgroup\": \"/db\", \"resource\": \"cpu\"},"
+                       " \"sample\": {\"duration_ms\": 1000, \"stall_us\": 1000000}, \"most_delayed\": [],"
+                       " \"blocked\": [{\"wchan\": \"wait_for_vfork_done\", \"seen\": 2, \"threads_total\": 1,"
+                       "   \"threads\": [{\"pid\": 812, \"tid\": 812, \"comm\": \"sh\", \"blocked_ms\": 3200}]}]}",
+                       "/db stalled 1 s on cpu in 1 s, no wait ended in it; blocked now: sh (pid 812) for 3.2 s in "
+                       "wait_for_vfork_done");
+}
+
+/* A wait not ended ranked first (psidiag 0.9): the process stuck 3.2 s is named before the one that
+ * waited 50 ms, with where it sleeps; for cpu a D sleep never leads the sentence. */
+static void test_blocked_top(void **state) {
+        static const char *const fmt =
+                "{\"type\": \"pressure\", \"trigger\": {\"cgroup\": \"/db\", \"resource\": \"%s\"},"
+                " \"sample\": {\"duration_ms\": 1000, \"stall_us\": 1000000}, \"most_delayed\": ["
+                "  {\"pid\": 812, \"comm\": \"dd\", \"cgroup\": \"/db\", \"delay_us\": {\"cpu\": 0, \"blkio\": 0},"
+                "   \"blocked_now\": {\"tid\": 813, \"ms\": 3200}},"
+                "  {\"pid\": 900, \"comm\": \"postgres\", \"cgroup\": \"/db\", \"delay_us\": {\"cpu\": 9000, "
+                "\"blkio\": 50000},"
+                "   \"blocked_now\": null}],"
+                " \"blocked\": [{\"wchan\": \"blk_mq_get_tag\", \"seen\": 2, \"threads_total\": 1,"
+                "   \"threads\": [{\"pid\": 812, \"tid\": 813, \"comm\": \"dd\", \"blocked_ms\": 3200}]}]}";
+        char in[2048];
+
+        snprintf(in, sizeof in, fmt, "io");
+        assert_summary(in, "dd (/db) blocked for io, 3.2 s so far in blk_mq_get_tag");
+        snprintf(in, sizeof in, fmt, "cpu");
+        assert_summary(in, "postgres (/db) waited 9.0 ms for cpu in 1 s");
+        /* Blocked for less than the sample: between two waits, not stuck; the waits lead. */
+        snprintf(in, sizeof in, fmt, "io");
+        memcpy(strstr(in, "\"ms\": 3200"), "\"ms\":  800", 10);
+        assert_summary(in, "postgres (/db) waited 50 ms for io in 1 s");
 }
 
 /* A node-wide storm: 100 cgroups, the largest 4%: nobody is named. */
@@ -455,6 +487,7 @@ int main(void) {
                 cmocka_unit_test(test_worst_wait),
                 cmocka_unit_test(test_stuck_device),
                 cmocka_unit_test(test_blocked_now),
+                cmocka_unit_test(test_blocked_top),
                 cmocka_unit_test(test_dominant_cgroup_process),
                 cmocka_unit_test(test_own_limit_and_memory),
                 cmocka_unit_test(test_memory_high),
