@@ -8,27 +8,6 @@
 #include "base/macro.h"
 #include "sampling/culprits.h"
 
-uint64_t culprit_score(const CulpritUsage *u, PsiResource res) {
-        switch (res) {
-        case PSI_RESOURCE_CPU:
-                return u->cpu_us;
-        case PSI_RESOURCE_IO:
-                return u->read_bytes + u->write_bytes;
-        case PSI_RESOURCE_MEMORY:
-                return u->has_growth && u->rss_growth_bytes > 0 ? (uint64_t) u->rss_growth_bytes : 0;
-        default:
-                return 0;
-        }
-}
-
-static uint64_t sub_sat(uint64_t b, uint64_t a) {
-        return b >= a ? b - a : 0;
-}
-
-static int64_t growth(uint64_t b, uint64_t a) {
-        return b >= a ? (int64_t) MIN(b - a, (uint64_t) INT64_MAX) : -(int64_t) MIN(a - b, (uint64_t) INT64_MAX);
-}
-
 /* The order of a list: memory ranks on growth, then size; the others on their score. */
 static void set_key(PsiResource res, const CulpritUsage *u, int64_t *key, uint64_t *key2) {
         if (res == PSI_RESOURCE_MEMORY) {
@@ -65,65 +44,6 @@ static int cmp_cgroup(const void *a, const void *b) {
         int c = cmp_key(x->key, x->key2, y->key, y->key2);
 
         return c ? c : strcmp(x->path, y->path);
-}
-
-/* One process's use over the sample; false when it has none to report (moved in, or nothing of
- * the resource). */
-static bool process_usage(PsiResource res, const Snapshot *a, const ProcessDelays *pb, CulpritUsage *ret) {
-        const ProcessDelays *pa = a ? snapshot_find_process(a, pb->tgid) : NULL;
-        CulpritUsage u = {};
-
-        /* Only in b and not born in the sample: it moved in, its totals are not from this sample. */
-        if (a && !pa && pb->origin == PROCESS_MEASURED && !pb->born_in_sample)
-                return false;
-        if (pb->has_cpu_run && (!pa || pa->has_cpu_run))
-                u.cpu_us = sub_sat(pb->cpu_run_ns, pa ? pa->cpu_run_ns : 0) / 1000;
-        if (pb->has_io && (!pa || pa->has_io)) {
-                u.read_bytes = sub_sat(pb->read_bytes, pa ? pa->read_bytes : 0);
-                u.write_bytes = sub_sat(pb->write_bytes, pa ? pa->write_bytes : 0);
-        }
-        if (pb->has_mem) {
-                u.rss_bytes = pb->rss_bytes;
-                if (pa && pa->has_mem) {
-                        u.rss_growth_bytes = growth(pb->rss_bytes, pa->rss_bytes);
-                        u.majflt = sub_sat(pb->majflt, pa->majflt);
-                        u.has_growth = true;
-                } else if (a) { /* born in the sample: all of it is growth */
-                        u.rss_growth_bytes = (int64_t) MIN(pb->rss_bytes, (uint64_t) INT64_MAX);
-                        u.majflt = pb->majflt;
-                        u.has_growth = true;
-                }
-        }
-        *ret = u;
-        if (res == PSI_RESOURCE_MEMORY)
-                return pb->has_mem;
-        return culprit_score(&u, res) > 0;
-}
-
-static void usage_add(CulpritUsage *t, const CulpritUsage *u) {
-        t->cpu_us += u->cpu_us;
-        t->read_bytes += u->read_bytes;
-        t->write_bytes += u->write_bytes;
-        t->rss_bytes += u->rss_bytes;
-        t->majflt += u->majflt;
-        if (u->has_growth) {
-                t->rss_growth_bytes += u->rss_growth_bytes;
-                t->has_growth = true;
-        }
-}
-
-/* The share of the scope's use: cpu time and bytes over the sample; memory: resident size now. */
-static double share_of(PsiResource res, const CulpritUsage *u, const CulpritUsage *total) {
-        uint64_t part, whole;
-
-        if (res == PSI_RESOURCE_MEMORY) {
-                part = u->rss_bytes;
-                whole = total->rss_bytes;
-        } else {
-                part = culprit_score(u, res);
-                whole = culprit_score(total, res);
-        }
-        return whole == 0 ? 0.0 : MIN(1.0, (double) part / (double) whole);
 }
 
 static bool is_victim(const CulpritsInput *in, pid_t tgid) {
@@ -268,8 +188,32 @@ static int aggregate(Culprits *c, const CulpritsInput *in, size_t first_aggregat
                 g->ppid = 0;
         if (g->cgroup != cgroup)
                 g->cgroup = NULL; /* the last, taking the rest */
-        usage_add(&g->usage, u);
+        culprit_usage_add(&g->usage, u);
         count_spawner(g, spawner, measured);
+        return 0;
+}
+
+/* The use of the processes that ended in the sample, summed by the cgroup they are known in (one
+ * measured at the start: its cgroup then; one that also started in it: its nearest live
+ * ancestor's), for the cgroups counted from their processes: /proc no longer lists them there,
+ * and their parents no longer carry their bytes (culprit_return_reaped_io()). After index_pids(). */
+static int sum_ended(Culprits *c, const CulpritsInput *in) {
+        const Snapshot *b = in->b;
+        size_t n = 0;
+
+        if (array_reserve((void **) &c->ended, &c->cap_ended, b->n_procs, sizeof *c->ended) < 0)
+                return -ENOMEM;
+        for (size_t i = 0; i < b->n_procs; i++) {
+                const ProcessDelays *pb = &b->procs[i];
+                const char *path;
+
+                if (!c->pu_valid[i] || pb->origin == PROCESS_MEASURED)
+                        continue;
+                path = pb->origin == PROCESS_SHORT ? ancestor_cgroup(c, in, pb->ppid) : start_cgroup(in, pb->tgid);
+                if (path)
+                        c->ended[n++] = (CulpritEnded) { path, c->pu[i] };
+        }
+        c->n_ended = culprit_ended_merge(c->ended, n);
         return 0;
 }
 
@@ -282,10 +226,12 @@ static int build_processes(Culprits *c, const CulpritsInput *in) {
             array_reserve((void **) &c->pu_valid, &c->cap_pu_valid, b->n_procs, sizeof *c->pu_valid) < 0 ||
             array_reserve((void **) &c->procs, &c->cap_procs, b->n_procs + 1, sizeof *c->procs) < 0)
                 return -ENOMEM;
+        for (size_t i = 0; i < b->n_procs; i++)
+                c->pu_valid[i] = culprit_process_usage(in->resource, in->a, &b->procs[i], &c->pu[i]);
+        culprit_return_reaped_io(b, in->resource, c->pu, c->pu_valid);
         for (size_t i = 0; i < b->n_procs; i++) {
                 const ProcessDelays *pb = &b->procs[i];
 
-                c->pu_valid[i] = process_usage(in->resource, in->a, pb, &c->pu[i]);
                 /* One measured at the start keeps its pid when it ends (an OOM victim). */
                 if (!c->pu_valid[i] || pb->origin == PROCESS_SHORT)
                         continue;
@@ -302,6 +248,8 @@ static int build_processes(Culprits *c, const CulpritsInput *in) {
         }
         first_aggregate = c->n_procs;
         r = index_pids(c, in->gb);
+        if (r >= 0 && in->gb)
+                r = sum_ended(c, in);
         if (r < 0)
                 return r;
         for (size_t i = 0; i < b->n_procs; i++)
@@ -312,7 +260,7 @@ static int build_processes(Culprits *c, const CulpritsInput *in) {
                 }
         for (size_t i = 0; i < c->n_procs; i++) {
                 CulpritProcess *p = &c->procs[i];
-                usage_add(&c->total, &p->usage);
+                culprit_usage_add(&c->total, &p->usage);
                 set_key(in->resource, &p->usage, &p->key, &p->key2);
                 p->victim = p->tgid > 0 && is_victim(in, p->tgid);
         }
@@ -320,7 +268,7 @@ static int build_processes(Culprits *c, const CulpritsInput *in) {
                 qsort(c->procs, c->n_procs, sizeof *c->procs, cmp_process);
         c->n_procs = MIN(c->n_procs, in->top);
         for (size_t i = 0; i < c->n_procs; i++)
-                c->procs[i].share = share_of(in->resource, &c->procs[i].usage, &c->total);
+                c->procs[i].share = culprit_share(in->resource, &c->procs[i].usage, &c->total);
         return 0;
 }
 
@@ -350,10 +298,10 @@ static int own_usage(const CgroupUsages *w, PsiResource res, bool root_is_node, 
                         o->complete = false;
                         continue;
                 }
-                o->cpu_us = sub_sat(o->cpu_us, u->cpu_us);
-                o->read_bytes = sub_sat(o->read_bytes, u->read_bytes);
-                o->write_bytes = sub_sat(o->write_bytes, u->write_bytes);
-                o->memory_bytes = sub_sat(o->memory_bytes, u->memory_bytes);
+                o->cpu_us = culprit_sub_sat(o->cpu_us, u->cpu_us);
+                o->read_bytes = culprit_sub_sat(o->read_bytes, u->read_bytes);
+                o->write_bytes = culprit_sub_sat(o->write_bytes, u->write_bytes);
+                o->memory_bytes = culprit_sub_sat(o->memory_bytes, u->memory_bytes);
         }
         return 0;
 }
@@ -382,8 +330,9 @@ static const size_t *find_path(const Culprits *c, const CgroupUsages *w, const c
         return NULL;
 }
 
-/* The sum of a cgroup's own processes' use. */
+/* The sum of a cgroup's own processes' use, those that ended in the sample included. */
 static void processes_usage(const Culprits *c, const CulpritsInput *in, const CgroupUsageEntry *e, CulpritUsage *ret) {
+        const CulpritEnded *ended = culprit_ended_find(c->ended, c->n_ended, cgroup_usage_path(in->gb, e));
         CulpritUsage u = {};
 
         for (size_t k = 0; k < e->n_pids; k++) {
@@ -392,8 +341,10 @@ static void processes_usage(const Culprits *c, const CulpritsInput *in, const Cg
                         continue;
                 size_t i = (size_t) (p - in->b->procs);
                 if (c->pu_valid[i])
-                        usage_add(&u, &c->pu[i]);
+                        culprit_usage_add(&u, &c->pu[i]);
         }
+        if (ended)
+                culprit_usage_add(&u, &ended->usage);
         if (in->resource == PSI_RESOURCE_MEMORY && in->a)
                 u.has_growth = true;
         *ret = u;
@@ -430,12 +381,12 @@ static int build_cgroups(Culprits *c, const CulpritsInput *in) {
                 if (ob->complete && (!ga || !ia || oa->complete)) {
                         /* A cgroup made during the sample counted from zero. */
                         g.from_counters = true;
-                        g.usage.cpu_us = sub_sat(ob->cpu_us, oa ? oa->cpu_us : 0);
-                        g.usage.read_bytes = sub_sat(ob->read_bytes, oa ? oa->read_bytes : 0);
-                        g.usage.write_bytes = sub_sat(ob->write_bytes, oa ? oa->write_bytes : 0);
+                        g.usage.cpu_us = culprit_sub_sat(ob->cpu_us, oa ? oa->cpu_us : 0);
+                        g.usage.read_bytes = culprit_sub_sat(ob->read_bytes, oa ? oa->read_bytes : 0);
+                        g.usage.write_bytes = culprit_sub_sat(ob->write_bytes, oa ? oa->write_bytes : 0);
                         g.usage.rss_bytes = ob->memory_bytes;
                         if (ga) {
-                                g.usage.rss_growth_bytes = growth(ob->memory_bytes, oa ? oa->memory_bytes : 0);
+                                g.usage.rss_growth_bytes = culprit_growth(ob->memory_bytes, oa ? oa->memory_bytes : 0);
                                 g.usage.has_growth = true;
                         }
                 } else
@@ -447,7 +398,7 @@ static int build_cgroups(Culprits *c, const CulpritsInput *in) {
                                                                 : culprit_score(&g.usage, in->resource) > 0;
                 if ((!holds && !g.from_counters) || !used)
                         continue;
-                usage_add(&total, &g.usage);
+                culprit_usage_add(&total, &g.usage);
                 set_key(in->resource, &g.usage, &g.key, &g.key2);
                 c->cgroups[c->n_cgroups++] = g;
         }
@@ -456,7 +407,7 @@ static int build_cgroups(Culprits *c, const CulpritsInput *in) {
         c->n_cgroups_total = c->n_cgroups;
         c->n_cgroups = MIN(c->n_cgroups, in->top);
         for (size_t i = 0; i < c->n_cgroups; i++)
-                c->cgroups[i].share = share_of(in->resource, &c->cgroups[i].usage, &total);
+                c->cgroups[i].share = culprit_share(in->resource, &c->cgroups[i].usage, &total);
         return 0;
 }
 
@@ -514,6 +465,7 @@ void culprits_done(Culprits *c) {
         free(c->pu);
         free(c->pu_valid);
         free(c->pids);
+        free(c->ended);
         *c = (Culprits) {};
 }
 

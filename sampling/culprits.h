@@ -18,6 +18,7 @@
 
 #include "probes/cgusage.h"
 #include "probes/limits-find.h"
+#include "sampling/culprit-usage.h"
 #include "probes/pressure.h"
 #include "probes/procfs.h"
 #include "sampling/snapshot.h"
@@ -40,16 +41,6 @@ typedef struct CulpritSpawner {
         char cmdline[CULPRIT_SPAWNER_CMDLINE_MAX];
         ssize_t cmdline_len; /* -1: unknown */
 } CulpritSpawner;
-
-typedef struct CulpritUsage {
-        uint64_t cpu_us;
-        uint64_t read_bytes, write_bytes;
-        uint64_t rss_bytes;       /* memory: resident now (processes; one that ended: its high-water mark, an
-                                   * aggregate: their sum) or charged now (cgroups) */
-        int64_t rss_growth_bytes; /* memory: its change over the sample */
-        bool has_growth;          /* false for a lifetime pass or a process new in the sample */
-        uint64_t majflt;          /* memory, processes: major faults in the sample */
-} CulpritUsage;
 
 typedef struct CulpritProcess {
         pid_t tgid;                        /* 0 for an aggregate of processes that ended during the sample */
@@ -104,6 +95,8 @@ typedef struct Culprits {
         size_t cap_own_a, cap_own_b;
         struct CulpritPid *pids; /* scratch: every process of the end walk with its cgroup, by pid */
         size_t n_pids, cap_pids;
+        struct CulpritEnded *ended; /* scratch: the ended processes' use by their cgroup's path */
+        size_t n_ended, cap_ended;
         CulpritUsage *pu; /* scratch: per process of b */
         bool *pu_valid;
         size_t cap_pu, cap_pu_valid;
@@ -143,10 +136,6 @@ int culprits_build(Culprits *c, const CulpritsInput *in);
  * longer has is none (it ended, or never was alive). Does not log. 0 or -ENOMEM. */
 int culprits_read_spawners(Culprits *c, int proc_fd);
 void culprits_done(Culprits *c);
-
-/* What an entry is ranked on for res: cpu time, bytes read and written, or memory growth (then
- * size, culprits_compare()). */
-uint64_t culprit_score(const CulpritUsage *u, PsiResource res);
 
 /* A culprit pass over the sampled scope itself (scope->culprit->same) ranks on the scope's own
  * snapshots: they read each process's use of the resource too (scope->usage). The sampler and the

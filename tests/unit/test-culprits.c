@@ -374,6 +374,59 @@ static void test_short_writers(void **state) {
         snapshot_done(&b);
 }
 
+/* A parent's /proc/<pid>/io takes in what it reaps (kernel-facts.md: reaped-io): the spawner of
+ * the writers, and of a shell whose child wrote too, is left with its own bytes, and nothing
+ * counts twice. One that only reaped drops out. */
+static void test_reaped_io(void **state) {
+        Snapshot a = {}, b = {};
+        ExitRecords e = {};
+        Culprits c = {};
+        TaskStats t;
+
+        add(&a, 7, PROCESS_MEASURED, 0, "", 0);  /* the spawner: 2 MiB of its own */
+        add(&a, 8, PROCESS_MEASURED, 0, "", 0);  /* a reaper that writes nothing */
+        add(&a, 9, PROCESS_MEASURED, 0, "", 0);  /* a steady writer: 8 MiB */
+        add(&a, 50, PROCESS_MEASURED, 0, "", 0); /* 8's child, measured at the start, ends */
+        io(&a, 7, 0, 0);
+        io(&a, 8, 0, 0);
+        io(&a, 9, 0, 1 << 20);
+        io(&a, 50, 0, 1 << 20);
+        add(&b, 7, PROCESS_MEASURED, 0, "", 0);
+        add(&b, 8, PROCESS_MEASURED, 0, "", 0);
+        add(&b, 9, PROCESS_MEASURED, 0, "", 0);
+        io(&b, 7, 0, (2 + 20 + 1 + 3) << 20);
+        io(&b, 8, 0, 5 << 20); /* 50's whole life, reaped */
+        io(&b, 9, 0, 9 << 20);
+        for (pid_t pid = 100; pid < 105; pid++) {
+                t = exit_record(pid, 7, "writer", 1 << 10, 4 << 20);
+                assert_int_equal(exit_records_add(&e, &t, NULL), 0);
+        }
+        t = exit_record(111, 110, "tar", 1 << 10, 3 << 20); /* the shell's child */
+        assert_int_equal(exit_records_add(&e, &t, NULL), 0);
+        t = exit_record(110, 7, "sh", 1 << 10, 1 << 20);
+        assert_int_equal(exit_records_add(&e, &t, NULL), 0);
+        t = exit_record(50, 8, "gzip", 1 << 10, 5 << 20);
+        assert_int_equal(exit_records_add(&e, &t, NULL), 0);
+        assert_int_equal(snapshot_merge_exits(&b, &a, NULL, &e), 0);
+
+        CulpritsInput in = { .resource = PSI_RESOURCE_IO, .a = &a, .b = &b, .top = 10 };
+        assert_int_equal(culprits_build(&c, &in), 0);
+        uint64_t spawner = UINT64_MAX;
+        for (size_t i = 0; i < c.n_procs; i++) {
+                assert_int_not_equal(c.procs[i].tgid, 8); /* it only reaped */
+                if (c.procs[i].tgid == 7)
+                        spawner = c.procs[i].usage.write_bytes;
+        }
+        assert_int_equal(spawner, 2 << 20);
+        /* 2 (spawner) + 8 (steady) + 20 (writers) + 1 (sh) + 3 (tar) + 4 (gzip's growth in the sample). */
+        assert_int_equal(c.total.write_bytes, 38 << 20);
+
+        culprits_done(&c);
+        exit_records_done(&e);
+        snapshot_done(&a);
+        snapshot_done(&b);
+}
+
 static void test_cgroups(void **state) {
         Snapshot a = {}, b = {};
         CgroupUsages ga = {}, gb = {};
@@ -709,17 +762,12 @@ static void test_scope_agrees_with_limits(void **state) {
 
 int main(void) {
         const struct CMUnitTest tests[] = {
-                cmocka_unit_test(test_cpu),
-                cmocka_unit_test(test_aggregate),
-                cmocka_unit_test(test_spawner),
-                cmocka_unit_test(test_killed_grower),
-                cmocka_unit_test(test_short_writers),
-                cmocka_unit_test(test_cgroups),
-                cmocka_unit_test(test_memory_io),
-                cmocka_unit_test(test_walk),
-                cmocka_unit_test(test_scope),
-                cmocka_unit_test(test_scope_cgroup2),
-                cmocka_unit_test(test_scope_agrees_with_limits),
+                cmocka_unit_test(test_cpu),           cmocka_unit_test(test_aggregate),
+                cmocka_unit_test(test_spawner),       cmocka_unit_test(test_killed_grower),
+                cmocka_unit_test(test_short_writers), cmocka_unit_test(test_reaped_io),
+                cmocka_unit_test(test_cgroups),       cmocka_unit_test(test_memory_io),
+                cmocka_unit_test(test_walk),          cmocka_unit_test(test_scope),
+                cmocka_unit_test(test_scope_cgroup2), cmocka_unit_test(test_scope_agrees_with_limits),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }
