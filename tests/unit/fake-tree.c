@@ -79,6 +79,15 @@ int fake_tree_make(char *template, int first, int n, int per_process, FakeTreeSt
         return 0;
 }
 
+int fake_tree_copy(char *template, const char *from) {
+        char cmd[1024];
+
+        if (!mkdtemp(template))
+                return -errno;
+        snprintf(cmd, sizeof cmd, "cp -a '%s/.' '%s'", from, template);
+        return system(cmd) == 0 ? 0 : -EIO;
+}
+
 int fake_tree_mkdirs(const char *dir, const char *path) {
         char name[256];
         int fd = open(dir, O_DIRECTORY | O_RDONLY | O_CLOEXEC);
