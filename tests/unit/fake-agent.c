@@ -96,3 +96,19 @@ size_t fake_agent_lines(const char *path) {
         fclose(f);
         return n;
 }
+
+json_t *fake_agent_incident(const char *path, size_t k) {
+        FILE *f = fopen(path, "re");
+        char *line = NULL;
+        size_t size = 0;
+        json_t *j = NULL;
+
+        assert_non_null(f);
+        for (size_t i = 0; i <= k; i++)
+                assert_true(getline(&line, &size, f) > 0);
+        fclose(f);
+        j = json_loads(line, 0, NULL);
+        free(line);
+        assert_non_null(j);
+        return j;
+}

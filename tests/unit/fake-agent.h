@@ -5,6 +5,8 @@
  * starts them, and no trigger armed (a fake tree has no trigger to write to). */
 #pragma once
 
+#include <jansson.h>
+
 #include "agent/core.h"
 #include "tests/unit/fake-host.h"
 
@@ -28,3 +30,6 @@ void fake_agent_close(FakeAgent *f);
 void fake_agent_run_for(FakeAgent *f, unsigned ms);
 /* The lines of the file at path (0 when it does not exist). */
 size_t fake_agent_lines(const char *path);
+/* Line k (0 the first) of the incident file at path, parsed: a new reference. Asserts it is there
+ * and is JSON. */
+json_t *fake_agent_incident(const char *path, size_t k);
