@@ -5,8 +5,9 @@ the tree, makes its check fail, and the copy without it passes. The drifts are t
 the docs and the code at 0.7.0 (docs/HACKING.md: Documentation): the CI command without --vm, a
 module of agent/ missing from HACKING.md's diagram, a hook HACKING.md describes that WatchHooks
 lacks, docs/deploy.md counting 7 verdicts of 8, a verdict missing from docs/incident.md's path,
-the synopsis in README.md without --enable-delayacct, a config key's default or bounds in the man page
-other than keys.c's, and debian/changelog at another version than meson.build.
+the synopsis in README.md without --enable-delayacct, the descriptors kept in reserve said without
+the recordings', a config key's default or bounds in the man page other than keys.c's, and
+debian/changelog at another version than meson.build.
 
 Usage: check_drift.py ROOT VERSION CONFIG_KEYS_TEST   (ROOT: the source tree; VERSION:
 meson.build's project version; CONFIG_KEYS_TEST: the built test-config-keys, which reads the
@@ -35,6 +36,11 @@ DRIFTS = [
     ("the agent's synopsis in README.md without --enable-delayacct", "README.md",
      "psidiag [--config FILE] [--output PATH] [--enable-delayacct] [--log-level LEVEL]",
      "psidiag [--config FILE] [--output PATH] [--log-level LEVEL]", "docs"),
+    ("the man page's fd reserve without the recordings", "man/psidiag.8",
+     "and 4 oom samples), plus 4 for each watch that may record at once",
+     "and 4 oom samples), and nothing for the watches that record", "docs"),
+    ("docs/incident.md's fd reserve with too few per recording", "docs/incident.md",
+     "and 4 for each watch that may record", "and 2 for each watch that may record", "docs"),
     ("a default in the man page other than keys.c's", "man/psidiag.8",
      "of a sample, 0 to 60000 (default 1000).", "of a sample, 0 to 60000 (default 500).", "config-keys"),
     ("bounds in the man page other than keys.c's", "man/psidiag.8",
