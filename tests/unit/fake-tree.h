@@ -5,6 +5,8 @@
  * thread the state letter state(tid). */
 #pragma once
 
+#include <stddef.h>
+
 typedef char (*FakeTreeState)(int tid);
 
 /* template is a mkdtemp template, rewritten in place. 0 or -errno. */
@@ -16,5 +18,7 @@ int fake_tree_copy(char *template, const char *from);
 int fake_tree_mkdirs(const char *dir, const char *path);
 /* Writes s to the file dir/path (replacing it), its directory made first. 0 or -errno. */
 int fake_tree_write(const char *dir, const char *path, const char *s);
+/* The same with len bytes of buf (NULs in them: a cmdline). 0 or -errno. */
+int fake_tree_write_bytes(const char *dir, const char *path, const void *buf, size_t len);
 /* Removes a scratch directory tree (a fake tree or any other). 0, or -1 when something stayed. */
 int fake_tree_remove(const char *dir);
