@@ -79,6 +79,15 @@ int fake_tree_make(char *template, int first, int n, int per_process, FakeTreeSt
         return 0;
 }
 
+int fake_tree_copy(char *template, const char *from) {
+        char cmd[1024];
+
+        if (!mkdtemp(template))
+                return -errno;
+        snprintf(cmd, sizeof cmd, "cp -a '%s/.' '%s'", from, template);
+        return system(cmd) == 0 ? 0 : -EIO;
+}
+
 int fake_tree_mkdirs(const char *dir, const char *path) {
         char name[256];
         int fd = open(dir, O_DIRECTORY | O_RDONLY | O_CLOEXEC);
@@ -112,6 +121,10 @@ int fake_tree_mkdirs(const char *dir, const char *path) {
 }
 
 int fake_tree_write(const char *dir, const char *path, const char *s) {
+        return fake_tree_write_bytes(dir, path, s, strlen(s));
+}
+
+int fake_tree_write_bytes(const char *dir, const char *path, const void *buf, size_t len) {
         char full[8192];
         const char *slash = strrchr(path, '/');
         FILE *f;
@@ -129,7 +142,10 @@ int fake_tree_write(const char *dir, const char *path, const char *s) {
         f = fopen(full, "we");
         if (!f)
                 return -errno;
-        fputs(s, f);
+        if (fwrite(buf, 1, len, f) != len) {
+                fclose(f);
+                return -EIO;
+        }
         return fclose(f) != 0 ? -EIO : 0;
 }
 

@@ -55,18 +55,22 @@ void expect_common(const TaskStats *ts, uint16_t version) {
         assert_int_equal(ts->cancelled_write_bytes, 4096);
 }
 
+void put_aggr(struct nl_msg *msg, int aggr, int id_type, uint32_t id, const void *payload, size_t len) {
+        struct nlattr *nest = nla_nest_start(msg, aggr);
+
+        assert_non_null(nest);
+        assert_int_equal(nla_put_u32(msg, id_type, id), 0);
+        assert_int_equal(nla_put(msg, TASKSTATS_TYPE_STATS, (int) len, payload), 0);
+        nla_nest_end(msg, nest);
+}
+
 /* A TASKSTATS_CMD_NEW reply as the kernel builds it: AGGR_PID { PID, STATS }. */
 struct nl_msg *build_reply(const void *payload, size_t len, int aggr) {
         struct nl_msg *msg = nlmsg_alloc();
-        struct nlattr *nest;
 
         assert_non_null(msg);
         assert_non_null(genlmsg_put(msg, NL_AUTO_PORT, 7, FAMILY, 0, 0, TASKSTATS_CMD_NEW, TASKSTATS_GENL_VERSION));
-        nest = nla_nest_start(msg, aggr);
-        assert_non_null(nest);
-        assert_int_equal(nla_put_u32(msg, TASKSTATS_TYPE_PID, 4321), 0);
-        assert_int_equal(nla_put(msg, TASKSTATS_TYPE_STATS, (int) len, payload), 0);
-        nla_nest_end(msg, nest);
+        put_aggr(msg, aggr, TASKSTATS_TYPE_PID, 4321, payload, len);
         return msg;
 }
 

@@ -86,6 +86,8 @@ _Static_assert(sizeof(struct ts_v17) == 688, "v17 size");
  * the parser must read from it. */
 void fill_v13(struct taskstats *t, __u16 version);
 void expect_common(const TaskStats *ts, uint16_t version);
+/* Appends aggr { id_type id, STATS payload } to msg, one record as the kernel nests it. */
+void put_aggr(struct nl_msg *msg, int aggr, int id_type, uint32_t id, const void *payload, size_t len);
 /* A TASKSTATS_CMD_NEW reply as the kernel builds it: aggr { PID, STATS }. */
 struct nl_msg *build_reply(const void *payload, size_t len, int aggr);
 int parse_msg(struct nl_msg *msg, TaskStats *ts);

@@ -75,8 +75,8 @@ static int open_dir(const char *dir, const char *sub) {
         char path[512];
         int fd;
 
+        assert_int_equal(fake_tree_mkdirs(dir, sub), 0);
         snprintf(path, sizeof path, "%s/%s", dir, sub);
-        assert_int_equal(mkdir(path, 0755), 0);
         fd = open(path, O_DIRECTORY | O_RDONLY | O_CLOEXEC);
         assert_true(fd >= 0);
         return fd;

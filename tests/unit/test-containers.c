@@ -12,9 +12,11 @@
 
 #include "probes/containers.h"
 #include "probes/ctrmeta.h"
+#include "tests/unit/fake-tree.h"
 #include "tests/unit/test-util.h"
 
 #define DOCKER "d0c4e7f1a2b3c4d5e6f708192a3b4c5d6e7f8091a2b3c4d5e6f708192a3b4c5d"
+#define CONFIG "var/lib/docker/containers/" DOCKER "/config.v2.json"
 /* as docker 20.10.24 (Debian 12's docker.io) wrote it here, cgroupfs driver: /docker/<id> */
 #define REAL_DOCKER "99136c90f14e908887f40326e5cc9d92e24b828ac295d3dd9f28966be22a4dfb"
 #define SHIM "d1c4e7f1a2b3c4d5e6f708192a3b4c5d6e7f8091a2b3c4d5e6f708192a3b4c5d"
@@ -142,46 +144,23 @@ static void test_podman(void **state) {
         close(fd);
 }
 
-static void write_file(const char *path, const char *s, size_t len) {
-        FILE *f = fopen(path, "w");
-
-        assert_non_null(f);
-        assert_int_equal(fwrite(s, 1, len, f), len);
-        fclose(f);
-}
-
-/* A scratch root with docker's directory for id. */
+/* A scratch root with docker's directory for id; file: its config.v2.json. */
 static int scratch(char *root, size_t size, const char *id, char *file, size_t fsize) {
         char dir[384];
         int fd;
 
         snprintf(root, size, "/tmp/psidiag-test-containers-XXXXXX");
         assert_non_null(mkdtemp(root));
-        snprintf(dir, sizeof dir, "%s/var", root);
-        assert_int_equal(mkdir(dir, 0755), 0);
-        snprintf(dir, sizeof dir, "%s/var/lib", root);
-        assert_int_equal(mkdir(dir, 0755), 0);
-        snprintf(dir, sizeof dir, "%s/var/lib/docker", root);
-        assert_int_equal(mkdir(dir, 0755), 0);
-        snprintf(dir, sizeof dir, "%s/var/lib/docker/containers", root);
-        assert_int_equal(mkdir(dir, 0755), 0);
-        snprintf(dir, sizeof dir, "%s/var/lib/docker/containers/%s", root, id);
-        assert_int_equal(mkdir(dir, 0755), 0);
-        snprintf(file, fsize, "%s/config.v2.json", dir);
+        snprintf(dir, sizeof dir, "var/lib/docker/containers/%s", id);
+        assert_int_equal(fake_tree_mkdirs(root, dir), 0);
+        snprintf(file, fsize, "%s/%s/config.v2.json", root, dir);
         fd = open(root, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
         assert_true(fd >= 0);
         return fd;
 }
 
-static void cleanup(const char *root) {
-        char cmd[600];
-
-        snprintf(cmd, sizeof cmd, "rm -rf '%s'", root);
-        assert_int_equal(system(cmd), 0);
-}
-
 static void test_hostile_files(void **state) {
-        char root[256], file[512];
+        char root[256], file[768];
         int fd = scratch(root, sizeof root, DOCKER, file, sizeof file);
         ContainerCache *c = NULL;
         const ContainerInfo *i;
@@ -191,7 +170,7 @@ static void test_hostile_files(void **state) {
 
         assert_int_equal(container_cache_new(fd, 4, &c), 0);
         /* bad JSON */
-        write_file(file, "{\"Name\": \"/web\", ", 17);
+        assert_int_equal(fake_tree_write_bytes(root, CONFIG, "{\"Name\": \"/web\", ", 17), 0);
         i = container_cache_lookup(c, path);
         assert_string_equal(i->name, "");
         assert_string_equal(i->unnamed, "its config.v2.json is not the JSON expected");
@@ -202,7 +181,7 @@ static void test_hostile_files(void **state) {
         huge = malloc(CTRMETA_FILE_MAX + 2);
         assert_non_null(huge);
         memset(huge, ' ', CTRMETA_FILE_MAX + 2);
-        write_file(file, huge, CTRMETA_FILE_MAX + 2);
+        assert_int_equal(fake_tree_write_bytes(root, CONFIG, huge, CTRMETA_FILE_MAX + 2), 0);
         free(huge);
         i = container_cache_lookup(c, path);
         assert_string_equal(i->unnamed, "its config.v2.json is larger than 4 MiB");
@@ -226,7 +205,7 @@ static void test_hostile_files(void **state) {
         assert_int_equal(unlink(file), 0);
         {
                 static const char j[] = "{\"Name\":\"/\\u001b[31mred\",\"Config\":{\"Image\":\"a\\nb\",\"Labels\":7}}";
-                write_file(file, j, sizeof j - 1);
+                assert_int_equal(fake_tree_write_bytes(root, CONFIG, j, sizeof j - 1), 0);
         }
         assert_int_equal(container_cache_new(fd, 4, &c), 0);
         i = container_cache_lookup(c, path);
@@ -242,7 +221,7 @@ static void test_hostile_files(void **state) {
         assert_int_equal(st.unknown, 0);
         container_cache_free(c);
         close(fd);
-        cleanup(root);
+        assert_int_equal(fake_tree_remove(root), 0);
 }
 
 static void test_eviction(void **state) {

@@ -158,17 +158,6 @@ static void test_aggregate(void **state) {
         cgroup_usages_done(&gb);
 }
 
-/* A /proc/<pid>/cmdline of the fake tree: NUL-separated arguments. */
-static void write_cmdline(const char *dir, pid_t pid, const char *args, size_t len) {
-        char path[512];
-        FILE *f;
-
-        snprintf(path, sizeof path, "%s/%d/cmdline", dir, (int) pid);
-        assert_non_null(f = fopen(path, "w"));
-        assert_int_equal(fwrite(args, 1, len, f), len);
-        assert_int_equal(fclose(f), 0);
-}
-
 /* The spawner of an aggregate: the nearest ancestor alive at the end, up the exit records'
  * parents through ancestors that ended (kernel-facts.md: exit-records), named from /proc. */
 static void test_spawner(void **state) {
@@ -179,9 +168,9 @@ static void test_spawner(void **state) {
 
         assert_non_null(mkdtemp(dir));
         assert_int_equal(fake_tree_write(dir, "7/comm", "make\n"), 0);
-        write_cmdline(dir, 7, "make\0-j4\0", 9);
+        assert_int_equal(fake_tree_write_bytes(dir, "7/cmdline", "make\0-j4\0", 9), 0); /* NUL-separated */
         assert_int_equal(fake_tree_write(dir, "5/comm", "bash\n"), 0);
-        write_cmdline(dir, 5, "-bash\0", 6);
+        assert_int_equal(fake_tree_write_bytes(dir, "5/cmdline", "-bash\0", 6), 0);
         assert_int_equal(fake_tree_write(dir, "1/comm", "systemd\n"), 0);
         proc_fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
         assert_true(proc_fd >= 0);
@@ -559,17 +548,8 @@ static void test_walk(void **state) {
                 { "a/b/cpu.stat", "usage_usec 100\n" },
                 { "a/b/cgroup.procs", "" },
         };
-        snprintf(path, sizeof path, "%s/a", dir);
-        assert_int_equal(mkdir(path, 0755), 0);
-        snprintf(path, sizeof path, "%s/a/b", dir);
-        assert_int_equal(mkdir(path, 0755), 0);
-        for (size_t i = 0; i < sizeof files / sizeof *files; i++) {
-                snprintf(path, sizeof path, "%s/%s", dir, files[i][0]);
-                FILE *f = fopen(path, "w");
-                assert_non_null(f);
-                fputs(files[i][1], f);
-                fclose(f);
-        }
+        for (size_t i = 0; i < sizeof files / sizeof *files; i++)
+                assert_int_equal(fake_tree_write(dir, files[i][0], files[i][1]), 0);
         fd = open(dir, O_DIRECTORY | O_RDONLY | O_CLOEXEC);
         assert_true(fd >= 0);
         assert_int_equal(cgroup_usages_read(fd, -1, PSI_RESOURCE_CPU, &t), 0);
@@ -610,8 +590,7 @@ static void test_walk(void **state) {
         assert_false(t.items[0].children_missing);
         close(fd);
         cgroup_usages_done(&t);
-        snprintf(path, sizeof path, "rm -rf '%s'", dir);
-        assert_int_equal(system(path), 0);
+        assert_int_equal(fake_tree_remove(dir), 0);
 }
 
 /* Where culprits are looked for, on fixture trees. */

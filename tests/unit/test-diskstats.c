@@ -124,16 +124,8 @@ static void test_read(void **state) {
         int root;
 
         assert_non_null(mkdtemp(dir));
-        snprintf(path, sizeof path, "%s/proc", dir);
-        assert_int_equal(mkdir(path, 0755), 0);
-        snprintf(path, sizeof path, "%s/proc/diskstats", dir);
-        FILE *f = fopen(path, "w");
-        assert_non_null(f);
-        fputs(B, f);
-        fclose(f);
-        snprintf(path, sizeof path, "mkdir -p %s/sys/dev/block/254:1 && touch %s/sys/dev/block/254:1/partition", dir,
-                 dir);
-        assert_int_equal(system(path), 0);
+        assert_int_equal(fake_tree_write(dir, "proc/diskstats", B), 0);
+        assert_int_equal(fake_tree_write(dir, "sys/dev/block/254:1/partition", ""), 0);
         root = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
         assert_true(root >= 0);
 
@@ -149,16 +141,11 @@ static void test_read(void **state) {
         size_t o = 0;
         for (int i = 0; i < 300; i++) {
                 o += (size_t) snprintf(big + o, sizeof big - o, " 8 %d sda%d 1 0 8 1 1 0 8 1 0 2 2\n", i + 1, i + 1);
-                snprintf(path, sizeof path, "mkdir -p %s/sys/dev/block/8:%d && touch %s/sys/dev/block/8:%d/partition",
-                         dir, i + 1, dir, i + 1);
-                assert_int_equal(system(path), 0);
+                snprintf(path, sizeof path, "sys/dev/block/8:%d/partition", i + 1);
+                assert_int_equal(fake_tree_write(dir, path, ""), 0);
         }
         o += (size_t) snprintf(big + o, sizeof big - o, " 65 0 sdq 5 0 40 1 0 0 0 0 0 1 1\n");
-        snprintf(path, sizeof path, "%s/proc/diskstats", dir);
-        f = fopen(path, "w");
-        assert_non_null(f);
-        fwrite(big, 1, o, f);
-        fclose(f);
+        assert_int_equal(fake_tree_write_bytes(dir, "proc/diskstats", big, o), 0);
         char *large = malloc(65536);
         assert_non_null(large);
         root = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);

@@ -7,22 +7,20 @@
 #include "incident/history.h"
 #include "tests/unit/test-util.h"
 
-#define S USEC_PER_SEC
-
 static void test_related_newest_first(void **state) {
         History h;
         const char *ids[8];
 
-        assert_int_equal(history_init(&h, 300 * S), 0);
-        assert_int_equal(history_add(&h, "kubepods/pod1", "p1-old", 10 * S), 0);
-        assert_int_equal(history_add(&h, NULL, "node", 20 * S), 0);
-        assert_int_equal(history_add(&h, "kubepods/pod2", "p2", 30 * S), 0);
-        assert_int_equal(history_add(&h, "kubepods", "kp", 40 * S), 0);
-        assert_int_equal(history_add(&h, "kubepods/pod1/ctr", "ctr", 50 * S), 0);
-        assert_int_equal(history_add(&h, "kubepods/pod1", "p1-new", 60 * S), 0);
+        assert_int_equal(history_init(&h, 300 * USEC_PER_SEC), 0);
+        assert_int_equal(history_add(&h, "kubepods/pod1", "p1-old", 10 * USEC_PER_SEC), 0);
+        assert_int_equal(history_add(&h, NULL, "node", 20 * USEC_PER_SEC), 0);
+        assert_int_equal(history_add(&h, "kubepods/pod2", "p2", 30 * USEC_PER_SEC), 0);
+        assert_int_equal(history_add(&h, "kubepods", "kp", 40 * USEC_PER_SEC), 0);
+        assert_int_equal(history_add(&h, "kubepods/pod1/ctr", "ctr", 50 * USEC_PER_SEC), 0);
+        assert_int_equal(history_add(&h, "kubepods/pod1", "p1-new", 60 * USEC_PER_SEC), 0);
 
         /* A kill in kubepods/pod1/ctr: its own, its parents', node-wide; not pod2's. */
-        size_t n = history_related(&h, "kubepods/pod1/ctr", 70 * S, ids, 8);
+        size_t n = history_related(&h, "kubepods/pod1/ctr", 70 * USEC_PER_SEC, ids, 8);
         assert_int_equal(n, 5);
         assert_string_equal(ids[0], "p1-new");
         assert_string_equal(ids[1], "ctr");
@@ -31,11 +29,11 @@ static void test_related_newest_first(void **state) {
         assert_string_equal(ids[4], "p1-old");
 
         /* max caps the newest. */
-        assert_int_equal(history_related(&h, "kubepods/pod1/ctr", 70 * S, ids, 2), 2);
+        assert_int_equal(history_related(&h, "kubepods/pod1/ctr", 70 * USEC_PER_SEC, ids, 2), 2);
         assert_string_equal(ids[1], "ctr");
 
         /* The lookback: at 325 s only what is at most 300 s old counts. */
-        n = history_related(&h, "kubepods/pod1/ctr", 325 * S, ids, 8);
+        n = history_related(&h, "kubepods/pod1/ctr", 325 * USEC_PER_SEC, ids, 8);
         assert_int_equal(n, 3);
         assert_string_equal(ids[2], "kp");
         history_done(&h);
@@ -47,22 +45,22 @@ static void test_forget_in_flight(void **state) {
         History h;
         const char *ids[8];
 
-        assert_int_equal(history_init(&h, 300 * S), 0);
-        assert_int_equal(history_add(&h, "db", "done", 10 * S), 0);
-        assert_int_equal(history_add(&h, "db", "in-flight", 20 * S), 0);
-        assert_int_equal(history_related(&h, "db", 20 * S + S / 2, ids, 8), 2);
+        assert_int_equal(history_init(&h, 300 * USEC_PER_SEC), 0);
+        assert_int_equal(history_add(&h, "db", "done", 10 * USEC_PER_SEC), 0);
+        assert_int_equal(history_add(&h, "db", "in-flight", 20 * USEC_PER_SEC), 0);
+        assert_int_equal(history_related(&h, "db", 20 * USEC_PER_SEC + USEC_PER_SEC / 2, ids, 8), 2);
         assert_string_equal(ids[0], "in-flight");
         history_forget(&h, "in-flight");
-        assert_int_equal(history_related(&h, "db", 21 * S, ids, 8), 1);
+        assert_int_equal(history_related(&h, "db", 21 * USEC_PER_SEC, ids, 8), 1);
         assert_string_equal(ids[0], "done");
         history_forget(&h, "in-flight"); /* not kept: nothing happens */
         history_forget(&h, "never");
         assert_int_equal(h.n, 1);
         /* Forgetting one in the middle keeps the order of the rest. */
-        assert_int_equal(history_add(&h, "db", "b", 30 * S), 0);
-        assert_int_equal(history_add(&h, "db", "c", 40 * S), 0);
+        assert_int_equal(history_add(&h, "db", "b", 30 * USEC_PER_SEC), 0);
+        assert_int_equal(history_add(&h, "db", "c", 40 * USEC_PER_SEC), 0);
         history_forget(&h, "b");
-        assert_int_equal(history_related(&h, "db", 41 * S, ids, 8), 2);
+        assert_int_equal(history_related(&h, "db", 41 * USEC_PER_SEC, ids, 8), 2);
         assert_string_equal(ids[0], "c");
         assert_string_equal(ids[1], "done");
         history_done(&h);
@@ -73,7 +71,7 @@ static void test_bounds(void **state) {
         const char *ids[HISTORY_PER_CGROUP + 8];
         char id[32];
 
-        assert_int_equal(history_init(&h, 3600 * S), 0);
+        assert_int_equal(history_init(&h, 3600 * USEC_PER_SEC), 0);
         /* One noisy cgroup keeps only its newest HISTORY_PER_CGROUP, and does not push out others. */
         assert_int_equal(history_add(&h, "quiet", "q", 1), 0);
         for (int i = 0; i < 1000; i++) {
@@ -99,15 +97,15 @@ static void test_bounds(void **state) {
         assert_int_equal(history_related(&h, "c3071", 10000, ids, 8), 1);
 
         /* Entries past the lookback are dropped when the next one comes. */
-        assert_int_equal(history_add(&h, "late", "late", 3600 * S + 3000 + 3 * HISTORY_MAX), 0);
+        assert_int_equal(history_add(&h, "late", "late", 3600 * USEC_PER_SEC + 3000 + 3 * HISTORY_MAX), 0);
         assert_int_equal(h.n, 1);
         history_done(&h);
 
         /* Lookback 0: nothing kept, nothing related. */
         assert_int_equal(history_init(&h, 0), 0);
-        assert_int_equal(history_add(&h, "a", "x", 5 * S), 0);
+        assert_int_equal(history_add(&h, "a", "x", 5 * USEC_PER_SEC), 0);
         assert_int_equal(h.n, 0);
-        assert_int_equal(history_related(&h, "a", 5 * S, ids, 8), 0);
+        assert_int_equal(history_related(&h, "a", 5 * USEC_PER_SEC, ids, 8), 0);
         history_done(&h);
 }
 

@@ -10,37 +10,25 @@
 #include "probes/limits-find.h"
 #include "sampling/recorder.h"
 #include "sampling/sampler.h"
+#include "tests/unit/fake-host.h"
 #include "tests/unit/fake-scope.h"
 #include "tests/unit/fake-taskstats.h"
 #include "tests/unit/fake-tree.h"
 #include "tests/unit/test-util.h"
 
-#define MS 1000000ULL
-
 typedef struct Env {
-        Sysroot *sysroot;
-        FakeTask tasks[3];
-        TaskstatsSource *ts;
+        FakeHost host;
         int fd;
         SampleScope scope;
 } Env;
 
 static int setup(void **state) {
         static Env env;
-        static const uint64_t calm[_TASK_DELAY_MAX] = { 1 * MS };
 
-        env = (Env) {
-                .tasks = {
-                        { .tid = 100, .stats = fake_task_stats(100, 100, "web", calm) },
-                        { .tid = 101, .stats = fake_task_stats(101, 100, "worker", calm) },
-                        { .tid = 200, .stats = fake_task_stats(200, 200, "batch", calm) },
-                },
-        };
-        assert_int_equal(sysroot_open(fixture("hybrid"), &env.sysroot), 0);
-        env.ts = fake_taskstats_new(env.tasks, 3);
-        assert_int_equal(sysroot_open_cgroup(env.sysroot, "app", &env.fd), 0);
-        env.scope = (SampleScope) { .sysroot = env.sysroot,
-                                    .taskstats = env.ts,
+        fake_host_open_calm(&env.host, fixture("hybrid"));
+        assert_int_equal(sysroot_open_cgroup(env.host.sysroot, "app", &env.fd), 0);
+        env.scope = (SampleScope) { .sysroot = env.host.sysroot,
+                                    .taskstats = env.host.ts,
                                     .cgroup_fd = env.fd,
                                     .resource = PSI_RESOURCE_CPU,
                                     .detail = 2 };
@@ -52,8 +40,7 @@ static int teardown(void **state) {
         Env *env = *state;
 
         close(env->fd);
-        sysroot_free(env->sysroot);
-        taskstats_source_free(env->ts);
+        fake_host_close(&env->host);
         return 0;
 }
 
@@ -150,7 +137,7 @@ static void test_sample_from_recording(void **state) {
 
         scope.culprit = &culprit;
         scope.identities = &ids;
-        fake_taskstats_set_growth(env->ts, 1 * MS);
+        fake_taskstats_set_growth(env->host.ts, 1 * NS_PER_MS);
         recorder_init(&rec, loop, NULL);
         assert_int_equal(recorder_start(&rec, &scope, 500, 2000), 0);
         usleep(20000);
@@ -158,7 +145,7 @@ static void test_sample_from_recording(void **state) {
         usleep(20000);
         assert_int_equal(recorder_take(&rec), 0);
         /* A process that started after the first entry and ended: its record is merged. */
-        TaskStats t = fake_task_stats(300, 300, "burst", (uint64_t[_TASK_DELAY_MAX]) { 40 * MS });
+        TaskStats t = fake_task_stats(300, 300, "burst", (uint64_t[_TASK_DELAY_MAX]) { 40 * NS_PER_MS });
         t.ppid = 100;
         assert_int_equal(exit_records_add(&rec.exits, &t, NULL), 0);
         RecordedEntry *first = &rec.ring[rec.oldest];
@@ -202,7 +189,7 @@ static void test_sample_from_recording(void **state) {
         /* Each query grows the delays: the recorded window saw the recorder's queries too. */
         assert_true(recorded_web > plain_web);
 
-        fake_taskstats_set_growth(env->ts, 0);
+        fake_taskstats_set_growth(env->host.ts, 0);
         sampler_free(&s);
         sampler_free(&plain);
         recorder_free(&rec);
@@ -229,7 +216,7 @@ static void write_cpu_stat(const char *dir, unsigned nr_throttled, unsigned thro
 static void test_onwhat_from_recording(void **state) {
         Env *env = *state;
         struct ev_loop *loop = ev_loop_new(EVFLAG_AUTO);
-        char dir[] = "/tmp/psidiag-test-recorder-XXXXXX", cmd[512];
+        char dir[] = "/tmp/psidiag-test-recorder-XXXXXX";
         _cleanup_(sysroot_freep) Sysroot *root = NULL;
         _cleanup_(limits_hierarchy_freep) LimitsHierarchy *h = NULL;
         SampleScope scope = env->scope;
@@ -238,9 +225,7 @@ static void test_onwhat_from_recording(void **state) {
         Sampler s, plain;
         int r = 1;
 
-        assert_non_null(mkdtemp(dir));
-        snprintf(cmd, sizeof cmd, "cp -a '%s/.' '%s'", fixture("limits-cgroup2"), dir);
-        assert_int_equal(system(cmd), 0);
+        assert_int_equal(fake_tree_copy(dir, fixture("limits-cgroup2")), 0);
         write_cpu_stat(dir, 0, 0);
         assert_int_equal(sysroot_open(dir, &root), 0);
         assert_int_equal(limits_hierarchy_open(root, &h), 0);

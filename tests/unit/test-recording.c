@@ -31,32 +31,32 @@ static void test_admit(void **state) {
         assert_true(recording_admit(60, 4, 4, true));
 }
 
-#define S USEC_PER_SEC
-#define MS USEC_PER_MSEC
-
 /* As the kernel: the threshold's worth of growth over the window, once a window at most (from the
  * newest wakeup, or arming). Stall an incident reported, carried on, is the raised wakeup's
  * verdict (WAKEUP_REPORTED), as it is for the kernel's: one rule, in agent/wakeup.c. */
 static void test_should_fire(void **state) {
-        PsiTriggerSpec spec = {
-                .resource = PSI_RESOURCE_CPU, .stall = PSI_STALL_SOME, .threshold_us = 100 * MS, .window_us = 2 * S
-        };
+        PsiTriggerSpec spec = { .resource = PSI_RESOURCE_CPU,
+                                .stall = PSI_STALL_SOME,
+                                .threshold_us = 100 * US_PER_MS,
+                                .window_us = 2 * USEC_PER_SEC };
         TriggerTotal t = {};
 
-        wakeup_total_arm(&t, 1000, 10 * S);
+        wakeup_total_arm(&t, 1000, 10 * USEC_PER_SEC);
         /* Under the threshold, or within a window of arming: no. */
-        assert_false(recording_should_fire(99 * MS, &spec, &t, 20 * S));
-        assert_false(recording_should_fire(300 * MS, &spec, &t, 11 * S));
-        assert_true(recording_should_fire(100 * MS, &spec, &t, 12 * S));
+        assert_false(recording_should_fire(99 * US_PER_MS, &spec, &t, 20 * USEC_PER_SEC));
+        assert_false(recording_should_fire(300 * US_PER_MS, &spec, &t, 11 * USEC_PER_SEC));
+        assert_true(recording_should_fire(100 * US_PER_MS, &spec, &t, 12 * USEC_PER_SEC));
         /* A wakeup at 30 s (the kernel's, or one raised): not again before 32 s. */
-        assert_int_equal(wakeup_decide(&t, &spec, &(WatchTiming) {}, 600 * MS, 30 * S), WAKEUP_SAMPLE);
-        assert_false(recording_should_fire(300 * MS, &spec, &t, 31 * S));
-        assert_true(recording_should_fire(300 * MS, &spec, &t, 32 * S));
+        assert_int_equal(wakeup_decide(&t, &spec, &(WatchTiming) {}, 600 * US_PER_MS, 30 * USEC_PER_SEC),
+                         WAKEUP_SAMPLE);
+        assert_false(recording_should_fire(300 * US_PER_MS, &spec, &t, 31 * USEC_PER_SEC));
+        assert_true(recording_should_fire(300 * US_PER_MS, &spec, &t, 32 * USEC_PER_SEC));
         /* Its incident's window ended at 31 s with the total at 700 ms; the ring restarted there.
          * Raised at 33 s with 20 ms of stall since: the incident's stall carried on, no sample. */
-        wakeup_total_reported(&t, 700 * MS, 31 * S);
-        assert_true(recording_should_fire(100 * MS, &spec, &t, 33 * S));
-        assert_int_equal(wakeup_decide(&t, &spec, &(WatchTiming) {}, 720 * MS, 33 * S), WAKEUP_REPORTED);
+        wakeup_total_reported(&t, 700 * US_PER_MS, 31 * USEC_PER_SEC);
+        assert_true(recording_should_fire(100 * US_PER_MS, &spec, &t, 33 * USEC_PER_SEC));
+        assert_int_equal(wakeup_decide(&t, &spec, &(WatchTiming) {}, 720 * US_PER_MS, 33 * USEC_PER_SEC),
+                         WAKEUP_REPORTED);
 }
 
 int main(void) {

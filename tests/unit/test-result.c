@@ -167,27 +167,16 @@ static const char memory_pressure[] = "some avg10=1.50 avg60=0.70 avg300=0.20 to
 /* A cgroup directory with memory.pressure alone (or, node-wide, a /proc/pressure with memory
  * alone). */
 static int pressure_dir(char *dir, const char *name) {
-        char path[128];
-        FILE *f;
-
         assert_non_null(mkdtemp(dir));
-        snprintf(path, sizeof path, "%s/%s", dir, name);
-        f = fopen(path, "we");
-        assert_non_null(f);
-        assert_int_equal(fputs(memory_pressure, f) >= 0, 1);
-        assert_int_equal(fclose(f), 0);
+        assert_int_equal(fake_tree_write(dir, name, memory_pressure), 0);
         int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
         assert_true(fd >= 0);
         return fd;
 }
 
-static void remove_pressure_dir(const char *dir, const char *name, int fd) {
-        char path[128];
-
+static void remove_pressure_dir(const char *dir, int fd) {
         close(fd);
-        snprintf(path, sizeof path, "%s/%s", dir, name);
-        unlink(path);
-        rmdir(dir);
+        assert_int_equal(fake_tree_remove(dir), 0);
 }
 
 static void assert_unmeasured(const SampleResult *r, const Snapshot *snap) {
@@ -234,7 +223,7 @@ static void test_unmeasured(void **state) {
         assert_int_equal(snap.listed + snap.processes + snap.errors, 0);
         assert_null(snap.procs); /* nothing allocated: no snapshot_done() */
         assert_null(snap.threads);
-        remove_pressure_dir(dir, "memory.pressure", fd);
+        remove_pressure_dir(dir, fd);
 
         /* Node-wide: /proc/pressure's file. */
         char node[] = "/tmp/psidiag-result-XXXXXX";
@@ -243,7 +232,7 @@ static void test_unmeasured(void **state) {
         snap = (Snapshot) {};
         sample_result_unmeasured(&scope, &snap, &r);
         assert_unmeasured(&r, &snap);
-        remove_pressure_dir(node, "memory", sysroot.pressure_fd);
+        remove_pressure_dir(node, sysroot.pressure_fd);
 }
 
 /* The kill incident of the result, as agent/kills.c builds it, at a fixed time. */
@@ -301,7 +290,7 @@ static void test_unmeasured_as_sampler(void **state) {
         free(after);
         sampler_free(s);
         free(s);
-        remove_pressure_dir(dir, "memory.pressure", fd);
+        remove_pressure_dir(dir, fd);
 }
 
 int main(void) {

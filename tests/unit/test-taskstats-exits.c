@@ -159,15 +159,9 @@ static void test_maxima_v17(void **state) {
  * AGGR_TGID whose payload the kernel never stamps with a version (kernel-facts.md: exit-records). */
 static struct nl_msg *build_exit(const void *thread, const void *group, size_t len) {
         struct nl_msg *msg = build_reply(thread, len, TASKSTATS_TYPE_AGGR_PID);
-        struct nlattr *nest;
 
-        if (!group)
-                return msg;
-        nest = nla_nest_start(msg, TASKSTATS_TYPE_AGGR_TGID);
-        assert_non_null(nest);
-        assert_int_equal(nla_put_u32(msg, TASKSTATS_TYPE_TGID, 4300), 0);
-        assert_int_equal(nla_put(msg, TASKSTATS_TYPE_STATS, (int) len, group), 0);
-        nla_nest_end(msg, nest);
+        if (group)
+                put_aggr(msg, TASKSTATS_TYPE_AGGR_TGID, TASKSTATS_TYPE_TGID, 4300, group, len);
         return msg;
 }
 

@@ -2,20 +2,18 @@
 #include "agent/wakeup.h"
 #include "tests/unit/test-util.h"
 
-#define S USEC_PER_SEC
-
 /* "some 100ms 2s" */
-static const PsiTriggerSpec spec = { .threshold_us = 100 * USEC_PER_MSEC, .window_us = 2 * S };
+static const PsiTriggerSpec spec = { .threshold_us = 100 * USEC_PER_MSEC, .window_us = 2 * USEC_PER_SEC };
 
 static void test_spurious_first_event(void **state) {
         TriggerTotal t;
-        WatchTiming w = { .cooldown_us = 10 * S };
+        WatchTiming w = { .cooldown_us = 10 * USEC_PER_SEC };
 
-        wakeup_total_arm(&t, 1000, 1 * S);
-        assert_int_equal(wakeup_decide(&t, &spec, &w, 1000, 2 * S), WAKEUP_NO_GROWTH);
-        assert_int_equal(wakeup_decide(&t, &spec, &w, 999, 2 * S), WAKEUP_NO_GROWTH);
+        wakeup_total_arm(&t, 1000, 1 * USEC_PER_SEC);
+        assert_int_equal(wakeup_decide(&t, &spec, &w, 1000, 2 * USEC_PER_SEC), WAKEUP_NO_GROWTH);
+        assert_int_equal(wakeup_decide(&t, &spec, &w, 999, 2 * USEC_PER_SEC), WAKEUP_NO_GROWTH);
         assert_int_equal(t.last_us, 1000);
-        assert_int_equal(wakeup_decide(&t, &spec, &w, 101000, 3 * S), WAKEUP_SAMPLE);
+        assert_int_equal(wakeup_decide(&t, &spec, &w, 101000, 3 * USEC_PER_SEC), WAKEUP_SAMPLE);
         assert_int_equal(t.last_us, 101000);
 }
 
@@ -25,7 +23,7 @@ static void test_spurious_first_event(void **state) {
 static void test_history_firing_is_not_an_incident(void **state) {
         TriggerTotal t;
         WatchTiming w = {};
-        usec_t t0 = 100 * S;
+        usec_t t0 = 100 * USEC_PER_SEC;
 
         wakeup_total_arm(&t, 980000, t0);
         assert_int_equal(wakeup_decide(&t, &spec, &w, 987000, t0 + 1550 * USEC_PER_MSEC), WAKEUP_BELOW_THRESHOLD);
@@ -40,8 +38,9 @@ static void test_first_window_real_stall(void **state) {
         TriggerTotal t;
         WatchTiming w = {};
 
-        wakeup_total_arm(&t, 5 * S, 10 * S);
-        assert_int_equal(wakeup_decide(&t, &spec, &w, 5 * S + 400 * USEC_PER_MSEC, 11 * S), WAKEUP_SAMPLE);
+        wakeup_total_arm(&t, 5 * USEC_PER_SEC, 10 * USEC_PER_SEC);
+        assert_int_equal(wakeup_decide(&t, &spec, &w, 5 * USEC_PER_SEC + 400 * USEC_PER_MSEC, 11 * USEC_PER_SEC),
+                         WAKEUP_SAMPLE);
 }
 
 /* An hour of quiet after a real incident, then a millisecond: the kernel fires on the old window's
@@ -51,12 +50,12 @@ static void test_late_small_stall(void **state) {
         WatchTiming w = {};
 
         wakeup_total_arm(&t, 0, 0);
-        assert_int_equal(wakeup_decide(&t, &spec, &w, 150000, 2 * S), WAKEUP_SAMPLE);
-        assert_int_equal(wakeup_decide(&t, &spec, &w, 151000, 3600 * S), WAKEUP_BELOW_THRESHOLD);
+        assert_int_equal(wakeup_decide(&t, &spec, &w, 150000, 2 * USEC_PER_SEC), WAKEUP_SAMPLE);
+        assert_int_equal(wakeup_decide(&t, &spec, &w, 151000, 3600 * USEC_PER_SEC), WAKEUP_BELOW_THRESHOLD);
         /* Steady stall of 60 ms a second fires every window: each counts, measured over two
          * windows or more. */
         uint64_t total = 151000;
-        for (usec_t now = 3602 * S; now < 3700 * S; now += 2 * S + 4 * USEC_PER_MSEC) {
+        for (usec_t now = 3602 * USEC_PER_SEC; now < 3700 * USEC_PER_SEC; now += 2 * USEC_PER_SEC + 4 * USEC_PER_MSEC) {
                 total += 120000;
                 assert_int_equal(wakeup_decide(&t, &spec, &w, total, now), WAKEUP_SAMPLE);
                 assert_true(t.n_recent <= 2);
@@ -81,29 +80,29 @@ static void test_unknown_total_samples(void **state) {
         WatchTiming w = {};
 
         /* The total could not be read when arming: the first wakeup counts, and is the arming. */
-        assert_int_equal(wakeup_decide(&t, &spec, &w, 7, 1 * S), WAKEUP_SAMPLE);
+        assert_int_equal(wakeup_decide(&t, &spec, &w, 7, 1 * USEC_PER_SEC), WAKEUP_SAMPLE);
         assert_true(t.known);
-        assert_int_equal(wakeup_decide(&t, &spec, &w, 10007, 2 * S), WAKEUP_BELOW_THRESHOLD);
+        assert_int_equal(wakeup_decide(&t, &spec, &w, 10007, 2 * USEC_PER_SEC), WAKEUP_BELOW_THRESHOLD);
 }
 
 static void test_busy_and_cooldown(void **state) {
         TriggerTotal t;
-        WatchTiming w = { .sampling = true, .cooldown_us = 10 * S };
+        WatchTiming w = { .sampling = true, .cooldown_us = 10 * USEC_PER_SEC };
 
         wakeup_total_arm(&t, 0, 0);
-        assert_int_equal(wakeup_decide(&t, &spec, &w, 100000, 1 * S), WAKEUP_BUSY);
+        assert_int_equal(wakeup_decide(&t, &spec, &w, 100000, 1 * USEC_PER_SEC), WAKEUP_BUSY);
         /* The growth seen while busy is consumed: the next wakeup must bring more. */
         w.sampling = false;
-        assert_int_equal(wakeup_decide(&t, &spec, &w, 100000, 2 * S), WAKEUP_NO_GROWTH);
+        assert_int_equal(wakeup_decide(&t, &spec, &w, 100000, 2 * USEC_PER_SEC), WAKEUP_NO_GROWTH);
 
         w.has_incident = true;
-        w.last_incident_mono_us = 3 * S;
-        assert_int_equal(wakeup_decide(&t, &spec, &w, 200000, 12 * S), WAKEUP_COOLDOWN);
-        assert_int_equal(wakeup_decide(&t, &spec, &w, 300000, 13 * S), WAKEUP_SAMPLE);
+        w.last_incident_mono_us = 3 * USEC_PER_SEC;
+        assert_int_equal(wakeup_decide(&t, &spec, &w, 200000, 12 * USEC_PER_SEC), WAKEUP_COOLDOWN);
+        assert_int_equal(wakeup_decide(&t, &spec, &w, 300000, 13 * USEC_PER_SEC), WAKEUP_SAMPLE);
 
         w.cooldown_us = 0;
-        w.last_incident_mono_us = 13 * S;
-        assert_int_equal(wakeup_decide(&t, &spec, &w, 400000, 13 * S), WAKEUP_SAMPLE);
+        w.last_incident_mono_us = 13 * USEC_PER_SEC;
+        assert_int_equal(wakeup_decide(&t, &spec, &w, 400000, 13 * USEC_PER_SEC), WAKEUP_SAMPLE);
 }
 
 /* A burst of 300 ms makes an incident whose window ends at 12.25 s; the kernel fires again 2 s later
@@ -113,27 +112,27 @@ static void test_busy_and_cooldown(void **state) {
 static void test_reported(void **state) {
         TriggerTotal t;
         WatchTiming w = {};
-        usec_t t0 = 10 * S;
+        usec_t t0 = 10 * USEC_PER_SEC;
 
         wakeup_total_arm(&t, 0, t0);
-        assert_int_equal(wakeup_decide(&t, &spec, &w, 300000, t0 + 2 * S), WAKEUP_SAMPLE);
+        assert_int_equal(wakeup_decide(&t, &spec, &w, 300000, t0 + 2 * USEC_PER_SEC), WAKEUP_SAMPLE);
         wakeup_total_reported(&t, 302000, t0 + 2250 * USEC_PER_MSEC);
-        assert_int_equal(wakeup_decide(&t, &spec, &w, 311000, t0 + 4 * S), WAKEUP_REPORTED);
+        assert_int_equal(wakeup_decide(&t, &spec, &w, 311000, t0 + 4 * USEC_PER_SEC), WAKEUP_REPORTED);
         assert_string_equal(wakeup_verdict_label(WAKEUP_REPORTED), "reported");
         /* At the trigger's rate since: an incident. */
-        assert_int_equal(wakeup_decide(&t, &spec, &w, 311000 + 100000, t0 + 6 * S), WAKEUP_SAMPLE);
+        assert_int_equal(wakeup_decide(&t, &spec, &w, 311000 + 100000, t0 + 6 * USEC_PER_SEC), WAKEUP_SAMPLE);
         wakeup_total_reported(&t, 411000, t0 + 6250 * USEC_PER_MSEC);
         /* Just under half the rate over 1.75 s: a repeat; at half: not. */
-        assert_int_equal(wakeup_decide(&t, &spec, &w, 411000 + 43000, t0 + 8 * S), WAKEUP_REPORTED);
-        assert_int_equal(wakeup_decide(&t, &spec, &w, 411000 + 44000, t0 + 8 * S + 1), WAKEUP_SAMPLE);
+        assert_int_equal(wakeup_decide(&t, &spec, &w, 411000 + 43000, t0 + 8 * USEC_PER_SEC), WAKEUP_REPORTED);
+        assert_int_equal(wakeup_decide(&t, &spec, &w, 411000 + 44000, t0 + 8 * USEC_PER_SEC + 1), WAKEUP_SAMPLE);
         wakeup_total_reported(&t, 456000, t0 + 8250 * USEC_PER_MSEC);
         /* The kernel's echo of it 2.75 s after (more than a window: the recorder raised the
          * incident early, and the stall weighs in the kernel's check for two windows): 55 ms more,
          * under half the rate over 2.75 s (68.75 ms), is a repeat. */
-        assert_int_equal(wakeup_decide(&t, &spec, &w, 456000 + 55000, t0 + 11 * S), WAKEUP_REPORTED);
+        assert_int_equal(wakeup_decide(&t, &spec, &w, 456000 + 55000, t0 + 11 * USEC_PER_SEC), WAKEUP_REPORTED);
         /* The next burst 8 s later, past the two windows the kernel carries a stall over: a new
          * stall. */
-        assert_int_equal(wakeup_decide(&t, &spec, &w, 456000 + 55000 + 150000, t0 + 16 * S), WAKEUP_SAMPLE);
+        assert_int_equal(wakeup_decide(&t, &spec, &w, 456000 + 55000 + 150000, t0 + 16 * USEC_PER_SEC), WAKEUP_SAMPLE);
 }
 
 static void test_strings(void **state) {

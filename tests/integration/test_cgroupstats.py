@@ -1,7 +1,8 @@
 #!/usr/bin/python3
 # SPDX-License-Identifier: MIT
-"""The probes' netlink requests on the real kernel: CGROUPSTATS_CMD_GET counts the states of a
-cgroup-v1 directory and is refused with EINVAL on cgroup2 (docs/kernel-facts.md: cgroupstats).
+"""taskstats_cgroupstats() (probes/taskstats.h) on the real kernel, through
+tests/integration/probe-cgroupstats.c: CGROUPSTATS_CMD_GET counts the states of a cgroup-v1
+directory and is refused with EINVAL on cgroup2 (docs/kernel-facts.md: cgroupstats).
 
 cgroupstats_build() compares tsk->__state for equality, so since 6.1 a task sleeping with
 TASK_INTERRUPTIBLE|TASK_FREEZABLE (nanosleep, futex waits) is not counted as sleeping (seen on
