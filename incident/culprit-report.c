@@ -99,6 +99,7 @@ static json_t *cgroup_object(PsiResource res, const CulpritScope *s, const Culpr
         r |= set_new(o, "meta", incident_cgroup_meta(path, container_cache_peek(containers, path)));
         r |= set_new(o, "source", json_string(g->from_counters ? "cgroup" : "processes"));
         r |= set_new(o, "usage", usage_object(res, &g->usage, true));
+        r |= set_new(o, "dirty_bytes", g->has_dirty ? json_u64(g->dirty_bytes) : json_null());
         r |= set_new(o, "share", json_real(g->share));
         return object_or_null(o, r);
 }

@@ -105,6 +105,16 @@ static json_t *node_devices_array(const DiskBusy *busy, size_t n) {
         return object_or_null(a, r);
 }
 
+/* The node's page cache waiting for its disks at the end of the sample (probes/diskstats.h). */
+static json_t *writeback_object(const NodeDirty *d) {
+        json_t *o = json_object();
+        int r = 0;
+
+        r |= set_new(o, "dirty_bytes", json_u64(d->dirty_bytes));
+        r |= set_new(o, "writeback_bytes", json_u64(d->writeback_bytes));
+        return object_or_null(o, r);
+}
+
 static json_t *io_object(const OnWhat *w, bool lifetime) {
         json_t *o = json_object(), *devs = json_array();
         const OnWhatDisks *disks = w->disks;
@@ -153,6 +163,8 @@ static json_t *io_object(const OnWhat *w, bool lifetime) {
                                            ONWHAT_NODE_DEVICES_MAX);
         r |= set_new(o, "node_devices",
                      !lifetime && disks && disks->has_b ? node_devices_array(busy, n_busy) : json_null());
+        r |= set_new(o, "writeback",
+                     !lifetime && disks && disks->has_dirty ? writeback_object(&disks->dirty) : json_null());
         r |= set_new(o, "devices_source",
                      cgroup_io    ? json_string("cgroup")
                      : n_busy > 0 ? json_string("node")

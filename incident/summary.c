@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "base/macro.h"
+#include "incident/summary-io.h"
 #include "incident/summary-kill.h"
 #include "incident/summary.h"
 #include "incident/textout.h"
@@ -271,9 +272,13 @@ static void put_culprits(FILE *f, const json_t *incident, const char *resource) 
                 put_usage(f, resource, json_object_get(cg, "usage"));
                 return;
         }
-        fputs(": ", f);
-        put_culprit_process(f, p);
-        put_usage(f, resource, json_object_get(p, "usage"));
+        bool io = strcmp(resource, "io") == 0;
+        if (!io || !summary_writeback_by_cgroup(f, incident, p)) {
+                fputs(": ", f);
+                put_culprit_process(f, p);
+                if (!io || !summary_writeback_usage(f, incident, p))
+                        put_usage(f, resource, json_object_get(p, "usage"));
+        }
         /* The culprit stalled too (it is among the most delayed): the stall comes from within. */
         if (json_is_true(json_object_get(p, "victim")))
                 fputs(", itself among the stalled", f);

@@ -160,6 +160,28 @@ static int read_pair(int dirfd, const char *name, int (*parse)(const char *, siz
         return 0;
 }
 
+int cgroup_usage_parse_dirty(const char *buf, size_t len, uint64_t *ret) {
+        uint64_t dirty = 0, wb = 0;
+        bool has_dirty = false, has_wb = false;
+        const KeyedWant want[] = { { "file_dirty", &dirty, &has_dirty }, { "file_writeback", &wb, &has_wb } };
+
+        parse_keyed(buf, len, UNPARSED_MEMORY_STAT, want, ELEMENTSOF(want));
+        if (!has_dirty || !has_wb)
+                return -ENOENT;
+        *ret = dirty + wb;
+        return 0;
+}
+
+/* The page cache of the cgroup that waits for the disks (io: who dirtied the writeback). A cgroup
+ * without the memory controller has no memory.stat: has_dirty stays false. */
+static void read_dirty(int cgroup_fd, CgroupUsage *u) {
+        char buf[16384];
+        size_t n = 0;
+
+        if (read_file_optional_at(cgroup_fd, "memory.stat", buf, sizeof buf, &n) > 0)
+                u->has_dirty = cgroup_usage_parse_dirty(buf, n, &u->dirty_bytes) >= 0;
+}
+
 /* The cgroup2 file of one resource's counter into u (missing: has_* stays false). 0 or -errno. */
 static int read_v2_counter(int cgroup_fd, PsiResource resource, CgroupUsage *u) {
         char buf[4096];
@@ -175,6 +197,7 @@ static int read_v2_counter(int cgroup_fd, PsiResource resource, CgroupUsage *u) 
                 u->has_cpu = r >= 0;
                 return r == -ENOENT ? 0 : r;
         case PSI_RESOURCE_IO:
+                read_dirty(cgroup_fd, u);
                 return read_pair(cgroup_fd, "io.stat", cgroup_usage_parse_io_stat, &u->has_io, &u->read_bytes,
                                  &u->write_bytes);
         case PSI_RESOURCE_MEMORY:

@@ -19,6 +19,9 @@ typedef struct CgroupUsage {
         uint64_t cpu_us;                  /* cpu time used since the cgroup was made */
         uint64_t read_bytes, write_bytes; /* storage bytes, every device */
         uint64_t memory_bytes;            /* charged now */
+        bool has_dirty;                   /* io, cgroup2 with the memory controller: */
+        uint64_t dirty_bytes;             /* its subtree's page cache dirty or under writeback now
+                                           * (memory.stat file_dirty + file_writeback) */
 } CgroupUsage;
 
 /* cpu.stat's "usage_usec N". 0, or -ENOENT when no such line could be read (a line that is not
@@ -34,6 +37,10 @@ int cgroup_usage_parse_io_stat(const char *buf, size_t len, uint64_t *ret_read, 
  * (and Sync, Async, Discard, Total) summed over devices; the closing "Total N" is skipped. A line
  * it cannot read costs that line, as io.stat's. 0. */
 int cgroup_usage_parse_blkio_bytes(const char *buf, size_t len, uint64_t *ret_read, uint64_t *ret_write);
+
+/* memory.stat's file_dirty + file_writeback (cgroup2; both lines needed). 0, or -ENOENT without
+ * them. */
+int cgroup_usage_parse_dirty(const char *buf, size_t len, uint64_t *ret);
 
 /* Whether u has the counter of resource (cpu, io, memory). */
 bool cgroup_usage_has(const CgroupUsage *u, PsiResource resource);

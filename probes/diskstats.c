@@ -169,3 +169,37 @@ size_t diskstats_busiest(const DiskStats *a, const DiskStats *b, uint64_t interv
         }
         return n;
 }
+
+/* The kB figure of meminfo's line key ("Dirty:"). 0 or -EINVAL. */
+static int meminfo_kib(const char *buf, size_t len, const char *key, uint64_t *ret) {
+        const char *q, *le;
+        uint64_t v;
+
+        if (line_find(buf, len, key, &q, &le) < 0)
+                return -EINVAL;
+        while (q < le && *q == ' ')
+                q++;
+        if (parse_u64_prefix(q, le, &v, &q) < 0 || le - q != 3 || memcmp(q, " kB", 3) != 0 || v > UINT64_MAX / 1024)
+                return -EINVAL;
+        *ret = v * 1024;
+        return 0;
+}
+
+int node_dirty_parse(const char *buf, size_t len, NodeDirty *ret) {
+        NodeDirty d;
+
+        if (meminfo_kib(buf, len, "Dirty:", &d.dirty_bytes) < 0 ||
+            meminfo_kib(buf, len, "Writeback:", &d.writeback_bytes) < 0)
+                return -EINVAL;
+        *ret = d;
+        return 0;
+}
+
+int node_dirty_read(int root_fd, NodeDirty *ret) {
+        char buf[8192]; /* meminfo is about 1.5 KiB */
+        ssize_t n = read_file_at(root_fd, "proc/meminfo", buf, sizeof buf);
+
+        if (n < 0)
+                return (int) n;
+        return node_dirty_parse(buf, (size_t) n, ret);
+}

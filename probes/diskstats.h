@@ -64,3 +64,15 @@ int diskstats_read(int root_fd, char *buf, size_t size, DiskStats *ret);
  * ends, busiest first (stuck ones, then utilisation, then bytes), at most max into ret. A device missing from a is left
  * out (it appeared meanwhile). Returns how many were written. Never fails. */
 size_t diskstats_busiest(const DiskStats *a, const DiskStats *b, uint64_t interval_us, DiskBusy *ret, size_t max);
+
+/* The node's page cache waiting to reach its disks, /proc/meminfo: dirty (Dirty) and being written
+ * back now (Writeback), in bytes. What a buffered writer leaves behind, which the flusher writes
+ * later and an fsync of anyone's waits behind (kernel-facts.md: writeback). */
+typedef struct NodeDirty {
+        uint64_t dirty_bytes, writeback_bytes;
+} NodeDirty;
+
+/* Both lines ("Dirty:   16264 kB"). 0, or -EINVAL when either is missing or malformed. */
+int node_dirty_parse(const char *buf, size_t len, NodeDirty *ret);
+/* Reads proc/meminfo beneath the sysroot. 0 or -errno. */
+int node_dirty_read(int root_fd, NodeDirty *ret);

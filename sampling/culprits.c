@@ -376,7 +376,9 @@ static int build_cgroups(Culprits *c, const CulpritsInput *in) {
                 const size_t *ia = ga ? find_path(c, ga, path) : NULL;
                 const CulpritOwn *ob = &c->own_b[i], *oa = ia ? &c->own_a[*ia] : NULL;
                 bool had_procs = ia && ga->items[*ia].n_pids > 0;
-                CulpritCgroup g = { .path = path };
+                CulpritCgroup g = { .path = path,
+                                    .has_dirty = e->usage.has_dirty,
+                                    .dirty_bytes = e->usage.dirty_bytes };
 
                 if (ob->complete && (!ga || !ia || oa->complete)) {
                         /* A cgroup made during the sample counted from zero. */

@@ -70,6 +70,8 @@ typedef struct CulpritCgroup {
         const char *path;   /* relative to the scope ("" the scope itself), into the end walk's names */
         bool from_counters; /* source "cgroup" (its own counters) or "processes" (its processes summed) */
         CulpritUsage usage;
+        bool has_dirty;       /* io: its subtree's dirty and writeback page cache at the end (cgroup2 */
+        uint64_t dirty_bytes; /* memory.stat; probes/cgusage.h) */
         double share;
         int64_t key;
         uint64_t key2;

@@ -49,6 +49,7 @@ static void read_disks(OnWhat *w, const LimitsHierarchy *h, bool end) {
         if (end) {
                 d->has_b = d->has_a && diskstats_read(h->sysroot->root_fd, d->buf, sizeof d->buf, &d->b) >= 0;
                 d->b_us = now_usec(CLOCK_MONOTONIC);
+                d->has_dirty = node_dirty_read(h->sysroot->root_fd, &d->dirty) >= 0;
         } else {
                 d->has_a = diskstats_read(h->sysroot->root_fd, d->buf, sizeof d->buf, &d->a) >= 0;
                 d->a_us = now_usec(CLOCK_MONOTONIC);
@@ -92,7 +93,7 @@ void onwhat_begin(OnWhat *w, const LimitsHierarchy *h, const char *path, PsiReso
         w->has_blocked = w->has_stack = false;
         w->stack_error = w->since_error = 0;
         if (w->disks)
-                w->disks->has_a = w->disks->has_b = false;
+                w->disks->has_a = w->disks->has_b = w->disks->has_dirty = false;
         /* The node's disks are read for any io sample, node-wide ones too (no cgroup, no limit). */
         if (res == PSI_RESOURCE_IO)
                 read_disks(w, h, false);

@@ -33,6 +33,8 @@ typedef struct OnWhatDisks {
         usec_t a_us, b_us; /* CLOCK_MONOTONIC of the readings */
         DiskStats a, b;
         char buf[ONWHAT_DISK_BUF];
+        bool has_dirty;
+        NodeDirty dirty; /* the node's dirty and writeback page cache at the end */
 } OnWhatDisks;
 
 typedef struct OnWhat {

@@ -12,7 +12,12 @@
 5. The same writers without a rule: node_devices names the disk with its utilisation, and
    devices_source says whose counters saw the io: "node" on a hybrid host whose disk never had a
    throttle rule, "cgroup" once one had (the kernel keeps counting: kernel-facts.md: limits) or on
-   cgroup2. It runs before part 4 for that reason."""
+   cgroup2. It runs before part 4 for that reason.
+6. Writeback: a buffered dd (no O_DIRECT) in one cgroup beside a "database" committing 8 KiB with
+   fsync in a loop in another: the first culprit of the database's io is the dd, its bytes are
+   what it dirtied, the node's dirty page cache is in limits.io.writeback, and the summary says
+   "dd (...) dirtied N, writeback of M waiting on the node" (on cgroup2 with the memory
+   controller: "writeback of N dirtied by /batch")."""
 
 import json
 import os
@@ -241,12 +246,43 @@ def stuck(mount, validate):
               f"{io['summary']}; alone: {alone['summary']}")
 
 
+def writeback(mount, validate):
+    wdir = tempfile.mkdtemp(prefix="psidiag-it-wb-", dir="/var/tmp")  # a disk, not a tmpfs
+    try:
+        with ScratchCgroup(mount, "ow-wb-db") as db, ScratchCgroup(mount, "ow-wb-batch") as batch:
+            db.spawn(["sh", "-c", f"while :; do dd if=/dev/zero of={wdir}/db bs=8k count=1 conv=fsync status=none; done"])
+            dd = batch.spawn(["dd", "if=/dev/zero", f"of={wdir}/big", "bs=1M", "count=6000", "status=none"])
+
+            def dirty():
+                with open("/proc/meminfo") as f:
+                    return sum(int(line.split()[1]) for line in f if line.startswith(("Dirty:", "Writeback:"))) * 1024
+            wait_for("64 MiB of dirty page cache", lambda: dirty() >= 64 << 20, 60)
+            inc = snapshot_of(PSIDIAG, db, "io", 2000)
+            validate(inc)
+            c = inc["culprits"]
+            first = c["processes"][0] if c["processes"] else {}
+            wb = inc["limits"]["io"]["writeback"]
+            check(first.get("pid") == dd.pid and first["cgroup"] == "/" + batch.rel,
+                  f"the first culprit is not the buffered dd {dd.pid}: "
+                  f"{[(p['pid'], p['comm'], p['cgroup'], p['usage']) for p in c['processes']]}")
+            check(wb and wb["dirty_bytes"] + wb["writeback_bytes"] >= 32 << 20, f"limits.io.writeback: {wb}")
+            cg = next((g for g in c["cgroups"] if g["path"] == "/" + batch.rel), None)
+            by_cgroup = cg and cg.get("dirty_bytes") is not None and cg["dirty_bytes"] * 2 >= (
+                wb["dirty_bytes"] + wb["writeback_bytes"])
+            want = (f"writeback of " if by_cgroup else f"dd (/{batch.rel}, pid {dd.pid}) dirtied ")
+            check(want in inc["summary"] and ("dirtied by /" + batch.rel if by_cgroup else "waiting on the node")
+                  in inc["summary"], f"summary: {inc['summary']!r}")
+            print(f"writeback: {inc['summary']}")
+    finally:
+        shutil.rmtree(wdir, ignore_errors=True)
+
+
 def main():
     mount = check_kernel()
     validate = validator(SCHEMAS)
     tmp = tempfile.mkdtemp(prefix="psidiag-it-", dir="/var/tmp")
     try:
-        parts = os.environ.get("PSIDIAG_PARTS", "cpu,contention,memory,stuck,io-node,io").split(",")
+        parts = os.environ.get("PSIDIAG_PARTS", "cpu,contention,memory,stuck,io-node,io,writeback").split(",")
         if "cpu" in parts:
             capped(mount, tmp, validate)
         if "contention" in parts:
@@ -255,6 +291,8 @@ def main():
             memory(mount, validate)
         if "stuck" in parts:
             stuck(mount, validate)
+        if "writeback" in parts:
+            writeback(mount, validate)
         if "io-node" in parts:
             io_node(mount, tmp, validate)
         if "io" in parts:

@@ -101,6 +101,19 @@ static void test_read_v2_then_v1(void **state) {
         assert_int_equal(u.read_bytes, 100);
         assert_int_equal(u.write_bytes, 200);
         assert_int_equal(u.memory_bytes, 1048576);
+        assert_false(u.has_dirty); /* no memory.stat: no memory controller */
+        /* With the memory controller, the io counter comes with the page cache waiting for the disks. */
+        put(sub, "memory.stat", "anon 4096\nfile 8192\nfile_dirty 3000\nfile_writeback 1000\nshmem 0\n");
+        assert_int_equal(cgroup_usage_read_v2(v2, &u), 0);
+        assert_true(u.has_dirty);
+        assert_int_equal(u.dirty_bytes, 4000);
+        uint64_t dirty = 9;
+        assert_int_equal(cgroup_usage_parse_dirty("file_dirty 1\n", 13, &dirty), -ENOENT);
+        assert_int_equal(cgroup_usage_parse_dirty("file_dirty 1\n(unknown) 9\nfile_writeback 2\n", 42, &dirty), 0);
+        assert_int_equal(dirty, 3);
+        snprintf(sub, sizeof sub, "%s/v2/memory.stat", dir);
+        assert_int_equal(unlink(sub), 0);
+        snprintf(sub, sizeof sub, "%s/v2", dir);
 
         /* Hybrid: no io.stat nor memory.current in cgroup2; v1 fills them, not cpu. */
         snprintf(sub, sizeof sub, "%s/v2/io.stat", dir);

@@ -118,6 +118,26 @@ static void test_stuck(void **state) {
 
 /* The reader drops partitions (sys/dev/block/MAJ:MIN/partition) and says when the file is too
  * large for its buffer. */
+/* The node's dirty page cache (/proc/meminfo as 6.18 prints it): both lines or nothing. */
+static void test_node_dirty(void **state) {
+        static const char mi[] =
+                "MemTotal:       24564780 kB\nMemFree:         9630672 kB\nDirty:           2293964 kB\n"
+                "Writeback:          4096 kB\nAnonPages:       1211444 kB\nWritebackTmp:          0 kB\n";
+        NodeDirty d = { 7, 7 };
+
+        assert_int_equal(node_dirty_parse(mi, strlen(mi), &d), 0);
+        assert_int_equal(d.dirty_bytes, 2293964ULL * 1024);
+        assert_int_equal(d.writeback_bytes, 4096ULL * 1024);
+        d = (NodeDirty) { 7, 7 };
+        assert_int_equal(node_dirty_parse("Dirty: 1 kB\n", 12, &d), -EINVAL); /* no Writeback: */
+        assert_int_equal(node_dirty_parse("Dirty: 1 kB\nWritebackTmp: 0 kB\n", 31, &d), -EINVAL);
+        assert_int_equal(node_dirty_parse("Dirty: 1 MB\nWriteback: 0 kB\n", 28, &d), -EINVAL);
+        assert_int_equal(node_dirty_parse("Dirty: x kB\nWriteback: 0 kB\n", 28, &d), -EINVAL);
+        assert_int_equal(d.dirty_bytes, 7);
+        assert_int_equal(node_dirty_parse("Dirty: 1 kB\nWriteback: 2 kB", 27, &d), 0); /* no last newline */
+        assert_int_equal(d.writeback_bytes, 2048);
+}
+
 static void test_read(void **state) {
         char dir[] = "/tmp/psidiag-test-diskstats-XXXXXX", path[256], buf[4096];
         DiskStats s;
@@ -167,10 +187,8 @@ static void test_read(void **state) {
 
 int main(void) {
         const struct CMUnitTest tests[] = {
-                cmocka_unit_test(test_parse),
-                cmocka_unit_test(test_busiest),
-                cmocka_unit_test(test_stuck),
-                cmocka_unit_test(test_read),
+                cmocka_unit_test(test_parse),      cmocka_unit_test(test_busiest), cmocka_unit_test(test_stuck),
+                cmocka_unit_test(test_node_dirty), cmocka_unit_test(test_read),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }
