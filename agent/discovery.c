@@ -17,6 +17,12 @@
 #include "base/fileio.h"
 #include "base/log.h"
 #include "base/macro.h"
+#include "base/text.h"
+#include "config/target.h"
+#include "probes/ctrselect.h"
+
+/* Walks for containers not named yet, after the tree's last change: 3 x 31 s. */
+#define DISCOVERY_RETRIES 3
 
 /* A directory under inotify watch: somewhere a configured cgroup (or a glob's match) may appear. */
 typedef struct WatchedDir {
@@ -26,11 +32,13 @@ typedef struct WatchedDir {
 
 struct Discovery {
         Dirwatch *dirwatch;   /* where configured cgroups may appear */
+        ev_timer retry;       /* a container its runtime's files did not name yet is asked again */
+        unsigned retries;     /* walks the timer made since the tree last changed */
         bool rediscover;      /* a burst of its events asks for discovery_run() */
         bool watches_changed; /* ... or removed watches, for the metrics */
         WatchedDir *dirs;
         size_t n_dirs, cap_dirs;
-        bool inotify_full_warned;
+        bool inotify_full_warned, nocache_warned;
         bool *missing_warned; /* per config watch: "not there yet" said once */
 };
 
@@ -127,15 +135,102 @@ static unsigned discover_walk(Agent *a, const WatchConfig *cfg, const char *rest
         return n;
 }
 
+/* The walk for containers: a cgroup where containers may appear is watched (inotify); a
+ * container's is armed for every container watch whose selector it matches. */
+typedef struct ContainerWalk {
+        Agent *a;
+        unsigned *matched; /* per config watch: how many containers match */
+} ContainerWalk;
+
+static int on_container_walk(const char *path, const ContainerInfo *info, void *userdata) {
+        ContainerWalk *cw = userdata;
+        Agent *a = cw->a;
+        Discovery *d = a->discovery;
+
+        if (!info) {
+                dir_watch(a, path);
+                return 0;
+        }
+        /* Named by nothing yet (a lookup that raced the runtime writing its files, or a read that
+         * failed): the cache asks again after CONTAINER_CACHE_RETRY_US, and so does the walk, a few
+         * times after the tree's last change (plain containerd's containers are never named: no
+         * polling for them). */
+        if (info->unnamed[0] && !info->sandbox && d->dirwatch && !ev_is_active(&d->retry) &&
+            d->retries < DISCOVERY_RETRIES) {
+                ev_timer_set(&d->retry, (double) CONTAINER_CACHE_RETRY_US / USEC_PER_SEC + 1., 0.);
+                ev_timer_start(a->loop, &d->retry);
+        }
+        for (size_t i = 0; i < a->config->n_watches; i++) {
+                const WatchConfig *cfg = &a->config->watches[i];
+
+                if (!config_target_by_container(cfg) || !ctrselect_match(&cfg->select, info))
+                        continue;
+                cw->matched[i]++;
+                if (!watch_find(a, cfg, path) && watch_new(a, cfg, path)) {
+                        /* A rootless user writes its own containers' names: never raw on a terminal. */
+                        char name[sizeof info->name], image[sizeof info->image];
+                        log_info("container %s (%s %.12s, image %s) matches %s: armed on %s",
+                                 text_terminal_safe(info->pod_container[0] ? info->pod_container : info->name, name,
+                                                    sizeof name),
+                                 info->runtime, info->id,
+                                 info->image[0] ? text_terminal_safe(info->image, image, sizeof image) : "unknown",
+                                 cfg->select_text, path);
+                }
+        }
+        return 0;
+}
+
+/* Every container watch's matches: one walk of the tree for all of them. */
+static void discover_containers(Agent *a) {
+        _cleanup_free_ unsigned *matched = NULL;
+        Discovery *d = a->discovery;
+        bool any = false;
+        int r;
+
+        for (size_t i = 0; i < a->config->n_watches; i++)
+                any = any || config_target_by_container(&a->config->watches[i]);
+        if (!any || a->rt.sysroot->cgroup2_fd < 0)
+                return;
+        matched = calloc(a->config->n_watches, sizeof *matched);
+        if (!matched) {
+                log_warning("out of memory: containers that appeared are not armed until the next change");
+                return;
+        }
+        if (!a->rt.containers) { /* no memory for the cache at start: nothing can be named */
+                if (!d->nocache_warned)
+                        log_warning("containers cannot be named (out of memory): container watches arm nothing");
+                d->nocache_warned = true;
+                return;
+        }
+        r = ctrselect_walk(a->rt.sysroot->cgroup2_fd, a->rt.containers, on_container_walk,
+                           &(ContainerWalk) { .a = a, .matched = matched });
+        if (r < 0)
+                log_warning_errno(r, "cannot walk the cgroup tree for containers");
+        for (size_t i = 0; i < a->config->n_watches; i++) {
+                const WatchConfig *cfg = &a->config->watches[i];
+
+                if (!config_target_by_container(cfg))
+                        continue;
+                if (matched[i] == 0 && !d->missing_warned[i]) {
+                        log_info("no container matches %s yet; matches are armed as they appear", cfg->select_text);
+                        d->missing_warned[i] = true;
+                } else if (matched[i] > 0)
+                        d->missing_warned[i] = false;
+        }
+}
+
 /* Arms whatever the config asks for and is not armed yet: node-wide watches, concrete cgroups that
- * now exist, and every current match of a glob. */
+ * now exist, every current match of a glob, and every container a selector matches. */
 void discovery_run(Agent *a) {
         Discovery *d = a->discovery;
 
+        discover_containers(a);
         for (size_t i = 0; i < a->config->n_watches; i++) {
                 const WatchConfig *cfg = &a->config->watches[i];
                 unsigned n;
 
+                if (config_target_by_container(cfg))
+                        continue;
                 if (!cfg->cgroup) {
                         if (!watch_find(a, cfg, NULL))
                                 (void) watch_new(a, cfg, NULL);
@@ -162,8 +257,10 @@ static void on_dir_event(Dirwatch *dw, const struct inotify_event *e, void *user
         const WatchedDir *dir = NULL;
 
         if (!e) { /* the end of a burst: act once on what it said */
-                if (d->rediscover)
+                if (d->rediscover) {
+                        d->retries = 0;
                         discovery_run(a);
+                }
                 if (d->rediscover || d->watches_changed)
                         health_update(a);
                 d->rediscover = d->watches_changed = false;
@@ -205,6 +302,14 @@ static void on_dir_event(Dirwatch *dw, const struct inotify_event *e, void *user
         }
 }
 
+static void on_retry(struct ev_loop *loop, ev_timer *t, int revents) {
+        Agent *a = ASSERT_PTR(t->data);
+
+        a->discovery->retries++;
+        discovery_run(a);
+        health_update(a);
+}
+
 int discovery_start(Agent *a) {
         Discovery *d = calloc(1, sizeof *d);
         int r;
@@ -216,6 +321,8 @@ int discovery_start(Agent *a) {
                 free(d);
                 return -ENOMEM;
         }
+        ev_timer_init(&d->retry, on_retry, 0., 0.);
+        d->retry.data = a;
         a->discovery = d;
         /* Cgroups that appear later (a glob's new match, a configured path created after start, one
          * removed and created again) are noticed by inotify on their parent directories. */
@@ -233,6 +340,7 @@ void discovery_stop(Agent *a) {
 
         if (!d)
                 return;
+        ev_timer_stop(a->loop, &d->retry);
         d->dirwatch = dirwatch_free(d->dirwatch);
         for (size_t i = 0; i < d->n_dirs; i++)
                 free(d->dirs[i].path);
