@@ -65,7 +65,6 @@ char *ctrselect_format(const ContainerSelector *s, char *buf, size_t size) {
 }
 
 typedef struct Walk {
-        ContainerCache *cache;
         CtrselectVisit visit;
         void *userdata;
 } Walk;
@@ -78,38 +77,29 @@ static bool ends_with(const char *s, const char *suffix) {
 static int visit(CgroupWalkNode *node, void *userdata) {
         Walk *k = userdata;
         const char *name = strrchr(node->path, '/');
-        const ContainerInfo *info;
         CgroupMeta m;
 
         name = name ? name + 1 : node->path;
         if (node->depth == 0)
-                return k->visit(node->path, NULL, k->userdata);
+                return k->visit(node->path, false, k->userdata);
         /* A container's monitor (conmon) carries its id but runs none of its processes. */
         if (strstr(name, "-conmon-"))
                 return CGROUP_WALK_PRUNE;
         if (cgroup_meta_parse(node->path, &m) && m.container_id[0]) {
                 /* The walk stops at a container's outermost cgroup: what is below is its own. */
-                info = container_cache_lookup(k->cache, node->path);
-                if (info) {
-                        int r = k->visit(node->path, info, k->userdata);
-                        if (r < 0)
-                                return r;
-                }
-                return CGROUP_WALK_PRUNE;
+                int r = k->visit(node->path, true, k->userdata);
+                return r < 0 ? r : CGROUP_WALK_PRUNE;
         }
         /* Containers are made in slices and cgroupfs parents, never in a service or scope, except
          * systemd's user instance (rootless podman's scopes are under user@<uid>.service). */
         if (ends_with(name, ".scope") || (ends_with(name, ".service") && strncmp(name, "user@", 5) != 0))
                 return CGROUP_WALK_PRUNE;
-        return k->visit(node->path, NULL, k->userdata);
+        return k->visit(node->path, false, k->userdata);
 }
 
-int ctrselect_walk(int cgroup2_fd, ContainerCache *cache, CtrselectVisit fn, void *userdata) {
-        Walk k = { .cache = cache, .visit = fn, .userdata = userdata };
-        CgroupWalk w = { .visit = visit, .max_depth = CTRSELECT_MAX_DEPTH, .userdata = &k };
-        int r;
+int ctrselect_walk(int cgroup2_fd, CtrselectVisit fn, void *userdata) {
+        Walk k = { .visit = fn, .userdata = userdata };
 
-        r = cgroup_walk(cgroup2_fd, &w);
-        container_cache_done(cache);
-        return r;
+        return cgroup_walk(cgroup2_fd,
+                           &(CgroupWalk) { .visit = visit, .max_depth = CTRSELECT_MAX_DEPTH, .userdata = &k });
 }

@@ -1,15 +1,15 @@
 /* SPDX-License-Identifier: MIT */
 /* Containers chosen by the names operators know (a watch's container, image and pod keys): whether
  * a container's names (probes/ctrmeta.h) match a selector's globs, and the walk of the cgroup2 tree
- * that finds every container's own cgroup and names it through the container cache
- * (probes/containers.h). It does not arm anything nor follow the tree's changes (the agent's
+ * that finds every container's own cgroup (named by whoever walks, through the container cache of
+ * probes/containers.h). It does not arm anything nor follow the tree's changes (the agent's
  * discovery does). Never logs. */
 #pragma once
 
 #include <stdbool.h>
 #include <stddef.h>
 
-#include "probes/containers.h"
+#include "probes/ctrmeta.h"
 
 /* The longest glob of a selector, without its NUL. */
 #define CTRSELECT_GLOB_MAX 255
@@ -39,16 +39,14 @@ int ctrselect_glob_check(const char *glob, bool slash_ok, const char **ret_why);
  * order), into buf (cut to size). Returns buf. */
 char *ctrselect_format(const ContainerSelector *s, char *buf, size_t size);
 
-/* What the walk hands its visitor: a cgroup below which containers may appear (info NULL), or a
- * container's own cgroup (the outermost cgroup of its id, its monitor's left out) with its names
- * from the cache. path is relative to the walk's root ("" the root). A visitor returns 0 or
- * -ENOMEM (which ends the walk). */
-typedef int (*CtrselectVisit)(const char *path, const ContainerInfo *info, void *userdata);
+/* What the walk hands its visitor: a cgroup below which containers may appear (container false),
+ * or a container's own cgroup (container true: the outermost cgroup of its id, its monitor's left
+ * out), which the visitor may name (container_cache_lookup()). path is relative to the walk's root
+ * ("" the root). A visitor returns 0 or -ENOMEM (which ends the walk). */
+typedef int (*CtrselectVisit)(const char *path, bool container, void *userdata);
 
-/* Walks the cgroup tree at cgroup2_fd (borrowed): every container's cgroup is named (a lookup of
- * cache, which may read its runtime's files) and visited, its children not walked; every other
- * cgroup where containers are made (the root, slices, user@<uid>.service, cgroupfs parents:
- * anything but other services and scopes) is visited with NULL and walked. Returns the number of
- * cgroups that could not be read (probes/cgwalk.h's policy) or -errno. container_cache_done() is
- * called at the end. */
-int ctrselect_walk(int cgroup2_fd, ContainerCache *cache, CtrselectVisit visit, void *userdata);
+/* Walks the cgroup tree at cgroup2_fd (borrowed): every container's cgroup is visited, its children
+ * not walked; every other cgroup where containers are made (the root, slices, user@<uid>.service,
+ * cgroupfs parents: anything but other services and scopes) is visited and walked. Reads no file.
+ * Returns the number of cgroups that could not be read (probes/cgwalk.h's policy) or -errno. */
+int ctrselect_walk(int cgroup2_fd, CtrselectVisit visit, void *userdata);

@@ -66,7 +66,7 @@ def main():
                 cid = podman("inspect", "--format", "{{.Id}}", WEB).stdout.strip()
                 check(re.fullmatch(r"[0-9a-f]{64}", cid), f"podman inspect {WEB}: {cid!r}")
                 armed = wait_log(log, r"container (\S+) \(podman ([0-9a-f]{12}), image (\S+)\) matches "
-                                 + re.escape(f"container={SELECTOR}") + r": armed on (\S+)", 30, agent)
+                                 + re.escape(f"container={SELECTOR}") + r": arming (\S+)", 30, agent)
                 check(armed.group(1) == WEB and cid.startswith(armed.group(2)) and armed.group(3) == IMAGE,
                       f"armed: {armed.group(0)}")
                 cgroup = armed.group(4)
@@ -90,7 +90,7 @@ def main():
                 check(WEB in container_of(inc), f"the incident does not name {WEB}: {container_of(inc)}\n"
                       f"{inc['summary']}")
                 print(f"  summary: {inc['summary']}")
-                check(f"matches container={SELECTOR}: armed on {parent.rel}/" not in
+                check(f"matches container={SELECTOR}: arming {parent.rel}/" not in
                       open(log).read().replace(armed.group(0), ""), "another container was armed")
 
                 series = wait_for("the incident in the metrics",

@@ -4,12 +4,15 @@
  * never), the checks of a glob, and the walk of a fake cgroup2 tree that finds each container's own
  * cgroup (not its conmon's, not what is below it, not inside services) and names it from the
  * runtimes' files of tests/fixtures/containers/, as containers appear and go. */
+#include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
+#include "base/macro.h"
+#include "probes/containers.h"
 #include "probes/ctrselect.h"
 #include "tests/unit/fake-tree.h"
 #include "tests/unit/test-util.h"
@@ -110,12 +113,15 @@ static void test_glob_check_and_format(void **state) {
 typedef struct Seen {
         char lines[32][512];
         size_t n;
+        ContainerCache *cache;
 } Seen;
 
-static int record(const char *path, const ContainerInfo *ci, void *userdata) {
+static int record(const char *path, bool container, void *userdata) {
         Seen *s = userdata;
+        const ContainerInfo *ci = container ? container_cache_lookup(s->cache, path) : NULL;
 
         assert_true(s->n < ELEMENTSOF(s->lines));
+        assert_true(!container || ci);
         if (ci)
                 snprintf(s->lines[s->n++], sizeof s->lines[0], "C %s %s%s", path,
                          ci->pod_container[0] ? ci->pod_container : ci->name, ci->sandbox ? " +sandbox" : "");
@@ -147,8 +153,8 @@ static void walk(const char *dir, const char *root, Seen *ret) {
         cg_fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
         assert_true(cg_fd >= 0);
         assert_int_equal(container_cache_new(root_fd, 8, &cache), 0);
-        *ret = (Seen) {};
-        assert_int_equal(ctrselect_walk(cg_fd, cache, record, ret), 0);
+        *ret = (Seen) { .cache = cache };
+        assert_int_equal(ctrselect_walk(cg_fd, record, ret), 0);
         container_cache_free(cache);
         close(cg_fd);
         close(root_fd);
