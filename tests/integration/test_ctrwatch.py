@@ -6,7 +6,8 @@
 both of an image imported here from busybox, under a cgroup parent of the test's own. The agent arms
 the web container's own cgroup as it appears (and never the neighbour's), writes a pressure incident
 whose trigger is that cgroup and which names the container (meta.container), every incident
-matching the schema; when the container is removed its watch is disarmed. The metrics' watch label
+matching the schema. A reload (SIGHUP) keeps that watch and arms a new one by image on both
+containers; when the container is removed its watches are disarmed. The metrics' watch label
 is the selector, never the container's name. Containers, the image and the cgroups are removed even
 on failure. Skips when podman or /bin/busybox is missing, or podman cannot run a container here."""
 
@@ -14,6 +15,7 @@ import json
 import os
 import re
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -30,15 +32,19 @@ WEB, BATCH = f"{UNIQUE}-web-1", f"{UNIQUE}-batch"
 SELECTOR = f"{UNIQUE}-web*"
 
 
+def write_config(cfg, out, prom, more):
+    with open(cfg, "w") as f:
+        json.dump({"output": out, "sample_ms": 1000, "cooldown_ms": 0, "metrics_file": prom,
+                   "watch": [{"container": SELECTOR, "triggers": ["cpu some 50ms 2s"], "top": 8}, *more]}, f)
+
+
 def start_agent(tmp):
     out, cfg, log = (os.path.join(tmp, f"ctrwatch.{x}") for x in ("ndjson", "json", "log"))
     prom = os.path.join(tmp, "ctrwatch.prom")
-    with open(cfg, "w") as f:
-        json.dump({"output": out, "sample_ms": 1000, "cooldown_ms": 0, "metrics_file": prom,
-                   "watch": [{"container": SELECTOR, "triggers": ["cpu some 50ms 2s"], "top": 8}]}, f)
+    write_config(cfg, out, prom, [])
     with open(log, "w") as err:
         agent = subprocess.Popen([PSIDIAG, "--config", cfg, "--enable-delayacct"], stderr=err)
-    return agent, out, log, prom
+    return agent, out, log, prom, cfg
 
 
 def container_of(inc):
@@ -57,7 +63,7 @@ def main():
             try:
                 build_image(tmp, IMAGE)
                 opts = run_opts(parent.rel, IMAGE)
-                agent, out, log, prom = start_agent(tmp)
+                agent, out, log, prom, cfg = start_agent(tmp)
                 wait_log(log, re.escape(f"no container matches container={SELECTOR} yet"), 60, agent)
                 wait_log(log, r"watching: 0 triggers armed on 0 watches", 30, agent)
 
@@ -98,6 +104,13 @@ def main():
                                                  'type="pressure",resource="cpu"}'), 30, log=log)
                 check(series >= 1, f"metrics: {series}")
                 check(WEB not in open(prom).read(), "a container's name is a metrics label")
+
+                # A reload keeps the watch of the same selector, and arms a new one by image on both
+                # containers (the image is this test's own).
+                write_config(cfg, out, prom, [{"image": IMAGE, "triggers": ["cpu some 1s 2s"]}])
+                agent.send_signal(signal.SIGHUP)
+                wait_log(log, r"reloaded .*: 3 triggers armed on 3 watches \(1 kept, 0 closed, 2 new\)", 30, agent)
+                print("  reloaded: the container watch kept, the image one armed on both containers")
 
                 p = podman("rm", "-f", "-t", "0", WEB)
                 check(p.returncode == 0, f"podman rm {WEB}: {p.stderr}")
