@@ -49,18 +49,20 @@ struct Discovery {
 /* inotify on a directory of the cgroup2 tree (relative path), once. */
 static void dir_watch(Agent *a, const char *path) {
         Discovery *d = a->discovery;
-        _cleanup_free_ char *abs = NULL;
+        _cleanup_free_ char *at = NULL;
         int wd;
 
-        if (!d->dirwatch || asprintf(&abs, "%s/%s", a->rt.sysroot->cgroup2_path, path) < 0)
+        /* Through the mount's directory the agent reads (its fd), not its path from "/": the same
+         * directory whatever the sysroot (a test's tree is not at "/"). */
+        if (!d->dirwatch || asprintf(&at, "/proc/self/fd/%d/%s", a->rt.sysroot->cgroup2_fd, path) < 0)
                 return;
-        wd = dirwatch_add(d->dirwatch, abs,
+        wd = dirwatch_add(d->dirwatch, at,
                           IN_CREATE | IN_DELETE | IN_MOVED_TO | IN_MOVED_FROM | IN_ONLYDIR | IN_DONT_FOLLOW);
         if (wd < 0) {
                 if (wd == -ENOSPC && !d->inotify_full_warned) {
-                        log_warning("out of inotify watches (fs.inotify.max_user_watches): new cgroups under %s are "
-                                    "not noticed until the next reload",
-                                    abs);
+                        log_warning("out of inotify watches (fs.inotify.max_user_watches): new cgroups under %s/%s "
+                                    "are not noticed until the next reload",
+                                    a->rt.sysroot->cgroup2_path, path);
                         d->inotify_full_warned = true;
                 }
                 return;
