@@ -37,23 +37,30 @@ static int set_cgroup(WatchConfig *w, const char *p, const char *where, char *wh
         return 0;
 }
 
+/* key "value" reason; without the value when it has control characters (never echoed raw). */
+static void say_bad(char *why, size_t size, const char *key, const char *value, const char *reason) {
+        for (const char *p = value; *p; p++)
+                if ((unsigned char) *p < 0x20 || *p == 0x7f) {
+                        snprintf(why, size, "%s %s", key, reason);
+                        return;
+                }
+        snprintf(why, size, "%s \"%.300s\" %s", key, value, reason);
+}
+
 /* "NAMESPACE/NAME", each a glob: "payments/web-?", "*-prod/api-*". */
 static int set_pod(WatchConfig *w, const char *value, char *why, size_t size) {
         const char *slash = strchr(value, '/'), *reason = NULL;
 
+        /* The whole first (empty, too long, control characters), then its shape. */
+        if (ctrselect_glob_check(value, true, &reason) < 0) {
+                say_bad(why, size, "pod", value, reason);
+                return -EINVAL;
+        }
         if (!slash || strchr(slash + 1, '/') || slash == value || !slash[1]) {
                 snprintf(why, size,
                          "pod \"%.300s\" must be NAMESPACE/NAME, each a glob (\"payments/*\": every pod of the "
                          "namespace payments)",
                          value);
-                return -EINVAL;
-        }
-        if (strlen(value) > CTRSELECT_GLOB_MAX) {
-                snprintf(why, size, "pod is longer than %d bytes", CTRSELECT_GLOB_MAX);
-                return -EINVAL;
-        }
-        if (ctrselect_glob_check(slash + 1, false, &reason) < 0 || (ctrselect_glob_check(value, true, &reason) < 0)) {
-                snprintf(why, size, "pod \"%.300s\" %s", value, reason);
                 return -EINVAL;
         }
         if (replace(&w->select.pod_namespace, value, (size_t) (slash - value)) < 0 ||
@@ -86,7 +93,7 @@ int config_target_set(WatchConfig *w, const char *key, const char *value, const 
         if (strcmp(key, "pod") == 0)
                 r = set_pod(w, value, why, size);
         else if (ctrselect_glob_check(value, true, &reason) < 0) {
-                snprintf(why, size, "%s \"%.300s\" %s", key, value, reason);
+                say_bad(why, size, key, value, reason);
                 return -EINVAL;
         } else
                 r = replace(strcmp(key, "image") == 0 ? &w->select.image : &w->select.name, value, strlen(value));

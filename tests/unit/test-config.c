@@ -131,10 +131,13 @@ static void test_container_watches(void **state) {
                     "t.json:1:18: pod \"a/b/c\" must be NAMESPACE/NAME");
         parse_fails("{\"watch\":[{\"pod\":\"/b\",\"triggers\":[\"cpu some 1s 2s\"]}]}",
                     "t.json:1:18: pod \"/b\" must be NAMESPACE/NAME");
+        parse_fails("{\"watch\":[{\"pod\":\"a\\u001b[2J/b\",\"triggers\":[\"cpu some 1s 2s\"]}]}",
+                    "t.json:1:18: pod has a control character");
+        parse_fails("{\"watch\":[{\"pod\":\"\",\"triggers\":[\"cpu some 1s 2s\"]}]}", "t.json:1:18: pod \"\" is empty");
         parse_fails("{\"watch\":[{\"container\":\"\",\"triggers\":[\"cpu some 1s 2s\"]}]}",
                     "t.json:1:24: container \"\" is empty");
         parse_fails("{\"watch\":[{\"image\":\"a\\tb\",\"triggers\":[\"cpu some 1s 2s\"]}]}",
-                    "t.json:1:20: image \"a\tb\" has a control character");
+                    "t.json:1:20: image has a control character");
         parse_fails("{\"watch\":[{\"container\":7,\"triggers\":[\"cpu some 1s 2s\"]}]}",
                     "t.json:1:24: container must be a string");
 }
