@@ -23,6 +23,7 @@
 #include "base/log.h"
 #include "base/macro.h"
 #include "base/fileio.h"
+#include "config/target.h"
 
 static void on_stop_signal(struct ev_loop *loop, ev_signal *sig, int revents) {
         Agent *a = ASSERT_PTR(sig->data);
@@ -193,7 +194,8 @@ int agent_run(const AgentOptions *opts) {
                           a->fds.starved + a->armed);
         bool waiting = false;
         for (size_t i = 0; i < a->config->n_watches; i++)
-                waiting = waiting || (a->config->watches[i].cgroup && discovery_follows_new_cgroups(a));
+                waiting =
+                        waiting || (!config_target_is_node(&a->config->watches[i]) && discovery_follows_new_cgroups(a));
         if (a->armed == 0 && !waiting) {
                 log_error("no trigger could be armed; nothing to watch");
                 goto finish;

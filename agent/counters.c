@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "agent/counters.h"
+#include "config/target.h"
 #include "base/array.h"
 #include "base/log.h"
 #include "base/macro.h"
@@ -25,8 +26,10 @@ const char *counters_prekill_label(CountersPrekill p) {
 }
 
 const char *counters_watch_label(const WatchConfig *cfg) {
-        /* A node-wide watch and one on the root cgroup ("") both watch the whole node. */
-        return cfg && cfg->cgroup && cfg->cgroup[0] ? cfg->cgroup : "/";
+        /* A node-wide watch and one on the root cgroup ("") both watch the whole node; a container
+         * watch is its selector as configured, never the names of what it matched (a pod name is
+         * not a label). */
+        return config_target_label(cfg);
 }
 
 static void count_watch(Counters *c, const char *label, CountersIncident type, PsiResource res, uint64_t stall_us) {

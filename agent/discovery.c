@@ -1,4 +1,5 @@
 /* SPDX-License-Identifier: MIT */
+#include <assert.h>
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -14,9 +15,16 @@
 #include "agent/health.h"
 #include "agent/watch.h"
 #include "base/array.h"
+#include "base/cgpath.h"
 #include "base/fileio.h"
 #include "base/log.h"
 #include "base/macro.h"
+#include "base/text.h"
+#include "config/target.h"
+#include "probes/ctrselect.h"
+
+/* Walks for containers not named yet, after the tree's last change: 3 x 31 s. */
+#define DISCOVERY_RETRIES 3
 
 /* A directory under inotify watch: somewhere a configured cgroup (or a glob's match) may appear. */
 typedef struct WatchedDir {
@@ -26,29 +34,35 @@ typedef struct WatchedDir {
 
 struct Discovery {
         Dirwatch *dirwatch;   /* where configured cgroups may appear */
+        ev_timer retry;       /* a container its runtime's files did not name yet is asked again */
+        unsigned retries;     /* walks the timer made since the tree last changed */
         bool rediscover;      /* a burst of its events asks for discovery_run() */
         bool watches_changed; /* ... or removed watches, for the metrics */
         WatchedDir *dirs;
         size_t n_dirs, cap_dirs;
-        bool inotify_full_warned;
-        bool *missing_warned; /* per config watch: "not there yet" said once */
+        bool inotify_full_warned, nocache_warned;
+        bool *missing_warned;         /* per config watch: "not there yet" said once */
+        struct KnownContainer *known; /* containers judged, sorted by path */
+        size_t n_known, cap_known;
 };
 
 /* inotify on a directory of the cgroup2 tree (relative path), once. */
 static void dir_watch(Agent *a, const char *path) {
         Discovery *d = a->discovery;
-        _cleanup_free_ char *abs = NULL;
+        _cleanup_free_ char *at = NULL;
         int wd;
 
-        if (!d->dirwatch || asprintf(&abs, "%s/%s", a->rt.sysroot->cgroup2_path, path) < 0)
+        /* Through the mount's directory the agent reads (its fd), not its path from "/": the same
+         * directory whatever the sysroot (a test's tree is not at "/"). */
+        if (!d->dirwatch || asprintf(&at, "/proc/self/fd/%d/%s", a->rt.sysroot->cgroup2_fd, path) < 0)
                 return;
-        wd = dirwatch_add(d->dirwatch, abs,
+        wd = dirwatch_add(d->dirwatch, at,
                           IN_CREATE | IN_DELETE | IN_MOVED_TO | IN_MOVED_FROM | IN_ONLYDIR | IN_DONT_FOLLOW);
         if (wd < 0) {
                 if (wd == -ENOSPC && !d->inotify_full_warned) {
-                        log_warning("out of inotify watches (fs.inotify.max_user_watches): new cgroups under %s are "
-                                    "not noticed until the next reload",
-                                    abs);
+                        log_warning("out of inotify watches (fs.inotify.max_user_watches): new cgroups under %s/%s "
+                                    "are not noticed until the next reload",
+                                    a->rt.sysroot->cgroup2_path, path);
                         d->inotify_full_warned = true;
                 }
                 return;
@@ -127,15 +141,199 @@ static unsigned discover_walk(Agent *a, const WatchConfig *cfg, const char *rest
         return n;
 }
 
+/* Which container watches a container's cgroup matches, from its names read once: a walk asks
+ * here before the cache, so a node with more containers than the cache holds does not read every
+ * container's files again at every walk. Sorted by path; forgotten when the cgroup goes, all of it
+ * at a reload (the watches change). */
+typedef struct KnownContainer {
+        char *path;
+        bool *matches; /* per config watch */
+} KnownContainer;
+
+static KnownContainer *known_find(Discovery *d, const char *path, size_t *ret_at) {
+        size_t lo = 0, hi = d->n_known;
+
+        while (lo < hi) {
+                size_t mid = lo + (hi - lo) / 2;
+                int c = strcmp(d->known[mid].path, path);
+                if (c == 0)
+                        return &d->known[mid];
+                if (c < 0)
+                        lo = mid + 1;
+                else
+                        hi = mid;
+        }
+        *ret_at = lo;
+        return NULL;
+}
+
+/* Takes matches; frees it when out of memory (the container is judged again at the next walk). */
+static void known_insert(Discovery *d, size_t at, const char *path, bool *matches) {
+        char *p = strdup(path);
+
+        if (!p || array_grow((void **) &d->known, &d->cap_known, d->n_known, 64, sizeof *d->known) < 0) {
+                free(p);
+                free(matches);
+                return;
+        }
+        memmove(&d->known[at + 1], &d->known[at], (d->n_known - at) * sizeof *d->known);
+        d->known[at] = (KnownContainer) { .path = p, .matches = matches };
+        d->n_known++;
+}
+
+/* gone and what was below it. */
+static void known_forget(Discovery *d, const char *gone) {
+        size_t j = 0;
+
+        for (size_t i = 0; i < d->n_known; i++) {
+                if (cgpath_covers(gone, d->known[i].path)) {
+                        free(d->known[i].path);
+                        free(d->known[i].matches);
+                } else
+                        d->known[j++] = d->known[i];
+        }
+        d->n_known = j;
+}
+
+static void known_clear(Discovery *d) {
+        for (size_t i = 0; i < d->n_known; i++) {
+                free(d->known[i].path);
+                free(d->known[i].matches);
+        }
+        d->n_known = 0;
+}
+
+/* Names the container at path and judges it against every container watch: NULL when it is not
+ * named yet (then a timer asks again) or out of memory; else the verdicts, remembered. */
+static const bool *judge(Agent *a, const char *path) {
+        Discovery *d = a->discovery;
+        const ContainerInfo *info = container_cache_lookup(a->rt.containers, path);
+        KnownContainer *k;
+        bool *matches;
+        size_t at = 0;
+
+        if (!info)
+                return NULL;
+        /* Named by nothing yet (a lookup that raced the runtime writing its files, or a read that
+         * failed): the cache asks again after CONTAINER_CACHE_RETRY_US, and so does the walk, a few
+         * times after the tree's last change (plain containerd's containers are never named: no
+         * polling for them). */
+        if (info->unnamed[0] && !info->sandbox) {
+                if (d->dirwatch && !ev_is_active(&d->retry) && d->retries < DISCOVERY_RETRIES) {
+                        ev_timer_set(&d->retry, (double) CONTAINER_CACHE_RETRY_US / USEC_PER_SEC + 1., 0.);
+                        ev_timer_start(a->loop, &d->retry);
+                }
+                return NULL;
+        }
+        matches = calloc(a->config->n_watches, sizeof *matches);
+        if (!matches)
+                return NULL;
+        for (size_t i = 0; i < a->config->n_watches; i++) {
+                const WatchConfig *cfg = &a->config->watches[i];
+
+                matches[i] = config_target_by_container(cfg) && ctrselect_match(&cfg->select, info);
+                if (matches[i]) {
+                        /* A rootless user writes its own containers' names: never raw on a terminal. */
+                        char name[sizeof info->name], image[sizeof info->image];
+                        log_info("container %s (%s %.12s, image %s) matches %s: arming %s",
+                                 text_terminal_safe(info->pod_container[0] ? info->pod_container : info->name, name,
+                                                    sizeof name),
+                                 info->runtime, info->id,
+                                 info->image[0] ? text_terminal_safe(info->image, image, sizeof image) : "unknown",
+                                 cfg->select_text, path);
+                }
+        }
+        if (known_find(d, path, &at))
+                assert(!"judged twice");
+        known_insert(d, at, path, matches);
+        k = known_find(d, path, &at);
+        return k ? k->matches : NULL;
+}
+
+/* The walk for containers: a cgroup where containers may appear is watched (inotify); a
+ * container's is armed for every container watch whose selector it matches. */
+typedef struct ContainerWalk {
+        Agent *a;
+        unsigned *matched; /* per config watch: how many containers match */
+} ContainerWalk;
+
+static int on_container_walk(const char *path, bool container, void *userdata) {
+        ContainerWalk *cw = userdata;
+        Agent *a = cw->a;
+        const KnownContainer *k;
+        const bool *matches;
+        size_t at;
+
+        if (!container) {
+                dir_watch(a, path);
+                return 0;
+        }
+        k = known_find(a->discovery, path, &at);
+        matches = k ? k->matches : judge(a, path);
+        for (size_t i = 0; matches && i < a->config->n_watches; i++) {
+                const WatchConfig *cfg = &a->config->watches[i];
+
+                if (!matches[i])
+                        continue;
+                cw->matched[i]++;
+                if (!watch_find(a, cfg, path))
+                        (void) watch_new(a, cfg, path);
+        }
+        return 0;
+}
+
+/* Every container watch's matches: one walk of the tree for all of them. */
+static void discover_containers(Agent *a) {
+        _cleanup_free_ unsigned *matched = NULL;
+        Discovery *d = a->discovery;
+        bool any = false;
+        int r;
+
+        for (size_t i = 0; i < a->config->n_watches; i++)
+                any = any || config_target_by_container(&a->config->watches[i]);
+        if (!any || a->rt.sysroot->cgroup2_fd < 0)
+                return;
+        matched = calloc(a->config->n_watches, sizeof *matched);
+        if (!matched) {
+                log_warning("out of memory: containers that appeared are not armed until the next change");
+                return;
+        }
+        if (!a->rt.containers) { /* no memory for the cache at start: nothing can be named */
+                if (!d->nocache_warned)
+                        log_warning("containers cannot be named (out of memory): container watches arm nothing");
+                d->nocache_warned = true;
+                return;
+        }
+        r = ctrselect_walk(a->rt.sysroot->cgroup2_fd, on_container_walk,
+                           &(ContainerWalk) { .a = a, .matched = matched });
+        container_cache_done(a->rt.containers);
+        if (r < 0)
+                log_warning_errno(r, "cannot walk the cgroup tree for containers");
+        for (size_t i = 0; i < a->config->n_watches; i++) {
+                const WatchConfig *cfg = &a->config->watches[i];
+
+                if (!config_target_by_container(cfg))
+                        continue;
+                if (matched[i] == 0 && !d->missing_warned[i]) {
+                        log_info("no container matches %s yet; matches are armed as they appear", cfg->select_text);
+                        d->missing_warned[i] = true;
+                } else if (matched[i] > 0)
+                        d->missing_warned[i] = false;
+        }
+}
+
 /* Arms whatever the config asks for and is not armed yet: node-wide watches, concrete cgroups that
- * now exist, and every current match of a glob. */
+ * now exist, every current match of a glob, and every container a selector matches. */
 void discovery_run(Agent *a) {
         Discovery *d = a->discovery;
 
+        discover_containers(a);
         for (size_t i = 0; i < a->config->n_watches; i++) {
                 const WatchConfig *cfg = &a->config->watches[i];
                 unsigned n;
 
+                if (config_target_by_container(cfg))
+                        continue;
                 if (!cfg->cgroup) {
                         if (!watch_find(a, cfg, NULL))
                                 (void) watch_new(a, cfg, NULL);
@@ -162,8 +360,10 @@ static void on_dir_event(Dirwatch *dw, const struct inotify_event *e, void *user
         const WatchedDir *dir = NULL;
 
         if (!e) { /* the end of a burst: act once on what it said */
-                if (d->rediscover)
+                if (d->rediscover) {
+                        d->retries = 0;
                         discovery_run(a);
+                }
                 if (d->rediscover || d->watches_changed)
                         health_update(a);
                 d->rediscover = d->watches_changed = false;
@@ -192,6 +392,7 @@ static void on_dir_event(Dirwatch *dw, const struct inotify_event *e, void *user
                 _cleanup_free_ char *gone = NULL;
                 if (asprintf(&gone, "%s%s%s", dir->path, dir->path[0] ? "/" : "", e->name) < 0)
                         return;
+                known_forget(d, gone);
                 for (size_t i = 0; i < a->n_watches;) {
                         Watch *w = a->watches[i];
                         if (w->path && strcmp(w->path, gone) == 0) {
@@ -205,6 +406,14 @@ static void on_dir_event(Dirwatch *dw, const struct inotify_event *e, void *user
         }
 }
 
+static void on_retry(struct ev_loop *loop, ev_timer *t, int revents) {
+        Agent *a = ASSERT_PTR(t->data);
+
+        a->discovery->retries++;
+        discovery_run(a);
+        health_update(a);
+}
+
 int discovery_start(Agent *a) {
         Discovery *d = calloc(1, sizeof *d);
         int r;
@@ -216,6 +425,8 @@ int discovery_start(Agent *a) {
                 free(d);
                 return -ENOMEM;
         }
+        ev_timer_init(&d->retry, on_retry, 0., 0.);
+        d->retry.data = a;
         a->discovery = d;
         /* Cgroups that appear later (a glob's new match, a configured path created after start, one
          * removed and created again) are noticed by inotify on their parent directories. */
@@ -233,10 +444,13 @@ void discovery_stop(Agent *a) {
 
         if (!d)
                 return;
+        ev_timer_stop(a->loop, &d->retry);
         d->dirwatch = dirwatch_free(d->dirwatch);
         for (size_t i = 0; i < d->n_dirs; i++)
                 free(d->dirs[i].path);
         free(d->dirs);
+        known_clear(d);
+        free(d->known);
         free(d->missing_warned);
         free(d);
         a->discovery = NULL;
@@ -247,6 +461,7 @@ bool discovery_follows_new_cgroups(const Agent *a) {
 }
 
 void discovery_take_warned(Agent *a, bool *missing_warned) {
+        known_clear(a->discovery); /* judged against the old config's watches */
         free(a->discovery->missing_warned);
         a->discovery->missing_warned = missing_warned;
 }

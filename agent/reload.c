@@ -13,6 +13,7 @@
 #include "agent/trigger.h"
 #include "agent/watch.h"
 #include "base/log.h"
+#include "config/target.h"
 #include "base/macro.h"
 
 static void reopen_outputs(Agent *a) {
@@ -35,12 +36,11 @@ const WatchConfig *reload_match_watch(const Config *old, const WatchConfig *ow, 
         size_t occurrence = 0, seen = 0;
 
         for (size_t i = 0; i < old->n_watches && &old->watches[i] != ow; i++)
-                if (!old->watches[i].cgroup == !ow->cgroup &&
-                    (!ow->cgroup || strcmp(old->watches[i].cgroup, ow->cgroup) == 0))
+                if (config_target_same(&old->watches[i], ow))
                         occurrence++;
         for (size_t i = 0; i < nc->n_watches; i++) {
                 const WatchConfig *nw = &nc->watches[i];
-                if (!nw->cgroup != !ow->cgroup || (ow->cgroup && strcmp(nw->cgroup, ow->cgroup) != 0))
+                if (!config_target_same(nw, ow))
                         continue;
                 if (seen++ == occurrence)
                         return nw;

@@ -8,7 +8,7 @@
 
 void reload_config(Agent *a);
 
-/* The watch of the new config nc that is ow (a watch of old) across a reload: the same cgroup
- * (pattern) text, node-wide alike, and the same occurrence of that text in the list. NULL when nc
- * has none. Pure. */
+/* The watch of the new config nc that is ow (a watch of old) across a reload: the same target
+ * (config_target_same(): the cgroup pattern text or the container selector, node-wide alike) and
+ * the same occurrence of it in the list. NULL when nc has none. Pure. */
 const WatchConfig *reload_match_watch(const Config *old, const WatchConfig *ow, const Config *nc);

@@ -39,6 +39,8 @@ static void help(FILE *f) {
               "the cgroup's threads with taskstats delay accounting and writes one JSON incident per line\n"
               "naming the most-delayed processes. An OOM kill in a watched cgroup becomes an incident of\n"
               "type \"oom\" naming the victim and the pressure incidents that led to it (from /dev/kmsg).\n"
+              "A watch selects the node, a cgroup (a path or glob), or containers by their name, image\n"
+              "or Kubernetes pod (globs: \"container\", \"image\", \"pod\": \"NAMESPACE/NAME\").\n"
               "\n"
               "Agent options:\n"
               "  -c, --config FILE        JSON config (default: node-wide cpu, memory and io triggers,\n"

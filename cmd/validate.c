@@ -7,6 +7,7 @@
 #include "agent/runtime.h"
 #include "cmd/validate.h"
 #include "config/config.h"
+#include "config/target.h"
 #include "probes/sysroot.h"
 #include "probes/system.h"
 #include "triggers/trigger.h"
@@ -51,7 +52,7 @@ int validate_run(const char *path) {
                         char buf[96];
                         bool changed = psi_trigger_spec_effective(&w->triggers[j].spec, privileged, &e) > 0;
 
-                        printf("%s: \"%s\"%s%s%s -> %s\n", w->cgroup ? (w->cgroup[0] ? w->cgroup : "/") : "node",
+                        printf("%s: \"%s\"%s%s%s -> %s\n", config_target_is_node(w) ? "node" : config_target_label(w),
                                w->triggers[j].text, changed ? " (armed as \"" : "",
                                changed ? psi_trigger_spec_format(&e, buf, sizeof buf) : "", changed ? "\")" : "",
                                w->output);

@@ -14,6 +14,7 @@
 #include "config/config.h"
 #include "config/jsonpos.h"
 #include "config/keys.h"
+#include "config/target.h"
 #include "probes/sysroot.h"
 #include "sinks/registry.h"
 
@@ -195,6 +196,27 @@ static int parse_plain_value(ParseState *st, const ConfigKey *k, json_t *v, cons
         }
 }
 
+/* The cgroup, container, image or pod of a watch (config/target.h). */
+static int parse_target(ParseState *st, WatchConfig *wc, const char *key, json_t *v, const JsonPathElem *path,
+                        size_t n) {
+        _cleanup_free_ char *where = NULL;
+        const char *s = json_string_value(v);
+        unsigned line, col;
+        char why[512];
+        int r;
+
+        if (!s || json_string_length(v) != strlen(s))
+                return fail_at(st, path, n, "%s must be a string without NUL bytes", key);
+        if (json_locate(st->text, st->len, path, n, &line, &col) < 0
+                    ? asprintf(&where, "%s", st->name) < 0
+                    : asprintf(&where, "%s:%u:%u", st->name, line, col) < 0) {
+                where = NULL;
+                return -ENOMEM;
+        }
+        r = config_target_set(wc, key, s, where, why, sizeof why);
+        return r == -EINVAL ? fail_at(st, path, n, "%s", why) : r;
+}
+
 static int parse_watch(ParseState *st, Config *c, json_t *w, size_t wi, WatchConfig *ret) {
         JsonPathElem path[4] = { JSON_KEY("watch"), JSON_INDEX(wi) };
         WatchConfig wc = {};
@@ -214,41 +236,10 @@ static int parse_watch(ParseState *st, Config *c, json_t *w, size_t wi, WatchCon
                 r = find_key(st, key, CONFIG_KEY_WATCH, path, 3, &k);
                 if (r < 0)
                         goto fail;
-                if (k->type == CONFIG_KEY_CGROUP) {
-                        const char *p;
-
-                        if (!json_is_string(v)) {
-                                r = fail_at(st, path, 3, "cgroup must be a string");
+                if (k->type == CONFIG_KEY_CGROUP || k->type == CONFIG_KEY_CONTAINER) {
+                        r = parse_target(st, &wc, key, v, path, 3);
+                        if (r < 0)
                                 goto fail;
-                        }
-                        p = json_string_value(v);
-                        if (json_string_length(v) != strlen(p) || cgroup_path_validate(p) < 0) {
-                                r = fail_at(st, path, 3,
-                                            "cgroup \"%s\" must be a path relative to the cgroup2 mount, without "
-                                            "\".\" or \"..\" segments or empty segments",
-                                            p);
-                                goto fail;
-                        }
-                        while (*p == '/')
-                                p++;
-                        free(wc.cgroup);
-                        /* "" and "/" mean the root cgroup, which is a cgroup watch, not node-wide. */
-                        wc.cgroup = strdup(p);
-                        if (!wc.cgroup) {
-                                r = -ENOMEM;
-                                goto fail;
-                        }
-                        /* Where it was written, for errors found later against the host. */
-                        unsigned line, col;
-                        free(wc.cgroup_where);
-                        wc.cgroup_where = NULL;
-                        if (json_locate(st->text, st->len, path, 3, &line, &col) < 0
-                                    ? asprintf(&wc.cgroup_where, "%s", st->name) < 0
-                                    : asprintf(&wc.cgroup_where, "%s:%u:%u", st->name, line, col) < 0) {
-                                wc.cgroup_where = NULL;
-                                r = -ENOMEM;
-                                goto fail;
-                        }
                 } else if (k->type == CONFIG_KEY_TRIGGERS) {
                         triggers = v;
                         triggers_key = k;
@@ -312,8 +303,7 @@ fail:
         for (size_t i = 0; i < wc.n_triggers; i++)
                 free(wc.triggers[i].text);
         free(wc.triggers);
-        free(wc.cgroup);
-        free(wc.cgroup_where);
+        config_target_clear(&wc);
         free(wc.output);
         return r;
 }
@@ -327,8 +317,7 @@ Config *config_free(Config *c) {
                 for (size_t j = 0; j < w->n_triggers; j++)
                         free(w->triggers[j].text);
                 free(w->triggers);
-                free(w->cgroup);
-                free(w->cgroup_where);
+                config_target_clear(w);
                 free(w->output);
         }
         free(c->watches);

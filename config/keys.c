@@ -14,6 +14,10 @@
 /* The watch-only keys first: a watch's "unknown key" error lists them before the shared ones. */
 const ConfigKey config_keys[] = {
         { "cgroup", CONFIG_KEY_CGROUP, CONFIG_KEY_WATCH, 0, 0, 0, NULL, NOWHERE, IN_WATCH(cgroup), 0, true, NULL },
+        /* Containers by their names (config/target.h stores them in WatchConfig.select). */
+        { "container", CONFIG_KEY_CONTAINER, CONFIG_KEY_WATCH, 0, 0, 0, NULL, NOWHERE, NOWHERE, 0, true, NULL },
+        { "image", CONFIG_KEY_CONTAINER, CONFIG_KEY_WATCH, 0, 0, 0, NULL, NOWHERE, NOWHERE, 0, true, NULL },
+        { "pod", CONFIG_KEY_CONTAINER, CONFIG_KEY_WATCH, 0, 0, 0, NULL, NOWHERE, NOWHERE, 0, true, NULL },
         { "triggers", CONFIG_KEY_TRIGGERS, CONFIG_KEY_WATCH, 1, CONFIG_TRIGGERS_PER_WATCH_MAX, 0, NULL, NOWHERE,
           IN_WATCH(triggers), 0, true, NULL },
         { "output", CONFIG_KEY_OUTPUT, CONFIG_KEY_TOP | CONFIG_KEY_WATCH, 0, 0, 0, "-", IN_CONFIG(output),

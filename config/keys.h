@@ -20,6 +20,7 @@ typedef enum ConfigKeyType {
         CONFIG_KEY_SOCKET,        /* "" (none) or an absolute path a unix socket address holds: a char * */
         CONFIG_KEY_PATHS,         /* a list of at most max absolute paths (kill_log_files) */
         CONFIG_KEY_CGROUP,        /* a cgroup path or pattern (a watch's) */
+        CONFIG_KEY_CONTAINER,     /* a glob on a container's names (a watch's container, image, pod) */
         CONFIG_KEY_TRIGGERS,      /* a list of at most max trigger strings (a watch's) */
         CONFIG_KEY_WATCHES,       /* the list of at most max watches */
         CONFIG_KEY_SCHEMA,        /* "$schema": accepted, ignored */

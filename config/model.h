@@ -7,6 +7,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "probes/ctrselect.h"
 #include "triggers/trigger.h"
 
 #define CONFIG_TOP_MAX 1000
@@ -20,9 +21,13 @@ typedef struct WatchTrigger {
         PsiTriggerSpec spec; /* parsed, before any 2 s rounding */
 } WatchTrigger;
 
+/* What a watch watches (config/target.h): the node (no cgroup, no selector), a cgroup path or glob,
+ * or every container its selector's globs choose (never both a cgroup and a selector). */
 typedef struct WatchConfig {
-        char *cgroup;       /* relative to the cgroup2 mount, without leading '/'; NULL: node-wide */
-        char *cgroup_where; /* "FILE:LINE:COLUMN" of the cgroup value, for errors found later */
+        char *cgroup;             /* relative to the cgroup2 mount, without leading '/'; NULL: none */
+        char *cgroup_where;       /* "FILE:LINE:COLUMN" of the cgroup value, for errors found later */
+        ContainerSelector select; /* the container, image and pod keys; none set: not by container */
+        char *select_text;        /* the selector as ctrselect_format() writes it, NULL without one */
         WatchTrigger *triggers;
         size_t n_triggers;
         /* Resolved: the watch's own value or the global default. */

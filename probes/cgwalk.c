@@ -84,6 +84,8 @@ static int visit_node(Walk *k, CgroupWalkNode *node) {
                 k->stopped = true;
                 return 0;
         }
+        if (r == CGROUP_WALK_PRUNE)
+                return 0;
         r = opendir_at(node->fd, ".", &d);
         if (r < 0)
                 return r;

@@ -27,6 +27,8 @@
 
 /* A visitor's return to end the walk there (what it looked for is found, its budget spent). */
 #define CGROUP_WALK_STOP 1
+/* A visitor's return to go on without the cgroup's children (what it looks for is never below). */
+#define CGROUP_WALK_PRUNE 2
 
 typedef struct CgroupWalkNode CgroupWalkNode;
 struct CgroupWalkNode {
@@ -39,8 +41,9 @@ struct CgroupWalkNode {
 };
 
 typedef struct CgroupWalk {
-        /* Called once per cgroup. 0 to go on (into its children too), CGROUP_WALK_STOP to end the
-         * walk, or -errno (see the policy above). Must not close node->fd. */
+        /* Called once per cgroup. 0 to go on (into its children too), CGROUP_WALK_PRUNE to go on
+         * past its children, CGROUP_WALK_STOP to end the walk, or -errno (see the policy above).
+         * Must not close node->fd. */
         int (*visit)(CgroupWalkNode *node, void *userdata);
         /* Optional: called for each child of parent that could not be read (not: one that
          * vanished), with its directory name and the error; the walk goes on. */

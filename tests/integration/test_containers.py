@@ -19,52 +19,12 @@ import time
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from common import (Failed, ScratchCgroup, check, check_kernel, run, skip, start_watching, stop_agent,  # noqa: E402
                     validator, wait_lines)
+from ctrutil import RUN_OPTS, build_image, need_podman, podman, start as ctr_start, v1_cleanup  # noqa: E402
 
 PSIDIAG, WORKLOAD, SCHEMAS = sys.argv[1:4]
 TAG = f"psidiag-it-names-{os.getpid()}"
 IMAGE = f"localhost/{TAG}:1"
 WEB, BATCH = f"web-{os.getpid()}", f"batch-{os.getpid()}"
-
-
-def podman(*args, timeout=120):
-    return subprocess.run(["podman", *args], capture_output=True, text=True, timeout=timeout)
-
-
-def build_image(tmp):
-    """A busybox rootfs as an image, offline."""
-    root = os.path.join(tmp, "rootfs")
-    os.makedirs(os.path.join(root, "bin"))
-    shutil.copy("/bin/busybox", os.path.join(root, "bin", "busybox"))
-    for applet in ("sh", "yes", "sleep"):
-        os.symlink("busybox", os.path.join(root, "bin", applet))
-    tar = os.path.join(tmp, "rootfs.tar")
-    subprocess.run(["tar", "-C", root, "-cf", tar, "."], check=True)
-    p = podman("import", tar, IMAGE)
-    if p.returncode != 0:
-        skip(f"podman import failed: {p.stderr.strip()[-300:]}")
-
-
-# crun refuses hybrid hosts ("cgroups in hybrid mode not supported"); runc runs there. The default
-# RLIMIT_NOFILE and RLIMIT_NPROC podman asks for may be above our hard limits.
-LIMITS = ["--ulimit", "nofile=1024:1024", "--ulimit", "nproc=4096:4096"]
-RUN_OPTS = [LIMITS, ["--runtime", "runc", *LIMITS]]
-
-
-def start(name, parent, script, opts):
-    return podman("run", "-d", *opts, "--name", name, "--cgroup-parent", "/" + parent, "--network", "none", IMAGE,
-                  "/bin/sh", "-c", script)
-
-
-def v1_cleanup(rel):
-    """podman's cgroupfs driver makes the parent in every v1 hierarchy too."""
-    for top in os.listdir("/sys/fs/cgroup"):
-        path = os.path.join("/sys/fs/cgroup", top, rel)
-        if top != "unified" and os.path.isdir(path):
-            for d, _, _ in sorted(os.walk(path), key=lambda w: -len(w[0])):
-                try:
-                    os.rmdir(d)
-                except OSError:
-                    pass
 
 
 def names_in(inc):
@@ -80,20 +40,17 @@ def names_in(inc):
 
 def main():
     mount = check_kernel()
-    if not shutil.which("podman"):
-        skip("podman is not installed (apt-get install podman)")
-    if not os.path.exists("/bin/busybox"):
-        skip("/bin/busybox is missing (apt-get install busybox-static): the test image is made of it")
+    need_podman()
     validate = validator(SCHEMAS)
     tmp = tempfile.mkdtemp(prefix="psidiag-it-names-")
     agent = None
     try:
         with ScratchCgroup(mount, "names") as parent:
             try:
-                build_image(tmp)
+                build_image(tmp, IMAGE)
                 opts = None
                 for o in RUN_OPTS:
-                    p = start(WEB, parent.rel, "while :; do :; done & while :; do :; done", o)
+                    p = ctr_start(WEB, parent.rel, IMAGE, "while :; do :; done & while :; do :; done", o)
                     if p.returncode == 0:
                         opts = o
                         break
@@ -102,7 +59,7 @@ def main():
                 if opts is None:
                     skip(f"podman cannot run a container here: {why}")
                 agent, out, log = start_watching(PSIDIAG, tmp, parent, "names", "cpu some 50ms 2s", top=8)
-                p = start(BATCH, parent.rel, "yes >/dev/null & yes >/dev/null & yes >/dev/null & yes >/dev/null",
+                p = ctr_start(BATCH, parent.rel, IMAGE, "yes >/dev/null & yes >/dev/null & yes >/dev/null & yes >/dev/null",
                           opts)
                 check(p.returncode == 0, f"podman run {BATCH}: {p.stderr}")
 

@@ -28,6 +28,7 @@ typedef struct Visits {
         const char *root_file; /* reads this file of the root */
         const char *dir;       /* removes the other one of x and y on visiting either */
         size_t stop_after;     /* CGROUP_WALK_STOP on this visit (1-based), 0 never */
+        const char *prune;     /* CGROUP_WALK_PRUNE on this cgroup */
         /* What the walk reported. */
         char unreadable_parent[8][64], unreadable_name[8][64];
         unsigned unreadable_parent_depth[8];
@@ -59,6 +60,8 @@ static int visit(CgroupWalkNode *node, void *userdata) {
                 snprintf(other, sizeof other, "%s/%s", v->dir, strcmp(node->path, "x") == 0 ? "y" : "x");
                 (void) rmdir(other);
         }
+        if (v->prune && strcmp(node->path, v->prune) == 0)
+                return CGROUP_WALK_PRUNE;
         return v->stop_after == v->n ? CGROUP_WALK_STOP : 0;
 }
 
@@ -127,6 +130,13 @@ static void test_order(void **state) {
         v = (Visits) { .stop_after = 2 };
         assert_int_equal(walk(dir, 0, &v), 0);
         assert_int_equal(v.n, 2);
+
+        /* Told to prune "a": a visited, not a/b; the walk goes on to c. */
+        v = (Visits) { .prune = "a" };
+        assert_int_equal(walk(dir, 0, &v), 0);
+        assert_int_equal(v.n, 3);
+        assert_true(find(&v, "a") > 0 && find(&v, "c") > 0);
+        assert_int_equal(find(&v, "a/b"), -1);
         assert_int_equal(fake_tree_remove(dir), 0);
 }
 

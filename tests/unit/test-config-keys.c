@@ -386,6 +386,9 @@ static void test_parser_takes_every_other_key(void **state) {
                 { "metrics_file", "{\"metrics_file\": \"/tmp/psidiag.prom\", \"watch\": [{" WATCH_TRIGGERS "}]}" },
                 { "prekill_socket", "{\"prekill_socket\": \"/tmp/hook/psidiag\", \"watch\": [{" WATCH_TRIGGERS "}]}" },
                 { "cgroup", "{\"watch\": [{\"cgroup\": \"a/b\", " WATCH_TRIGGERS "}]}" },
+                { "container", "{\"watch\": [{\"container\": \"web*\", " WATCH_TRIGGERS "}]}" },
+                { "image", "{\"watch\": [{\"image\": \"nginx:*\", " WATCH_TRIGGERS "}]}" },
+                { "pod", "{\"watch\": [{\"pod\": \"payments/*\", " WATCH_TRIGGERS "}]}" },
                 { "triggers", "{\"watch\": [{" WATCH_TRIGGERS "}]}" },
                 { "watch", "{\"watch\": [{" WATCH_TRIGGERS "}]}" },
                 { "$schema", "{\"$schema\": \"x\", \"watch\": [{" WATCH_TRIGGERS "}]}" },
@@ -424,8 +427,8 @@ static void test_unknown_key_errors(void **state) {
         free(error);
         assert_null(parse("{\"watch\": [{\"colour\": 1}]}", &error));
         assert_string_equal(error,
-                            "t.json:1:23: unknown key \"colour\" in watch (expected cgroup, triggers, output, top, "
-                            "sample_ms, cooldown_ms)");
+                            "t.json:1:23: unknown key \"colour\" in watch (expected cgroup, container, image, pod, "
+                            "triggers, output, top, sample_ms, cooldown_ms)");
         free(error);
         assert_null(parse("{\"watch\": [{\"output_format\": \"otlp\"}]}", &error));
         assert_string_equal(error, "t.json:1:30: output_format is one setting for every output: set it at the top "

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "config/config.h"
+#include "config/target.h"
 #include "config/jsonpos.h"
 #include "tests/unit/test-util.h"
 
@@ -92,6 +93,53 @@ static void test_default_config(void **state) {
                 assert_int_equal(c->watches[0].triggers[i].spec.window_us % 2000000, 0);
         assert_string_equal(c->output, "-");
         config_free(c);
+}
+
+/* Watches by container names: the selectors stored, the label, and every error at its key. */
+static void test_container_watches(void **state) {
+        char *error = NULL;
+        Config *c = NULL;
+        const char *text = "{\"watch\": [\n"
+                           "  {\"container\": \"web*\", \"image\": \"nginx:*\", \"triggers\": [\"cpu some 1s 2s\"], "
+                           "\"top\": 3},\n"
+                           "  {\"pod\": \"payments/*\", \"triggers\": [\"memory some 1s 2s\"]}]}";
+
+        assert_int_equal(config_parse(text, strlen(text), "t.json", &c, &error), 0);
+        assert_null(c->watches[0].cgroup);
+        assert_string_equal(c->watches[0].select.name, "web*");
+        assert_string_equal(c->watches[0].select.image, "nginx:*");
+        assert_null(c->watches[0].select.pod_namespace);
+        assert_int_equal(c->watches[0].top, 3);
+        assert_string_equal(config_target_label(&c->watches[0]), "container=web* image=nginx:*");
+        assert_true(config_target_by_container(&c->watches[0]));
+        assert_false(config_target_is_node(&c->watches[0]));
+        assert_string_equal(c->watches[1].select.pod_namespace, "payments");
+        assert_string_equal(c->watches[1].select.pod_name, "*");
+        assert_string_equal(config_target_label(&c->watches[1]), "pod=payments/*");
+        assert_false(config_target_same(&c->watches[0], &c->watches[1]));
+        assert_true(config_target_same(&c->watches[1], &c->watches[1]));
+        config_free(c);
+
+        parse_fails("{\"watch\":[{\"cgroup\":\"a\",\n \"container\":\"web\",\"triggers\":[\"cpu some 1s 2s\"]}]}",
+                    "t.json:2:14: container: a watch selects either a cgroup (cgroup) or containers by their names "
+                    "(container, image, pod), not both");
+        parse_fails("{\"watch\":[{\"image\":\"x\",\"cgroup\":\"a\",\"triggers\":[\"cpu some 1s 2s\"]}]}",
+                    "t.json:1:33: cgroup: a watch selects either a cgroup");
+        parse_fails("{\"watch\":[{\"pod\":\"payments\",\"triggers\":[\"cpu some 1s 2s\"]}]}",
+                    "t.json:1:18: pod \"payments\" must be NAMESPACE/NAME, each a glob");
+        parse_fails("{\"watch\":[{\"pod\":\"a/b/c\",\"triggers\":[\"cpu some 1s 2s\"]}]}",
+                    "t.json:1:18: pod \"a/b/c\" must be NAMESPACE/NAME");
+        parse_fails("{\"watch\":[{\"pod\":\"/b\",\"triggers\":[\"cpu some 1s 2s\"]}]}",
+                    "t.json:1:18: pod \"/b\" must be NAMESPACE/NAME");
+        parse_fails("{\"watch\":[{\"pod\":\"a\\u001b[2J/b\",\"triggers\":[\"cpu some 1s 2s\"]}]}",
+                    "t.json:1:18: pod has a control character");
+        parse_fails("{\"watch\":[{\"pod\":\"\",\"triggers\":[\"cpu some 1s 2s\"]}]}", "t.json:1:18: pod \"\" is empty");
+        parse_fails("{\"watch\":[{\"container\":\"\",\"triggers\":[\"cpu some 1s 2s\"]}]}",
+                    "t.json:1:24: container \"\" is empty");
+        parse_fails("{\"watch\":[{\"image\":\"a\\tb\",\"triggers\":[\"cpu some 1s 2s\"]}]}",
+                    "t.json:1:20: image has a control character");
+        parse_fails("{\"watch\":[{\"container\":7,\"triggers\":[\"cpu some 1s 2s\"]}]}",
+                    "t.json:1:24: container must be a string");
 }
 
 static void test_errors_with_positions(void **state) {
@@ -249,7 +297,7 @@ int main(void) {
                 cmocka_unit_test(test_default_config),   cmocka_unit_test(test_errors_with_positions),
                 cmocka_unit_test(test_syntax_errors),    cmocka_unit_test(test_resolve_cgroups),
                 cmocka_unit_test(test_load_file_errors), cmocka_unit_test(test_json_locate),
-                cmocka_unit_test(test_output_format),
+                cmocka_unit_test(test_output_format),    cmocka_unit_test(test_container_watches),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -14,6 +14,10 @@ static void test_watch_label(void **state) {
         assert_string_equal(counters_watch_label(&root), "/");
         assert_string_equal(counters_watch_label(&glob), "kubepods/*");
         assert_string_equal(counters_watch_label(NULL), "/");
+        /* a container watch: its selectors as configured, never what it matched */
+        char web[] = "web*", text[] = "container=web*";
+        WatchConfig by_name = { .select = { .name = web }, .select_text = text };
+        assert_string_equal(counters_watch_label(&by_name), "container=web*");
 }
 
 static void test_count_incident(void **state) {

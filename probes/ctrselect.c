@@ -1,0 +1,105 @@
+/* SPDX-License-Identifier: MIT */
+#include <errno.h>
+#include <fnmatch.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "probes/cgmeta.h"
+#include "probes/cgwalk.h"
+#include "probes/ctrselect.h"
+
+/* The deepest a container's cgroup is found: rootless podman's
+ * user.slice/user-<uid>.slice/user@<uid>.service/user.slice/libpod-<id>.scope is 5, a Kubernetes
+ * container's 4, with room for cgroup parents of one's own. */
+#define CTRSELECT_MAX_DEPTH 16
+
+bool ctrselect_is_set(const ContainerSelector *s) {
+        return s && (s->name || s->image || s->pod_namespace || s->pod_name);
+}
+
+static bool glob_matches(const char *glob, const char *s) {
+        return !glob || (s[0] && fnmatch(glob, s, 0) == 0);
+}
+
+bool ctrselect_match(const ContainerSelector *s, const ContainerInfo *ci) {
+        /* A pod's container goes by its name in the pod spec; the runtime's name of it is made up
+         * (cri-dockerd's "k8s_web_pod_ns_uid_0"). */
+        const char *name = ci->pod_container[0] ? ci->pod_container : ci->name;
+
+        if (!ctrselect_is_set(s) || ci->unnamed[0] || ci->sandbox)
+                return false;
+        if ((s->pod_namespace || s->pod_name) && !ci->pod_name[0])
+                return false;
+        return glob_matches(s->name, name) && glob_matches(s->image, ci->image) &&
+               glob_matches(s->pod_namespace, ci->pod_namespace) && glob_matches(s->pod_name, ci->pod_name);
+}
+
+int ctrselect_glob_check(const char *glob, bool slash_ok, const char **ret_why) {
+        size_t n = strlen(glob);
+
+        if (n == 0)
+                *ret_why = "is empty";
+        else if (n > CTRSELECT_GLOB_MAX)
+                *ret_why = "is longer than 255 bytes";
+        else if (!slash_ok && strchr(glob, '/'))
+                *ret_why = "has a '/' (a namespace or a pod name never has one)";
+        else {
+                for (size_t i = 0; i < n; i++)
+                        if ((unsigned char) glob[i] < 0x20 || glob[i] == 0x7f) {
+                                *ret_why = "has a control character";
+                                return -EINVAL;
+                        }
+                return 0;
+        }
+        return -EINVAL;
+}
+
+char *ctrselect_format(const ContainerSelector *s, char *buf, size_t size) {
+        int n = snprintf(buf, size, "%s%s%s%s%s%s%s%s%s", s->name ? "container=" : "", s->name ? s->name : "",
+                         s->name && s->image ? " " : "", s->image ? "image=" : "", s->image ? s->image : "",
+                         (s->name || s->image) && s->pod_namespace ? " " : "", s->pod_namespace ? "pod=" : "",
+                         s->pod_namespace ? s->pod_namespace : "", s->pod_namespace ? "/" : "");
+        if (n >= 0 && (size_t) n < size && s->pod_name)
+                snprintf(buf + n, size - (size_t) n, "%s", s->pod_name);
+        return buf;
+}
+
+typedef struct Walk {
+        CtrselectVisit visit;
+        void *userdata;
+} Walk;
+
+static bool ends_with(const char *s, const char *suffix) {
+        size_t n = strlen(s), k = strlen(suffix);
+        return n >= k && strcmp(s + n - k, suffix) == 0;
+}
+
+static int visit(CgroupWalkNode *node, void *userdata) {
+        Walk *k = userdata;
+        const char *name = strrchr(node->path, '/');
+        CgroupMeta m;
+
+        name = name ? name + 1 : node->path;
+        if (node->depth == 0)
+                return k->visit(node->path, false, k->userdata);
+        /* A container's monitor (conmon) carries its id but runs none of its processes. */
+        if (strstr(name, "-conmon-"))
+                return CGROUP_WALK_PRUNE;
+        if (cgroup_meta_parse(node->path, &m) && m.container_id[0]) {
+                /* The walk stops at a container's outermost cgroup: what is below is its own. */
+                int r = k->visit(node->path, true, k->userdata);
+                return r < 0 ? r : CGROUP_WALK_PRUNE;
+        }
+        /* Containers are made in slices and cgroupfs parents, never in a service or scope, except
+         * systemd's user instance (rootless podman's scopes are under user@<uid>.service). */
+        if (ends_with(name, ".scope") || (ends_with(name, ".service") && strncmp(name, "user@", 5) != 0))
+                return CGROUP_WALK_PRUNE;
+        return k->visit(node->path, false, k->userdata);
+}
+
+int ctrselect_walk(int cgroup2_fd, CtrselectVisit fn, void *userdata) {
+        Walk k = { .visit = fn, .userdata = userdata };
+
+        return cgroup_walk(cgroup2_fd,
+                           &(CgroupWalk) { .visit = visit, .max_depth = CTRSELECT_MAX_DEPTH, .userdata = &k });
+}
