@@ -31,7 +31,7 @@ MOUNT = "/sys/fs/cgroup"
 SCRATCH = "/mnt/scratch"
 PORT = "/dev/virtio-ports/psidiag.results"
 # Each case's deadline in the guest (TCG runs several times slower than the host).
-DEADLINE_S = {"unit": 300, "systemd-oomd": 200, "oomd": 200}
+DEADLINE_S = {"unit": 300, "systemd-oomd": 200, "oomd": 200, "io-stuck": 200, "writeback": 180}
 DEFAULT_DEADLINE_S = 120
 CASES = {}
 
@@ -404,6 +404,93 @@ def triggers(validate):
         latency = woke - (t0[0] + 0.150)
         print(f"  wakeup latency: {latency * 1000:.0f} ms after the stall crossed 150 ms (window 1500 ms)")
         check(-0.2 < latency < 1.5, f"wakeup {latency:.3f} s after the threshold was crossed")
+
+
+def node_device(inc, name):
+    """The node's device of that name in an io incident's limits (node_devices), or {}."""
+    devs = ((inc.get("limits") or {}).get("io") or {}).get("node_devices") or []
+    return next((d for d in devs if d["device"] == name), {})
+
+
+@case
+def io_stuck(validate):
+    """A disk that does not answer: null_blk (a module of the stock kernel) completing each request
+    10 s after it came, and a dd writing to it with O_DIRECT in a cgroup of its own. A wait ends in
+    no 1 s sample, so no delay is measured (kernel-facts.md: delayacct): the incident names the dd
+    blocked and for how long (most_delayed[].blocked_now, blocked[].threads[].blocked_ms: since it
+    last ran, kernel-facts.md: blocked-since), the device stuck (requests in flight, none
+    completed), and never says "no process measured waiting"."""
+    p = sh(["modprobe", "null_blk", "nr_devices=1", "irqmode=2", "completion_nsec=10000000000", "gb=1"])
+    if p.returncode != 0:
+        skip(f"no null_blk: {p.stderr.strip()}")
+    try:
+        with ScratchCgroup(MOUNT, "stuck") as cg:
+            check(enable_controller(MOUNT, cg, "io"), "no cgroup2 io controller")
+            procs = []
+
+            def stuck(lines):
+                return [i for i in lines if node_device(i, "nullb0").get("verdict") == "stuck"
+                        and (i.get("most_delayed") or [{}])[0].get("blocked_now")]
+            lines, _ = agent_run(cg, "io some 50ms 2s", stuck, cooldown_ms=0, start=lambda: procs.append(
+                cg.spawn(["dd", "if=/dev/zero", "of=/dev/nullb0", "bs=4k", "count=100000", "oflag=direct"])))
+            inc = stuck(lines)[0]
+            validate(inc)
+            show(inc)
+            top = inc["most_delayed"][0]
+            ms = top["blocked_now"]["ms"]
+            print(f"  blocked: {top['comm']} tid {top['blocked_now']['tid']} for {ms} ms; blocked {inc['blocked']}")
+            check(top["pid"] == procs[0].pid and top["cgroup"] == "/" + cg.rel and 0 < ms <= 30000,
+                  f"the stuck dd is not first with how long it is blocked: {top}")
+            threads = [t for g in inc["blocked"] or [] for t in g["threads"] if t["pid"] == procs[0].pid]
+            check(threads and threads[0]["blocked_ms"] is not None and inc["agent"]["blocked_since_unavailable"] is None,
+                  f"blocked: {inc['blocked']}, agent {inc['agent']}")
+            s = inc["summary"]
+            check("no process measured waiting" not in s and " on nullb0 (stuck: " in s and
+                  (f"dd (/{cg.rel}) blocked for io" in s or "blocked now: dd" in s), f"summary: {s!r}")
+    finally:
+        for _ in range(60):  # the dd ends when its last request completes (10 s)
+            if sh(["rmmod", "null_blk"]).returncode == 0:
+                break
+            time.sleep(1)
+
+
+@case
+def writeback(validate):
+    """A buffered dd (no O_DIRECT) in a cgroup with the memory controller beside a loop of 8 KiB
+    fsync writes in another, on the scratch disk: the first culprit of the fsync loop's io is the
+    dd, the node's dirty page cache is in limits.io.writeback, the dd's cgroup's own in
+    culprits.cgroups[].dirty_bytes (cgroup2 memory.stat), and the summary says the writeback was
+    dirtied by that cgroup (kernel-facts.md: writeback)."""
+    big, small = os.path.join(SCRATCH, "wb-big.data"), os.path.join(SCRATCH, "wb-db.data")
+    loop = f"while :; do dd if=/dev/zero of={small} bs=8k count=1 conv=fsync status=none; done"
+    try:
+        with ScratchCgroup(MOUNT, "wbdb") as db, ScratchCgroup(MOUNT, "wbbatch") as batch:
+            check(enable_controller(MOUNT, batch, "memory") and enable_controller(MOUNT, batch, "io"),
+                  "no cgroup2 memory or io controller")
+            procs = []
+
+            def start():
+                db.spawn(["sh", "-c", loop])
+                procs.append(batch.spawn(["dd", "if=/dev/zero", f"of={big}", "bs=1M", "count=700", "status=none"]))
+
+            def named(lines):
+                return [i for i in with_culprits(lines) if first_culprit(i).get("pid") == (procs or [None])[0]
+                        and ((i["limits"]["io"] or {}).get("writeback") or {}).get("dirty_bytes", 0) >= 32 << 20]
+            lines, _ = agent_run(db, "io some 50ms 2s", named, start=start, cooldown_ms=0)
+            inc = named(lines)[0]
+            validate(inc)
+            show(inc)
+            wb = inc["limits"]["io"]["writeback"]
+            cg = next((g for g in inc["culprits"]["cgroups"] if g["path"] == "/" + batch.rel), {})
+            print(f"  writeback {wb}, /{batch.rel} dirty_bytes {cg.get('dirty_bytes')}")
+            check(cg.get("dirty_bytes") is not None, f"no dirty_bytes for /{batch.rel}: {inc['culprits']['cgroups']}")
+            s = inc["summary"]
+            check(f"dirtied by /{batch.rel}: dd (pid {procs[0].pid})" in s or
+                  f"dd (/{batch.rel}, pid {procs[0].pid}) dirtied " in s, f"summary: {s!r}")
+    finally:
+        for f in (big, small):
+            if os.path.exists(f):
+                os.unlink(f)
 
 
 @case
