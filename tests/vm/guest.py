@@ -236,6 +236,12 @@ def memory_high(validate):
             check(m.get("verdict") == "throttled" and m["events"]["high"] > 0, f"limits.memory: {m}")
             check(top is None or inc["sample"]["stall_us"] > 5 * memory_delay(top),
                   "the sleep over high counted as the grower's delay: not what 6.1 did when this was written")
+            # That sleep is a wait not ended (TASK_KILLABLE: D): the grower is named blocked, with
+            # how long, rather than nothing (kernel-facts.md: blocked-since).
+            held = [(g["wchan"], t["blocked_ms"]) for g in inc["blocked"] or [] for t in g["threads"]
+                    if t["comm"] == "vm-grower"]
+            print(f"  the grower blocked: {held}; most_delayed[0].blocked_now {(top or {}).get('blocked_now')}")
+            check(held and any(ms is not None for _, ms in held), f"the grower is not named blocked: {inc['blocked']}")
             s = inc["summary"]
             check(s.startswith(f"/{cg.rel} stalled ") and s.endswith(f": throttled by memory.high (/{cg.rel})"),
                   f"summary: {s!r}")
