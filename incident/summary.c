@@ -132,7 +132,8 @@ static void put_io_device(FILE *f, const json_t *incident) {
                 /* A device not serving its queue, said plainly: how many wait, how few completed. */
                 if (verdict && strcmp(verdict, "stuck") == 0) {
                         double done = textout_field_or_zero(d, "rios") + textout_field_or_zero(d, "wios");
-                        fprintf(f, " (stuck: %.0f requests in flight, ", textout_field_or_zero(d, "in_flight"));
+                        double n = textout_field_or_zero(d, "in_flight");
+                        fprintf(f, " (stuck: %.0f request%s in flight, ", n, n == 1 ? "" : "s");
                         if (done > 0)
                                 fprintf(f, "%.0f completed)", done);
                         else

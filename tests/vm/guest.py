@@ -421,24 +421,35 @@ def node_device(inc, name):
 @case
 def io_stuck(validate):
     """A disk that does not answer: null_blk (a module of the stock kernel) completing each request
-    10 s after it came, and a dd writing to it with O_DIRECT in a cgroup of its own. A wait ends in
+    3 s after it came, and a dd writing to it with O_DIRECT in a cgroup of its own. A wait ends in
     no 1 s sample, so no delay is measured (kernel-facts.md: delayacct): the incident names the dd
     blocked and for how long (most_delayed[].blocked_now, blocked[].threads[].blocked_ms: since it
     last ran, kernel-facts.md: blocked-since), the device stuck (requests in flight, none
     completed), and never says "no process measured waiting"."""
-    p = sh(["modprobe", "null_blk", "nr_devices=1", "irqmode=2", "completion_nsec=10000000000", "gb=1"])
-    if p.returncode != 0:
-        skip(f"no null_blk: {p.stderr.strip()}")
+    # Loaded in the background: the module reads the new disk's partition table at load, a few
+    # requests of 3 s each.
+    load = subprocess.Popen(["modprobe", "null_blk", "nr_devices=1", "irqmode=2", "completion_nsec=3000000000",
+                             "gb=1"], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    disk = "nullb0"
     try:
+        try:
+            out, _ = load.communicate(timeout=150)
+        except subprocess.TimeoutExpired:
+            load.kill()
+            check(False, "modprobe null_blk took more than 150 s")
+        if load.returncode != 0 and "not found" in out:
+            skip(f"no null_blk: {out.strip()}")
+        check(load.returncode == 0 and os.path.exists(f"/dev/{disk}"), f"modprobe null_blk: {load.returncode} {out}")
+        write(f"/sys/block/{disk}/queue/iostats", "1")  # /proc/diskstats counts it (null_blk may not)
         with ScratchCgroup(MOUNT, "stuck") as cg:
             check(enable_controller(MOUNT, cg, "io"), "no cgroup2 io controller")
             procs = []
 
             def stuck(lines):
-                return [i for i in lines if node_device(i, "nullb0").get("verdict") == "stuck"
+                return [i for i in lines if node_device(i, disk).get("verdict") == "stuck"
                         and (i.get("most_delayed") or [{}])[0].get("blocked_now")]
             lines, _ = agent_run(cg, "io some 50ms 2s", stuck, cooldown_ms=0, start=lambda: procs.append(
-                cg.spawn(["dd", "if=/dev/zero", "of=/dev/nullb0", "bs=4k", "count=100000", "oflag=direct"])))
+                cg.spawn(["dd", "if=/dev/zero", f"of=/dev/{disk}", "bs=4k", "count=100000", "oflag=direct"])))
             inc = stuck(lines)[0]
             validate(inc)
             show(inc)
@@ -451,10 +462,10 @@ def io_stuck(validate):
             check(threads and threads[0]["blocked_ms"] is not None and inc["agent"]["blocked_since_unavailable"] is None,
                   f"blocked: {inc['blocked']}, agent {inc['agent']}")
             s = inc["summary"]
-            check("no process measured waiting" not in s and " on nullb0 (stuck: " in s and
+            check("no process measured waiting" not in s and f" on {disk} (stuck: " in s and
                   (f"dd (/{cg.rel}) blocked for io" in s or "blocked now: dd" in s), f"summary: {s!r}")
     finally:
-        for _ in range(60):  # the dd ends when its last request completes (10 s)
+        for _ in range(60):  # requests in flight end within 3 s
             if sh(["rmmod", "null_blk"]).returncode == 0:
                 break
             time.sleep(1)
@@ -462,37 +473,46 @@ def io_stuck(validate):
 
 @case
 def writeback(validate):
-    """A buffered dd (no O_DIRECT) in a cgroup with the memory controller beside a loop of 8 KiB
-    fsync writes in another, on the scratch disk: the first culprit of the fsync loop's io is the
-    dd, the node's dirty page cache is in limits.io.writeback, the dd's cgroup's own in
-    culprits.cgroups[].dirty_bytes (cgroup2 memory.stat), and the summary says the writeback was
-    dirtied by that cgroup (kernel-facts.md: writeback)."""
+    """A throttled volume: the scratch disk held at 8 MiB/s of writes for a parent cgroup (io.max),
+    under which a buffered dd (no O_DIRECT) in one child dirties pages that the flusher writes back
+    in its name (cgroup writeback), beside a loop of 8 KiB fsync writes in another child, whose
+    writes wait behind that writeback. The first culprit of the fsync loop's io is the dd, the
+    node's dirty page cache is in limits.io.writeback, the dd's cgroup's own in
+    culprits.cgroups[].dirty_bytes (cgroup2 memory.stat), and the summary says who dirtied it
+    (kernel-facts.md: writeback). (Unthrottled, the scratch disk, the host's page cache, outruns
+    the VM's cpus, and nothing waits.)"""
     big, small = os.path.join(SCRATCH, "wb-big.data"), os.path.join(SCRATCH, "wb-db.data")
     loop = f"while :; do dd if=/dev/zero of={small} bs=8k count=1 conv=fsync status=none; done"
     try:
-        with ScratchCgroup(MOUNT, "wbdb") as db, ScratchCgroup(MOUNT, "wbbatch") as batch:
-            check(enable_controller(MOUNT, batch, "memory") and enable_controller(MOUNT, batch, "io"),
+        with ScratchCgroup(MOUNT, "wb") as vol:
+            check(enable_controller(MOUNT, vol, "memory") and enable_controller(MOUNT, vol, "io"),
                   "no cgroup2 memory or io controller")
-            procs = []
+            write(os.path.join(vol.path, "cgroup.subtree_control"), "+io +memory")
+            write(os.path.join(vol.path, "io.max"), f"{scratch_disk()} wbps={8 << 20}")
+            with ScratchCgroup(vol.path, "db") as db, ScratchCgroup(vol.path, "batch") as batch:
+                db.rel, batch.rel = f"{vol.rel}/{db.rel}", f"{vol.rel}/{batch.rel}"
+                procs = []
 
-            def start():
-                db.spawn(["sh", "-c", loop])
-                procs.append(batch.spawn(["dd", "if=/dev/zero", f"of={big}", "bs=1M", "count=700", "status=none"]))
+                def start():
+                    db.spawn(["sh", "-c", loop])
+                    procs.append(batch.spawn(["dd", "if=/dev/zero", f"of={big}", "bs=1M", "count=700",
+                                              "status=none"]))
 
-            def named(lines):
-                return [i for i in with_culprits(lines) if first_culprit(i).get("pid") == (procs or [None])[0]
-                        and ((i["limits"]["io"] or {}).get("writeback") or {}).get("dirty_bytes", 0) >= 32 << 20]
-            lines, _ = agent_run(db, "io some 50ms 2s", named, start=start, cooldown_ms=0)
-            inc = named(lines)[0]
-            validate(inc)
-            show(inc)
-            wb = inc["limits"]["io"]["writeback"]
-            cg = next((g for g in inc["culprits"]["cgroups"] if g["path"] == "/" + batch.rel), {})
-            print(f"  writeback {wb}, /{batch.rel} dirty_bytes {cg.get('dirty_bytes')}")
-            check(cg.get("dirty_bytes") is not None, f"no dirty_bytes for /{batch.rel}: {inc['culprits']['cgroups']}")
-            s = inc["summary"]
-            check(f"dirtied by /{batch.rel}: dd (pid {procs[0].pid})" in s or
-                  f"dd (/{batch.rel}, pid {procs[0].pid}) dirtied " in s, f"summary: {s!r}")
+                def named(lines):
+                    return [i for i in with_culprits(lines) if first_culprit(i).get("pid") == (procs or [None])[0]
+                            and ((i["limits"]["io"] or {}).get("writeback") or {}).get("dirty_bytes", 0) >= 32 << 20]
+                lines, _ = agent_run(db, "io some 50ms 2s", named, start=start, cooldown_ms=0)
+                inc = named(lines)[0]
+                validate(inc)
+                show(inc)
+                wb = inc["limits"]["io"]["writeback"]
+                cg = next((g for g in inc["culprits"]["cgroups"] if g["path"] == "/" + batch.rel), {})
+                print(f"  writeback {wb}, /{batch.rel} dirty_bytes {cg.get('dirty_bytes')}")
+                check(cg.get("dirty_bytes") is not None,
+                      f"no dirty_bytes for /{batch.rel}: {inc['culprits']['cgroups']}")
+                s = inc["summary"]
+                check(f"dirtied by /{batch.rel}: dd (pid {procs[0].pid})" in s or
+                      f"dd (/{batch.rel}, pid {procs[0].pid}) dirtied " in s, f"summary: {s!r}")
     finally:
         for f in (big, small):
             if os.path.exists(f):
