@@ -20,7 +20,7 @@
 
 #define GUESTS fixture("guests")
 
-static const char *const guests[] = { "sid" };
+static const char *const guests[] = { "bookworm", "trixie", "sid" };
 
 /* The file name of guest's directory, read whole (NUL-ended), in buf; its length. */
 static size_t slurp(const char *guest, const char *name, char *buf, size_t size) {
