@@ -65,13 +65,6 @@ static void test_io_stat(void **state) {
                 assert_true(vda && vda->has_stat && vda->wbytes > 0); /* the root disk, virtio */
                 /* Every other line a device, its keys or none ("11:0 ", the cd-rom on 7.2). */
                 assert_int_equal(io.n_devices + unknown, lines_starting(buf, ""));
-
-                len = slurp(guests[g], "slice-io.stat", buf, sizeof buf);
-                io = (IoLimits) {};
-                unknown = lines_starting(buf, "(unknown)");
-                assert_unparsed(UNPARSED_IO_STAT, unknown, assert_int_equal(limits_parse_io_stat(buf, len, &io), 0));
-                /* Empty where systemd did not turn the io controller on for the slice. */
-                assert_int_equal(io.n_devices + unknown, lines_starting(buf, ""));
         }
 }
 
