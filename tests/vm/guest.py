@@ -835,6 +835,12 @@ def runner():
     if p.returncode == 0:
         p = sh(["mount", "/dev/vdb", SCRATCH])
     scratch_error = None if p.returncode == 0 else f"scratch disk: {p.returncode} {p.stderr}"
+    # The boot's device events handled first: sid's dracut image loads modules late (kvm_amd 185 s
+    # after boot on a loaded host), and a udev worker still busy took half the cpu of the first
+    # case after check-vm, which named it the culprit of cpu-contention.
+    t = time.monotonic()
+    sh(["udevadm", "settle", "--timeout=120"], timeout=130)
+    emit(port, {"event": "settled", "seconds": round(time.monotonic() - t, 1)})
     for name in CONFIG["cases"]:
         t = time.monotonic()
         if name not in CASES:
