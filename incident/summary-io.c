@@ -21,7 +21,8 @@ static bool queued(const json_t *incident, const json_t *p, double *ret_queued, 
 
         *ret_queued = textout_field_or_zero(wb, "dirty_bytes") + textout_field_or_zero(wb, "writeback_bytes");
         *ret_wrote = textout_field_or_zero(json_object_get(p, "usage"), "write_bytes");
-        return json_is_object(wb) && *ret_queued >= SUMMARY_WRITEBACK_MIN_BYTES && *ret_wrote > 0;
+        return json_is_object(wb) && *ret_queued >= SUMMARY_WRITEBACK_MIN_BYTES && *ret_wrote > 0 &&
+               *ret_queued * SUMMARY_WRITEBACK_MIN_SHARE >= *ret_wrote;
 }
 
 bool summary_writeback_by_cgroup(FILE *f, const json_t *incident, const json_t *p) {

@@ -8,8 +8,11 @@
 #include <stdbool.h>
 #include <stdio.h>
 
-/* The node's page cache waiting for its disks at which the summary speaks of writeback. */
-#define SUMMARY_WRITEBACK_MIN_BYTES (32.0 * 1024 * 1024)
+/* The node's page cache waiting for its disks at which the summary speaks of writeback, when it is
+ * also at least an eighth of what the culprit wrote in the sample: a buffered writer's bytes wait
+ * there (up to the dirty limits), a direct writer's never do, whatever else is dirty. */
+#define SUMMARY_WRITEBACK_MIN_BYTES (16.0 * 1024 * 1024)
+#define SUMMARY_WRITEBACK_MIN_SHARE 8
 
 /* Where limits.io.writeback holds at least SUMMARY_WRITEBACK_MIN_BYTES, process p (a culprit) wrote
  * in the sample (its bytes counted as it dirtied them: buffered, the flusher writes them later),

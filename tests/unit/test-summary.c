@@ -225,6 +225,9 @@ static void test_writeback(void **state) {
                            "writeback of 2.0 GiB waiting on the node");
         snprintf(in, sizeof in, fmt, "null", "0");
         assert_summary(in, "postgres (/db) waited 0.31 s for io in 1 s: dd (/batch, pid 4224) wrote 417 MiB");
+        /* 20 MiB dirty beside a writer of 417 MiB: not its bytes waiting (an O_DIRECT writer's). */
+        snprintf(in, sizeof in, fmt, "null", "16777216");
+        assert_summary(in, "postgres (/db) waited 0.31 s for io in 1 s: dd (/batch, pid 4224) wrote 417 MiB");
 }
 
 /* A node-wide storm: 100 cgroups, the largest 4%: nobody is named. */

@@ -524,9 +524,13 @@ def writeback(validate):
                     procs.append(batch.spawn(["dd", "if=/dev/zero", f"of={big}", "bs=1M", "count=700",
                                               "status=none"]))
 
+                def queued(i):
+                    wb = (i["limits"]["io"] or {}).get("writeback") or {}
+                    return wb.get("dirty_bytes", 0) + wb.get("writeback_bytes", 0)
+
                 def named(lines):
                     return [i for i in with_culprits(lines) if first_culprit(i).get("pid") == (procs or [None])[0]
-                            and ((i["limits"]["io"] or {}).get("writeback") or {}).get("dirty_bytes", 0) >= 32 << 20]
+                            and queued(i) >= 16 << 20]
                 lines, _ = agent_run(db, "io some 50ms 2s", named, start=start, cooldown_ms=0)
                 inc = named(lines)[0]
                 validate(inc)
