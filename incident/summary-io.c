@@ -46,6 +46,20 @@ bool summary_writeback_by_cgroup(FILE *f, const json_t *incident, const json_t *
         return true;
 }
 
+bool summary_writeback_cgroup(FILE *f, const json_t *incident, const json_t *cg) {
+        const json_t *wb = json_object_get(json_object_get(json_object_get(incident, "limits"), "io"), "writeback");
+        double q = textout_field_or_zero(wb, "dirty_bytes") + textout_field_or_zero(wb, "writeback_bytes"), own = 0;
+
+        if (!json_is_object(wb) || q < SUMMARY_WRITEBACK_MIN_BYTES || !textout_field_number(cg, "dirty_bytes", &own) ||
+            own * 2 < q || !textout_field_string(cg, "path"))
+                return false;
+        fputs(": writeback of ", f);
+        textout_put_bytes(f, own);
+        fputs(" dirtied by ", f);
+        textout_put_name(f, textout_field_string(cg, "path"));
+        return true;
+}
+
 bool summary_writeback_usage(FILE *f, const json_t *incident, const json_t *p) {
         double q, wrote;
 

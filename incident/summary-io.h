@@ -21,6 +21,12 @@
  * the sample" and returns true. False, having put nothing, otherwise. */
 bool summary_writeback_by_cgroup(FILE *f, const json_t *incident, const json_t *p);
 
+/* Where the dominant culprit cgroup cg has no process listed (its processes used nothing the sample
+ * measured: a writer held in balance_dirty_pages() all along, its writeback charged to its cgroup)
+ * but holds at least half of the node's queue of at least SUMMARY_WRITEBACK_MIN_BYTES: puts ":
+ * writeback of 273 MiB dirtied by /batch" and returns true; false, having put nothing, otherwise. */
+bool summary_writeback_cgroup(FILE *f, const json_t *incident, const json_t *cg);
+
 /* Where the node's page cache waiting for its disks is at least SUMMARY_WRITEBACK_MIN_BYTES and p
  * wrote in the sample, puts p's use as " dirtied 417 MiB, writeback of 2.0 GiB waiting on the
  * node" (after p's name) and returns true; false, having put nothing, otherwise. */

@@ -268,6 +268,8 @@ static void put_culprits(FILE *f, const json_t *incident, const char *resource) 
                                   textout_field_string(cg, "path")))
                         p = json_array_get(procs, i);
         if (!p) {
+                if (strcmp(resource, "io") == 0 && summary_writeback_cgroup(f, incident, cg))
+                        return;
                 fputs(": ", f);
                 textout_put_owner(f, cg, textout_field_string(cg, "path"));
                 put_usage(f, resource, json_object_get(cg, "usage"));
