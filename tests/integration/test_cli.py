@@ -102,8 +102,9 @@ def main():
         code, out, err = psidiag("show", os.path.join(EXAMPLES, "incident-snapshot.json"))
         check(code == 0 and "snapshot" in out, f"show FILE: {code} {err!r}")
         code, out, err = psidiag("show", os.path.join(EXAMPLES, "incident-oom.json"))
+        related = len(json.load(open(os.path.join(EXAMPLES, "incident-oom.json")))["related"])
         check(code == 0 and "killed    pid " in out and "report-builder in /shop" in out and
-              "related   2 pressure incidents" in out, f"show oom: {code} {out!r} {err!r}")
+              f"related   {related} pressure incident" in out, f"show oom: {code} {out!r} {err!r}")
         # The examples the README points at are what the schema says.
         validate = validator(os.path.join(EXAMPLES, ".."))
         for name in ("incident-pressure.json", "incident-snapshot.json", "incident-oom.json"):

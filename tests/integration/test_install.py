@@ -3,8 +3,9 @@
 """`meson install` into a scratch DESTDIR: the binary, the man page, the hardened unit (its
 ExecStart pointing at the installed binary and config), the sysctl that switches on delay
 accounting, the default config (which validates), the logrotate snippet and the Prometheus rules. The unit is judged
-by systemd-analyze security (offline, at most 2.5) when systemd-analyze is there; test_systemd.py
-runs it under systemd."""
+by systemd-analyze security (offline, at most 2.7: 2.5 before psidiag 0.9 allowed
+sched_setaffinity(), which the offline rating counts as all of @resources) when systemd-analyze is
+there; test_systemd.py runs it under systemd (at most 2.5)."""
 
 import os
 import re
@@ -67,11 +68,11 @@ def main():
         check("/var/log/psidiag/incidents.ndjson" in p.stdout, f"default output: {p.stdout}")
 
         if shutil.which("systemd-analyze"):
-            p = subprocess.run(["systemd-analyze", "security", "--offline=true", f"--root={dest}", "--threshold=25",
+            p = subprocess.run(["systemd-analyze", "security", "--offline=true", f"--root={dest}", "--threshold=27",
                                 unit], capture_output=True, text=True, timeout=60)
             score = re.search(r"Overall exposure level for psidiag.service: ([\d.]+)", p.stdout)
             check(p.returncode == 0 and score, f"systemd-analyze security: {p.returncode}\n{p.stdout[-2000:]}")
-            print(f"systemd-analyze security: exposure {score.group(1)} (threshold 2.5)")
+            print(f"systemd-analyze security: exposure {score.group(1)} (threshold 2.7)")
         else:
             print("systemd-analyze is not installed: the unit's exposure was not judged")
     finally:
