@@ -275,6 +275,7 @@ def stages(pg, db, batch, build, tmp, validate):
     wb = inc["limits"]["io"]["writeback"]
     check(wb and wb["dirty_bytes"] + wb["writeback_bytes"] >= 32 << 20, f"limits.io.writeback: {wb}")
     check(f"dd (/{batch.rel}, pid {dds[0]['pid']}) dirtied " in inc["summary"] or
+          f"dd (/{batch.rel}, pid {dds[0]['pid']}, ended) dirtied " in inc["summary"] or
           f"dirtied by /{batch.rel}: dd (pid {dds[0]['pid']})" in inc["summary"], f"summary: {inc['summary']!r}")
     print(f"dd: {inc['summary']}")
     batch.kill_all()
