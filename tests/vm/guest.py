@@ -638,6 +638,11 @@ def oomd(validate):
     check([l for l in kmsg if want.search(l)], f"no kmsg line like {want.pattern!r}")
 
 
+# The container cases (tests/vm/containers.py), which only the guest bookworm-ctr runs.
+from containers import CASES as CONTAINER_CASES, DEADLINE_S as CONTAINER_DEADLINE_S  # noqa: E402
+CASES.update(CONTAINER_CASES)
+DEADLINE_S.update(CONTAINER_DEADLINE_S)
+
 
 def main_case(name):
     validate = validator(os.path.join(HERE, "schemas"))
