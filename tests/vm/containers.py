@@ -251,8 +251,9 @@ class Pod:
                "io.kubernetes.cri.sandbox-uid": self.uid}
         if kind == "container":
             ann.update({"io.kubernetes.cri.container-name": self.container, "io.kubernetes.cri.image-name": image})
-        # `ctr run --rootfs` takes the rootfs where it takes an image: the first argument.
-        must(["ctr", "-n", "k8s.io", "run", "-d", "--rootfs", "--runc-systemd-cgroup",
+        # `ctr run --rootfs` takes the rootfs where it takes an image: the first argument; with no
+        # image config there is no PATH either.
+        must(["ctr", "-n", "k8s.io", "run", "-d", "--rootfs", "--env", "PATH=/bin", "--runc-systemd-cgroup",
               "--cgroup", f"{self.slice}:cri-containerd:{cid}", "--label", f"io.kubernetes.pod.name={self.name}",
               "--label", f"io.kubernetes.pod.namespace={self.namespace}", "--label", f"io.kubernetes.pod.uid={self.uid}",
               *[a for k, v in ann.items() for a in ("--annotation", f"{k}={v}")], self.root, cid, *argv])
