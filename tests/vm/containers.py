@@ -237,13 +237,17 @@ class Pod:
     """A Kubernetes-shaped pod made with ctr as containerd's CRI plugin makes one (see the module's
     docstring): its sandbox (pause: a sleep) and one container, in namespace k8s.io."""
 
-    def __init__(self, root, namespace, name, container, qos, script):
+    def __init__(self, root, namespace, name, container, qos, script, driver="systemd"):
         self.root, self.namespace, self.name, self.container, self.qos = root, namespace, name, container, qos
         self.uid = str(uuid.uuid4())
         self.sandbox_id, self.id = uuid.uuid4().hex + uuid.uuid4().hex, uuid.uuid4().hex + uuid.uuid4().hex
         self.script = script
         self.slice = f"kubepods-{qos}-pod{self.uid.replace('-', '_')}.slice"
         self.cgroup = f"/kubepods.slice/kubepods-{qos}.slice/{self.slice}/cri-containerd-{self.id}.scope"
+        self.driver = driver
+        if driver == "cgroupfs":
+            # The kubelet's cgroupfs driver: kubepods/<qos>/pod<uid>/<id>, no runtime in the path.
+            self.cgroup = f"/kubepods/{qos}/pod{self.uid}/{self.id}"
 
     def run(self, cid, kind, image, argv):
         ann = {"io.kubernetes.cri.container-type": kind, "io.kubernetes.cri.sandbox-id": self.sandbox_id,
@@ -253,8 +257,9 @@ class Pod:
             ann.update({"io.kubernetes.cri.container-name": self.container, "io.kubernetes.cri.image-name": image})
         # `ctr run --rootfs` takes the rootfs where it takes an image: the first argument; with no
         # image config there is no PATH either.
-        must(["ctr", "-n", "k8s.io", "run", "-d", "--rootfs", "--env", "PATH=/bin", "--runc-systemd-cgroup",
-              "--cgroup", f"{self.slice}:cri-containerd:{cid}", "--label", f"io.kubernetes.pod.name={self.name}",
+        cgroup = (["--runc-systemd-cgroup", "--cgroup", f"{self.slice}:cri-containerd:{cid}"] if self.driver == "systemd"
+                  else ["--cgroup", f"/kubepods/{self.qos}/pod{self.uid}/{cid}"])
+        must(["ctr", "-n", "k8s.io", "run", "-d", "--rootfs", "--env", "PATH=/bin", *cgroup, "--label", f"io.kubernetes.pod.name={self.name}",
               "--label", f"io.kubernetes.pod.namespace={self.namespace}", "--label", f"io.kubernetes.pod.uid={self.uid}",
               *[a for k, v in ann.items() for a in ("--annotation", f"{k}={v}")], self.root, cid, *argv])
 
@@ -285,29 +290,35 @@ IMAGE_K8S = "registry.example.com/shop/busybox:1.36"
 @case
 def containerd_pods(validate):
     """containerd 1.6 as its CRI plugin makes pods (ctr, see the docstring): a burstable pod's
-    container "web" stalled by a besteffort pod's "batch"; each named by pod namespace, name,
+    container "web" stalled by a besteffort pod's "batch", with the systemd driver's cgroups, and a
+    burstable pod's "cache" with the cgroupfs driver's; each named by pod namespace, name,
     container and image, its cgroup with the pod's uid and QoS."""
     service("containerd")
     tmp = tempfile.mkdtemp(prefix="psidiag-vm-pods-")
     web, batch = pods(tmp)
+    cache = Pod(web.root, "shop", "cache-0", "cache", "burstable", WEB, driver="cgroupfs")
     try:
-        lines, _, log = node_agent(tmp, "pods", lambda: (web.start(IMAGE_K8S), batch.start(IMAGE_K8S)), {"web", "batch"})
-        check_pods(validate, lines, log, web, batch)
+        lines, _, log = node_agent(tmp, "pods", lambda: [p.start(IMAGE_K8S) for p in (web, batch, cache)],
+                                   {"web", "batch", "cache"})
+        check_pods(validate, lines, log, web, batch, cache)
     finally:
-        web.remove()
-        batch.remove()
+        for p in (web, batch, cache):
+            p.remove()
         shutil.rmtree(tmp, ignore_errors=True)
 
 
-def check_pods(validate, lines, log, web, batch):
-    check_named(validate, lines, log, {p.container: (IMAGE_K8S, (p.namespace, p.name, p.container)) for p in (web, batch)})
+def check_pods(validate, lines, log, *pods):
+    check_named(validate, lines, log, {p.container: (IMAGE_K8S, (p.namespace, p.name, p.container)) for p in pods})
     check_identities(lines)
-    for p in (web, batch):
+    for p in pods:
         metas = {json.dumps({k: x["meta"].get(k) for k in ("pod_uid", "qos", "container_runtime")}) + cgroup_of(x)
                  for inc in lines for _, x in entries(inc)
                  if (((x.get("meta") or {}).get("container") or {}).get("pod") or {}).get("container") == p.container}
-        want = json.dumps({"pod_uid": p.uid, "qos": p.qos, "container_runtime": "containerd"}) + p.cgroup
-        check(metas == {want}, f"{p.name}: {metas}, not {want}")
+        # The cgroupfs path names no runtime (cgroup_meta's container_runtime may be null there).
+        want = {json.dumps({"pod_uid": p.uid, "qos": p.qos, "container_runtime": rt}) + p.cgroup
+                for rt in (("containerd",) if p.driver == "systemd" else ("containerd", None))}
+        print(f"  {p.namespace}/{p.name}: {sorted(metas)}")
+        check(metas and metas <= want, f"{p.name}: {metas}, not {want}")
 
 
 def manifest():
