@@ -378,8 +378,9 @@ def docker_opts(ds, tmp, confined=False):
 @case
 def agent_in_container(validate):
     """The agent in a docker container as the shipped manifest runs it (docker_opts()), with the
-    manifest's own config, beside the Kubernetes-shaped pods of containerd-pods: every trigger
-    armed; the pods' containers named by pod and image; every cgroup a host path with the pod's
+    manifest's own config, beside the Kubernetes-shaped pods of containerd-pods and a podman
+    container "podweb": every trigger armed; the pods' containers named by pod and image, podweb
+    and the agent's own container by name and image (through the manifest's mounts); every cgroup a host path with the pod's
     QoS, its own container's too; no process without a name. Then `psidiag check` in such a
     container: all ok but kmsg (a bind mount, refused by the device cgroup: it says so); and under
     docker's default AppArmor profile, its psi-trigger line names AppArmor."""
@@ -396,6 +397,7 @@ def agent_in_container(validate):
     web, batch = pods(tmp)
     must(["sysctl", "-w", "kernel.task_delayacct=1"])
     agent_image(tmp)
+    must(["podman", "import", tarball(rootfs(os.path.join(tmp, "podman"))), PODMAN_IMAGE])
     opts = docker_opts(ds, tmp)
     try:
         # The pods first: the config's watches of kubepods-burstable.slice and kubepods-besteffort.slice.
@@ -410,7 +412,8 @@ def agent_in_container(validate):
             time.sleep(0.2)
         web.run(web.id, "container", IMAGE_K8S, ["sh", "-c", WEB])
         batch.run(batch.id, "container", IMAGE_K8S, ["sh", "-c", BATCH])
-        want = {"web", "batch"}
+        must(["podman", "run", "-d", "--name", "podweb", "--network", "none", PODMAN_IMAGE, "sh", "-c", WEB])
+        want = {"web", "batch", "podweb"}
         deadline = time.time() + 120
         while time.time() < deadline and not want <= {n for inc in read_lines(out) for n, _, _ in names_in(inc)}:
             time.sleep(0.5)
@@ -423,6 +426,10 @@ def agent_in_container(validate):
               f"not every trigger armed ({n} in the config):\n{log[-3000:]}")
         lines = read_lines(out)
         check_pods(validate, lines, log, web, batch)
+        check_named(validate, lines, log, {"podweb": (PODMAN_IMAGE, None)})
+        # The agent's own container, when an incident names it (it is not always among the top).
+        mine = {(img, pod) for inc in lines for n, img, pod in names_in(inc) if n == "psidiag"}
+        check(mine <= {(AGENT_IMAGE, None)}, f"the agent's own container: {mine}")
         own = {cgroup_of(x): (x.get("meta") or {}).get("qos") for inc in lines for _, x in entries(inc)
                if agent_id in (cgroup_of(x) or "")}
         print(f"  the agent's own container as named: {own}")
@@ -431,6 +438,7 @@ def agent_in_container(validate):
                   f"the agent's own cgroup {cg}: qos {qos}")
     finally:
         docker("rm", "-f", "psidiag")
+        sh(["podman", "rm", "-f", "-t", "0", "podweb"])
         web.remove()
         batch.remove()
     try:
