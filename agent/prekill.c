@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 #include <errno.h>
 #include <fcntl.h>
+#include <pwd.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -43,6 +44,10 @@
 /* Measuring goes a slice of this long at a time, between the loop's events: no client, trigger or
  * sample waits longer for it. */
 #define PREKILL_SLICE_US (5 * USEC_PER_MSEC)
+/* The user systemd-oomd runs as (systemd's units/systemd-oomd.service: User=systemd-oom, with
+ * CAP_DAC_OVERRIDE, which lets it connect to a socket of mode 0600 that root owns): seen in the
+ * sid guest, systemd 262, whose Notify came from uid systemd-oom, not root. */
+#define PREKILL_OOMD_USER "systemd-oom"
 
 typedef struct PrekillConn PrekillConn;
 
@@ -64,6 +69,7 @@ struct AgentPrekill {
         char *path; /* the socket made, removed at stop */
         dev_t dev;
         ino_t ino;
+        uid_t oomd_uid; /* PREKILL_OOMD_USER's, or 0 (root alone) when there is no such user */
         PrekillConn *conns[PREKILL_CONNS_MAX];
         size_t n_conns;
         PrekillJob *jobs[PREKILL_JOBS_MAX];
@@ -365,13 +371,23 @@ static void conn_on_idle(struct ev_loop *loop, ev_timer *t, int revents) {
         conn_free(c);
 }
 
-/* Root only: the socket's mode keeps others from connecting, and this keeps them out should the
- * mode be changed (a hook learns which cgroup is about to be killed, and delays the kill). */
-static bool peer_is_root(int fd) {
+/* Root and systemd-oomd's user only: the socket's mode keeps others from connecting (systemd-oomd
+ * passes it by CAP_DAC_OVERRIDE), and this keeps them out should the mode be changed (a hook
+ * learns which cgroup is about to be killed, and delays the kill). */
+static bool peer_allowed(const AgentPrekill *p, int fd) {
         struct ucred cred;
         socklen_t len = sizeof cred;
 
-        return getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) == 0 && len == sizeof cred && cred.uid == 0;
+        return getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) == 0 && len == sizeof cred &&
+               (cred.uid == 0 || cred.uid == p->oomd_uid);
+}
+
+/* PREKILL_OOMD_USER's uid, or 0 when it has none (no systemd-oomd here, or another name). */
+static uid_t oomd_uid(void) {
+        struct passwd pw, *hit = NULL;
+        char buf[1024];
+
+        return getpwnam_r(PREKILL_OOMD_USER, &pw, buf, sizeof buf, &hit) == 0 && hit ? hit->pw_uid : 0;
 }
 
 /* Takes one connection. 0, or -EAGAIN when none is waiting. */
@@ -386,9 +402,9 @@ static int accept_one(AgentPrekill *p) {
                         log_debug_errno(-errno, "prekill hook: accept");
                 return 0;
         }
-        if (!peer_is_root(fd)) {
+        if (!peer_allowed(p, fd)) {
                 count(p, COUNTERS_PREKILL_DENIED);
-                log_debug("prekill hook: a caller that is not root, hanging up");
+                log_debug("prekill hook: a caller that is neither root nor %s, hanging up", PREKILL_OOMD_USER);
                 safe_close(fd);
                 return 0;
         }
@@ -499,6 +515,7 @@ void prekill_start(Agent *a) {
                 return;
         }
         p->a = a;
+        p->oomd_uid = oomd_uid();
         r = socket_make(p, path);
         if (r < 0) {
                 log_error_errno(r, "cannot serve systemd-oomd's prekill hook at %s", path);

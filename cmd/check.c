@@ -163,10 +163,13 @@ size_t check_evaluate(const CheckFacts *f, CheckLine *lines) {
          * cpu, read there (kernel-facts.md: blocked-since). */
         if (f->sched_err < 0)
                 LINE(CHECK_WARN, "blocked-since",
-                     "cannot read a cpu's clock in /proc/thread-self/sched: %s%s; blocked threads are named without "
-                     "how "
-                     "long they have been blocked",
-                     strerror(-f->sched_err), f->sched_err == -ENOENT ? " (a kernel without CONFIG_SCHED_DEBUG)" : "");
+                     "cannot read a cpu's clock where it runs: %s; blocked threads are named without how long they "
+                     "have been blocked",
+                     f->sched_err == -ENOENT ? "no /proc/thread-self/sched (a kernel without CONFIG_SCHED_DEBUG)"
+                     : f->sched_err == -EPERM
+                             ? "sched_setaffinity() refused (a system call filter: systemd's @resources, or a "
+                               "container runtime's seccomp profile; the shipped unit allows it)"
+                             : strerror(-f->sched_err));
         else if (f->cpus_allowed > 0 && f->cpus_online > f->cpus_allowed)
                 LINE(CHECK_WARN, "blocked-since",
                      "the agent may run on %d of %d cpus (its cpuset): a thread blocked after running on another "

@@ -107,6 +107,13 @@ static json_t *blocked_now_object(const ProcessDelta *p) {
         return object_or_null(o, r);
 }
 
+/* The parent that placed an ended process in the subtree (its cgroup is the parent's), or null. */
+static json_t *parent_object(const ProcessDelta *p, const ProcessInfo *info) {
+        if (p->origin == PROCESS_SHORT)
+                return json_integer(p->ppid);
+        return info && info->placed_by > 0 ? json_integer(info->placed_by) : json_null();
+}
+
 static json_t *process_object(const SampleResult *res, const IncidentContext *ctx, const ProcessDelta *p,
                               const ProcessInfo *info, unsigned max_threads) {
         const Ranking *rk = res->ranking;
@@ -116,7 +123,7 @@ static json_t *process_object(const SampleResult *res, const IncidentContext *ct
         r |= set_new(o, "pid", json_integer(p->tgid));
         r |= incident_process_identity(o, info);
         r |= set_new(o, "ended", json_boolean(p->origin != PROCESS_MEASURED));
-        r |= set_new(o, "parent", p->origin == PROCESS_SHORT ? json_integer(p->ppid) : json_null());
+        r |= set_new(o, "parent", parent_object(p, info));
         r |= set_new(o, "score_us", json_u64(p->score_ns / NSEC_PER_USEC));
         r |= set_new(o, "delay_us", delays_object(p->delay_ns, rk->present));
         r |= set_new(o, "worst", worst_object(res, ctx, p));

@@ -254,6 +254,8 @@ const char *onwhat_since_unavailable(const OnWhat *w) {
                 return "the kernel did not say when it last ran";
         case -ENOENT:
                 return "no /proc/<tid>/sched (kernel without CONFIG_SCHED_DEBUG)";
+        case -EPERM:
+                return "sched_setaffinity() refused by a system call filter";
         default:
                 return strerrorname_np(-w->since_error) ?: "unknown error";
         }

@@ -21,7 +21,8 @@ static bool queued(const json_t *incident, const json_t *p, double *ret_queued, 
 
         *ret_queued = textout_field_or_zero(wb, "dirty_bytes") + textout_field_or_zero(wb, "writeback_bytes");
         *ret_wrote = textout_field_or_zero(json_object_get(p, "usage"), "write_bytes");
-        return json_is_object(wb) && *ret_queued >= SUMMARY_WRITEBACK_MIN_BYTES && *ret_wrote > 0;
+        return json_is_object(wb) && *ret_queued >= SUMMARY_WRITEBACK_MIN_BYTES && *ret_wrote > 0 &&
+               *ret_queued * SUMMARY_WRITEBACK_MIN_SHARE >= *ret_wrote;
 }
 
 bool summary_writeback_by_cgroup(FILE *f, const json_t *incident, const json_t *p) {
@@ -42,6 +43,20 @@ bool summary_writeback_by_cgroup(FILE *f, const json_t *incident, const json_t *
         fputs(" dirtied ", f);
         textout_put_bytes(f, wrote);
         fputs(" in the sample", f);
+        return true;
+}
+
+bool summary_writeback_cgroup(FILE *f, const json_t *incident, const json_t *cg) {
+        const json_t *wb = json_object_get(json_object_get(json_object_get(incident, "limits"), "io"), "writeback");
+        double q = textout_field_or_zero(wb, "dirty_bytes") + textout_field_or_zero(wb, "writeback_bytes"), own = 0;
+
+        if (!json_is_object(wb) || q < SUMMARY_WRITEBACK_MIN_BYTES || !textout_field_number(cg, "dirty_bytes", &own) ||
+            own * 2 < q || !textout_field_string(cg, "path"))
+                return false;
+        fputs(": writeback of ", f);
+        textout_put_bytes(f, own);
+        fputs(" dirtied by ", f);
+        textout_put_name(f, textout_field_string(cg, "path"));
         return true;
 }
 

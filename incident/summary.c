@@ -132,7 +132,8 @@ static void put_io_device(FILE *f, const json_t *incident) {
                 /* A device not serving its queue, said plainly: how many wait, how few completed. */
                 if (verdict && strcmp(verdict, "stuck") == 0) {
                         double done = textout_field_or_zero(d, "rios") + textout_field_or_zero(d, "wios");
-                        fprintf(f, " (stuck: %.0f requests in flight, ", textout_field_or_zero(d, "in_flight"));
+                        double n = textout_field_or_zero(d, "in_flight");
+                        fprintf(f, " (stuck: %.0f request%s in flight, ", n, n == 1 ? "" : "s");
                         if (done > 0)
                                 fprintf(f, "%.0f completed)", done);
                         else
@@ -267,6 +268,8 @@ static void put_culprits(FILE *f, const json_t *incident, const char *resource) 
                                   textout_field_string(cg, "path")))
                         p = json_array_get(procs, i);
         if (!p) {
+                if (strcmp(resource, "io") == 0 && summary_writeback_cgroup(f, incident, cg))
+                        return;
                 fputs(": ", f);
                 textout_put_owner(f, cg, textout_field_string(cg, "path"));
                 put_usage(f, resource, json_object_get(cg, "usage"));

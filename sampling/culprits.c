@@ -413,13 +413,40 @@ static int build_cgroups(Culprits *c, const CulpritsInput *in) {
         return 0;
 }
 
+/* Where the walks found each of the most delayed processes (after index_pids()). */
+static int locate_victims(Culprits *c, const CulpritsInput *in) {
+        c->n_victims = 0;
+        if (array_reserve((void **) &c->victims, &c->cap_victims, in->n_victims, sizeof *c->victims) < 0)
+                return -ENOMEM;
+        for (size_t i = 0; i < in->n_victims; i++) {
+                CulpritPid key = { .pid = in->victims[i] };
+                const CulpritPid *hit =
+                        c->n_pids ? bsearch(&key, c->pids, c->n_pids, sizeof *c->pids, cmp_culprit_pid) : NULL;
+                const char *cgroup =
+                        hit ? cgroup_usage_path(in->gb, &in->gb->items[hit->entry]) : start_cgroup(in, key.pid);
+
+                if (cgroup)
+                        c->victims[c->n_victims++] = (CulpritVictim) { key.pid, cgroup };
+        }
+        return 0;
+}
+
+const char *culprits_victim_cgroup(const Culprits *c, pid_t pid) {
+        for (size_t i = 0; c && i < c->n_victims; i++)
+                if (c->victims[i].pid == pid)
+                        return c->victims[i].cgroup;
+        return NULL;
+}
+
 int culprits_build(Culprits *c, const CulpritsInput *in) {
         int r;
 
         c->resource = in->resource;
-        c->n_procs = c->n_cgroups = c->n_cgroups_total = 0;
+        c->n_procs = c->n_cgroups = c->n_cgroups_total = c->n_victims = 0;
         c->total = (CulpritUsage) {};
         r = build_processes(c, in);
+        if (r >= 0)
+                r = locate_victims(c, in);
         if (r >= 0 && in->gb)
                 r = build_cgroups(c, in);
         return r;
@@ -468,6 +495,7 @@ void culprits_done(Culprits *c) {
         free(c->pu_valid);
         free(c->pids);
         free(c->ended);
+        free(c->victims);
         *c = (Culprits) {};
 }
 

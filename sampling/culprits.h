@@ -83,6 +83,12 @@ typedef struct CulpritOwn {
         uint64_t cpu_us, read_bytes, write_bytes, memory_bytes;
 } CulpritOwn;
 
+/* Where the culprit pass's walks found one of the most delayed processes (CulpritsInput.victims). */
+typedef struct CulpritVictim {
+        pid_t pid;
+        const char *cgroup; /* relative to the scope ("" the scope itself), into the walks' names */
+} CulpritVictim;
+
 typedef struct Culprits {
         PsiResource resource;
         CulpritProcess *procs; /* most first; at most top */
@@ -104,6 +110,8 @@ typedef struct Culprits {
         size_t cap_pu, cap_pu_valid;
         CulpritSpawner *spawners; /* one per entry of procs (culprits_read_spawners) */
         size_t cap_spawners;
+        CulpritVictim *victims; /* the most delayed the walks had: the end walk's cgroup, else the start's */
+        size_t n_victims, cap_victims;
 } Culprits;
 
 /* Where a culprit pass looks (culprit_scope_open(), sampling/sampler.h): the processes and cgroups that compete for
@@ -137,6 +145,10 @@ int culprits_build(Culprits *c, const CulpritsInput *in);
  * with its comm and cmdline from /proc (proc_fd). One the end snapshot did not have and /proc no
  * longer has is none (it ended, or never was alive). Does not log. 0 or -ENOMEM. */
 int culprits_read_spawners(Culprits *c, int proc_fd);
+/* The cgroup (relative to the scope) the walks found pid in, one of CulpritsInput.victims: for a
+ * process whose /proc is gone when it is named (it ended during the sample, or after its end
+ * snapshot). NULL when neither walk had it. */
+const char *culprits_victim_cgroup(const Culprits *c, pid_t pid);
 void culprits_done(Culprits *c);
 
 /* A culprit pass over the sampled scope itself (scope->culprit->same) ranks on the scope's own

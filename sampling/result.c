@@ -44,6 +44,7 @@ void process_info_read(int proc_fd, TaskstatsSource *ts, pid_t pid, const char *
                 ret->cmdline_len = -1;
         ret->uid = proc_read_uid(proc_fd, pid, &uid) >= 0 ? (int64_t) uid : -1;
         ret->has_cgroup = proc_read_cgroup(proc_fd, pid, ret->cgroup, sizeof ret->cgroup) >= 0;
+        ret->placed_by = 0;
         ret->has_container = false;
 }
 
@@ -83,7 +84,47 @@ static void ended_info(int proc_fd, const char *comm, int64_t uid, pid_t placed_
         ret->cmdline_len = -1;
         ret->uid = uid;
         ret->has_cgroup = placed_by > 0 && proc_read_cgroup(proc_fd, placed_by, ret->cgroup, sizeof ret->cgroup) >= 0;
+        ret->placed_by = ret->has_cgroup ? placed_by : 0;
         ret->has_container = false;
+}
+
+/* Whether pid is a process of r's sample alive at its end (measured in b): /proc says its cgroup. */
+static bool alive_in_sample(const SampleResult *r, pid_t pid) {
+        const ProcessDelays *p = r->b ? snapshot_find_process(r->b, pid) : NULL;
+
+        return p && p->origin == PROCESS_MEASURED;
+}
+
+/* A most delayed process /proc could not place (it ended during the sample, or after the end
+ * snapshot and before this read: a dd of a shell loop on 7.2 under TCG) takes the cgroup the
+ * culprit pass's walks found it in, the end walk's else the start walk's. */
+static void locate_by_walks(SampleResult *r, ProcessInfo *infos) {
+        for (size_t i = 0; i < r->n_procs; i++) {
+                const char *cg =
+                        infos[i].has_cgroup ? NULL : culprits_victim_cgroup(r->culprits, r->ranking->procs[i].tgid);
+
+                if (cg)
+                        infos[i].has_cgroup =
+                                cgroup_display_path(r->culprit_scope->node ? "" : r->culprit_scope->path, cg,
+                                                    infos[i].cgroup, sizeof infos[i].cgroup) < sizeof infos[i].cgroup;
+        }
+}
+
+/* A most delayed process that ended during the sample and that the culprits' start walk did not
+ * name (no culprit pass, or it ended between the sample's snapshot A and that walk, which
+ * follows it: seen on 7.2 under TCG, where a walk of the node takes tens of ms) takes the cgroup
+ * of its parent, as a short-lived one does, when the parent is a process of the sample still
+ * alive at its end. */
+static void place_ended_by_parent(SampleResult *r, int proc_fd, ProcessInfo *infos) {
+        for (size_t i = 0; i < r->n_procs; i++) {
+                const ProcessDelta *p = &r->ranking->procs[i];
+                ProcessInfo *v = &infos[i];
+
+                if (p->origin != PROCESS_ENDED || v->has_cgroup || p->ppid <= 0 || !alive_in_sample(r, p->ppid))
+                        continue;
+                v->has_cgroup = proc_read_cgroup(proc_fd, p->ppid, v->cgroup, sizeof v->cgroup) >= 0;
+                v->placed_by = v->has_cgroup ? p->ppid : 0;
+        }
 }
 
 void sample_result_identify(SampleResult *r, int proc_fd, TaskstatsSource *ts, ProcessInfoBuffer *buf, size_t top) {
@@ -105,8 +146,10 @@ void sample_result_identify(SampleResult *r, int proc_fd, TaskstatsSource *ts, P
         }
         r->procs = infos;
 
-        if (!r->culprits || !r->culprit_scope)
+        if (!r->culprits || !r->culprit_scope) {
+                place_ended_by_parent(r, proc_fd, buf->items);
                 return;
+        }
         infos = buf->items + top;
         r->n_culprit_procs = MIN(r->culprits->n_procs, top);
         for (size_t i = 0; i < r->n_culprit_procs; i++) {
@@ -139,6 +182,8 @@ void sample_result_identify(SampleResult *r, int proc_fd, TaskstatsSource *ts, P
                                 break;
                         }
         }
+        locate_by_walks(r, buf->items);
+        place_ended_by_parent(r, proc_fd, buf->items);
 }
 
 static void name_process(ProcessInfo *info, ContainerCache *c) {

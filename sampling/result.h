@@ -31,6 +31,7 @@ typedef struct ProcessInfo {
         int64_t uid;         /* -1: unknown -> null */
         char cgroup[1024];
         bool has_cgroup;
+        pid_t placed_by; /* the parent whose cgroup cgroup is (an ended process); 0: none */
         /* Why /proc did not say who it is ("" when it did): the process ended before it was read,
          * or its /proc files are refused (an LSM such as AppArmor, hidepid); comm then comes from
          * taskstats (ac_comm), or is "?" when nothing said it. */

@@ -173,14 +173,17 @@ def sweep_overlays(what, alive, log):
 
 def install_build(build, root):
     """`meson install` of the build into root (DESTDIR), as a user installs it; returns the
-    installed paths of the binary, unit, default config and logrotate snippet, inside root."""
+    installed paths of the binary, unit, default config, logrotate snippet and the prekill hook's
+    two examples (an oomd.conf.d drop-in and a tmpfiles line), inside root."""
     p = sh(["meson", "install", "-C", build, "--destdir", root, "--no-rebuild", "--quiet"], timeout=120)
     check(p.returncode == 0, f"meson install failed: {p.stderr}")
     installed = {}
     for dest in json.loads(sh(["meson", "introspect", build, "--installed"]).stdout).values():
         for k, pat in (("binary", r"/sbin/psidiag$"), ("unit", r"/psidiag\.service$"),
-                       ("config", r"/psidiag/config\.json$"), ("logrotate", r"/logrotate\.d/psidiag$")):
+                       ("config", r"/psidiag/config\.json$"), ("logrotate", r"/logrotate\.d/psidiag$"),
+                       ("oomd_prekill", r"/psidiag/oomd-prekill\.conf$"),
+                       ("prekill_tmpfiles", r"/psidiag/psidiag-prekill\.tmpfiles$")):
             if re.search(pat, dest):
                 installed[k] = dest
-    check(len(installed) == 4, f"installed files not found: {installed}")
+    check(len(installed) == 6, f"installed files not found: {installed}")
     return installed

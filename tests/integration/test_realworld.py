@@ -15,6 +15,10 @@ outweigh the database's, see ScratchCgroup.spawn in common.py):
    trigger on the database: the most delayed is a postgres or pgbench process waiting for io, fio
    in the neighbour's cgroup is the first culprit there, the node's disk is named (limits.io) and
    the summary says both.
+4. A buffered writer (dd without O_DIRECT) beside the same commits: its writes land in the page
+   cache and the flusher writes them later, behind which the database's fsyncs wait. The first
+   culprit is the dd, whose bytes the summary says it dirtied, with the node's writeback
+   (limits.io.writeback: kernel-facts.md: writeback).
 
 Before each neighbour starts, the agent is started anew on the database's cgroup, which by then
 has stall history (pgbench's start, the previous neighbour): no incident may come for three
@@ -255,6 +259,26 @@ def stages(pg, db, batch, build, tmp, validate):
     check(f" for io on " in inc["summary"] and " fio (/" in inc["summary"], f"summary: {inc['summary']!r}")
     print(f"fio: {inc['summary']}")
     batch.kill_all()
+    os.unlink(data)
+
+    # 4. writeback: a buffered dd beside the same commits; 4 GiB at most, removed after.
+    big = os.path.join(tmp, "dd-data")
+
+    def dd():
+        batch.spawn(["dd", "if=/dev/zero", f"of={big}", "bs=1M", "count=4096", "status=none"])
+    inc = quiet_then_incident(tmp, db, "dd", dd, validate, trigger="io some 10% 2s")
+    c = inc["culprits"]
+    dds = [p for p in c["processes"] if p["cgroup"] == "/" + batch.rel]
+    check(c["cgroups"][0]["path"] == "/" + batch.rel and dds and dds[0]["comm"] == "dd"
+          and dds[0]["usage"]["write_bytes"] > 1 << 20,
+          f"culprits: {[(p['comm'], p['cgroup'], p['usage']) for p in c['processes']]}, cgroups {c['cgroups']}")
+    wb = inc["limits"]["io"]["writeback"]
+    check(wb and wb["dirty_bytes"] + wb["writeback_bytes"] >= 32 << 20, f"limits.io.writeback: {wb}")
+    check(f"dd (/{batch.rel}, pid {dds[0]['pid']}) dirtied " in inc["summary"] or
+          f"dirtied by /{batch.rel}: dd (pid {dds[0]['pid']})" in inc["summary"], f"summary: {inc['summary']!r}")
+    print(f"dd: {inc['summary']}")
+    batch.kill_all()
+    os.unlink(big)
 
 
 run(main)

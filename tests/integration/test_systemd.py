@@ -92,7 +92,7 @@ def test(c, installed):
     print(p.stdout, p.stderr)
     lines = check_lines(p.stdout)
     # (cap-sys-resource may warn: CI's VM has no CAP_SYS_RESOURCE to give the container.)
-    for name in ("psi", "psi-trigger", "cgroup2", "taskstats", "cap-net-admin", "procfs", "kmsg"):
+    for name in ("psi", "psi-trigger", "cgroup2", "taskstats", "cap-net-admin", "procfs", "kmsg", "blocked-since"):
         check(lines.get(name) == "ok", f"`psidiag check` in the unit's sandbox: {name} is {lines.get(name)}")
     check(p.returncode == 0 and "fail" not in lines.values(), f"`psidiag check` in the sandbox: {p.returncode}")
     good = lines

@@ -68,6 +68,10 @@ static void test_blocked_since(void **state) {
         n = check_evaluate(&f, lines);
         assert_int_equal(find(lines, n, "blocked-since")->status, CHECK_WARN);
         assert_non_null(strstr(find(lines, n, "blocked-since")->text, "CONFIG_SCHED_DEBUG"));
+        f.sched_err = -EPERM;
+        n = check_evaluate(&f, lines);
+        assert_int_equal(find(lines, n, "blocked-since")->status, CHECK_WARN);
+        assert_non_null(strstr(find(lines, n, "blocked-since")->text, "sched_setaffinity() refused"));
 }
 
 static void test_hybrid_host_named(void **state) {

@@ -158,6 +158,49 @@ static void test_aggregate(void **state) {
         cgroup_usages_done(&gb);
 }
 
+/* Where the walks found the most delayed: the end walk's cgroup, else the start walk's (one that
+ * ended in the sample), else none. */
+static void test_victim_cgroups(void **state) {
+        Snapshot a = {}, b = {};
+        CgroupUsages ga = {}, gb = {};
+        Culprits c = {};
+        pid_t start_build[] = { 7, 8 }, end_build[] = { 7 }, end_other[] = { 9 };
+        pid_t victims[] = { 8, 9, 7, 300 };
+
+        add(&a, 7, PROCESS_MEASURED, 0, "", 0);
+        add(&a, 8, PROCESS_MEASURED, 0, "", 0);
+        add(&b, 7, PROCESS_MEASURED, 0, "", 1 * NS_PER_MS);
+        add(&b, 8, PROCESS_ENDED, 7, "dd", 1 * NS_PER_MS);
+        add(&b, 9, PROCESS_MEASURED, 0, "", 1 * NS_PER_MS);
+        cg(&ga, "", CGROUP_USAGE_NO_PARENT, 1000, NULL, 0);
+        cg(&ga, "build", 0, 100, start_build, 2);
+        cg(&gb, "", CGROUP_USAGE_NO_PARENT, 1500, NULL, 0);
+        cg(&gb, "build", 0, 500, end_build, 1);
+        cg(&gb, "other", 0, 500, end_other, 1);
+        CulpritsInput in = { .resource = PSI_RESOURCE_CPU,
+                             .a = &a,
+                             .b = &b,
+                             .ga = &ga,
+                             .gb = &gb,
+                             .scope_is_node = true,
+                             .victims = victims,
+                             .n_victims = 4,
+                             .top = 1 };
+
+        assert_int_equal(culprits_build(&c, &in), 0);
+        assert_int_equal(c.n_procs, 1); /* cut to top: the victims' cgroups are not */
+        assert_string_equal(culprits_victim_cgroup(&c, 7), "build");
+        assert_string_equal(culprits_victim_cgroup(&c, 8), "build");
+        assert_string_equal(culprits_victim_cgroup(&c, 9), "other");
+        assert_null(culprits_victim_cgroup(&c, 300));
+        assert_null(culprits_victim_cgroup(NULL, 7));
+        culprits_done(&c);
+        snapshot_done(&a);
+        snapshot_done(&b);
+        cgroup_usages_done(&ga);
+        cgroup_usages_done(&gb);
+}
+
 /* The spawner of an aggregate: the nearest ancestor alive at the end, up the exit records'
  * parents through ancestors that ended (kernel-facts.md: exit-records), named from /proc. */
 static void test_spawner(void **state) {
@@ -741,12 +784,19 @@ static void test_scope_agrees_with_limits(void **state) {
 
 int main(void) {
         const struct CMUnitTest tests[] = {
-                cmocka_unit_test(test_cpu),           cmocka_unit_test(test_aggregate),
-                cmocka_unit_test(test_spawner),       cmocka_unit_test(test_killed_grower),
-                cmocka_unit_test(test_short_writers), cmocka_unit_test(test_reaped_io),
-                cmocka_unit_test(test_cgroups),       cmocka_unit_test(test_memory_io),
-                cmocka_unit_test(test_walk),          cmocka_unit_test(test_scope),
-                cmocka_unit_test(test_scope_cgroup2), cmocka_unit_test(test_scope_agrees_with_limits),
+                cmocka_unit_test(test_cpu),
+                cmocka_unit_test(test_aggregate),
+                cmocka_unit_test(test_victim_cgroups),
+                cmocka_unit_test(test_spawner),
+                cmocka_unit_test(test_killed_grower),
+                cmocka_unit_test(test_short_writers),
+                cmocka_unit_test(test_reaped_io),
+                cmocka_unit_test(test_cgroups),
+                cmocka_unit_test(test_memory_io),
+                cmocka_unit_test(test_walk),
+                cmocka_unit_test(test_scope),
+                cmocka_unit_test(test_scope_cgroup2),
+                cmocka_unit_test(test_scope_agrees_with_limits),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }

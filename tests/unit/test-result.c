@@ -93,14 +93,79 @@ static void test_ended_victim_cgroup(void **state) {
         assert_string_equal(r.procs[0].comm, "dd");
         assert_true(r.procs[0].has_cgroup);
         assert_string_equal(r.procs[0].cgroup, "/iow");
+        assert_int_equal(r.procs[0].placed_by, 0);
         /* One the culprits do not list stays unknown. */
         assert_string_equal(r.procs[1].comm, "gone");
         assert_false(r.procs[1].has_cgroup);
+
+        /* One the walks found (a victim of culprits_build()) takes that cgroup, ended or gone from
+         * /proc after the end snapshot. */
+        CulpritVictim found[1] = { { .pid = 596, .cgroup = "svc" } };
+        culprits.victims = found;
+        culprits.n_victims = 1;
+        ranked[1].origin = PROCESS_MEASURED;
+        sample_result_identify(&r, proc_fd, NULL, &buf, 4);
+        assert_true(r.procs[1].has_cgroup);
+        assert_string_equal(r.procs[1].cgroup, "/svc");
 
         /* Without a culprit pass, nothing to take it from. */
         r.culprits = NULL;
         sample_result_identify(&r, proc_fd, NULL, &buf, 4);
         assert_false(r.procs[0].has_cgroup);
+        assert_false(r.procs[1].has_cgroup);
+        close(proc_fd);
+        rmdir(dir);
+}
+
+/* A most delayed process that ended before the culprits' start walk saw it (that walk follows the
+ * sample's snapshot A: a dd of a shell loop on 7.2) takes its parent's cgroup when the parent is
+ * alive at the sample's end, as a short-lived one does; a parent not in the sample places nothing. */
+static void test_ended_victim_by_parent(void **state) {
+        ProcessDelta ranked[3] = {
+                { .tgid = 597, .ppid = 590, .origin = PROCESS_ENDED, .comm = "dd" },
+                { .tgid = 598, .ppid = 1, .origin = PROCESS_ENDED, .comm = "orphan" },
+                { .tgid = 599, .ppid = 590, .origin = PROCESS_ENDED, .comm = "dd" },
+        };
+        Ranking ranking = { .procs = ranked, .n_procs = 3 };
+        /* 599 the culprits' walk saw: its own cgroup, not its parent's. */
+        CulpritProcess cp[1] = { { .tgid = 599, .origin = PROCESS_ENDED, .comm = "dd", .cgroup = "own" } };
+        Culprits culprits = { .procs = cp, .n_procs = 1 };
+        CulpritScope scope = { .node = true };
+        ProcessDelays end[1] = { { .tgid = 590, .origin = PROCESS_MEASURED } };
+        Snapshot b = { .procs = end, .n_procs = 1 };
+        ProcessInfo items[8];
+        ProcessInfoBuffer buf = { .items = items, .cap = 8 };
+        SampleResult r = { .ranking = &ranking, .b = &b, .culprits = &culprits, .culprit_scope = &scope };
+        char dir[] = "/tmp/psidiag-result-XXXXXX", path[256];
+        assert_non_null(mkdtemp(dir));
+        snprintf(path, sizeof path, "%s/590", dir);
+        assert_int_equal(mkdir(path, 0755), 0);
+        snprintf(path, sizeof path, "%s/590/cgroup", dir);
+        FILE *f = fopen(path, "w");
+        assert_non_null(f);
+        fputs("0::/iodd\n", f);
+        fclose(f);
+        int proc_fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        assert_true(proc_fd >= 0);
+
+        for (int pass = 0; pass < 2; pass++) {
+                sample_result_identify(&r, proc_fd, NULL, &buf, 4);
+                assert_true(r.procs[0].has_cgroup);
+                assert_string_equal(r.procs[0].cgroup, "/iodd");
+                assert_int_equal(r.procs[0].placed_by, 590);
+                assert_false(r.procs[1].has_cgroup);
+                assert_int_equal(r.procs[1].placed_by, 0);
+                if (pass == 0) {
+                        assert_string_equal(r.procs[2].cgroup, "/own");
+                        assert_int_equal(r.procs[2].placed_by, 0);
+                }
+                /* Without a culprit pass, the parent still places them. */
+                r.culprits = NULL;
+        }
+        assert_int_equal(r.procs[2].placed_by, 590);
+        unlink(path);
+        snprintf(path, sizeof path, "%s/590", dir);
+        rmdir(path);
         close(proc_fd);
         rmdir(dir);
 }
@@ -295,9 +360,9 @@ static void test_unmeasured_as_sampler(void **state) {
 
 int main(void) {
         const struct CMUnitTest tests[] = {
-                cmocka_unit_test(test_ended_victim_cgroup),   cmocka_unit_test(test_name_containers),
-                cmocka_unit_test(test_unreadable_identity),   cmocka_unit_test(test_unmeasured),
-                cmocka_unit_test(test_unmeasured_as_sampler),
+                cmocka_unit_test(test_ended_victim_cgroup), cmocka_unit_test(test_ended_victim_by_parent),
+                cmocka_unit_test(test_name_containers),     cmocka_unit_test(test_unreadable_identity),
+                cmocka_unit_test(test_unmeasured),          cmocka_unit_test(test_unmeasured_as_sampler),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }

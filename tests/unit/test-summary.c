@@ -225,6 +225,20 @@ static void test_writeback(void **state) {
                            "writeback of 2.0 GiB waiting on the node");
         snprintf(in, sizeof in, fmt, "null", "0");
         assert_summary(in, "postgres (/db) waited 0.31 s for io in 1 s: dd (/batch, pid 4224) wrote 417 MiB");
+        /* The writer held in balance_dirty_pages() all along: no process of /batch listed, the cgroup
+         * holds the queue. */
+        assert_summary(
+                "{\"type\": \"pressure\", \"trigger\": {\"cgroup\": \"/db\", \"resource\": \"io\"},"
+                " \"sample\": {\"duration_ms\": 1000}, \"most_delayed\": [{\"pid\": 7, \"comm\": \"postgres\","
+                "   \"cgroup\": \"/db\", \"delay_us\": {\"blkio\": 310000}}],"
+                " \"culprits\": {\"resource\": \"io\", \"own_limit\": false, \"limit\": null, \"processes\": [],"
+                "   \"cgroups\": [{\"path\": \"/batch\", \"share\": 0.99, \"dirty_bytes\": 286261248,"
+                "     \"usage\": {\"write_bytes\": 16777216}}]},"
+                " \"limits\": {\"io\": {\"writeback\": {\"dirty_bytes\": 46870528, \"writeback_bytes\": 240009216}}}}",
+                "postgres (/db) waited 0.31 s for io in 1 s: writeback of 273 MiB dirtied by /batch");
+        /* 20 MiB dirty beside a writer of 417 MiB: not its bytes waiting (an O_DIRECT writer's). */
+        snprintf(in, sizeof in, fmt, "null", "16777216");
+        assert_summary(in, "postgres (/db) waited 0.31 s for io in 1 s: dd (/batch, pid 4224) wrote 417 MiB");
 }
 
 /* A node-wide storm: 100 cgroups, the largest 4%: nobody is named. */

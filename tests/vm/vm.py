@@ -226,6 +226,9 @@ def run_guest(work, files, root_image, scratch, accel, done):
                 log(f"guest runner started after {TIMES['boot_s']} s: {line.get('os')}, kernel "
                     f"{line.get('kernel')}, systemd {line.get('systemd')}, taskstats v{line.get('taskstats')}, "
                     f"{line.get('cgroup')}")
+            elif line.get("event") == "settled" and "settle_s" not in TIMES:
+                TIMES["settle_s"] = line.get("seconds")
+                log(f"udev settled {TIMES['settle_s']} s after the runner started")
             elif "case" in line and line["case"] not in done:
                 done[line["case"]] = line
                 log(f"{line['case']}: {line['result']} in {line['seconds']} s")
@@ -303,9 +306,11 @@ def main():
             qemu, started, code = run_guest(work, files, root_image, scratch, accel, done)
             missing = [c for c in CASES if c not in done]
             # A guest kernel that oopses (sid's 7.2.13 under TCG once hit an oops in the
-            # scheduler's dequeue_entities(), from rcu_gp_kthread, 76 s after boot) stops the
-            # runner with cases left: not psidiag's doing, so it boots once more for them, saying so.
-            if attempt == 1 and started and missing and guest_crashed(qemu):
+            # scheduler's dequeue_entities(), from rcu_gp_kthread, 76 s after boot; once an int3
+            # oops in sched_clock_cpu() from devtmpfs_create_node(), 1.9 s after boot, before the
+            # runner started) stops the runner with cases left: not psidiag's doing, so it boots
+            # once more for them, saying so.
+            if attempt == 1 and missing and guest_crashed(qemu):
                 log(f"the guest's kernel crashed with {len(missing)} cases left; its console:\n{qemu.tail(60)}\n"
                     f"booting once more for {missing}")
                 TIMES["kernel_crash"] = qemu.tail(60)
