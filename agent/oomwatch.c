@@ -17,6 +17,7 @@
 #include "base/log.h"
 #include "base/macro.h"
 #include "probes/kmsg.h"
+#include "probes/system.h"
 
 #define OOMC_RECHECK_S 0.1
 #define OOMC_RECHECKS_MAX 10
@@ -301,8 +302,13 @@ void oomwatch_start(Agent *a) {
         a->oomwatch = ow;
         fd = kmsg_open_end("/dev/kmsg");
         if (fd < 0) {
+                /* A container given /dev/kmsg as a bind mount has CAP_SYSLOG and still gets EPERM,
+                 * from its device cgroup: the reason is check's (probes/kmsg.c). */
+                uint64_t caps = 0;
+                int syslog =
+                        system_read_cap_eff(a->rt.sysroot->proc_fd, &caps) < 0 ? -1 : !!(caps & CAP_BIT(CAP_SYSLOG));
                 log_warning_errno(fd, "cannot read /dev/kmsg%s: oom kills are not read from the kernel log",
-                                  fd == -EPERM ? " (kernel.dmesg_restrict is set and CAP_SYSLOG is missing)" : "");
+                                  kmsg_open_why(fd, syslog));
                 counting_start(ow);
                 return;
         }

@@ -11,6 +11,7 @@
 #include "base/macro.h"
 #include "cmd/check.h"
 #include "config/model.h"
+#include "probes/kmsg.h"
 #include "probes/procfs.h"
 #include "probes/schedclock.h"
 #include "probes/sysroot.h"
@@ -137,19 +138,12 @@ size_t check_evaluate(const CheckFacts *f, CheckLine *lines) {
         else
                 LINE(CHECK_OK, "procfs", "other tasks' stat and cmdline are readable");
 
-        /* EPERM with CAP_SYSLOG: not dmesg_restrict but the device cgroup (a container given
-         * /dev/kmsg as a bind mount, not as a device) or an LSM refusing the open. */
-        bool syslog = f->caps_err >= 0 && (f->cap_eff & CAP_BIT(CAP_SYSLOG));
+        int syslog = f->caps_err < 0 ? -1 : !!(f->cap_eff & CAP_BIT(CAP_SYSLOG));
         if (f->kmsg_err < 0)
                 LINE(CHECK_WARN, "kmsg",
                      "cannot read /dev/kmsg: %s%s; oom kills are counted from cgroup watches' memory "
                      "counters, without the victim",
-                     strerror(-f->kmsg_err),
-                     f->kmsg_err != -EPERM ? ""
-                     : syslog ? " although CAP_SYSLOG is present: a container's device cgroup refuses it (give "
-                                "/dev/kmsg as a device, not a bind mount: docker, podman --device /dev/kmsg) or an "
-                                "LSM does"
-                              : " (CAP_SYSLOG is needed while kernel.dmesg_restrict=1)");
+                     strerror(-f->kmsg_err), kmsg_open_why(f->kmsg_err, syslog));
         else
                 LINE(CHECK_OK, "kmsg", "/dev/kmsg is readable (the kernel's OOM kill records)");
 

@@ -144,6 +144,14 @@ int kmsg_open_end(const char *path) {
         return fd;
 }
 
+const char *kmsg_open_why(int err, int has_syslog) {
+        if (err != -EPERM || has_syslog < 0)
+                return "";
+        return has_syslog ? " although CAP_SYSLOG is present: a container's device cgroup refuses it (give /dev/kmsg "
+                            "as a device, not a bind mount: docker, podman --device /dev/kmsg) or an LSM does"
+                          : " (CAP_SYSLOG is needed while kernel.dmesg_restrict=1)";
+}
+
 ssize_t kmsg_read_record(int fd, char *buf, size_t size) {
         for (;;) {
                 ssize_t n = read(fd, buf, size);

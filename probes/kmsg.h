@@ -33,6 +33,12 @@ typedef struct KmsgRecord {
  * the kernel logs from now on is read. fd or -errno (EPERM: dmesg_restrict without CAP_SYSLOG). */
 int kmsg_open_end(const char *path);
 
+/* What an open of /dev/kmsg that failed with err says, to follow its strerror(): EPERM with
+ * CAP_SYSLOG (has_syslog > 0) is not kernel.dmesg_restrict but a container's device cgroup (the
+ * file given as a bind mount, not as a device) or an LSM; EPERM without it (0) is dmesg_restrict;
+ * "" for another error or when the capability is not known (< 0). A static string. */
+const char *kmsg_open_why(int err, int has_syslog);
+
 /* Reads the next record into buf (KMSG_RECORD_MAX bytes). Returns its length, -EAGAIN when none is
  * waiting, -EPIPE when the ring overwrote records before they were read (the next read goes on
  * with the oldest record kept; the ones in between are lost), or another -errno. */

@@ -47,6 +47,11 @@ def main():
     check(not mounts["/sys/fs/cgroup"].get("readOnly"), "the cgroup mount must be writable to arm triggers")
     check(mounts["/dev/kmsg"].get("readOnly") is True, "/dev/kmsg")
     check("/var/log/psidiag" in mounts and "/etc/psidiag" in mounts, f"mounts {list(mounts)}")
+    # Where the runtimes keep the names (probes/containers.c), read-only: without them an agent in
+    # a container names no container (the VM's agent-in-container case, tests/vm/containers.py).
+    for path in ("/var/lib/docker/containers", "/run/containerd/io.containerd.runtime.v2.task",
+                 "/run/containers/storage", "/var/lib/containers/storage/overlay-containers"):
+        check(mounts.get(path, {}).get("readOnly") is True, f"{path} not mounted read-only: {list(mounts)}")
     check(c["args"] == ["--config", "/etc/psidiag/config.json"], f"args {c['args']}")
 
     with tempfile.TemporaryDirectory() as tmp:

@@ -116,12 +116,24 @@ static void test_hostile_names(void **state) {
         assert_int_equal(feed("6,1,2,-;oom-kill:task=x,pid=99999999999,uid=0", &fresh), OOM_LINE_NONE);
 }
 
+/* EPERM is dmesg_restrict only without CAP_SYSLOG: with it, a device cgroup or an LSM (a
+ * container given /dev/kmsg as a bind mount, as the DaemonSet does). */
+static void test_open_why(void **state) {
+        (void) state;
+        assert_non_null(
+                strstr(kmsg_open_why(-EPERM, 1), "although CAP_SYSLOG is present: a container's device cgroup"));
+        assert_non_null(strstr(kmsg_open_why(-EPERM, 0), "CAP_SYSLOG is needed while kernel.dmesg_restrict=1"));
+        assert_string_equal(kmsg_open_why(-EPERM, -1), "");
+        assert_string_equal(kmsg_open_why(-ENOENT, 1), "");
+}
+
 int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_record),
                 cmocka_unit_test(test_real_v1_memcg),
                 cmocka_unit_test(test_cgroup2_and_old_kernels),
                 cmocka_unit_test(test_hostile_names),
+                cmocka_unit_test(test_open_why),
         };
 
         return cmocka_run_group_tests(tests, NULL, NULL);

@@ -885,6 +885,11 @@ def oomd(validate):
     check([l for l in kmsg if want.search(l)], f"no kmsg line like {want.pattern!r}")
 
 
+# The container cases (tests/vm/containers.py), which only the guest bookworm-ctr runs.
+from containers import CASES as CONTAINER_CASES, DEADLINE_S as CONTAINER_DEADLINE_S  # noqa: E402
+CASES.update(CONTAINER_CASES)
+DEADLINE_S.update(CONTAINER_DEADLINE_S)
+
 
 # The kernel files whose parsers tests/unit/test-guest-files.c runs on each guest's own copy
 # (tests/fixtures/guests/<guest>/, written from this case's log by tests/vm/fixtures.py): the

@@ -71,6 +71,9 @@ def stage(root, installed):
     os.makedirs(dest, exist_ok=True)
     shutil.copy(WORKLOAD, os.path.join(dest, "psidiag-workload"))
     shutil.copy(os.path.join(HERE, "guest.py"), dest)
+    # The container cases (guest bookworm-ctr) and the manifest one of them runs the agent as.
+    shutil.copy(os.path.join(HERE, "containers.py"), dest)
+    shutil.copy(os.path.join(HERE, "..", "..", "dist", "kubernetes", "psidiag.yaml"), dest)
     # What the cases share with the host's tests, run there as they are.
     for f in ("common.py", "debroot.py", "nspawn.py", "test_systemd.py", "test_tgid.py"):
         shutil.copy(os.path.join(HERE, "..", "integration", f), dest)
