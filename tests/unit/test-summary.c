@@ -171,25 +171,26 @@ static void test_blocked_now(void **state) {
 
 /* A wait not ended ranked first (psidiag 0.9): the process stuck 3.2 s is named before the one that
  * waited 50 ms, with where it sleeps; for cpu a D sleep never leads the sentence. */
+#define BLOCKED_TOP_FMT                                                                                                \
+        "{\"type\": \"pressure\", \"trigger\": {\"cgroup\": \"/db\", \"resource\": \"%s\"},"                           \
+        " \"sample\": {\"duration_ms\": 1000, \"stall_us\": 1000000}, \"most_delayed\": ["                             \
+        "  {\"pid\": 812, \"comm\": \"dd\", \"cgroup\": \"/db\", \"delay_us\": {\"cpu\": 0, \"blkio\": 0},"            \
+        "   \"blocked_now\": {\"tid\": 813, \"ms\": 3200}},"                                                           \
+        "  {\"pid\": 900, \"comm\": \"postgres\", \"cgroup\": \"/db\", \"delay_us\": {\"cpu\": 9000, "                 \
+        "\"blkio\": 50000},"                                                                                           \
+        "   \"blocked_now\": null}],"                                                                                  \
+        " \"blocked\": [{\"wchan\": \"blk_mq_get_tag\", \"seen\": 2, \"threads_total\": 1,"                            \
+        "   \"threads\": [{\"pid\": 812, \"tid\": 813, \"comm\": \"dd\", \"blocked_ms\": 3200}]}]}"
+
 static void test_blocked_top(void **state) {
-        static const char *const fmt =
-                "{\"type\": \"pressure\", \"trigger\": {\"cgroup\": \"/db\", \"resource\": \"%s\"},"
-                " \"sample\": {\"duration_ms\": 1000, \"stall_us\": 1000000}, \"most_delayed\": ["
-                "  {\"pid\": 812, \"comm\": \"dd\", \"cgroup\": \"/db\", \"delay_us\": {\"cpu\": 0, \"blkio\": 0},"
-                "   \"blocked_now\": {\"tid\": 813, \"ms\": 3200}},"
-                "  {\"pid\": 900, \"comm\": \"postgres\", \"cgroup\": \"/db\", \"delay_us\": {\"cpu\": 9000, "
-                "\"blkio\": 50000},"
-                "   \"blocked_now\": null}],"
-                " \"blocked\": [{\"wchan\": \"blk_mq_get_tag\", \"seen\": 2, \"threads_total\": 1,"
-                "   \"threads\": [{\"pid\": 812, \"tid\": 813, \"comm\": \"dd\", \"blocked_ms\": 3200}]}]}";
         char in[2048];
 
-        snprintf(in, sizeof in, fmt, "io");
+        snprintf(in, sizeof in, BLOCKED_TOP_FMT, "io");
         assert_summary(in, "dd (/db) blocked for io, 3.2 s so far in blk_mq_get_tag");
-        snprintf(in, sizeof in, fmt, "cpu");
+        snprintf(in, sizeof in, BLOCKED_TOP_FMT, "cpu");
         assert_summary(in, "postgres (/db) waited 9.0 ms for cpu in 1 s");
         /* Blocked for less than the sample: between two waits, not stuck; the waits lead. */
-        snprintf(in, sizeof in, fmt, "io");
+        snprintf(in, sizeof in, BLOCKED_TOP_FMT, "io");
         memcpy(strstr(in, "\"ms\": 3200"), "\"ms\":  800", 10);
         assert_summary(in, "postgres (/db) waited 50 ms for io in 1 s");
 }
@@ -197,33 +198,34 @@ static void test_blocked_top(void **state) {
 /* Writeback (psidiag 0.9): a buffered writer's bytes are what it dirtied; with the node's page cache
  * queued for the disks the summary says so, and names the cgroup that holds it where cgroup2 says;
  * under 32 MiB queued it is a plain writer. */
+#define WRITEBACK_FMT                                                                                                  \
+        "{\"type\": \"pressure\", \"trigger\": {\"cgroup\": \"/db\", \"resource\": \"io\"},"                           \
+        " \"sample\": {\"duration_ms\": 1000, \"stall_us\": 800000},"                                                  \
+        " \"most_delayed\": [{\"pid\": 7, \"comm\": \"postgres\", \"cgroup\": \"/db\","                                \
+        "   \"delay_us\": {\"blkio\": 310000}}],"                                                                      \
+        " \"culprits\": {\"resource\": \"io\", \"own_limit\": false, \"limit\": null,"                                 \
+        "   \"processes\": [{\"pid\": 4224, \"comm\": \"dd\", \"cgroup\": \"/batch\", \"processes\": 1,"               \
+        "     \"ended\": false, \"victim\": false, \"usage\": {\"read_bytes\": 0, \"write_bytes\": "                   \
+        "437268480}}],"                                                                                                \
+        "   \"cgroups\": [{\"path\": \"/batch\", \"share\": 0.93, \"dirty_bytes\": %s},"                               \
+        "     {\"path\": \"/db\", \"share\": 0.07, \"dirty_bytes\": 0}]},"                                             \
+        " \"limits\": {\"io\": {\"devices_source\": \"node\", \"devices\": [],"                                        \
+        "   \"writeback\": {\"dirty_bytes\": %s, \"writeback_bytes\": 4194304}}}}"
+
 static void test_writeback(void **state) {
-        static const char *const fmt =
-                "{\"type\": \"pressure\", \"trigger\": {\"cgroup\": \"/db\", \"resource\": \"io\"},"
-                " \"sample\": {\"duration_ms\": 1000, \"stall_us\": 800000},"
-                " \"most_delayed\": [{\"pid\": 7, \"comm\": \"postgres\", \"cgroup\": \"/db\","
-                "   \"delay_us\": {\"blkio\": 310000}}],"
-                " \"culprits\": {\"resource\": \"io\", \"own_limit\": false, \"limit\": null,"
-                "   \"processes\": [{\"pid\": 4224, \"comm\": \"dd\", \"cgroup\": \"/batch\", \"processes\": 1,"
-                "     \"ended\": false, \"victim\": false, \"usage\": {\"read_bytes\": 0, \"write_bytes\": "
-                "437268480}}],"
-                "   \"cgroups\": [{\"path\": \"/batch\", \"share\": 0.93, \"dirty_bytes\": %s},"
-                "     {\"path\": \"/db\", \"share\": 0.07, \"dirty_bytes\": 0}]},"
-                " \"limits\": {\"io\": {\"devices_source\": \"node\", \"devices\": [],"
-                "   \"writeback\": {\"dirty_bytes\": %s, \"writeback_bytes\": 4194304}}}}";
         char in[4096];
 
-        snprintf(in, sizeof in, fmt, "null", "2147483648");
+        snprintf(in, sizeof in, WRITEBACK_FMT, "null", "2147483648");
         assert_summary(in, "postgres (/db) waited 0.31 s for io in 1 s: dd (/batch, pid 4224) dirtied 417 MiB, "
                            "writeback of 2.0 GiB waiting on the node");
-        snprintf(in, sizeof in, fmt, "2040109465", "2147483648");
+        snprintf(in, sizeof in, WRITEBACK_FMT, "2040109465", "2147483648");
         assert_summary(in, "postgres (/db) waited 0.31 s for io in 1 s: writeback of 1.9 GiB dirtied by /batch: dd "
                            "(pid 4224) dirtied 417 MiB in the sample");
         /* The cgroup holds less than half of what is queued: the node's figure, not a claim. */
-        snprintf(in, sizeof in, fmt, "104857600", "2147483648");
+        snprintf(in, sizeof in, WRITEBACK_FMT, "104857600", "2147483648");
         assert_summary(in, "postgres (/db) waited 0.31 s for io in 1 s: dd (/batch, pid 4224) dirtied 417 MiB, "
                            "writeback of 2.0 GiB waiting on the node");
-        snprintf(in, sizeof in, fmt, "null", "0");
+        snprintf(in, sizeof in, WRITEBACK_FMT, "null", "0");
         assert_summary(in, "postgres (/db) waited 0.31 s for io in 1 s: dd (/batch, pid 4224) wrote 417 MiB");
         /* The writer held in balance_dirty_pages() all along: no process of /batch listed, the cgroup
          * holds the queue. */
@@ -237,7 +239,7 @@ static void test_writeback(void **state) {
                 " \"limits\": {\"io\": {\"writeback\": {\"dirty_bytes\": 46870528, \"writeback_bytes\": 240009216}}}}",
                 "postgres (/db) waited 0.31 s for io in 1 s: writeback of 273 MiB dirtied by /batch");
         /* 20 MiB dirty beside a writer of 417 MiB: not its bytes waiting (an O_DIRECT writer's). */
-        snprintf(in, sizeof in, fmt, "null", "16777216");
+        snprintf(in, sizeof in, WRITEBACK_FMT, "null", "16777216");
         assert_summary(in, "postgres (/db) waited 0.31 s for io in 1 s: dd (/batch, pid 4224) wrote 417 MiB");
 }
 
