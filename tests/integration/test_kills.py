@@ -265,7 +265,10 @@ def xattr_kill(tmp, mount, data, validate, name, xattrs, want, kmsg=None, basis=
     with ScratchCgroup(mount, name) as cg, LimitedCgroup(mount, cg, name, LIMIT) as lim:
         agent, out, log = start_agent(tmp, name, [(cg, "memory some 50ms 2s")], [])
         try:
-            env = dict(os.environ, PSIDIAG_FILE=data, PSIDIAG_ALLOC_MAX_MB="24")
+            # 12 MiB: the grower and the thrasher must stay under the limit's 48 MiB, or the kernel's
+            # OOM killer takes the grower first (an oom incident, rightly no kill incident). Built
+            # with ASan, a grower of 24 MiB held 30.7 MiB and was OOM-killed in one run of two.
+            env = dict(os.environ, PSIDIAG_FILE=data, PSIDIAG_ALLOC_MAX_MB="12")
             grower = spawn(cg, [WORKLOAD, "alloc", "grower"], env, lim.extra)
             spawn(cg, [WORKLOAD, "thrash", "psidiag-thrash", "2"], env, lim.extra)
             lines = wait_lines(out, lambda ls: any(i["type"] == "pressure" for i in ls), 40)
@@ -277,6 +280,9 @@ def xattr_kill(tmp, mount, data, validate, name, xattrs, want, kmsg=None, basis=
                 with open("/dev/kmsg", "w") as f:
                     f.write(kmsg.format(cgroup=cg.rel))
             pid = grower.pid
+            ooms = [i for i in read_lines(out) if i["type"] == "oom"]
+            check(alive(pid) and not ooms, f"the grower (pid {pid}) is not there to kill: the kernel's OOM killer took "
+                  f"it ({[i['summary'] for i in ooms]}), the test's limit is too small for its workloads")
             grower.send_signal(signal.SIGKILL)
             grower.wait()
             await_kill_incident(out)
