@@ -70,44 +70,44 @@ static int cmp_culprit_pid(const void *a, const void *b) {
         return (x->pid > y->pid) - (x->pid < y->pid);
 }
 
-/* Every process of the end walk with its cgroup, sorted by pid. */
-static int index_pids(Culprits *c, const CgroupUsages *gb) {
-        c->n_pids = 0;
-        if (!gb)
+/* Every process of walk g with its cgroup, sorted by pid, into *pids. */
+static int index_pids(CulpritPid **pids, size_t *n, size_t *cap, const CgroupUsages *g) {
+        *n = 0;
+        if (!g)
                 return 0;
-        if (array_reserve((void **) &c->pids, &c->cap_pids, gb->pids.n, sizeof *c->pids) < 0)
+        if (array_reserve((void **) pids, cap, g->pids.n, sizeof **pids) < 0)
                 return -ENOMEM;
-        for (size_t i = 0; i < gb->n; i++)
-                for (size_t k = 0; k < gb->items[i].n_pids; k++)
-                        c->pids[c->n_pids++] = (CulpritPid) { gb->pids.tids[gb->items[i].first_pid + k], i };
-        if (c->n_pids > 0)
-                qsort(c->pids, c->n_pids, sizeof *c->pids, cmp_culprit_pid);
+        for (size_t i = 0; i < g->n; i++)
+                for (size_t k = 0; k < g->items[i].n_pids; k++)
+                        (*pids)[(*n)++] = (CulpritPid) { g->pids.tids[g->items[i].first_pid + k], i };
+        if (*n > 0)
+                qsort(*pids, *n, sizeof **pids, cmp_culprit_pid);
         return 0;
 }
 
-/* The cgroup a process of the start walk was in (one that ended during the sample: /proc no longer
- * says), relative to the scope; NULL when the start walk did not have it. */
-static const char *start_cgroup(const CulpritsInput *in, pid_t pid) {
-        const CgroupUsages *ga = in->ga;
+/* The cgroup walk g had pid in, through its index; NULL when it did not have it. */
+static const char *walk_cgroup(const CulpritPid *pids, size_t n, const CgroupUsages *g, pid_t pid) {
+        CulpritPid key = { .pid = pid };
+        const CulpritPid *hit = n ? bsearch(&key, pids, n, sizeof *pids, cmp_culprit_pid) : NULL;
 
-        for (size_t i = 0; ga && i < ga->n; i++)
-                for (size_t k = 0; k < ga->items[i].n_pids; k++)
-                        if (ga->pids.tids[ga->items[i].first_pid + k] == pid)
-                                return cgroup_usage_path(ga, &ga->items[i]);
-        return NULL;
+        return hit ? cgroup_usage_path(g, &g->items[hit->entry]) : NULL;
+}
+
+/* The cgroup a process of the start walk was in (one that ended during the sample: /proc no longer
+ * says), relative to the scope; NULL when the start walk did not have it. After index_pids(). */
+static const char *start_cgroup(const Culprits *c, const CulpritsInput *in, pid_t pid) {
+        return walk_cgroup(c->start_pids, c->n_start_pids, in->ga, pid);
 }
 
 /* The cgroup of a short process: that of its nearest ancestor alive at the end (a build's make,
  * whose compilers came and went). NULL when none is known. */
 static const char *ancestor_cgroup(const Culprits *c, const CulpritsInput *in, pid_t ppid) {
         for (unsigned depth = 0; ppid > 0 && depth < 16; depth++) {
-                CulpritPid key = { .pid = ppid };
-                const CulpritPid *hit =
-                        c->n_pids ? bsearch(&key, c->pids, c->n_pids, sizeof *c->pids, cmp_culprit_pid) : NULL;
+                const char *path = walk_cgroup(c->pids, c->n_pids, in->gb, ppid);
                 const ProcessDelays *p;
 
-                if (hit)
-                        return cgroup_usage_path(in->gb, &in->gb->items[hit->entry]);
+                if (path)
+                        return path;
                 p = snapshot_find_process(in->b, ppid);
                 if (!p || p->origin == PROCESS_MEASURED)
                         return NULL;
@@ -209,7 +209,7 @@ static int sum_ended(Culprits *c, const CulpritsInput *in) {
 
                 if (!c->pu_valid[i] || pb->origin == PROCESS_MEASURED)
                         continue;
-                path = pb->origin == PROCESS_SHORT ? ancestor_cgroup(c, in, pb->ppid) : start_cgroup(in, pb->tgid);
+                path = pb->origin == PROCESS_SHORT ? ancestor_cgroup(c, in, pb->ppid) : start_cgroup(c, in, pb->tgid);
                 if (path)
                         c->ended[n++] = (CulpritEnded) { path, c->pu[i] };
         }
@@ -226,6 +226,12 @@ static int build_processes(Culprits *c, const CulpritsInput *in) {
             array_reserve((void **) &c->pu_valid, &c->cap_pu_valid, b->n_procs, sizeof *c->pu_valid) < 0 ||
             array_reserve((void **) &c->procs, &c->cap_procs, b->n_procs + 1, sizeof *c->procs) < 0)
                 return -ENOMEM;
+        /* Each walk's processes by pid: an ended process's cgroup is a search, not a walk. */
+        r = index_pids(&c->pids, &c->n_pids, &c->cap_pids, in->gb);
+        if (r >= 0)
+                r = index_pids(&c->start_pids, &c->n_start_pids, &c->cap_start_pids, in->ga);
+        if (r < 0)
+                return r;
         for (size_t i = 0; i < b->n_procs; i++)
                 c->pu_valid[i] = culprit_process_usage(in->resource, in->a, &b->procs[i], &c->pu[i]);
         culprit_return_reaped_io(b, in->resource, c->pu, c->pu_valid);
@@ -241,17 +247,17 @@ static int build_processes(Culprits *c, const CulpritsInput *in) {
                         .ppid = pb->ppid,
                         .uid = pb->uid,
                         .usage = c->pu[i],
-                        .cgroup = pb->origin == PROCESS_MEASURED ? NULL : start_cgroup(in, pb->tgid),
+                        .cgroup = pb->origin == PROCESS_MEASURED ? NULL : start_cgroup(c, in, pb->tgid),
                 };
                 memcpy(p.comm, pb->comm, sizeof p.comm);
                 c->procs[c->n_procs++] = p;
         }
         first_aggregate = c->n_procs;
-        r = index_pids(c, in->gb);
-        if (r >= 0 && in->gb)
+        if (in->gb) {
                 r = sum_ended(c, in);
-        if (r < 0)
-                return r;
+                if (r < 0)
+                        return r;
+        }
         for (size_t i = 0; i < b->n_procs; i++)
                 if (c->pu_valid[i] && b->procs[i].origin == PROCESS_SHORT) {
                         r = aggregate(c, in, first_aggregate, &b->procs[i], &c->pu[i]);
@@ -419,14 +425,13 @@ static int locate_victims(Culprits *c, const CulpritsInput *in) {
         if (array_reserve((void **) &c->victims, &c->cap_victims, in->n_victims, sizeof *c->victims) < 0)
                 return -ENOMEM;
         for (size_t i = 0; i < in->n_victims; i++) {
-                CulpritPid key = { .pid = in->victims[i] };
-                const CulpritPid *hit =
-                        c->n_pids ? bsearch(&key, c->pids, c->n_pids, sizeof *c->pids, cmp_culprit_pid) : NULL;
-                const char *cgroup =
-                        hit ? cgroup_usage_path(in->gb, &in->gb->items[hit->entry]) : start_cgroup(in, key.pid);
+                pid_t pid = in->victims[i];
+                const char *cgroup = walk_cgroup(c->pids, c->n_pids, in->gb, pid);
 
+                if (!cgroup)
+                        cgroup = start_cgroup(c, in, pid);
                 if (cgroup)
-                        c->victims[c->n_victims++] = (CulpritVictim) { key.pid, cgroup };
+                        c->victims[c->n_victims++] = (CulpritVictim) { pid, cgroup };
         }
         return 0;
 }
@@ -494,6 +499,7 @@ void culprits_done(Culprits *c) {
         free(c->pu);
         free(c->pu_valid);
         free(c->pids);
+        free(c->start_pids);
         free(c->ended);
         free(c->victims);
         *c = (Culprits) {};

@@ -103,6 +103,8 @@ typedef struct Culprits {
         size_t cap_own_a, cap_own_b;
         struct CulpritPid *pids; /* scratch: every process of the end walk with its cgroup, by pid */
         size_t n_pids, cap_pids;
+        struct CulpritPid *start_pids; /* scratch: the same of the start walk */
+        size_t n_start_pids, cap_start_pids;
         struct CulpritEnded *ended; /* scratch: the ended processes' use by their cgroup's path */
         size_t n_ended, cap_ended;
         CulpritUsage *pu; /* scratch: per process of b */
