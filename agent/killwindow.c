@@ -1,0 +1,202 @@
+/* SPDX-License-Identifier: MIT */
+/* A kill window's group written as a kill incident: its killer chosen from the marks (or
+ * systemd-oomd's announcement), the cgroup's memory, the pressure incidents before it. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "agent/health.h"
+#include "agent/killwindow.h"
+#include "agent/report.h"
+#include "base/cgpath.h"
+#include "base/log.h"
+#include "base/macro.h"
+#include "probes/limits-find.h"
+#include "sampling/result.h"
+
+void killwindow_mark_push(const KillMark *m, void *userdata) {
+        AgentKills *k = userdata;
+
+        k->marks[k->marks_next] = *m;
+        k->mark_us[k->marks_next] = now_usec(CLOCK_MONOTONIC);
+        k->marks_next = (k->marks_next + 1) % KILL_MARKS_MAX;
+        k->n_marks = MIN(k->n_marks + 1, (size_t) KILL_MARKS_MAX);
+}
+
+/* The watched cgroup's memory now: its cgroup2 files, or on a hybrid host (the memory controller on
+ * cgroup v1) the v1 memcg its processes are in, found as "limits" finds it (limits-find.h; a v1
+ * memcg is found only while a process is left in the cgroup). */
+void killwindow_read_memory(Agent *a, const Watch *watch, int cgroup_fd, MemcgState *ret) {
+        LimitsLocation loc;
+        MemoryLimits ml;
+
+        memcg_read_state(cgroup_fd, ret);
+        if (ret->has_current || !a->rt.limits || !watch->path ||
+            limits_locate(a->rt.limits, watch->path, PSI_RESOURCE_MEMORY, &loc) < 0 || loc.source != LIMITS_SOURCE_V1 ||
+            limits_read_memory_at(a->rt.limits, loc.source, loc.path, &ml) < 0)
+                return;
+        ret->has_current = ml.has_current;
+        ret->current_bytes = ml.current_bytes;
+        ret->has_max = ml.has_max && ml.max_bytes != LIMITS_UNLIMITED;
+        ret->max_bytes = ml.max_bytes;
+        ret->has_oom_kill = ml.events.has_oom_kill;
+        ret->oom_kill = ml.events.oom_kill;
+}
+
+void killwindow_write(KillWindow *w, bool final) {
+        AgentKills *k = w->k;
+        Agent *a = k->a;
+        _cleanup_free_ KillGroup *g = TAKE_PTR(w->group);
+        KillMark marks[KILL_MARKS_MAX];
+        KillerKind running[_KILLER_MAX];
+        KillerChoice killer;
+        MemcgState ms = {};
+        const char *related[KILL_RELATED_MAX];
+        char id[HISTORY_ID_MAX];
+        int fd = -EBADF, r;
+        usec_t now = now_usec(CLOCK_MONOTONIC);
+
+        ev_timer_stop(a->loop, &w->group_timer);
+        if (!g)
+                return;
+        killers_logs_drain(&k->logs, killwindow_mark_push, k);
+        if (core_watch_open_cgroup(w->watch, &fd) >= 0)
+                killwindow_read_memory(a, w->watch, fd, &ms);
+        /* The kernel's OOM killer counted a kill here since the last refresh: its oom incident
+         * tells it (a kill by the kernel never also becomes a kill incident). */
+        if (ms.has_oom_kill && w->has_oom_kill_base && ms.oom_kill > w->oom_kill_base) {
+                log_debug("%llu processes of %s killed with the kernel's oom_kill counter growing: an oom, not a kill",
+                          (unsigned long long) g->total, w->watch->name);
+                w->oom_kill_base = ms.oom_kill;
+                safe_close(fd);
+                return;
+        }
+
+        /* The marks, oldest first. */
+        size_t n_marks = 0;
+        for (size_t i = 0; i < k->n_marks; i++) {
+                size_t at = (k->marks_next + KILL_MARKS_MAX - k->n_marks + i) % KILL_MARKS_MAX;
+                /* Marks read just now (killers_logs_drain() above) are younger than now. */
+                if (k->mark_us[at] >= now ||
+                    now - k->mark_us[at] <= (usec_t) a->config->kill_window_s * USEC_PER_SEC + USEC_PER_SEC)
+                        marks[n_marks++] = k->marks[at];
+        }
+        const char *victim_cgroup = NULL;
+        for (size_t i = 0; i < g->n_listed && !victim_cgroup; i++)
+                if (g->listed[i].has_member && g->listed[i].member.has_cgroup)
+                        victim_cgroup = g->listed[i].member.cgroup;
+        if (!victim_cgroup)
+                victim_cgroup = w->watch->path;
+        const char *comms[KILL_VICTIMS_LISTED];
+        for (size_t i = 0; i < g->n_listed; i++)
+                comms[i] = g->listed[i].comm;
+        KillEvidence ev = { .marks = marks,
+                            .n_marks = n_marks,
+                            .victim_cgroup = victim_cgroup,
+                            .comms = comms,
+                            .n_comms = g->n_listed };
+        ev.xattr_killer = killers_xattrs_grew(&w->xattrs, a->rt.sysroot, victim_cgroup, w->watch->path, ev.xattr_name,
+                                              sizeof ev.xattr_name);
+        kill_choose_killer(&ev, g->pids, g->n_pids, &killer);
+        /* systemd-oomd told us before it killed this cgroup: the strongest mark there is. */
+        bool announced = w->prekill && (g->total == 0 || !victim_cgroup ||
+                                        cgpath_covers(cgpath_trim(w->prekill->cgroup), victim_cgroup));
+        PrekillMeasure *pk = announced ? w->prekill : NULL;
+        if (pk) {
+                killer = (KillerChoice) { .killer = KILLER_SYSTEMD_OOMD, .basis = KILLMARK_BASIS_PREKILL };
+                snprintf(killer.mark, sizeof killer.mark, "Notify %.240s", pk->cgroup);
+        } else if (killer.killer == KILLER_UNKNOWN) {
+                ev.running = running;
+                ev.n_running = killers_running(a->rt.sysroot, running, ELEMENTSOF(running));
+                kill_choose_killer(&ev, g->pids, g->n_pids, &killer);
+        }
+        /* No mark names the killer yet: one may come late (kill_mark_wait_us()). */
+        usec_t wait = final ? 0 : kill_mark_wait_us(&killer, g->first_mono_us, now);
+        if (wait > 0) {
+                w->group = TAKE_PTR(g);
+                ev_timer_set(&w->group_timer, (double) wait / USEC_PER_SEC, 0.);
+                ev_timer_start(a->loop, &w->group_timer);
+                safe_close(fd);
+                return;
+        }
+        if (!rate_limit_admit(&a->rate, now)) { /* counted in the next incident's "suppressed" */
+                a->counters.wakeups[WAKEUP_RATE_LIMIT]++;
+                log_debug("a kill incident of %s is dropped: max_incidents_per_minute", w->watch->name);
+                safe_close(fd);
+                health_update(a);
+                return;
+        }
+
+        size_t n_related = history_related(&a->history, w->watch->path, now, related, KILL_RELATED_MAX);
+        for (size_t i = 0; i < g->n_listed; i++)
+                if (g->listed[i].has_member && g->listed[i].member.has_cgroup)
+                        (void) container_cache_lookup(a->rt.containers, g->listed[i].member.cgroup);
+        container_cache_done(a->rt.containers);
+        KillReport rep = {
+                .group = g,
+                .containers = a->rt.containers,
+                .cgroup = w->watch->path,
+                .killer = &killer,
+                .has_memory_current = ms.has_current,
+                .memory_current_kib = ms.current_bytes / 1024,
+                .has_memory_max = ms.has_max,
+                .memory_max_kib = ms.max_bytes / 1024,
+                .has_swap_current = ms.has_swap_current,
+                .swap_current_kib = ms.swap_current_bytes / 1024,
+                .has_oom_kill = ms.has_oom_kill,
+                .oom_kill = ms.oom_kill,
+                .trigger_spec = w->trigger[0] ? w->trigger : NULL,
+                .pressure_incident = w->incident[0] ? w->incident : NULL,
+                .since_pressure_ms =
+                        g->first_mono_us > w->incident_mono_us ? (g->first_mono_us - w->incident_mono_us) / 1000 : 0,
+                .above_trigger = w->last_wakeup_us > w->incident_mono_us,
+                .related = related,
+                .n_related = n_related,
+                .prekill = pk,
+                .prekill_outcome = pk ? (g->total > 0 ? "killed" : "no_kill") : NULL,
+                .kill_mono_us = g->first_mono_us,
+        };
+
+        /* The cgroup's pressure right after: a result of no task. */
+        SampleScope scope = {
+                .sysroot = a->rt.sysroot,
+                .cgroup_fd = fd,
+                .resource = PSI_RESOURCE_MEMORY,
+        };
+        Snapshot snap = {};
+        SampleResult result;
+        sample_result_unmeasured(&scope, &snap, &result);
+        ReportEnd end = {
+                .agent = a,
+                .id = id,
+                .id_size = sizeof id,
+                .sinks = &w->watch->sink,
+                .n_sinks = 1,
+                .count = { .label = counters_watch_label(w->watch->cfg),
+                           .type = COUNTERS_INCIDENT_KILL,
+                           .resource = PSI_RESOURCE_MEMORY,
+                           .has_killer = true,
+                           .killer = killer.killer },
+        };
+        r = report_publish(&result,
+                           &(IncidentContext) {
+                                   .type = "kill",
+                                   .id = id,
+                                   .host = &a->rt.host,
+                                   .delayacct = runtime_delayacct(&a->rt),
+                                   .kill = &rep,
+                           },
+                           &end);
+        safe_close(fd);
+        if (pk)
+                w->prekill = prekill_measure_free(w->prekill);
+        if (r < 0) {
+                log_error_errno(r, "cannot build the kill incident of %s", w->watch->name);
+                return;
+        }
+        log_info("%llu process%s of %s killed under pressure by %s (%s): incident %s", (unsigned long long) g->total,
+                 g->total == 1 ? "" : "es", w->watch->name,
+                 killer.killer == KILLER_UNKNOWN ? "an unknown killer" : killer_kind_to_string(killer.killer),
+                 killer.killer == KILLER_UNKNOWN ? "no mark" : killmark_basis_to_string(killer.basis), id);
+}

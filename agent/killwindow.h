@@ -1,0 +1,56 @@
+/* SPDX-License-Identifier: MIT */
+/* The state kills.c (windows, the exit listener, members) and killwindow.c (a window's group
+ * written as a kill incident) share; private to those two. */
+#pragma once
+
+#include <stdbool.h>
+
+#include "agent/core.h"
+#include "agent/killers.h"
+#include "probes/memcg.h"
+#include "probes/taskstats.h"
+#include "sampling/kills.h"
+#include "sampling/prekill.h"
+
+#define KILL_TICK_S 1.0
+#define KILL_MEMBERS_MAX 4096
+#define KILL_RELATED_MAX 64
+
+typedef struct KillWindow {
+        AgentKills *k;
+        Watch *watch;
+        char trigger[128];
+        char incident[HISTORY_ID_MAX];
+        usec_t incident_mono_us, until_us, last_wakeup_us;
+        KillMembers members;
+        uint64_t oom_kill_base;
+        bool has_oom_kill_base;
+        KillXattrBases xattrs;
+        KillGroup *group; /* in flight, written when group_timer fires */
+        ev_timer group_timer;
+        PrekillMeasure *prekill; /* a kill systemd-oomd announced (agent/prekill.h), until prekill_until_us */
+        usec_t prekill_until_us;
+} KillWindow;
+
+struct AgentKills {
+        Agent *a;
+        KillWindow **windows;
+        size_t n;
+        TaskstatsExitListener *listener;
+        ev_io listener_io;
+        ev_timer tick;
+        KernelVictims kernel;
+        KillMark marks[KILL_MARKS_MAX]; /* ring, oldest at marks_next when full */
+        usec_t mark_us[KILL_MARKS_MAX];
+        size_t n_marks, marks_next;
+        KillLogs logs;
+        uint64_t lost;
+};
+
+/* m into the ring of marks (a KillerLogFn). */
+void killwindow_mark_push(const KillMark *m, void *userdata);
+/* The watched cgroup's memory now: its cgroup2 files, or on a hybrid host the v1 memcg its processes
+ * are in. */
+void killwindow_read_memory(Agent *a, const Watch *watch, int cgroup_fd, MemcgState *ret);
+/* Writes the group in flight; unless final, a group no mark names the killer of yet waits for one. */
+void killwindow_write(KillWindow *w, bool final);
