@@ -117,6 +117,10 @@ size_t killers_running(const Sysroot *s, KillerKind *ret, size_t max) {
 void killers_xattrs_note(KillXattrBases *b, const Sysroot *s, const char *path) {
         int fd;
 
+        /* A node-wide watch awaiting a kill systemd-oomd announced refreshes its members with no
+         * path of its own: nothing to note (and no strcmp() of NULL). */
+        if (!path)
+                return;
         for (size_t i = 0; i < b->n; i++)
                 if (strcmp(b->items[i].path, path) == 0)
                         return;

@@ -51,7 +51,8 @@ typedef struct KillXattrBases {
         size_t n;
 } KillXattrBases;
 
-/* Reads the baseline of cgroup path's xattrs, once (past KILLERS_XATTR_CGROUPS_MAX: not at all). */
+/* Reads the baseline of cgroup path's xattrs, once (past KILLERS_XATTR_CGROUPS_MAX: not at all). A NULL
+ * path (a node-wide watch) has none. */
 void killers_xattrs_note(KillXattrBases *b, const Sysroot *s, const char *path);
 
 /* Whose oomd_* xattr grew since the baseline, on cgroup (the victims') or an ancestor up to

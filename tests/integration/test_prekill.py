@@ -115,6 +115,36 @@ def node_wide(tmp, mount, validate):
         print(f"node-wide: {kills[0]['summary']}")
 
 
+def node_wide_no_kill(tmp, mount, validate):
+    """A node-wide watch (the installed config's) told of a kill that does not come: its members
+    are the announced cgroup's, refreshed each second while it waits (psidiag 0.9.0 crashed there,
+    at the first refresh, on the watch's NULL path), and prekill_wait_s later a no_kill line."""
+    with ScratchCgroup(mount, "prekillnone") as cg:
+        agent, sock, out, prom, log = start_agent(tmp, "nodenone", cg, "memory some 150ms 2s", node_wide=True,
+                                                  prekill_wait_s=3)
+        try:
+            sleeper = cg.spawn([WORKLOAD, "sleep", "psidiag-sleeper"])
+            wait_log(log, r"watching:", 10, agent)
+            deadline = time.time() + 10
+            while str(sleeper.pid) not in open(os.path.join(cg.path, "cgroup.procs")).read().split():
+                check(time.time() < deadline, "the sleeper is not in its cgroup")
+                time.sleep(0.05)
+            r, _ = notify(sock, "/" + cg.rel)
+            check(r == {"parameters": {}}, f"Notify: {r}")
+            wait_lines(out, lambda ls: any(i["type"] == "kill" for i in ls) or agent.poll() is not None, 20)
+            check(agent.poll() is None, f"the agent exited {agent.returncode} while it waited:\n{open(log).read()[-2000:]}")
+        finally:
+            code = stop_agent(agent)
+        check(code == 0, f"agent exit {code}:\n{open(log).read()[-2000:]}")
+        kills = kill_incidents(out)
+        check(len(kills) == 1, f"kill incidents {len(kills)}:\n{open(log).read()[-2000:]}")
+        validate(kills[0])
+        k = kills[0]["kill"]
+        check(k["victims_total"] == 0 and k["prekill"]["outcome"] == "no_kill"
+              and any(p["pid"] == sleeper.pid for p in k["prekill"]["processes"]), f"kill {k}")
+        print(f"node-wide, no kill: {kills[0]['summary']}")
+
+
 def reload_serves(tmp, mount):
     """No directory at start: nothing is served; made later, a reload serves it."""
     with ScratchCgroup(mount, "prekillreload") as cg:
@@ -336,6 +366,7 @@ def main():
         check(counts["busy"] > 0 and counts["idle"] > 0, f"busy and idle clients not counted: {counts}")
     reload_serves(tmp, mount)
     node_wide(tmp, mount, validate)
+    node_wide_no_kill(tmp, mount, validate)
     data = make_file("/var/tmp")
     try:
         prekill_kill(tmp, mount, data, validate, latencies)

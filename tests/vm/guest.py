@@ -22,6 +22,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 from common import (LimitedCgroup, ScratchCgroup, check, enable_controller, make_file, run, skip,  # noqa: E402
                     spawn, start_watching, stop_agent, validator, wait_lines)
+from killcase import journal, killer_case, systemd_version  # noqa: E402
 
 with open(os.path.join(HERE, "cases.json")) as _f:
     CONFIG = json.load(_f)
@@ -31,8 +32,7 @@ MOUNT = "/sys/fs/cgroup"
 SCRATCH = "/mnt/scratch"
 PORT = "/dev/virtio-ports/psidiag.results"
 # Each case's deadline in the guest (TCG runs several times slower than the host).
-DEADLINE_S = {"unit": 300, "systemd-oomd": 200, "systemd-oomd-prekill": 200, "oomd": 200, "io-stuck": 200,
-              "writeback": 180}
+DEADLINE_S = {"unit": 300, "systemd-oomd": 200, "oomd": 200, "io-stuck": 200, "writeback": 180}
 DEFAULT_DEADLINE_S = 120
 CASES = {}
 
@@ -605,85 +605,6 @@ def unit():
     test_systemd.test(Local(), CONFIG["installed"])
 
 
-
-def killer_case(validate, slice_name, unit, start_killer, expect, basis, **config):
-    """A unit under slice_name (MemoryHigh=32M, no swap) of two processes: an anonymous grower (up
-    to 256 MiB), which the kernel cannot reclaim, so the cgroup stays over high and every charge
-    sleeps there (mem_cgroup_handle_over_high(), memory stall on every kernel); and a page-cache
-    thrasher of a 128 MiB file, whose pages reclaim does scan (memory.stat pgscan: systemd-oomd
-    kills only "with reclaim activity"). The agent watches the slice for memory pressure, the
-    killer is started by start_killer(); waits for the kill incident and checks that it names
-    expect, the victims and the pressure incident before it. Neither load alone is enough on every
-    guest: a thrasher under MemoryMax=48M stalled 11% on 6.1 and 6.12 but under 5% on 7.2 (below
-    the killers' 10%), and a grower alone stalls 100% with no pgscan, which systemd-oomd 262 did
-    not kill in 150 s."""
-    data = make_file(SCRATCH, 128 << 20)
-    tmp = tempfile.mkdtemp(prefix="psidiag-vm-")
-    out, cfg, log, prom = (os.path.join(tmp, f) for f in ("out.ndjson", "cfg.json", "agent.log", "metrics.prom"))
-    try:
-        write(cfg, json.dumps({"output": out, "sample_ms": 1000, "cooldown_ms": 0, "top": 5, "metrics_file": prom,
-                               "watch": [{"cgroup": slice_name, "triggers": ["memory some 100ms 2s"]}], **config}))
-        agent = subprocess.Popen([PSIDIAG, "--config", cfg, "--enable-delayacct", "--log-level", "debug"],
-                                 stderr=open(log, "w"))
-        try:
-            deadline = time.time() + 60
-            while "watching:" not in open(log).read():
-                check(agent.poll() is None and time.time() < deadline, f"the agent did not start:\n{open(log).read()}")
-                time.sleep(0.1)
-            t0 = time.time()
-            start_killer()
-            p = sh(["systemd-run", f"--unit={unit}", f"--slice={slice_name}", "--collect",
-                    f"--setenv=PSIDIAG_FILE={data}", "--setenv=PSIDIAG_ALLOC_MS=2", "--setenv=PSIDIAG_ALLOC_MAX_MB=256",
-                    "/bin/sh", "-c", f"{WORKLOAD} thrash vm-thrasher & exec {WORKLOAD} alloc vm-grower"])
-            check(p.returncode == 0, f"systemd-run: {p.stderr}")
-            # The slice's limit is what stalls the grower: without it nothing stalls.
-            limit = os.path.join(MOUNT, slice_name, "memory.high")
-            have = open(limit).read().strip() if os.path.exists(limit) else None
-            check(have == str(32 << 20), f"{limit}: {have}, not MemoryHigh=32M:\n" + sh(
-                ["systemctl", "show", slice_name, "-p", "LoadState,FragmentPath,MemoryHigh,ActiveState"]).stdout)
-            lines = wait_lines(out, lambda ls: [i for i in ls if i["type"] == "kill"], timeout=150)
-        finally:
-            stop_agent(agent)
-        print(f"  kill after {time.time() - t0:.1f} s")
-        print("  the agent's lines about kills:\n" + "\n".join(
-            "    " + l for l in open(log).read().splitlines() if re.search(r"kill|prekill|exit record", l)))
-        # Every kill incident, the ones written at the agent's stop too (a victim whose exit came
-        # after the first group was written makes one of its own).
-        for i in (json.loads(l) for l in open(out) if l.strip()):
-            if i["type"] == "kill":
-                print(f"  kill incident {i['id']}: victims_total {i['kill']['victims_total']}, "
-                      f"{[(v['comm'], v['pid']) for v in i['kill']['victims']]}")
-        gone = not os.path.exists(os.path.join(MOUNT, slice_name, unit))
-        print(f"  the killed unit's cgroup {'is gone' if gone else 'is still there'} when the incident is read")
-        # What tells a kill unseen from one unreported: exit records the kernel dropped, incidents by type.
-        counts = [l for l in (open(prom).read().splitlines() if os.path.exists(prom) else [])
-                  if re.match(r"psidiag_(exit_records_lost|kills|prekill_calls|incidents)_total", l)]
-        print("  the agent's metrics: " + "; ".join(counts))
-        kills = [i for i in lines if i["type"] == "kill"]
-        check(kills, f"no kill incident in 150 s: {[i['type'] for i in lines]}\n"
-              f"{sh(['systemctl', 'status', '--no-pager', unit]).stdout[-1500:]}\nagent:\n"
-              f"{open(log).read()[-6000:]}")
-        inc = kills[0]
-        validate(inc)
-        k = inc["kill"]
-        print(f"  summary: {inc['summary']}")
-        print(f"  killer: {k['killer']}")
-        for v in k["victims"]:
-            print(f"  victim: {v['comm']} pid {v['pid']} {v['cgroup']} {v['signal']}")
-        check(k["victims"] and all(v["comm"] in ("vm-grower", "vm-thrasher") and v["cgroup"] == f"/{slice_name}/{unit}"
-                                   and v["signal"] == "SIGKILL" for v in k["victims"]), f"victims: {k['victims']}")
-        pressure = [i for i in lines if i["type"] == "pressure"]
-        check(pressure and k["pressure"]["incident"] in [i["id"] for i in pressure],
-              f"the kill's pressure incident {k['pressure']} is not one written: {[i['id'] for i in pressure]}")
-        check(k["killer"] and k["killer"]["name"] == expect and k["killer"]["basis"] == basis,
-              f"killer: {k['killer']}, expected {expect} by its {basis}")
-        check(inc["summary"].startswith(f"killed by {expect}"), f"summary: {inc['summary']!r}")
-        return inc
-    finally:
-        sh(["systemctl", "stop", unit])
-        os.unlink(data)
-
-
 # What systemd-oomd logs (identifier systemd-oomd, log_notice(), no MESSAGE_ID) when it kills for
 # memory pressure, by systemd version (docs/killers.md: systemd-oomd): 252 and 257 log "Killed"
 # after the kill (src/oom/oomd-manager.c, 257.13 read), 262 logs "Marked ... for killing". A
@@ -694,26 +615,6 @@ OOMD_KILL_LINE = {
     262: r"Marked {victim} for killing due to memory pressure for {slice} being \d+\.\d\d% > 10\.00% for > 5s "
          r"with reclaim activity",
 }
-
-
-def systemd_version():
-    return int(re.match(r"systemd (\d+)", sh(["systemctl", "--version"]).stdout).group(1))
-
-
-def journal(since, *matches):
-    """The journal's entries since `since` matching any of matches (FIELD=value), in order, as
-    (monotonic seconds, identifier, pid, message)."""
-    argv = ["journalctl", "--no-pager", "-o", "json", "--since", since]
-    for i, m in enumerate(matches):
-        argv += (["+"] if i else []) + [m]
-    out = []
-    for line in sh(argv).stdout.splitlines():
-        e = json.loads(line)
-        msg = e.get("MESSAGE")
-        if isinstance(msg, list):  # not UTF-8: journalctl gives the bytes
-            msg = bytes(msg).decode(errors="replace")
-        out.append((int(e["__MONOTONIC_TIMESTAMP"]) / 1e6, e.get("SYSLOG_IDENTIFIER"), e.get("_PID"), msg))
-    return out
 
 
 @case
@@ -759,95 +660,6 @@ def systemd_oomd(validate):
     print(f"  the incident's killer: {inc['kill']['killer']}")
 
 
-# What systemd-oomd 260 and later log around a prekill hook (src/oom/oomd-util.c, read in
-# systemd's source and in 262's binary: log_info() each): the call, then its end or its error.
-PREKILL_INVOKE = "Invoking oomd prekill hook {hook} for cgroup {cgroup}"
-PREKILL_DONE = "oomd prekill hook finished for cgroup {cgroup}"
-PREKILL_REPLY_MS = 200
-
-
-@case
-def systemd_oomd_prekill(validate):
-    """systemd-oomd 260 or later calling psidiag's prekill hook before a real kill: the shipped
-    tmpfiles line makes the hooks' directory and the shipped oomd.conf.d drop-in sets
-    PrekillHookTimeoutSec=1s; `varlinkctl introspect` reads the agent's socket; a stale socket
-    beside it (bound, then closed) is skipped by systemd-oomd. The same slice and load as
-    systemd-oomd's case: the kill incident's killer is systemd-oomd by `prekill`, kill.prekill
-    measured the victims alive (their resident memory) and answered within prekill_reply_ms, and
-    the journal's own timestamps (the call, the hook's end) show the kill held less than the
-    timeout. Older systemd calls no hook: skipped, saying so."""
-    version = systemd_version()
-    if version < 260:
-        skip(f"systemd {version}: systemd-oomd calls prekill hooks from 260 on")
-    hooks = "/run/systemd/oomd.prekill.hook"
-    inst = CONFIG["installed"]
-    os.makedirs("/etc/tmpfiles.d", exist_ok=True)
-    write("/etc/tmpfiles.d/psidiag-prekill.conf", open(inst["prekill_tmpfiles"]).read())
-    p = sh(["systemd-tmpfiles", "--create", "/etc/tmpfiles.d/psidiag-prekill.conf"])
-    check(p.returncode == 0 and os.path.isdir(hooks), f"systemd-tmpfiles: {p.returncode} {p.stderr}")
-    os.makedirs("/etc/systemd/oomd.conf.d", exist_ok=True)
-    write("/etc/systemd/oomd.conf.d/psidiag-prekill.conf", open(inst["oomd_prekill"]).read())
-    write("/etc/systemd/oomd.conf.d/psidiag-vm.conf", "[OOM]\nDefaultMemoryPressureDurationSec=5s\n")
-    write("/etc/systemd/system/vmprekill.slice", "[Slice]\nMemoryHigh=32M\nMemorySwapMax=0\n"
-          "ManagedOOMMemoryPressure=kill\nManagedOOMMemoryPressureLimit=10%\n")
-    sh(["systemctl", "daemon-reload"])
-    # A hook whose server is gone: its socket file stays, connecting is refused.
-    import socket
-    stale = os.path.join(hooks, "stale")
-    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    s.bind(stale)
-    s.close()
-    since = time.strftime("%Y-%m-%d %H:%M:%S")
-    unit = "vmprekill-grow.service"
-    sock = os.path.join(hooks, "psidiag")
-
-    def start():
-        check(os.path.exists(sock), f"the agent serves no {sock}: {os.listdir(hooks)}")
-        p = sh(["varlinkctl", "introspect", sock])
-        print(f"  varlinkctl introspect {sock}: {p.returncode}")
-        print("\n".join("    " + l for l in p.stdout.splitlines()))
-        check(p.returncode == 0 and "interface io.systemd.oom.Prekill" in p.stdout
-              and re.search(r"method Notify\(\s*cgroup: string\s*\) -> \(\)", p.stdout),
-              f"varlinkctl introspect: {p.returncode} {p.stderr}")
-        p = sh(["systemctl", "restart", "systemd-oomd.service"])
-        check(p.returncode == 0, f"systemd-oomd: {p.stderr}")
-        sh(["systemctl", "start", "vmprekill.slice"])
-    try:
-        inc = killer_case(validate, "vmprekill.slice", unit, start, "systemd-oomd", "prekill",
-                          prekill_reply_ms=PREKILL_REPLY_MS)
-    finally:
-        entries = journal(since, "SYSLOG_IDENTIFIER=systemd-oomd", f"UNIT={unit}")
-        print("  the journal after (monotonic s, identifier[pid]: message):")
-        for t, ident, pid, msg in entries:
-            if "\t" not in msg and not msg.startswith("Considered"):
-                print(f"    {t:.6f} {ident}[{pid}]: {msg}")
-        for f in (stale, "/etc/systemd/oomd.conf.d/psidiag-prekill.conf"):
-            if os.path.lexists(f):
-                os.unlink(f)
-    cgroup = f"/vmprekill.slice/{unit}"
-    oomd = [(t, msg) for t, ident, _, msg in entries if ident == "systemd-oomd"]
-    invoked = [t for t, msg in oomd if msg == PREKILL_INVOKE.format(hook="psidiag", cgroup=cgroup)]
-    done = [t for t, msg in oomd if msg == PREKILL_DONE.format(cgroup=cgroup)]
-    stale_told = [t for t, msg in oomd if msg == PREKILL_INVOKE.format(hook="stale", cgroup=cgroup)]
-    killed = [t for t, ident, _, msg in entries if ident == "systemd" and "systemd-oomd killed" in msg]
-    check(invoked and done and killed, f"systemd-oomd's lines: invoked {invoked}, finished {done}, pid 1's "
-          f"'systemd-oomd killed' {killed}")
-    check(stale_told, "no line of systemd-oomd calling the stale hook")
-    held = done[0] - invoked[0]
-    print(f"  systemd-oomd called the hook at {invoked[0]:.6f}, it finished {held * 1000:.1f} ms later; pid 1 "
-          f"told of the kill {(killed[0] - invoked[0]) * 1000:.1f} ms after the call")
-    check(0 <= held < 1.0, f"the hook held the kill {held:.3f} s, not under PrekillHookTimeoutSec=1s")
-    k = inc["kill"]
-    pk = k.get("prekill")
-    print(f"  kill.prekill: {json.dumps(pk)[:2000]}")
-    check(pk and pk["outcome"] == "killed" and pk["cgroup"].strip("/") == cgroup.strip("/"), f"kill.prekill: {pk}")
-    check(pk["answered_us"] is not None and pk["answered_us"] < PREKILL_REPLY_MS * 1000,
-          f"answered in {pk['answered_us']} us, prekill_reply_ms {PREKILL_REPLY_MS}")
-    alive = [p for p in pk["processes"] if p["comm"] in ("vm-grower", "vm-thrasher") and (p["rss_kib"] or 0) > 0]
-    check(alive, f"the victims measured before the kill: {pk['processes']}")
-    check(inc["summary"].startswith("killed by systemd-oomd"), f"summary: {inc['summary']!r}")
-
-
 OOMD_CONFIG = {"rulesets": [{
     "name": "psidiag vm",
     "detectors": [["memory pressure above 10 for 5s",
@@ -889,6 +701,10 @@ def oomd(validate):
 from containers import CASES as CONTAINER_CASES, DEADLINE_S as CONTAINER_DEADLINE_S  # noqa: E402
 CASES.update(CONTAINER_CASES)
 DEADLINE_S.update(CONTAINER_DEADLINE_S)
+# systemd-oomd's prekill hook with the real systemd-oomd (tests/vm/prekill.py), 260 and later.
+from prekill import CASES as PREKILL_CASES, DEADLINE_S as PREKILL_DEADLINE_S  # noqa: E402
+CASES.update(PREKILL_CASES)
+DEADLINE_S.update(PREKILL_DEADLINE_S)
 
 
 # The kernel files whose parsers tests/unit/test-guest-files.c runs on each guest's own copy
