@@ -215,11 +215,14 @@ def memory_swap(validate):
     measured waiting"."""
     swapped = False
     try:
+        t = time.monotonic()
         disk = load_null_blk(3, memory_backed=True)
         p = sh(["mkswap", f"/dev/{disk}"], timeout=120)
         check(p.returncode == 0, f"mkswap: {p.stdout} {p.stderr}")
         p = sh(["swapon", f"/dev/{disk}"], timeout=120)
         check(p.returncode == 0, f"swapon: {p.stdout} {p.stderr}")
+        print(f"  null_blk loaded and swapped on in {time.monotonic() - t:.1f} s")
+        t = time.monotonic()
         swapped = True
         with ScratchCgroup(MOUNT, "swap") as cg:
             check(enable_controller(MOUNT, cg, "memory"), "no cgroup2 memory controller")
@@ -235,6 +238,7 @@ def memory_swap(validate):
                 return [i for i in lines if held(i)]
             lines, _ = agent_run(cg, "memory some 50ms 2s", stuck, timeout=120, start=lambda: procs.append(
                 cg.spawn(["python3", "-c", TOUCHER, "vm-toucher"])))
+            print(f"  {len(lines)} incidents in {time.monotonic() - t:.1f} s")
             for i in lines:
                 print(f"  incident: {i['summary']}")
                 print(f"    blocked: {[(g['wchan'], g.get('resource'), [(t['comm'], t['blocked_ms']) for t in g['threads']], g['stack']) for g in i['blocked'] or []]}")
@@ -253,6 +257,8 @@ def memory_swap(validate):
             check(not [t for t in threads if t[1] == "io"], f"a wait of the toucher is called one for io: {threads}")
             check("no process measured waiting" not in inc["summary"], f"summary: {inc['summary']!r}")
     finally:
+        t = time.monotonic()
         if swapped:
             sh(["swapoff", f"/dev/{disk}"], timeout=300)
         unload_null_blk()
+        print(f"  swapped off and unloaded in {time.monotonic() - t:.1f} s")
