@@ -338,9 +338,13 @@ static void show_on_what(json_t *inc, FILE *out) {
         }
         json_t *g = json_is_array(b) ? json_array_get(b, 0) : NULL;
         if (json_is_object(g) && n < sizeof line) {
+                const char *res = get_str(g, "resource"); /* psidiag 0.10: what the wait is for */
                 text_terminal_safe(get_str(g, "wchan") ? get_str(g, "wchan") : "an unknown wait", name, sizeof name);
-                n += (size_t) snprintf(line + n, sizeof line - n, "%s%lld thread%s in %s", n ? "; " : "",
-                                       get_int(g, "threads_total"), get_int(g, "threads_total") == 1 ? "" : "s", name);
+                n += (size_t) snprintf(line + n, sizeof line - n, "%s%lld thread%s in %s%s", n ? "; " : "",
+                                       get_int(g, "threads_total"), get_int(g, "threads_total") == 1 ? "" : "s", name,
+                                       res && strcmp(res, "memory") == 0 ? " (memory)"
+                                       : res && strcmp(res, "io") == 0   ? " (io)"
+                                                                         : "");
         }
         if (n > 0)
                 fprintf(out, "  on what   %s\n", line);

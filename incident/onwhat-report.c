@@ -213,6 +213,9 @@ json_t *onwhat_blocked_array(const OnWhat *w) {
 
                 r |= set_new(o, "wchan",
                              g->wchan[0] ? json_string_from_bytes(g->wchan, strlen(g->wchan)) : json_null());
+                r |= set_new(o, "resource",
+                             waitfor_to_string(g->wait_for) ? json_string(waitfor_to_string(g->wait_for))
+                                                            : json_null());
                 r |= set_new(o, "seen", json_u64(g->seen));
                 for (size_t k = 0; k < g->n_threads; k++) {
                         json_t *t = json_object();
@@ -227,7 +230,7 @@ json_t *onwhat_blocked_array(const OnWhat *w) {
                 }
                 r |= set_new(o, "threads", threads);
                 r |= set_new(o, "threads_total", json_u64(g->n_threads_total));
-                if (w->has_stack && strcmp(g->wchan, w->stack_wchan) == 0) {
+                if (w->has_stack && strcmp(g->wchan, w->stack_wchan) == 0 && g->wait_for == w->stack_wait_for) {
                         json_decref(stack);
                         stack = json_array();
                         for (size_t k = 0; k < w->stack.n_frames; k++)

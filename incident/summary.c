@@ -366,10 +366,27 @@ static void put_blocked_top(FILE *f, const json_t *incident, const char *resourc
         }
 }
 
+/* The first blocked[] group whose wait may be for resource (its "resource" null or that one), else
+ * the first group, whose wait is then said. */
+static const json_t *blocked_group_for(const json_t *incident, const char *resource, const char **ret_other) {
+        const json_t *groups = json_object_get(incident, "blocked");
+
+        *ret_other = NULL;
+        for (size_t i = 0; i < json_array_size(groups); i++) {
+                const char *r = textout_field_string(json_array_get(groups, i), "resource");
+                if (!r || strcmp(r, resource) == 0)
+                        return json_array_get(groups, i);
+        }
+        *ret_other = textout_field_string(json_array_get(groups, 0), "resource");
+        return json_array_get(groups, 0);
+}
+
 /* No wait ended in the sample: the threads blocked in D now, if a look saw one (a wait that has not
- * ended is in no delay: kernel-facts.md: delayacct), else that none was measured waiting. */
-static void put_blocked_now(FILE *f, const json_t *incident) {
-        const json_t *group = json_array_get(json_object_get(incident, "blocked"), 0);
+ * ended is in no delay: kernel-facts.md: delayacct), else that none was measured waiting. A wait
+ * known to be for another resource says so ("blocked now for io: ..."). */
+static void put_blocked_now(FILE *f, const json_t *incident, const char *resource) {
+        const char *other;
+        const json_t *group = blocked_group_for(incident, resource, &other);
         const json_t *thread = json_array_get(json_object_get(group, "threads"), 0);
         double total = 0, ms;
 
@@ -377,7 +394,12 @@ static void put_blocked_now(FILE *f, const json_t *incident) {
                 fputs(", no process measured waiting", f);
                 return;
         }
-        fputs(", no wait ended in it; blocked now: ", f);
+        fputs(", no wait ended in it; blocked now", f);
+        if (other) {
+                fputs(" for ", f);
+                textout_put_name(f, other);
+        }
+        fputs(": ", f);
         textout_put_name(f, textout_field_string(thread, "comm"));
         fprintf(f, " (pid %.0f)", textout_field_or_zero(thread, "pid"));
         if (textout_field_number(thread, "blocked_ms", &ms)) {
@@ -454,7 +476,7 @@ static void put_pressure(FILE *f, const json_t *incident) {
                 return;
         }
         if (!top)
-                put_blocked_now(f, incident);
+                put_blocked_now(f, incident, resource);
         else
                 put_worst(f, top, resource);
         put_culprits(f, incident, resource);

@@ -50,11 +50,17 @@ int proc_stat_parse_buf(const char *buf, size_t len, ProcStat *ret) {
                 return -EINVAL;
         st.ppid = (pid_t) v;
         /* Fields 5..21 (pgrp .. itrealvalue; some may be negative) are skipped as tokens but for
-         * field 12, majflt; field 22 is starttime. */
+         * field 9, flags, and field 12, majflt; field 22 is starttime. */
         for (int field = 5; field <= 22; field++) {
                 if (p >= end || *p != ' ')
                         return -EINVAL;
                 p++;
+                if (field == 9) {
+                        if (parse_u64_prefix(p, end, &v, &p) < 0 || v > UINT32_MAX)
+                                return -EINVAL;
+                        st.flags = (uint32_t) v;
+                        continue;
+                }
                 if (field == 12) {
                         if (parse_u64_prefix(p, end, &v, &p) < 0)
                                 return -EINVAL;

@@ -24,6 +24,7 @@ typedef struct ProcStat {
         bool has_rss;
         int processor; /* field 39: the cpu it last ran on */
         bool has_processor;
+        uint32_t flags; /* field 9: the task's PF_* flags (include/linux/sched.h), world-readable */
 } ProcStat;
 
 /* /proc/<pid>/io: storage bytes of the whole process, its ended threads included. */

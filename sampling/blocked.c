@@ -13,6 +13,7 @@ typedef struct Ref {
 
 typedef struct Run {
         const char *wchan;
+        WaitFor wait_for;
         size_t first, n; /* refs[first .. first+n) */
 } Run;
 
@@ -24,10 +25,19 @@ static int cmp_pid_tid(const BlockedThreadLook *a, const BlockedThreadLook *b) {
         return 0;
 }
 
-/* wchan, then pid and tid, then look: a wchan's sightings are one run, a thread's a run in it. */
+static int cmp_wait(const char *wa, WaitFor fa, const char *wb, WaitFor fb) {
+        int c = strncmp(wa, wb, BLOCKED_WCHAN_MAX);
+
+        if (c != 0)
+                return c;
+        return fa < fb ? -1 : fa > fb;
+}
+
+/* wchan and what for, then pid and tid, then look: a wait's sightings are one run, a thread's a
+ * run in it. */
 static int cmp_ref(const void *x, const void *y) {
         const Ref *a = x, *b = y;
-        int c = strncmp(a->t->wchan, b->t->wchan, BLOCKED_WCHAN_MAX);
+        int c = cmp_wait(a->t->wchan, a->t->wait_for, b->t->wchan, b->t->wait_for);
 
         if (c != 0)
                 return c;
@@ -42,7 +52,7 @@ static int cmp_run(const void *x, const void *y) {
 
         if (a->n != b->n)
                 return a->n > b->n ? -1 : 1;
-        return strncmp(a->wchan, b->wchan, BLOCKED_WCHAN_MAX);
+        return cmp_wait(a->wchan, a->wait_for, b->wchan, b->wait_for);
 }
 
 static int cmp_thread(const void *x, const void *y) {
@@ -65,7 +75,7 @@ static void copy_str(char *dst, const char *src, size_t size) {
 static void fill_group(const Ref *refs, const Run *run, BlockedThread *threads, BlockedGroup *g) {
         size_t n = 0;
 
-        *g = (BlockedGroup) { .seen = run->n };
+        *g = (BlockedGroup) { .seen = run->n, .wait_for = run->wait_for };
         copy_str(g->wchan, run->wchan, sizeof g->wchan);
         for (size_t i = run->first; i < run->first + run->n; i++) {
                 const BlockedThreadLook *t = refs[i].t;
@@ -108,8 +118,10 @@ int blocked_group(const BlockedLook *looks, size_t n_looks, BlockedSummary *ret)
         if (n > 0)
                 qsort(refs, n, sizeof *refs, cmp_ref);
         for (size_t i = 0; i < n; i++) {
-                if (i == 0 || strncmp(refs[i].t->wchan, refs[i - 1].t->wchan, BLOCKED_WCHAN_MAX) != 0)
-                        runs[n_runs++] = (Run) { .wchan = refs[i].t->wchan, .first = i };
+                if (i == 0 ||
+                    cmp_wait(refs[i].t->wchan, refs[i].t->wait_for, refs[i - 1].t->wchan, refs[i - 1].t->wait_for) != 0)
+                        runs[n_runs++] =
+                                (Run) { .wchan = refs[i].t->wchan, .wait_for = refs[i].t->wait_for, .first = i };
                 runs[n_runs - 1].n++;
         }
         if (n_runs > 0)

@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /* The "blocked" part of an incident ("on what"): from a few looks at a cgroup's threads (state and
  * wchan, read with probes/procfs.h and probes/wchan.h), the threads in uninterruptible sleep (D)
- * grouped by where they wait in the kernel, most-seen first. Pure: no I/O, no logging; the only
- * allocation is scratch space freed before returning. */
+ * grouped by where they wait in the kernel and what for (sampling/waitfor.h), most-seen first. Pure: no I/O, no
+ * logging; the only allocation is scratch space freed before returning. */
 #pragma once
 
 #include <stddef.h>
@@ -11,6 +11,7 @@
 
 #include "probes/procfs.h"
 #include "probes/wchan.h"
+#include "sampling/waitfor.h"
 
 #define BLOCKED_GROUPS_MAX 8            /* wchans listed; the rest are summed in other_seen */
 #define BLOCKED_THREADS_PER_GROUP_MAX 8 /* threads listed per wchan; all are counted */
@@ -25,6 +26,7 @@ typedef struct BlockedThreadLook {
                                         * no ptrace access, or running again) or it was not read */
         int64_t blocked_ns;            /* in D: how long it has not run (probes/schedclock.h); -1 when
                                         * not known */
+        WaitFor wait_for;              /* in D: what it waits for (sampling/waitfor.h) */
 } BlockedThreadLook;
 
 typedef struct BlockedLook {
@@ -41,6 +43,7 @@ typedef struct BlockedThread {
 
 typedef struct BlockedGroup {
         char wchan[BLOCKED_WCHAN_MAX]; /* "" groups the D threads whose wchan was unknown */
+        WaitFor wait_for;              /* a wchan's threads that wait for different things are two groups */
         uint64_t seen;                 /* D threads here, summed over the looks */
         size_t n_threads_total;        /* distinct threads (pid, tid) seen here */
         size_t n_threads;
@@ -50,12 +53,12 @@ typedef struct BlockedGroup {
 typedef struct BlockedSummary {
         size_t n_looks;
         uint64_t seen;         /* every D sighting, listed groups or not */
-        size_t n_groups_total; /* distinct wchans */
+        size_t n_groups_total; /* distinct wchans and what they wait for */
         size_t n_groups;
-        BlockedGroup groups[BLOCKED_GROUPS_MAX]; /* seen descending, then wchan ascending */
+        BlockedGroup groups[BLOCKED_GROUPS_MAX]; /* seen descending, then wchan ascending, then wait_for */
         uint64_t other_seen;                     /* sightings in the groups past BLOCKED_GROUPS_MAX */
 } BlockedSummary;
 
-/* Groups the D-state threads of looks[0..n_looks) by wchan. A thread listed twice in one look
+/* Groups the D-state threads of looks[0..n_looks) by wchan and wait_for. A thread listed twice in one look
  * counts twice. 0, or -ENOMEM (ret untouched). */
 int blocked_group(const BlockedLook *looks, size_t n_looks, BlockedSummary *ret);

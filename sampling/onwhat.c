@@ -151,6 +151,7 @@ static void read_stack(OnWhat *w, int proc_fd, const BlockedThreadLook *l) {
         w->has_stack = true;
         w->stack_error = 0;
         memcpy(w->stack_wchan, l->wchan, sizeof w->stack_wchan);
+        w->stack_wait_for = l->wait_for;
 }
 
 /* How long a thread in D has been blocked: since it last ran (kernel-facts.md: blocked-since). The
@@ -167,10 +168,37 @@ static int64_t blocked_for(OnWhat *w, SchedClockCache *clocks, const BlockedThre
         return ns > INT64_MAX ? INT64_MAX : (int64_t) ns;
 }
 
+/* What a thread in D waits for (sampling/waitfor.h): its wchan and flags, and its kernel stack
+ * when they do not tell and the agent may read stacks, at most ONWHAT_LOOK_STACKS_MAX a look. A
+ * stack read here is the incident's too when it has none yet. */
+static WaitFor wait_for(OnWhat *w, int proc_fd, const BlockedThreadLook *l, uint32_t flags, size_t *n_stacks) {
+        WchanStack st;
+        int r;
+
+        if (!waitfor_needs_stack(l->wchan, flags) || w->stack_error == -EACCES || w->stack_error == -EPERM ||
+            *n_stacks >= ONWHAT_LOOK_STACKS_MAX)
+                return waitfor_classify(l->wchan, flags, NULL);
+        (*n_stacks)++;
+        r = wchan_read_stack(proc_fd, l->pid, l->tid, &st);
+        if (r < 0) {
+                if (!w->has_stack)
+                        w->stack_error = r;
+                return waitfor_classify(l->wchan, flags, NULL);
+        }
+        if (!w->has_stack) {
+                w->stack = st;
+                w->has_stack = true;
+                w->stack_error = 0;
+                memcpy(w->stack_wchan, l->wchan, sizeof w->stack_wchan);
+                w->stack_wait_for = waitfor_classify(l->wchan, flags, &st);
+        }
+        return waitfor_classify(l->wchan, flags, &st);
+}
+
 void onwhat_look(OnWhat *w, int proc_fd, const Snapshot *s, const pid_t *pids, size_t n) {
         BlockedThreadLook *out;
         SchedClockCache clocks;
-        size_t k = 0;
+        size_t k = 0, n_stacks = 0;
 
         schedclock_cache_init(&clocks, proc_fd);
         if (w->n_looks >= ONWHAT_LOOKS_MAX)
@@ -198,6 +226,7 @@ void onwhat_look(OnWhat *w, int proc_fd, const Snapshot *s, const pid_t *pids, s
                         if (wchan_read(proc_fd, t->tgid, t->tid, l->wchan, sizeof l->wchan) <= 0)
                                 l->wchan[0] = '\0';
                         l->blocked_ns = blocked_for(w, &clocks, l, &st);
+                        l->wait_for = wait_for(w, proc_fd, l, st.flags, &n_stacks);
                         read_stack(w, proc_fd, l);
                 }
         w->n_look[w->n_looks++] = k;

@@ -22,6 +22,8 @@
 /* Looks a sample takes at most (its middle and its end), and threads one look reads at most. */
 #define ONWHAT_LOOKS_MAX 2
 #define ONWHAT_LOOK_THREADS_MAX 512
+/* Kernel stacks one look reads at most to tell what a D thread waits for (sampling/waitfor.h). */
+#define ONWHAT_LOOK_STACKS_MAX 16
 
 /* io on the node's own per-device counters (probes/diskstats.h): on hosts whose cgroup counters do
  * not see the io (cgroup-v1 blkio without a throttle rule), the devices busy during the sample. */
@@ -57,6 +59,7 @@ typedef struct OnWhat {
         bool has_stack;
         WchanStack stack;                    /* of the first blocked thread seen whose stack could be read */
         char stack_wchan[BLOCKED_WCHAN_MAX]; /* its wchan then: the group it belongs to */
+        WaitFor stack_wait_for;              /* and what it waited for, the group's other key */
         int stack_error;                     /* why there is no stack (0: there is, or none was needed) */
         int since_error;                     /* the first reason a blocked thread's time could not be told (0: none) */
 } OnWhat;
@@ -93,9 +96,11 @@ void onwhat_begin_at(OnWhat *w, const LimitsLocation *loc, const OnWhatReading *
 void onwhat_begin(OnWhat *w, const LimitsHierarchy *h, const char *path, PsiResource res);
 
 /* One look at the threads of pids[0..n) that s has measured (snapshot_take_threads): their states
- * from /proc, and of those in D the wchan and how long each has been blocked (since it last ran:
- * probes/schedclock.h, which moves the calling thread to each of their cpus for a moment); the
- * kernel stack of the first one whose stack can be read. At most ONWHAT_LOOKS_MAX looks count. */
+ * from /proc, and of those in D the wchan, how long each has been blocked (since it last ran:
+ * probes/schedclock.h, which moves the calling thread to each of their cpus for a moment) and what
+ * it waits for (sampling/waitfor.h: its wchan and flags, and its stack where they do not tell and
+ * stacks may be read, at most ONWHAT_LOOK_STACKS_MAX a look); the kernel stack of the first one
+ * whose stack can be read. At most ONWHAT_LOOKS_MAX looks count. */
 void onwhat_look(OnWhat *w, int proc_fd, const Snapshot *s, const pid_t *pids, size_t n);
 
 /* The threads of the last look taken (n 0 and NULL when none was). */

@@ -354,7 +354,9 @@ int ranking_add_blocked(Ranking *r, const BlockedThreadLook *threads, size_t n, 
                 const BlockedThreadLook *t = &threads[i];
                 ProcessDelta *p = NULL;
 
-                if (t->state != 'D' || t->blocked_ns <= 0)
+                /* A wait known to be for the other of io and memory is not this stall's
+                 * (sampling/waitfor.h): not blocked on it, not even noted. */
+                if (t->state != 'D' || t->blocked_ns <= 0 || !waitfor_counts_for(t->wait_for, resource))
                         continue;
                 for (size_t j = 0; j < r->n_procs && !p; j++)
                         if (r->procs[j].tgid == t->pid && r->procs[j].origin == PROCESS_MEASURED)

@@ -93,8 +93,9 @@ int ranking_add_threads(Ranking *r, const Snapshot *ta, const Snapshot *tb, int 
  * blocked: sampling/onwhat.h) given to their processes. For io, memory and RANK_SCORE_ALL they
  * count in the score, so that a process stuck for 3 s outranks one that waited 50 ms, and a
  * process blocked without a delay in the sample is ranked; for cpu and irq (a D sleep is not a
- * wait for either) they are only noted on processes already ranked. 0 or -ENOMEM (r keeps what
- * it had). */
+ * wait for either) they are only noted on processes already ranked. A wait known to be for the
+ * other of io and memory (sampling/waitfor.h: waitfor_counts_for()) is left out. 0 or -ENOMEM (r
+ * keeps what it had). */
 int ranking_add_blocked(Ranking *r, const BlockedThreadLook *threads, size_t n, int resource);
 
 /* Where a process's longest wait ended, against the incident (ranking_process_worst()). */

@@ -93,6 +93,26 @@ static void test_blocked_for(void **state) {
         assert_int_equal(s.groups[0].threads[2].blocked_ns, -1);
 }
 
+/* One wchan, waits for different things: a group each (sampling/waitfor.h), the larger first. */
+static void test_wait_for(void **state) {
+        BlockedThreadLook a[] = {
+                t(10, 10, "fsync", 'D', "folio_wait_bit_common"),
+                t(20, 20, "reclaim", 'D', "folio_wait_bit_common"),
+                t(30, 30, "swapin", 'D', "folio_wait_bit_common"),
+        };
+        BlockedSummary s;
+
+        a[0].wait_for = WAIT_FOR_IO;
+        a[1].wait_for = a[2].wait_for = WAIT_FOR_MEMORY;
+        const BlockedLook looks[] = { { a, 3 } };
+        assert_int_equal(blocked_group(looks, 1, &s), 0);
+        assert_int_equal(s.n_groups, 2);
+        assert_int_equal(s.groups[0].wait_for, WAIT_FOR_MEMORY);
+        assert_int_equal(s.groups[0].n_threads, 2);
+        assert_int_equal(s.groups[1].wait_for, WAIT_FOR_IO);
+        assert_int_equal(s.groups[1].threads[0].pid, 10);
+}
+
 static void test_empty(void **state) {
         const BlockedThreadLook a[] = { t(1, 1, "init", 'S', "do_epoll_wait") };
         const BlockedLook looks[] = { { a, 1 }, { NULL, 0 } };
@@ -139,10 +159,8 @@ static void test_bounds(void **state) {
 
 int main(void) {
         const struct CMUnitTest tests[] = {
-                cmocka_unit_test(test_group),
-                cmocka_unit_test(test_blocked_for),
-                cmocka_unit_test(test_empty),
-                cmocka_unit_test(test_bounds),
+                cmocka_unit_test(test_group), cmocka_unit_test(test_blocked_for), cmocka_unit_test(test_wait_for),
+                cmocka_unit_test(test_empty), cmocka_unit_test(test_bounds),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }

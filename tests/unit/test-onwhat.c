@@ -1,7 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 #include <errno.h>
+#include <fcntl.h>
 #include <jansson.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "incident/onwhat-report.h"
 #include "sampling/onwhat.h"
@@ -251,12 +253,77 @@ static void test_init_reuse(void **state) {
         onwhat_done(&w); /* twice is harmless */
 }
 
+/* What a D thread waits for, from a fake /proc (tests/fixtures/blocked-waits, stacks as 6.12 and
+ * 7.2 print them): the sleep over memory.high by its wchan alone, a reclaimer by its PF_MEMALLOC
+ * flag, an fsync and a swap-in that share a wchan by their stacks, a page cache read-in as
+ * unknown, a direct write by its wchan without a stack file; each (wchan, what for) its own group,
+ * and "resource" in the incident's blocked[]. */
+static void test_look_wait_for(void **state) {
+        ThreadDelays threads[] = { { .tid = 100, .tgid = 100 }, { .tid = 101, .tgid = 100 },
+                                   { .tid = 200, .tgid = 200 }, { .tid = 300, .tgid = 300 },
+                                   { .tid = 400, .tgid = 400 }, { .tid = 500, .tgid = 500 },
+                                   { .tid = 600, .tgid = 600 } };
+        const pid_t pids[] = { 100, 200, 300, 400, 500, 600 };
+        Snapshot s = { .threads = threads, .n = ELEMENTSOF(threads) };
+        int proc = open(fixture("blocked-waits/proc"), O_DIRECTORY | O_RDONLY | O_CLOEXEC);
+        const WaitFor want[] = { WAIT_FOR_MEMORY, WAIT_FOR_MEMORY,  WAIT_FOR_IO,
+                                 WAIT_FOR_MEMORY, WAIT_FOR_UNKNOWN, WAIT_FOR_IO };
+        OnWhat w;
+        const BlockedThreadLook *look;
+        size_t n;
+
+        assert_true(proc >= 0);
+        assert_int_equal(onwhat_init(&w), 0);
+        onwhat_begin(&w, NULL, NULL, PSI_RESOURCE_MEMORY);
+        onwhat_look(&w, proc, &s, pids, ELEMENTSOF(pids));
+        look = onwhat_last_look(&w, &n);
+        assert_int_equal(n, 7);
+        for (size_t i = 0; i < ELEMENTSOF(want); i++) {
+                assert_int_equal(look[i].state, 'D');
+                assert_int_equal(look[i].wait_for, want[i]);
+        }
+        assert_int_equal(look[6].state, 'R');
+        /* The first stack read (the fsync's) is the incident's. */
+        assert_true(w.has_stack);
+        assert_string_equal(w.stack.frames[1], "folio_wait_writeback");
+        assert_int_equal(w.stack_wait_for, WAIT_FOR_IO);
+
+        onwhat_end(&w, NULL);
+        assert_true(w.has_blocked);
+        /* folio_wait_bit_common for memory (101, 300), io (200) and unknown (400): three groups of five. */
+        assert_int_equal(w.blocked.n_groups, 5);
+        json_t *a = onwhat_blocked_array(&w);
+        size_t memory = 0, io = 0, unknown = 0;
+        for (size_t i = 0; i < json_array_size(a); i++) {
+                json_t *g = json_array_get(a, i), *r = json_object_get(g, "resource");
+                const char *wchan = json_string_value(json_object_get(g, "wchan"));
+                pid_t pid = (pid_t) json_integer_value(
+                        json_object_get(json_array_get(json_object_get(g, "threads"), 0), "pid"));
+                assert_non_null(r);
+                if (json_is_null(r))
+                        unknown++, assert_int_equal(pid, 400);
+                else if (strcmp(json_string_value(r), "io") == 0)
+                        io++, assert_true(pid == 200 || pid == 500);
+                else
+                        memory++, assert_true(pid == 100 || pid == 300);
+                /* The stack goes with the fsync's group only, not the other folio_wait_bit_common ones. */
+                assert_true(json_is_null(json_object_get(g, "stack")) || pid == 200);
+                assert_non_null(wchan);
+        }
+        assert_int_equal(memory, 2);
+        assert_int_equal(io, 2);
+        assert_int_equal(unknown, 1);
+        json_decref(a);
+        onwhat_done(&w);
+        close(proc);
+}
+
 int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_verdict),         cmocka_unit_test(test_memory_verdict),
                 cmocka_unit_test(test_cpu_limits),      cmocka_unit_test(test_memory_io_limits),
                 cmocka_unit_test(test_blocked),         cmocka_unit_test(test_init_reuse),
-                cmocka_unit_test(test_io_node_devices),
+                cmocka_unit_test(test_io_node_devices), cmocka_unit_test(test_look_wait_for),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -26,6 +26,19 @@ static void test_stat_plain(void **state) {
         assert_int_equal(st.majflt, 0);
         assert_true(st.has_rss);
         assert_int_equal(st.rss_pages, 500);
+        assert_int_equal(st.flags, 0x400100); /* field 9: PF_RANDOMIZE | PF_SUPERPRIV */
+}
+
+/* Field 9, the PF_* flags: a thread in reclaim has PF_MEMALLOC (0x800) set (kernel-facts.md:
+ * wait-resource); a negative or oversized value is refused. */
+static void test_stat_flags(void **state) {
+        ProcStat st;
+
+        assert_int_equal(parse_stat("9 (toucher) D 1 9 9 0 -1 4196416 0 0 0 0 1 1 0 0 20 0 1 0 5 1 2\n", &st), 0);
+        assert_int_equal(st.flags, 0x400840);
+        assert_true(st.flags & 0x800);
+        assert_int_equal(parse_stat("9 (x) D 1 9 9 0 -1 -5 0 0 0 0 1 1 0 0 20 0 1 0 5 1 2\n", &st), -EINVAL);
+        assert_int_equal(parse_stat("9 (x) D 1 9 9 0 -1 4294967296 0 0 0 0 1 1 0 0 20 0 1 0 5 1 2\n", &st), -EINVAL);
 }
 
 /* Fields 12 (majflt) and 24 (rss), and a record that stops at starttime. */
@@ -252,6 +265,7 @@ static void test_cgroup_namespace_on_fixtures(void **state) {
 int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_stat_plain),
+                cmocka_unit_test(test_stat_flags),
                 cmocka_unit_test(test_stat_hostile_comm),
                 cmocka_unit_test(test_stat_malformed),
                 cmocka_unit_test(test_status_and_cgroup),

@@ -566,6 +566,23 @@ static void test_blocked(void **state) {
         assert_int_equal(r.procs[0].tgid, 10);
         assert_int_equal(r.procs[0].score_ns, 1 * NS_PER_MS);
         assert_int_equal(r.procs[0].blocked_ns, 3000 * NS_PER_MS);
+
+        /* A wait known to be for the other of io and memory (sampling/waitfor.h) is not this
+         * stall's: for memory, process 10's io waits are not even noted, 30's memory one joins. */
+        look[0].wait_for = look[1].wait_for = WAIT_FOR_IO;
+        look[2].wait_for = WAIT_FOR_MEMORY;
+        assert_int_equal(ranking_build(&r, NULL, &b, PSI_RESOURCE_MEMORY), 0);
+        assert_int_equal(ranking_add_blocked(&r, look, ELEMENTSOF(look), PSI_RESOURCE_MEMORY), 0);
+        assert_int_equal(r.procs[0].tgid, 30);
+        assert_int_equal(r.procs[0].score_ns, 2000 * NS_PER_MS);
+        for (size_t i = 0; i < r.n_procs; i++)
+                assert_true(r.procs[i].tgid != 10 || r.procs[i].blocked_tid == 0);
+        /* For io, 30's wait for memory is left out and 10's count. */
+        assert_int_equal(ranking_build(&r, NULL, &b, PSI_RESOURCE_IO), 0);
+        assert_int_equal(ranking_add_blocked(&r, look, ELEMENTSOF(look), PSI_RESOURCE_IO), 0);
+        assert_int_equal(r.n_procs, 2);
+        assert_int_equal(r.procs[0].tgid, 10);
+        assert_int_equal(r.procs[0].blocked_ns, 3000 * NS_PER_MS);
         ranking_done(&r);
         free_snapshot(&b);
 }

@@ -128,6 +128,14 @@ static void test_blocked_now_line(void **state) {
         assert_non_null(strstr(out, "\n           blocked 3.20s so far (tid 813), not yet ended\n"));
         assert_null(strstr(strstr(out, "so far") + 1, "so far")); /* pg: none */
         free(out);
+        /* The on-what line says what the first group's wait is for (psidiag 0.10). */
+        out = render("{\"type\":\"snapshot\",\"time\":\"t\",\"trigger\":null,\"sample\":{\"basis\":\"delta\"},"
+                     "\"most_delayed\":[],\"blocked\":[{\"wchan\":\"rq_qos_wait\",\"resource\":\"memory\",\"seen\":1,"
+                     "\"threads\":[],\"threads_total\":1,\"stack\":null}]}",
+                     &r);
+        assert_int_equal(r, 0);
+        assert_non_null(strstr(out, "  on what   1 thread in rq_qos_wait (memory)\n"));
+        free(out);
 }
 
 static void test_hostile_and_broken(void **state) {

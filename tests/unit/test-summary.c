@@ -167,6 +167,25 @@ static void test_blocked_now(void **state) {
                        "   \"threads\": [{\"pid\": 812, \"tid\": 812, \"comm\": \"sh\", \"blocked_ms\": 3200}]}]}",
                        "/db stalled 1 s on cpu in 1 s, no wait ended in it; blocked now: sh (pid 812) for 3.2 s in "
                        "wait_for_vfork_done");
+        /* What the wait is for (psidiag 0.10): a memory stall names the thread waiting for memory, not
+         * the one blocked on io listed first; with only io waits, it says they are io's. */
+        assert_summary(
+                "{\"type\": \"pressure\", \"trigger\": {\"cgroup\": \"/db\", \"resource\": \"memory\"},"
+                " \"sample\": {\"duration_ms\": 1000, \"stall_us\": 1000000}, \"most_delayed\": [],"
+                " \"blocked\": [{\"wchan\": \"bio_await\", \"resource\": \"io\", \"seen\": 2, \"threads_total\": 1,"
+                "   \"threads\": [{\"pid\": 700, \"tid\": 700, \"comm\": \"dd\", \"blocked_ms\": 2100}]},"
+                "  {\"wchan\": \"__mem_cgroup_handle_over_high\", \"resource\": \"memory\", \"seen\": 1,"
+                "   \"threads_total\": 1, \"threads\": [{\"pid\": 812, \"tid\": 812, \"comm\": \"grower\","
+                "   \"blocked_ms\": 1500}]}]}",
+                "/db stalled 1 s on memory in 1 s, no wait ended in it; blocked now: grower (pid 812) for 1.5 s "
+                "in __mem_cgroup_handle_over_high");
+        assert_summary(
+                "{\"type\": \"pressure\", \"trigger\": {\"cgroup\": \"/db\", \"resource\": \"memory\"},"
+                " \"sample\": {\"duration_ms\": 1000, \"stall_us\": 1000000}, \"most_delayed\": [],"
+                " \"blocked\": [{\"wchan\": \"bio_await\", \"resource\": \"io\", \"seen\": 2, \"threads_total\": 1,"
+                "   \"threads\": [{\"pid\": 700, \"tid\": 700, \"comm\": \"dd\", \"blocked_ms\": 2100}]}]}",
+                "/db stalled 1 s on memory in 1 s, no wait ended in it; blocked now for io: dd (pid 700) for 2.1 s "
+                "in bio_await");
 }
 
 /* A wait not ended ranked first (psidiag 0.9): the process stuck 3.2 s is named before the one that

@@ -20,19 +20,16 @@ import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
-from common import (LimitedCgroup, ScratchCgroup, check, enable_controller, make_file, run, skip,  # noqa: E402
-                    spawn, start_watching, stop_agent, validator, wait_lines)
+from common import (LimitedCgroup, ScratchCgroup, check, enable_controller, make_file, run, spawn,  # noqa: E402
+                    validator)
 from killcase import journal, killer_case, systemd_version  # noqa: E402
+from vmcommon import (CONFIG, MOUNT, PSIDIAG, SCRATCH, WORKLOAD, agent_run, scratch_disk, sh, show,  # noqa: E402
+                      with_culprits, write)
 
-with open(os.path.join(HERE, "cases.json")) as _f:
-    CONFIG = json.load(_f)
-PSIDIAG = CONFIG["installed"]["binary"]
-WORKLOAD = os.path.join(HERE, "psidiag-workload")
-MOUNT = "/sys/fs/cgroup"
-SCRATCH = "/mnt/scratch"
 PORT = "/dev/virtio-ports/psidiag.results"
+
 # Each case's deadline in the guest (TCG runs several times slower than the host).
-DEADLINE_S = {"unit": 300, "systemd-oomd": 200, "oomd": 200, "io-stuck": 200, "writeback": 180}
+DEADLINE_S = {"unit": 300, "systemd-oomd": 200, "oomd": 200}
 DEFAULT_DEADLINE_S = 120
 CASES = {}
 
@@ -40,26 +37,6 @@ CASES = {}
 def case(fn):
     CASES[fn.__name__.replace("_", "-")] = fn
     return fn
-
-
-def write(path, text):
-    with open(path, "w") as f:
-        f.write(text)
-
-
-def sh(argv, timeout=60, **kw):
-    return subprocess.run(argv, capture_output=True, text=True, timeout=timeout, **kw)
-
-
-def show(inc):
-    """The facts a case checks, printed so that the report shows them."""
-    top = (inc.get("most_delayed") or [{}])[0]
-    print(f"  summary: {inc.get('summary')}")
-    print(f"  victim: {top.get('comm')} ({top.get('cgroup')}) delay_us {top.get('delay_us')}")
-    c = inc.get("culprits") or {}
-    print(f"  culprits: scope {c.get('scope')} dominant {c.get('dominant')} "
-          f"{[(x.get('comm'), x.get('cgroup')) for x in (c.get('processes') or [])[:3]]}")
-    print(f"  limits: {json.dumps(inc.get('limits'))[:800]}")
 
 
 def memory_delay(proc):
@@ -100,28 +77,6 @@ def check_vm():
     fs = {m[4]: m[m.index("-") + 1] for m in mounts}
     check(fs.get("/sys/fs/cgroup") == "cgroup2" and "cgroup" not in fs.values(),
           f"not pure cgroup2: {[(k, v) for k, v in fs.items() if 'cgroup' in v]}")
-
-
-def agent_run(cg, trigger, pred, start=None, timeout=90, **config):
-    """The agent watching cg with trigger (start() called once it watches, so that the load's
-    tasks begin with delay accounting on) until pred(incidents) holds; returns them and its log."""
-    tmp = tempfile.mkdtemp(prefix="psidiag-vm-")
-    name = re.sub(r"\W", "", cg.rel)[-20:]
-    agent, out, log = start_watching(PSIDIAG, tmp, cg, name, trigger, top=5, **config)
-    try:
-        if start:
-            start()
-        lines = wait_lines(out, pred, timeout=timeout)
-    finally:
-        stop_agent(agent)
-    text = open(log).read()
-    check(pred(lines), f"no matching incident within {timeout} s: {len(lines)} incidents\n"
-          f"{json.dumps(lines)[-3000:]}\nagent log:\n{text[-3000:]}")
-    return lines, text
-
-
-def with_culprits(lines):
-    return [i for i in lines if (i.get("culprits") or {}).get("processes")]
 
 
 @case
@@ -305,11 +260,6 @@ while True:
 """
 
 
-def scratch_disk():
-    """MAJ:MIN of the virtio scratch disk."""
-    return open("/sys/block/vdb/dev").read().strip()
-
-
 def io_case(validate, name, rule):
     """A writer on the scratch disk in a cgroup of its own (with io.max rule, when given)."""
     dev = scratch_disk()
@@ -436,120 +386,6 @@ def triggers(validate):
         latency = woke - (t0[0] + 0.150)
         print(f"  wakeup latency: {latency * 1000:.0f} ms after the stall crossed 150 ms (window 1500 ms)")
         check(-0.2 < latency < 1.5, f"wakeup {latency:.3f} s after the threshold was crossed")
-
-
-def node_device(inc, name):
-    """The node's device of that name in an io incident's limits (node_devices), or {}."""
-    devs = ((inc.get("limits") or {}).get("io") or {}).get("node_devices") or []
-    return next((d for d in devs if d["device"] == name), {})
-
-
-@case
-def io_stuck(validate):
-    """A disk that does not answer: null_blk (a module of the stock kernel) completing each request
-    3 s after it came, and a dd writing to it with O_DIRECT in a cgroup of its own. A wait ends in
-    no 1 s sample, so no delay is measured (kernel-facts.md: delayacct): the incident names the dd
-    blocked and for how long (most_delayed[].blocked_now, blocked[].threads[].blocked_ms: since it
-    last ran, kernel-facts.md: blocked-since), the device stuck (requests in flight, none
-    completed), and never says "no process measured waiting"."""
-    # Loaded in the background: the module reads the new disk's partition table at load, a few
-    # requests of 3 s each.
-    load = subprocess.Popen(["modprobe", "null_blk", "nr_devices=1", "irqmode=2", "completion_nsec=3000000000",
-                             "gb=1"], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-    disk = "nullb0"
-    try:
-        try:
-            out, _ = load.communicate(timeout=150)
-        except subprocess.TimeoutExpired:
-            load.kill()
-            check(False, "modprobe null_blk took more than 150 s")
-        if load.returncode != 0 and "not found" in out:
-            skip(f"no null_blk: {out.strip()}")
-        check(load.returncode == 0 and os.path.exists(f"/dev/{disk}"), f"modprobe null_blk: {load.returncode} {out}")
-        write(f"/sys/block/{disk}/queue/iostats", "1")  # /proc/diskstats counts it (null_blk may not)
-        with ScratchCgroup(MOUNT, "stuck") as cg:
-            check(enable_controller(MOUNT, cg, "io"), "no cgroup2 io controller")
-            procs = []
-
-            def stuck(lines):
-                return [i for i in lines if node_device(i, disk).get("verdict") == "stuck"
-                        and (i.get("most_delayed") or [{}])[0].get("blocked_now")]
-            lines, _ = agent_run(cg, "io some 50ms 2s", stuck, cooldown_ms=0, start=lambda: procs.append(
-                cg.spawn(["dd", "if=/dev/zero", f"of=/dev/{disk}", "bs=4k", "count=100000", "oflag=direct"])))
-            inc = stuck(lines)[0]
-            validate(inc)
-            show(inc)
-            top = inc["most_delayed"][0]
-            ms = top["blocked_now"]["ms"]
-            print(f"  blocked: {top['comm']} tid {top['blocked_now']['tid']} for {ms} ms; blocked {inc['blocked']}")
-            check(top["pid"] == procs[0].pid and top["cgroup"] == "/" + cg.rel and 0 < ms <= 30000,
-                  f"the stuck dd is not first with how long it is blocked: {top}")
-            threads = [t for g in inc["blocked"] or [] for t in g["threads"] if t["pid"] == procs[0].pid]
-            check(threads and threads[0]["blocked_ms"] is not None and inc["agent"]["blocked_since_unavailable"] is None,
-                  f"blocked: {inc['blocked']}, agent {inc['agent']}")
-            s = inc["summary"]
-            check("no process measured waiting" not in s and f" on {disk} (stuck: " in s and
-                  (f"dd (/{cg.rel}) blocked for io" in s or "blocked now: dd" in s), f"summary: {s!r}")
-    finally:
-        for _ in range(60):  # requests in flight end within 3 s
-            if sh(["rmmod", "null_blk"]).returncode == 0:
-                break
-            time.sleep(1)
-
-
-@case
-def writeback(validate):
-    """A throttled volume: the scratch disk held at 8 MiB/s of writes for a parent cgroup (io.max),
-    under which a buffered dd (no O_DIRECT) in one child dirties pages that the flusher writes back
-    in its name (cgroup writeback), beside a loop of 8 KiB fsync writes in another child, whose
-    writes wait behind that writeback. The first culprit of the fsync loop's io is the dd, the
-    node's dirty page cache is in limits.io.writeback, the dd's cgroup's own in
-    culprits.cgroups[].dirty_bytes (cgroup2 memory.stat), and the summary says who dirtied it
-    (kernel-facts.md: writeback). (Unthrottled, the scratch disk, the host's page cache, outruns
-    the VM's cpus, and nothing waits.)"""
-    big, small = os.path.join(SCRATCH, "wb-big.data"), os.path.join(SCRATCH, "wb-db.data")
-    loop = f"while :; do dd if=/dev/zero of={small} bs=8k count=1 conv=fsync status=none; done"
-    try:
-        with ScratchCgroup(MOUNT, "wb") as vol:
-            check(enable_controller(MOUNT, vol, "memory") and enable_controller(MOUNT, vol, "io"),
-                  "no cgroup2 memory or io controller")
-            write(os.path.join(vol.path, "cgroup.subtree_control"), "+io +memory")
-            write(os.path.join(vol.path, "io.max"), f"{scratch_disk()} wbps={8 << 20}")
-            with ScratchCgroup(vol.path, "db") as db, ScratchCgroup(vol.path, "batch") as batch:
-                db.rel, batch.rel = f"{vol.rel}/{db.rel}", f"{vol.rel}/{batch.rel}"
-                procs = []
-
-                def start():
-                    db.spawn(["sh", "-c", loop])
-                    procs.append(batch.spawn(["dd", "if=/dev/zero", f"of={big}", "bs=1M", "count=700",
-                                              "status=none"]))
-
-                def queued(i):
-                    wb = (i["limits"]["io"] or {}).get("writeback") or {}
-                    return wb.get("dirty_bytes", 0) + wb.get("writeback_bytes", 0)
-
-                def named(lines):
-                    return [i for i in with_culprits(lines) if queued(i) >= 16 << 20]
-                lines, _ = agent_run(db, "io some 50ms 2s", named, start=start, cooldown_ms=0)
-                inc = named(lines)[0]
-                validate(inc)
-                show(inc)
-                # Its writeback is charged to its cgroup (cgroup writeback); the dd itself may have
-                # dirtied nothing in the sample, held in balance_dirty_pages() all along.
-                check(inc["culprits"]["cgroups"][0]["path"] == "/" + batch.rel,
-                      f"/{batch.rel} is not the first culprit cgroup: {inc['culprits']['cgroups']}")
-                wb = inc["limits"]["io"]["writeback"]
-                cg = next((g for g in inc["culprits"]["cgroups"] if g["path"] == "/" + batch.rel), {})
-                print(f"  writeback {wb}, /{batch.rel} dirty_bytes {cg.get('dirty_bytes')}")
-                check(cg.get("dirty_bytes") is not None,
-                      f"no dirty_bytes for /{batch.rel}: {inc['culprits']['cgroups']}")
-                s = inc["summary"]
-                check(s.endswith(f"dirtied by /{batch.rel}") or f"dirtied by /{batch.rel}: dd (pid {procs[0].pid})" in s
-                      or f"dd (/{batch.rel}, pid {procs[0].pid}) dirtied " in s, f"summary: {s!r}")
-    finally:
-        for f in (big, small):
-            if os.path.exists(f):
-                os.unlink(f)
 
 
 @case
@@ -695,6 +531,12 @@ def oomd(validate):
                       r"ruleset:\[psidiag vm\] detectorgroup:\[memory pressure above 10 for 5s\] "
                       r"killer:kill_by_memory_size_or_growth v2")
     check([l for l in kmsg if want.search(l)], f"no kmsg line like {want.pattern!r}")
+
+
+# The cases of waits not ended (tests/vm/waits.py), which every guest runs.
+from waits import CASES as WAIT_CASES, DEADLINE_S as WAIT_DEADLINE_S  # noqa: E402
+CASES.update(WAIT_CASES)
+DEADLINE_S.update(WAIT_DEADLINE_S)
 
 
 # The container cases (tests/vm/containers.py), which only the guest bookworm-ctr runs.

@@ -11,23 +11,7 @@ import tempfile
 import time
 
 from common import check, make_file, stop_agent, wait_lines
-
-HERE = os.path.dirname(os.path.abspath(__file__))
-with open(os.path.join(HERE, "cases.json")) as _f:
-    INSTALLED = json.load(_f)["installed"]
-PSIDIAG = INSTALLED["binary"]
-WORKLOAD = os.path.join(HERE, "psidiag-workload")
-MOUNT = "/sys/fs/cgroup"
-SCRATCH = "/mnt/scratch"
-
-
-def write(path, text):
-    with open(path, "w") as f:
-        f.write(text)
-
-
-def sh(argv, timeout=60, **kw):
-    return subprocess.run(argv, capture_output=True, text=True, timeout=timeout, **kw)
+from vmcommon import MOUNT, PSIDIAG, SCRATCH, WORKLOAD, sh, write
 
 
 def killer_case(validate, slice_name, unit, start_killer, expect, basis, **config):

@@ -25,7 +25,10 @@ import threading
 import time
 
 from common import check, metric, skip, stop_agent, wait_lines
-from killcase import INSTALLED, MOUNT, PSIDIAG, WORKLOAD, journal, killer_case, sh, systemd_version, write
+from killcase import journal, killer_case, systemd_version
+from vmcommon import CONFIG, MOUNT, PSIDIAG, WORKLOAD, sh, write
+
+INSTALLED = CONFIG["installed"]
 
 CASES = {}
 DEADLINE_S = {"systemd-oomd-prekill": 200, "systemd-oomd-prekill-slow": 200, "systemd-oomd-prekill-denied": 200,

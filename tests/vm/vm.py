@@ -71,6 +71,9 @@ def stage(root, installed):
     os.makedirs(dest, exist_ok=True)
     shutil.copy(WORKLOAD, os.path.join(dest, "psidiag-workload"))
     shutil.copy(os.path.join(HERE, "guest.py"), dest)
+    # Its helpers, and its cases of waits not ended.
+    for f in ("vmcommon.py", "waits.py"):
+        shutil.copy(os.path.join(HERE, f), dest)
     # The container cases (guest bookworm-ctr) and the manifest one of them runs the agent as.
     shutil.copy(os.path.join(HERE, "containers.py"), dest)
     # The prekill hook's cases (systemd 260 and later) and what the killer cases share.
