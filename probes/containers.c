@@ -193,22 +193,36 @@ static int storage_parsed(ContainerCache *c, const char *path, int64_t owner, co
         return 0;
 }
 
-static int storage_read(ContainerCache *c, const char *dir, int64_t owner, ContainerInfo *info) {
+/* One storage driver's containers.json (and volatile-containers.json, where containers/storage
+ * keeps the containers of a transient store). */
+static int storage_read_driver(ContainerCache *c, const char *dir, const char *driver, int64_t owner,
+                               ContainerInfo *info) {
         _cleanup_free_ char *buf = NULL;
         const CtrmetaStorage *s = NULL;
         char path[PATH_MAX];
         size_t len = 0;
         int r;
 
-        snprintf(path, sizeof path, "%s/overlay-containers/containers.json", dir);
+        snprintf(path, sizeof path, "%s/%s-containers/containers.json", dir, driver);
         r = storage_parsed(c, path, owner, &s);
         if (r >= 0 && (r = ctrmeta_storage_find(s, info->id, info)) != 0)
                 return r;
-        /* containers/storage keeps the containers of a transient store in volatile-containers.json */
-        snprintf(path, sizeof path, "%s/overlay-containers/volatile-containers.json", dir);
+        snprintf(path, sizeof path, "%s/%s-containers/volatile-containers.json", dir, driver);
         if (read_meta(c->root_fd, path, owner, &buf, &len) >= 0 && ctrmeta_parse_storage(buf, len, info->id, info) > 0)
                 return 1;
         return r < 0 ? r : -ENOENT;
+}
+
+/* containers/storage keeps containers.json in <graph root>/<driver>-containers/: overlay where the
+ * kernel or fuse-overlayfs gives it, vfs where not (rootless podman 4.3 on Debian 12 with no
+ * storage.conf chose vfs on a hybrid host). */
+static int storage_read(ContainerCache *c, const char *dir, int64_t owner, ContainerInfo *info) {
+        static const char *const drivers[] = { "overlay", "vfs", "btrfs", "zfs" };
+        int r = -ENOENT;
+
+        for (size_t i = 0; i < ELEMENTSOF(drivers) && r == -ENOENT; i++)
+                r = storage_read_driver(c, dir, drivers[i], owner, info);
+        return r;
 }
 
 /* podman's containers/storage: /var/lib/containers/storage rootful, ~/.local/share/containers/storage

@@ -8,7 +8,7 @@
  *               id is the name ctr's user gave (probes/containers.c names it so)
  *   CRI-O       /run/containers/storage/overlay-containers/<id>/userdata/config.json: annotations
  *               io.kubernetes.pod.*, io.kubernetes.container.name, io.kubernetes.cri-o.ImageName
- *   podman      containers/storage's overlay-containers/containers.json: "names" and "metadata"
+ *   podman      containers/storage's <driver>-containers/containers.json: "names" and "metadata"
  *               (a JSON string: "name", "image-name"), rootful and rootless.
  * Pure: takes bytes, never touches the host, never logs. Strings are kept as bytes (cut to their
  * field, NUL-terminated); whoever prints them makes them valid UTF-8 and terminal-safe. */

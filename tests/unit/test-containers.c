@@ -26,6 +26,7 @@
 #define CRIO "c210c201a2b3c4d5e6f708192a3b4c5d6e7f8091a2b3c4d5e6f708192a3b4c5d"
 #define PODMAN "c259ab325826b8b00d41a77c5935548283afad4f39d1379691811634296c0bc7"
 #define ROOTLESS "7007ee01a2b3c4d5e6f708192a3b4c5d6e7f8091a2b3c4d5e6f708192a3b4c5d"
+#define ROOTLESS_VFS "7007ee02a2b3c4d5e6f708192a3b4c5d6e7f8091a2b3c4d5e6f708192a3b4c5d"
 #define UID "0f5e4c3a-1b2d-4e6f-8a9b-0c1d2e3f4a5b"
 #define UIDU "0f5e4c3a_1b2d_4e6f_8a9b_0c1d2e3f4a5b"
 
@@ -171,6 +172,11 @@ static void test_podman(void **state) {
         i = container_cache_lookup(c, "/user.slice/user-1000.slice/user@1000.service/user.slice/libpod-" ROOTLESS
                                       ".scope");
         assert_string_equal(i->name, "batch");
+        assert_string_equal(i->image, "docker.io/library/busybox:latest");
+        /* a storage of the vfs driver (rootless podman without overlay) */
+        i = container_cache_lookup(c, "/user.slice/user-1001.slice/user@1001.service/user.slice/libpod-" ROOTLESS_VFS
+                                      ".scope");
+        assert_string_equal(i->name, "batch-vfs");
         assert_string_equal(i->image, "docker.io/library/busybox:latest");
         /* the same id under another user's instance is another's container: not found there */
         i = container_cache_lookup(c, "/user.slice/user-1001.slice/user@1001.service/libpod-" ROOTLESS ".scope");
