@@ -50,6 +50,7 @@ static json_t *container_object(const ContainerInfo *ci) {
         } else
                 r |= set_new(o, "pod", json_null());
         r |= set_new(o, "unnamed", string_or_null(ci->unnamed));
+        r |= set_new(o, "runtime_namespace", string_or_null(ci->runtime_namespace));
         return object_or_null(o, r);
 }
 
@@ -72,6 +73,9 @@ json_t *incident_cgroup_meta(const char *path, const ContainerInfo *ci) {
         /* the runtime the files were found under: the kubelet's cgroupfs driver names none */
         if (ci && !m.runtime[0] && ci->runtime[0])
                 r |= set_new(o, "container_runtime", string_or_null(ci->runtime));
+        /* plain containerd's /<namespace>/<id>: a container only its task bundle tells of */
+        if (ci && !m.container_id[0] && ci->id[0])
+                r |= set_new(o, "container_id", string_or_null(ci->id));
         r |= set_new(o, "container", container_object(ci));
         return object_or_null(o, r);
 }

@@ -12,12 +12,19 @@
 #include "probes/cgmeta.h"
 #include "probes/containers.h"
 
+/* What a cgroup path says a container is; for plain containerd's, ns is its namespace. */
+typedef struct Key {
+        char runtime[16]; /* what the cgroup path said (may be "") */
+        char id[80];
+        char ns[80];      /* "" unless a plain containerd path (/<ns>/<id>) */
+        int64_t user_uid; /* whose storage a rootless container's is (-1 rootful) */
+} Key;
+
 typedef struct Entry {
-        char runtime[16]; /* the key: what the cgroup path said (runtime may be ""), */
-        char id[72];
-        int64_t user_uid; /* and whose storage a rootless container's is (-1 rootful) */
-        uint64_t used;    /* the cache's clock at the last lookup: the smallest is evicted */
+        Key key;
+        uint64_t used; /* the cache's clock at the last lookup: the smallest is evicted */
         usec_t read_mono_us;
+        bool none; /* a plain containerd path with no task bundle: no container, said NULL */
         ContainerInfo info;
 } Entry;
 
@@ -127,19 +134,23 @@ static int docker_read(int root_fd, ContainerInfo *info) {
         return read_parse(root_fd, path, -1, ctrmeta_parse_docker, info);
 }
 
-/* A containerd task's bundle, in the namespace the CRI plugin uses, then the default one (ctr,
- * nerdctl). 1 named, 0 not named, < 0 not found. */
-static int containerd_read(int root_fd, ContainerInfo *info) {
-        static const char *const namespaces[] = { "k8s.io", "default" };
-        char path[192];
-        int r = -ENOENT;
+/* A containerd task's bundle in namespace ns. 1 named, 0 not named, < 0 not found. */
+static int containerd_read_in(int root_fd, const char *ns, ContainerInfo *info) {
+        char path[256];
+        int r;
 
-        for (size_t i = 0; i < ELEMENTSOF(namespaces) && r == -ENOENT; i++) {
-                snprintf(path, sizeof path, "run/containerd/io.containerd.runtime.v2.task/%s/%s/config.json",
-                         namespaces[i], info->id);
-                r = read_parse(root_fd, path, -1, ctrmeta_parse_oci, info);
-        }
+        snprintf(path, sizeof path, "run/containerd/io.containerd.runtime.v2.task/%s/%s/config.json", ns, info->id);
+        r = read_parse(root_fd, path, -1, ctrmeta_parse_oci, info);
+        if (r >= 0)
+                snprintf(info->runtime_namespace, sizeof info->runtime_namespace, "%s", ns);
         return r;
+}
+
+/* In the namespace the CRI plugin uses, then the default one (ctr, nerdctl). */
+static int containerd_read(int root_fd, ContainerInfo *info) {
+        int r = containerd_read_in(root_fd, "k8s.io", info);
+
+        return r == -ENOENT ? containerd_read_in(root_fd, "default", info) : r;
 }
 
 static int crio_read(int root_fd, ContainerInfo *info) {
@@ -182,22 +193,36 @@ static int storage_parsed(ContainerCache *c, const char *path, int64_t owner, co
         return 0;
 }
 
-static int storage_read(ContainerCache *c, const char *dir, int64_t owner, ContainerInfo *info) {
+/* One storage driver's containers.json (and volatile-containers.json, where containers/storage
+ * keeps the containers of a transient store). */
+static int storage_read_driver(ContainerCache *c, const char *dir, const char *driver, int64_t owner,
+                               ContainerInfo *info) {
         _cleanup_free_ char *buf = NULL;
         const CtrmetaStorage *s = NULL;
         char path[PATH_MAX];
         size_t len = 0;
         int r;
 
-        snprintf(path, sizeof path, "%s/overlay-containers/containers.json", dir);
+        snprintf(path, sizeof path, "%s/%s-containers/containers.json", dir, driver);
         r = storage_parsed(c, path, owner, &s);
         if (r >= 0 && (r = ctrmeta_storage_find(s, info->id, info)) != 0)
                 return r;
-        /* containers/storage keeps the containers of a transient store in volatile-containers.json */
-        snprintf(path, sizeof path, "%s/overlay-containers/volatile-containers.json", dir);
+        snprintf(path, sizeof path, "%s/%s-containers/volatile-containers.json", dir, driver);
         if (read_meta(c->root_fd, path, owner, &buf, &len) >= 0 && ctrmeta_parse_storage(buf, len, info->id, info) > 0)
                 return 1;
         return r < 0 ? r : -ENOENT;
+}
+
+/* containers/storage keeps containers.json in <graph root>/<driver>-containers/: overlay where the
+ * kernel or fuse-overlayfs gives it, vfs where not (rootless podman 4.3 on Debian 12 with no
+ * storage.conf chose vfs on a hybrid host). */
+static int storage_read(ContainerCache *c, const char *dir, int64_t owner, ContainerInfo *info) {
+        static const char *const drivers[] = { "overlay", "vfs", "btrfs", "zfs" };
+        int r = -ENOENT;
+
+        for (size_t i = 0; i < ELEMENTSOF(drivers) && r == -ENOENT; i++)
+                r = storage_read_driver(c, dir, drivers[i], owner, info);
+        return r;
 }
 
 /* podman's containers/storage: /var/lib/containers/storage rootful, ~/.local/share/containers/storage
@@ -226,19 +251,25 @@ static void resolve(ContainerCache *c, Entry *e) {
         int r = -ENOENT;
 
         *info = (ContainerInfo) {};
-        snprintf(info->runtime, sizeof info->runtime, "%s", e->runtime);
-        snprintf(info->id, sizeof info->id, "%s", e->id);
-        if (strcmp(e->runtime, "docker") == 0) {
+        e->none = false;
+        snprintf(info->runtime, sizeof info->runtime, "%s", e->key.runtime);
+        snprintf(info->id, sizeof info->id, "%s", e->key.id);
+        if (e->key.ns[0]) {
+                /* plain containerd's /<ns>/<id>: a container only if containerd has that task */
+                r = containerd_read_in(c->root_fd, e->key.ns, info);
+                e->none = r == -ENOENT;
+                file = "task bundle";
+        } else if (strcmp(e->key.runtime, "docker") == 0) {
                 r = docker_read(c->root_fd, info);
                 file = "config.v2.json";
-        } else if (strcmp(e->runtime, "containerd") == 0) {
+        } else if (strcmp(e->key.runtime, "containerd") == 0) {
                 r = containerd_read(c->root_fd, info);
                 file = "task bundle";
-        } else if (strcmp(e->runtime, "crio") == 0) {
+        } else if (strcmp(e->key.runtime, "crio") == 0) {
                 r = crio_read(c->root_fd, info);
                 file = "config.json";
-        } else if (strcmp(e->runtime, "podman") == 0) {
-                r = podman_read(c, e->user_uid, info);
+        } else if (strcmp(e->key.runtime, "podman") == 0) {
+                r = podman_read(c, e->key.user_uid, info);
                 file = "containers.json entry";
         } else {
                 /* the kubelet's cgroupfs driver names no runtime: whichever has the id */
@@ -252,23 +283,74 @@ static void resolve(ContainerCache *c, Entry *e) {
                 if (r == -ENOENT)
                         info->runtime[0] = '\0';
         }
-        if (r == 0 && strcmp(info->runtime, "containerd") == 0 && !info->name[0])
-                snprintf(info->unnamed, sizeof info->unnamed, "containerd names a container only through Kubernetes");
+        if (r == 0 && strcmp(info->runtime, "containerd") == 0)
+                /* Outside Kubernetes containerd keeps no name but the id, which ctr's user chose
+                 * (`ctr run IMAGE web`); its image is only in containerd's metadata database. */
+                snprintf(info->name, sizeof info->name, "%s", info->id);
         else if (r < 0)
                 say_unnamed(info, file, r);
         else if (!info->name[0] && !info->pod_container[0] && !info->pod_name[0])
                 snprintf(info->unnamed, sizeof info->unnamed, "its %s names no container", file);
 }
 
-static bool key_of(const char *cgroup_path, CgroupMeta *m) {
-        return cgroup_path && cgroup_meta_parse(cgroup_path, m) && m->container_id[0];
+/* containerd's identifiers (its identifiers.Validate): letters and digits, with '.', '_' and '-'
+ * between them, at most 76 bytes. */
+static bool is_alnum(char ch) {
+        return (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || (ch >= '0' && ch <= '9');
 }
 
-static Entry *find(const ContainerCache *c, const CgroupMeta *m) {
+static bool is_identifier(const char *s, size_t len) {
+        if (len == 0 || len > 76 || !is_alnum(s[0]) || !is_alnum(s[len - 1]))
+                return false;
+        for (size_t i = 0; i < len; i++)
+                if (!is_alnum(s[i]) && s[i] != '.' && s[i] != '_' && s[i] != '-')
+                        return false;
+        return true;
+}
+
+/* ctr's default cgroup: "/<namespace>/<id>" (containerd's oci.populateDefaultUnixSpec sets
+ * CgroupsPath to filepath.Join("/", ns, id)), two identifiers at the hierarchy's root that only
+ * the task bundle's presence tells from any other cgroup. */
+static bool plain_containerd_key(const char *path, Key *k) {
+        const char *slash;
+        size_t ns_len, id_len;
+
+        while (*path == '/')
+                path++;
+        slash = strchr(path, '/');
+        if (!slash)
+                return false;
+        ns_len = (size_t) (slash - path);
+        id_len = strlen(slash + 1);
+        if (!is_identifier(path, ns_len) || !is_identifier(slash + 1, id_len))
+                return false;
+        *k = (Key) { .runtime = "containerd", .user_uid = -1 };
+        memcpy(k->ns, path, ns_len);
+        memcpy(k->id, slash + 1, id_len);
+        return true;
+}
+
+static bool key_of(const char *cgroup_path, Key *k) {
+        CgroupMeta m;
+
+        if (!cgroup_path)
+                return false;
+        if (cgroup_meta_parse(cgroup_path, &m)) {
+                if (!m.container_id[0])
+                        return false;
+                *k = (Key) { .user_uid = m.user_uid };
+                snprintf(k->runtime, sizeof k->runtime, "%s", m.runtime);
+                snprintf(k->id, sizeof k->id, "%s", m.container_id);
+                return true;
+        }
+        return plain_containerd_key(cgroup_path, k);
+}
+
+static Entry *find(const ContainerCache *c, const Key *k) {
         for (size_t i = 0; i < c->n; i++) {
                 Entry *e = &c->items[i];
-                if (e->user_uid == m->user_uid && strcmp(e->id, m->container_id) == 0 &&
-                    strcmp(e->runtime, m->runtime) == 0)
+                if (e->key.user_uid == k->user_uid && strcmp(e->key.id, k->id) == 0 &&
+                    strcmp(e->key.runtime, k->runtime) == 0 && strcmp(e->key.ns, k->ns) == 0)
                         return e;
         }
         return NULL;
@@ -300,43 +382,46 @@ static Entry *slot(ContainerCache *c) {
 }
 
 const ContainerInfo *container_cache_lookup(ContainerCache *c, const char *cgroup_path) {
-        CgroupMeta m;
+        Key k;
         Entry *e;
         usec_t now;
 
-        if (!c || !key_of(cgroup_path, &m))
+        if (!c || !key_of(cgroup_path, &k))
                 return NULL;
-        c->stats.lookups++;
         now = now_usec(CLOCK_MONOTONIC);
-        e = find(c, &m);
+        e = find(c, &k);
         if (!e) {
                 e = slot(c);
                 if (!e) /* out of memory for even one: nothing is named */
                         return NULL;
-                snprintf(e->runtime, sizeof e->runtime, "%s", m.runtime);
-                snprintf(e->id, sizeof e->id, "%s", m.container_id);
-                e->user_uid = m.user_uid;
+                e->key = k;
                 e->read_mono_us = 0;
         }
-        if (e->read_mono_us == 0 || (e->info.unnamed[0] && now - e->read_mono_us >= CONTAINER_CACHE_RETRY_US)) {
-                c->stats.reads++;
+        e->used = ++c->clock;
+        if (e->read_mono_us == 0 ||
+            ((e->info.unnamed[0] || e->none) && now - e->read_mono_us >= CONTAINER_CACHE_RETRY_US)) {
                 resolve(c, e);
                 e->read_mono_us = now ? now : 1;
+                /* a path that turned out to name no container is neither a lookup nor a read */
+                if (!e->none)
+                        c->stats.reads++;
         }
-        e->used = ++c->clock;
+        if (e->none)
+                return NULL;
+        c->stats.lookups++;
         if (e->info.unnamed[0])
                 c->stats.unknown++;
         return &e->info;
 }
 
 const ContainerInfo *container_cache_peek(const ContainerCache *c, const char *cgroup_path) {
-        CgroupMeta m;
+        Key k;
         const Entry *e;
 
-        if (!c || !key_of(cgroup_path, &m))
+        if (!c || !key_of(cgroup_path, &k))
                 return NULL;
-        e = find(c, &m);
-        return e && e->read_mono_us ? &e->info : NULL;
+        e = find(c, &k);
+        return e && e->read_mono_us && !e->none ? &e->info : NULL;
 }
 
 void container_cache_stats(const ContainerCache *c, ContainerCacheStats *ret) {

@@ -4,10 +4,11 @@
  *   docker      /var/lib/docker/containers/<id>/config.v2.json: Name, Config.Image, Config.Labels
  *               (io.kubernetes.* when dockershim or cri-dockerd made it)
  *   containerd  /run/containerd/io.containerd.runtime.v2.task/<ns>/<id>/config.json (the OCI spec):
- *               annotations io.kubernetes.cri.* (the CRI plugin); none outside Kubernetes
+ *               annotations io.kubernetes.cri.* (the CRI plugin); outside Kubernetes none, and the
+ *               id is the name ctr's user gave (probes/containers.c names it so)
  *   CRI-O       /run/containers/storage/overlay-containers/<id>/userdata/config.json: annotations
  *               io.kubernetes.pod.*, io.kubernetes.container.name, io.kubernetes.cri-o.ImageName
- *   podman      containers/storage's overlay-containers/containers.json: "names" and "metadata"
+ *   podman      containers/storage's <driver>-containers/containers.json: "names" and "metadata"
  *               (a JSON string: "name", "image-name"), rootful and rootless.
  * Pure: takes bytes, never touches the host, never logs. Strings are kept as bytes (cut to their
  * field, NUL-terminated); whoever prints them makes them valid UTF-8 and terminal-safe. */
@@ -18,7 +19,7 @@
 
 typedef struct ContainerInfo {
         char runtime[16];       /* as CgroupMeta.runtime: "docker", "containerd", "crio", "podman" */
-        char id[72];            /* the id the cgroup path names */
+        char id[80];            /* the id the cgroup path names (containerd's: up to 76 bytes) */
         char name[128];         /* the runtime's name ("web"; docker's without its leading '/'), "" none */
         char image[256];        /* the image as it was asked for ("nginx:1.25"), "" none */
         char pod_namespace[64]; /* a Kubernetes pod's; "" when not in a pod */
@@ -26,6 +27,8 @@ typedef struct ContainerInfo {
         char pod_uid[40];
         char pod_container[128]; /* the container's name in its pod spec */
         bool sandbox;            /* the pod's sandbox ("pause") container */
+        /* containerd's namespace of its task ("k8s.io" the CRI's, "default" ctr's); "" other runtimes */
+        char runtime_namespace[80];
         /* Why the runtime's files did not name it ("" when they did): what an incident says instead. */
         char unnamed[96];
 } ContainerInfo;

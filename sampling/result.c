@@ -32,6 +32,7 @@ static void comm_fallback(TaskstatsSource *ts, pid_t pid, ssize_t n, const char 
 void process_info_read(int proc_fd, TaskstatsSource *ts, pid_t pid, const char *fallback_comm, ProcessInfo *ret) {
         ssize_t n;
         uid_t uid;
+        int r;
 
         ret->unreadable[0] = '\0';
         n = proc_read_comm(proc_fd, pid, ret->comm, sizeof ret->comm);
@@ -43,7 +44,14 @@ void process_info_read(int proc_fd, TaskstatsSource *ts, pid_t pid, const char *
         if (ret->cmdline_len < 0)
                 ret->cmdline_len = -1;
         ret->uid = proc_read_uid(proc_fd, pid, &uid) >= 0 ? (int64_t) uid : -1;
-        ret->has_cgroup = proc_read_cgroup(proc_fd, pid, ret->cgroup, sizeof ret->cgroup) >= 0;
+        r = proc_read_cgroup(proc_fd, pid, ret->cgroup, sizeof ret->cgroup);
+        ret->has_cgroup = r >= 0;
+        /* Named, then gone before its cgroup was read (runc's short-lived children on a busy
+         * node): a null cgroup says why. */
+        if (r < 0 && !ret->unreadable[0])
+                snprintf(ret->unreadable, sizeof ret->unreadable, "%s",
+                         r == -ENOENT || r == -ESRCH ? "it ended before its cgroup was read"
+                                                     : "its /proc cgroup file is not readable");
         ret->placed_by = 0;
         ret->has_container = false;
 }

@@ -1,11 +1,13 @@
 # SPDX-License-Identifier: MIT
-"""The real podman for integration tests: an image of busybox imported offline, the run options
-that work on this host (crun, or runc on hybrid hosts), containers under a cgroup parent of the
-test's own, and what podman's cgroupfs driver leaves in the v1 hierarchies."""
+"""The real container runtimes for the integration tests and the VM's (tests/vm/containers.py): a
+busybox rootfs and images made of it offline, the podman run options that work on this host (crun,
+or runc on hybrid hosts), containers under a cgroup parent of the test's own, what podman's
+cgroupfs driver leaves in the v1 hierarchies, and the one teardown of all they started (Cleanup)."""
 
 import os
 import shutil
 import subprocess
+import time
 
 from common import skip
 
@@ -27,18 +29,98 @@ def need_podman():
         skip("/bin/busybox is missing (apt-get install busybox-static): the test image is made of it")
 
 
+def rootfs(tmp, extra=()):
+    """A busybox rootfs in tmp (with extra files: (host path, path in the rootfs)); its path."""
+    root = os.path.join(tmp, "rootfs")
+    os.makedirs(os.path.join(root, "bin"), exist_ok=True)
+    shutil.copy("/bin/busybox", os.path.join(root, "bin", "busybox"))
+    for applet in ("sh", "yes", "sleep", "true", "cat", "ls"):
+        os.symlink("busybox", os.path.join(root, "bin", applet))
+    for d in ("proc", "sys", "dev", "etc", "tmp", "run", "var/log"):
+        os.makedirs(os.path.join(root, d), exist_ok=True)
+    for src, dst in extra:
+        path = os.path.join(root, dst.lstrip("/"))
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        shutil.copy(src, path)
+    return root
+
+
+def tarball(root):
+    """root as a tar file beside it (what `docker import`, `podman import` take); its path."""
+    tar = root + ".tar"
+    subprocess.run(["tar", "-C", root, "-cf", tar, "."], check=True)
+    return tar
+
+
 def build_image(tmp, image):
     """A busybox rootfs as the image named image, offline."""
-    root = os.path.join(tmp, "rootfs")
-    os.makedirs(os.path.join(root, "bin"))
-    shutil.copy("/bin/busybox", os.path.join(root, "bin", "busybox"))
-    for applet in ("sh", "yes", "sleep", "true"):
-        os.symlink("busybox", os.path.join(root, "bin", applet))
-    tar = os.path.join(tmp, "rootfs.tar")
-    subprocess.run(["tar", "-C", root, "-cf", tar, "."], check=True)
-    p = podman("import", tar, image)
+    p = podman("import", tarball(rootfs(tmp)), image)
     if p.returncode != 0:
         skip(f"podman import failed: {p.stderr.strip()[-300:]}")
+
+
+class Cleanup:
+    """What a test started with the runtimes, undone at its end, last first, even when the test
+    failed: each step runs whatever the others did, and a step that fails is printed, never raised
+    (it would hide the test's own failure). Use as a context manager, or call run()."""
+
+    def __init__(self):
+        self.steps = []
+
+    def add(self, what, fn, *args, **kw):
+        self.steps.append((what, lambda: fn(*args, **kw)))
+
+    def run(self):
+        while self.steps:
+            what, fn = self.steps.pop()
+            try:
+                fn()
+            except Exception as e:  # noqa: BLE001: a teardown step's failure is printed, the rest runs
+                print(f"  teardown: {what}: {e!r}")
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.run()
+        return False
+
+    def docker(self, *names):
+        self.add(f"docker rm {' '.join(names)}", _quiet, ["docker", "rm", "-f", *names])
+
+    def podman(self, *names, opts=(), user=None):
+        """Containers of podman (opts: its global options, --cgroup-manager; user: a rootless one's
+        argv prefix, runuser ...)."""
+        self.add(f"podman rm {' '.join(names)}", _quiet, [*(user or []), "podman", *opts, "rm", "-f", "-t", "0", *names])
+
+    def image(self, tool, image, user=None):
+        self.add(f"{tool} rmi {image}", _quiet, [*(user or []), tool, "rmi", "-f", image])
+
+    def ctr(self, namespace, *ids):
+        """containerd containers made with ctr: their tasks killed, then removed (a task is deleted
+        only once its shim saw it exit: retried a while)."""
+        self.add(f"ctr -n {namespace} rm {' '.join(ids)}", ctr_remove, namespace, ids)
+
+    def cri_pod(self, pod):
+        """A pod made through the CRI (tests/vm/cri.py): stopped, then removed."""
+        self.add(f"pod {pod.namespace}/{pod.name}", pod.remove)
+
+
+def _quiet(argv, timeout=120):
+    return subprocess.run(argv, capture_output=True, text=True, timeout=timeout)
+
+
+def ctr_remove(namespace, ids, timeout=20):
+    for cid in ids:
+        _quiet(["ctr", "-n", namespace, "tasks", "kill", "-s", "SIGKILL", cid])
+    for cid in ids:
+        deadline = time.time() + timeout
+        while time.time() < deadline:
+            _quiet(["ctr", "-n", namespace, "tasks", "rm", "-f", cid])
+            p = _quiet(["ctr", "-n", namespace, "containers", "rm", cid])
+            if p.returncode == 0 or "not found" in p.stderr:
+                break
+            time.sleep(0.5)
 
 
 def start(name, parent, image, script, opts):

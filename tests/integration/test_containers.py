@@ -19,7 +19,7 @@ import time
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from common import (Failed, ScratchCgroup, check, check_kernel, run, skip, start_watching, stop_agent,  # noqa: E402
                     validator, wait_lines)
-from ctrutil import RUN_OPTS, build_image, need_podman, podman, start as ctr_start, v1_cleanup  # noqa: E402
+from ctrutil import RUN_OPTS, Cleanup, build_image, need_podman, podman, start as ctr_start, v1_cleanup  # noqa: E402
 
 PSIDIAG, WORKLOAD, SCHEMAS = sys.argv[1:4]
 TAG = f"psidiag-it-names-{os.getpid()}"
@@ -45,7 +45,11 @@ def main():
     tmp = tempfile.mkdtemp(prefix="psidiag-it-names-")
     agent = None
     try:
-        with ScratchCgroup(mount, "names") as parent:
+        with ScratchCgroup(mount, "names") as parent, Cleanup() as done:
+            done.add("the v1 hierarchies' parents", v1_cleanup, parent.rel)
+            done.add("the scratch cgroup's tasks", parent.kill_all)
+            done.image("podman", IMAGE)
+            done.podman(WEB, BATCH)
             try:
                 build_image(tmp, IMAGE)
                 opts = None
@@ -91,10 +95,6 @@ def main():
             finally:
                 if agent is not None:
                     stop_agent(agent)
-                podman("rm", "-f", "-t", "0", WEB, BATCH)
-                podman("rmi", "-f", IMAGE)
-                parent.kill_all()
-                v1_cleanup(parent.rel)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
 

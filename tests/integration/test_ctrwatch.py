@@ -23,7 +23,7 @@ import tempfile
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from common import (ScratchCgroup, check, check_kernel, metric, run, stop_agent, validator,  # noqa: E402
                     wait_for, wait_lines, wait_log)
-from ctrutil import build_image, need_podman, podman, run_opts, start, v1_cleanup  # noqa: E402
+from ctrutil import Cleanup, build_image, need_podman, podman, run_opts, start, v1_cleanup  # noqa: E402
 
 PSIDIAG, WORKLOAD, SCHEMAS = sys.argv[1:4]
 UNIQUE = f"psidiag-it-cw{os.getpid()}"
@@ -59,7 +59,11 @@ def main():
     tmp = tempfile.mkdtemp(prefix="psidiag-it-ctrwatch-")
     agent = None
     try:
-        with ScratchCgroup(mount, "ctrwatch") as parent:
+        with ScratchCgroup(mount, "ctrwatch") as parent, Cleanup() as done:
+            done.add("the v1 hierarchies' parents", v1_cleanup, parent.rel)
+            done.add("the scratch cgroup's tasks", parent.kill_all)
+            done.image("podman", IMAGE)
+            done.podman(WEB, BATCH)
             try:
                 build_image(tmp, IMAGE)
                 opts = run_opts(parent.rel, IMAGE)
@@ -119,10 +123,6 @@ def main():
             finally:
                 if agent is not None:
                     stop_agent(agent)
-                podman("rm", "-f", "-t", "0", WEB, BATCH)
-                podman("rmi", "-f", IMAGE)
-                parent.kill_all()
-                v1_cleanup(parent.rel)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
 

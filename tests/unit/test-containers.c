@@ -26,6 +26,7 @@
 #define CRIO "c210c201a2b3c4d5e6f708192a3b4c5d6e7f8091a2b3c4d5e6f708192a3b4c5d"
 #define PODMAN "c259ab325826b8b00d41a77c5935548283afad4f39d1379691811634296c0bc7"
 #define ROOTLESS "7007ee01a2b3c4d5e6f708192a3b4c5d6e7f8091a2b3c4d5e6f708192a3b4c5d"
+#define ROOTLESS_VFS "7007ee02a2b3c4d5e6f708192a3b4c5d6e7f8091a2b3c4d5e6f708192a3b4c5d"
 #define UID "0f5e4c3a-1b2d-4e6f-8a9b-0c1d2e3f4a5b"
 #define UIDU "0f5e4c3a_1b2d_4e6f_8a9b_0c1d2e3f4a5b"
 
@@ -90,10 +91,49 @@ static void test_containerd(void **state) {
         assert_string_equal(i->runtime, "containerd");
         assert_true(i->sandbox);
         assert_string_equal(i->pod_name, "api-7d9f");
-        /* plain containerd: a bundle, no names, and the incident says so */
+        assert_string_equal(i->runtime_namespace, "k8s.io");
+        /* plain containerd: a bundle with no names: its id is the name */
         i = container_cache_lookup(c, "/kubepods.slice/cri-containerd-" PLAIN ".scope");
-        assert_string_equal(i->name, "");
-        assert_string_equal(i->unnamed, "containerd names a container only through Kubernetes");
+        assert_string_equal(i->name, PLAIN);
+        assert_string_equal(i->runtime_namespace, "default");
+        assert_string_equal(i->unnamed, "");
+        container_cache_free(c);
+        close(fd);
+}
+
+/* ctr's default cgroup /<namespace>/<id>: a container only where containerd has that task's bundle */
+static void test_containerd_plain(void **state) {
+        int fd;
+        ContainerCache *c = cache_at(fixture("containers/containerd"), &fd);
+        const ContainerInfo *i;
+        ContainerCacheStats st;
+
+        i = container_cache_lookup(c, "/default/web");
+        assert_non_null(i);
+        assert_string_equal(i->runtime, "containerd");
+        assert_string_equal(i->id, "web");
+        assert_string_equal(i->name, "web");
+        assert_string_equal(i->runtime_namespace, "default");
+        assert_string_equal(i->image, "");
+        assert_string_equal(i->unnamed, "");
+        assert_non_null(container_cache_peek(c, "default/web"));
+        /* two plain names with no bundle: no container, asked once and remembered */
+        assert_null(container_cache_lookup(c, "/psidiag-it-x/child"));
+        assert_null(container_cache_lookup(c, "/psidiag-it-x/child"));
+        assert_null(container_cache_peek(c, "/psidiag-it-x/child"));
+        /* neither identifiers nor two levels: never looked for */
+        assert_null(container_cache_lookup(c, "/default/web/inner"));
+        assert_null(container_cache_lookup(c, "/default/-web"));
+        assert_null(container_cache_lookup(c, "/default/w..eb/"));
+        assert_null(container_cache_lookup(c, "/../web"));
+        assert_null(container_cache_lookup(c, "/web"));
+        /* what the path says first: a unit is never a plain container */
+        assert_null(container_cache_lookup(c, "/system.slice/web.service"));
+        container_cache_stats(c, &st);
+        assert_int_equal(st.lookups, 1);
+        assert_int_equal(st.reads, 1);
+        assert_int_equal(st.unknown, 0);
+        assert_int_equal(st.cached, 2);
         container_cache_free(c);
         close(fd);
 }
@@ -132,6 +172,11 @@ static void test_podman(void **state) {
         i = container_cache_lookup(c, "/user.slice/user-1000.slice/user@1000.service/user.slice/libpod-" ROOTLESS
                                       ".scope");
         assert_string_equal(i->name, "batch");
+        assert_string_equal(i->image, "docker.io/library/busybox:latest");
+        /* a storage of the vfs driver (rootless podman without overlay) */
+        i = container_cache_lookup(c, "/user.slice/user-1001.slice/user@1001.service/user.slice/libpod-" ROOTLESS_VFS
+                                      ".scope");
+        assert_string_equal(i->name, "batch-vfs");
         assert_string_equal(i->image, "docker.io/library/busybox:latest");
         /* the same id under another user's instance is another's container: not found there */
         i = container_cache_lookup(c, "/user.slice/user-1001.slice/user@1001.service/libpod-" ROOTLESS ".scope");
@@ -294,13 +339,10 @@ static void test_parsers_hostile(void **state) {
 
 int main(void) {
         const struct CMUnitTest tests[] = {
-                cmocka_unit_test(test_docker),
-                cmocka_unit_test(test_containerd),
-                cmocka_unit_test(test_crio),
-                cmocka_unit_test(test_podman),
-                cmocka_unit_test(test_hostile_files),
-                cmocka_unit_test(test_eviction),
-                cmocka_unit_test(test_parsers_hostile),
+                cmocka_unit_test(test_docker),           cmocka_unit_test(test_containerd),
+                cmocka_unit_test(test_containerd_plain), cmocka_unit_test(test_crio),
+                cmocka_unit_test(test_podman),           cmocka_unit_test(test_hostile_files),
+                cmocka_unit_test(test_eviction),         cmocka_unit_test(test_parsers_hostile),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -39,19 +39,22 @@ GUESTS = {
     },
     # Debian 12 with the container runtimes Debian ships (tests/vm/containers.py): docker.io
     # 20.10, podman 4.3, containerd 1.6 with runc, and busybox-static, whose one binary is the
-    # rootfs their images are made of offline (`docker import`, `podman import`, `ctr run
-    # --rootfs`). iptables for dockerd's bridge; uidmap, slirp4netns, fuse-overlayfs, catatonit
-    # and tini, podman's and docker's recommends on a node; apparmor, so that the runtimes load
-    # their default profiles as on a node (agent-in-container runs `check` under docker-default);
-    # python3-yaml reads the shipped manifest; netavark, for containers-common depends on the
-    # virtual container-network-stack, which debootstrap does not resolve. Only its own cases run
-    # here (tests/meson.build).
+    # rootfs their images are made of offline (`docker import`, `podman import`, then `podman
+    # save` and `ctr images import` for containerd). iptables for dockerd's bridge; uidmap,
+    # slirp4netns, fuse-overlayfs, catatonit and tini, podman's and docker's recommends on a node;
+    # dbus-user-session, the bus of a user's systemd instance, which rootless podman's systemd
+    # driver asks for its scopes; apparmor, so that the runtimes load their default profiles as on
+    # a node (agent-in-container runs `check` under docker-default); python3-yaml reads the
+    # shipped manifest; python3-grpcio is the CRI client's gRPC (tests/vm/cri.py); netavark, for
+    # containers-common depends on the virtual container-network-stack, which debootstrap does not
+    # resolve. Only its own cases run here (tests/meson.build).
     "bookworm-ctr": {
         "title": "Debian 12, containers", "suite": "bookworm", "kernel": "6.1", "systemd": 252, "taskstats": 13,
-        "recipe": 1, "kind": "vm-ctr",
+        "recipe": 1, "kind": "vm-ctr", "total_s": 1800,
         "packages": COMMON + ["libev4", "initramfs-tools", "docker.io", "podman", "containerd", "runc",
                               "busybox-static", "iptables", "uidmap", "slirp4netns", "fuse-overlayfs",
-                              "catatonit", "tini", "apparmor", "python3-yaml", "netavark"],
+                              "catatonit", "tini", "apparmor", "python3-yaml", "netavark", "dbus-user-session",
+                              "python3-grpcio"],
         "steps": [],
     },
     "trixie": {

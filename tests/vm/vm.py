@@ -42,8 +42,9 @@ CASES = sys.argv[5:]
 KVM_PROBE_S = 20
 # From QEMU's start to the guest runner's first line (TCG boots in about a minute here).
 BOOT_S = int(os.environ.get("PSIDIAG_VM_BOOT_S", "300"))
-# Every case has its own deadline in the guest (guest.py); this bounds them all and the shutdown.
-TOTAL_S = int(os.environ.get("PSIDIAG_VM_TOTAL_S", "1200"))
+# Every case has its own deadline in the guest (guest.py); this bounds them all and the shutdown
+# (a guest with more to do says its own, packages.py's total_s).
+TOTAL_S = int(os.environ.get("PSIDIAG_VM_TOTAL_S", GUEST.get("total_s", 1200)))
 MEM_MIB = 3072
 ROOT_IMAGE_MIB = 3072
 SCRATCH_MIB = 1024
@@ -76,12 +77,13 @@ def stage(root, installed):
         shutil.copy(os.path.join(HERE, f), dest)
     # The container cases (guest bookworm-ctr) and the manifest one of them runs the agent as.
     shutil.copy(os.path.join(HERE, "containers.py"), dest)
-    # The prekill hook's cases (systemd 260 and later) and what the killer cases share.
-    for f in ("prekill.py", "killcase.py"):
+    # The prekill hook's cases (systemd 260 and later), what the killer cases share, and the
+    # CRI client of the pods' case.
+    for f in ("prekill.py", "killcase.py", "cri.py"):
         shutil.copy(os.path.join(HERE, f), dest)
     shutil.copy(os.path.join(HERE, "..", "..", "dist", "kubernetes", "psidiag.yaml"), dest)
     # What the cases share with the host's tests, run there as they are.
-    for f in ("common.py", "debroot.py", "nspawn.py", "test_systemd.py", "test_tgid.py"):
+    for f in ("common.py", "ctrutil.py", "debroot.py", "nspawn.py", "test_systemd.py", "test_tgid.py"):
         shutil.copy(os.path.join(HERE, "..", "integration", f), dest)
     shutil.copy(os.path.join(BUILD, "tests", "probe-taskstats"), dest)
     shutil.copytree(os.path.join(HERE, "..", "..", "schemas"), os.path.join(dest, "schemas"), dirs_exist_ok=True)
