@@ -13,6 +13,7 @@
 #include "base/cgpath.h"
 #include "base/log.h"
 #include "base/macro.h"
+#include "base/text.h"
 #include "probes/memcg.h"
 #include "probes/procfs.h"
 #include "probes/tasks.h"
@@ -20,6 +21,8 @@
 #include "sampling/prekill.h"
 
 /* ---- members ------------------------------------------------------------------------------- */
+
+static void listener_drain(AgentKills *k);
 
 /* Lists the watch's processes (its subtree) with what their exit records will not say. */
 static void members_refresh(KillWindow *w) {
@@ -45,6 +48,17 @@ static void members_refresh(KillWindow *w) {
                         w->has_oom_kill_base = true;
                 }
                 safe_close(fd);
+        }
+        /* A process gone from the listing had its exit record queued before it left its cgroup
+         * (do_exit(): taskstats_exit() before cgroup_exit()): the records waiting are matched
+         * against the members they were of before the members are replaced. Without this, a
+         * refresh that ran between a kill and the read of its records (libev runs a due timer
+         * before the socket's watcher of the same iteration) lost its victims. A kill found there
+         * keeps these members, as a kill does. */
+        listener_drain(w->k);
+        if (w->group) {
+                tid_list_done(&l);
+                return;
         }
         killers_xattrs_note(&w->xattrs, a->rt.sysroot, w->watch->path);
         size_t n = MIN(l.n, (size_t) KILL_MEMBERS_MAX);
@@ -99,14 +113,21 @@ static void on_exit_record(const TaskStats *thread, const TaskStats *process, vo
 
         if (!sig || kernel_victims_has(&k->kernel, tgid, now))
                 return;
+        /* Rare (a kill), and what tells a kill unseen from one unreported: each said. */
+        char comm[sizeof thread->comm];
+        log_debug("exit record: %s (pid %d) ended by signal %d", text_terminal_safe(thread->comm, comm, sizeof comm),
+                  (int) tgid, sig);
         for (size_t i = 0; i < k->n; i++) {
                 KillWindow *w = k->windows[i];
                 const KillMember *m = kill_members_find(&w->members, tgid);
                 KillVictim v = { .pid = tgid, .signal = sig, .uid = thread->uid };
                 const TaskStats *d = process ? process : thread;
 
-                if (!m && (w->watch->path || w->prekill))
+                if (!m && (w->watch->path || w->prekill)) {
+                        log_debug("exit record of pid %d: not one of the %zu processes of %s's kill window", (int) tgid,
+                                  w->members.n, w->watch->name);
                         continue;
+                }
                 memcpy(v.comm, thread->comm, sizeof v.comm);
                 if (m) {
                         v.member = *m;
@@ -137,11 +158,14 @@ static void on_exit_record(const TaskStats *thread, const TaskStats *process, vo
         }
 }
 
-static void on_listener(struct ev_loop *loop, ev_io *io, int revents) {
-        AgentKills *k = ASSERT_PTR(io->data);
+/* Every exit record waiting, taken. */
+static void listener_drain(AgentKills *k) {
         unsigned lost = 0;
-        int r = taskstats_exit_listener_drain(k->listener, on_exit_record, k, &lost);
+        int r;
 
+        if (!k->listener)
+                return;
+        r = taskstats_exit_listener_drain(k->listener, on_exit_record, k, &lost);
         if (lost > 0) {
                 k->lost += lost;
                 k->a->counters.exit_records_lost += lost;
@@ -149,6 +173,10 @@ static void on_listener(struct ev_loop *loop, ev_io *io, int revents) {
         }
         if (r < 0 && r != -EAGAIN)
                 log_debug_errno(r, "reading exit records for kill incidents");
+}
+
+static void on_listener(struct ev_loop *loop, ev_io *io, int revents) {
+        listener_drain(ASSERT_PTR(io->data));
 }
 
 /* ---- windows ------------------------------------------------------------------------------- */
