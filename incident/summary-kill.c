@@ -17,11 +17,17 @@ void summary_kill_put(FILE *f, const json_t *kill) {
         double before;
 
         if (json_is_object(pk) && total == 0) {
-                /* "systemd-oomd announced the kill of /cg (3 processes, 40 MiB) but did not kill" */
+                /* "systemd-oomd announced the kill of /cg (3 processes, 40 MiB) but did not kill", or, of
+                 * a cgroup already empty (a slice whose unit it killed before), "... of /cg, which held no
+                 * process: nothing was killed" */
+                double procs = textout_field_or_zero(pk, "processes_total");
                 fputs("systemd-oomd announced the kill of ", f);
                 textout_put_name(f, textout_field_string(pk, "cgroup") ? textout_field_string(pk, "cgroup") : "?");
-                fprintf(f, " (%.0f process%s, ", textout_field_or_zero(pk, "processes_total"),
-                        textout_field_or_zero(pk, "processes_total") == 1 ? "" : "es");
+                if (procs == 0) {
+                        fputs(", which held no process: nothing was killed", f);
+                        return;
+                }
+                fprintf(f, " (%.0f process%s, ", procs, procs == 1 ? "" : "es");
                 textout_put_bytes(f, textout_field_or_zero(pk, "rss_kib") * 1024);
                 fputs(") but did not kill", f);
                 return;

@@ -541,6 +541,12 @@ static void test_kill_prekill(void **state) {
                 "\"prekill\": {\"cgroup\": \"/shop/b\", \"outcome\": \"no_kill\", \"before_kill_ms\": null, "
                 "\"processes_total\": 1, \"rss_kib\": 512}}}",
                 "systemd-oomd announced the kill of /shop/b (1 process, 512 KiB) but did not kill");
+        /* Told of a cgroup with nothing in it (a slice whose unit it had killed): no "(0 processes)". */
+        assert_summary("{\"type\": \"kill\", \"kill\": {\"cgroup\": \"/shop\", \"victims_total\": 0, \"victims\": [], "
+                       "\"killer\": {\"name\": \"systemd-oomd\", \"basis\": \"prekill\", \"mark\": \"Notify /shop\"}, "
+                       "\"prekill\": {\"cgroup\": \"/shop\", \"outcome\": \"no_kill\", \"before_kill_ms\": null, "
+                       "\"processes_total\": 0, \"rss_kib\": 0}}}",
+                       "systemd-oomd announced the kill of /shop, which held no process: nothing was killed");
 }
 
 int main(void) {
