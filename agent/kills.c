@@ -345,7 +345,20 @@ void kills_prekill(Agent *a, PrekillMeasure *m) {
                 prekill_measure_free(m);
                 return;
         }
-        /* A second announcement of the cgroup before its kill: the newer measure stands. */
+        /* An announcement of another cgroup while one waits (systemd-oomd 262 named a slice 15 s
+         * after killing its unit): the one waiting gets its line first, its kill if its exit
+         * records are there (queued before its victims left their cgroup), else no_kill, as when
+         * prekill_wait_s ends. A second announcement of the same cgroup: the newer measure stands. */
+        if (w->prekill && strcmp(cgpath_trim(w->prekill->cgroup), cgpath_trim(m->cgroup)) != 0) {
+                listener_drain(a->kills);
+                if (!w->group) {
+                        w->group = calloc(1, sizeof *w->group);
+                        if (w->group)
+                                w->group->first_mono_us = now_usec(CLOCK_MONOTONIC);
+                }
+                if (w->group)
+                        killwindow_write(w, true);
+        }
         prekill_measure_free(w->prekill);
         w->prekill = m;
         w->prekill_until_us = now_usec(CLOCK_MONOTONIC) + (usec_t) a->config->prekill_wait_s * USEC_PER_SEC;

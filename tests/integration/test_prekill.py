@@ -145,6 +145,43 @@ def node_wide_no_kill(tmp, mount, validate):
         print(f"node-wide, no kill: {kills[0]['summary']}")
 
 
+def replaced_no_kill(tmp, mount, validate):
+    """An announcement of a second cgroup while the first one's kill is awaited (systemd-oomd 262
+    named a slice 15 s after killing its unit): the first gets its no_kill line at once, not
+    prekill_wait_s (30 s) later, and is not lost; the second waits for its own kill."""
+    with ScratchCgroup(mount, "prekilltwo") as cg, ChildCgroup(cg, "a") as a, ChildCgroup(cg, "b") as b:
+        agent, sock, out, prom, log = start_agent(tmp, "two", cg, "memory some 150ms 2s", prekill_wait_s=30)
+        try:
+            sleepers = [c.spawn([WORKLOAD, "sleep", "psidiag-sleeper"]) for c in (a, b)]
+            wait_log(log, r"watching:", 10, agent)
+            for c, p in zip((a, b), sleepers):
+                deadline = time.time() + 10
+                while str(p.pid) not in open(os.path.join(c.path, "cgroup.procs")).read().split():
+                    check(time.time() < deadline, f"the sleeper is not in {c.rel}")
+                    time.sleep(0.05)
+            r, _ = notify(sock, "/" + a.rel)
+            check(r == {"parameters": {}}, f"Notify a: {r}")
+            r, _ = notify(sock, "/" + b.rel)
+            check(r == {"parameters": {}}, f"Notify b: {r}")
+            t0 = time.time()
+            lines = wait_lines(out, lambda ls: any(i["type"] == "kill" for i in ls), 15)
+            waited = time.time() - t0
+            kills = [i for i in lines if i["type"] == "kill"]
+            check(kills, f"no line for the first announcement within 15 s:\n{open(log).read()[-2000:]}")
+        finally:
+            code = stop_agent(agent)
+        check(code == 0, f"agent exit {code}:\n{open(log).read()[-2000:]}")
+        validate(kills[0])
+        k = kills[0]["kill"]
+        check(k["victims_total"] == 0 and k["prekill"]["outcome"] == "no_kill"
+              and k["prekill"]["cgroup"].strip("/") == a.rel
+              and any(p["pid"] == sleepers[0].pid for p in k["prekill"]["processes"]), f"first line: {k}")
+        # The second, still awaited when the agent stopped, is nobody's line but its own.
+        check(all(i["kill"]["prekill"]["cgroup"].strip("/") != a.rel for i in kill_incidents(out)[1:]),
+              f"kill lines: {[(i['kill']['prekill'] or {}).get('cgroup') for i in kill_incidents(out)]}")
+        print(f"two announcements: the first's line {waited:.1f} s after the second: {kills[0]['summary']}")
+
+
 def reload_serves(tmp, mount):
     """No directory at start: nothing is served; made later, a reload serves it."""
     with ScratchCgroup(mount, "prekillreload") as cg:
@@ -367,6 +404,7 @@ def main():
     reload_serves(tmp, mount)
     node_wide(tmp, mount, validate)
     node_wide_no_kill(tmp, mount, validate)
+    replaced_no_kill(tmp, mount, validate)
     data = make_file("/var/tmp")
     try:
         prekill_kill(tmp, mount, data, validate, latencies)
