@@ -366,19 +366,24 @@ static void put_blocked_top(FILE *f, const json_t *incident, const char *resourc
         }
 }
 
-/* The first blocked[] group whose wait may be for resource (its "resource" null or that one), else
- * the first group, whose wait is then said. */
+/* The first blocked[] group whose wait may be for resource: for io and memory, its "resource" null
+ * or that one (sampling/waitfor.h), else the first group. *ret_other: what the group's wait is
+ * for when that is known and not resource, to be said; NULL otherwise. */
 static const json_t *blocked_group_for(const json_t *incident, const char *resource, const char **ret_other) {
-        const json_t *groups = json_object_get(incident, "blocked");
+        const json_t *groups = json_object_get(incident, "blocked"), *g = json_array_get(groups, 0);
+        bool told = strcmp(resource, "io") == 0 || strcmp(resource, "memory") == 0;
 
-        *ret_other = NULL;
-        for (size_t i = 0; i < json_array_size(groups); i++) {
+        for (size_t i = 0; told && i < json_array_size(groups); i++) {
                 const char *r = textout_field_string(json_array_get(groups, i), "resource");
-                if (!r || strcmp(r, resource) == 0)
-                        return json_array_get(groups, i);
+                if (!r || strcmp(r, resource) == 0) {
+                        g = json_array_get(groups, i);
+                        break;
+                }
         }
-        *ret_other = textout_field_string(json_array_get(groups, 0), "resource");
-        return json_array_get(groups, 0);
+        *ret_other = textout_field_string(g, "resource");
+        if (*ret_other && strcmp(*ret_other, resource) == 0)
+                *ret_other = NULL;
+        return g;
 }
 
 /* No wait ended in the sample: the threads blocked in D now, if a look saw one (a wait that has not

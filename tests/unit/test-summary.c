@@ -186,6 +186,14 @@ static void test_blocked_now(void **state) {
                 "   \"threads\": [{\"pid\": 700, \"tid\": 700, \"comm\": \"dd\", \"blocked_ms\": 2100}]}]}",
                 "/db stalled 1 s on memory in 1 s, no wait ended in it; blocked now for io: dd (pid 700) for 2.1 s "
                 "in bio_await");
+        /* For cpu no D sleep is the stall's: the first group, and what it waits for where told. */
+        assert_summary(
+                "{\"type\": \"pressure\", \"trigger\": {\"cgroup\": \"/db\", \"resource\": \"cpu\"},"
+                " \"sample\": {\"duration_ms\": 1000, \"stall_us\": 1000000}, \"most_delayed\": [],"
+                " \"blocked\": [{\"wchan\": \"bio_await\", \"resource\": \"io\", \"seen\": 2, \"threads_total\": 1,"
+                "   \"threads\": [{\"pid\": 700, \"tid\": 700, \"comm\": \"dd\", \"blocked_ms\": 2100}]}]}",
+                "/db stalled 1 s on cpu in 1 s, no wait ended in it; blocked now for io: dd (pid 700) for 2.1 s "
+                "in bio_await");
 }
 
 /* A wait not ended ranked first (psidiag 0.9): the process stuck 3.2 s is named before the one that
