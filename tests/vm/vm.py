@@ -44,7 +44,7 @@ KVM_PROBE_S = 20
 BOOT_S = int(os.environ.get("PSIDIAG_VM_BOOT_S", "300"))
 # Every case has its own deadline in the guest (guest.py); this bounds them all and the shutdown
 # (a guest with more to do says its own, packages.py's total_s).
-TOTAL_S = int(os.environ.get("PSIDIAG_VM_TOTAL_S", GUEST.get("total_s", 1200)))
+TOTAL_S = int(os.environ.get("PSIDIAG_VM_TOTAL_S", GUEST.get("total_s", 1500)))
 MEM_MIB = 3072
 ROOT_IMAGE_MIB = 3072
 SCRATCH_MIB = 1024
