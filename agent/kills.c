@@ -219,6 +219,20 @@ static void window_free(AgentKills *k, size_t i) {
                 listener_close(k);
 }
 
+/* The kill systemd-oomd announced to w, written now: the group in flight if its victims came, else
+ * a line of none (no_kill). Without memory for that line, the announcement is dropped. */
+static void window_write_announced(KillWindow *w, usec_t now) {
+        if (!w->group) {
+                w->group = calloc(1, sizeof *w->group);
+                if (!w->group) {
+                        w->prekill = prekill_measure_free(w->prekill);
+                        return;
+                }
+                w->group->first_mono_us = now;
+        }
+        killwindow_write(w, true);
+}
+
 static void on_tick(struct ev_loop *loop, ev_timer *t, int revents) {
         AgentKills *k = ASSERT_PTR(t->data);
         usec_t now = now_usec(CLOCK_MONOTONIC);
@@ -226,16 +240,10 @@ static void on_tick(struct ev_loop *loop, ev_timer *t, int revents) {
         killers_logs_drain(&k->logs, killwindow_mark_push, k);
         for (size_t i = k->n; i-- > 0;) {
                 KillWindow *w = k->windows[i];
-                if (w->prekill && !w->group && now > w->prekill_until_us) {
-                        /* Announced, and no kill came: systemd-oomd changed its mind (its
-                         * cgroup calmed down) or the kill found nothing. A line says so. */
-                        w->group = calloc(1, sizeof *w->group);
-                        if (w->group) {
-                                w->group->first_mono_us = now;
-                                killwindow_write(w, true);
-                        } else
-                                w->prekill = prekill_measure_free(w->prekill);
-                }
+                /* Announced, and no kill came: systemd-oomd changed its mind (its cgroup calmed
+                 * down) or the kill found nothing. A line says so. */
+                if (w->prekill && !w->group && now > w->prekill_until_us)
+                        window_write_announced(w, now);
                 if (now > w->until_us && !w->group && !w->prekill)
                         window_free(k, i);
                 else if (!w->group)
@@ -351,13 +359,7 @@ void kills_prekill(Agent *a, PrekillMeasure *m) {
          * prekill_wait_s ends. A second announcement of the same cgroup: the newer measure stands. */
         if (w->prekill && strcmp(cgpath_trim(w->prekill->cgroup), cgpath_trim(m->cgroup)) != 0) {
                 listener_drain(a->kills);
-                if (!w->group) {
-                        w->group = calloc(1, sizeof *w->group);
-                        if (w->group)
-                                w->group->first_mono_us = now_usec(CLOCK_MONOTONIC);
-                }
-                if (w->group)
-                        killwindow_write(w, true);
+                window_write_announced(w, now_usec(CLOCK_MONOTONIC));
         }
         prekill_measure_free(w->prekill);
         w->prekill = m;
