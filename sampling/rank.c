@@ -72,15 +72,26 @@ int ranking_reserve(Ranking *r, size_t n, size_t p) {
  * (kernel-facts.md: blkio-unstarted), so the growth can hold more, each between the window's start
  * and max_b: as many as what is left holds the window's start (real growth as large would take as
  * many threads waiting through the window as the window's start has seconds since boot). Only
- * their bounds are known, so what stays is the least real growth they leave. Returns the waits
- * taken out; *taken, their sum. */
+ * their bounds are known, so what stays is the least real growth they leave. Without maxima (a
+ * kernel before taskstats v15, such as Debian 13's 6.12 at v14) no wait is known by its size, and a
+ * growth of at least the window's start is taken by the same bound. Returns the waits taken out;
+ * *taken, their sum. */
 static uint32_t unstarted_blkio(uint64_t *delta, uint64_t *taken, uint64_t max_b, bool has_a, uint64_t max_a,
-                                usec_t a_mono, usec_t b_mono) {
+                                usec_t a_mono, usec_t b_mono, bool maxima) {
         uint64_t lo = (a_mono > UNSTARTED_SLACK_US ? a_mono - UNSTARTED_SLACK_US : 0) * NSEC_PER_USEC,
                  hi = (b_mono + UNSTARTED_SLACK_US) * NSEC_PER_USEC;
         uint32_t n = 1;
 
         *taken = 0;
+        if (!maxima) {
+                if (lo == 0 || *delta < lo)
+                        return 0;
+                uint64_t k = MIN(*delta / lo, (uint64_t) UINT32_MAX - 1);
+                uint64_t rest = k <= *delta / hi ? *delta - k * hi : 0;
+                *taken = *delta - rest;
+                *delta = rest;
+                return (uint32_t) k;
+        }
         if (max_b == 0 || (has_a && max_b <= max_a) || max_b < lo || max_b > hi || *delta < max_b)
                 return 0;
         uint64_t rest = *delta - max_b;
@@ -111,6 +122,7 @@ int ranking_build(Ranking *r, const Snapshot *a, const Snapshot *b, int resource
         r->n_threads = r->n_procs = 0;
         r->present = 0;
         r->unstarted = 0;
+        bool maxima = snapshot_has_maxima(b);
 
         k = array_reserve((void **) &r->procs, &r->cap_procs, b->n_procs, sizeof *r->procs);
         if (k < 0)
@@ -134,7 +146,7 @@ int ranking_build(Ranking *r, const Snapshot *a, const Snapshot *b, int resource
                 if (a)
                         d->unstarted_waits =
                                 unstarted_blkio(&d->delay_ns[TASK_DELAY_BLKIO], &off, pb->blkio_max_ns, pa != NULL,
-                                                pa ? pa->blkio_max_ns : 0, a->mono_us, b->mono_us);
+                                                pa ? pa->blkio_max_ns : 0, a->mono_us, b->mono_us, maxima);
                 d->total_ns -= off;
                 d->unstarted_ns = off;
                 r->unstarted += d->unstarted_waits;
@@ -225,9 +237,10 @@ int ranking_add_threads(Ranking *r, const Snapshot *ta, const Snapshot *tb, int 
                 memcpy(d->comm, t->comm, sizeof d->comm);
                 subtract(t->delay_ns, t0 ? t0->delay_ns : NULL, d->delay_ns, &d->total_ns);
                 uint64_t off = 0;
-                uint32_t waits = ta ? unstarted_blkio(&d->delay_ns[TASK_DELAY_BLKIO], &off, thread_blkio_max(t),
-                                                      t0 != NULL, thread_blkio_max(t0), ta->mono_us, tb->mono_us)
-                                    : 0;
+                uint32_t waits =
+                        ta ? unstarted_blkio(&d->delay_ns[TASK_DELAY_BLKIO], &off, thread_blkio_max(t), t0 != NULL,
+                                             thread_blkio_max(t0), ta->mono_us, tb->mono_us, snapshot_has_maxima(tb))
+                           : 0;
                 d->total_ns -= off;
                 if (waits > 0)
                         fix_process(r, t->tgid, off, waits, resource);

@@ -114,6 +114,12 @@ static inline uint64_t thread_blkio_max(const ThreadDelays *t) {
         return t && (t->max_present & TASK_DELAY_MASK(TASK_DELAY_BLKIO)) ? t->max_ns[TASK_DELAY_BLKIO] : 0;
 }
 
+/* Whether s's replies carry the per-delay maxima (taskstats v15 on: kernel-facts.md: delay-maxima);
+ * a snapshot without any reply is taken to. */
+static inline bool snapshot_has_maxima(const Snapshot *s) {
+        return s->taskstats_version == 0 || s->taskstats_version >= 15;
+}
+
 /* Copies a reply's per-delay maxima and their times into t. */
 static inline void thread_maxima_from(ThreadDelays *t, const TaskStats *ts) {
         t->max_present = ts->max_present;

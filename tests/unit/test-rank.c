@@ -445,6 +445,55 @@ static void test_unstarted_blkio(void **state) {
         free_snapshot(&b);
 }
 
+/* A kernel whose replies carry no maxima (taskstats v14, Debian 13's 6.12, which has the delayed
+ * dequeue that ends waits without a start): a growth of at least the window's start is taken for as
+ * many such waits as it holds, each at most the window's end; a real long wait below it stays. */
+static void test_unstarted_blkio_no_maxima(void **state) {
+        const uint64_t S = 1000 * NS_PER_MS;
+        Snapshot a = { .real_us = 9000 * USEC_PER_SEC, .mono_us = 100 * USEC_PER_SEC, .taskstats_version = 14 },
+                 b = { .real_us = 9001 * USEC_PER_SEC, .mono_us = 101 * USEC_PER_SEC, .taskstats_version = 14 };
+        uint64_t u = 100 * S + 500 * NS_PER_MS; /* local_clock() as the wait "ended", mid-window */
+        Ranking r = {};
+
+        add(&a, 20, 20, "db", 1000, 0, 1 * S, 0, 0);
+        add(&a, 40, 40, "mt", 1000, 0, 0, 0, 0);
+        add(&a, 41, 40, "mt-w", 1000, 0, 0, 0, 0);
+        add(&b, 10, 10, "dd", 9000, 0, u + 300 * NS_PER_MS, 0, 0); /* new: one without a start, 300 ms real */
+        add(&b, 20, 20, "db", 1000, 0, 1 * S + 90 * S, 0, 0);      /* a real 90 s wait ended */
+        add(&b, 30, 30, "dd2", 9000, 0, 2 * u + 5 * S, 0, 0);      /* two, and 5 s */
+        add(&b, 40, 40, "mt", 1000, 0, 10 * NS_PER_MS, 0, 0);
+        add(&b, 41, 40, "mt-w", 1000, 0, u, 0, 0);
+        done_adding(&a);
+        done_adding(&b);
+        proc_of(&b, 10)->born_in_sample = proc_of(&b, 30)->born_in_sample = true;
+
+        assert_int_equal(ranking_build(&r, &a, &b, PSI_RESOURCE_IO), 0);
+        uint64_t got[100] = {};
+        for (size_t i = 0; i < r.n_procs; i++)
+                got[r.procs[i].tgid] = r.procs[i].delay_ns[TASK_DELAY_BLKIO];
+        assert_int_equal(got[10], 0);                           /* u + 300 ms, less one of at most 102 s */
+        assert_int_equal(got[20], 90 * S);                      /* below the window's start (99 s): real */
+        assert_int_equal(got[30], 2 * u + 5 * S - 2 * 102 * S); /* less two of at most 102 s each */
+        assert_int_equal(got[40], 0);                           /* its thread's, in its process's growth */
+        assert_int_equal(r.unstarted, 1 + 2 + 1);
+        assert_int_equal(r.procs[0].tgid, 20);
+
+        /* The thread's own growth is taken too, and its process's is not taken twice. */
+        assert_int_equal(ranking_add_threads(&r, &a, &b, PSI_RESOURCE_IO), 0);
+        assert_int_equal(r.unstarted, 1 + 2 + 1);
+        for (size_t i = 0; i < r.n_threads; i++)
+                if (r.threads[i].tid == 41)
+                        assert_int_equal(r.threads[i].delay_ns[TASK_DELAY_BLKIO], 0);
+
+        /* The same growths with maxima (v16) and none that names a wait: nothing is taken. */
+        a.taskstats_version = b.taskstats_version = 16;
+        assert_int_equal(ranking_build(&r, &a, &b, PSI_RESOURCE_IO), 0);
+        assert_int_equal(r.unstarted, 0);
+        ranking_done(&r);
+        free_snapshot(&a);
+        free_snapshot(&b);
+}
+
 /* The kernel ends a task's later waits from the same missing start until one is started: a new
  * dd's first waits can each add the time since boot (kernel-facts.md: blkio-unstarted). Each lies
  * between the window's start and its maximum, so what is left is the least real growth they
@@ -620,6 +669,7 @@ int main(void) {
                 cmocka_unit_test(test_process_worst),
                 cmocka_unit_test(test_unstarted_blkio),
                 cmocka_unit_test(test_unstarted_blkio_repeated),
+                cmocka_unit_test(test_unstarted_blkio_no_maxima),
                 cmocka_unit_test(test_lifetime),
                 cmocka_unit_test(test_blocked),
                 cmocka_unit_test(test_scores),
