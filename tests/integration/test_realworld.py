@@ -27,7 +27,6 @@ data directory on a Unix socket of its own (no TCP), and is stopped and removed,
 whatever happens."""
 
 import glob
-import json
 import re
 import os
 import pwd
@@ -140,6 +139,19 @@ def make_project(tmp):
     with open(os.path.join(src, "Makefile"), "w") as f:
         f.write(f"all: {objs}\n%.o: %.c\n\tgcc -O2 -c $< -o $@\n")
     return src
+
+
+def dd_mib(tmp):
+    """A file size in MiB a quarter of the way from the node's background dirty threshold to its
+    hard one (/proc/vmstat, pages; below the middle the dds are not throttled), at least 2 GiB,
+    leaving a quarter of the scratch file system free."""
+    v = dict(l.split() for l in open("/proc/vmstat"))
+    bg, hard = int(v["nr_dirty_background_threshold"]), int(v["nr_dirty_threshold"])
+    want = max(2048, (3 * bg + hard) // 4 * 4096 >> 20)
+    st = os.statvfs(tmp)
+    room = st.f_bavail * st.f_frsize * 3 // 4 >> 20
+    check(room >= 2048, f"{room} MiB free in {tmp}: the writeback stage needs 2 GiB or more")
+    return min(want, room)
 
 
 def quiet_then_incident(tmp, db, name, start_neighbour, validate, trigger=TRIGGER):
@@ -257,19 +269,25 @@ def stages(pg, db, batch, build, tmp, validate):
     io = inc["limits"]["io"]
     dev = whole_disk(tmp)[1]
     check(io and dev in {d["device"] for d in io["node_devices"] or []}, f"limits.io: {io}")
-    check(f" for io on " in inc["summary"] and " fio (/" in inc["summary"], f"summary: {inc['summary']!r}")
+    check(" for io on " in inc["summary"] and " fio (/" in inc["summary"], f"summary: {inc['summary']!r}")
     print(f"fio: {inc['summary']}")
     batch.kill_all()
     os.unlink(data)
 
-    # 4. writeback: buffered dds beside the same commits, one after another over the same 2 GiB
+    # 4. writeback: buffered dds beside the same commits, one after another over the same file
     # (conv=notrunc: the pages stay, dirtied again as the flusher cleans them), so that dirtying
     # goes on whenever the incident comes. A single dd of 4 GiB had ended, its pages still queued,
-    # before one CI run's incident: then nothing in the window had dirtied them.
+    # before one CI run's incident: then nothing in the window had dirtied them. The file is larger
+    # than the node's background dirty threshold (and below the hard one), so the flusher writes
+    # from the first pass on and the dds dirty again what it cleans: over 2 GiB, under this host's
+    # 2.26 GiB threshold, nothing was written back for 30 s (dirty_expire_centisecs), a page
+    # dirtied again while still dirty counts no write_bytes, and one ASan run's first incident had
+    # only the database's own writes in its sample.
     big = os.path.join(tmp, "dd-data")
+    mib = dd_mib(tmp)
 
     def dd():
-        batch.spawn(["sh", "-c", f"while :; do dd if=/dev/zero of={big} bs=1M count=2048 conv=notrunc status=none; done"])
+        batch.spawn(["sh", "-c", f"while :; do dd if=/dev/zero of={big} bs=1M count={mib} conv=notrunc status=none; done"])
     inc = quiet_then_incident(tmp, db, "dd", dd, validate, trigger="io some 10% 2s")
     c = inc["culprits"]
     dds = [p for p in c["processes"] if p["cgroup"] == "/" + batch.rel]
