@@ -241,9 +241,14 @@ static void on_tick(struct ev_loop *loop, ev_timer *t, int revents) {
         for (size_t i = k->n; i-- > 0;) {
                 KillWindow *w = k->windows[i];
                 /* Announced, and no kill came: systemd-oomd changed its mind (its cgroup calmed
-                 * down) or the kill found nothing. A line says so. */
-                if (w->prekill && !w->group && now > w->prekill_until_us)
-                        window_write_announced(w, now);
+                 * down) or the kill found nothing. A line says so; but first the exit records
+                 * waiting unread (libev runs a due timer before the socket's watcher), whose kill
+                 * would then be written by its group's timer. */
+                if (w->prekill && !w->group && now > w->prekill_until_us) {
+                        listener_drain(k);
+                        if (!w->group)
+                                window_write_announced(w, now);
+                }
                 if (now > w->until_us && !w->group && !w->prekill)
                         window_free(k, i);
                 else if (!w->group)
