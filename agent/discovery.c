@@ -216,8 +216,7 @@ static const bool *judge(Agent *a, const char *path) {
                 return NULL;
         /* Named by nothing yet (a lookup that raced the runtime writing its files, or a read that
          * failed): the cache asks again after CONTAINER_CACHE_RETRY_US, and so does the walk, a few
-         * times after the tree's last change (plain containerd's containers are never named: no
-         * polling for them). */
+         * times after the tree's last change. */
         if (info->unnamed[0] && !info->sandbox) {
                 if (d->dirwatch && !ev_is_active(&d->retry) && d->retries < DISCOVERY_RETRIES) {
                         ev_timer_set(&d->retry, (double) CONTAINER_CACHE_RETRY_US / USEC_PER_SEC + 1., 0.);
@@ -257,18 +256,22 @@ typedef struct ContainerWalk {
         unsigned *matched; /* per config watch: how many containers match */
 } ContainerWalk;
 
-static int on_container_walk(const char *path, bool container, void *userdata) {
+static int on_container_walk(const char *path, CtrselectKind kind, void *userdata) {
         ContainerWalk *cw = userdata;
         Agent *a = cw->a;
         const KnownContainer *k;
         const bool *matches;
         size_t at;
 
-        if (!container) {
+        if (kind == CTRSELECT_PARENT) {
                 dir_watch(a, path);
                 return 0;
         }
         k = known_find(a->discovery, path, &at);
+        /* "<ns>/<id>" is plain containerd's if containerd has that task (the cache reads its bundle,
+         * and remembers a cgroup that is not one for CONTAINER_CACHE_RETRY_US). */
+        if (kind == CTRSELECT_MAYBE && !k && !container_cache_lookup(a->rt.containers, path))
+                return 0;
         matches = k ? k->matches : judge(a, path);
         for (size_t i = 0; matches && i < a->config->n_watches; i++) {
                 const WatchConfig *cfg = &a->config->watches[i];
@@ -279,7 +282,7 @@ static int on_container_walk(const char *path, bool container, void *userdata) {
                 if (!watch_find(a, cfg, path))
                         (void) watch_new(a, cfg, path);
         }
-        return 0;
+        return kind == CTRSELECT_MAYBE ? 1 : 0;
 }
 
 /* Every container watch's matches: one walk of the tree for all of them. */

@@ -81,20 +81,26 @@ static int visit(CgroupWalkNode *node, void *userdata) {
 
         name = name ? name + 1 : node->path;
         if (node->depth == 0)
-                return k->visit(node->path, false, k->userdata);
+                return k->visit(node->path, CTRSELECT_PARENT, k->userdata);
         /* A container's monitor (conmon) carries its id but runs none of its processes. */
         if (strstr(name, "-conmon-"))
                 return CGROUP_WALK_PRUNE;
         if (cgroup_meta_parse(node->path, &m) && m.container_id[0]) {
                 /* The walk stops at a container's outermost cgroup: what is below is its own. */
-                int r = k->visit(node->path, true, k->userdata);
+                int r = k->visit(node->path, CTRSELECT_CONTAINER, k->userdata);
                 return r < 0 ? r : CGROUP_WALK_PRUNE;
         }
         /* Containers are made in slices and cgroupfs parents, never in a service or scope, except
          * systemd's user instance (rootless podman's scopes are under user@<uid>.service). */
         if (ends_with(name, ".scope") || (ends_with(name, ".service") && strncmp(name, "user@", 5) != 0))
                 return CGROUP_WALK_PRUNE;
-        return k->visit(node->path, false, k->userdata);
+        /* ctr's and nerdctl's "/<namespace>/<id>": neither part a slice. */
+        if (node->depth == 2 && !ends_with(name, ".slice") && strstr(node->path, ".slice/") == NULL) {
+                int r = k->visit(node->path, CTRSELECT_MAYBE, k->userdata);
+                if (r != 0)
+                        return r < 0 ? r : CGROUP_WALK_PRUNE;
+        }
+        return k->visit(node->path, CTRSELECT_PARENT, k->userdata);
 }
 
 int ctrselect_walk(int cgroup2_fd, CtrselectVisit fn, void *userdata) {

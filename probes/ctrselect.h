@@ -39,11 +39,18 @@ int ctrselect_glob_check(const char *glob, bool slash_ok, const char **ret_why);
  * order), into buf (cut to size). Returns buf. */
 char *ctrselect_format(const ContainerSelector *s, char *buf, size_t size);
 
-/* What the walk hands its visitor: a cgroup below which containers may appear (container false),
- * or a container's own cgroup (container true: the outermost cgroup of its id, its monitor's left
- * out), which the visitor may name (container_cache_lookup()). path is relative to the walk's root
- * ("" the root). A visitor returns 0 or -ENOMEM (which ends the walk). */
-typedef int (*CtrselectVisit)(const char *path, bool container, void *userdata);
+/* What the walk hands its visitor, with a path relative to the walk's root ("" the root). */
+typedef enum CtrselectKind {
+        CTRSELECT_PARENT,    /* a cgroup below which containers may appear */
+        CTRSELECT_CONTAINER, /* a container's own cgroup (the outermost of its id, its monitor's left out) */
+        CTRSELECT_MAYBE,     /* "<ns>/<id>" at the root: plain containerd's (ctr, nerdctl), if containerd
+                              * has that task, which only its files tell (probes/containers.h) */
+} CtrselectKind;
+
+/* A visitor may name a container (container_cache_lookup()). It returns 0 or -ENOMEM (which ends
+ * the walk); for CTRSELECT_MAYBE, 1 when it is a container (then, as a container's, its children are
+ * not walked) and 0 when it is not (then it is visited again as a parent, and walked). */
+typedef int (*CtrselectVisit)(const char *path, CtrselectKind kind, void *userdata);
 
 /* Walks the cgroup tree at cgroup2_fd (borrowed): every container's cgroup is visited, its children
  * not walked; every other cgroup where containers are made (the root, slices, user@<uid>.service,

@@ -116,18 +116,20 @@ typedef struct Seen {
         ContainerCache *cache;
 } Seen;
 
-static int record(const char *path, bool container, void *userdata) {
+static int record(const char *path, CtrselectKind kind, void *userdata) {
         Seen *s = userdata;
-        const ContainerInfo *ci = container ? container_cache_lookup(s->cache, path) : NULL;
+        const ContainerInfo *ci = kind != CTRSELECT_PARENT ? container_cache_lookup(s->cache, path) : NULL;
 
         assert_true(s->n < ELEMENTSOF(s->lines));
-        assert_true(!container || ci);
+        assert_true(kind != CTRSELECT_CONTAINER || ci);
+        if (kind == CTRSELECT_MAYBE && !ci)
+                return 0; /* not a container: visited again as a parent */
         if (ci)
                 snprintf(s->lines[s->n++], sizeof s->lines[0], "C %s %s%s", path,
                          ci->pod_container[0] ? ci->pod_container : ci->name, ci->sandbox ? " +sandbox" : "");
         else
                 snprintf(s->lines[s->n++], sizeof s->lines[0], "D %s", path);
-        return 0;
+        return kind == CTRSELECT_MAYBE ? 1 : 0;
 }
 
 static bool saw(const Seen *s, const char *line) {
@@ -195,6 +197,29 @@ static void test_walk_kubernetes(void **state) {
         assert_int_equal(fake_tree_remove(dir), 0);
 }
 
+/* Plain containerd's "<ns>/<id>" (ctr, nerdctl): a container when containerd has that task, its
+ * children not walked; any other two-level cgroup is walked as a parent, and slices never asked. */
+static void test_walk_plain_containerd(void **state) {
+        char dir[] = "/tmp/psidiag-ctrselect-XXXXXX";
+        Seen s;
+
+        assert_non_null(mkdtemp(dir));
+        assert_int_equal(fake_tree_mkdirs(dir, "default/web/inner"), 0);
+        assert_int_equal(fake_tree_mkdirs(dir, "default/gone"), 0);
+        assert_int_equal(fake_tree_mkdirs(dir, "kubepods/burstable/pod0f5e4c3a-1b2d-4e6f-8a9b-0c1d2e3f4a5b/" CRI), 0);
+        assert_int_equal(fake_tree_mkdirs(dir, "user.slice/user-0.slice"), 0);
+        walk(dir, fixture("containers/containerd"), &s);
+        assert_true(saw(&s, "D default"));
+        assert_true(saw(&s, "C default/web web"));
+        assert_false(saw_prefix(&s, "D default/web"));
+        assert_false(saw_prefix(&s, "C default/web/"));
+        assert_true(saw(&s, "D default/gone")); /* no task bundle: not a container */
+        assert_true(saw(&s, "D kubepods/burstable"));
+        assert_true(saw(&s, "C kubepods/burstable/pod0f5e4c3a-1b2d-4e6f-8a9b-0c1d2e3f4a5b/" CRI " api"));
+        assert_true(saw(&s, "D user.slice/user-0.slice"));
+        assert_int_equal(fake_tree_remove(dir), 0);
+}
+
 static void test_walk_podman(void **state) {
         char dir[] = "/tmp/psidiag-ctrselect-XXXXXX";
         Seen s;
@@ -225,9 +250,8 @@ static void test_walk_podman(void **state) {
 
 int main(void) {
         const struct CMUnitTest tests[] = {
-                cmocka_unit_test(test_match),
-                cmocka_unit_test(test_glob_check_and_format),
-                cmocka_unit_test(test_walk_kubernetes),
+                cmocka_unit_test(test_match),           cmocka_unit_test(test_glob_check_and_format),
+                cmocka_unit_test(test_walk_kubernetes), cmocka_unit_test(test_walk_plain_containerd),
                 cmocka_unit_test(test_walk_podman),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
