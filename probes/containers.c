@@ -9,6 +9,8 @@
 #include <unistd.h>
 
 #include "base/fileio.h"
+#include "base/log.h"
+#include "probes/boltdb.h"
 #include "probes/cgmeta.h"
 #include "probes/containers.h"
 
@@ -144,6 +146,21 @@ static int containerd_read_in(int root_fd, const char *ns, ContainerInfo *info) 
         if (r >= 0)
                 snprintf(info->runtime_namespace, sizeof info->runtime_namespace, "%s", ns);
         return r;
+}
+
+/* The image containerd keeps for a container only in its metadata database (bbolt): bucket v1,
+ * the namespace, "containers", the id, key "image". Left empty when the database does not say. */
+static void containerd_image(int root_fd, ContainerInfo *info) {
+        const char *const keys[] = { "v1", info->runtime_namespace, "containers", info->id, "image" };
+        char why[BOLTDB_REASON_MAX];
+        int r = boltdb_get_at(root_fd, "var/lib/containerd/io.containerd.metadata.v1.bolt/meta.db", keys,
+                              ELEMENTSOF(keys), info->image, sizeof info->image, why);
+
+        if (r < 0) {
+                info->image[0] = '\0';
+                log_debug("containerd container %s/%s: no image from meta.db: %s", info->runtime_namespace, info->id,
+                          why);
+        }
 }
 
 /* In the namespace the CRI plugin uses, then the default one (ctr, nerdctl). */
@@ -283,11 +300,13 @@ static void resolve(ContainerCache *c, Entry *e) {
                 if (r == -ENOENT)
                         info->runtime[0] = '\0';
         }
-        if (r == 0 && strcmp(info->runtime, "containerd") == 0)
+        if (r == 0 && strcmp(info->runtime, "containerd") == 0) {
                 /* Outside Kubernetes containerd keeps no name but the id, which ctr's user chose
                  * (`ctr run IMAGE web`); its image is only in containerd's metadata database. */
                 snprintf(info->name, sizeof info->name, "%s", info->id);
-        else if (r < 0)
+                if (!info->image[0])
+                        containerd_image(c->root_fd, info);
+        } else if (r < 0)
                 say_unnamed(info, file, r);
         else if (!info->name[0] && !info->pod_container[0] && !info->pod_name[0])
                 snprintf(info->unnamed, sizeof info->unnamed, "its %s names no container", file);

@@ -96,6 +96,7 @@ static void test_containerd(void **state) {
         i = container_cache_lookup(c, "/kubepods.slice/cri-containerd-" PLAIN ".scope");
         assert_string_equal(i->name, PLAIN);
         assert_string_equal(i->runtime_namespace, "default");
+        assert_string_equal(i->image, ""); /* meta.db has no such container */
         assert_string_equal(i->unnamed, "");
         container_cache_free(c);
         close(fd);
@@ -114,7 +115,8 @@ static void test_containerd_plain(void **state) {
         assert_string_equal(i->id, "web");
         assert_string_equal(i->name, "web");
         assert_string_equal(i->runtime_namespace, "default");
-        assert_string_equal(i->image, "");
+        /* from the meta.db containerd 1.6.20 wrote for `ctr containers create IMAGE web` */
+        assert_string_equal(i->image, "registry.example.com/tools/busybox:1");
         assert_string_equal(i->unnamed, "");
         assert_non_null(container_cache_peek(c, "default/web"));
         /* two plain names with no bundle: no container, asked once and remembered */
@@ -136,6 +138,37 @@ static void test_containerd_plain(void **state) {
         assert_int_equal(st.cached, 2);
         container_cache_free(c);
         close(fd);
+}
+
+/* containerd's meta.db corrupt, cut, or gone: still named by its id, with no image */
+static void test_containerd_plain_no_meta(void **state) {
+        static const char meta[] = "var/lib/containerd/io.containerd.metadata.v1.bolt/meta.db";
+        char root[] = "/tmp/psidiag-ctrd-XXXXXX";
+        const ContainerInfo *i;
+        ContainerCache *c;
+        int fd;
+        char path[128];
+
+        assert_int_equal(fake_tree_copy(root, fixture("containers/containerd")), 0);
+        snprintf(path, sizeof path, "%s/%s", root, meta);
+        for (int round = 0; round < 3; round++) {
+                if (round == 0) /* cut after its meta pages: the root bucket's page is past the end */
+                        assert_int_equal(truncate(path, 8192), 0);
+                else if (round == 1)
+                        assert_int_equal(fake_tree_write(root, meta, "not a bbolt file"), 0);
+                else
+                        assert_int_equal(unlink(path), 0);
+                c = cache_at(root, &fd);
+                i = container_cache_lookup(c, "/default/web");
+                assert_non_null(i);
+                assert_string_equal(i->name, "web");
+                assert_string_equal(i->runtime_namespace, "default");
+                assert_string_equal(i->image, "");
+                assert_string_equal(i->unnamed, "");
+                container_cache_free(c);
+                close(fd);
+        }
+        assert_int_equal(fake_tree_remove(root), 0);
 }
 
 static void test_crio(void **state) {
@@ -339,10 +372,15 @@ static void test_parsers_hostile(void **state) {
 
 int main(void) {
         const struct CMUnitTest tests[] = {
-                cmocka_unit_test(test_docker),           cmocka_unit_test(test_containerd),
-                cmocka_unit_test(test_containerd_plain), cmocka_unit_test(test_crio),
-                cmocka_unit_test(test_podman),           cmocka_unit_test(test_hostile_files),
-                cmocka_unit_test(test_eviction),         cmocka_unit_test(test_parsers_hostile),
+                cmocka_unit_test(test_docker),
+                cmocka_unit_test(test_containerd),
+                cmocka_unit_test(test_containerd_plain),
+                cmocka_unit_test(test_containerd_plain_no_meta),
+                cmocka_unit_test(test_crio),
+                cmocka_unit_test(test_podman),
+                cmocka_unit_test(test_hostile_files),
+                cmocka_unit_test(test_eviction),
+                cmocka_unit_test(test_parsers_hostile),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -455,11 +455,13 @@ def check_pods(validate, lines, log, *pods):
 def containerd_plain(validate):
     """containerd without Kubernetes, as `ctr run` makes containers from an image imported offline:
     "web" stalled by "batch" in namespace "default", cgroups /default/<id> (containerd's default,
-    cgroupfs). Each named by its id, the name its user gave, with containerd's namespace; the image
-    is not named (containerd keeps it only in its metadata database)."""
+    cgroupfs). Each named by its id, the name its user gave, with containerd's namespace, and its
+    image from containerd's metadata database (meta.db, bbolt): batch runs the image under a second
+    tag, so each container's own is read."""
     service("containerd")
     tmp = tempfile.mkdtemp(prefix="psidiag-vm-plain-")
     image = "registry.example.com/tools/busybox:1"
+    image2 = "registry.example.com/tools/batch:2"
     with Cleanup() as done:
         done.add("the rootfs", shutil.rmtree, tmp, ignore_errors=True)
         archive = os.path.join(tmp, "image.tar")
@@ -468,13 +470,15 @@ def containerd_plain(validate):
         sh(["podman", "rmi", "-f", image])
         must(["ctr", "images", "import", archive])
         done.add(f"image {image}", sh, ["ctr", "images", "rm", image])
+        must(["ctr", "images", "tag", image, image2])
+        done.add(f"image {image2}", sh, ["ctr", "images", "rm", image2])
         done.ctr("default", "web", "batch")
 
         def load():
-            for n, script in (("web", WEB), ("batch", BATCH)):
-                must(["ctr", "run", "-d", "--env", "PATH=/bin", image, n, "sh", "-c", script])
+            for n, img, script in (("web", image, WEB), ("batch", image2, BATCH)):
+                must(["ctr", "run", "-d", "--env", "PATH=/bin", img, n, "sh", "-c", script])
         lines, _, log = node_agent(tmp, "plain", load, {"web", "batch"})
-        check_named(validate, lines, log, {"web": (None, None), "batch": (None, None)})
+        check_named(validate, lines, log, {"web": (image, None), "batch": (image2, None)})
         check_identities(lines)
         for n in ("web", "batch"):
             seen = {json.dumps({k: x["meta"].get(k) for k in ("container_runtime", "container_id")}

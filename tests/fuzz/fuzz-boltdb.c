@@ -1,0 +1,62 @@
+/* SPDX-License-Identifier: MIT */
+/* bbolt lookups (probes/boltdb.h) in any bytes: the paths the seeds hold (containerd's meta.db,
+ * and the files bbolt wrote in tests/fixtures/boltdb), as given and then with both meta pages'
+ * checksums made right (so that a mutated root, high water mark or page size gets past them). The
+ * value stays NUL-terminated within its buffer and the reason within its own, whatever the input. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/macro.h"
+#include "probes/boltdb.h"
+#include "tests/fuzz/fuzz.h"
+
+/* FNV-1a 64 of the meta at off (after its page's 16-byte header) written into its checksum. */
+static void fix_checksum(uint8_t *buf, size_t size, size_t off) {
+        uint64_t h = 0xcbf29ce484222325ull;
+
+        if (off > size || size - off < 16 + 64)
+                return;
+        for (size_t i = 0; i < 56; i++) {
+                h ^= buf[off + 16 + i];
+                h *= 0x100000001b3ull;
+        }
+        memcpy(buf + off + 16 + 56, &h, sizeof h);
+}
+
+static void lookups(const uint8_t *buf, size_t size) {
+        static const char *const paths[][6] = {
+                { "v1", "default", "containers", "bigenv", "image" },
+                { "v1", "many", "containers", "c123", "image" },
+                { "deep", "k0777" },
+        };
+        char value[64], why[BOLTDB_REASON_MAX];
+
+        for (size_t i = 0; i < ELEMENTSOF(paths); i++) {
+                size_t n = 0;
+                while (n < ELEMENTSOF(paths[i]) && paths[i][n])
+                        n++;
+                value[0] = '\0';
+                int r = boltdb_get_buf(buf, size, paths[i], n, value, sizeof value, why);
+                if (strnlen(value, sizeof value) == sizeof value || strnlen(why, sizeof why) == sizeof why ||
+                    (r >= 0 && why[0]))
+                        abort();
+        }
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
+        uint8_t *buf = malloc(size ? size : 1);
+        uint32_t ps = 0;
+
+        if (!buf)
+                return 0;
+        memcpy(buf, data, size); /* exactly size bytes: ASan sees any read past them */
+        lookups(buf, size);
+        if (size >= 16 + 64) {
+                memcpy(&ps, buf + 16 + 8, sizeof ps);
+                fix_checksum(buf, size, 0);
+                fix_checksum(buf, size, ps);
+                lookups(buf, size);
+        }
+        free(buf);
+        return 0;
+}
