@@ -117,14 +117,14 @@ def cgroup_of(x):
     return x.get("cgroup") if "pid" in x else x.get("path")
 
 
-def node_agent(tmp, name, start_load, want, timeout=90):
-    """The agent on the VM's host with one node-wide watch (cpu some 50ms 2s, top 8) until the
-    incidents name every container in want; start_load() runs once it watches. Returns the
-    incidents, their path and the agent's log."""
+def node_agent(tmp, name, start_load, want, timeout=90, more=(), until=lambda lines: True):
+    """The agent on the VM's host with one node-wide watch (cpu some 50ms 2s, top 8), and the
+    watches in more, until the incidents name every container in want and until(incidents) holds;
+    start_load() runs once it watches. Returns the incidents, their path and the agent's log."""
     out, cfg, log = (os.path.join(tmp, f"{name}.{x}") for x in ("ndjson", "json", "log"))
     with open(cfg, "w") as f:
         json.dump({"output": out, "sample_ms": 1000, "cooldown_ms": 0, "top": 8,
-                   "watch": [{"triggers": ["cpu some 50ms 2s"]}]}, f)
+                   "watch": [{"triggers": ["cpu some 50ms 2s"]}, *more]}, f)
     agent = subprocess.Popen([PSIDIAG, "--config", cfg, "--enable-delayacct"], stderr=open(log, "w"))
     try:
         deadline = time.time() + 60
@@ -135,7 +135,7 @@ def node_agent(tmp, name, start_load, want, timeout=90):
         deadline = time.time() + timeout
         while time.time() < deadline:
             lines = read_lines(out)
-            if want <= {n for inc in lines for n, _, _ in names_in(inc)}:
+            if want <= {n for inc in lines for n, _, _ in names_in(inc)} and until(lines):
                 break
             time.sleep(0.5)
     finally:
@@ -457,7 +457,8 @@ def containerd_plain(validate):
     "web" stalled by "batch" in namespace "default", cgroups /default/<id> (containerd's default,
     cgroupfs). Each named by its id, the name its user gave, with containerd's namespace, and its
     image from containerd's metadata database (meta.db, bbolt): batch runs the image under a second
-    tag, so each container's own is read."""
+    tag, so each container's own is read. A watch by image selects web's cgroup alone, armed as it
+    appears, and its incidents come from that trigger."""
     service("containerd")
     tmp = tempfile.mkdtemp(prefix="psidiag-vm-plain-")
     image = "registry.example.com/tools/busybox:1"
@@ -477,8 +478,20 @@ def containerd_plain(validate):
         def load():
             for n, img, script in (("web", image, WEB), ("batch", image2, BATCH)):
                 must(["ctr", "run", "-d", "--env", "PATH=/bin", img, n, "sh", "-c", script])
-        lines, _, log = node_agent(tmp, "plain", load, {"web", "batch"})
+        select = "registry.example.com/tools/busybox:*"
+
+        def by_image(lines):
+            return [i for i in lines if (i.get("trigger") or {}).get("cgroup") == "/default/web"]
+        lines, _, log = node_agent(tmp, "plain", load, {"web", "batch"}, until=by_image,
+                                   more=[{"image": select, "triggers": ["cpu some 50ms 2s"]}])
         check_named(validate, lines, log, {"web": (image, None), "batch": (image2, None)})
+        armed = re.findall(r"container (\S+) \(containerd \S+, image (\S+)\) matches image=(\S+): arming (\S+)", log)
+        print(f"  armed by image: {armed}; incidents of /default/web's own trigger: {len(by_image(lines))}")
+        check(set(armed) == {("web", image, select, "default/web")},
+              f"the watch by image did not arm web alone: {armed}\n{log[-3000:]}")
+        check(by_image(lines), "no incident from the watch by image's trigger on /default/web")
+        check(not [i for i in lines if (i.get("trigger") or {}).get("cgroup") == "/default/batch"],
+              "an incident from a trigger on /default/batch, which no watch selects")
         check_identities(lines)
         for n in ("web", "batch"):
             seen = {json.dumps({k: x["meta"].get(k) for k in ("container_runtime", "container_id")}
