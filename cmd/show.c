@@ -135,7 +135,8 @@ static void show_blocked_now(json_t *b, FILE *out) {
         fprintf(out, "           blocked %s so far (tid %lld), not yet ended\n", len, get_int(b, "tid"));
 }
 
-/* Under a process in a container (psidiag 0.8): "container web, image nginx:1.25", or its pod. */
+/* Under a process in a container (psidiag 0.8): "container web, image nginx:1.25", or its pod;
+ * ", podman pod web-pod" after the image when podman's pod is known (psidiag 0.11). */
 static void show_container(json_t *c, FILE *out) {
         json_t *pod = json_object_get(c, "pod");
         char a[256], b[256], d[256];
@@ -152,7 +153,12 @@ static void show_container(json_t *c, FILE *out) {
         } else if (get_str(c, "name")) {
                 text_terminal_safe(get_str(c, "name"), a, sizeof a);
                 text_terminal_safe(get_str(c, "image") ? get_str(c, "image") : "?", b, sizeof b);
-                fprintf(out, "           container %s, image %s\n", a, b);
+                fprintf(out, "           container %s, image %s", a, b);
+                if (get_str(c, "runtime_pod")) {
+                        text_terminal_safe(get_str(c, "runtime_pod"), d, sizeof d);
+                        fprintf(out, ", podman pod %s", d);
+                }
+                fputc('\n', out);
         } else if (get_str(c, "unnamed")) {
                 text_terminal_safe(get_str(c, "unnamed"), a, sizeof a);
                 fprintf(out, "           container unnamed: %s\n", a);

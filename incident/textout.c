@@ -74,8 +74,8 @@ void textout_put_name(FILE *f, const char *s) {
 }
 
 /* Where a process or cgroup o ({cgroup or path, meta}) is, as a person names it: its container
- * ("container web, image nginx:1.25"), its pod ("pod payments/api-7d9f, container api"), else its
- * cgroup path. */
+ * ("container web, image nginx:1.25", and ", podman pod web-pod" when in one), its pod ("pod payments/api-7d9f,
+ * container api"), else its cgroup path. */
 void textout_put_owner(FILE *f, const json_t *o, const char *path) {
         const json_t *ct = json_object_get(json_object_get(o, "meta"), "container");
         const json_t *pod = json_object_get(ct, "pod");
@@ -99,6 +99,10 @@ void textout_put_owner(FILE *f, const json_t *o, const char *path) {
                 if (textout_field_string(ct, "image")) {
                         fputs(", image ", f);
                         textout_put_name(f, textout_field_string(ct, "image"));
+                }
+                if (textout_field_string(ct, "runtime_pod")) {
+                        fputs(", podman pod ", f);
+                        textout_put_name(f, textout_field_string(ct, "runtime_pod"));
                 }
         } else
                 textout_put_name(f, path ? path : "?");

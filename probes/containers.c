@@ -13,6 +13,7 @@
 #include "probes/boltdb.h"
 #include "probes/cgmeta.h"
 #include "probes/containers.h"
+#include "probes/libpod.h"
 
 /* What a cgroup path says a container is; for plain containerd's, ns is its namespace. */
 typedef struct Key {
@@ -242,6 +243,19 @@ static int storage_read(ContainerCache *c, const char *dir, int64_t owner, Conta
         return r;
 }
 
+/* A podman container named from containers/storage in dir, then its `podman pod` from libpod's
+ * state database beside it: a database missing or unreadable leaves the pod unsaid, the container
+ * named (the reason at debug level). */
+static int podman_pod(ContainerCache *c, const char *dir, int64_t owner, ContainerInfo *info) {
+        char why[LIBPOD_REASON_MAX];
+        int r = storage_read(c, dir, owner, info);
+
+        if (r >= 0 &&
+            libpod_pod_name(c->root_fd, dir, owner, info->id, info->runtime_pod, sizeof info->runtime_pod, why) < 0)
+                log_debug("podman container %s: no pod from /%s/libpod/bolt_state.db: %s", info->id, dir, why);
+        return r;
+}
+
 /* podman's containers/storage: /var/lib/containers/storage rootful, ~/.local/share/containers/storage
  * of the user whose systemd instance holds the scope rootless. */
 static int podman_read(ContainerCache *c, int64_t user_uid, ContainerInfo *info) {
@@ -250,7 +264,7 @@ static int podman_read(ContainerCache *c, int64_t user_uid, ContainerInfo *info)
         int r;
 
         if (user_uid <= 0)
-                return storage_read(c, "var/lib/containers/storage", -1, info);
+                return podman_pod(c, "var/lib/containers/storage", -1, info);
         n = read_file_at(c->root_fd, "etc/passwd", passwd, sizeof passwd);
         if (n < 0)
                 return (int) n;
@@ -258,7 +272,7 @@ static int podman_read(ContainerCache *c, int64_t user_uid, ContainerInfo *info)
         if (r < 0)
                 return r;
         snprintf(dir, sizeof dir, "%s/.local/share/containers/storage", home + 1);
-        return storage_read(c, dir, user_uid, info);
+        return podman_pod(c, dir, user_uid, info);
 }
 
 /* Fills e->info from the runtime's files. */

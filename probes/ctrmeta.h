@@ -29,6 +29,8 @@ typedef struct ContainerInfo {
         bool sandbox;            /* the pod's sandbox ("pause") container */
         /* containerd's namespace of its task ("k8s.io" the CRI's, "default" ctr's); "" other runtimes */
         char runtime_namespace[80];
+        /* the runtime's own pod, not Kubernetes': a `podman pod`'s name (probes/libpod.h); "" none */
+        char runtime_pod[128];
         /* Why the runtime's files did not name it ("" when they did): what an incident says instead. */
         char unnamed[96];
 } ContainerInfo;

@@ -92,8 +92,8 @@ static void test_worst_wait(void **state) {
         free(out);
 }
 
-/* psidiag 0.8: a process in a container gets a line naming it (its pod, or its name and image);
- * a runtime's names are made terminal-safe. */
+/* psidiag 0.8: a process in a container gets a line naming it (its pod, or its name and image, and
+ * since 0.11 its podman pod); a runtime's names are made terminal-safe. */
 static void test_container_line(void **state) {
         int r;
         char *out =
@@ -104,12 +104,16 @@ static void test_container_line(void **state) {
                        "{\"pid\":2,\"comm\":\"api\",\"cgroup\":\"/kubepods/x\",\"cmdline\":null,"
                        "\"score_us\":5,\"delay_us\":{\"cpu\":3},\"meta\":{\"container\":{\"name\":null,"
                        "\"image\":null,\"pod\":{\"namespace\":\"payments\",\"name\":\"api-7d9f\",\"uid\":null,"
-                       "\"container\":\"api\",\"sandbox\":false},\"unnamed\":null}}}]}",
+                       "\"container\":\"api\",\"sandbox\":false},\"unnamed\":null}}},"
+                       "{\"pid\":3,\"comm\":\"sh\",\"cgroup\":\"/machine.slice/x\",\"cmdline\":null,"
+                       "\"score_us\":4,\"delay_us\":{\"cpu\":3},\"meta\":{\"container\":{\"name\":\"podweb\","
+                       "\"image\":\"bb:1\",\"pod\":null,\"unnamed\":null,\"runtime_pod\":\"web-pod\\u001b\"}}}]}",
                        &r);
 
         assert_int_equal(r, 0);
         assert_non_null(strstr(out, "\n           container web?[2J, image nginx:1.25\n"));
         assert_non_null(strstr(out, "\n           pod payments/api-7d9f, container api\n"));
+        assert_non_null(strstr(out, "\n           container podweb, image bb:1, podman pod web-pod?\n"));
         assert_null(strchr(out, '\x1b'));
         free(out);
 }

@@ -1,0 +1,161 @@
+/* SPDX-License-Identifier: MIT */
+/* The `podman pod` of a podman container, from libpod's state database
+ * (tests/fixtures/containers/podpod/: bolt_state.db and containers.json as podman 4.3.1 wrote them
+ * on Debian 12, a pod "web-pod" holding "podweb" and a container "solo" in none; the same files
+ * copied beneath a rootless user's home): found rootful and rootless, through the cache and
+ * directly; a container in no pod; a database missing, corrupt, a symlink or someone else's: the
+ * container still named, its pod unsaid. */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "probes/containers.h"
+#include "probes/libpod.h"
+#include "tests/unit/fake-tree.h"
+#include "tests/unit/test-util.h"
+
+#define PODWEB "61d041b26f05e80bc0f53f9a3c75b43e503237a4b3641b7da2c657061d41946c"
+#define SOLO "4ac9eb4c08d67fa98aec9d09e2bf3f2d46c366b6df57a7c17826489f702b1d1d"
+#define POD "0f57d86d592133043c247b29bb2831cb77cbe5c2da3923e5e9eca1759ce6cf77"
+#define STORAGE "var/lib/containers/storage"
+#define DB STORAGE "/libpod/bolt_state.db"
+#define ROOTFUL_POD "/machine.slice/machine-libpod_pod_" POD ".slice/libpod-" PODWEB ".scope"
+#define USER_1003 "/user.slice/user-1003.slice/user@1003.service/user.slice"
+#define ROOTLESS_POD USER_1003 "/user-libpod_pod_" POD ".slice/libpod-" PODWEB ".scope"
+
+static int open_dir(const char *dir) {
+        int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+
+        assert_true(fd >= 0);
+        return fd;
+}
+
+static void test_found(void **state) {
+        int fd = open_dir(fixture("containers/podpod"));
+        ContainerCache *c = NULL;
+        const ContainerInfo *i;
+        char name[128], why[LIBPOD_REASON_MAX];
+
+        assert_int_equal(libpod_pod_name(fd, STORAGE, -1, PODWEB, name, sizeof name, why), 1);
+        assert_string_equal(name, "web-pod");
+        assert_string_equal(why, "");
+        /* a container in no pod */
+        assert_int_equal(libpod_pod_name(fd, STORAGE, -1, SOLO, name, sizeof name, why), 0);
+        assert_string_equal(name, "");
+        /* one the database does not know */
+        assert_int_equal(libpod_pod_name(fd, STORAGE, -1, POD, name, sizeof name, why), -ENOENT);
+        assert_string_not_equal(why, "");
+        /* a name cut to its buffer, still NUL-terminated */
+        assert_int_equal(libpod_pod_name(fd, STORAGE, -1, PODWEB, name, 4, why), 1);
+        assert_string_equal(name, "web");
+
+        assert_int_equal(container_cache_new(fd, 8, &c), 0);
+        i = container_cache_lookup(c, ROOTFUL_POD);
+        assert_non_null(i);
+        assert_string_equal(i->runtime, "podman");
+        assert_string_equal(i->name, "podweb");
+        assert_string_equal(i->image, "localhost/psidiag-pod-bb:1");
+        assert_string_equal(i->runtime_pod, "web-pod");
+        assert_string_equal(i->pod_name, ""); /* not a Kubernetes pod */
+        assert_string_equal(i->unnamed, "");
+        i = container_cache_lookup(c, "/libpod_parent/libpod-" SOLO);
+        assert_string_equal(i->name, "solo");
+        assert_string_equal(i->runtime_pod, "");
+        /* rootless: the database in the user's storage */
+        i = container_cache_lookup(c, ROOTLESS_POD);
+        assert_non_null(i);
+        assert_string_equal(i->name, "podweb");
+        assert_string_equal(i->runtime_pod, "web-pod");
+        container_cache_free(c);
+        close(fd);
+}
+
+/* The rootful podman fixture has containers.json and no state database: named, no pod. */
+static void test_no_database(void **state) {
+        int fd = open_dir(fixture("containers/podman"));
+        ContainerCache *c = NULL;
+        const ContainerInfo *i;
+
+        assert_int_equal(container_cache_new(fd, 8, &c), 0);
+        i = container_cache_lookup(c, "/machine.slice/libpod-"
+                                      "c259ab325826b8b00d41a77c5935548283afad4f39d1379691811634296c0bc7.scope");
+        assert_string_equal(i->name, "names-probe1");
+        assert_string_equal(i->runtime_pod, "");
+        assert_string_equal(i->unnamed, "");
+        container_cache_free(c);
+        close(fd);
+}
+
+/* The named container and no pod, whatever is wrong with the database. */
+static void expect_unsaid(int fd, int err) {
+        ContainerCache *c = NULL;
+        const ContainerInfo *i;
+        char name[128], why[LIBPOD_REASON_MAX];
+
+        assert_int_equal(libpod_pod_name(fd, STORAGE, -1, PODWEB, name, sizeof name, why), err);
+        assert_string_equal(name, "");
+        assert_string_not_equal(why, "");
+        assert_int_equal(container_cache_new(fd, 8, &c), 0);
+        i = container_cache_lookup(c, ROOTFUL_POD);
+        assert_string_equal(i->name, "podweb");
+        assert_string_equal(i->image, "localhost/psidiag-pod-bb:1");
+        assert_string_equal(i->runtime_pod, "");
+        assert_string_equal(i->unnamed, "");
+        container_cache_free(c);
+}
+
+static void test_bad_database(void **state) {
+        char root[] = "/tmp/psidiag-test-libpod-XXXXXX", db[128];
+        uint8_t *buf;
+        size_t len;
+        FILE *f;
+        int fd;
+
+        assert_int_equal(fake_tree_copy(root, fixture("containers/podpod")), 0);
+        fd = open_dir(root);
+        snprintf(db, sizeof db, "%s/" DB, root);
+        f = fopen(db, "rb");
+        assert_non_null(f);
+        buf = malloc(1 << 20);
+        assert_non_null(buf);
+        len = fread(buf, 1, 1 << 20, f);
+        fclose(f);
+        assert_true(len > 8192);
+
+        /* truncated to its meta pages */
+        assert_int_equal(fake_tree_write_bytes(root, DB, buf, 8192), 0);
+        expect_unsaid(fd, -EBADMSG);
+        /* its meta pages overwritten */
+        memset(buf, 0x5a, 8192);
+        assert_int_equal(fake_tree_write_bytes(root, DB, buf, len), 0);
+        expect_unsaid(fd, -EBADMSG);
+        /* not bbolt at all */
+        assert_int_equal(fake_tree_write(root, DB, "{\"not\": \"bolt\"}"), 0);
+        expect_unsaid(fd, -EBADMSG);
+        /* a symlink in its place is not followed, a FIFO not opened */
+        assert_int_equal(unlink(db), 0);
+        assert_int_equal(symlink("/etc/passwd", db), 0);
+        expect_unsaid(fd, -EPERM);
+        assert_int_equal(unlink(db), 0);
+        assert_int_equal(mkfifo(db, 0600), 0);
+        expect_unsaid(fd, -EPERM);
+        /* gone */
+        assert_int_equal(unlink(db), 0);
+        expect_unsaid(fd, -ENOENT);
+        free(buf);
+        close(fd);
+        assert_int_equal(fake_tree_remove(root), 0);
+}
+
+int main(void) {
+        const struct CMUnitTest tests[] = {
+                cmocka_unit_test(test_found),
+                cmocka_unit_test(test_no_database),
+                cmocka_unit_test(test_bad_database),
+        };
+        return cmocka_run_group_tests(tests, NULL, NULL);
+}
