@@ -51,7 +51,7 @@ IMAGE_K8S = "registry.example.com/shop/busybox:1.36"
 WEB = "while :; do :; done"
 BATCH = "yes >/dev/null & yes >/dev/null & yes >/dev/null & yes >/dev/null"
 CASES = {}
-DEADLINE_S = {"docker-names": 420, "podman-names": 480, "containerd-pods": 360, "containerd-plain": 240,
+DEADLINE_S = {"docker-names": 420, "podman-names": 600, "containerd-pods": 360, "containerd-plain": 240,
               "agent-in-container": 360}
 
 
@@ -176,6 +176,12 @@ def check_identities(lines):
                   f"{where}: cgroup {cg!r}: {json.dumps(x)[:600]}")
 
 
+def runtime_pods(lines, name):
+    """The runtime_pod of every entry the incidents name as the container name."""
+    return {x["meta"]["container"].get("runtime_pod") for inc in lines for _, x in entries(inc)
+            if ((x.get("meta") or {}).get("container") or {}).get("name") == name}
+
+
 def container_cgroups(lines, name):
     """The cgroups of every entry the incidents name as the container name."""
     return {cgroup_of(x) for inc in lines for _, x in entries(inc)
@@ -260,7 +266,10 @@ def podman_names(validate):
     """podman 4.3: rootful with its systemd driver (machine.slice/libpod-<id>.scope), with its
     cgroupfs driver under a parent of its own, then rootless with the systemd driver as a lingering
     user (user@<uid>.service/.../libpod-<id>.scope, names in the user's own containers.json); each
-    pair named with its image."""
+    pair named with its image. The batch container is made in a `podman pod` (with its infra
+    container, whose pause image podman builds offline from catatonit; none with cgroupfs): its incidents name the pod
+    (meta.container.runtime_pod, read from libpod's bolt_state.db, the user's own rootless), web's
+    none; its cgroup is the pod's slice's (machine-libpod_pod_<pod id>.slice and the like)."""
     tmp = tempfile.mkdtemp(prefix="psidiag-vm-podman-")
     with Cleanup() as done:
         done.add("the rootfs", shutil.rmtree, tmp, ignore_errors=True)
@@ -270,7 +279,7 @@ def podman_names(validate):
         for driver, opts in (("systemd", []), ("cgroupfs", ["--cgroup-manager", "cgroupfs",
                                                              "--cgroup-parent", "/psidiag-vm-podman"]),
                              ("rootless", [])):
-            web, batch = f"web-{driver}", f"batch-{driver}"
+            web, batch, pod = f"web-{driver}", f"batch-{driver}", f"pod-{driver}"
             user, uid = [], None
             if driver == "rootless":
                 uid, user = rootless_user(done)
@@ -278,11 +287,22 @@ def podman_names(validate):
                 must([*user, "podman", "import", tar, PODMAN_IMAGE])
             ids = {}
 
+            # Rootful cgroupfs with an infra container, podman 4.3 makes the pod's cgroup itself
+            # (libpod/runtime_pod_linux.go: cgroups.New with no resources), and on cgroup2 crun then
+            # may not mknod /dev/null in it ("OCI permission denied", measured here): that pod
+            # without infra, its cgroup crun's.
+            # (A pod without infra has no network of its own to say.)
+            infra = ["--infra=false"] if driver == "cgroupfs" else ["--network", "none"]
+
             def load():
-                for n, script in ((web, WEB), (batch, BATCH)):
-                    ids[n] = must([*user, "podman", *opts[:2], "run", "-d", *opts[2:], "--name", n, "--network", "none",
-                                   PODMAN_IMAGE, "sh", "-c", script])
+                ids[pod] = must([*user, "podman", *opts[:2], "pod", "create", *opts[2:], *infra, "--name", pod])
+                # a container in a pod has the pod's network: --network is the pod's to say
+                in_pod = ["--pod", pod, *(["--network", "none"] if infra[0] == "--infra=false" else [])]
+                for n, script, where in ((web, WEB, [*opts[2:], "--network", "none"]), (batch, BATCH, in_pod)):
+                    ids[n] = must([*user, "podman", *opts[:2], "run", "-d", *where, "--name", n, PODMAN_IMAGE, "sh", "-c",
+                                   script])
             with Cleanup() as these:
+                these.add(f"podman pod rm {pod}", sh, [*user, "podman", *opts[:2], "pod", "rm", "-f", "-t", "0", pod])
                 these.podman(web, batch, opts=opts[:2], user=user)
                 print(f"podman, {driver}:")
                 lines, _, log = node_agent(tmp, f"podman-{driver}", load, {web, batch})
@@ -299,6 +319,21 @@ def podman_names(validate):
                         "rootless": rf"/user\.slice/user-{uid}\.slice/user@{uid}\.service/(\S+/)?libpod-{ids[web]}\.scope"}
                 check(cgs and all(re.fullmatch(want[driver] + "(/container)?", c) for c in cgs),
                       f"{web}'s cgroups: {cgs}, not {want[driver]}")
+                # the `podman pod`: batch's named, web's not
+                pods = {n: runtime_pods(lines, n) for n in (web, batch)}
+                print(f"  runtime_pod: {pods}; {batch}'s cgroups: {sorted(container_cgroups(lines, batch))}")
+                check(pods[batch] == {pod}, f"{batch}: runtime_pod {pods[batch]}, not {{{pod!r}}}")
+                check(pods[web] == {None}, f"{web}: runtime_pod {pods[web]}, not {{None}}")
+                # podman makes a pod's cgroup for its infra container: without one (cgroupfs here)
+                # the pod's containers are in podman's default parent (measured)
+                in_cg = (lambda c: c.startswith(f"/libpod_parent/libpod-{ids[batch]}")) if driver == "cgroupfs" \
+                    else (lambda c: ids[pod] in c)
+                check(all(in_cg(c) for c in container_cgroups(lines, batch)),
+                      f"{batch}'s cgroups are not where its pod {ids[pod]} puts them")
+                said = [l["summary"] for l in lines if f"podman pod {pod}" in l["summary"]]
+                shown = sh([PSIDIAG, "show", os.path.join(tmp, f"podman-{driver}.ndjson")]).stdout
+                print(f"  a summary with the pod: {said[-1] if said else None}")
+                check(said or f"podman pod {pod}" in shown, f"neither a summary nor psidiag show says podman pod {pod}")
 
 
 class Containerd:
