@@ -65,6 +65,15 @@ int ranking_reserve(Ranking *r, size_t n, size_t p) {
 
 #define UNSTARTED_SLACK_US USEC_PER_SEC
 
+/* As many waits of at least lo as growth holds (none when lo is 0), each at most each (> 0):
+ * returns how many, and *rest, the least growth they leave. */
+static uint32_t waits_held(uint64_t growth, uint64_t lo, uint64_t each, uint64_t *rest) {
+        uint64_t k = lo > 0 ? MIN(growth / lo, (uint64_t) UINT32_MAX - 1) : 0;
+
+        *rest = k <= growth / each ? growth - k * each : 0;
+        return (uint32_t) k;
+}
+
 /* Takes the blkio waits without a start out of *delta (Ranking.unstarted), each of which added the
  * time since boot at its end. The newest is max_b, the maximum at the window's end, when it is new
  * in it (above max_a, or no earlier reading) and between the times since boot of the window's
@@ -79,27 +88,16 @@ int ranking_reserve(Ranking *r, size_t n, size_t p) {
 static uint32_t unstarted_blkio(uint64_t *delta, uint64_t *taken, uint64_t max_b, bool has_a, uint64_t max_a,
                                 usec_t a_mono, usec_t b_mono, bool maxima) {
         uint64_t lo = (a_mono > UNSTARTED_SLACK_US ? a_mono - UNSTARTED_SLACK_US : 0) * NSEC_PER_USEC,
-                 hi = (b_mono + UNSTARTED_SLACK_US) * NSEC_PER_USEC;
-        uint32_t n = 1;
+                 hi = (b_mono + UNSTARTED_SLACK_US) * NSEC_PER_USEC, rest;
+        uint32_t n;
 
         *taken = 0;
-        if (!maxima) {
-                if (lo == 0 || *delta < lo)
-                        return 0;
-                uint64_t k = MIN(*delta / lo, (uint64_t) UINT32_MAX - 1);
-                uint64_t rest = k <= *delta / hi ? *delta - k * hi : 0;
-                *taken = *delta - rest;
-                *delta = rest;
-                return (uint32_t) k;
-        }
-        if (max_b == 0 || (has_a && max_b <= max_a) || max_b < lo || max_b > hi || *delta < max_b)
+        if (!maxima)
+                n = waits_held(*delta, lo, hi, &rest);
+        else if (max_b == 0 || (has_a && max_b <= max_a) || max_b < lo || max_b > hi || *delta < max_b)
                 return 0;
-        uint64_t rest = *delta - max_b;
-        if (lo > 0 && rest >= lo) {
-                uint64_t k = MIN(rest / lo, (uint64_t) UINT32_MAX - 1);
-                rest = k <= rest / max_b ? rest - k * max_b : 0;
-                n += (uint32_t) k;
-        }
+        else
+                n = 1 + waits_held(*delta - max_b, lo, max_b, &rest);
         *taken = *delta - rest;
         *delta = rest;
         return n;
@@ -212,6 +210,7 @@ static void fix_process(Ranking *r, pid_t tgid, uint64_t off, uint32_t waits, in
 
 int ranking_add_threads(Ranking *r, const Snapshot *ta, const Snapshot *tb, int resource) {
         uint64_t a_sec = ta ? ta->real_us / USEC_PER_SEC : 0;
+        bool maxima = snapshot_has_maxima(tb);
         int k;
 
         r->n_threads = 0;
@@ -239,7 +238,7 @@ int ranking_add_threads(Ranking *r, const Snapshot *ta, const Snapshot *tb, int 
                 uint64_t off = 0;
                 uint32_t waits =
                         ta ? unstarted_blkio(&d->delay_ns[TASK_DELAY_BLKIO], &off, thread_blkio_max(t), t0 != NULL,
-                                             thread_blkio_max(t0), ta->mono_us, tb->mono_us, snapshot_has_maxima(tb))
+                                             thread_blkio_max(t0), ta->mono_us, tb->mono_us, maxima)
                            : 0;
                 d->total_ns -= off;
                 if (waits > 0)
