@@ -203,11 +203,11 @@ static void known_clear(Discovery *d) {
         d->n_known = 0;
 }
 
-/* Names the container at path and judges it against every container watch: NULL when it is not
- * named yet (then a timer asks again) or out of memory; else the verdicts, remembered. */
-static const bool *judge(Agent *a, const char *path) {
+/* Judges the container at path, as the cache named it (info; NULL: none), against every container
+ * watch: NULL when it is not named yet (then a timer asks again) or out of memory; else the
+ * verdicts, remembered. */
+static const bool *judge(Agent *a, const char *path, const ContainerInfo *info) {
         Discovery *d = a->discovery;
-        const ContainerInfo *info = container_cache_lookup(a->rt.containers, path);
         KnownContainer *k;
         bool *matches;
         size_t at = 0;
@@ -268,11 +268,16 @@ static int on_container_walk(const char *path, CtrselectKind kind, void *userdat
                 return 0;
         }
         k = known_find(a->discovery, path, &at);
-        /* "<ns>/<id>" is plain containerd's if containerd has that task (the cache reads its bundle,
-         * and remembers a cgroup that is not one for CONTAINER_CACHE_RETRY_US). */
-        if (kind == CTRSELECT_MAYBE && !k && !container_cache_lookup(a->rt.containers, path))
-                return 0;
-        matches = k ? k->matches : judge(a, path);
+        if (k)
+                matches = k->matches;
+        else {
+                const ContainerInfo *info = container_cache_lookup(a->rt.containers, path);
+                /* "<ns>/<id>" is plain containerd's if containerd has that task (the cache reads its
+                 * bundle, and remembers a cgroup that is not one for CONTAINER_CACHE_RETRY_US). */
+                if (kind == CTRSELECT_MAYBE && !info)
+                        return 0;
+                matches = judge(a, path, info);
+        }
         for (size_t i = 0; matches && i < a->config->n_watches; i++) {
                 const WatchConfig *cfg = &a->config->watches[i];
 
