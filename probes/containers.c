@@ -87,9 +87,7 @@ static int read_meta(int root_fd, const char *path, int64_t owner, char **ret, s
                 return errno == ELOOP ? -EPERM : -errno;
         if (fstat(fd, &st) < 0)
                 return -errno;
-        /* root's, ours (a test's tree), or the rootless user's whose storage it is */
-        if (!S_ISREG(st.st_mode) ||
-            (st.st_uid != 0 && st.st_uid != geteuid() && (owner < 0 || st.st_uid != (uid_t) owner)))
+        if (!ctrmeta_file_trusted(&st, owner))
                 return -EPERM;
         if (st.st_size > (off_t) CTRMETA_FILE_MAX)
                 return -EFBIG;

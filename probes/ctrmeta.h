@@ -16,6 +16,17 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+/* Whether a runtime's file, as stat saw it (not through a symlink), is one to read names from: a
+ * regular file of root's, ours (a test's tree), or owner's (>= 0: the rootless user whose storage
+ * it is, who writes its files). */
+static inline bool ctrmeta_file_trusted(const struct stat *st, int64_t owner) {
+        return S_ISREG(st->st_mode) &&
+               (st->st_uid == 0 || st->st_uid == geteuid() || (owner >= 0 && st->st_uid == (uid_t) owner));
+}
 
 typedef struct ContainerInfo {
         char runtime[16];       /* as CgroupMeta.runtime: "docker", "containerd", "crio", "podman" */

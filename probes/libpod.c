@@ -10,6 +10,7 @@
 
 #include "base/macro.h"
 #include "probes/boltdb.h"
+#include "probes/ctrmeta.h"
 #include "probes/libpod.h"
 
 /* libpod's ids are 64 hex digits (its stringid.GenerateRandomID). */
@@ -41,12 +42,10 @@ int libpod_pod_name(int root_fd, const char *storage_dir, int64_t owner, const c
         name[0] = '\0';
         if (snprintf(path, sizeof path, "%s/libpod/bolt_state.db", storage_dir) >= (int) sizeof path)
                 return fail(reason, -ENAMETOOLONG, "bolt_state.db", NULL);
-        /* root's, ours (a test's tree), or the rootless user's whose storage it is; boltdb_get_at
-         * opens it again without following a symlink and checks it is a regular file */
+        /* boltdb_get_at opens it again without following a symlink and checks it is a regular file */
         if (fstatat(root_fd, path, &st, AT_SYMLINK_NOFOLLOW) < 0)
                 return fail(reason, -errno, "bolt_state.db", NULL);
-        if (!S_ISREG(st.st_mode) ||
-            (st.st_uid != 0 && st.st_uid != geteuid() && (owner < 0 || st.st_uid != (uid_t) owner)))
+        if (!ctrmeta_file_trusted(&st, owner))
                 return fail(reason, -EPERM, "bolt_state.db", "not a regular file of its owner");
 
         /* all-ctrs maps every container's id to its name: the container is in this database */
