@@ -136,7 +136,7 @@ static void show_blocked_now(json_t *b, FILE *out) {
 }
 
 /* Under a process in a container (psidiag 0.8): "container web, image nginx:1.25", or its pod;
- * ", podman pod web-pod" after the image when podman's pod is known (psidiag 0.11). */
+ * ", podman pod web-pod" after the image when podman's pod is known (psidiag 0.10). */
 static void show_container(json_t *c, FILE *out) {
         json_t *pod = json_object_get(c, "pod");
         char a[256], b[256], d[256];

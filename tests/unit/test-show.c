@@ -93,7 +93,7 @@ static void test_worst_wait(void **state) {
 }
 
 /* psidiag 0.8: a process in a container gets a line naming it (its pod, or its name and image, and
- * since 0.11 its podman pod); a runtime's names are made terminal-safe. */
+ * since 0.10 its podman pod); a runtime's names are made terminal-safe. */
 static void test_container_line(void **state) {
         int r;
         char *out =

@@ -90,7 +90,7 @@ static void test_container_names(void **state) {
                        "\"/k/x\", \"delay_us\": {\"cpu\": 1000}, \"meta\": {\"container\": {\"name\": null,"
                        " \"image\": null, \"pod\": {\"namespace\": \"a\", \"name\": \"b\", \"sandbox\": true}}}}]}",
                        "pause (pod a/b, its sandbox) waited 1.0 ms for cpu");
-        /* psidiag 0.11: a podman container in a `podman pod` */
+        /* psidiag 0.10: a podman container in a `podman pod` */
         assert_summary("{\"type\": \"snapshot\", \"sample\": {}, \"most_delayed\": [{\"comm\": \"sh\", \"cgroup\": "
                        "\"/machine.slice/x\", \"delay_us\": {\"cpu\": 1000}, \"meta\": {\"container\": {\"name\": "
                        "\"podweb\", \"image\": \"bb:1\", \"pod\": null, \"runtime_pod\": \"web-pod\"}}}]}",
