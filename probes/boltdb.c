@@ -355,11 +355,9 @@ int boltdb_get_buf(const void *buf, size_t len, const char *const *keys, size_t 
         return lookup(&s, keys, n, value, size);
 }
 
-int boltdb_get_at(int dir_fd, const char *path, const char *const *keys, size_t n, char *value, size_t size,
-                  char *reason) {
+int boltdb_open_at(int dir_fd, const char *path, struct stat *ret_st, char *reason) {
         _cleanup_close_ int fd = -EBADF;
         Src s = { .why = reason };
-        struct stat st;
 
         if (reason)
                 reason[0] = '\0';
@@ -368,13 +366,31 @@ int boltdb_get_at(int dir_fd, const char *path, const char *const *keys, size_t 
                 int e = errno;
                 return fail(&s, e == ELOOP ? -EPERM : -e, "cannot open: %s", e == ELOOP ? "a symlink" : strerror(e));
         }
-        if (fstat(fd, &st) < 0) {
+        if (fstat(fd, ret_st) < 0) {
                 int e = errno;
                 return fail(&s, -e, "cannot stat: %s", strerror(e));
         }
-        if (!S_ISREG(st.st_mode))
+        if (!S_ISREG(ret_st->st_mode))
                 return fail(&s, -EPERM, "not a regular file");
-        s.fd = fd;
-        s.size = (uint64_t) st.st_size;
+        return TAKE_FD(fd);
+}
+
+int boltdb_get_fd(int fd, const struct stat *st, const char *const *keys, size_t n, char *value, size_t size,
+                  char *reason) {
+        Src s = { .fd = fd, .size = (uint64_t) st->st_size, .why = reason };
+
+        if (reason)
+                reason[0] = '\0';
         return lookup(&s, keys, n, value, size);
+}
+
+int boltdb_get_at(int dir_fd, const char *path, const char *const *keys, size_t n, char *value, size_t size,
+                  char *reason) {
+        _cleanup_close_ int fd = -EBADF;
+        struct stat st;
+
+        fd = boltdb_open_at(dir_fd, path, &st, reason);
+        if (fd < 0)
+                return fd;
+        return boltdb_get_fd(fd, &st, keys, n, value, size, reason);
 }

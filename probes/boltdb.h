@@ -16,6 +16,7 @@
 #pragma once
 
 #include <stddef.h>
+#include <sys/stat.h>
 
 #define BOLTDB_PAGES_MAX 512        /* pages visited in one lookup */
 #define BOLTDB_DEPTH_MAX 32         /* branch levels in one bucket's tree */
@@ -31,6 +32,17 @@
  * or a symlink), -EINVAL (n == 0), -ENOMEM, -errno. reason (may be NULL, else
  * BOLTDB_REASON_MAX bytes) says what was wrong, "" on success. */
 int boltdb_get_at(int dir_fd, const char *path, const char *const *keys, size_t n, char *value, size_t size,
+                  char *reason);
+
+/* Opens path beneath dir_fd for boltdb_get_fd() as boltdb_get_at() does (O_NOFOLLOW, O_NONBLOCK,
+ * O_CLOEXEC; a regular file) and fills *ret_st from the descriptor it opened, so that a caller
+ * checks the file it reads (its owner) and looks several keys up in one open. Returns the
+ * descriptor, or -errno (-EPERM: a symlink or not a regular file) with reason as above. */
+int boltdb_open_at(int dir_fd, const char *path, struct stat *ret_st, char *reason);
+
+/* boltdb_get_at() in a file boltdb_open_at() opened, st what it filled. Each lookup reads the
+ * meta pages again: a commit between two lookups is seen by the second. */
+int boltdb_get_fd(int fd, const struct stat *st, const char *const *keys, size_t n, char *value, size_t size,
                   char *reason);
 
 /* The same in a file held in memory (len bytes at buf). */

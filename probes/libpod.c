@@ -32,6 +32,7 @@ static int fail(char *reason, int r, const char *what, const char *why) {
 int libpod_pod_name(int root_fd, const char *storage_dir, int64_t owner, const char *id, char *name, size_t size,
                     char *reason) {
         char path[PATH_MAX], pod[80], who[128], why[BOLTDB_REASON_MAX];
+        _cleanup_close_ int fd = -EBADF;
         struct stat st;
         int r;
 
@@ -42,17 +43,18 @@ int libpod_pod_name(int root_fd, const char *storage_dir, int64_t owner, const c
         name[0] = '\0';
         if (snprintf(path, sizeof path, "%s/libpod/bolt_state.db", storage_dir) >= (int) sizeof path)
                 return fail(reason, -ENAMETOOLONG, "bolt_state.db", NULL);
-        /* boltdb_get_at opens it again without following a symlink and checks it is a regular file */
-        if (fstatat(root_fd, path, &st, AT_SYMLINK_NOFOLLOW) < 0)
-                return fail(reason, -errno, "bolt_state.db", NULL);
+        /* one open, without following a symlink: the file whose owner is checked is the one read */
+        fd = boltdb_open_at(root_fd, path, &st, why);
+        if (fd < 0)
+                return fail(reason, fd, "bolt_state.db", why);
         if (!ctrmeta_file_trusted(&st, owner))
                 return fail(reason, -EPERM, "bolt_state.db", "not a regular file of its owner");
 
         /* all-ctrs maps every container's id to its name: the container is in this database */
-        r = boltdb_get_at(root_fd, path, (const char *const[]) { "all-ctrs", id }, 2, who, sizeof who, why);
+        r = boltdb_get_fd(fd, &st, (const char *const[]) { "all-ctrs", id }, 2, who, sizeof who, why);
         if (r < 0)
                 return fail(reason, r, "all-ctrs", why);
-        r = boltdb_get_at(root_fd, path, (const char *const[]) { "ctr", id, "pod-id" }, 3, pod, sizeof pod, why);
+        r = boltdb_get_fd(fd, &st, (const char *const[]) { "ctr", id, "pod-id" }, 3, pod, sizeof pod, why);
         if (r == -ENOENT)
                 return 0;
         if (r < 0)
@@ -60,7 +62,7 @@ int libpod_pod_name(int root_fd, const char *storage_dir, int64_t owner, const c
         if (!is_pod_id(pod, r))
                 return fail(reason, -EBADMSG, "ctr pod-id", "not a pod id");
         /* id-registry maps every container's and pod's id to its name (AddPod puts it there) */
-        r = boltdb_get_at(root_fd, path, (const char *const[]) { "id-registry", pod }, 2, name, size, why);
+        r = boltdb_get_fd(fd, &st, (const char *const[]) { "id-registry", pod }, 2, name, size, why);
         if (r < 0) {
                 name[0] = '\0';
                 return fail(reason, r, "id-registry", why);

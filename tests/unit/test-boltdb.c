@@ -69,6 +69,22 @@ static void test_containerd(void **state) {
         assert_int_equal(boltdb_get_at(root, CONTAINERD, web, 5, v, sizeof v, why), 36);
         assert_string_equal(v, "registry.example.com/tools/busybox:1");
         assert_string_equal(why, "");
+        /* one open, two lookups in it; its stat is the file's */
+        {
+                static const char *const batch[] = { "v1", "default", "containers", "batch", "image" };
+                struct stat st;
+                int db = boltdb_open_at(root, CONTAINERD, &st, why);
+
+                assert_true(db >= 0);
+                assert_int_equal((size_t) st.st_size, f.len);
+                assert_int_equal(boltdb_get_fd(db, &st, batch, 5, v, sizeof v, why), 28);
+                assert_string_equal(v, "docker.io/library/nginx:1.25");
+                assert_int_equal(boltdb_get_fd(db, &st, web, 5, v, sizeof v, why), 36);
+                assert_string_equal(v, "registry.example.com/tools/busybox:1");
+                assert_int_equal(boltdb_open_at(root, "no.db", &st, why), -ENOENT);
+                assert_string_equal(why, "cannot open: No such file or directory");
+                close(db);
+        }
         assert_int_equal(GET(&f, f.len, "v1", "default", "containers", "batch", "image"), 28);
         assert_string_equal(v, "docker.io/library/nginx:1.25");
         /* its container bucket is a leaf page with two overflow pages */
@@ -100,6 +116,11 @@ static void test_containerd(void **state) {
                 assert_int_equal(mkfifo(path, 0600), 0);
                 assert_int_equal(boltdb_get_at(AT_FDCWD, path, web, 5, v, sizeof v, why), -EPERM);
                 assert_string_equal(why, "not a regular file");
+                {
+                        struct stat st;
+                        assert_int_equal(boltdb_open_at(AT_FDCWD, path, &st, why), -EPERM);
+                        assert_string_equal(why, "not a regular file");
+                }
                 assert_int_equal(unlink(path), 0);
                 assert_int_equal(symlink(fixture(CONTAINERD), path), 0);
                 assert_int_equal(boltdb_get_at(AT_FDCWD, path, web, 5, v, sizeof v, why), -EPERM);
