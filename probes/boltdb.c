@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "base/macro.h"
+#include "base/unaligned.h"
 #include "probes/boltdb.h"
 
 /* bbolt's on-disk layout (docs/kernel-facts.md: containerd-metadata) */
@@ -54,24 +55,6 @@ static int fail(Src *s, int r, const char *fmt, ...) {
                 va_end(ap);
         }
         return r;
-}
-
-static uint16_t get16(const uint8_t *p) {
-        uint16_t v;
-        memcpy(&v, p, sizeof v);
-        return v;
-}
-
-static uint32_t get32(const uint8_t *p) {
-        uint32_t v;
-        memcpy(&v, p, sizeof v);
-        return v;
-}
-
-static uint64_t get64(const uint8_t *p) {
-        uint64_t v;
-        memcpy(&v, p, sizeof v);
-        return v;
 }
 
 /* len bytes at off into dst: 0, -EBADMSG (past the end), -EFBIG (over the budget), -errno. */
@@ -121,9 +104,9 @@ static bool meta_at(Src *s, uint64_t off, uint32_t page_size, uint8_t meta[META_
         if (off > s->size || s->size - off < PAGE_HEADER + META_SIZE ||
             src_read(s, off + PAGE_HEADER, meta, META_SIZE) < 0)
                 return false;
-        ps = get32(meta + 8);
-        return get32(meta) == MAGIC && get32(meta + 4) == VERSION &&
-               get64(meta + META_CHECKSUMMED) == fnv1a64(meta, META_CHECKSUMMED) && ps >= PAGE_SIZE_MIN &&
+        ps = unaligned_u32(meta + 8);
+        return unaligned_u32(meta) == MAGIC && unaligned_u32(meta + 4) == VERSION &&
+               unaligned_u64(meta + META_CHECKSUMMED) == fnv1a64(meta, META_CHECKSUMMED) && ps >= PAGE_SIZE_MIN &&
                ps <= PAGE_SIZE_MAX && (ps & (ps - 1)) == 0 && (page_size == 0 || ps == page_size);
 }
 
@@ -136,19 +119,19 @@ static int meta_load(Src *s, uint64_t *ret_root) {
         uint64_t root = 0;
 
         if (ok0)
-                ok1 = meta_at(s, get32(m0 + 8), get32(m0 + 8), m1);
+                ok1 = meta_at(s, unaligned_u32(m0 + 8), unaligned_u32(m0 + 8), m1);
         else
                 for (uint32_t ps = PAGE_SIZE_MIN; ps <= PAGE_SIZE_MAX && !ok1; ps *= 2)
                         ok1 = meta_at(s, ps, ps, m1);
         if (ok0 && ok1)
-                m = get64(m1 + 48) > get64(m0 + 48) ? m1 : m0;
+                m = unaligned_u64(m1 + 48) > unaligned_u64(m0 + 48) ? m1 : m0;
         else if (ok0 || ok1)
                 m = ok0 ? m0 : m1;
         else
                 return fail(s, -EBADMSG, "not a bbolt file: no valid meta page (magic, version 2, checksum)");
-        s->page_size = get32(m + 8);
-        s->hwm = get64(m + 40);
-        root = get64(m + 16);
+        s->page_size = unaligned_u32(m + 8);
+        s->hwm = unaligned_u64(m + 40);
+        root = unaligned_u64(m + 16);
         if (root < 2 || root >= s->hwm)
                 return fail(s, -EBADMSG, "its root bucket's page %llu is outside 2..%llu", (unsigned long long) root,
                             (unsigned long long) s->hwm);
@@ -174,10 +157,10 @@ static int page_load(Src *s, uint64_t id, Page *p) {
         r = src_read(s, off, h, sizeof h);
         if (r < 0)
                 return r;
-        if (get64(h) != id)
+        if (unaligned_u64(h) != id)
                 return fail(s, -EBADMSG, "corrupt: page %llu says it is page %llu", (unsigned long long) id,
-                            (unsigned long long) get64(h));
-        overflow = get32(h + 12);
+                            (unsigned long long) unaligned_u64(h));
+        overflow = unaligned_u32(h + 12);
         if (overflow >= s->hwm - id)
                 return fail(s, -EBADMSG, "corrupt: page %llu overflows past the high water mark",
                             (unsigned long long) id);
@@ -203,9 +186,9 @@ static bool element(const Page *p, bool leaf, unsigned i, const uint8_t **key, s
 
         if (at + ELEMENT > p->len)
                 return false;
-        pos = get32(p->mem + at + (leaf ? 4 : 0));
-        ks = get32(p->mem + at + (leaf ? 8 : 4));
-        vs = leaf ? get32(p->mem + at + 12) : 0;
+        pos = unaligned_u32(p->mem + at + (leaf ? 4 : 0));
+        ks = unaligned_u32(p->mem + at + (leaf ? 8 : 4));
+        vs = leaf ? unaligned_u32(p->mem + at + 12) : 0;
         if (at + pos + ks + vs > p->len)
                 return false;
         *key = p->mem + at + pos;
@@ -226,7 +209,7 @@ static int keycmp(const uint8_t *a, size_t alen, const char *b, size_t blen) {
 /* The child of branch page p whose range holds key: the last element whose key is at most key,
  * the first when all are greater (bbolt's Cursor.searchPage). */
 static int branch_child(Src *s, const Page *p, const char *key, size_t klen, uint64_t *ret) {
-        unsigned count = get16(p->mem + 10), pick = 0;
+        unsigned count = unaligned_u16(p->mem + 10), pick = 0;
 
         if (count == 0)
                 return fail(s, -EBADMSG, "corrupt: branch page %llu is empty", (unsigned long long) p->id);
@@ -240,7 +223,7 @@ static int branch_child(Src *s, const Page *p, const char *key, size_t klen, uin
                         break;
                 pick = i;
         }
-        *ret = get64(p->mem + PAGE_HEADER + (uint64_t) pick * ELEMENT + 8);
+        *ret = unaligned_u64(p->mem + PAGE_HEADER + (uint64_t) pick * ELEMENT + 8);
         return 0;
 }
 
@@ -258,7 +241,7 @@ static int bucket_find(Src *s, uint64_t root, const Page *inl, const char *key, 
         else if ((r = page_load(s, root, &p)) < 0)
                 return r;
         for (;;) {
-                uint16_t pflags = get16(p.mem + 8);
+                uint16_t pflags = unaligned_u16(p.mem + 8);
                 uint64_t child = 0;
                 if (pflags != FLAG_BRANCH || root == 0)
                         break;
@@ -272,14 +255,14 @@ static int bucket_find(Src *s, uint64_t root, const Page *inl, const char *key, 
                 if (r < 0 || (r = page_load(s, child, &p)) < 0)
                         return r;
         }
-        if (get16(p.mem + 8) != FLAG_LEAF) {
-                unsigned pflags = get16(p.mem + 8);
+        if (unaligned_u16(p.mem + 8) != FLAG_LEAF) {
+                unsigned pflags = unaligned_u16(p.mem + 8);
                 if (root)
                         free(p.mem);
                 return fail(s, -EBADMSG, "corrupt: page %llu is neither a branch nor a leaf (flags 0x%x)",
                             (unsigned long long) p.id, pflags);
         }
-        for (unsigned i = 0, count = get16(p.mem + 10); i < count; i++) {
+        for (unsigned i = 0, count = unaligned_u16(p.mem + 10); i < count; i++) {
                 const uint8_t *k;
                 size_t kl;
                 if (!element(&p, true, i, &k, &kl, val, vlen)) {
@@ -289,7 +272,7 @@ static int bucket_find(Src *s, uint64_t root, const Page *inl, const char *key, 
                                     (unsigned long long) p.id);
                 }
                 if (keycmp(k, kl, key, klen) == 0) {
-                        *flags = get32(p.mem + PAGE_HEADER + (uint64_t) i * ELEMENT);
+                        *flags = unaligned_u32(p.mem + PAGE_HEADER + (uint64_t) i * ELEMENT);
                         *hold = root ? p.mem : NULL;
                         return 0;
                 }
@@ -327,7 +310,7 @@ static int lookup(Src *s, const char *const *keys, size_t n, char *value, size_t
                 } else if (r >= 0 && (!(flags & LEAF_BUCKET) || vlen < BUCKET_HEADER))
                         r = fail(s, -ENOENT, "\"%.40s\" is a value, not a bucket", keys[i]);
                 else if (r >= 0) {
-                        root = get64(val);
+                        root = unaligned_u64(val);
                         if (root == 0) {
                                 /* inline: its page follows the header, within the value */
                                 inl = (Page) { .mem = (uint8_t *) val + BUCKET_HEADER, .len = vlen - BUCKET_HEADER };

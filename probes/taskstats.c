@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "base/macro.h"
+#include "base/unaligned.h"
 #include "probes/taskstats.h"
 
 /* <linux/taskstats.h> is included for the command and attribute numbers only: struct taskstats is
@@ -144,25 +145,11 @@ static bool field_present(const TaskstatsField *f, uint16_t version, size_t len,
         return f->since > 0 && version >= f->since && (size_t) f->offset + size <= len;
 }
 
-static uint64_t get_u64(const uint8_t *p, size_t off) {
-        uint64_t v;
-        memcpy(&v, p + off, sizeof v);
-        return v;
-}
-
-static uint32_t get_u32(const uint8_t *p, size_t off) {
-        uint32_t v;
-        memcpy(&v, p + off, sizeof v);
-        return v;
-}
-
 /* A struct __kernel_timespec as ns since the epoch. false for one no clock reading gives (negative,
  * tv_nsec out of range, or past 2554): treated as absent rather than wrapped. */
 static bool get_timespec_ns(const uint8_t *p, size_t off, uint64_t *ret) {
-        int64_t sec, nsec;
+        int64_t sec = (int64_t) unaligned_u64(p + off), nsec = (int64_t) unaligned_u64(p + off + 8);
 
-        memcpy(&sec, p + off, sizeof sec);
-        memcpy(&nsec, p + off + 8, sizeof nsec);
         if (sec < 0 || nsec < 0 || nsec >= 1000000000 || (uint64_t) sec > (UINT64_MAX - nsec) / 1000000000)
                 return false;
         *ret = (uint64_t) sec * 1000000000 + (uint64_t) nsec;
@@ -178,7 +165,7 @@ static int parse_payload(const void *data, size_t len, uint16_t version_if_none,
 
         if (len < 32)
                 return -EBADMSG;
-        memcpy(&version, p, sizeof version);
+        version = unaligned_u16(p);
         if (version == 0)
                 version = version_if_none;
         if (version == 0)
@@ -188,12 +175,12 @@ static int parse_payload(const void *data, size_t len, uint16_t version_if_none,
         ts.version = version;
         for (TaskDelay d = 0; d < _TASK_DELAY_MAX; d++)
                 if (field_present(&l->delay[d], version, len, 8)) {
-                        ts.delay_ns[d] = get_u64(p, l->delay[d].offset);
+                        ts.delay_ns[d] = unaligned_u64(p + l->delay[d].offset);
                         ts.present |= TASK_DELAY_MASK(d);
                 }
         for (TaskDelay d = 0; d < _TASK_DELAY_MAX; d++) {
                 if (field_present(&l->max[d], version, len, 8)) {
-                        ts.max_ns[d] = get_u64(p, l->max[d].offset);
+                        ts.max_ns[d] = unaligned_u64(p + l->max[d].offset);
                         ts.max_present |= TASK_DELAY_MASK(d);
                 }
                 if (field_present(&l->max_ts[d], version, len, 16) &&
@@ -205,32 +192,32 @@ static int parse_payload(const void *data, size_t len, uint16_t version_if_none,
                 ts.comm[TASKSTATS_COMM_MAX] = '\0';
         }
         if (field_present(&l->uid, version, len, 4))
-                ts.uid = get_u32(p, l->uid.offset);
+                ts.uid = unaligned_u32(p + l->uid.offset);
         if (field_present(&l->pid, version, len, 4))
-                ts.pid = (pid_t) get_u32(p, l->pid.offset);
+                ts.pid = (pid_t) unaligned_u32(p + l->pid.offset);
         if (field_present(&l->ppid, version, len, 4))
-                ts.ppid = (pid_t) get_u32(p, l->ppid.offset);
+                ts.ppid = (pid_t) unaligned_u32(p + l->ppid.offset);
         if (field_present(&l->btime64, version, len, 8))
-                ts.btime_s = get_u64(p, l->btime64.offset);
+                ts.btime_s = unaligned_u64(p + l->btime64.offset);
         if (field_present(&l->exit_code, version, len, 4)) {
-                ts.exit_code = get_u32(p, l->exit_code.offset);
+                ts.exit_code = unaligned_u32(p + l->exit_code.offset);
                 ts.has_exit_code = true;
         }
         if (field_present(&l->tgid, version, len, 4))
-                ts.tgid = (pid_t) get_u32(p, l->tgid.offset);
+                ts.tgid = (pid_t) unaligned_u32(p + l->tgid.offset);
         if (field_present(&l->cpu_run, version, len, 8)) {
-                ts.cpu_run_ns = get_u64(p, l->cpu_run.offset);
+                ts.cpu_run_ns = unaligned_u64(p + l->cpu_run.offset);
                 ts.has_cpu_run = true;
         }
         if (field_present(&l->hiwater_rss, version, len, 8)) {
-                ts.hiwater_rss_kib = get_u64(p, l->hiwater_rss.offset);
+                ts.hiwater_rss_kib = unaligned_u64(p + l->hiwater_rss.offset);
                 ts.has_hiwater_rss = true;
         }
         if (field_present(&l->read_bytes, version, len, 8) && field_present(&l->write_bytes, version, len, 8) &&
             field_present(&l->cancelled_write_bytes, version, len, 8)) {
-                ts.read_bytes = get_u64(p, l->read_bytes.offset);
-                ts.write_bytes = get_u64(p, l->write_bytes.offset);
-                ts.cancelled_write_bytes = get_u64(p, l->cancelled_write_bytes.offset);
+                ts.read_bytes = unaligned_u64(p + l->read_bytes.offset);
+                ts.write_bytes = unaligned_u64(p + l->write_bytes.offset);
+                ts.cancelled_write_bytes = unaligned_u64(p + l->cancelled_write_bytes.offset);
                 ts.has_io = true;
         }
 
