@@ -49,10 +49,15 @@ def main():
     check("/var/log/psidiag" in mounts and "/etc/psidiag" in mounts, f"mounts {list(mounts)}")
     # Where the runtimes keep the names (probes/containers.c), read-only: without them an agent in
     # a container names no container (the VM's agent-in-container case, tests/vm/containers.py).
+    # containerd's meta.db (plain containerd's images) and podman's libpod state (its pods) too.
     for path in ("/var/lib/docker/containers", "/run/containerd/io.containerd.runtime.v2.task",
-                 "/run/containers/storage", "/var/lib/containers/storage/overlay-containers"):
+                 "/run/containers/storage", "/var/lib/containers/storage/overlay-containers",
+                 "/var/lib/containerd/io.containerd.metadata.v1.bolt", "/var/lib/containers/storage/libpod"):
         check(mounts.get(path, {}).get("readOnly") is True, f"{path} not mounted read-only: {list(mounts)}")
     check(c["args"] == ["--config", "/etc/psidiag/config.json"], f"args {c['args']}")
+    # The image the manifest names is this version's.
+    version = subprocess.run([PSIDIAG, "--version"], capture_output=True, text=True, timeout=30).stdout.split()[-1]
+    check(c["image"].rsplit(":", 1)[-1] == version, f"the manifest's image {c['image']}, not psidiag {version}")
 
     with tempfile.TemporaryDirectory() as tmp:
         path = os.path.join(tmp, "config.json")

@@ -47,6 +47,7 @@ MANIFEST = os.path.join(HERE, "psidiag.yaml")
 DOCKER_IMAGE = "psidiag-vm/busybox:1"
 PODMAN_IMAGE = "localhost/psidiag-vm/busybox:1"
 AGENT_IMAGE = "psidiag-vm/agent:1"
+CTR_IMAGE = "registry.example.com/tools/ctrweb:1"
 IMAGE_K8S = "registry.example.com/shop/busybox:1.36"
 WEB = "while :; do :; done"
 BATCH = "yes >/dev/null & yes >/dev/null & yes >/dev/null & yes >/dev/null"
@@ -595,9 +596,11 @@ def docker_opts(ds, tmp, confined=False):
 @case
 def agent_in_container(validate):
     """The agent in a docker container as the shipped manifest runs it (docker_opts()), with the
-    manifest's own config, beside pods made through the CRI as in containerd-pods (systemd driver)
-    and a podman container "podweb": every trigger armed; the pods' containers named by pod and
-    image, podweb and the agent's own container by name and image (through the manifest's mounts);
+    manifest's own config, beside pods made through the CRI as in containerd-pods (systemd driver),
+    a podman container "podweb" in a `podman pod` and a plain containerd container "ctrweb" (`ctr
+    run`): every trigger armed; the pods' containers named by pod and image, podweb, ctrweb and the
+    agent's own container by name and image, podweb's `podman pod` too (all through the manifest's
+    mounts: ctrweb's image from containerd's meta.db, podweb's pod from libpod's bolt_state.db);
     every cgroup a host path with the pod's QoS, its own container's too; no process without a
     name. Then `psidiag check` in such a container: all ok but kmsg (a bind mount, refused by the
     device cgroup: it says so); and under docker's default AppArmor profile, its psi-trigger line
@@ -621,6 +624,14 @@ def agent_in_container(validate):
         agent_image(tmp)
         must(["podman", "import", tarball(rootfs(os.path.join(tmp, "podman"))), PODMAN_IMAGE])
         done.image("podman", PODMAN_IMAGE)
+        # ctr's image: podman's, saved under another name and imported into containerd's default
+        # namespace (as containerd-plain does)
+        archive = os.path.join(tmp, "ctr-image.tar")
+        must(["podman", "tag", PODMAN_IMAGE, CTR_IMAGE])
+        must(["podman", "save", "--format", "docker-archive", "-o", archive, CTR_IMAGE])
+        sh(["podman", "rmi", CTR_IMAGE])
+        must(["ctr", "images", "import", archive])
+        done.add(f"image {CTR_IMAGE}", sh, ["ctr", "images", "rm", CTR_IMAGE])
         opts = docker_opts(ds, tmp)
         with Cleanup() as these:
             # The pods' sandboxes first: the config watches kubepods-burstable.slice and
@@ -628,7 +639,9 @@ def agent_in_container(validate):
             web.run_sandbox(these)
             batch.run_sandbox(these)
             these.docker("psidiag")
+            these.add("podman pod rm podpod", sh, ["podman", "pod", "rm", "-f", "-t", "0", "podpod"])
             these.podman("podweb")
+            these.ctr("default", "ctrweb")
             agent_id = must(["docker", "run", "-d", "--name", "psidiag", *opts, AGENT_IMAGE, *ds["spec"]["containers"][0]["args"]])
             deadline = time.time() + 60
             while "watching:" not in docker("logs", "psidiag").stderr:
@@ -638,8 +651,10 @@ def agent_in_container(validate):
                 time.sleep(0.2)
             web.run_container(IMAGE_K8S)
             batch.run_container(IMAGE_K8S)
-            must(["podman", "run", "-d", "--name", "podweb", "--network", "none", PODMAN_IMAGE, "sh", "-c", WEB])
-            want = {"web", "batch", "podweb"}
+            must(["podman", "pod", "create", "--network", "none", "--name", "podpod"])
+            must(["podman", "run", "-d", "--pod", "podpod", "--name", "podweb", PODMAN_IMAGE, "sh", "-c", WEB])
+            must(["ctr", "run", "-d", "--env", "PATH=/bin", CTR_IMAGE, "ctrweb", "sh", "-c", WEB])
+            want = {"web", "batch", "podweb", "ctrweb"}
             deadline = time.time() + 120
             while time.time() < deadline and not want <= {n for inc in read_lines(out) for n, _, _ in names_in(inc)}:
                 time.sleep(0.5)
@@ -652,7 +667,10 @@ def agent_in_container(validate):
                   f"not every trigger armed ({n} in the config):\n{log[-3000:]}")
             lines = read_lines(out)
             check_pods(validate, lines, log, web, batch)
-            check_named(validate, lines, log, {"podweb": (PODMAN_IMAGE, None)})
+            check_named(validate, lines, log, {"podweb": (PODMAN_IMAGE, None), "ctrweb": (CTR_IMAGE, None)})
+            pods = runtime_pods(lines, "podweb")
+            print(f"  podweb's runtime_pod: {pods}")
+            check(pods == {"podpod"}, f"podweb: runtime_pod {pods}, not {{'podpod'}}")
             # The agent's own container, when an incident names it (it is not always among the top).
             mine = {(img, pod) for inc in lines for n, img, pod in names_in(inc) if n == "psidiag"}
             check(mine <= {(AGENT_IMAGE, None)}, f"the agent's own container: {mine}")
