@@ -36,6 +36,19 @@ def wait_of(inc, tid):
                  for t in g["threads"] if t["tid"] == tid), (None, None))
 
 
+def picked(validate, lines, pick):
+    """The first incident pick(lines) holds, valid, with every incident's summary and blocked
+    threads printed, and its own facts and whole text, so that the report shows what was seen."""
+    for i in lines:
+        print(f"  incident: {i['summary']}")
+        print(f"    blocked: {[(g['wchan'], g.get('resource'), [(t['comm'], t['pid'], t['blocked_ms']) for t in g['threads']], g.get('stack')) for g in i['blocked'] or []]}")
+    inc = pick(lines)[0]
+    validate(inc)
+    show(inc)
+    print("INCIDENT: " + json.dumps(inc))
+    return inc
+
+
 def node_device(inc, name):
     """The node's device of that name in an io incident's limits (node_devices), or {}."""
     devs = ((inc.get("limits") or {}).get("io") or {}).get("node_devices") or []
@@ -87,9 +100,7 @@ def io_stuck(validate):
                         and (i.get("most_delayed") or [{}])[0].get("blocked_now")]
             lines, _ = agent_run(cg, "io some 50ms 2s", stuck, cooldown_ms=0, start=lambda: procs.append(
                 cg.spawn(["dd", "if=/dev/zero", f"of=/dev/{disk}", "bs=4k", "count=100000", "oflag=direct"])))
-            inc = stuck(lines)[0]
-            validate(inc)
-            show(inc)
+            inc = picked(validate, lines, stuck)
             top = inc["most_delayed"][0]
             ms = top["blocked_now"]["ms"]
             print(f"  blocked: {top['comm']} tid {top['blocked_now']['tid']} for {ms} ms; blocked {inc['blocked']}")
@@ -147,13 +158,7 @@ def writeback(validate):
                 def named(lines):
                     return [i for i in with_culprits(lines) if queued(i) >= 16 << 20 and fsync_blocked(i)]
                 lines, _ = agent_run(db, "io some 50ms 2s", named, start=start, cooldown_ms=0)
-                for i in lines:
-                    print(f"  incident: {i['summary']}")
-                    print(f"    blocked: {[(g['wchan'], g.get('resource'), [(t['comm'], t['pid'], t['blocked_ms']) for t in g['threads']]) for g in i['blocked'] or []]}")
-                inc = named(lines)[0]
-                validate(inc)
-                show(inc)
-                print("INCIDENT: " + json.dumps(inc))
+                inc = picked(validate, lines, named)
                 # The fsync writer waits in D behind the queue: its wait has not ended, so it is
                 # named blocked with how long, and that wait is for io.
                 writer = fsync_blocked(inc)[0]
@@ -246,13 +251,7 @@ def memory_swap(validate):
             lines, _ = agent_run(cg, "memory some 50ms 2s", stuck, timeout=120, start=lambda: procs.append(
                 cg.spawn(["python3", "-c", TOUCHER, "vm-toucher"])))
             print(f"  {len(lines)} incidents in {time.monotonic() - t:.1f} s")
-            for i in lines:
-                print(f"  incident: {i['summary']}")
-                print(f"    blocked: {[(g['wchan'], g.get('resource'), [(t['comm'], t['blocked_ms']) for t in g['threads']], g['stack']) for g in i['blocked'] or []]}")
-            inc = stuck(lines)[0]
-            validate(inc)
-            show(inc)
-            print("INCIDENT: " + json.dumps(inc))
+            inc = picked(validate, lines, stuck)
             stat = open(os.path.join(cg.path, "memory.stat")).read()
             print("  memory.stat: " + " ".join(l for l in stat.splitlines() if l.split()[0] in ("anon", "swapcached", "pswpin", "pswpout", "workingset_refault_anon")))
             threads = blocked_threads(inc, procs[0].pid)
