@@ -58,8 +58,9 @@ def check(cond, msg):
         raise Failed(msg)
 
 
-def rmdir_retry(path, timeout=5):
-    """Removes a cgroup directory, retrying while its last tasks finish exiting; raises after timeout."""
+def rmdir_retry(path, timeout=30):
+    """Removes a cgroup directory, retrying while its last tasks finish exiting (a task killed in
+    a memcg at its limit may take seconds on a busy host); raises after timeout."""
     deadline = time.time() + timeout
     while os.path.exists(path):
         try:
@@ -112,7 +113,7 @@ class ScratchCgroup:
             p.wait()
         self.procs = []
         # Anything else that wandered in.
-        deadline = time.time() + 5
+        deadline = time.time() + 30
         while time.time() < deadline:
             try:
                 with open(os.path.join(self.path, "cgroup.procs")) as f:

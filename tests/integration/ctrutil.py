@@ -7,9 +7,10 @@ cgroupfs driver leaves in the v1 hierarchies, and the one teardown of all they s
 import os
 import shutil
 import subprocess
+import sys
 import time
 
-from common import skip
+from common import rmdir_retry, skip
 
 # crun refuses hybrid hosts ("cgroups in hybrid mode not supported"); runc runs there. The default
 # RLIMIT_NOFILE and RLIMIT_NPROC podman asks for may be above our hard limits.
@@ -145,8 +146,9 @@ def v1_cleanup(rel):
     for top in os.listdir("/sys/fs/cgroup"):
         path = os.path.join("/sys/fs/cgroup", top, rel)
         if top != "unified" and os.path.isdir(path):
+            # deepest first; conmon's may still be exiting after `podman rm`
             for d, _, _ in sorted(os.walk(path), key=lambda w: -len(w[0])):
                 try:
-                    os.rmdir(d)
-                except OSError:
-                    pass
+                    rmdir_retry(d)
+                except OSError as e:
+                    print(f"warning: could not remove {d}: {e}", file=sys.stderr)
