@@ -4,8 +4,9 @@
  * by default (/var/lib/containers/storage/libpod rootful, ~/.local/share/containers/storage/libpod
  * rootless). Podman 4.3 keeps a container's pod id under key "pod-id" of bucket "ctr"/<id>, and
  * a pod's name under its id in bucket "id-registry" (docs/kernel-facts.md: podman-state says where
- * in podman's source). Podman 5's default database (db.sql, SQLite) is not read. Reads through
- * the sysroot; never logs. */
+ * in podman's source). Where there is no bolt_state.db, podman 5's SQLite state, db.sql in the
+ * storage directory: ContainerConfig's PodID, PodConfig's Name, read with libsqlite3 loaded by
+ * dlopen at the first use. Reads through the sysroot; never logs. */
 #pragma once
 
 #include <stddef.h>
@@ -13,11 +14,13 @@
 
 /* The name of the pod of container id in <storage_dir>/libpod/bolt_state.db beneath root_fd
  * (storage_dir relative, "var/lib/containers/storage"). The file must be a regular file owned by
- * root, by us, or by owner (>= 0: a rootless user's storage). Returns 1 and copies the pod's name
- * into name (cut to size - 1 bytes, NUL-terminated), 0 when the database has the container in no
- * pod, -ENOENT (no database, or the container is not in it), -EPERM (not a regular file of its
- * owner), -EBADMSG (corrupt, or a pod id that is not one), -EFBIG, -errno. reason (may be NULL,
- * else LIBPOD_REASON_MAX bytes) says why on error, "" otherwise. */
+ * root, by us, or by owner (>= 0: a rootless user's storage); so must <storage_dir>/db.sql, read
+ * when there is no bolt_state.db. Returns 1 and copies the pod's name into name (cut to size - 1
+ * bytes, NUL-terminated), 0 when the database has the container in no pod, -ENOENT (neither
+ * database, or the container is not in it), -EPERM (not a regular file of its owner), -EBADMSG
+ * (corrupt, or a pod id that is not one), -EFBIG, -EBUSY (db.sql locked by a writer over 50 ms),
+ * -ENOTSUP (db.sql, and no libsqlite3.so.0 or a build without SQLite), -errno. reason (may be
+ * NULL, else LIBPOD_REASON_MAX bytes) says why on error, "" otherwise. */
 #define LIBPOD_REASON_MAX 160
 int libpod_pod_name(int root_fd, const char *storage_dir, int64_t owner, const char *id, char *name, size_t size,
                     char *reason);

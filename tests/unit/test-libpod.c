@@ -151,11 +151,122 @@ static void test_bad_database(void **state) {
         assert_int_equal(fake_tree_remove(root), 0);
 }
 
+/* Podman 5's SQLite state (tests/fixtures/containers/podman5/: db.sql and containers.json as
+ * podman 5.4.2 of Debian 13 wrote them, no bolt_state.db: "web" in pod "shop-pod" (no infra),
+ * "api" and the infra container in "infra-pod", "solo" in none). */
+#define P5_WEB "2833898ba25d9558fca27c8528074bba53768135c471e5c111fd6a15d1738b57"
+#define P5_API "4ebd94ee38bbcd3b1a9151aa0e78f778234e420b0fe5cd03d3aa21026f9aa878"
+#define P5_SOLO "1e62f4c7b24eeee44d24fbc9bf5dfe966d72918cad6d25b381b61c7e28c4c5ff"
+#define P5_POD "7ec5824ca3f59f6813318d18cc37f0a64e280a1d0c63ed8ee39323f430ee0c52"
+#define P5_WEB_CG "/machine.slice/machine-libpod_pod_" P5_POD ".slice/libpod-" P5_WEB ".scope"
+#define P5_DB STORAGE "/db.sql"
+
+static void test_podman5(void **state) {
+        int fd = open_dir(fixture("containers/podman5"));
+        ContainerCache *c = NULL;
+        const ContainerInfo *i;
+        char name[128], why[LIBPOD_REASON_MAX];
+
+#if HAVE_SQLITE
+        assert_int_equal(libpod_pod_name(fd, STORAGE, -1, P5_WEB, name, sizeof name, why), 1);
+        assert_string_equal(name, "shop-pod");
+        assert_string_equal(why, "");
+        assert_int_equal(libpod_pod_name(fd, STORAGE, -1, P5_API, name, sizeof name, why), 1);
+        assert_string_equal(name, "infra-pod");
+        assert_int_equal(libpod_pod_name(fd, STORAGE, -1, P5_SOLO, name, sizeof name, why), 0);
+        assert_string_equal(name, "");
+        assert_int_equal(libpod_pod_name(fd, STORAGE, -1, P5_POD, name, sizeof name, why), -ENOENT);
+        assert_string_equal(why, "db.sql: no such container");
+        /* a name cut to its buffer, still NUL-terminated */
+        assert_int_equal(libpod_pod_name(fd, STORAGE, -1, P5_WEB, name, 5, why), 1);
+        assert_string_equal(name, "shop");
+#else
+        assert_int_equal(libpod_pod_name(fd, STORAGE, -1, P5_WEB, name, sizeof name, why), -ENOTSUP);
+        assert_string_equal(why, "db.sql: psidiag is built without SQLite");
+#endif
+        assert_int_equal(container_cache_new(fd, 8, &c), 0);
+        i = container_cache_lookup(c, P5_WEB_CG);
+        assert_non_null(i);
+        assert_string_equal(i->runtime, "podman");
+        assert_string_equal(i->name, "web");
+        assert_string_equal(i->image, "localhost/psidiag/busybox:1");
+        assert_string_equal(i->runtime_pod, HAVE_SQLITE ? "shop-pod" : "");
+        assert_string_equal(i->unnamed, "");
+        i = container_cache_lookup(c, "/libpod_parent/libpod-" P5_SOLO);
+        assert_string_equal(i->name, "solo");
+        assert_string_equal(i->runtime_pod, "");
+        container_cache_free(c);
+        close(fd);
+}
+
+/* Web still named, its pod unsaid, whatever is wrong with db.sql. */
+static void expect_p5_unsaid(int fd, int err) {
+        ContainerCache *c = NULL;
+        const ContainerInfo *i;
+        char name[128], why[LIBPOD_REASON_MAX];
+
+        assert_int_equal(libpod_pod_name(fd, STORAGE, -1, P5_WEB, name, sizeof name, why), err);
+        assert_string_not_equal(why, "");
+        assert_int_equal(container_cache_new(fd, 8, &c), 0);
+        i = container_cache_lookup(c, P5_WEB_CG);
+        assert_string_equal(i->name, "web");
+        assert_string_equal(i->image, "localhost/psidiag/busybox:1");
+        assert_string_equal(i->runtime_pod, "");
+        container_cache_free(c);
+}
+
+static void test_podman5_bad(void **state) {
+        char root[] = "/tmp/psidiag-test-libpod-XXXXXX", db[128];
+        uint8_t *buf;
+        size_t len;
+        FILE *f;
+        int fd;
+
+        assert_int_equal(fake_tree_copy(root, fixture("containers/podman5")), 0);
+        fd = open_dir(root);
+        snprintf(db, sizeof db, "%s/" P5_DB, root);
+        f = fopen(db, "rb");
+        assert_non_null(f);
+        buf = malloc(1 << 20);
+        assert_non_null(buf);
+        len = fread(buf, 1, 1 << 20, f);
+        fclose(f);
+        assert_true(len > 65536);
+
+#if HAVE_SQLITE
+        /* truncated to its first page: the tables' pages are gone */
+        assert_int_equal(fake_tree_write_bytes(root, P5_DB, buf, 4096), 0);
+        expect_p5_unsaid(fd, -EBADMSG);
+        /* every page after the first overwritten */
+        memset(buf + 4096, 0x5a, len - 4096);
+        assert_int_equal(fake_tree_write_bytes(root, P5_DB, buf, len), 0);
+        expect_p5_unsaid(fd, -EBADMSG);
+        /* not SQLite at all */
+        assert_int_equal(fake_tree_write(root, P5_DB, "{\"not\": \"sqlite\"}"), 0);
+        expect_p5_unsaid(fd, -EBADMSG);
+        /* someone else's file (a rootless user's storage holds the user's only) */
+        assert_int_equal(chown(db, 4321, 4321), 0);
+        expect_p5_unsaid(fd, -EPERM);
+#endif
+        /* a symlink in its place is not followed, a FIFO not opened */
+        assert_int_equal(unlink(db), 0);
+        assert_int_equal(symlink("/etc/passwd", db), 0);
+        expect_p5_unsaid(fd, -EPERM);
+        assert_int_equal(unlink(db), 0);
+        assert_int_equal(mkfifo(db, 0600), 0);
+        expect_p5_unsaid(fd, -EPERM);
+        /* neither database */
+        assert_int_equal(unlink(db), 0);
+        expect_p5_unsaid(fd, -ENOENT);
+        free(buf);
+        close(fd);
+        assert_int_equal(fake_tree_remove(root), 0);
+}
+
 int main(void) {
         const struct CMUnitTest tests[] = {
-                cmocka_unit_test(test_found),
-                cmocka_unit_test(test_no_database),
-                cmocka_unit_test(test_bad_database),
+                cmocka_unit_test(test_found),   cmocka_unit_test(test_no_database), cmocka_unit_test(test_bad_database),
+                cmocka_unit_test(test_podman5), cmocka_unit_test(test_podman5_bad),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }
