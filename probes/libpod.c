@@ -145,7 +145,7 @@ static int sqlite_pod_name(int root_fd, const char *storage_dir, int64_t owner, 
                 sqlite.close(db);
                 return r;
         }
-        /* podman holds its lock for a write only: wait that long, not longer */
+        /* a podman writing holds its lock for one transaction: wait 50 ms for it, not longer */
         sqlite.busy_timeout(db, 50);
         r = sqlite_query(db, id, name, size, reason);
         sqlite.close(db);
