@@ -254,15 +254,42 @@ static int podman_pod(ContainerCache *c, const char *dir, int64_t owner, Contain
         return r;
 }
 
-/* podman's containers/storage: /var/lib/containers/storage rootful, ~/.local/share/containers/storage
- * of the user whose systemd instance holds the scope rootless. */
+/* Rootful containers/storage's graph root, beneath the sysroot: graphroot of storage.conf, which
+ * containers/storage reads from /etc/containers/storage.conf, else from the distribution's
+ * /usr/share/containers/storage.conf (types/options.go), else /var/lib/containers/storage. */
+static void podman_graphroot(int root_fd, char *dir, size_t size) {
+        static const char *const confs[] = { "etc/containers/storage.conf", "usr/share/containers/storage.conf" };
+        char buf[65536], root[PATH_MAX];
+
+        for (size_t i = 0; i < ELEMENTSOF(confs); i++) {
+                ssize_t n = read_file_at(root_fd, confs[i], buf, sizeof buf);
+                int r;
+
+                if (n == -ENOENT)
+                        continue;
+                r = n < 0 ? (int) n : ctrmeta_storage_graphroot(buf, (size_t) n, root, sizeof root);
+                if (r > 0) {
+                        snprintf(dir, size, "%s", root + 1);
+                        return;
+                }
+                if (r < 0)
+                        log_debug("/%s: no graphroot read: %s", confs[i], strerror(-r));
+                break;
+        }
+        snprintf(dir, size, "var/lib/containers/storage");
+}
+
+/* podman's containers/storage: its graph root rootful, ~/.local/share/containers/storage of the
+ * user whose systemd instance holds the scope rootless. */
 static int podman_read(ContainerCache *c, int64_t user_uid, ContainerInfo *info) {
         char passwd[65536], home[PATH_MAX], dir[PATH_MAX + 64];
         ssize_t n;
         int r;
 
-        if (user_uid <= 0)
-                return podman_pod(c, "var/lib/containers/storage", -1, info);
+        if (user_uid <= 0) {
+                podman_graphroot(c->root_fd, dir, sizeof dir);
+                return podman_pod(c, dir, -1, info);
+        }
         n = read_file_at(c->root_fd, "etc/passwd", passwd, sizeof passwd);
         if (n < 0)
                 return (int) n;

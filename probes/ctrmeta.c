@@ -210,3 +210,65 @@ int ctrmeta_passwd_home(const char *buf, size_t len, unsigned uid, char *home, s
         }
         return -ENOENT;
 }
+
+static const char *skip_blank(const char *p, const char *end) {
+        while (p < end && (*p == ' ' || *p == '\t'))
+                p++;
+        return p;
+}
+
+/* A TOML line's key, table header and string value: enough of TOML for one key of storage.conf,
+ * whose tables are headers of their own lines. */
+int ctrmeta_storage_graphroot(const char *buf, size_t len, char *root, size_t size) {
+        const char *p = buf, *end = buf + len;
+        bool in_storage = false;
+
+        while (p < end) {
+                const char *nl = memchr(p, '\n', (size_t) (end - p)), *eol = nl ? nl : end;
+                const char *q = skip_blank(p, eol);
+
+                p = eol + 1;
+                if (q < eol && *q == '[') {
+                        const char *k = skip_blank(q + 1, eol), *e = k;
+                        while (e < eol && *e != ']' && *e != ' ' && *e != '\t')
+                                e++;
+                        in_storage = q[1] != '[' && (size_t) (e - k) == 7 && memcmp(k, "storage", 7) == 0 &&
+                                     skip_blank(e, eol) < eol && *skip_blank(e, eol) == ']';
+                        continue;
+                }
+                if (!in_storage || (size_t) (eol - q) < 9 || memcmp(q, "graphroot", 9) != 0)
+                        continue;
+                q = skip_blank(q + 9, eol);
+                if (q >= eol || *q != '=')
+                        continue; /* another key that starts so */
+                q = skip_blank(q + 1, eol);
+                if (q >= eol || (*q != '"' && *q != '\''))
+                        return -EBADMSG;
+                char quote = *q++;
+                const char *v = q;
+                while (q < eol && *q != quote) {
+                        if ((unsigned char) *q < 0x20 || *q == 0x7f || (quote == '"' && *q == '\\'))
+                                return -EBADMSG;
+                        q++;
+                }
+                size_t n = (size_t) (q - v);
+                if (q >= eol || n == 0 || v[0] != '/')
+                        return -EBADMSG;
+                const char *rest = skip_blank(q + 1, eol);
+                if (rest < eol && *rest != '#' && *rest != '\r')
+                        return -EBADMSG;
+                for (const char *c = v; c < q;) {
+                        const char *slash = memchr(c + 1, '/', (size_t) (q - c - 1)), *next = slash ? slash : q;
+                        /* c is at a '/': the component is (c, next) */
+                        if (next - c == 3 && c[1] == '.' && c[2] == '.')
+                                return -EBADMSG;
+                        c = next;
+                }
+                if (n >= size)
+                        return -ENAMETOOLONG;
+                memcpy(root, v, n);
+                root[n] = '\0';
+                return 1;
+        }
+        return 0;
+}

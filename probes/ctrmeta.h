@@ -75,3 +75,9 @@ CtrmetaStorage *ctrmeta_storage_free(CtrmetaStorage *s);
 /* The home directory of uid in an /etc/passwd buffer, into buf. Returns 0, -ENOENT (no such uid,
  * or no absolute home), -ENAMETOOLONG. */
 int ctrmeta_passwd_home(const char *buf, size_t len, unsigned uid, char *home, size_t size);
+
+/* containers/storage's graph root as a storage.conf sets it: `graphroot = "<path>"` (or a literal
+ * '<path>') in table [storage]. The path must be absolute, of printable characters, without a ".."
+ * component or an escape. Copies it into root. Returns 1, 0 (not set there: the default
+ * /var/lib/containers/storage), -EBADMSG (set to something else), -ENAMETOOLONG. */
+int ctrmeta_storage_graphroot(const char *buf, size_t len, char *root, size_t size);

@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /* The container runtimes' metadata parsers (probes/ctrmeta.h): the same bytes as docker's
  * config.v2.json, an OCI spec's annotations, a containers/storage containers.json (looked up for
- * the id the fuzzer's first 64 bytes would be) and /etc/passwd. Every field stays NUL-terminated
- * within its buffer whatever the input. */
+ * the id the fuzzer's first 64 bytes would be), /etc/passwd and a storage.conf's graphroot. Every field stays
+ * NUL-terminated within its buffer whatever the input. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -35,6 +35,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         (void) ctrmeta_parse_storage(buf, size, "c259ab325826b8b00d41a77c5935548283afad4f39d1379691811634296c0bc7", &i);
         check(&i);
         if (ctrmeta_passwd_home(buf, size, 1000, home, sizeof home) == 0 && strnlen(home, sizeof home) == sizeof home)
+                abort();
+        /* a graph root found is absolute, NUL-terminated, without a ".." component */
+        if (ctrmeta_storage_graphroot(buf, size, home, sizeof home) > 0 &&
+            (strnlen(home, sizeof home) == sizeof home || home[0] != '/' || strstr(home, "/../") ||
+             (strlen(home) >= 3 && strcmp(home + strlen(home) - 3, "/..") == 0)))
                 abort();
         free(buf);
         return 0;

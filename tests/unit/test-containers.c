@@ -3,6 +3,7 @@
  * podman 4.3.1 wrote them on Debian 12, the others shaped as their sources write them), the cache
  * (once per container, LRU eviction, kept after the files go), and hostile metadata: bad JSON,
  * huge files, FIFOs and symlinks in place of a file, control characters, missing fields. */
+#include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -222,6 +223,97 @@ static void test_podman(void **state) {
         close(fd);
 }
 
+/* storage.conf's graphroot: where rootful podman's storage is when an operator moved it. */
+static void test_graphroot(void **state) {
+        char root[] = "/tmp/psidiag-test-containers-XXXXXX", r[64];
+        const ContainerInfo *i;
+        ContainerCache *c;
+        int fd;
+
+#define GR(text) ctrmeta_storage_graphroot(text, strlen(text), r, sizeof r)
+        /* Debian's /usr/share/containers/storage.conf says the default */
+        assert_int_equal(GR("# storage.conf\n[storage]\ndriver = \"overlay\"\nrunroot = \"/run/containers/storage\"\n"
+                            "graphroot = \"/var/lib/containers/storage\"\n[storage.options]\n"),
+                         1);
+        assert_string_equal(r, "/var/lib/containers/storage");
+        assert_int_equal(GR("[ storage ]\n  graphroot='/srv/ctr'   # moved\r\n"), 1);
+        assert_string_equal(r, "/srv/ctr");
+        assert_int_equal(GR("[storage]\ngraphroot=\"/a/..b/c..\""), 1);
+        assert_string_equal(r, "/a/..b/c..");
+        /* not set: commented, in another table, another key, no table, nothing */
+        assert_int_equal(GR("[storage]\n# graphroot = \"/srv/ctr\"\n"), 0);
+        assert_int_equal(GR("[storage.options]\ngraphroot = \"/srv/ctr\"\n"), 0);
+        assert_int_equal(GR("[[storage]]\ngraphroot = \"/srv/ctr\"\n"), 0);
+        assert_int_equal(GR("[storage]\ngraphroots = \"/srv/ctr\"\n"), 0);
+        assert_int_equal(GR("graphroot = \"/srv/ctr\"\n"), 0);
+        assert_int_equal(GR(""), 0);
+        /* set to something that is not an absolute path of its own */
+        assert_int_equal(GR("[storage]\ngraphroot = \"srv/ctr\"\n"), -EBADMSG);
+        assert_int_equal(GR("[storage]\ngraphroot = \"/srv/../etc\"\n"), -EBADMSG);
+        assert_int_equal(GR("[storage]\ngraphroot = \"/srv/..\"\n"), -EBADMSG);
+        assert_int_equal(GR("[storage]\ngraphroot = \"/srv\\u0041\"\n"), -EBADMSG);
+        assert_int_equal(GR("[storage]\ngraphroot = \"/srv\tctr\"\n"), -EBADMSG);
+        assert_int_equal(GR("[storage]\ngraphroot = \"/srv/ctr\n"), -EBADMSG);
+        assert_int_equal(GR("[storage]\ngraphroot = \"/srv/ctr\" x\n"), -EBADMSG);
+        assert_int_equal(GR("[storage]\ngraphroot = \"\"\n"), -EBADMSG);
+        assert_int_equal(GR("[storage]\ngraphroot = /srv/ctr\n"), -EBADMSG);
+        assert_int_equal(
+                GR("[storage]\ngraphroot = \"/a-path-longer-than-the-buffer-of-sixty-four-bytes/xxxxxxxxxxxxxxx\"\n"),
+                -ENAMETOOLONG);
+#undef GR
+
+        /* podman's fixture with its storage moved to /srv/ctr, as /etc/containers/storage.conf says */
+        assert_int_equal(fake_tree_copy(root, fixture("containers/podman")), 0);
+        assert_int_equal(fake_tree_mkdirs(root, "srv/ctr"), 0);
+        {
+                char from[128], to[128];
+                snprintf(from, sizeof from, "%s/var/lib/containers/storage", root);
+                snprintf(to, sizeof to, "%s/srv/ctr/storage", root);
+                assert_int_equal(rename(from, to), 0);
+        }
+        fd = open(root, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        assert_true(fd >= 0);
+        /* the distribution's file alone, at the default: not found */
+        assert_int_equal(fake_tree_write(root, "usr/share/containers/storage.conf",
+                                         "[storage]\ngraphroot = \"/var/lib/containers/storage\"\n"),
+                         0);
+        assert_int_equal(container_cache_new(fd, 8, &c), 0);
+        i = container_cache_lookup(c, "/machine.slice/libpod-" PODMAN ".scope");
+        assert_string_equal(i->name, "");
+        assert_string_not_equal(i->unnamed, "");
+        container_cache_free(c);
+        /* the distribution's file moved it */
+        assert_int_equal(fake_tree_write(root, "usr/share/containers/storage.conf",
+                                         "[storage]\ngraphroot = \"/srv/ctr/storage\"\n"),
+                         0);
+        assert_int_equal(container_cache_new(fd, 8, &c), 0);
+        i = container_cache_lookup(c, "/machine.slice/libpod-" PODMAN ".scope");
+        assert_string_equal(i->name, "names-probe1");
+        assert_string_equal(i->image, "localhost/psidiag-names-bb:1");
+        container_cache_free(c);
+        /* /etc's file overrides it, whatever it says or leaves unsaid */
+        assert_int_equal(fake_tree_write(root, "etc/containers/storage.conf", "[storage]\ndriver = \"overlay\"\n"), 0);
+        assert_int_equal(container_cache_new(fd, 8, &c), 0);
+        i = container_cache_lookup(c, "/machine.slice/libpod-" PODMAN ".scope");
+        assert_string_equal(i->name, "");
+        container_cache_free(c);
+        assert_int_equal(
+                fake_tree_write(root, "etc/containers/storage.conf", "[storage]\ngraphroot = \"/srv/ctr/storage\"\n"),
+                0);
+        assert_int_equal(container_cache_new(fd, 8, &c), 0);
+        i = container_cache_lookup(c, "/libpod_parent/libpod-" PODMAN);
+        assert_string_equal(i->name, "names-probe1");
+        container_cache_free(c);
+        /* a graphroot that is not a path: the default, and the container unnamed, not a crash */
+        assert_int_equal(fake_tree_write(root, "etc/containers/storage.conf", "[storage]\ngraphroot = \"../x\"\n"), 0);
+        assert_int_equal(container_cache_new(fd, 8, &c), 0);
+        i = container_cache_lookup(c, "/libpod_parent/libpod-" PODMAN);
+        assert_string_equal(i->name, "");
+        container_cache_free(c);
+        close(fd);
+        assert_int_equal(fake_tree_remove(root), 0);
+}
+
 /* A scratch root with docker's directory for id; file: its config.v2.json. */
 static int scratch(char *root, size_t size, const char *id, char *file, size_t fsize) {
         char dir[384];
@@ -378,6 +470,7 @@ int main(void) {
                 cmocka_unit_test(test_containerd_plain_no_meta),
                 cmocka_unit_test(test_crio),
                 cmocka_unit_test(test_podman),
+                cmocka_unit_test(test_graphroot),
                 cmocka_unit_test(test_hostile_files),
                 cmocka_unit_test(test_eviction),
                 cmocka_unit_test(test_parsers_hostile),
