@@ -11,6 +11,8 @@
 #include "base/macro.h"
 #include "cmd/check.h"
 #include "config/model.h"
+#include "probes/containers.h"
+#include "probes/ctrselect.h"
 #include "probes/kmsg.h"
 #include "probes/procfs.h"
 #include "probes/schedclock.h"
@@ -216,7 +218,86 @@ size_t check_evaluate(const CheckFacts *f, CheckLine *lines) {
                      example);
         } else
                 LINE(CHECK_OK, "cgroupns", "the host's cgroup namespace (%u processes' cgroups read)", ns->scanned);
+
+        /* Container names: each container of the tree looked up in its runtime's files, as an
+         * incident names it (docs/incident.md: container names). */
+        if (f->containers_err < 0)
+                LINE(CHECK_WARN, "container-names", "cannot walk the cgroup tree for containers: %s",
+                     strerror(-f->containers_err));
+        else if (f->n_runtimes == 0)
+                LINE(CHECK_OK, "container-names", "no container in the cgroup tree");
+        else {
+                char all[256] = "", *p = all;
+                const CheckRuntime *worst = NULL;
+
+                for (size_t i = 0; i < f->n_runtimes && p < all + sizeof all - 1; i++) {
+                        const CheckRuntime *rt = &f->runtimes[i];
+                        p += snprintf(p, sizeof all - (size_t) (p - all), "%s%s %u of %u", i ? ", " : "", rt->runtime,
+                                      rt->named, rt->seen);
+                        if (rt->named < rt->seen && (!worst || rt->seen - rt->named > worst->seen - worst->named))
+                                worst = rt;
+                }
+                if (!worst)
+                        LINE(CHECK_OK, "container-names", "containers named from their runtimes' files: %s", all);
+                else
+                        LINE(CHECK_WARN, "container-names",
+                             "containers named from their runtimes' files: %s; %s's not: %s: incidents give their ids "
+                             "(in a container, mount the runtimes' directories read-only: docs/deploy.md)",
+                             all, worst->runtime, worst->unnamed);
+        }
         return n;
+}
+
+typedef struct Tally {
+        CheckFacts *f;
+        ContainerCache *cache;
+} Tally;
+
+/* Each container of the tree counted under its runtime, named or not (and why not). */
+static int tally(const char *path, CtrselectKind kind, void *userdata) {
+        Tally *t = userdata;
+        const ContainerInfo *info;
+        CheckRuntime *rt = NULL;
+
+        if (kind == CTRSELECT_PARENT)
+                return 0;
+        info = container_cache_lookup(t->cache, path);
+        container_cache_done(t->cache);
+        if (!info) /* "<ns>/<id>" that containerd has no task of: walked as a parent */
+                return 0;
+        for (size_t i = 0; i < t->f->n_runtimes && !rt; i++)
+                if (strcmp(t->f->runtimes[i].runtime, info->runtime) == 0)
+                        rt = &t->f->runtimes[i];
+        if (!rt && t->f->n_runtimes < CHECK_RUNTIMES_MAX) {
+                rt = &t->f->runtimes[t->f->n_runtimes++];
+                snprintf(rt->runtime, sizeof rt->runtime, "%s", info->runtime);
+        }
+        if (rt) {
+                rt->seen++;
+                if (!info->unnamed[0])
+                        rt->named++;
+                else if (!rt->unnamed[0])
+                        snprintf(rt->unnamed, sizeof rt->unnamed, "%s", info->unnamed);
+        }
+        return kind == CTRSELECT_MAYBE ? 1 : 0;
+}
+
+/* The containers the cgroup tree holds, each looked up as an incident would name it. */
+static void gather_containers(CheckFacts *f, const Sysroot *s) {
+        _cleanup_(container_cache_freep) ContainerCache *cache = NULL;
+        Tally t = { .f = f };
+        int r;
+
+        if (s->cgroup2_fd < 0) {
+                f->containers_err = -ENOENT;
+                return;
+        }
+        r = container_cache_new(s->root_fd, CONTAINER_CACHE_MAX, &cache);
+        if (r >= 0) {
+                t.cache = cache;
+                r = ctrselect_walk(s->cgroup2_fd, tally, &t);
+        }
+        f->containers_err = r < 0 ? r : 0;
 }
 
 static void gather_pressure(CheckFacts *f, const Sysroot *s) {
@@ -261,6 +342,7 @@ void check_gather(CheckFacts *f) {
         }
         gather_pressure(f, s);
         gather_cgroups(f, s);
+        gather_containers(f, s);
 
         f->taskstats_err = taskstats_netlink_new(&ts);
         if (f->taskstats_err >= 0) {

@@ -18,6 +18,15 @@ typedef enum CheckStatus {
         CHECK_FAIL,
 } CheckStatus;
 
+/* The containers of one runtime that the cgroup tree holds, and how many its files named. */
+#define CHECK_RUNTIMES_MAX 6
+typedef struct CheckRuntime {
+        char runtime[16];  /* "docker", "containerd", "crio", "podman" */
+        unsigned seen;     /* containers found in the tree */
+        unsigned named;    /* of them, named by their runtime's files */
+        char unnamed[160]; /* why the first one that was not is not */
+} CheckRuntime;
+
 typedef struct CheckFacts {
         int proc_err;                     /* opening /proc */
         int pressure_err;                 /* opening /proc/pressure */
@@ -45,6 +54,9 @@ typedef struct CheckFacts {
         int prekill_dir_err;           /* stat of systemd-oomd's prekill hook directory: 0 a directory */
         int sched_err;                 /* reading this cpu's clock (schedclock_now_on()): how long threads block */
         int cpus_allowed, cpus_online; /* our cpuset's cpus, the node's online ones (0: unknown) */
+        int containers_err;            /* walking the cgroup tree for containers (ctrselect_walk()) */
+        CheckRuntime runtimes[CHECK_RUNTIMES_MAX];
+        size_t n_runtimes;
 } CheckFacts;
 
 /* How many processes `check` reads the cgroup of, looking for ones outside our cgroup namespace. */
@@ -56,7 +68,7 @@ typedef struct CheckLine {
         char text[768];
 } CheckLine;
 
-#define CHECK_LINES_MAX 16
+#define CHECK_LINES_MAX 20
 
 /* Judges the facts. Fills lines (at most CHECK_LINES_MAX) and returns how many. */
 size_t check_evaluate(const CheckFacts *f, CheckLine *lines);

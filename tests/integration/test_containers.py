@@ -4,20 +4,21 @@
 container "batch" (four spinners), both of an image imported here from busybox, under a cgroup
 parent of the test's own; the agent watches that parent for cpu pressure. The incident names the
 processes by container name and image (meta.container), the summary and `psidiag show` say
-"container <name>, image <image>", and every incident matches the schema. Containers, the image
+"container <name>, image <image>", every incident matches the schema, and `psidiag check` counts
+both containers as podman's, named. Containers, the image
 and the cgroups (cgroup2 and the v1 hierarchies podman's cgroupfs driver also makes) are removed
 even on failure. Skips when podman or
 /bin/busybox is missing, or podman cannot run a container here (the reason printed)."""
 
 import os
+import re
 import shutil
 import subprocess
 import sys
 import tempfile
-import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from common import (Failed, ScratchCgroup, check, check_kernel, run, skip, start_watching, stop_agent,  # noqa: E402
+from common import (ScratchCgroup, check, check_kernel, run, skip, start_watching, stop_agent,  # noqa: E402
                     validator, wait_lines)
 from ctrutil import RUN_OPTS, Cleanup, build_image, need_podman, podman, start as ctr_start, v1_cleanup  # noqa: E402
 
@@ -92,6 +93,14 @@ def main():
                       f"psidiag show names no container:\n{shown[-2000:]}")
                 print(f"  named: {named}")
                 print(f"  summary: {summaries[0]}")
+                # `psidiag check` looks every container of the tree up as an incident would: both
+                # of ours are podman's, and named.
+                p = subprocess.run([PSIDIAG, "check"], capture_output=True, text=True, timeout=120)
+                line = next((l for l in p.stdout.splitlines() if l.split()[1:2] == ["container-names"]), "")
+                print(f"  check: {line}")
+                m = re.search(r"\bpodman (\d+) of (\d+)\b", line)
+                check(line.startswith("ok") and m and m.group(1) == m.group(2) and int(m.group(2)) >= 2,
+                      f"psidiag check's container-names line: {line!r}\n{p.stdout}")
             finally:
                 if agent is not None:
                     stop_agent(agent)

@@ -264,6 +264,61 @@ static void test_lsm_label(void **state) {
         assert_int_equal(fake_tree_remove(dir), 0);
 }
 
+/* Container names: ok when every container the tree holds is named, warn with the runtime and the
+ * reason when one is not, ok on a host without containers. */
+static void test_container_names(void **state) {
+        CheckFacts f = good_host();
+        CheckLine lines[CHECK_LINES_MAX];
+        const CheckLine *l;
+        size_t n;
+
+        n = check_evaluate(&f, lines);
+        l = find(lines, n, "container-names");
+        assert_int_equal(l->status, CHECK_OK);
+        assert_string_equal(l->text, "no container in the cgroup tree");
+
+        f.runtimes[0] = (CheckRuntime) { .runtime = "containerd", .seen = 9, .named = 9 };
+        f.runtimes[1] = (CheckRuntime) { .runtime = "podman", .seen = 2, .named = 2 };
+        f.n_runtimes = 2;
+        n = check_evaluate(&f, lines);
+        l = find(lines, n, "container-names");
+        assert_int_equal(l->status, CHECK_OK);
+        assert_non_null(strstr(l->text, "containerd 9 of 9, podman 2 of 2"));
+
+        /* the DaemonSet without docker's mount: docker's containers are ids alone */
+        f.runtimes[2] = (CheckRuntime) { .runtime = "docker", .seen = 3, .named = 0 };
+        strcpy(f.runtimes[2].unnamed, "no config.v2.json: the container is gone or not this host's");
+        f.runtimes[1].named = 1;
+        strcpy(f.runtimes[1].unnamed, "its containers.json: Permission denied");
+        f.n_runtimes = 3;
+        n = check_evaluate(&f, lines);
+        l = find(lines, n, "container-names");
+        assert_int_equal(l->status, CHECK_WARN);
+        assert_non_null(strstr(l->text, "containerd 9 of 9, podman 1 of 2, docker 0 of 3"));
+        assert_non_null(strstr(l->text, "docker's not: no config.v2.json: the container is gone or not this host's"));
+        assert_non_null(strstr(l->text, "docs/deploy.md"));
+        assert_int_equal(worst(lines, n), CHECK_WARN);
+
+        /* every runtime the table holds, each with a long name: the line stays within its text */
+        for (size_t i = 0; i < CHECK_RUNTIMES_MAX; i++) {
+                f.runtimes[i] = (CheckRuntime) { .seen = 4000000000u, .named = 1 };
+                memset(f.runtimes[i].runtime, 'r', sizeof f.runtimes[i].runtime - 1);
+                memset(f.runtimes[i].unnamed, 'u', sizeof f.runtimes[i].unnamed - 1);
+        }
+        f.n_runtimes = CHECK_RUNTIMES_MAX;
+        n = check_evaluate(&f, lines);
+        l = find(lines, n, "container-names");
+        assert_int_equal(l->status, CHECK_WARN);
+        assert_true(strlen(l->text) < sizeof l->text);
+
+        f.n_runtimes = 0;
+        f.containers_err = -EACCES;
+        n = check_evaluate(&f, lines);
+        l = find(lines, n, "container-names");
+        assert_int_equal(l->status, CHECK_WARN);
+        assert_non_null(strstr(l->text, "Permission denied"));
+}
+
 int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_good_host_all_ok),
@@ -275,6 +330,7 @@ int main(void) {
                 cmocka_unit_test(test_degraded_but_working_is_warn),
                 cmocka_unit_test(test_no_psi_no_cgroup2_fail),
                 cmocka_unit_test(test_cgroup_namespace),
+                cmocka_unit_test(test_container_names),
         };
 
         return cmocka_run_group_tests(tests, NULL, NULL);
