@@ -85,6 +85,7 @@ static void sqlite_load(void) {
 
 static int sqlite_query(sqlite3 *db, const char *id, char *name, size_t size, char *reason) {
         sqlite3_stmt *q = NULL;
+        const char *pod;
         int rc, r;
 
         rc = sqlite.prepare_v2(db, POD_QUERY, -1, &q, NULL);
@@ -99,7 +100,8 @@ static int sqlite_query(sqlite3 *db, const char *id, char *name, size_t size, ch
                 r = fail(reason, rc == SQLITE_BUSY ? -EBUSY : -EBADMSG, "db.sql", sqlite.errmsg(db));
         else if (sqlite.column_type(q, 0) == SQLITE_NULL)
                 r = 0;
-        else if (!is_pod_id((const char *) sqlite.column_text(q, 0), sqlite.column_bytes(q, 0)))
+        /* the text first, then its length (SQLite's order: a conversion may move the text) */
+        else if (!(pod = (const char *) sqlite.column_text(q, 0)) || !is_pod_id(pod, sqlite.column_bytes(q, 0)))
                 r = fail(reason, -EBADMSG, "db.sql PodID", "not a pod id");
         else if (sqlite.column_type(q, 1) == SQLITE_NULL || sqlite.column_bytes(q, 1) == 0)
                 r = fail(reason, -EBADMSG, "db.sql PodConfig", "no name for the container's pod");

@@ -13,6 +13,10 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#if HAVE_SQLITE
+#include <sqlite3.h>
+#endif
+
 #include "probes/containers.h"
 #include "probes/libpod.h"
 #include "tests/unit/fake-tree.h"
@@ -263,10 +267,58 @@ static void test_podman5_bad(void **state) {
         assert_int_equal(fake_tree_remove(root), 0);
 }
 
+#if HAVE_SQLITE
+/* Runs sql on the database at path (a scratch copy), as a hostile or broken writer would. */
+static void db_exec(const char *path, const char *sql) {
+        sqlite3 *db = NULL;
+
+        assert_int_equal(sqlite3_open(path, &db), SQLITE_OK);
+        assert_int_equal(sqlite3_exec(db, sql, NULL, NULL, NULL), SQLITE_OK);
+        assert_int_equal(sqlite3_close(db), SQLITE_OK);
+}
+
+/* Rows that are not what podman writes: a pod id that is not one, a pod that is not there, a
+ * pod without a name, another type in the column; a table missing. */
+static void test_podman5_rows(void **state) {
+        char root[] = "/tmp/psidiag-test-libpod-XXXXXX", db[128], name[128], why[LIBPOD_REASON_MAX];
+        int fd;
+
+        assert_int_equal(fake_tree_copy(root, fixture("containers/podman5")), 0);
+        fd = open_dir(root);
+        snprintf(db, sizeof db, "%s/" P5_DB, root);
+        db_exec(db, "PRAGMA foreign_keys = OFF; UPDATE ContainerConfig SET PodID = 'x' WHERE Name = 'web'");
+        assert_int_equal(libpod_pod_name(fd, STORAGE, -1, P5_WEB, name, sizeof name, why), -EBADMSG);
+        assert_string_equal(why, "db.sql PodID: not a pod id");
+        db_exec(db, "UPDATE ContainerConfig SET PodID = 42 WHERE Name = 'web'");
+        assert_int_equal(libpod_pod_name(fd, STORAGE, -1, P5_WEB, name, sizeof name, why), -EBADMSG);
+        db_exec(db, "UPDATE ContainerConfig SET PodID = '" P5_SOLO "' WHERE Name = 'web'");
+        assert_int_equal(libpod_pod_name(fd, STORAGE, -1, P5_WEB, name, sizeof name, why), -EBADMSG);
+        assert_string_equal(why, "db.sql PodConfig: no name for the container's pod");
+        db_exec(db, "UPDATE ContainerConfig SET PodID = '" P5_POD "' WHERE Name = 'web';"
+                    "UPDATE PodConfig SET Name = '' WHERE ID = '" P5_POD "'");
+        assert_int_equal(libpod_pod_name(fd, STORAGE, -1, P5_WEB, name, sizeof name, why), -EBADMSG);
+        db_exec(db, "UPDATE PodConfig SET Name = 'shop-pod' WHERE ID = '" P5_POD "'");
+        assert_int_equal(libpod_pod_name(fd, STORAGE, -1, P5_WEB, name, sizeof name, why), 1);
+        assert_string_equal(name, "shop-pod");
+        db_exec(db, "DROP TABLE PodConfig");
+        assert_int_equal(libpod_pod_name(fd, STORAGE, -1, P5_WEB, name, sizeof name, why), -EBADMSG);
+        assert_string_equal(why, "db.sql: no such table: PodConfig");
+        assert_string_equal(name, "");
+        close(fd);
+        assert_int_equal(fake_tree_remove(root), 0);
+}
+#endif
+
 int main(void) {
         const struct CMUnitTest tests[] = {
-                cmocka_unit_test(test_found),   cmocka_unit_test(test_no_database), cmocka_unit_test(test_bad_database),
-                cmocka_unit_test(test_podman5), cmocka_unit_test(test_podman5_bad),
+                cmocka_unit_test(test_found),
+                cmocka_unit_test(test_no_database),
+                cmocka_unit_test(test_bad_database),
+                cmocka_unit_test(test_podman5),
+                cmocka_unit_test(test_podman5_bad),
+#if HAVE_SQLITE
+                cmocka_unit_test(test_podman5_rows),
+#endif
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }
