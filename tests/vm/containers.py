@@ -1,6 +1,7 @@
 # SPDX-License-Identifier: MIT
-"""The container cases of the VM (guest bookworm-ctr of tests/vm/packages.py), run by guest.py's
-runner like its own cases: the real docker.io 20.10, podman 4.3 and containerd 1.6 of Debian 12,
+"""The container cases of the VM (guests bookworm-ctr and trixie-ctr of tests/vm/packages.py), run
+by guest.py's runner like its own cases: the real docker.io 20.10, podman 4.3 and containerd 1.6 of
+Debian 12 (podman-names with podman 5.4 of Debian 13 too),
 images made offline from busybox-static (`docker import`, `podman import`, and for containerd
 podman's image saved and imported with `ctr images import`). In each a container "web" (a busy
 shell) is stalled by a neighbour "batch" (four `yes`) on the VM's 2 vCPUs, and the incidents must
@@ -262,21 +263,44 @@ def rootless_user(done):
     return uid, as_user
 
 
+def podman_state(user, storage):
+    """podman's version and where it keeps its state, printed: podman 4 in libpod's bbolt
+    bolt_state.db, podman 5 on a fresh install in SQLite, <storage>/db.sql, with no bolt_state.db
+    (podman 5 takes the bbolt file while there is one), so that the pod names of its case are read
+    from the one file it says. Returns podman's major version."""
+    version = must([*user, "podman", "version", "--format", "{{.Client.Version}}"])
+    major = int(version.split(".")[0])
+    bolt, sql = os.path.join(storage, "libpod", "bolt_state.db"), os.path.join(storage, "db.sql")
+    if major >= 5:
+        backend = must([*user, "podman", "info", "--format", "{{.Host.DatabaseBackend}}"])
+        print(f"  podman {version}{' rootless' if user else ''}: DatabaseBackend {backend}")
+        check(backend == "sqlite", f"podman {version}: DatabaseBackend {backend!r}, not sqlite")
+        check(os.path.exists(sql) and not os.path.exists(bolt), f"podman {version}: {sql} "
+              f"{'exists' if os.path.exists(sql) else 'missing'}, {bolt} {'exists' if os.path.exists(bolt) else 'missing'}")
+    else:
+        print(f"  podman {version}{' rootless' if user else ''}: bolt_state.db")
+        check(os.path.exists(bolt), f"podman {version}: no {bolt}")
+    return major
+
+
 @case
 def podman_names(validate):
-    """podman 4.3: rootful with its systemd driver (machine.slice/libpod-<id>.scope), with its
-    cgroupfs driver under a parent of its own, then rootless with the systemd driver as a lingering
-    user (user@<uid>.service/.../libpod-<id>.scope, names in the user's own containers.json); each
-    pair named with its image. The batch container is made in a `podman pod` (with its infra
-    container, whose pause image podman builds offline from catatonit; none with cgroupfs): its incidents name the pod
-    (meta.container.runtime_pod, read from libpod's bolt_state.db, the user's own rootless), web's
-    none; its cgroup is the pod's slice's (machine-libpod_pod_<pod id>.slice and the like)."""
+    """podman 4.3 (bookworm-ctr) or 5.4 (trixie-ctr): rootful with its systemd driver
+    (machine.slice/libpod-<id>.scope), with its cgroupfs driver under a parent of its own, then
+    rootless with the systemd driver as a lingering user (user@<uid>.service/.../libpod-<id>.scope,
+    names in the user's own containers.json); each pair named with its image. The batch container
+    is made in a `podman pod` (with its infra container, whose pause image podman builds offline
+    from catatonit; none with cgroupfs): its incidents name the pod (meta.container.runtime_pod,
+    read from libpod's bolt_state.db with podman 4, from db.sql with podman 5, the user's own
+    rootless), web's none; its cgroup is the pod's slice's (machine-libpod_pod_<pod id>.slice and
+    the like)."""
     tmp = tempfile.mkdtemp(prefix="psidiag-vm-podman-")
     with Cleanup() as done:
         done.add("the rootfs", shutil.rmtree, tmp, ignore_errors=True)
         tar = tarball(rootfs(tmp))
         must(["podman", "import", tar, PODMAN_IMAGE])
         done.image("podman", PODMAN_IMAGE)
+        major = podman_state([], "/var/lib/containers/storage")
         for driver, opts in (("systemd", []), ("cgroupfs", ["--cgroup-manager", "cgroupfs",
                                                              "--cgroup-parent", "/psidiag-vm-podman"]),
                              ("rootless", [])):
@@ -286,6 +310,7 @@ def podman_names(validate):
                 uid, user = rootless_user(done)
                 os.chmod(tmp, 0o755)
                 must([*user, "podman", "import", tar, PODMAN_IMAGE])
+                podman_state(user, f"/home/{ROOTLESS_USER}/.local/share/containers/storage")
             ids = {}
 
             # Rootful cgroupfs with an infra container, podman 4.3 makes the pod's cgroup itself
@@ -325,10 +350,18 @@ def podman_names(validate):
                 print(f"  runtime_pod: {pods}; {batch}'s cgroups: {sorted(container_cgroups(lines, batch))}")
                 check(pods[batch] == {pod}, f"{batch}: runtime_pod {pods[batch]}, not {{{pod!r}}}")
                 check(pods[web] == {None}, f"{web}: runtime_pod {pods[web]}, not {{None}}")
-                # podman makes a pod's cgroup for its infra container: without one (cgroupfs here)
-                # the pod's containers are in podman's default parent (measured)
-                in_cg = (lambda c: c.startswith(f"/libpod_parent/libpod-{ids[batch]}")) if driver == "cgroupfs" \
-                    else (lambda c: ids[pod] in c)
+                # the pod's infra container (<pod id's 12>-infra), where an incident names it: its pod too
+                if infra[0] != "--infra=false":
+                    infra_name = f"{ids[pod][:12]}-infra"
+                    infra_pods = runtime_pods(lines, infra_name)
+                    print(f"  {infra_name}: runtime_pod {infra_pods or 'not in an incident'}")
+                    check(infra_pods <= {pod}, f"{infra_name}: runtime_pod {infra_pods}, not {{{pod!r}}}")
+                # podman 4.3 makes a pod's cgroup for its infra container: without one (cgroupfs
+                # here) the pod's containers are in podman's default parent; podman 5.4 makes the
+                # pod's cgroup under the pod's parent all the same, <parent>/<pod id> (both measured)
+                in_pod_cg = (rf"/libpod_parent/libpod-{ids[batch]}" if major < 5 else
+                             rf"/psidiag-vm-podman/{ids[pod]}/libpod-{ids[batch]}") + "(/container)?"
+                in_cg = (lambda c: re.fullmatch(in_pod_cg, c)) if driver == "cgroupfs" else (lambda c: ids[pod] in c)
                 check(all(in_cg(c) for c in container_cgroups(lines, batch)),
                       f"{batch}'s cgroups are not where its pod {ids[pod]} puts them")
                 said = [l["summary"] for l in lines if f"podman pod {pod}" in l["summary"]]

@@ -539,7 +539,7 @@ CASES.update(WAIT_CASES)
 DEADLINE_S.update(WAIT_DEADLINE_S)
 
 
-# The container cases (tests/vm/containers.py), which only the guest bookworm-ctr runs.
+# The container cases (tests/vm/containers.py), which only the guests bookworm-ctr and trixie-ctr run.
 from containers import CASES as CONTAINER_CASES, DEADLINE_S as CONTAINER_DEADLINE_S  # noqa: E402
 CASES.update(CONTAINER_CASES)
 DEADLINE_S.update(CONTAINER_DEADLINE_S)

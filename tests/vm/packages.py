@@ -57,6 +57,20 @@ GUESTS = {
                               "python3-grpcio"],
         "steps": [],
     },
+    # Debian 13 with podman 5.4 alone (no docker, no containerd): podman 5 keeps its state in
+    # SQLite (<storage>/db.sql), not bbolt, on a fresh install, so that this guest's podman-names
+    # names a container's pod from db.sql (probes/libpod.c). busybox-static is the image's rootfs,
+    # catatonit the pods' infra, uidmap, fuse-overlayfs, passt (podman 5's rootless network) and
+    # dbus-user-session rootless podman's; netavark as in bookworm-ctr. Only its own cases run here
+    # (tests/meson.build).
+    "trixie-ctr": {
+        "title": "Debian 13, podman", "suite": "trixie", "kernel": "6.12", "systemd": 257, "taskstats": 14,
+        "recipe": 1, "kind": "vm-trixie-ctr",
+        "packages": COMMON + ["libev4t64", "initramfs-tools", "kmod", "podman", "catatonit",
+                              "busybox-static", "uidmap", "fuse-overlayfs", "dbus-user-session",
+                              "netavark", "passt"],
+        "steps": [],
+    },
     "trixie": {
         "title": "Debian 13", "suite": "trixie", "kernel": "6.12", "systemd": 257, "taskstats": 14,
         "recipe": 1, "kind": "vm-trixie",
