@@ -76,8 +76,12 @@ def start_killer(cg, extra, argv, go, ident, log_path):
     """The grower (in cg, oom_score_adj 1000) and, once go exists, the killer, alone in a PID
     namespace; unshare's death kills it all (--kill-child)."""
     join = "".join(f"echo $$ > {p}/cgroup.procs; " for p in [cg.path] + list(extra))
+    # 12 MiB, as xattr_kill's: the grower and the thrasher must stay under the limit's 48 MiB, or
+    # the kernel's OOM killer takes the grower before the killer starts. Built with ASan, a grower
+    # of 24 MiB held 30.7 MiB, and in one CI run of earlyoom-nolog the kernel killed it first.
+    # The killer picks it by its oom_score_adj of 1000, whatever its size.
     script = (f'sh -c \'{join}echo 1000 > /proc/self/oom_score_adj; '
-              f'PSIDIAG_ALLOC_MAX_MB=24 exec {WORKLOAD} alloc grower\' & '
+              f'PSIDIAG_ALLOC_MAX_MB=12 exec {WORKLOAD} alloc grower\' & '
               f'while [ ! -e {go} ]; do sleep 0.1; done; exec {" ".join(argv)}')
     p = subprocess.Popen(["unshare", "--pid", "--fork", "--kill-child", "--mount-proc", "sh", "-c", script],
                          stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
@@ -163,6 +167,9 @@ def one_kill(tmp, mount, data, validate, name, killer, argv, with_log):
             spawn(cg, [WORKLOAD, "thrash", "psidiag-thrash", "2"], env, lim.extra)
             lines = wait_lines(out, lambda ls: any(i["type"] == "pressure" for i in ls), 40)
             check(any(i["type"] == "pressure" for i in lines), f"no pressure incident:\n{open(log).read()[-2000:]}")
+            ooms = [i for i in read_lines(out) if i["type"] == "oom"]
+            check(alive(pid) and not ooms, f"the grower (pid {pid}) is not there to kill: the kernel's OOM killer took "
+                  f"it ({[i['summary'] for i in ooms]}), the test's limit is too small for its workloads")
             open(go, "w").close()
             await_death(pid, killer, log_path, 30)
             if with_log:  # the killer's own process names it otherwise: keep it until the incident
