@@ -14,6 +14,7 @@ A contended spinner's own thread reports its longest single cpu wait (v15+, docs
 delay-maxima): non-zero, at most its total cpu delay, and on v17+ stamped with a CLOCK_REALTIME
 time inside the spinner's life."""
 
+import itertools
 import os
 import signal
 import subprocess
@@ -117,8 +118,16 @@ def exit_records(cg):
     check(int(process[1]) == version and version > 0, f"the aggregate read with the thread's layout: {out}")
     summed = sum(int(t[4]) for t in threads)
     whole = int(process[3])
-    check(abs(whole - summed) <= summed // 10 + 1_000_000,
-          f"the aggregate's cpu time {whole} is not its threads' {summed}")
+    # The aggregate holds the threads that reached taskstats_exit() before the one that sent it:
+    # all of them but when a thread that decremented `live` first comes later (kernel-facts.md:
+    # exit-records-order; 6.12 under TCG once: 58.7 ms of the 4 threads' 148.4 ms). So it is the
+    # sum of some of the threads' records, and of all of them as a rule.
+    subsets = [sum(int(t[4]) for t in c) for k in range(1, len(threads) + 1)
+               for c in itertools.combinations(threads, k)]
+    near = [x for x in subsets if abs(whole - x) <= x // 10 + 1_000_000]
+    check(near, f"the aggregate's cpu time {whole} is no sum of its threads' {[int(t[4]) for t in threads]}")
+    if abs(whole - summed) > summed // 10 + 1_000_000:
+        print(f"  the aggregate ({whole} ns) lacks threads that exited after it was sent (all: {summed} ns)")
     check(int(process[4]) == os.getpid(), f"the aggregate's parent {process[4]} is not ours")
     print(f"exit records: 4 threads, {summed / 1e6:.0f} ms of cpu; the AGGR_TGID record: {whole / 1e6:.0f} ms")
 
