@@ -5,6 +5,7 @@
  * huge files, FIFOs and symlinks in place of a file, control characters, missing fields. */
 #include <errno.h>
 #include <fcntl.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -223,11 +224,32 @@ static void test_podman(void **state) {
         close(fd);
 }
 
+/* With conf (beneath root) saying text, a new cache names podman's fixture container, under both
+ * its systemd and its cgroupfs path, or leaves it unnamed and says why. */
+static void expect_podman_at(int fd, const char *root, const char *conf, const char *text, bool named) {
+        static const char *const cgroups[] = { "/machine.slice/libpod-" PODMAN ".scope",
+                                               "/libpod_parent/libpod-" PODMAN };
+        ContainerCache *c;
+
+        assert_int_equal(fake_tree_write(root, conf, text), 0);
+        for (size_t k = 0; k < 2; k++) {
+                const ContainerInfo *i;
+
+                assert_int_equal(container_cache_new(fd, 8, &c), 0);
+                i = container_cache_lookup(c, cgroups[k]);
+                assert_string_equal(i->name, named ? "names-probe1" : "");
+                assert_string_equal(i->image, named ? "localhost/psidiag-names-bb:1" : "");
+                if (named)
+                        assert_string_equal(i->unnamed, "");
+                else
+                        assert_string_not_equal(i->unnamed, "");
+                container_cache_free(c);
+        }
+}
+
 /* storage.conf's graphroot: where rootful podman's storage is when an operator moved it. */
 static void test_graphroot(void **state) {
         char root[] = "/tmp/psidiag-test-containers-XXXXXX", r[64];
-        const ContainerInfo *i;
-        ContainerCache *c;
         int fd;
 
 #define GR(text) ctrmeta_storage_graphroot(text, strlen(text), r, sizeof r)
@@ -274,42 +296,17 @@ static void test_graphroot(void **state) {
         fd = open(root, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
         assert_true(fd >= 0);
         /* the distribution's file alone, at the default: not found */
-        assert_int_equal(fake_tree_write(root, "usr/share/containers/storage.conf",
-                                         "[storage]\ngraphroot = \"/var/lib/containers/storage\"\n"),
-                         0);
-        assert_int_equal(container_cache_new(fd, 8, &c), 0);
-        i = container_cache_lookup(c, "/machine.slice/libpod-" PODMAN ".scope");
-        assert_string_equal(i->name, "");
-        assert_string_not_equal(i->unnamed, "");
-        container_cache_free(c);
+        expect_podman_at(fd, root, "usr/share/containers/storage.conf",
+                         "[storage]\ngraphroot = \"/var/lib/containers/storage\"\n", false);
         /* the distribution's file moved it */
-        assert_int_equal(fake_tree_write(root, "usr/share/containers/storage.conf",
-                                         "[storage]\ngraphroot = \"/srv/ctr/storage\"\n"),
-                         0);
-        assert_int_equal(container_cache_new(fd, 8, &c), 0);
-        i = container_cache_lookup(c, "/machine.slice/libpod-" PODMAN ".scope");
-        assert_string_equal(i->name, "names-probe1");
-        assert_string_equal(i->image, "localhost/psidiag-names-bb:1");
-        container_cache_free(c);
+        expect_podman_at(fd, root, "usr/share/containers/storage.conf", "[storage]\ngraphroot = \"/srv/ctr/storage\"\n",
+                         true);
         /* /etc's file overrides it, whatever it says or leaves unsaid */
-        assert_int_equal(fake_tree_write(root, "etc/containers/storage.conf", "[storage]\ndriver = \"overlay\"\n"), 0);
-        assert_int_equal(container_cache_new(fd, 8, &c), 0);
-        i = container_cache_lookup(c, "/machine.slice/libpod-" PODMAN ".scope");
-        assert_string_equal(i->name, "");
-        container_cache_free(c);
-        assert_int_equal(
-                fake_tree_write(root, "etc/containers/storage.conf", "[storage]\ngraphroot = \"/srv/ctr/storage\"\n"),
-                0);
-        assert_int_equal(container_cache_new(fd, 8, &c), 0);
-        i = container_cache_lookup(c, "/libpod_parent/libpod-" PODMAN);
-        assert_string_equal(i->name, "names-probe1");
-        container_cache_free(c);
+        expect_podman_at(fd, root, "etc/containers/storage.conf", "[storage]\ndriver = \"overlay\"\n", false);
+        expect_podman_at(fd, root, "etc/containers/storage.conf", "[storage]\ngraphroot = \"/srv/ctr/storage\"\n",
+                         true);
         /* a graphroot that is not a path: the default, and the container unnamed, not a crash */
-        assert_int_equal(fake_tree_write(root, "etc/containers/storage.conf", "[storage]\ngraphroot = \"../x\"\n"), 0);
-        assert_int_equal(container_cache_new(fd, 8, &c), 0);
-        i = container_cache_lookup(c, "/libpod_parent/libpod-" PODMAN);
-        assert_string_equal(i->name, "");
-        container_cache_free(c);
+        expect_podman_at(fd, root, "etc/containers/storage.conf", "[storage]\ngraphroot = \"../x\"\n", false);
         close(fd);
         assert_int_equal(fake_tree_remove(root), 0);
 }

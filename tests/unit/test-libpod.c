@@ -94,62 +94,78 @@ static void test_no_database(void **state) {
         close(fd);
 }
 
+/* A container that containers.json names and whose pod a state database is asked for. */
+typedef struct Named {
+        const char *id, *cgroup, *name, *image;
+} Named;
+
+static const Named PODWEB_4 = { PODWEB, ROOTFUL_POD, "podweb", "localhost/psidiag-pod-bb:1" };
+
 /* The named container and no pod, whatever is wrong with the database. */
-static void expect_unsaid(int fd, int err) {
+static void expect_unsaid(int fd, const Named *n, int err) {
         ContainerCache *c = NULL;
         const ContainerInfo *i;
         char name[128], why[LIBPOD_REASON_MAX];
 
-        assert_int_equal(libpod_pod_name(fd, STORAGE, -1, PODWEB, name, sizeof name, why), err);
+        assert_int_equal(libpod_pod_name(fd, STORAGE, -1, n->id, name, sizeof name, why), err);
         assert_string_equal(name, "");
         assert_string_not_equal(why, "");
         assert_int_equal(container_cache_new(fd, 8, &c), 0);
-        i = container_cache_lookup(c, ROOTFUL_POD);
-        assert_string_equal(i->name, "podweb");
-        assert_string_equal(i->image, "localhost/psidiag-pod-bb:1");
+        i = container_cache_lookup(c, n->cgroup);
+        assert_string_equal(i->name, n->name);
+        assert_string_equal(i->image, n->image);
         assert_string_equal(i->runtime_pod, "");
         assert_string_equal(i->unnamed, "");
         container_cache_free(c);
+}
+
+/* A scratch copy of the fixture tree at from, its database rel (at db, the copy's path) read into
+ * *buf (at least min bytes). Returns the copy's directory fd. */
+static int scratch_db(char *root, const char *from, const char *rel, char *db, size_t db_size, uint8_t **buf,
+                      size_t *len, size_t min) {
+        FILE *f;
+
+        assert_int_equal(fake_tree_copy(root, from), 0);
+        snprintf(db, db_size, "%s/%s", root, rel);
+        f = fopen(db, "rb");
+        assert_non_null(f);
+        *buf = malloc(1 << 20);
+        assert_non_null(*buf);
+        *len = fread(*buf, 1, 1 << 20, f);
+        fclose(f);
+        assert_true(*len > min);
+        return open_dir(root);
+}
+
+/* A symlink in the database's place is not followed, a FIFO not opened; then it is gone. */
+static void expect_not_followed(int fd, const char *db, const Named *n) {
+        assert_int_equal(unlink(db), 0);
+        assert_int_equal(symlink("/etc/passwd", db), 0);
+        expect_unsaid(fd, n, -EPERM);
+        assert_int_equal(unlink(db), 0);
+        assert_int_equal(mkfifo(db, 0600), 0);
+        expect_unsaid(fd, n, -EPERM);
+        assert_int_equal(unlink(db), 0);
+        expect_unsaid(fd, n, -ENOENT);
 }
 
 static void test_bad_database(void **state) {
         char root[] = "/tmp/psidiag-test-libpod-XXXXXX", db[128];
         uint8_t *buf;
         size_t len;
-        FILE *f;
-        int fd;
-
-        assert_int_equal(fake_tree_copy(root, fixture("containers/podpod")), 0);
-        fd = open_dir(root);
-        snprintf(db, sizeof db, "%s/" DB, root);
-        f = fopen(db, "rb");
-        assert_non_null(f);
-        buf = malloc(1 << 20);
-        assert_non_null(buf);
-        len = fread(buf, 1, 1 << 20, f);
-        fclose(f);
-        assert_true(len > 8192);
+        int fd = scratch_db(root, fixture("containers/podpod"), DB, db, sizeof db, &buf, &len, 8192);
 
         /* truncated to its meta pages */
         assert_int_equal(fake_tree_write_bytes(root, DB, buf, 8192), 0);
-        expect_unsaid(fd, -EBADMSG);
+        expect_unsaid(fd, &PODWEB_4, -EBADMSG);
         /* its meta pages overwritten */
         memset(buf, 0x5a, 8192);
         assert_int_equal(fake_tree_write_bytes(root, DB, buf, len), 0);
-        expect_unsaid(fd, -EBADMSG);
+        expect_unsaid(fd, &PODWEB_4, -EBADMSG);
         /* not bbolt at all */
         assert_int_equal(fake_tree_write(root, DB, "{\"not\": \"bolt\"}"), 0);
-        expect_unsaid(fd, -EBADMSG);
-        /* a symlink in its place is not followed, a FIFO not opened */
-        assert_int_equal(unlink(db), 0);
-        assert_int_equal(symlink("/etc/passwd", db), 0);
-        expect_unsaid(fd, -EPERM);
-        assert_int_equal(unlink(db), 0);
-        assert_int_equal(mkfifo(db, 0600), 0);
-        expect_unsaid(fd, -EPERM);
-        /* gone */
-        assert_int_equal(unlink(db), 0);
-        expect_unsaid(fd, -ENOENT);
+        expect_unsaid(fd, &PODWEB_4, -EBADMSG);
+        expect_not_followed(fd, db, &PODWEB_4);
         free(buf);
         close(fd);
         assert_int_equal(fake_tree_remove(root), 0);
@@ -203,65 +219,31 @@ static void test_podman5(void **state) {
         close(fd);
 }
 
-/* Web still named, its pod unsaid, whatever is wrong with db.sql. */
-static void expect_p5_unsaid(int fd, int err) {
-        ContainerCache *c = NULL;
-        const ContainerInfo *i;
-        char name[128], why[LIBPOD_REASON_MAX];
-
-        assert_int_equal(libpod_pod_name(fd, STORAGE, -1, P5_WEB, name, sizeof name, why), err);
-        assert_string_not_equal(why, "");
-        assert_int_equal(container_cache_new(fd, 8, &c), 0);
-        i = container_cache_lookup(c, P5_WEB_CG);
-        assert_string_equal(i->name, "web");
-        assert_string_equal(i->image, "localhost/psidiag/busybox:1");
-        assert_string_equal(i->runtime_pod, "");
-        container_cache_free(c);
-}
+static const Named WEB_5 = { P5_WEB, P5_WEB_CG, "web", "localhost/psidiag/busybox:1" };
 
 static void test_podman5_bad(void **state) {
         char root[] = "/tmp/psidiag-test-libpod-XXXXXX", db[128];
         uint8_t *buf;
         size_t len;
-        FILE *f;
-        int fd;
-
-        assert_int_equal(fake_tree_copy(root, fixture("containers/podman5")), 0);
-        fd = open_dir(root);
-        snprintf(db, sizeof db, "%s/" P5_DB, root);
-        f = fopen(db, "rb");
-        assert_non_null(f);
-        buf = malloc(1 << 20);
-        assert_non_null(buf);
-        len = fread(buf, 1, 1 << 20, f);
-        fclose(f);
-        assert_true(len > 65536);
+        int fd = scratch_db(root, fixture("containers/podman5"), P5_DB, db, sizeof db, &buf, &len, 65536);
 
 #if HAVE_SQLITE
         /* truncated to its first page: the tables' pages are gone */
         assert_int_equal(fake_tree_write_bytes(root, P5_DB, buf, 4096), 0);
-        expect_p5_unsaid(fd, -EBADMSG);
+        expect_unsaid(fd, &WEB_5, -EBADMSG);
         /* every page after the first overwritten */
         memset(buf + 4096, 0x5a, len - 4096);
         assert_int_equal(fake_tree_write_bytes(root, P5_DB, buf, len), 0);
-        expect_p5_unsaid(fd, -EBADMSG);
+        expect_unsaid(fd, &WEB_5, -EBADMSG);
         /* not SQLite at all */
         assert_int_equal(fake_tree_write(root, P5_DB, "{\"not\": \"sqlite\"}"), 0);
-        expect_p5_unsaid(fd, -EBADMSG);
+        expect_unsaid(fd, &WEB_5, -EBADMSG);
         /* someone else's file (a rootless user's storage holds the user's only) */
         assert_int_equal(chown(db, 4321, 4321), 0);
-        expect_p5_unsaid(fd, -EPERM);
+        expect_unsaid(fd, &WEB_5, -EPERM);
 #endif
-        /* a symlink in its place is not followed, a FIFO not opened */
-        assert_int_equal(unlink(db), 0);
-        assert_int_equal(symlink("/etc/passwd", db), 0);
-        expect_p5_unsaid(fd, -EPERM);
-        assert_int_equal(unlink(db), 0);
-        assert_int_equal(mkfifo(db, 0600), 0);
-        expect_p5_unsaid(fd, -EPERM);
-        /* neither database */
-        assert_int_equal(unlink(db), 0);
-        expect_p5_unsaid(fd, -ENOENT);
+        /* and, neither database there at the end, both podmans' states missing */
+        expect_not_followed(fd, db, &WEB_5);
         free(buf);
         close(fd);
         assert_int_equal(fake_tree_remove(root), 0);
