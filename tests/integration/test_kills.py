@@ -129,6 +129,13 @@ def await_death(pid, killer, log_path, timeout):
     check(not alive(pid), f"{killer} did not kill the grower:\n{open(log_path).read()[-3000:]}")
 
 
+def grower_there(out, pid):
+    """The grower alive for the killer, not taken by the kernel's OOM killer first (an oom incident)."""
+    ooms = [i for i in read_lines(out) if i["type"] == "oom"]
+    check(alive(pid) and not ooms, f"the grower (pid {pid}) is not there to kill: the kernel's OOM killer took "
+          f"it ({[i['summary'] for i in ooms]}), the test's limit is too small for its workloads")
+
+
 def await_kill_incident(out):
     wait_lines(out, lambda ls: any(i["type"] == "kill" for i in ls), 20)
     time.sleep(1.5)  # a second kill incident, if any, would come now
@@ -167,9 +174,7 @@ def one_kill(tmp, mount, data, validate, name, killer, argv, with_log):
             spawn(cg, [WORKLOAD, "thrash", "psidiag-thrash", "2"], env, lim.extra)
             lines = wait_lines(out, lambda ls: any(i["type"] == "pressure" for i in ls), 40)
             check(any(i["type"] == "pressure" for i in lines), f"no pressure incident:\n{open(log).read()[-2000:]}")
-            ooms = [i for i in read_lines(out) if i["type"] == "oom"]
-            check(alive(pid) and not ooms, f"the grower (pid {pid}) is not there to kill: the kernel's OOM killer took "
-                  f"it ({[i['summary'] for i in ooms]}), the test's limit is too small for its workloads")
+            grower_there(out, pid)
             open(go, "w").close()
             await_death(pid, killer, log_path, 30)
             if with_log:  # the killer's own process names it otherwise: keep it until the incident
@@ -287,9 +292,7 @@ def xattr_kill(tmp, mount, data, validate, name, xattrs, want, kmsg=None, basis=
                 with open("/dev/kmsg", "w") as f:
                     f.write(kmsg.format(cgroup=cg.rel))
             pid = grower.pid
-            ooms = [i for i in read_lines(out) if i["type"] == "oom"]
-            check(alive(pid) and not ooms, f"the grower (pid {pid}) is not there to kill: the kernel's OOM killer took "
-                  f"it ({[i['summary'] for i in ooms]}), the test's limit is too small for its workloads")
+            grower_there(out, pid)
             grower.send_signal(signal.SIGKILL)
             grower.wait()
             await_kill_incident(out)
