@@ -262,7 +262,6 @@ static int tally(const char *path, CtrselectKind kind, void *userdata) {
         if (kind == CTRSELECT_PARENT)
                 return 0;
         info = container_cache_lookup(t->cache, path);
-        container_cache_done(t->cache);
         if (!info) /* "<ns>/<id>" that containerd has no task of: walked as a parent */
                 return 0;
         for (size_t i = 0; i < t->f->n_runtimes && !rt; i++)
@@ -295,7 +294,9 @@ static void gather_containers(CheckFacts *f, const Sysroot *s) {
         r = container_cache_new(s->root_fd, CONTAINER_CACHE_MAX, &cache);
         if (r >= 0) {
                 t.cache = cache;
+                /* one walk's lookups parse podman's containers.json once (container_cache_done()) */
                 r = ctrselect_walk(s->cgroup2_fd, tally, &t);
+                container_cache_done(cache);
         }
         f->containers_err = r < 0 ? r : 0;
 }
