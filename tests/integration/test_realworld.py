@@ -59,6 +59,15 @@ def need(cmd, package):
 class Postgres:
     """A PostgreSQL server in cg, as the postgres user, data and socket in a scratch directory."""
 
+    # No io of the server's own making while a stage waits for quiet. One CI run's fio stage, 28 s
+    # in, met pgbench's initialisation being written back (dirty for 30 s, then the flusher's) and
+    # postgres evicting dirty buffers from 64 MiB of shared buffers: postgres dirtied 28.8 MiB in
+    # the 1 s sample and waited behind 86.9 MiB of the node's writeback, a true incident before fio
+    # started. So shared buffers hold the whole database (scale 5, about 80 MiB), no checkpoint
+    # comes by time or by the WAL's size, no autovacuum; the io stages checkpoint first (settle).
+    QUIET = ["-c", "shared_buffers=256MB", "-c", "checkpoint_timeout=1d", "-c", "max_wal_size=4GB",
+             "-c", "autovacuum=off"]
+
     def __init__(self, cg, tmp):
         self.bin, self.cg = pg_bin(), cg
         self.dir = tempfile.mkdtemp(prefix="psidiag-it-pg-", dir=tmp)
@@ -94,7 +103,7 @@ class Postgres:
         log = open(self.log, "w")
         self.server = subprocess.Popen(
             [f"{self.bin}/postgres", "-D", data, "-k", self.dir, "-p", str(self.port), "-c", "listen_addresses=",
-             "-c", "shared_buffers=64MB", "-c", "max_connections=20"],
+             "-c", "max_connections=20"] + self.QUIET,
             preexec_fn=self.preexec(self.cg), stdout=log, stderr=log, env=self.env(), cwd=self.dir)
         self.cg.procs.append(self.server)
         deadline = time.time() + 120
@@ -102,6 +111,14 @@ class Postgres:
             check(self.server.poll() is None, f"postgres exited:\n{open(self.log).read()[-2000:]}")
             check(time.time() < deadline, f"postgres not ready in 120 s:\n{open(self.log).read()[-2000:]}")
             time.sleep(0.2)
+
+    def settle(self):
+        """A checkpoint now, then the node's dirty pages written: the database's and the node's
+        writeback done before an io stage arms."""
+        r = subprocess.run([f"{self.bin}/psql", "-q", "-c", "CHECKPOINT"], preexec_fn=self.preexec(),
+                           capture_output=True, text=True, env=self.env(), cwd=self.dir, timeout=300)
+        check(r.returncode == 0, f"psql CHECKPOINT: {r.stderr[-2000:]}")
+        os.sync()
 
     def pgbench(self, args, cg=None):
         argv = [f"{self.bin}/pgbench"] + args
@@ -249,6 +266,7 @@ def stages(pg, db, batch, build, tmp, validate):
     # 3. io: the database commits (pgbench's write transactions, each an fsync of the WAL) while
     # fio writes with O_DIRECT beside it; an io trigger on the database's cgroup.
     # Measured here: pgbench alone waits about 2% of the time for io; beside fio, about 50%.
+    pg.settle()
     pg.pgbench(["-c", "2", "-j", "1", "-T", "600", "-N", "-R", "200"], cg=db)
     data = os.path.join(tmp, "fio-data")
 
@@ -285,6 +303,7 @@ def stages(pg, db, batch, build, tmp, validate):
     # only the database's own writes in its sample.
     big = os.path.join(tmp, "dd-data")
     mib = dd_mib(tmp)
+    pg.settle()
 
     def dd():
         batch.spawn(["sh", "-c", f"while :; do dd if=/dev/zero of={big} bs=1M count={mib} conv=notrunc status=none; done"])
