@@ -27,9 +27,10 @@ static size_t candidates_max(const SampleScope *scope) {
         return (size_t) MAX(scope->detail, 1u) * 2;
 }
 
-/* Room for the leaders and for the processes with a thread in D beside them. */
+/* Room for the leaders and for the processes with a thread in D beside them, at the start and at
+ * the middle. */
 static size_t candidates_cap(const SampleScope *scope) {
-        return candidates_max(scope) + TASK_STATE_BLOCKED_MAX;
+        return candidates_max(scope) + 2 * TASK_STATE_BLOCKED_MAX;
 }
 
 int sampler_preallocate(Sampler *s, const SampleScope *scope, size_t *ret_n) {
@@ -56,24 +57,31 @@ int sampler_preallocate(Sampler *s, const SampleScope *scope, size_t *ret_n) {
         return 0;
 }
 
+static void add_candidates(Sampler *s, const TaskStateBlocked *b) {
+        for (size_t i = 0; i < b->n; i++) {
+                size_t j = 0;
+
+                while (j < s->n_candidates && s->candidates[j] != b->pids[i])
+                        j++;
+                if (j == s->n_candidates)
+                        s->candidates[s->n_candidates++] = b->pids[i];
+        }
+}
+
 /* The first n leaders of the ranking, then the processes blocked (a thread in D) when the start
- * was read that are not among them: a process stuck in a wait that has not ended leads nothing,
- * and its threads are looked at all the same (kernel-facts.md: delayacct). */
-static int set_candidates(Sampler *s, size_t n) {
-        int r = array_reserve((void **) &s->candidates, &s->cap_candidates, n + TASK_STATE_BLOCKED_MAX,
+ * was read and, with m, when the middle was, that are not among them: a process stuck in a wait
+ * that has not ended leads nothing, and its threads are looked at all the same (kernel-facts.md:
+ * delayacct). */
+static int set_candidates(Sampler *s, size_t n, const Snapshot *m) {
+        int r = array_reserve((void **) &s->candidates, &s->cap_candidates, n + 2 * TASK_STATE_BLOCKED_MAX,
                               sizeof *s->candidates);
 
         if (r < 0)
                 return r;
         s->n_candidates = ranking_top_pids(&s->ranking, n, s->candidates);
-        for (size_t i = 0; i < s->a.blocked.n; i++) {
-                size_t j = 0;
-
-                while (j < s->n_candidates && s->candidates[j] != s->a.blocked.pids[i])
-                        j++;
-                if (j == s->n_candidates)
-                        s->candidates[s->n_candidates++] = s->a.blocked.pids[i];
-        }
+        add_candidates(s, &s->a.blocked);
+        if (m && m->has_states)
+                add_candidates(s, &m->blocked);
         return 0;
 }
 
@@ -297,7 +305,7 @@ static void add_blocked(Sampler *s) {
 static int finish_lifetime(Sampler *s) {
         s->threads_base = NULL;
         if (ranking_build(&s->ranking, NULL, &s->a, s->scope.resource) < 0 ||
-            (s->scope.pid <= 0 && (set_candidates(s, MAX(s->scope.detail, 1u)) < 0 ||
+            (s->scope.pid <= 0 && (set_candidates(s, MAX(s->scope.detail, 1u), NULL) < 0 ||
                                    snapshot_take_threads(&s->a, &s->scope, s->candidates, s->n_candidates) < 0)) ||
             ranking_add_threads(&s->ranking, NULL, &s->a, s->scope.resource) < 0)
                 s->partial = true;
@@ -375,11 +383,13 @@ static void on_middle(struct ev_loop *loop, ev_timer *timer, int revents) {
 
         exit_watch_drain(&s->exit_watch);
         middle.usage = -1; /* the culprits' use is read at the ends only */
-        if (snapshot_take_processes(&s->m, &middle) < 0)
+        /* With the looks at blocked threads, the states too: a process that went into D since
+         * the start, a wait that has not ended, leads nothing but is looked at. */
+        if (snapshot_take_processes(&s->m, &middle, s->has_onwhat) < 0)
                 return;
         snapshot_mark_born(&s->m, &s->a, s->scope.sysroot->proc_fd); /* a new culprit can lead */
         if (ranking_build(&s->ranking, &s->a, &s->m, s->scope.resource) < 0 ||
-            set_candidates(s, candidates_max(&s->scope)) < 0 || s->n_candidates == 0 ||
+            set_candidates(s, candidates_max(&s->scope), &s->m) < 0 || s->n_candidates == 0 ||
             snapshot_take_threads(&s->m, &s->scope, s->candidates, s->n_candidates) < 0)
                 return;
         s->threads_base = &s->m;

@@ -259,16 +259,6 @@ static void begin(Snapshot *s) {
         s->unattributed_present = 0;
 }
 
-int snapshot_take_processes(Snapshot *s, const SampleScope *scope) {
-        int r;
-
-        begin(s);
-        r = list_processes(s, scope);
-        if (r < 0)
-                return r;
-        return measure_processes(s, scope);
-}
-
 /* Task states: up to SAMPLE_STATES_MAX threads evenly spaced over all the threads, process after
  * process (what reading every stride-th line of cgroup.threads gave before process-first), each
  * standing for its share of the threads. A process's k-th thread is found by seeking its
@@ -450,9 +440,20 @@ static int count_threads(Snapshot *s, const SampleScope *scope) {
         return 0;
 }
 
-int snapshot_take(Snapshot *s, const SampleScope *scope, bool count_tasks) {
-        int r;
+static int take_processes(Snapshot *s, const SampleScope *scope, bool count_tasks) {
+        int r = list_processes(s, scope);
 
+        if (r >= 0 && count_tasks)
+                r = count_threads(s, scope);
+        return r < 0 ? r : measure_processes(s, scope);
+}
+
+int snapshot_take_processes(Snapshot *s, const SampleScope *scope, bool count_tasks) {
+        begin(s);
+        return take_processes(s, scope, count_tasks);
+}
+
+int snapshot_take(Snapshot *s, const SampleScope *scope, bool count_tasks) {
         begin(s);
         snapshot_read_pressure(s, scope);
         s->has_cgroups = false;
@@ -462,15 +463,7 @@ int snapshot_take(Snapshot *s, const SampleScope *scope, bool count_tasks) {
                 s->has_cgroups = dirfd >= 0 && cgroup_totals_read(dirfd, scope->cgroups_resource, &s->cgroups) >= 0;
         }
 
-        r = list_processes(s, scope);
-        if (r < 0)
-                return r;
-        if (count_tasks) {
-                r = count_threads(s, scope);
-                if (r < 0)
-                        return r;
-        }
-        return measure_processes(s, scope);
+        return take_processes(s, scope, count_tasks);
 }
 
 int snapshot_take_threads(Snapshot *s, const SampleScope *scope, const pid_t *pids, size_t n) {

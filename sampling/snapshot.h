@@ -179,8 +179,9 @@ typedef struct SampleScope {
  * the cgroup is gone) or memory ran out. */
 int snapshot_take(Snapshot *s, const SampleScope *scope, bool count_tasks);
 
-/* The processes alone (listing and TGID queries), for choosing whose threads to detail. */
-int snapshot_take_processes(Snapshot *s, const SampleScope *scope);
+/* The processes alone (listing and TGID queries), for choosing whose threads to detail; with
+ * count_tasks, their thread counts and states too, as snapshot_take() reads them. */
+int snapshot_take_processes(Snapshot *s, const SampleScope *scope, bool count_tasks);
 
 /* Measures every thread of the processes pids[0..n) into s->threads (replacing what was there),
  * process after process until SAMPLE_DETAIL_THREADS_MAX threads are reached. A process that has

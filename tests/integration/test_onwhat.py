@@ -246,6 +246,64 @@ def stuck(mount, validate):
               f"{io['summary']}; alone: {alone['summary']}")
 
 
+def state_of(pid):
+    with open(f"/proc/{pid}/stat") as f:
+        return f.read().rsplit(")", 1)[1].split()[0]
+
+
+def stuck_late(mount, validate):
+    """A process that goes into D after the sample's start, in a cgroup of more processes than the
+    sample details (twice `top`), all of them leading it: the look at the middle of the sample
+    reads the states again and looks at it, so `blocked` names it. The holder waits on a FIFO
+    until the agent is in its window (its wchan is the event loop's epoll wait); the incident's
+    states, read at the start, show no thread in D, else the holder was too early and the case
+    runs again."""
+    probe = os.path.join(os.path.dirname(WORKLOAD), "probe-limits")
+    scratch = tempfile.mkdtemp(prefix="psidiag-it-late-")
+    fifo = os.path.join(scratch, "go")
+    os.mkfifo(fifo)
+    try:
+        with ScratchCgroup(mount, "ow-late") as cg:
+            for _ in range(11):  # top 3: 6 candidates, spinners, each with a cpu wait
+                cg.spawn([WORKLOAD, "spin", "late-spin"])
+            for attempt in range(3):
+                holder = cg.spawn(["sh", "-c", f'read x < "{fifo}"; exec "{probe}" hold-d 60'])
+                wait_for("the holder waiting on its FIFO", lambda: state_of(holder.pid) == "S", 30)
+                agent = subprocess.Popen([PSIDIAG, "snapshot", cg.rel, "--resource", "cpu", "--sample-ms", "6000",
+                                          "--top", "3"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+                def in_window():
+                    with open(f"/proc/{agent.pid}/wchan") as f:
+                        return agent.poll() is None and "epoll" in f.read()
+                wait_for("the agent in its window", in_window, 60)
+                released = time.monotonic()
+                with open(fifo, "w") as f:
+                    f.write("go\n")
+                wait_for("the holder in D", lambda: state_of(holder.pid) == "D", 10)
+                in_d = time.monotonic() - released
+                out, err = agent.communicate(timeout=120)
+                check(agent.returncode == 0, f"snapshot: {err[-2000:]}")
+                inc = json.loads(out)
+                validate(inc)
+                if inc["states"]["uninterruptible"] > 0 or in_d > 2.5:
+                    print(f"stuck-late: attempt {attempt + 1}: the holder not between the start and the "
+                          f"middle (states {inc['states']}, in D {in_d:.2f} s after the release); again")
+                    holder.kill()
+                    holder.wait()
+                    continue
+                held = [(g["wchan"], t.get("blocked_ms")) for g in inc["blocked"] or [] for t in g["threads"]
+                        if t["pid"] == holder.pid]
+                check(held and held[0][1] is not None and held[0][1] >= 2500,
+                      f"the holder {holder.pid}, in D from {in_d:.2f} s into a 6 s sample, not in blocked with "
+                      f"3 s or so: {inc['blocked']}; candidates {[p['pid'] for p in inc['most_delayed']]}")
+                print(f"stuck-late: holder {holder.pid} in D {in_d:.2f} s after the release, beside 11 "
+                      f"spinners: blocked in {held[0][0]} for {held[0][1]} ms")
+                return
+            check(False, "the holder went into D before the sample's start in 3 attempts")
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+
+
 def writeback(mount, validate):
     wdir = tempfile.mkdtemp(prefix="psidiag-it-wb-", dir="/var/tmp")  # a disk, not a tmpfs
     try:
@@ -282,7 +340,7 @@ def main():
     validate = validator(SCHEMAS)
     tmp = tempfile.mkdtemp(prefix="psidiag-it-", dir="/var/tmp")
     try:
-        parts = os.environ.get("PSIDIAG_PARTS", "cpu,contention,memory,stuck,io-node,io,writeback").split(",")
+        parts = os.environ.get("PSIDIAG_PARTS", "cpu,contention,memory,stuck,stuck-late,io-node,io,writeback").split(",")
         if "cpu" in parts:
             capped(mount, tmp, validate)
         if "contention" in parts:
@@ -291,6 +349,8 @@ def main():
             memory(mount, validate)
         if "stuck" in parts:
             stuck(mount, validate)
+        if "stuck-late" in parts:
+            stuck_late(mount, validate)
         if "writeback" in parts:
             writeback(mount, validate)
         if "io-node" in parts:

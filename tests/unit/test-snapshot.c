@@ -78,10 +78,20 @@ static void test_cgroup_snapshot(void **state) {
         assert_int_equal(s.n, 0);
         assert_false(s.has_states);
 
-        /* The processes alone: no pressure read, no threads listed. */
-        assert_int_equal(snapshot_take_processes(&s, &scope), 0);
+        /* The processes alone: no pressure read, no threads listed, no states. */
+        assert_int_equal(snapshot_take_processes(&s, &scope, false), 0);
         assert_int_equal(s.n_procs, 1);
         assert_int_equal(s.listed, 0);
+        assert_false(s.has_states);
+        assert_int_equal(s.blocked.n, 0);
+        /* With their states (the sampler's middle look): the process of the thread in D again. */
+        assert_int_equal(snapshot_take_processes(&s, &scope, true), 0);
+        assert_int_equal(s.n_procs, 1);
+        assert_int_equal(s.listed, 4);
+        assert_true(s.has_states);
+        assert_int_equal(s.states.uninterruptible, 1);
+        assert_int_equal(s.blocked.n, 1);
+        assert_int_equal(s.blocked.pids[0], 100);
 
         snapshot_done(&s);
         close(fd);
