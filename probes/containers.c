@@ -254,12 +254,25 @@ static int podman_pod(ContainerCache *c, const char *dir, int64_t owner, Contain
         return r;
 }
 
-/* Rootful containers/storage's graph root, beneath the sysroot: graphroot of storage.conf, which
- * containers/storage reads from /etc/containers/storage.conf, else from the distribution's
- * /usr/share/containers/storage.conf (types/options.go), else /var/lib/containers/storage. */
-static void podman_graphroot(int root_fd, char *dir, size_t size) {
+/* A path key of a storage.conf in buf, expanded for u (NULL: rootful) into path: 1, 0 (not set)
+ * or -errno. */
+static int storage_conf_path(const char *buf, size_t len, const char *key, const CtrmetaUser *u, char *path,
+                             size_t size) {
+        char value[PATH_MAX];
+        int r = ctrmeta_storage_key(buf, len, key, value, sizeof value);
+
+        if (r > 0 && (r = ctrmeta_storage_expand(value, u, path, size)) >= 0)
+                r = 1;
+        return r;
+}
+
+/* A path key of the system's storage.conf as containers/storage reads it: from
+ * /etc/containers/storage.conf, else from the distribution's /usr/share/containers/storage.conf
+ * (types/options.go), relative to the sysroot into dir. 1, 0 (not set, or no such file) or -errno
+ * (the reason at debug level). */
+static int system_storage_path(int root_fd, const char *key, const CtrmetaUser *u, char *dir, size_t size) {
         static const char *const confs[] = { "etc/containers/storage.conf", "usr/share/containers/storage.conf" };
-        char buf[65536], root[PATH_MAX];
+        char buf[65536], path[PATH_MAX];
 
         for (size_t i = 0; i < ELEMENTSOF(confs); i++) {
                 ssize_t n = read_file_at(root_fd, confs[i], buf, sizeof buf);
@@ -267,22 +280,58 @@ static void podman_graphroot(int root_fd, char *dir, size_t size) {
 
                 if (n == -ENOENT)
                         continue;
-                r = n < 0 ? (int) n : ctrmeta_storage_graphroot(buf, (size_t) n, root, sizeof root);
-                if (r > 0) {
-                        snprintf(dir, size, "%s", root + 1);
-                        return;
-                }
+                r = n < 0 ? (int) n : storage_conf_path(buf, (size_t) n, key, u, path, sizeof path);
                 if (r < 0)
-                        log_debug("/%s: no graphroot read: %s", confs[i], strerror(-r));
-                break;
+                        log_debug("/%s: no %s read: %s", confs[i], key, strerror(-r));
+                if (r > 0)
+                        snprintf(dir, size, "%s", path + 1);
+                return r;
         }
-        snprintf(dir, size, "var/lib/containers/storage");
+        return 0;
 }
 
-/* podman's containers/storage: its graph root rootful, ~/.local/share/containers/storage of the
- * user whose systemd instance holds the scope rootless. */
+/* Rootful containers/storage's graph root, beneath the sysroot: graphroot of the system's
+ * storage.conf, else /var/lib/containers/storage. */
+static void podman_graphroot(int root_fd, char *dir, size_t size) {
+        if (system_storage_path(root_fd, "graphroot", NULL, dir, size) <= 0)
+                snprintf(dir, size, "var/lib/containers/storage");
+}
+
+/* A rootless user's graph root, as containers/storage chooses it (types/options.go): the system
+ * storage.conf's rootless_storage_path, else ~/.local/share/containers/storage; then, where the
+ * user has a ~/.config/containers/storage.conf (a regular file of theirs), its graphroot, else
+ * its rootless_storage_path, else the former. XDG_DATA_HOME and XDG_CONFIG_HOME are the user's
+ * environment, not the agent's to know: their defaults are taken. */
+static void podman_rootless_graphroot(int root_fd, const CtrmetaUser *u, char *dir, size_t size) {
+        static const char *const keys[] = { "graphroot", "rootless_storage_path" };
+        _cleanup_free_ char *buf = NULL;
+        char conf[PATH_MAX + 64], path[PATH_MAX];
+        size_t len = 0;
+        int r;
+
+        if (system_storage_path(root_fd, "rootless_storage_path", u, dir, size) <= 0)
+                snprintf(dir, size, "%s/.local/share/containers/storage", u->home + 1);
+        snprintf(conf, sizeof conf, "%s/.config/containers/storage.conf", u->home + 1);
+        r = read_meta(root_fd, conf, u->uid, &buf, &len);
+        if (r < 0) {
+                if (r != -ENOENT && r != -ENOTDIR)
+                        log_debug("/%s: not read: %s", conf, strerror(-r));
+                return;
+        }
+        for (size_t i = 0; i < ELEMENTSOF(keys) && r == 0; i++) {
+                r = storage_conf_path(buf, len, keys[i], u, path, sizeof path);
+                if (r < 0)
+                        log_debug("/%s: no %s read: %s", conf, keys[i], strerror(-r));
+                if (r > 0)
+                        snprintf(dir, size, "%s", path + 1);
+        }
+}
+
+/* podman's containers/storage: its graph root rootful, the user's graph root rootless (the user
+ * whose systemd instance holds the scope). */
 static int podman_read(ContainerCache *c, int64_t user_uid, ContainerInfo *info) {
-        char passwd[65536], home[PATH_MAX], dir[PATH_MAX + 64];
+        char passwd[65536], dir[PATH_MAX + 64];
+        CtrmetaUser u = {};
         ssize_t n;
         int r;
 
@@ -293,10 +342,10 @@ static int podman_read(ContainerCache *c, int64_t user_uid, ContainerInfo *info)
         n = read_file_at(c->root_fd, "etc/passwd", passwd, sizeof passwd);
         if (n < 0)
                 return (int) n;
-        r = ctrmeta_passwd_home(passwd, (size_t) n, (unsigned) user_uid, home, sizeof home);
+        r = ctrmeta_passwd_user(passwd, (size_t) n, (unsigned) user_uid, &u);
         if (r < 0)
                 return r;
-        snprintf(dir, sizeof dir, "%s/.local/share/containers/storage", home + 1);
+        podman_rootless_graphroot(c->root_fd, &u, dir, sizeof dir);
         return podman_pod(c, dir, user_uid, info);
 }
 

@@ -177,7 +177,7 @@ int ctrmeta_parse_storage(const char *buf, size_t len, const char *id, Container
         return r;
 }
 
-int ctrmeta_passwd_home(const char *buf, size_t len, unsigned uid, char *home, size_t size) {
+int ctrmeta_passwd_user(const char *buf, size_t len, unsigned uid, CtrmetaUser *ret) {
         const char *p = buf, *end = buf + len;
 
         while (p < end) {
@@ -192,16 +192,20 @@ int ctrmeta_passwd_home(const char *buf, size_t len, unsigned uid, char *home, s
                                 f[n++] = q + 1;
                 if (n == 7) {
                         char num[16];
-                        size_t ulen = (size_t) (f[3] - 1 - f[2]), hlen = (size_t) (f[6] - 1 - f[5]);
+                        size_t ulen = (size_t) (f[3] - 1 - f[2]), hlen = (size_t) (f[6] - 1 - f[5]),
+                               nlen = (size_t) (f[1] - 1 - f[0]);
                         if (ulen > 0 && ulen < sizeof num) {
                                 memcpy(num, f[2], ulen);
                                 num[ulen] = '\0';
                                 if (strspn(num, "0123456789") == ulen && strtoul(num, NULL, 10) == uid && hlen > 1 &&
-                                    f[5][0] == '/' && !memchr(f[5], '\0', hlen)) {
-                                        if (hlen >= size)
+                                    f[5][0] == '/' && !memchr(f[5], '\0', hlen) && !memchr(f[0], '\0', nlen)) {
+                                        if (hlen >= sizeof ret->home || nlen >= sizeof ret->name)
                                                 return -ENAMETOOLONG;
-                                        memcpy(home, f[5], hlen);
-                                        home[hlen] = '\0';
+                                        ret->uid = uid;
+                                        memcpy(ret->home, f[5], hlen);
+                                        ret->home[hlen] = '\0';
+                                        memcpy(ret->name, f[0], nlen);
+                                        ret->name[nlen] = '\0';
                                         return 0;
                                 }
                         }
@@ -217,10 +221,11 @@ static const char *skip_blank(const char *p, const char *end) {
         return p;
 }
 
-/* A TOML line's key, table header and string value: enough of TOML for one key of storage.conf,
+/* A TOML line's key, table header and string value: enough of TOML for a key of storage.conf,
  * whose tables are headers of their own lines. */
-int ctrmeta_storage_graphroot(const char *buf, size_t len, char *root, size_t size) {
+int ctrmeta_storage_key(const char *buf, size_t len, const char *key, char *out, size_t size) {
         const char *p = buf, *end = buf + len;
+        size_t klen = strlen(key);
         bool in_storage = false;
 
         while (p < end) {
@@ -236,9 +241,9 @@ int ctrmeta_storage_graphroot(const char *buf, size_t len, char *root, size_t si
                                      skip_blank(e, eol) < eol && *skip_blank(e, eol) == ']';
                         continue;
                 }
-                if (!in_storage || (size_t) (eol - q) < 9 || memcmp(q, "graphroot", 9) != 0)
+                if (!in_storage || (size_t) (eol - q) < klen || memcmp(q, key, klen) != 0)
                         continue;
-                q = skip_blank(q + 9, eol);
+                q = skip_blank(q + klen, eol);
                 if (q >= eol || *q != '=')
                         continue; /* another key that starts so */
                 q = skip_blank(q + 1, eol);
@@ -252,23 +257,87 @@ int ctrmeta_storage_graphroot(const char *buf, size_t len, char *root, size_t si
                         q++;
                 }
                 size_t n = (size_t) (q - v);
-                if (q >= eol || n == 0 || v[0] != '/')
+                if (q >= eol || n == 0)
                         return -EBADMSG;
                 const char *rest = skip_blank(q + 1, eol);
                 if (rest < eol && *rest != '#' && *rest != '\r')
                         return -EBADMSG;
-                for (const char *c = v; c < q;) {
-                        const char *slash = memchr(c + 1, '/', (size_t) (q - c - 1)), *next = slash ? slash : q;
-                        /* c is at a '/': the component is (c, next) */
-                        if (next - c == 3 && c[1] == '.' && c[2] == '.')
-                                return -EBADMSG;
-                        c = next;
-                }
                 if (n >= size)
                         return -ENAMETOOLONG;
-                memcpy(root, v, n);
-                root[n] = '\0';
+                memcpy(out, v, n);
+                out[n] = '\0';
                 return 1;
+        }
+        return 0;
+}
+
+static bool name_char(char c) {
+        return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_';
+}
+
+/* Appends the n bytes of s to out at *k: false when they do not fit. */
+static bool append(char *out, size_t size, size_t *k, const char *s, size_t n) {
+        if (n >= size - *k)
+                return false;
+        memcpy(out + *k, s, n);
+        *k += n;
+        return true;
+}
+
+int ctrmeta_storage_expand(const char *value, const CtrmetaUser *u, char *out, size_t size) {
+        char uid[16];
+        size_t k = 0;
+
+        if (size == 0)
+                return -ENAMETOOLONG;
+        snprintf(uid, sizeof uid, "%u", u ? u->uid : 0);
+        for (const char *c = value; *c;) {
+                const char *name = c + 1, *after;
+                size_t n;
+
+                if (*c != '$') {
+                        if (!append(out, size, &k, c++, 1))
+                                return -ENAMETOOLONG;
+                        continue;
+                }
+                if (!u)
+                        return -EBADMSG;
+                if (strncmp(c, "$UID", 4) == 0) { /* replaced as a string before the environment */
+                        if (!append(out, size, &k, uid, strlen(uid)))
+                                return -ENAMETOOLONG;
+                        c += 4;
+                        continue;
+                }
+                if (*name == '{') {
+                        const char *close = strchr(++name, '}');
+                        if (!close)
+                                return -EBADMSG;
+                        n = (size_t) (close - name);
+                        after = close + 1;
+                } else {
+                        for (n = 0; name_char(name[n]); n++)
+                                ;
+                        after = name + n;
+                }
+                if (n == 4 && memcmp(name, "HOME", 4) == 0) {
+                        if (!append(out, size, &k, u->home, strlen(u->home)))
+                                return -ENAMETOOLONG;
+                } else if (n == 4 && memcmp(name, "USER", 4) == 0) {
+                        if (!append(out, size, &k, u->name, strlen(u->name)))
+                                return -ENAMETOOLONG;
+                } else
+                        return -EBADMSG; /* the user's environment is not the agent's to know */
+                c = after;
+        }
+        out[k] = '\0';
+        if (out[0] != '/')
+                return -EBADMSG;
+        for (const char *c = out; *c;) {
+                const char *slash = strchr(c + 1, '/'), *next = slash ? slash : c + strlen(c);
+                /* c is at a '/': the component is (c, next) */
+                if (next - c == 3 && c[1] == '.' && c[2] == '.')
+                        return -EBADMSG;
+                c = next;
         }
         return 0;
 }

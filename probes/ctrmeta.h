@@ -14,6 +14,7 @@
  * field, NUL-terminated); whoever prints them makes them valid UTF-8 and terminal-safe. */
 #pragma once
 
+#include <limits.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -72,12 +73,25 @@ int ctrmeta_storage_parse(const char *buf, size_t len, CtrmetaStorage **ret);
 int ctrmeta_storage_find(const CtrmetaStorage *s, const char *id, ContainerInfo *ret);
 CtrmetaStorage *ctrmeta_storage_free(CtrmetaStorage *s);
 
-/* The home directory of uid in an /etc/passwd buffer, into buf. Returns 0, -ENOENT (no such uid,
- * or no absolute home), -ENAMETOOLONG. */
-int ctrmeta_passwd_home(const char *buf, size_t len, unsigned uid, char *home, size_t size);
+/* A user as containers/storage expands a rootless storage.conf path for it. */
+typedef struct CtrmetaUser {
+        unsigned uid;
+        char name[64];
+        char home[PATH_MAX];
+} CtrmetaUser;
 
-/* containers/storage's graph root as a storage.conf sets it: `graphroot = "<path>"` (or a literal
- * '<path>') in table [storage]. The path must be absolute, of printable characters, without a ".."
- * component or an escape. Copies it into root. Returns 1, 0 (not set there: the default
- * /var/lib/containers/storage), -EBADMSG (set to something else), -ENAMETOOLONG. */
-int ctrmeta_storage_graphroot(const char *buf, size_t len, char *root, size_t size);
+/* The name and home directory of uid in an /etc/passwd buffer, into ret. Returns 0, -ENOENT (no
+ * such uid, or no absolute home), -ENAMETOOLONG. */
+int ctrmeta_passwd_user(const char *buf, size_t len, unsigned uid, CtrmetaUser *ret);
+
+/* The value of key (`graphroot`, `rootless_storage_path`) in table [storage] of a storage.conf:
+ * `key = "<value>"` (or a literal '<value>'), printable characters, no escape. Copies it into out.
+ * Returns 1, 0 (not set there), -EBADMSG (set to something else, or empty), -ENAMETOOLONG. */
+int ctrmeta_storage_key(const char *buf, size_t len, const char *key, char *out, size_t size);
+
+/* A storage.conf path value as containers/storage expands it (types/utils.go expandEnvPath) for
+ * user u: "$UID" replaced first, then $HOME, ${HOME}, $USER and ${USER} (os.ExpandEnv, from the
+ * user's environment as far as the agent knows it). u NULL (rootful): no variable at all. The
+ * result must be absolute, without a ".." component. Returns 0, -EBADMSG (another variable, not
+ * absolute, ".."), -ENAMETOOLONG. */
+int ctrmeta_storage_expand(const char *value, const CtrmetaUser *u, char *out, size_t size);

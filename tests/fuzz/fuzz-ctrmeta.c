@@ -20,8 +20,9 @@ static void check(const ContainerInfo *i) {
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
-        char *buf = malloc(size ? size : 1), home[256];
+        char *buf = malloc(size ? size : 1), home[256], value[256];
         ContainerInfo i = {};
+        CtrmetaUser u = {};
 
         if (!buf)
                 return 0;
@@ -34,13 +35,20 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         i = (ContainerInfo) {};
         (void) ctrmeta_parse_storage(buf, size, "c259ab325826b8b00d41a77c5935548283afad4f39d1379691811634296c0bc7", &i);
         check(&i);
-        if (ctrmeta_passwd_home(buf, size, 1000, home, sizeof home) == 0 && strnlen(home, sizeof home) == sizeof home)
+        if (ctrmeta_passwd_user(buf, size, 1000, &u) == 0 &&
+            (strnlen(u.home, sizeof u.home) == sizeof u.home || strnlen(u.name, sizeof u.name) == sizeof u.name ||
+             u.home[0] != '/'))
                 abort();
-        /* a graph root found is absolute, NUL-terminated, without a ".." component */
-        if (ctrmeta_storage_graphroot(buf, size, home, sizeof home) > 0 &&
-            (strnlen(home, sizeof home) == sizeof home || home[0] != '/' || strstr(home, "/../") ||
-             (strlen(home) >= 3 && strcmp(home + strlen(home) - 3, "/..") == 0)))
-                abort();
+        /* a path found and expanded is absolute, NUL-terminated, without a ".." component */
+        for (int user = 0; user < 2; user++) {
+                static const CtrmetaUser alice = { .uid = 1000, .name = "alice", .home = "/home/alice" };
+                if (ctrmeta_storage_key(buf, size, user ? "rootless_storage_path" : "graphroot", value, sizeof value) >
+                            0 &&
+                    ctrmeta_storage_expand(value, user ? &alice : NULL, home, sizeof home) == 0 &&
+                    (strnlen(home, sizeof home) == sizeof home || home[0] != '/' || strstr(home, "/../") ||
+                     (strlen(home) >= 3 && strcmp(home + strlen(home) - 3, "/..") == 0)))
+                        abort();
+        }
         free(buf);
         return 0;
 }

@@ -327,7 +327,7 @@ def writeback(mount, validate):
             cg = next((g for g in c["cgroups"] if g["path"] == "/" + batch.rel), None)
             by_cgroup = cg and cg.get("dirty_bytes") is not None and cg["dirty_bytes"] * 2 >= (
                 wb["dirty_bytes"] + wb["writeback_bytes"])
-            want = (f"writeback of " if by_cgroup else f"dd (/{batch.rel}, pid {dd.pid}) dirtied ")
+            want = ("writeback of " if by_cgroup else f"dd (/{batch.rel}, pid {dd.pid}) dirtied ")
             check(want in inc["summary"] and ("dirtied by /" + batch.rel if by_cgroup else "waiting on the node")
                   in inc["summary"], f"summary: {inc['summary']!r}")
             print(f"writeback: {inc['summary']}")

@@ -247,12 +247,22 @@ static void expect_podman_at(int fd, const char *root, const char *conf, const c
         }
 }
 
+/* storage.conf's graphroot as the rootful graph root: 1, 0 or -errno, the path in r. */
+static int graphroot(const char *text, char *r, size_t size) {
+        char value[PATH_MAX];
+        int k = ctrmeta_storage_key(text, strlen(text), "graphroot", value, sizeof value);
+
+        if (k > 0 && (k = ctrmeta_storage_expand(value, NULL, r, size)) == 0)
+                k = 1;
+        return k;
+}
+
 /* storage.conf's graphroot: where rootful podman's storage is when an operator moved it. */
 static void test_graphroot(void **state) {
         char root[] = "/tmp/psidiag-test-containers-XXXXXX", r[64];
         int fd;
 
-#define GR(text) ctrmeta_storage_graphroot(text, strlen(text), r, sizeof r)
+#define GR(text) graphroot(text, r, sizeof r)
         /* Debian's /usr/share/containers/storage.conf says the default */
         assert_int_equal(GR("# storage.conf\n[storage]\ndriver = \"overlay\"\nrunroot = \"/run/containers/storage\"\n"
                             "graphroot = \"/var/lib/containers/storage\"\n[storage.options]\n"),
@@ -274,6 +284,7 @@ static void test_graphroot(void **state) {
         assert_int_equal(GR("[storage]\ngraphroot = \"/srv/../etc\"\n"), -EBADMSG);
         assert_int_equal(GR("[storage]\ngraphroot = \"/srv/..\"\n"), -EBADMSG);
         assert_int_equal(GR("[storage]\ngraphroot = \"/srv\\u0041\"\n"), -EBADMSG);
+        assert_int_equal(GR("[storage]\ngraphroot = \"$HOME/ctr\"\n"), -EBADMSG); /* rootful: no variable */
         assert_int_equal(GR("[storage]\ngraphroot = \"/srv\tctr\"\n"), -EBADMSG);
         assert_int_equal(GR("[storage]\ngraphroot = \"/srv/ctr\n"), -EBADMSG);
         assert_int_equal(GR("[storage]\ngraphroot = \"/srv/ctr\" x\n"), -EBADMSG);
@@ -307,6 +318,121 @@ static void test_graphroot(void **state) {
                          true);
         /* a graphroot that is not a path: the default, and the container unnamed, not a crash */
         expect_podman_at(fd, root, "etc/containers/storage.conf", "[storage]\ngraphroot = \"../x\"\n", false);
+        close(fd);
+        assert_int_equal(fake_tree_remove(root), 0);
+}
+
+/* A rootless path as containers/storage expands it: $UID first, then the user's $HOME and $USER;
+ * any other variable is the user's environment, which the agent does not know. */
+static void test_storage_expand(void **state) {
+        const CtrmetaUser u = { .uid = 1000, .name = "alice", .home = "/home/alice" };
+        char r[64];
+
+        assert_int_equal(ctrmeta_storage_expand("$HOME/.local/share/containers/storage", &u, r, sizeof r), 0);
+        assert_string_equal(r, "/home/alice/.local/share/containers/storage");
+        assert_int_equal(ctrmeta_storage_expand("/srv/${USER}/$UID/${HOME}x", &u, r, sizeof r), 0);
+        assert_string_equal(r, "/srv/alice/1000//home/alicex");
+        assert_int_equal(ctrmeta_storage_expand("/srv/$USER-store", &u, r, sizeof r), 0);
+        assert_string_equal(r, "/srv/alice-store");
+        assert_int_equal(ctrmeta_storage_expand("/srv/$UIDS", &u, r, sizeof r), 0); /* a string replace */
+        assert_string_equal(r, "/srv/1000S");
+        /* variables the agent cannot know, a ".." component, a relative path, a broken ${ */
+        assert_int_equal(ctrmeta_storage_expand("$XDG_DATA_HOME/containers", &u, r, sizeof r), -EBADMSG);
+        assert_int_equal(ctrmeta_storage_expand("/srv/$", &u, r, sizeof r), -EBADMSG);
+        assert_int_equal(ctrmeta_storage_expand("/srv/${USER", &u, r, sizeof r), -EBADMSG);
+        assert_int_equal(ctrmeta_storage_expand("$HOME/../root", &u, r, sizeof r), -EBADMSG);
+        assert_int_equal(ctrmeta_storage_expand("$USER/x", &u, r, sizeof r), -EBADMSG);
+        assert_int_equal(ctrmeta_storage_expand("/srv/$HOME", NULL, r, sizeof r), -EBADMSG);
+        assert_int_equal(ctrmeta_storage_expand("$HOME/a-path-longer-than-the-buffer-of-sixty-four-bytes/and-more", &u,
+                                                r, sizeof r),
+                         -ENAMETOOLONG);
+        assert_int_equal(ctrmeta_storage_expand("/x", &u, r, 0), -ENAMETOOLONG);
+}
+
+/* A new cache names alice's rootless container, or leaves it unnamed and says why. */
+static void expect_rootless(int fd, bool named) {
+        ContainerCache *c;
+        const ContainerInfo *i;
+
+        assert_int_equal(container_cache_new(fd, 8, &c), 0);
+        i = container_cache_lookup(c, "/user.slice/user-1000.slice/user@1000.service/user.slice/libpod-" ROOTLESS
+                                      ".scope");
+        assert_non_null(i);
+        assert_string_equal(i->name, named ? "batch" : "");
+        if (!named)
+                assert_string_not_equal(i->unnamed, "");
+        container_cache_free(c);
+}
+
+/* Where a rootless user's storage is when it was moved (types/options.go): the system
+ * storage.conf's rootless_storage_path, then the user's own ~/.config/containers/storage.conf,
+ * its graphroot, else its rootless_storage_path, else the system's choice. */
+static void test_rootless_storage_conf(void **state) {
+        char root[] = "/tmp/psidiag-test-containers-XXXXXX", from[128], to[128];
+        const char *user_conf = "home/alice/.config/containers/storage.conf";
+        int fd;
+
+        assert_int_equal(fake_tree_copy(root, fixture("containers/podman")), 0);
+        assert_int_equal(fake_tree_mkdirs(root, "srv"), 0);
+        snprintf(from, sizeof from, "%s/home/alice/.local/share/containers/storage", root);
+        snprintf(to, sizeof to, "%s/srv/alice-store", root);
+        assert_int_equal(rename(from, to), 0);
+        fd = open(root, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        assert_true(fd >= 0);
+        expect_rootless(fd, false); /* moved, and nothing says where */
+
+        /* the system's rootless_storage_path, with the user's name in it */
+        assert_int_equal(
+                fake_tree_write(root, "etc/containers/storage.conf",
+                                "[storage]\ndriver = \"overlay\"\ngraphroot = \"/var/lib/containers/storage\"\n"
+                                "rootless_storage_path = \"/srv/${USER}-store\"\n"),
+                0);
+        expect_rootless(fd, true);
+        /* a user's own file that says nothing leaves the system's choice */
+        assert_int_equal(fake_tree_write(root, user_conf, "[storage]\ndriver = \"overlay\"\n"), 0);
+        expect_rootless(fd, true);
+        /* the user's graphroot wins, then the user's rootless_storage_path */
+        assert_int_equal(fake_tree_write(root, user_conf, "[storage]\ngraphroot = \"$HOME/elsewhere\"\n"), 0);
+        expect_rootless(fd, false);
+        assert_int_equal(fake_tree_write(root, "etc/containers/storage.conf",
+                                         "[storage]\nrootless_storage_path = \"/srv/none\"\n"),
+                         0);
+        assert_int_equal(fake_tree_write(root, user_conf, "[storage]\ngraphroot = \"/srv/$USER-store\"\n"), 0);
+        expect_rootless(fd, true);
+        assert_int_equal(fake_tree_write(root, user_conf, "[storage]\nrootless_storage_path = '/srv/alice-store'\n"),
+                         0);
+        expect_rootless(fd, true);
+        /* the user's graphroot unknowable (another variable, a ".."): not guessed */
+        assert_int_equal(fake_tree_write(root, user_conf,
+                                         "[storage]\ngraphroot = \"$XDG_DATA_HOME/containers/storage\"\n"
+                                         "rootless_storage_path = '/srv/alice-store'\n"),
+                         0);
+        expect_rootless(fd, false);
+        assert_int_equal(fake_tree_write(root, user_conf, "[storage]\ngraphroot = \"$HOME/../../srv/alice-store\"\n"),
+                         0);
+        expect_rootless(fd, false);
+        /* a user's file that is not a regular file of theirs is not read: a FIFO would block a
+         * reader, a symlink could point at another's file */
+        {
+                char conf[256], target[256];
+                snprintf(conf, sizeof conf, "%s/%s", root, user_conf);
+                snprintf(target, sizeof target, "%s/srv/other.conf", root);
+                assert_int_equal(
+                        fake_tree_write(root, "srv/other.conf", "[storage]\ngraphroot = \"/srv/alice-store\"\n"), 0);
+                assert_int_equal(unlink(conf), 0);
+                assert_int_equal(symlink(target, conf), 0);
+                expect_rootless(fd, false);
+                assert_int_equal(unlink(conf), 0);
+                assert_int_equal(mkfifo(conf, 0644), 0);
+                expect_rootless(fd, false);
+                assert_int_equal(unlink(conf), 0);
+                assert_int_equal(fake_tree_write(root, user_conf, "[storage]\ngraphroot = \"/srv/alice-store\"\n"), 0);
+                expect_rootless(fd, true);
+                assert_int_equal(chown(conf, 1001, 1001), 0); /* bob's file in alice's home */
+                expect_rootless(fd, false);
+                assert_int_equal(chown(conf, 1000, 1000), 0); /* alice's own */
+                expect_rootless(fd, true);
+        }
         close(fd);
         assert_int_equal(fake_tree_remove(root), 0);
 }
@@ -424,7 +550,7 @@ static void test_eviction(void **state) {
 
 static void test_parsers_hostile(void **state) {
         ContainerInfo i = {};
-        char home[64];
+        CtrmetaUser u = {};
         static const char pw[] = "root:x:0:0::/root:/bin/sh\nbad:x:1000\nx:x:1000:1000::relative:/bin/sh\n"
                                  "alice:x:1000:1000::/home/alice:/bin/sh";
 
@@ -453,10 +579,16 @@ static void test_parsers_hostile(void **state) {
                 assert_int_equal(ctrmeta_parse_docker(big, sizeof big, &i), 0);
                 assert_int_equal(strlen(i.name), sizeof i.name - 1);
         }
-        assert_int_equal(ctrmeta_passwd_home(pw, sizeof pw - 1, 1000, home, sizeof home), 0);
-        assert_string_equal(home, "/home/alice");
-        assert_int_equal(ctrmeta_passwd_home(pw, sizeof pw - 1, 0, home, 3), -ENAMETOOLONG);
-        assert_int_equal(ctrmeta_passwd_home(pw, sizeof pw - 1, 42, home, sizeof home), -ENOENT);
+        assert_int_equal(ctrmeta_passwd_user(pw, sizeof pw - 1, 1000, &u), 0);
+        assert_string_equal(u.home, "/home/alice");
+        assert_string_equal(u.name, "alice");
+        assert_int_equal(u.uid, 1000);
+        assert_int_equal(ctrmeta_passwd_user(pw, sizeof pw - 1, 42, &u), -ENOENT);
+        {
+                char big[600];
+                int n = snprintf(big, sizeof big, "%0100d:x:7:7::/h:/bin/sh\n", 0);
+                assert_int_equal(ctrmeta_passwd_user(big, (size_t) n, 7, &u), -ENAMETOOLONG);
+        }
 }
 
 int main(void) {
@@ -468,6 +600,8 @@ int main(void) {
                 cmocka_unit_test(test_crio),
                 cmocka_unit_test(test_podman),
                 cmocka_unit_test(test_graphroot),
+                cmocka_unit_test(test_storage_expand),
+                cmocka_unit_test(test_rootless_storage_conf),
                 cmocka_unit_test(test_hostile_files),
                 cmocka_unit_test(test_eviction),
                 cmocka_unit_test(test_parsers_hostile),

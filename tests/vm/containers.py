@@ -11,7 +11,8 @@ name both by name and image.
   (docker/<id>, dockerd restarted with native.cgroupdriver=cgroupfs); Config.Image in config.v2.json.
 - podman: rootful with the systemd driver (machine.slice/libpod-<id>.scope) and the cgroupfs one
   (<parent>/libpod-<id>), then rootless, as a user whose systemd instance (user@<uid>.service,
-  lingering) holds the scope; names from containers.json (the user's own, rootless).
+  lingering) holds the scope; names from containers.json (the user's own, rootless: with podman 5
+  below the graph root its own ~/.config/containers/storage.conf sets).
 - containerd as Kubernetes makes pods: its CRI plugin driven by a CRI client (tests/vm/cri.py,
   runtime.v1.RuntimeService over containerd's socket, as the kubelet calls it: RunPodSandbox with
   the node's network, so no CNI, then CreateContainer and StartContainer), the sandbox image
@@ -30,6 +31,7 @@ integration tests): containers, pods, images, users, and the runtimes' configura
 
 import json
 import os
+import pwd
 import re
 import shutil
 import subprocess
@@ -283,12 +285,27 @@ def podman_state(user, storage):
     return major
 
 
+def user_storage_conf(uid):
+    """The rootless user's own ~/.config/containers/storage.conf, moving the graph root to
+    $HOME/psidiag-graph (the vfs driver, which podman 4.3 and 5.4 both have rootless): psidiag
+    finds the user's containers where containers/storage puts them, not at the default."""
+    conf = f"/home/{ROOTLESS_USER}/.config/containers"
+    os.makedirs(conf, exist_ok=True)
+    with open(os.path.join(conf, "storage.conf"), "w") as f:
+        f.write('[storage]\ndriver = "vfs"\ngraphroot = "$HOME/psidiag-graph"\n')
+    gid = pwd.getpwuid(uid).pw_gid
+    for path in (os.path.dirname(conf), conf, os.path.join(conf, "storage.conf")):
+        os.chown(path, uid, gid)
+
+
 @case
 def podman_names(validate):
     """podman 4.3 (bookworm-ctr) or 5.4 (trixie-ctr): rootful with its systemd driver
     (machine.slice/libpod-<id>.scope), with its cgroupfs driver under a parent of its own, then
     rootless with the systemd driver as a lingering user (user@<uid>.service/.../libpod-<id>.scope,
-    names in the user's own containers.json); each pair named with its image. The batch container
+    names in the user's own containers.json: podman 4.3's at the default, podman 5.4's below the
+    graph root that the user's own ~/.config/containers/storage.conf moved to $HOME/psidiag-graph);
+    each pair named with its image. The batch container
     is made in a `podman pod` (with its infra container, whose pause image podman builds offline
     from catatonit; none with cgroupfs): its incidents name the pod (meta.container.runtime_pod,
     read from libpod's bolt_state.db with podman 4, from db.sql with podman 5, the user's own
@@ -306,11 +323,16 @@ def podman_names(validate):
                              ("rootless", [])):
             web, batch, pod = f"web-{driver}", f"batch-{driver}", f"pod-{driver}"
             user, uid = [], None
+            # podman 4.3's rootless storage where it is by default, podman 5.4's where the user's
+            # own storage.conf moved it
+            storage = f"/home/{ROOTLESS_USER}/" + ("psidiag-graph" if major >= 5 else ".local/share/containers/storage")
             if driver == "rootless":
                 uid, user = rootless_user(done)
+                if major >= 5:
+                    user_storage_conf(uid)
                 os.chmod(tmp, 0o755)
                 must([*user, "podman", "import", tar, PODMAN_IMAGE])
-                podman_state(user, f"/home/{ROOTLESS_USER}/.local/share/containers/storage")
+                podman_state(user, storage)
             ids = {}
 
             # Rootful cgroupfs with an infra container, podman 4.3 makes the pod's cgroup itself
@@ -333,7 +355,7 @@ def podman_names(validate):
                 print(f"podman, {driver}:")
                 lines, _, log = node_agent(tmp, f"podman-{driver}", load, {web, batch})
                 if user:
-                    print("  the user's storage: " + " ".join(sh(["find", f"/home/{ROOTLESS_USER}/.local/share/containers/storage",
+                    print("  the user's storage: " + " ".join(sh(["find", storage,
                                                                  "-maxdepth", "2", "-name", "*containers.json"]).stdout.split()))
                 check_named(validate, lines, log, {web: (PODMAN_IMAGE, None), batch: (PODMAN_IMAGE, None)})
                 check_identities(lines)
