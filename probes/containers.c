@@ -27,7 +27,9 @@ typedef struct Entry {
         Key key;
         uint64_t used; /* the cache's clock at the last lookup: the smallest is evicted */
         usec_t read_mono_us;
-        bool none; /* a plain containerd path with no task bundle: no container, said NULL */
+        bool none;       /* a plain containerd path with no task bundle: no container, said NULL */
+        bool pod_unread; /* podman's state was busy or torn: its pod is asked again */
+        usec_t pod_mono_us;
         ContainerInfo info;
 } Entry;
 
@@ -219,11 +221,13 @@ static int storage_read_driver(ContainerCache *c, const char *dir, const char *d
         size_t len = 0;
         int r;
 
-        snprintf(path, sizeof path, "%s/%s-containers/containers.json", dir, driver);
+        if (snprintf(path, sizeof path, "%s/%s-containers/containers.json", dir, driver) >= (int) sizeof path)
+                return -ENAMETOOLONG;
         r = storage_parsed(c, path, owner, &s);
         if (r >= 0 && (r = ctrmeta_storage_find(s, info->id, info)) != 0)
                 return r;
-        snprintf(path, sizeof path, "%s/%s-containers/volatile-containers.json", dir, driver);
+        if (snprintf(path, sizeof path, "%s/%s-containers/volatile-containers.json", dir, driver) >= (int) sizeof path)
+                return -ENAMETOOLONG;
         if (read_meta(c->root_fd, path, owner, &buf, &len) >= 0 && ctrmeta_parse_storage(buf, len, info->id, info) > 0)
                 return 1;
         return r < 0 ? r : -ENOENT;
@@ -241,17 +245,22 @@ static int storage_read(ContainerCache *c, const char *dir, int64_t owner, Conta
         return r;
 }
 
-/* A podman container named from containers/storage in dir, then its `podman pod` from libpod's
- * state database beside it: a database missing or unreadable leaves the pod unsaid, the container
- * named (the reason at debug level). */
-static int podman_pod(ContainerCache *c, const char *dir, int64_t owner, ContainerInfo *info) {
-        char why[LIBPOD_REASON_MAX];
-        int r = storage_read(c, dir, owner, info);
+/* A podman container's `podman pod` from libpod's state database in dir: a database missing or
+ * unreadable leaves the pod unsaid (the reason at debug level); one busy (a podman committing) or
+ * torn (a bbolt file read while written) is asked again, keeping what was named. */
+static void podman_pod(ContainerCache *c, Entry *e, const char *dir, int64_t owner) {
+        ContainerInfo *info = &e->info;
+        char why[LIBPOD_REASON_MAX], name[sizeof info->runtime_pod];
+        int r = libpod_pod_name(c->root_fd, dir, owner, info->id, name, sizeof name, why);
 
-        if (r >= 0 &&
-            libpod_pod_name(c->root_fd, dir, owner, info->id, info->runtime_pod, sizeof info->runtime_pod, why) < 0)
-                log_debug("podman container %s: no pod from /%s/libpod/bolt_state.db: %s", info->id, dir, why);
-        return r;
+        e->pod_unread = r == -EBUSY || r == -EBADMSG;
+        e->pod_mono_us = now_usec(CLOCK_MONOTONIC);
+        if (r < 0) {
+                log_debug("podman container %s: no pod from /%s/libpod/bolt_state.db or db.sql: %s", info->id, dir,
+                          why);
+                return;
+        }
+        snprintf(info->runtime_pod, sizeof info->runtime_pod, "%s", r > 0 ? name : "");
 }
 
 /* A path key of a storage.conf in buf, expanded for u (NULL: rootful) into path: 1, 0 (not set)
@@ -327,17 +336,17 @@ static void podman_rootless_graphroot(int root_fd, const CtrmetaUser *u, char *d
         }
 }
 
-/* podman's containers/storage: its graph root rootful, the user's graph root rootless (the user
- * whose systemd instance holds the scope). */
-static int podman_read(ContainerCache *c, int64_t user_uid, ContainerInfo *info) {
-        char passwd[65536], dir[PATH_MAX + 64];
+/* podman's containers/storage directory, relative to the sysroot: its graph root rootful, the
+ * user's graph root rootless (the user whose systemd instance holds the scope). 0 or -errno. */
+static int podman_storage(ContainerCache *c, int64_t user_uid, char *dir, size_t size) {
+        char passwd[65536];
         CtrmetaUser u = {};
         ssize_t n;
         int r;
 
         if (user_uid <= 0) {
-                podman_graphroot(c->root_fd, dir, sizeof dir);
-                return podman_pod(c, dir, -1, info);
+                podman_graphroot(c->root_fd, dir, size);
+                return 0;
         }
         n = read_file_at(c->root_fd, "etc/passwd", passwd, sizeof passwd);
         if (n < 0)
@@ -345,8 +354,22 @@ static int podman_read(ContainerCache *c, int64_t user_uid, ContainerInfo *info)
         r = ctrmeta_passwd_user(passwd, (size_t) n, (unsigned) user_uid, &u);
         if (r < 0)
                 return r;
-        podman_rootless_graphroot(c->root_fd, &u, dir, sizeof dir);
-        return podman_pod(c, dir, user_uid, info);
+        podman_rootless_graphroot(c->root_fd, &u, dir, size);
+        return 0;
+}
+
+/* A podman container named from containers/storage, then its `podman pod` (podman_pod()); with
+ * pod_only, the pod alone, what was named kept. */
+static int podman_read(ContainerCache *c, Entry *e, bool pod_only) {
+        int64_t owner = e->key.user_uid > 0 ? e->key.user_uid : -1;
+        char dir[PATH_MAX + 64];
+        int r = podman_storage(c, e->key.user_uid, dir, sizeof dir);
+
+        if (r >= 0 && !pod_only)
+                r = storage_read(c, dir, owner, &e->info);
+        if (r >= 0)
+                podman_pod(c, e, dir, owner);
+        return r;
 }
 
 /* Fills e->info from the runtime's files. */
@@ -356,7 +379,7 @@ static void resolve(ContainerCache *c, Entry *e) {
         int r = -ENOENT;
 
         *info = (ContainerInfo) {};
-        e->none = false;
+        e->none = e->pod_unread = false;
         snprintf(info->runtime, sizeof info->runtime, "%s", e->key.runtime);
         snprintf(info->id, sizeof info->id, "%s", e->key.id);
         if (e->key.ns[0]) {
@@ -374,7 +397,7 @@ static void resolve(ContainerCache *c, Entry *e) {
                 r = crio_read(c->root_fd, info);
                 file = "config.json";
         } else if (strcmp(e->key.runtime, "podman") == 0) {
-                r = podman_read(c, e->key.user_uid, info);
+                r = podman_read(c, e, false);
                 file = "containers.json entry";
         } else {
                 /* the kubelet's cgroupfs driver names no runtime: whichever has the id */
@@ -512,7 +535,8 @@ const ContainerInfo *container_cache_lookup(ContainerCache *c, const char *cgrou
                 /* a path that turned out to name no container is neither a lookup nor a read */
                 if (!e->none)
                         c->stats.reads++;
-        }
+        } else if (e->pod_unread && now - e->pod_mono_us >= CONTAINER_CACHE_POD_RETRY_US)
+                (void) podman_read(c, e, true);
         if (e->none)
                 return NULL;
         c->stats.lookups++;

@@ -18,6 +18,9 @@
 
 #define CONTAINER_CACHE_MAX 256
 #define CONTAINER_CACHE_RETRY_US (30 * USEC_PER_SEC)
+/* A podman container's pod, when podman's state was busy (a commit) or torn, is asked again after
+ * this; what was named is kept. */
+#define CONTAINER_CACHE_POD_RETRY_US (1 * USEC_PER_SEC)
 
 typedef struct ContainerCache ContainerCache;
 

@@ -88,9 +88,10 @@ static int sqlite_query(sqlite3 *db, const char *id, char *name, size_t size, ch
         const char *pod;
         int rc, r;
 
+        /* a new connection reads the schema here: a podman's commit makes it busy, not corrupt */
         rc = sqlite.prepare_v2(db, POD_QUERY, -1, &q, NULL);
         if (rc != SQLITE_OK)
-                return fail(reason, -EBADMSG, "db.sql", sqlite.errmsg(db));
+                return fail(reason, rc == SQLITE_BUSY ? -EBUSY : -EBADMSG, "db.sql", sqlite.errmsg(db));
         rc = sqlite.bind_text(q, 1, id, -1, SQLITE_TRANSIENT);
         if (rc == SQLITE_OK)
                 rc = sqlite.step(q);

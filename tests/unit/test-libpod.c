@@ -291,6 +291,63 @@ static void test_podman5_rows(void **state) {
 }
 #endif
 
+#if HAVE_SQLITE
+/* The pod of the container at cgroup, looked up in c until it reads want or 10 s pass; the time it
+ * took. */
+static usec_t pod_within(ContainerCache *c, const char *cgroup, const char *want) {
+        usec_t t0 = now_usec(CLOCK_MONOTONIC);
+        const ContainerInfo *i;
+
+        while ((i = container_cache_lookup(c, cgroup)) && strcmp(i->runtime_pod, want) != 0) {
+                assert_true(now_usec(CLOCK_MONOTONIC) - t0 < 10 * USEC_PER_SEC);
+                usleep(20 * 1000);
+        }
+        assert_non_null(i);
+        assert_string_equal(i->name, "web");
+        return now_usec(CLOCK_MONOTONIC) - t0;
+}
+
+/* A podman committing holds db.sql's lock: the pod goes unsaid for now, the container named, and
+ * it is asked again (CONTAINER_CACHE_POD_RETRY_US), not left unsaid for as long as it is cached;
+ * a retry asks for the pod alone, so what was named stays even when the storage is gone since. */
+static void test_podman5_busy(void **state) {
+        char root[] = "/tmp/psidiag-test-libpod-XXXXXX", db[128], json[160], name[128], why[LIBPOD_REASON_MAX];
+        ContainerCache *c = NULL;
+        const ContainerInfo *i;
+        sqlite3 *w = NULL;
+        int fd;
+
+        assert_int_equal(fake_tree_copy(root, fixture("containers/podman5")), 0);
+        fd = open_dir(root);
+        snprintf(db, sizeof db, "%s/" P5_DB, root);
+        assert_int_equal(sqlite3_open(db, &w), SQLITE_OK);
+        assert_int_equal(sqlite3_exec(w, "BEGIN EXCLUSIVE", NULL, NULL, NULL), SQLITE_OK);
+        assert_int_equal(libpod_pod_name(fd, STORAGE, -1, P5_WEB, name, sizeof name, why), -EBUSY);
+        assert_string_equal(why, "db.sql: database is locked");
+        assert_int_equal(container_cache_new(fd, 8, &c), 0);
+        i = container_cache_lookup(c, P5_WEB_CG);
+        assert_string_equal(i->name, "web");
+        assert_string_equal(i->runtime_pod, "");
+        assert_string_equal(i->unnamed, "");
+        /* the storage gone while the lock is held: the retries, past the interval, keep the name */
+        snprintf(json, sizeof json, "%s/" STORAGE "/overlay-containers/containers.json", root);
+        assert_int_equal(unlink(json), 0);
+        for (usec_t t0 = now_usec(CLOCK_MONOTONIC);
+             now_usec(CLOCK_MONOTONIC) - t0 < CONTAINER_CACHE_POD_RETRY_US + 200 * 1000;) {
+                i = container_cache_lookup(c, P5_WEB_CG);
+                assert_string_equal(i->name, "web");
+                assert_string_equal(i->runtime_pod, "");
+                usleep(50 * 1000);
+        }
+        assert_int_equal(sqlite3_exec(w, "COMMIT", NULL, NULL, NULL), SQLITE_OK);
+        assert_int_equal(sqlite3_close(w), SQLITE_OK);
+        assert_true(pod_within(c, P5_WEB_CG, "shop-pod") <= CONTAINER_CACHE_POD_RETRY_US + 5 * USEC_PER_SEC);
+        container_cache_free(c);
+        close(fd);
+        assert_int_equal(fake_tree_remove(root), 0);
+}
+#endif
+
 int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_found),
@@ -300,6 +357,7 @@ int main(void) {
                 cmocka_unit_test(test_podman5_bad),
 #if HAVE_SQLITE
                 cmocka_unit_test(test_podman5_rows),
+                cmocka_unit_test(test_podman5_busy),
 #endif
         };
         return cmocka_run_group_tests(tests, NULL, NULL);

@@ -377,7 +377,11 @@ def podman_names(validate):
                     infra_name = f"{ids[pod][:12]}-infra"
                     infra_pods = runtime_pods(lines, infra_name)
                     print(f"  {infra_name}: runtime_pod {infra_pods or 'not in an incident'}")
-                    check(infra_pods <= {pod}, f"{infra_name}: runtime_pod {infra_pods}, not {{{pod!r}}}")
+                    # a lookup during one of podman's commits (db.sql busy past psidiag's 50 ms) says
+                    # the pod at the next lookup a second later: one CI run's incidents all read None,
+                    # a busy schema read then taken for a corrupt file and never asked again
+                    check(not infra_pods or (pod in infra_pods and infra_pods <= {pod, None}),
+                          f"{infra_name}: runtime_pod {infra_pods}, not {{{pod!r}}}")
                 # podman 4.3 makes a pod's cgroup for its infra container: without one (cgroupfs
                 # here) the pod's containers are in podman's default parent; podman 5.4 makes the
                 # pod's cgroup under the pod's parent all the same, <parent>/<pod id> (both measured)
