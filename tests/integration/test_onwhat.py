@@ -199,6 +199,11 @@ def io_node(mount, tmp, validate):
                     os.unlink(d)
 
 
+def state_of(pid):
+    with open(f"/proc/{pid}/stat") as f:
+        return f.read().rsplit(")", 1)[1].split()[0]
+
+
 def stuck(mount, validate):
     """A process stuck in D for the whole sample (a CLONE_VFORK parent, TASK_KILLABLE) has no delay
     at all: delay accounting adds a wait when it ends (kernel-facts.md: delayacct). Beside spinners
@@ -212,8 +217,7 @@ def stuck(mount, validate):
             cg.spawn([WORKLOAD, "spin", "stuck-spin"])
         spawned = time.monotonic()
         holder = cg.spawn([probe, "hold-d", "60"])
-        wait_for("the holder in D", lambda: open(f"/proc/{holder.pid}/stat").read().rsplit(")", 1)[1].split()[0] == "D",
-                 10)
+        wait_for("the holder in D", lambda: state_of(holder.pid) == "D", 10)
         seen_d = time.monotonic()
         inc = snapshot_of(PSIDIAG, cg, "cpu")
         validate(inc)
@@ -244,11 +248,6 @@ def stuck(mount, validate):
         check(f"blocked now: probe-limits (pid {holder.pid})" in alone["summary"], f"summary: {alone['summary']!r}")
         print(f"stuck: holder {holder.pid} blocked in {held[0][0]} for {held[0][2]} ms beside 3 spinners; by io: "
               f"{io['summary']}; alone: {alone['summary']}")
-
-
-def state_of(pid):
-    with open(f"/proc/{pid}/stat") as f:
-        return f.read().rsplit(")", 1)[1].split()[0]
 
 
 def stuck_late(mount, validate):
