@@ -4,12 +4,15 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <fnmatch.h>
+#include <inttypes.h>
 #include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/inotify.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
+#include "agent/dirset.h"
 #include "agent/dirwatch.h"
 #include "agent/discovery.h"
 #include "agent/health.h"
@@ -20,17 +23,22 @@
 #include "base/log.h"
 #include "base/macro.h"
 #include "base/text.h"
+#include "base/timeutil.h"
 #include "config/target.h"
 #include "probes/ctrselect.h"
+#include "probes/sysroot.h"
+#include "probes/system.h"
 
 /* Walks for containers not named yet, after the tree's last change: 3 x 31 s. */
 #define DISCOVERY_RETRIES 3
 
-/* A directory under inotify watch: somewhere a configured cgroup (or a glob's match) may appear. */
-typedef struct WatchedDir {
-        int wd;
-        char *path; /* relative to the cgroup2 mount, "" the root */
-} WatchedDir;
+/* A walk of the whole tree after a change waits until the last one's time, nine times over, has
+ * passed since it ended (at most DISCOVERY_PACE_MAX_US): walks take at most a tenth of the loop,
+ * however fast a user makes and removes directories. */
+#define DISCOVERY_PACE 9
+#define DISCOVERY_PACE_MAX_US (10 * USEC_PER_SEC)
+/* A refused watch is warned about at most this often, with how many were refused since. */
+#define DISCOVERY_REFUSED_LOG_US (60 * USEC_PER_SEC)
 
 struct Discovery {
         Dirwatch *dirwatch;   /* where configured cgroups may appear */
@@ -38,43 +46,100 @@ struct Discovery {
         unsigned retries;     /* walks the timer made since the tree last changed */
         bool rediscover;      /* a burst of its events asks for discovery_run() */
         bool watches_changed; /* ... or removed watches, for the metrics */
-        WatchedDir *dirs;
-        size_t n_dirs, cap_dirs;
-        bool inotify_full_warned, nocache_warned;
+        ev_timer pace;        /* a walk asked for before DISCOVERY_PACE allows it */
+        usec_t next_walk_us;  /* monotonic: the earliest a walk after a change may start */
+        Dirset *dirs;         /* where configured cgroups (or a glob's or a selector's matches) may appear */
+        uint64_t kernel_max;  /* fs.inotify.max_user_watches, 0 unknown */
+        LogRateLimit refused_log;
+        uint64_t refused_unsaid; /* refused since the last warning */
+        uint64_t refused_walk;   /* refused by the last walk */
+        bool nocache_warned;
         bool *missing_warned;         /* per config watch: "not there yet" said once */
         struct KnownContainer *known; /* containers judged, sorted by path */
         size_t n_known, cap_known;
 };
 
-/* inotify on a directory of the cgroup2 tree (relative path), once. */
-static void dir_watch(Agent *a, const char *path) {
+/* The limit discovery watches within: max_dir_watches, and a quarter of what root may hold. */
+static void dirs_limit(Agent *a) {
         Discovery *d = a->discovery;
-        _cleanup_free_ char *at = NULL;
-        int wd;
+        uint64_t max = a->config->max_dir_watches;
 
+        if (d->kernel_max > 0)
+                max = MIN(max, MAX(d->kernel_max / 4, (uint64_t) 1));
+        dirset_set_max(d->dirs, (unsigned) max);
+        a->counters.dir_watch_limit = max;
+}
+
+static void refused(Agent *a, const char *path, uid_t owner, int why, bool kernel) {
+        Discovery *d = a->discovery;
+        char safe[256];
+
+        a->counters.dir_watches_refused++;
+        d->refused_unsaid++;
+        if (!log_ratelimit_pass(&d->refused_log, now_usec(CLOCK_MONOTONIC)))
+                return;
+        /* The path is a user's to name: never raw on a terminal. */
+        text_terminal_safe(path, safe, sizeof safe);
+        if (kernel)
+                log_warning_errno(why,
+                                  "cannot watch cgroup directory /%s (inotify, fs.inotify.max_user_watches): cgroups "
+                                  "made in it are noticed only by the next walk (%" PRIu64
+                                  " refused since the last warning)",
+                                  safe, d->refused_unsaid);
+        else if (why == -EDQUOT)
+                log_warning("cgroup directory /%s of uid %u is not watched: users' directories take at most a "
+                            "sixteenth of max_dir_watches (%u) each, half of it together; cgroups made in it are not "
+                            "noticed (%" PRIu64 " refused since the last warning)",
+                            safe, (unsigned) owner, dirset_max(d->dirs), d->refused_unsaid);
+        else
+                log_warning("cgroup directory /%s is not watched: %u watched, the limit (max_dir_watches, at most a "
+                            "quarter of fs.inotify.max_user_watches); cgroups made in it are noticed only by the next "
+                            "walk (%" PRIu64 " refused since the last warning)",
+                            safe, dirset_max(d->dirs), d->refused_unsaid);
+        d->refused_unsaid = 0;
+}
+
+/* inotify on a directory of the cgroup2 tree (relative path), once, within the limit and its
+ * owner's share. 0 (watched, or it went); -EDQUOT beyond its owner's share, -ENOSPC beyond the
+ * limit, another -errno from the kernel. */
+static int dir_watch(Agent *a, const char *path) {
+        Discovery *d = a->discovery;
+        int cgroup2_fd = a->rt.sysroot->cgroup2_fd;
+        _cleanup_free_ char *at = NULL;
+        struct stat st;
+        uid_t owner;
+        int wd, r;
+
+        if (!d->dirwatch || !d->dirs || dirset_has(d->dirs, path))
+                return 0;
+        /* Its owner: a user's directory is one of a delegated subtree, theirs to fill. */
+        if (fstatat(cgroup2_fd, path, &st, AT_SYMLINK_NOFOLLOW | AT_EMPTY_PATH) < 0)
+                return 0; /* gone since it was listed: its parent's event says so */
+        /* The agent's own directories (it may run unprivileged, on a tree delegated to it) are
+         * as root's. */
+        owner = st.st_uid == geteuid() ? 0 : st.st_uid;
+        r = dirset_admit(d->dirs, owner);
+        if (r < 0) {
+                refused(a, path, owner, r, false);
+                return r;
+        }
         /* Through the mount's directory the agent reads (its fd), not its path from "/": the same
          * directory whatever the sysroot (a test's tree is not at "/"). */
-        if (!d->dirwatch || asprintf(&at, "/proc/self/fd/%d/%s", a->rt.sysroot->cgroup2_fd, path) < 0)
-                return;
+        if (asprintf(&at, "/proc/self/fd/%d/%s", cgroup2_fd, path) < 0)
+                return -ENOMEM;
         wd = dirwatch_add(d->dirwatch, at,
                           IN_CREATE | IN_DELETE | IN_MOVED_TO | IN_MOVED_FROM | IN_ONLYDIR | IN_DONT_FOLLOW);
         if (wd < 0) {
-                if (wd == -ENOSPC && !d->inotify_full_warned) {
-                        log_warning("out of inotify watches (fs.inotify.max_user_watches): new cgroups under %s/%s "
-                                    "are not noticed until the next reload",
-                                    a->rt.sysroot->cgroup2_path, path);
-                        d->inotify_full_warned = true;
-                }
-                return;
+                if (cgroup_is_gone(wd))
+                        return 0;
+                refused(a, path, owner, wd, true);
+                return wd;
         }
-        for (size_t i = 0; i < d->n_dirs; i++)
-                if (d->dirs[i].wd == wd)
-                        return;
-        if (array_grow((void **) &d->dirs, &d->cap_dirs, d->n_dirs, 16, sizeof *d->dirs) < 0)
-                return;
-        d->dirs[d->n_dirs] = (WatchedDir) { .wd = wd, .path = strdup(path) };
-        if (d->dirs[d->n_dirs].path)
-                d->n_dirs++;
+        r = dirset_add(d->dirs, wd, path, owner);
+        if (r == -ENOMEM) /* watched, but its events are not known as its: the next walk adds it */
+                dirwatch_remove(d->dirwatch, wd);
+        a->counters.dir_watches = dirset_count(d->dirs);
+        return 0;
 }
 
 static bool has_glob(const char *s, size_t n) {
@@ -99,7 +164,7 @@ static unsigned discover_walk(Agent *a, const WatchConfig *cfg, const char *rest
                         (void) watch_new(a, cfg, path);
                 return 1;
         }
-        dir_watch(a, path);
+        (void) dir_watch(a, path);
         seg = rest;
         slash = strchrnul(seg, '/');
         seg_len = (size_t) (slash - seg);
@@ -263,10 +328,10 @@ static int on_container_walk(const char *path, CtrselectKind kind, void *userdat
         const bool *matches;
         size_t at;
 
-        if (kind == CTRSELECT_PARENT) {
-                dir_watch(a, path);
-                return 0;
-        }
+        if (kind == CTRSELECT_PARENT)
+                /* A user's directory beyond their share is not walked into either: what one user
+                 * makes costs the walk at most their share's directories and their children. */
+                return dir_watch(a, path) == -EDQUOT ? CTRSELECT_PRUNE : 0;
         k = known_find(a->discovery, path, &at);
         if (k)
                 matches = k->matches;
@@ -334,7 +399,10 @@ static void discover_containers(Agent *a) {
  * now exist, every current match of a glob, and every container a selector matches. */
 void discovery_run(Agent *a) {
         Discovery *d = a->discovery;
+        usec_t start = now_usec(CLOCK_MONOTONIC), took;
+        uint64_t refused = a->counters.dir_watches_refused;
 
+        ev_timer_stop(a->loop, &d->pace);
         discover_containers(a);
         for (size_t i = 0; i < a->config->n_watches; i++) {
                 const WatchConfig *cfg = &a->config->watches[i];
@@ -359,19 +427,38 @@ void discovery_run(Agent *a) {
                 } else if (n > 0)
                         d->missing_warned[i] = false;
         }
+        took = now_usec(CLOCK_MONOTONIC) - start;
+        a->counters.discovery_walks++;
+        a->counters.discovery_walk_us += took;
+        d->refused_walk = a->counters.dir_watches_refused - refused;
+        d->next_walk_us = start + took + MIN(DISCOVERY_PACE * took, DISCOVERY_PACE_MAX_US);
+}
+
+/* A walk after a change: now, or when the last one's pace allows. */
+static void walk_after_change(Agent *a) {
+        Discovery *d = a->discovery;
+        usec_t now = now_usec(CLOCK_MONOTONIC);
+
+        d->retries = 0;
+        if (now >= d->next_walk_us) {
+                discovery_run(a);
+                return;
+        }
+        if (!ev_is_active(&d->pace)) {
+                ev_timer_set(&d->pace, (double) (d->next_walk_us - now) / USEC_PER_SEC, 0.);
+                ev_timer_start(a->loop, &d->pace);
+        }
 }
 
 /* Events on the directories where configured cgroups may appear. */
 static void on_dir_event(Dirwatch *dw, const struct inotify_event *e, void *userdata) {
         Agent *a = ASSERT_PTR(userdata);
         Discovery *d = a->discovery;
-        const WatchedDir *dir = NULL;
+        const char *dir;
 
         if (!e) { /* the end of a burst: act once on what it said */
-                if (d->rediscover) {
-                        d->retries = 0;
-                        discovery_run(a);
-                }
+                if (d->rediscover)
+                        walk_after_change(a);
                 if (d->rediscover || d->watches_changed)
                         health_update(a);
                 d->rediscover = d->watches_changed = false;
@@ -381,15 +468,16 @@ static void on_dir_event(Dirwatch *dw, const struct inotify_event *e, void *user
                 d->rediscover = true;
                 return;
         }
-        for (size_t i = 0; i < d->n_dirs; i++)
-                if (d->dirs[i].wd == e->wd)
-                        dir = &d->dirs[i];
+        dir = d->dirs ? dirset_path(d->dirs, e->wd) : NULL;
         if (!dir)
                 return;
         if (e->mask & IN_IGNORED) { /* the directory itself is gone */
-                size_t i = (size_t) (dir - d->dirs);
-                free(d->dirs[i].path);
-                d->dirs[i] = d->dirs[--d->n_dirs];
+                (void) dirset_remove(d->dirs, e->wd);
+                a->counters.dir_watches = dirset_count(d->dirs);
+                d->watches_changed = true;
+                /* A watch is free again: a directory refused before may take it. */
+                if (d->refused_walk > 0)
+                        d->rediscover = true;
                 return;
         }
         if (!(e->mask & IN_ISDIR) || e->len == 0)
@@ -398,7 +486,7 @@ static void on_dir_event(Dirwatch *dw, const struct inotify_event *e, void *user
                 d->rediscover = true;
         if (e->mask & (IN_DELETE | IN_MOVED_FROM)) {
                 _cleanup_free_ char *gone = NULL;
-                if (asprintf(&gone, "%s%s%s", dir->path, dir->path[0] ? "/" : "", e->name) < 0)
+                if (asprintf(&gone, "%s%s%s", dir, dir[0] ? "/" : "", e->name) < 0)
                         return;
                 known_forget(d, gone);
                 for (size_t i = 0; i < a->n_watches;) {
@@ -412,6 +500,13 @@ static void on_dir_event(Dirwatch *dw, const struct inotify_event *e, void *user
                                 i++;
                 }
         }
+}
+
+static void on_pace(struct ev_loop *loop, ev_timer *t, int revents) {
+        Agent *a = ASSERT_PTR(t->data);
+
+        discovery_run(a);
+        health_update(a);
 }
 
 static void on_retry(struct ev_loop *loop, ev_timer *t, int revents) {
@@ -435,14 +530,25 @@ int discovery_start(Agent *a) {
         }
         ev_timer_init(&d->retry, on_retry, 0., 0.);
         d->retry.data = a;
+        ev_timer_init(&d->pace, on_pace, 0., 0.);
+        d->pace.data = a;
+        d->refused_log.interval_us = DISCOVERY_REFUSED_LOG_US;
         a->discovery = d;
         /* Cgroups that appear later (a glob's new match, a configured path created after start, one
          * removed and created again) are noticed by inotify on their parent directories. */
         if (a->rt.sysroot->cgroup2_fd >= 0) {
-                r = dirwatch_new(a->loop, on_dir_event, a, &d->dirwatch);
-                if (r < 0)
+                r = dirset_new(a->config->max_dir_watches, &d->dirs);
+                if (r >= 0)
+                        r = dirwatch_new(a->loop, on_dir_event, a, &d->dirwatch);
+                if (r < 0) {
                         log_warning_errno(r, "cannot watch for new cgroups (inotify); only those present now are "
                                              "armed");
+                        d->dirs = dirset_free(d->dirs);
+                } else {
+                        if (system_read_inotify_max_watches(a->rt.sysroot->proc_fd, &d->kernel_max) < 0)
+                                d->kernel_max = 0; /* unknown: max_dir_watches alone */
+                        dirs_limit(a);
+                }
         }
         return 0;
 }
@@ -453,10 +559,9 @@ void discovery_stop(Agent *a) {
         if (!d)
                 return;
         ev_timer_stop(a->loop, &d->retry);
+        ev_timer_stop(a->loop, &d->pace);
         d->dirwatch = dirwatch_free(d->dirwatch);
-        for (size_t i = 0; i < d->n_dirs; i++)
-                free(d->dirs[i].path);
-        free(d->dirs);
+        d->dirs = dirset_free(d->dirs);
         known_clear(d);
         free(d->known);
         free(d->missing_warned);
@@ -465,11 +570,13 @@ void discovery_stop(Agent *a) {
 }
 
 bool discovery_follows_new_cgroups(const Agent *a) {
-        return a->discovery && a->discovery->dirwatch;
+        return a->discovery && a->discovery->dirwatch && a->discovery->dirs;
 }
 
 void discovery_take_warned(Agent *a, bool *missing_warned) {
         known_clear(a->discovery); /* judged against the old config's watches */
         free(a->discovery->missing_warned);
         a->discovery->missing_warned = missing_warned;
+        if (a->discovery->dirs)
+                dirs_limit(a); /* max_dir_watches may have changed */
 }

@@ -37,6 +37,17 @@ int system_write_delayacct(int proc_fd, bool on) {
         return write_string_at(proc_fd, "sys/kernel/task_delayacct", on ? "1\n" : "0\n");
 }
 
+int system_read_inotify_max_watches(int proc_fd, uint64_t *ret) {
+        char buf[24];
+        ssize_t n = read_file_at(proc_fd, "sys/fs/inotify/max_user_watches", buf, sizeof buf - 1);
+
+        if (n < 0)
+                return (int) n;
+        while (n > 0 && buf[n - 1] == '\n')
+                n--;
+        return parse_u64_exact(buf, (size_t) n, ret);
+}
+
 int system_read_lsm_label(int proc_fd, char *out, size_t size) {
         ssize_t n = read_file_at(proc_fd, "self/attr/apparmor/current", out, size);
 

@@ -18,6 +18,10 @@ int system_read_delayacct(int proc_fd);
 /* Writes it; 0 or -errno (-EACCES/-EPERM without privilege, -EROFS in a read-only /proc/sys). */
 int system_write_delayacct(int proc_fd, bool on);
 
+/* Reads fs.inotify.max_user_watches: the inotify watches one uid may hold, all its processes
+ * together (root's: systemd's, the agent's). 0 or -errno. */
+int system_read_inotify_max_watches(int proc_fd, uint64_t *ret);
+
 /* Parses "CapEff:\t<hex>" from a /proc/<pid>/status buffer. 0 or -EINVAL. */
 int system_parse_cap_eff(const char *buf, size_t len, uint64_t *ret);
 /* Reads our own effective capability mask. 0 or -errno. */
