@@ -13,10 +13,12 @@
 #include <stddef.h>
 #include <sys/types.h>
 
+#include "config/model.h"
+
 typedef struct Dirset Dirset;
 
-/* One user's share of the limit: 1/16 of it. */
-#define DIRSET_USER_SHARE 16
+/* One user's share of the limit: 1/16 of it (what `psidiag check` tells too). */
+#define DIRSET_USER_SHARE CONFIG_DIR_WATCHES_USER_SHARE
 
 /* An empty set of at most max directories (at least 1). 0 or -ENOMEM. */
 int dirset_new(unsigned max, Dirset **ret);

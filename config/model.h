@@ -90,4 +90,6 @@ typedef struct Config {
 #define CONFIG_MAX_CONCURRENT_SAMPLES_MAX 1024
 #define CONFIG_MAX_DIR_WATCHES_MIN 16
 #define CONFIG_MAX_DIR_WATCHES_MAX 65536
+/* A user's directories (a delegated cgroup's) take at most 1/16 of max_dir_watches, all users' half. */
+#define CONFIG_DIR_WATCHES_USER_SHARE 16
 #define CONFIG_OOM_LOOKBACK_S_MAX 86400
