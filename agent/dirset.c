@@ -15,6 +15,7 @@ typedef struct Entry {
         char *path;
         int wd;
         uid_t owner;
+        unsigned flags;
         uint32_t next_path, next_wd; /* the next entry of the same bucket, NONE */
 } Entry;
 
@@ -120,19 +121,36 @@ static uint32_t find_wd(const Dirset *s, int wd) {
         return NONE;
 }
 
-const char *dirset_path(const Dirset *s, int wd) {
+const char *dirset_path(const Dirset *s, int wd, unsigned *ret_flags) {
         uint32_t i = find_wd(s, wd);
 
-        return i == NONE ? NULL : s->entries[i].path;
+        if (i == NONE)
+                return NULL;
+        if (ret_flags)
+                *ret_flags = s->entries[i].flags;
+        return s->entries[i].path;
+}
+
+static uint32_t find_path(const Dirset *s, const char *path) {
+        if (s->n_buckets == 0)
+                return NONE;
+        for (uint32_t i = *head_path(s, path); i != NONE; i = s->entries[i].next_path)
+                if (strcmp(s->entries[i].path, path) == 0)
+                        return i;
+        return NONE;
 }
 
 bool dirset_has(const Dirset *s, const char *path) {
-        if (s->n_buckets == 0)
+        return find_path(s, path) != NONE;
+}
+
+bool dirset_mark(Dirset *s, const char *path, unsigned flags) {
+        uint32_t i = find_path(s, path);
+
+        if (i == NONE)
                 return false;
-        for (uint32_t i = *head_path(s, path); i != NONE; i = s->entries[i].next_path)
-                if (strcmp(s->entries[i].path, path) == 0)
-                        return true;
-        return false;
+        s->entries[i].flags |= flags;
+        return true;
 }
 
 /* Buckets as many as twice the entries, made again from the entries. */
@@ -169,7 +187,7 @@ static int rehash(Dirset *s, size_t need) {
         return 0;
 }
 
-int dirset_add(Dirset *s, int wd, const char *path, uid_t owner) {
+int dirset_add(Dirset *s, int wd, const char *path, uid_t owner, unsigned flags) {
         Owner *o = NULL;
         char *p;
         int r;
@@ -196,7 +214,8 @@ int dirset_add(Dirset *s, int wd, const char *path, uid_t owner) {
         if (!p)
                 return -ENOMEM;
         uint32_t i = (uint32_t) s->n++, *hp = head_path(s, p), *hw = head_wd(s, wd);
-        s->entries[i] = (Entry) { .path = p, .wd = wd, .owner = owner, .next_path = *hp, .next_wd = *hw };
+        s->entries[i] =
+                (Entry) { .path = p, .wd = wd, .owner = owner, .flags = flags, .next_path = *hp, .next_wd = *hw };
         *hp = *hw = i;
         if (o) {
                 if (o == &s->owners[s->n_owners])

@@ -34,15 +34,19 @@ size_t dirset_count(const Dirset *s);
  * owner is not root and it has its share, or the users together their half. */
 int dirset_admit(const Dirset *s, uid_t owner);
 
-/* The path of the directory watched as wd, or NULL. */
-const char *dirset_path(const Dirset *s, int wd);
+/* The path of the directory watched as wd, or NULL; with the flags it was given (the caller's:
+ * why it is watched), when ret_flags is not NULL. */
+const char *dirset_path(const Dirset *s, int wd, unsigned *ret_flags);
 
 /* Whether path is watched. */
 bool dirset_has(const Dirset *s, const char *path);
 
+/* Whether path is watched; if it is, flags are added to its own. */
+bool dirset_mark(Dirset *s, const char *path, unsigned flags);
+
 /* Takes note of a watch (path copied). 0; -EEXIST when wd or path is there already (nothing
  * changes); -ENOMEM. It does not judge the limit: dirset_admit() does, before the watch is added. */
-int dirset_add(Dirset *s, int wd, const char *path, uid_t owner);
+int dirset_add(Dirset *s, int wd, const char *path, uid_t owner, unsigned flags);
 
 /* Forgets the watch wd (its directory went: IN_IGNORED). Whether it was there. */
 bool dirset_remove(Dirset *s, int wd);

@@ -13,12 +13,12 @@
 #include <unistd.h>
 
 #include "agent/dirset.h"
+#include "agent/ctrknown.h"
 #include "agent/dirwatch.h"
 #include "agent/discovery.h"
 #include "agent/health.h"
 #include "agent/watch.h"
 #include "base/array.h"
-#include "base/cgpath.h"
 #include "base/fileio.h"
 #include "base/log.h"
 #include "base/macro.h"
@@ -39,12 +39,22 @@
 #define DISCOVERY_PACE_MAX_US (10 * USEC_PER_SEC)
 /* A refused watch is warned about at most this often, with how many were refused since. */
 #define DISCOVERY_REFUSED_LOG_US (60 * USEC_PER_SEC)
+/* Cgroups made in one burst that are walked alone; beyond them the whole tree is walked. */
+#define DISCOVERY_CREATED_MAX 256
+
+/* Why a directory is watched: a cgroup of the config's paths or globs may appear in it; a
+ * container may (the walk for containers goes through it, so what is made in it is walked alone). */
+#define DIR_CGROUPS 1u
+#define DIR_CONTAINERS 2u
 
 struct Discovery {
-        Dirwatch *dirwatch;   /* where configured cgroups may appear */
-        ev_timer retry;       /* a container its runtime's files did not name yet is asked again */
-        unsigned retries;     /* walks the timer made since the tree last changed */
-        bool rediscover;      /* a burst of its events asks for discovery_run() */
+        Dirwatch *dirwatch; /* where configured cgroups may appear */
+        ev_timer retry;     /* a container its runtime's files did not name yet is asked again */
+        unsigned retries;   /* walks the timer made since the tree last changed */
+        bool rediscover;    /* a burst of its events asks for discovery_run() */
+        bool recgroups;     /* ... or for the walks of the config's paths and globs */
+        char **created;     /* ... and for those of the cgroups made in container parents */
+        size_t n_created, cap_created;
         bool watches_changed; /* ... or removed watches, for the metrics */
         ev_timer pace;        /* a walk asked for before DISCOVERY_PACE allows it */
         usec_t next_walk_us;  /* monotonic: the earliest a walk after a change may start */
@@ -54,9 +64,8 @@ struct Discovery {
         uint64_t refused_unsaid; /* refused since the last warning */
         uint64_t refused_walk;   /* refused by the last walk */
         bool nocache_warned;
-        bool *missing_warned;         /* per config watch: "not there yet" said once */
-        struct KnownContainer *known; /* containers judged, sorted by path */
-        size_t n_known, cap_known;
+        bool *missing_warned; /* per config watch: "not there yet" said once */
+        Ctrknown known;       /* containers judged against the watches */
 };
 
 /* The limit discovery watches within: max_dir_watches, and a quarter of what root may hold. */
@@ -80,29 +89,23 @@ static void refused(Agent *a, const char *path, uid_t owner, int why, bool kerne
                 return;
         /* The path is a user's to name: never raw on a terminal. */
         text_terminal_safe(path, safe, sizeof safe);
-        if (kernel)
-                log_warning_errno(why,
-                                  "cannot watch cgroup directory /%s (inotify, fs.inotify.max_user_watches): cgroups "
-                                  "made in it are noticed only by the next walk (%" PRIu64
-                                  " refused since the last warning)",
-                                  safe, d->refused_unsaid);
-        else if (why == -EDQUOT)
-                log_warning("cgroup directory /%s of uid %u is not watched: users' directories take at most a "
-                            "sixteenth of max_dir_watches (%u) each, half of it together; cgroups made in it are not "
-                            "noticed (%" PRIu64 " refused since the last warning)",
+        if (why == -EDQUOT)
+                log_warning("cgroup directory /%s of uid %u is not watched: a user's directories take at most a "
+                            "sixteenth of max_dir_watches (%u), all users' half; cgroups made in it are not noticed "
+                            "(%" PRIu64 " refused since the last warning)",
                             safe, (unsigned) owner, dirset_max(d->dirs), d->refused_unsaid);
         else
-                log_warning("cgroup directory /%s is not watched: %u watched, the limit (max_dir_watches, at most a "
-                            "quarter of fs.inotify.max_user_watches); cgroups made in it are noticed only by the next "
-                            "walk (%" PRIu64 " refused since the last warning)",
-                            safe, dirset_max(d->dirs), d->refused_unsaid);
+                log_warning("cgroup directory /%s is not watched: %s%s; cgroups made in it are noticed only by the "
+                            "next walk (%" PRIu64 " refused since the last warning)",
+                            safe, kernel ? "inotify: " : "the limit, max_dir_watches (at most a quarter of ",
+                            kernel ? strerror(-why) : "fs.inotify.max_user_watches)", d->refused_unsaid);
         d->refused_unsaid = 0;
 }
 
 /* inotify on a directory of the cgroup2 tree (relative path), once, within the limit and its
  * owner's share. 0 (watched, or it went); -EDQUOT beyond its owner's share, -ENOSPC beyond the
  * limit, another -errno from the kernel. */
-static int dir_watch(Agent *a, const char *path) {
+static int dir_watch(Agent *a, const char *path, unsigned flags) {
         Discovery *d = a->discovery;
         int cgroup2_fd = a->rt.sysroot->cgroup2_fd;
         _cleanup_free_ char *at = NULL;
@@ -110,7 +113,7 @@ static int dir_watch(Agent *a, const char *path) {
         uid_t owner;
         int wd, r;
 
-        if (!d->dirwatch || !d->dirs || dirset_has(d->dirs, path))
+        if (!d->dirwatch || !d->dirs || dirset_mark(d->dirs, path, flags))
                 return 0;
         /* Its owner: a user's directory is one of a delegated subtree, theirs to fill. */
         if (fstatat(cgroup2_fd, path, &st, AT_SYMLINK_NOFOLLOW | AT_EMPTY_PATH) < 0)
@@ -135,7 +138,7 @@ static int dir_watch(Agent *a, const char *path) {
                 refused(a, path, owner, wd, true);
                 return wd;
         }
-        r = dirset_add(d->dirs, wd, path, owner);
+        r = dirset_add(d->dirs, wd, path, owner, flags);
         if (r == -ENOMEM) /* watched, but its events are not known as its: the next walk adds it */
                 dirwatch_remove(d->dirwatch, wd);
         a->counters.dir_watches = dirset_count(d->dirs);
@@ -164,7 +167,7 @@ static unsigned discover_walk(Agent *a, const WatchConfig *cfg, const char *rest
                         (void) watch_new(a, cfg, path);
                 return 1;
         }
-        (void) dir_watch(a, path);
+        (void) dir_watch(a, path, DIR_CGROUPS);
         seg = rest;
         slash = strchrnul(seg, '/');
         seg_len = (size_t) (slash - seg);
@@ -206,74 +209,12 @@ static unsigned discover_walk(Agent *a, const WatchConfig *cfg, const char *rest
         return n;
 }
 
-/* Which container watches a container's cgroup matches, from its names read once: a walk asks
- * here before the cache, so a node with more containers than the cache holds does not read every
- * container's files again at every walk. Sorted by path; forgotten when the cgroup goes, all of it
- * at a reload (the watches change). */
-typedef struct KnownContainer {
-        char *path;
-        bool *matches; /* per config watch */
-} KnownContainer;
-
-static KnownContainer *known_find(Discovery *d, const char *path, size_t *ret_at) {
-        size_t lo = 0, hi = d->n_known;
-
-        while (lo < hi) {
-                size_t mid = lo + (hi - lo) / 2;
-                int c = strcmp(d->known[mid].path, path);
-                if (c == 0)
-                        return &d->known[mid];
-                if (c < 0)
-                        lo = mid + 1;
-                else
-                        hi = mid;
-        }
-        *ret_at = lo;
-        return NULL;
-}
-
-/* Takes matches; frees it when out of memory (the container is judged again at the next walk). */
-static void known_insert(Discovery *d, size_t at, const char *path, bool *matches) {
-        char *p = strdup(path);
-
-        if (!p || array_grow((void **) &d->known, &d->cap_known, d->n_known, 64, sizeof *d->known) < 0) {
-                free(p);
-                free(matches);
-                return;
-        }
-        memmove(&d->known[at + 1], &d->known[at], (d->n_known - at) * sizeof *d->known);
-        d->known[at] = (KnownContainer) { .path = p, .matches = matches };
-        d->n_known++;
-}
-
-/* gone and what was below it. */
-static void known_forget(Discovery *d, const char *gone) {
-        size_t j = 0;
-
-        for (size_t i = 0; i < d->n_known; i++) {
-                if (cgpath_covers(gone, d->known[i].path)) {
-                        free(d->known[i].path);
-                        free(d->known[i].matches);
-                } else
-                        d->known[j++] = d->known[i];
-        }
-        d->n_known = j;
-}
-
-static void known_clear(Discovery *d) {
-        for (size_t i = 0; i < d->n_known; i++) {
-                free(d->known[i].path);
-                free(d->known[i].matches);
-        }
-        d->n_known = 0;
-}
-
 /* Judges the container at path, as the cache named it (info; NULL: none), against every container
  * watch: NULL when it is not named yet (then a timer asks again) or out of memory; else the
  * verdicts, remembered. */
 static const bool *judge(Agent *a, const char *path, const ContainerInfo *info) {
         Discovery *d = a->discovery;
-        KnownContainer *k;
+        CtrknownEntry *k;
         bool *matches;
         size_t at = 0;
 
@@ -307,10 +248,10 @@ static const bool *judge(Agent *a, const char *path, const ContainerInfo *info) 
                                  cfg->select_text, path);
                 }
         }
-        if (known_find(d, path, &at))
+        if (ctrknown_find(&d->known, path, &at))
                 assert(!"judged twice");
-        known_insert(d, at, path, matches);
-        k = known_find(d, path, &at);
+        ctrknown_insert(&d->known, at, path, matches);
+        k = ctrknown_find(&d->known, path, &at);
         return k ? k->matches : NULL;
 }
 
@@ -324,15 +265,15 @@ typedef struct ContainerWalk {
 static int on_container_walk(const char *path, CtrselectKind kind, void *userdata) {
         ContainerWalk *cw = userdata;
         Agent *a = cw->a;
-        const KnownContainer *k;
+        const CtrknownEntry *k;
         const bool *matches;
         size_t at;
 
         if (kind == CTRSELECT_PARENT)
                 /* A user's directory beyond their share is not walked into either: what one user
                  * makes costs the walk at most their share's directories and their children. */
-                return dir_watch(a, path) == -EDQUOT ? CTRSELECT_PRUNE : 0;
-        k = known_find(a->discovery, path, &at);
+                return dir_watch(a, path, DIR_CONTAINERS) == -EDQUOT ? CTRSELECT_PRUNE : 0;
+        k = ctrknown_find(&a->discovery->known, path, &at);
         if (k)
                 matches = k->matches;
         else {
@@ -355,8 +296,9 @@ static int on_container_walk(const char *path, CtrselectKind kind, void *userdat
         return kind == CTRSELECT_MAYBE ? 1 : 0;
 }
 
-/* Every container watch's matches: one walk of the tree for all of them. */
-static void discover_containers(Agent *a) {
+/* Every container watch's matches: one walk of the tree for all of them (below: of the subtree of
+ * a cgroup made in a parent that walk visited, NULL: the whole tree). */
+static void discover_containers(Agent *a, const char *below) {
         _cleanup_free_ unsigned *matched = NULL;
         Discovery *d = a->discovery;
         bool any = false;
@@ -377,8 +319,15 @@ static void discover_containers(Agent *a) {
                 d->nocache_warned = true;
                 return;
         }
-        r = ctrselect_walk(a->rt.sysroot->cgroup2_fd, on_container_walk,
-                           &(ContainerWalk) { .a = a, .matched = matched });
+        ContainerWalk cw = { .a = a, .matched = matched };
+        if (below) {
+                r = ctrselect_walk_below(a->rt.sysroot->cgroup2_fd, below, on_container_walk, &cw);
+                /* Gone already, or its matches only: the whole tree's say what is missing. */
+                if (r < 0 && !cgroup_is_gone(r))
+                        log_warning_errno(r, "cannot walk the cgroup tree for containers below %s", below);
+                return;
+        }
+        r = ctrselect_walk(a->rt.sysroot->cgroup2_fd, on_container_walk, &cw);
         container_cache_done(a->rt.containers);
         if (r < 0)
                 log_warning_errno(r, "cannot walk the cgroup tree for containers");
@@ -397,13 +346,16 @@ static void discover_containers(Agent *a) {
 
 /* Arms whatever the config asks for and is not armed yet: node-wide watches, concrete cgroups that
  * now exist, every current match of a glob, and every container a selector matches. */
-void discovery_run(Agent *a) {
-        Discovery *d = a->discovery;
-        usec_t start = now_usec(CLOCK_MONOTONIC), took;
-        uint64_t refused = a->counters.dir_watches_refused;
+static void created_clear(Discovery *d) {
+        for (size_t i = 0; i < d->n_created; i++)
+                free(d->created[i]);
+        d->n_created = 0;
+}
 
-        ev_timer_stop(a->loop, &d->pace);
-        discover_containers(a);
+/* The config's paths and globs: each walk goes only as deep as its pattern. */
+static void discover_cgroups(Agent *a) {
+        Discovery *d = a->discovery;
+
         for (size_t i = 0; i < a->config->n_watches; i++) {
                 const WatchConfig *cfg = &a->config->watches[i];
                 unsigned n;
@@ -427,11 +379,56 @@ void discovery_run(Agent *a) {
                 } else if (n > 0)
                         d->missing_warned[i] = false;
         }
-        took = now_usec(CLOCK_MONOTONIC) - start;
+}
+
+static void count_walk(Agent *a, usec_t start) {
         a->counters.discovery_walks++;
-        a->counters.discovery_walk_us += took;
+        a->counters.discovery_walk_us += now_usec(CLOCK_MONOTONIC) - start;
+}
+
+void discovery_run(Agent *a) {
+        Discovery *d = a->discovery;
+        usec_t start = now_usec(CLOCK_MONOTONIC), took;
+        uint64_t refused = a->counters.dir_watches_refused;
+
+        ev_timer_stop(a->loop, &d->pace);
+        created_clear(d); /* all walked now */
+        d->recgroups = false;
+        discover_containers(a, NULL);
+        discover_cgroups(a);
+        took = now_usec(CLOCK_MONOTONIC) - start;
+        count_walk(a, start);
         d->refused_walk = a->counters.dir_watches_refused - refused;
         d->next_walk_us = start + took + MIN(DISCOVERY_PACE * took, DISCOVERY_PACE_MAX_US);
+}
+
+/* The cgroups made in container parents, each walked alone: what a burst costs is what it made,
+ * not the tree (a user making and removing directories in their own cgroup walks only those). */
+static void walk_created(Agent *a) {
+        Discovery *d = a->discovery;
+        usec_t start = now_usec(CLOCK_MONOTONIC);
+
+        for (size_t i = 0; i < d->n_created; i++)
+                discover_containers(a, d->created[i]);
+        if (a->rt.containers)
+                container_cache_done(a->rt.containers);
+        created_clear(d);
+        count_walk(a, start);
+}
+
+static void created_add(Discovery *d, const char *dir, const char *name) {
+        char *p;
+
+        if (d->rediscover)
+                return; /* the whole tree is walked anyway */
+        if (d->n_created >= DISCOVERY_CREATED_MAX ||
+            array_grow((void **) &d->created, &d->cap_created, d->n_created, 16, sizeof *d->created) < 0 ||
+            asprintf(&p, "%s%s%s", dir, dir[0] ? "/" : "", name) < 0) {
+                d->rediscover = true;
+                created_clear(d);
+                return;
+        }
+        d->created[d->n_created++] = p;
 }
 
 /* A walk after a change: now, or when the last one's pace allows. */
@@ -454,12 +451,24 @@ static void walk_after_change(Agent *a) {
 static void on_dir_event(Dirwatch *dw, const struct inotify_event *e, void *userdata) {
         Agent *a = ASSERT_PTR(userdata);
         Discovery *d = a->discovery;
+        unsigned flags = 0;
         const char *dir;
 
         if (!e) { /* the end of a burst: act once on what it said */
+                bool changed = d->rediscover || d->recgroups || d->n_created > 0;
                 if (d->rediscover)
                         walk_after_change(a);
-                if (d->rediscover || d->watches_changed)
+                else {
+                        if (d->n_created > 0)
+                                walk_created(a);
+                        if (d->recgroups) {
+                                usec_t start = now_usec(CLOCK_MONOTONIC);
+                                d->recgroups = false;
+                                discover_cgroups(a);
+                                count_walk(a, start);
+                        }
+                }
+                if (changed || d->watches_changed)
                         health_update(a);
                 d->rediscover = d->watches_changed = false;
                 return;
@@ -468,7 +477,7 @@ static void on_dir_event(Dirwatch *dw, const struct inotify_event *e, void *user
                 d->rediscover = true;
                 return;
         }
-        dir = d->dirs ? dirset_path(d->dirs, e->wd) : NULL;
+        dir = d->dirs ? dirset_path(d->dirs, e->wd, &flags) : NULL;
         if (!dir)
                 return;
         if (e->mask & IN_IGNORED) { /* the directory itself is gone */
@@ -482,13 +491,17 @@ static void on_dir_event(Dirwatch *dw, const struct inotify_event *e, void *user
         }
         if (!(e->mask & IN_ISDIR) || e->len == 0)
                 return;
-        if (e->mask & (IN_CREATE | IN_MOVED_TO))
-                d->rediscover = true;
+        if (e->mask & (IN_CREATE | IN_MOVED_TO)) {
+                if (flags & DIR_CGROUPS)
+                        d->recgroups = true;
+                if (flags & DIR_CONTAINERS)
+                        created_add(d, dir, e->name);
+        }
         if (e->mask & (IN_DELETE | IN_MOVED_FROM)) {
                 _cleanup_free_ char *gone = NULL;
                 if (asprintf(&gone, "%s%s%s", dir, dir[0] ? "/" : "", e->name) < 0)
                         return;
-                known_forget(d, gone);
+                ctrknown_forget(&d->known, gone);
                 for (size_t i = 0; i < a->n_watches;) {
                         Watch *w = a->watches[i];
                         if (w->path && strcmp(w->path, gone) == 0) {
@@ -562,8 +575,9 @@ void discovery_stop(Agent *a) {
         ev_timer_stop(a->loop, &d->pace);
         d->dirwatch = dirwatch_free(d->dirwatch);
         d->dirs = dirset_free(d->dirs);
-        known_clear(d);
-        free(d->known);
+        created_clear(d);
+        free(d->created);
+        ctrknown_done(&d->known);
         free(d->missing_warned);
         free(d);
         a->discovery = NULL;
@@ -574,7 +588,7 @@ bool discovery_follows_new_cgroups(const Agent *a) {
 }
 
 void discovery_take_warned(Agent *a, bool *missing_warned) {
-        known_clear(a->discovery); /* judged against the old config's watches */
+        ctrknown_clear(&a->discovery->known); /* judged against the old config's watches */
         free(a->discovery->missing_warned);
         a->discovery->missing_warned = missing_warned;
         if (a->discovery->dirs)

@@ -1,9 +1,11 @@
 /* SPDX-License-Identifier: MIT */
 #include <errno.h>
+#include <fcntl.h>
 #include <fnmatch.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "probes/cgmeta.h"
 #include "probes/cgwalk.h"
@@ -96,7 +98,7 @@ static int visit(CgroupWalkNode *node, void *userdata) {
         CgroupMeta m;
 
         name = name ? name + 1 : node->path;
-        if (node->depth == 0)
+        if (node->path_len == 0)
                 return parent(k, node->path);
         /* A container's monitor (conmon) carries its id but runs none of its processes. */
         if (strstr(name, "-conmon-"))
@@ -128,4 +130,27 @@ int ctrselect_walk(int cgroup2_fd, CtrselectVisit fn, void *userdata) {
 
         return cgroup_walk(cgroup2_fd,
                            &(CgroupWalk) { .visit = visit, .max_depth = CTRSELECT_MAX_DEPTH, .userdata = &k });
+}
+
+int ctrselect_walk_below(int cgroup2_fd, const char *path, CtrselectVisit fn, void *userdata) {
+        Walk k = { .visit = fn, .userdata = userdata };
+        unsigned depth = 1;
+        int fd, r;
+
+        if (!path[0])
+                return ctrselect_walk(cgroup2_fd, fn, userdata);
+        for (const char *c = path; (c = strchr(c, '/')); c++)
+                depth++;
+        if (depth > CTRSELECT_MAX_DEPTH)
+                return 0; /* deeper than the whole walk goes */
+        fd = openat(cgroup2_fd, path, O_DIRECTORY | O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+        if (fd < 0)
+                return -errno;
+        r = cgroup_walk(fd, &(CgroupWalk) { .visit = visit,
+                                            .max_depth = CTRSELECT_MAX_DEPTH,
+                                            .root_path = path,
+                                            .root_depth = depth,
+                                            .userdata = &k });
+        close(fd);
+        return r;
 }

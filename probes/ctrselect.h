@@ -61,3 +61,8 @@ typedef int (*CtrselectVisit)(const char *path, CtrselectKind kind, void *userda
  * file.
  * Returns the number of cgroups that could not be read (probes/cgwalk.h's policy) or -errno. */
 int ctrselect_walk(int cgroup2_fd, CtrselectVisit visit, void *userdata);
+
+/* The same walk of the subtree at path (relative to cgroup2_fd, not ""), a cgroup made below a
+ * parent the whole walk visited: path itself is judged as the whole walk would judge it, paths and
+ * depths are the whole tree's. -ENOENT when it is gone, else as ctrselect_walk(). */
+int ctrselect_walk_below(int cgroup2_fd, const char *path, CtrselectVisit visit, void *userdata);

@@ -8,8 +8,8 @@ kernel, with a container watch (so that the whole tree is walked) and max_dir_wa
   inotify instance holds no more watches than the metrics say;
 - root makes 20,000 more: the watches stay at the limit, exactly;
 - while the user makes and removes directories as fast as they can, a new match of a glob watch is
-  still armed within seconds, the agent's walks take at most about a tenth of its time (the pace),
-  and a real cpu stall in another scratch cgroup is diagnosed, its incident valid.
+  still armed within seconds, the agent takes under 30% of a cpu (each burst walks what it made,
+  not the tree), and a real cpu stall in another scratch cgroup is diagnosed, its incident valid.
 Prints the walk's time before and after the directories, and the agent's cpu share under churn."""
 
 import json
@@ -233,7 +233,8 @@ def main():
             os.waitpid(churner, 0)
             churner = None
             check(lat1 < 10, f"a new glob match armed {lat1:.1f} s after mkdir under churn")
-            check(walking < 0.2, f"walks took {walking:.0%} of the agent's time under churn")
+            # (f76ff66: 49%, every burst walking the whole tree)
+            check(cpu < 0.3, f"the agent took {cpu:.0%} of a cpu under the user's churn")
             check(agent.poll() is None, "the agent died")
         finally:
             if churner:

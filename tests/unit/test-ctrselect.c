@@ -291,6 +291,20 @@ static void test_walk_user_manager(void **state) {
         assert_int_equal(ctrselect_walk(cg_fd, prune_d, &s), 0);
         assert_false(saw(&s, "D d/e"));
         assert_true(saw(&s, "D user.slice"));
+        /* The walk of a subtree (a cgroup made in a parent the whole walk visited): paths and
+         * depths the whole tree's, the subtree's root judged as the whole walk judges it. */
+        s = (Seen) { .cache = cache };
+        assert_int_equal(ctrselect_walk_below(cg_fd, "user.slice/user-1000.slice/user@1000.service", record, &s), 0);
+        assert_true(saw(&s, "D user.slice/user-1000.slice/user@1000.service"));
+        assert_true(
+                saw(&s, "C user.slice/user-1000.slice/user@1000.service/user.slice/libpod-" ROOTLESS ".scope batch"));
+        assert_false(saw_prefix(&s, "D user.slice/user-1000.slice/user@1000.service/empty"));
+        assert_false(saw_prefix(&s, "D user.slice/user-1000.slice/user@1000.service/made.slice/handmade"));
+        s = (Seen) { .cache = cache };
+        assert_int_equal(ctrselect_walk_below(cg_fd, "user.slice/user-1000.slice/user@1000.service/empty2", record, &s),
+                         0);
+        assert_int_equal(s.n, 0);
+        assert_int_equal(ctrselect_walk_below(cg_fd, "d/gone", record, &s), -ENOENT);
         container_cache_free(cache);
         close(cg_fd);
         close(root_fd);

@@ -17,14 +17,14 @@ static void test_find_and_remove(void **state) {
 
         assert_int_equal(dirset_new(1000, &s), 0);
         assert_false(dirset_has(s, ""));
-        assert_null(dirset_path(s, 1));
+        assert_null(dirset_path(s, 1, NULL));
         assert_false(dirset_remove(s, 1));
         for (int i = 0; i < 300; i++) {
                 snprintf(p, sizeof p, "a/%d", i);
-                assert_int_equal(dirset_add(s, i + 1, p, 0), 0);
+                assert_int_equal(dirset_add(s, i + 1, p, 0, 0), 0);
         }
-        assert_int_equal(dirset_add(s, 5, "other", 0), -EEXIST);  /* the same descriptor */
-        assert_int_equal(dirset_add(s, 1000, "a/7", 0), -EEXIST); /* the same path */
+        assert_int_equal(dirset_add(s, 5, "other", 0, 0), -EEXIST);  /* the same descriptor */
+        assert_int_equal(dirset_add(s, 1000, "a/7", 0, 0), -EEXIST); /* the same path */
         assert_int_equal(dirset_count(s), 300);
         /* Every third removed, first and last ones included: the rest still found both ways. */
         for (int i = 0; i < 300; i += 3)
@@ -35,13 +35,18 @@ static void test_find_and_remove(void **state) {
                 snprintf(p, sizeof p, "a/%d", i);
                 assert_int_equal(dirset_has(s, p), i % 3 != 0);
                 if (i % 3 != 0)
-                        assert_string_equal(dirset_path(s, i + 1), p);
+                        assert_string_equal(dirset_path(s, i + 1, NULL), p);
                 else
-                        assert_null(dirset_path(s, i + 1));
+                        assert_null(dirset_path(s, i + 1, NULL));
         }
-        /* Removed, a path may come back under a new descriptor. */
-        assert_int_equal(dirset_add(s, 5000, "a/0", 0), 0);
-        assert_string_equal(dirset_path(s, 5000), "a/0");
+        /* Removed, a path may come back under a new descriptor; its flags are its own. */
+        assert_int_equal(dirset_add(s, 5000, "a/0", 0, 1), 0);
+        assert_string_equal(dirset_path(s, 5000, NULL), "a/0");
+        assert_true(dirset_mark(s, "a/0", 2));
+        assert_false(dirset_mark(s, "a/3", 2));
+        unsigned flags = 0;
+        assert_non_null(dirset_path(s, 5000, &flags));
+        assert_int_equal(flags, 3);
         assert_null(dirset_free(s));
         assert_null(dirset_free(NULL));
 }
@@ -56,7 +61,7 @@ static void test_limit_and_shares(void **state) {
         for (int i = 0; i < 4; i++) {
                 assert_int_equal(dirset_admit(s, 1000), 0);
                 snprintf(p, sizeof p, "user/%d", i);
-                assert_int_equal(dirset_add(s, wd++, p, 1000), 0);
+                assert_int_equal(dirset_add(s, wd++, p, 1000, 0), 0);
         }
         assert_int_equal(dirset_admit(s, 1000), -EDQUOT);
         assert_int_equal(dirset_admit(s, 1001), 0);
@@ -64,13 +69,13 @@ static void test_limit_and_shares(void **state) {
         /* One of its directories goes: it may take one again. */
         assert_true(dirset_remove(s, 2));
         assert_int_equal(dirset_admit(s, 1000), 0);
-        assert_int_equal(dirset_add(s, wd++, "user/again", 1000), 0);
+        assert_int_equal(dirset_add(s, wd++, "user/again", 1000, 0), 0);
         /* Users together take at most half (32): seven more users of four each reach it. */
         for (uid_t u = 2000; u < 2007; u++)
                 for (int i = 0; i < 4; i++) {
                         snprintf(p, sizeof p, "u%u/%d", (unsigned) u, i);
                         assert_int_equal(dirset_admit(s, u), 0);
-                        assert_int_equal(dirset_add(s, wd++, p, u), 0);
+                        assert_int_equal(dirset_add(s, wd++, p, u, 0), 0);
                 }
         assert_int_equal(dirset_count(s), 32);
         assert_int_equal(dirset_admit(s, 3000), -EDQUOT);
@@ -78,7 +83,7 @@ static void test_limit_and_shares(void **state) {
         for (int i = 0; i < 32; i++) {
                 snprintf(p, sizeof p, "root/%d", i);
                 assert_int_equal(dirset_admit(s, 0), 0);
-                assert_int_equal(dirset_add(s, wd++, p, 0), 0);
+                assert_int_equal(dirset_add(s, wd++, p, 0, 0), 0);
         }
         assert_int_equal(dirset_admit(s, 0), -ENOSPC);
         assert_int_equal(dirset_admit(s, 3000), -ENOSPC);
@@ -111,8 +116,8 @@ static void test_large(void **state) {
                 for (int i = 0; i < 20000; i++) {
                         snprintf(p, sizeof p, "user.slice/user-1000.slice/user@1000.service/d%d.slice", i);
                         if (!dirset_has(s, p))
-                                assert_int_equal(dirset_add(s, i + 1, p, 0), 0);
-                        assert_non_null(dirset_path(s, i + 1));
+                                assert_int_equal(dirset_add(s, i + 1, p, 0, 0), 0);
+                        assert_non_null(dirset_path(s, i + 1, NULL));
                 }
         assert_int_equal(dirset_count(s), 20000);
         for (int i = 20000; i > 0; i--)

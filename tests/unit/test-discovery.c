@@ -259,6 +259,37 @@ static void test_watch_limit(void **state) {
         assert_int_equal(a->counters.dir_watches, 16);
 }
 
+/* A cgroup made in a watched parent is walked alone: a container appearing beside 40 directories
+ * the limit left unwatched is armed, and they are not walked again (their refusals not counted
+ * again, as a walk of the whole tree counts them). */
+static void test_burst_walks_what_it_made(void **state) {
+        Env *env = *state;
+        Agent *a = &env->a;
+        char p[256];
+
+        assert_int_equal(fake_tree_mkdirs(env->dir, CG "machine.slice"), 0);
+        discovery_run(a);
+        set_limit(env, (unsigned) a->counters.dir_watches);
+        for (int i = 0; i < 40; i++) {
+                snprintf(p, sizeof p, CG "many/d%d", i);
+                assert_int_equal(fake_tree_mkdirs(env->dir, p), 0);
+        }
+        discovery_run(a);
+        assert_int_equal(a->counters.dir_watches_refused, 41);
+        /* The events of their making: "many" made in the root, walked alone (41 again). */
+        for (int i = 0; i < 50 && a->counters.dir_watches_refused == 41; i++)
+                run_for(env, 20);
+        run_for(env, 50);
+        uint64_t refused = a->counters.dir_watches_refused, walks = a->counters.discovery_walks;
+        assert_int_equal(refused, 82);
+        make_container(env, ROOTFUL_SCOPE);
+        for (int i = 0; i < 50 && a->n_watches == 0; i++)
+                run_for(env, 20);
+        assert_non_null(find(env, 0, ROOTFUL_SCOPE));
+        assert_true(a->counters.discovery_walks > walks);
+        assert_int_equal(a->counters.dir_watches_refused, refused);
+}
+
 /* A user's directories take at most their share: with a limit of 64, four of uid 12345's (as a
  * delegated cgroup's owner makes them) and none of their subdirectories; root's are watched
  * beyond them. Needs root, to chown. */
@@ -300,6 +331,7 @@ int main(void) {
                 cmocka_unit_test_setup_teardown(test_comes_and_goes, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_reload_forgets, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_watch_limit, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_burst_walks_what_it_made, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_user_share, setup, teardown),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
