@@ -62,27 +62,27 @@ static void check_evaluate_dirs(const CheckFacts *f, CheckLine *lines, size_t *r
                 LINE(CHECK_WARN, "dir-watches", "cannot walk the cgroup tree: %s", strerror(-f->containers_err));
         else if (f->dirs > limit)
                 LINE(CHECK_WARN, "dir-watches",
-                     "container watches would watch %u cgroup directories, more than the limit of %" PRIu64
+                     "container watches would watch %u cgroup director%s, more than the limit of %" PRIu64
                      " (max_dir_watches, default %u, at most a quarter of fs.inotify.max_user_watches): cgroups made "
                      "in the others are noticed only at the next walk%s%s",
-                     f->dirs, limit, f->dir_watch_default, user, root);
+                     f->dirs, f->dirs == 1 ? "y" : "ies", limit, f->dir_watch_default, user, root);
         else if (f->dirs_user_most > MAX(limit / CONFIG_DIR_WATCHES_USER_SHARE, (uint64_t) 1))
                 LINE(CHECK_WARN, "dir-watches",
-                     "container watches would watch %u cgroup directories, under the limit of %" PRIu64
+                     "container watches would watch %u cgroup director%s, under the limit of %" PRIu64
                      "; but uid %u owns %u of them, beyond a user's share (%" PRIu64
                      "): cgroups made in the others are not noticed%s",
-                     f->dirs, limit, (unsigned) f->dirs_user_uid, f->dirs_user_most,
+                     f->dirs, f->dirs == 1 ? "y" : "ies", limit, (unsigned) f->dirs_user_uid, f->dirs_user_most,
                      MAX(limit / CONFIG_DIR_WATCHES_USER_SHARE, (uint64_t) 1), root);
         else if (f->inotify_err >= 0 && f->inotify_use_err >= 0 && f->inotify_use.watches + limit > f->inotify_max)
                 LINE(CHECK_WARN, "dir-watches",
-                     "container watches would watch %u cgroup directories (limit %" PRIu64
+                     "container watches would watch %u cgroup director%s (limit %" PRIu64
                      "), but root's processes may run out of inotify watches first%s%s",
-                     f->dirs, limit, user, root);
+                     f->dirs, f->dirs == 1 ? "y" : "ies", limit, user, root);
         else
                 LINE(CHECK_OK, "dir-watches",
-                     "container watches would watch %u cgroup directories, of at most %" PRIu64
+                     "container watches would watch %u cgroup director%s, of at most %" PRIu64
                      " (max_dir_watches, default %u, at most a quarter of fs.inotify.max_user_watches)%s%s",
-                     f->dirs, limit, f->dir_watch_default, user, root);
+                     f->dirs, f->dirs == 1 ? "y" : "ies", limit, f->dir_watch_default, user, root);
         *ret_n = n;
 }
 
