@@ -408,6 +408,7 @@ static void walk_created(Agent *a) {
         Discovery *d = a->discovery;
         usec_t start = now_usec(CLOCK_MONOTONIC);
 
+        d->retries = 0; /* the tree changed: a container not named yet is asked again */
         for (size_t i = 0; i < d->n_created; i++)
                 discover_containers(a, d->created[i]);
         if (a->rt.containers)
