@@ -201,7 +201,9 @@ int metrics_format(const Metrics *m, char **ret) {
                "kernel's fs.inotify.max_user_watches.",
                m->dir_watches_refused);
         single(f, "psidiag_discovery_walks_total", "counter",
-               "Walks of the cgroup tree for configured cgroups and containers.", m->discovery_walks);
+               "Walks for configured cgroups and containers: of the whole tree, or of the cgroups a burst of inotify "
+               "events made.",
+               m->discovery_walks);
         single_us(f, "psidiag_discovery_walk_seconds_total", "counter", "Time those walks took (on the agent's loop).",
                   m->discovery_walk_us);
         if (fclose(f) != 0) {
