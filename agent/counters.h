@@ -60,6 +60,10 @@ typedef struct Counters {
         /* Pressure incidents by their window's basis (after_wakeup, recorded), and those whose
          * window saw under a quarter of the stall that fired (window.verdict passed). */
         uint64_t windows[2], windows_passed;
+        /* Discovery (agent/discovery.h): the directories it watches (inotify) now and the most it
+         * may; those whose watch was refused (the limit, a user's share, the kernel's limit); walks
+         * of the tree and the time they took. */
+        uint64_t dir_watches, dir_watch_limit, dir_watches_refused, discovery_walks, discovery_walk_us;
         WatchCounts *watch; /* per configured watch label, kept across reloads */
         size_t n_watch, cap_watch;
         bool watch_warned;

@@ -4,77 +4,145 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <fnmatch.h>
+#include <inttypes.h>
 #include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/inotify.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
+#include "agent/dirset.h"
+#include "agent/ctrknown.h"
 #include "agent/dirwatch.h"
 #include "agent/discovery.h"
 #include "agent/health.h"
 #include "agent/watch.h"
 #include "base/array.h"
-#include "base/cgpath.h"
 #include "base/fileio.h"
 #include "base/log.h"
 #include "base/macro.h"
 #include "base/text.h"
+#include "base/timeutil.h"
 #include "config/target.h"
 #include "probes/ctrselect.h"
+#include "probes/sysroot.h"
+#include "probes/system.h"
 
 /* Walks for containers not named yet, after the tree's last change: 3 x 31 s. */
 #define DISCOVERY_RETRIES 3
 
-/* A directory under inotify watch: somewhere a configured cgroup (or a glob's match) may appear. */
-typedef struct WatchedDir {
-        int wd;
-        char *path; /* relative to the cgroup2 mount, "" the root */
-} WatchedDir;
+/* A walk of the whole tree after a change waits until the last one's time, nine times over, has
+ * passed since it ended (at most DISCOVERY_PACE_MAX_US): walks take at most a tenth of the loop,
+ * however fast a user makes and removes directories. */
+#define DISCOVERY_PACE 9
+#define DISCOVERY_PACE_MAX_US (10 * USEC_PER_SEC)
+/* A refused watch is warned about at most this often, with how many were refused since. */
+#define DISCOVERY_REFUSED_LOG_US (60 * USEC_PER_SEC)
+/* Cgroups made in one burst that are walked alone; beyond them the whole tree is walked. */
+#define DISCOVERY_CREATED_MAX 256
+
+/* Why a directory is watched: a cgroup of the config's paths or globs may appear in it; a
+ * container may (the walk for containers goes through it, so what is made in it is walked alone). */
+#define DIR_CGROUPS 1u
+#define DIR_CONTAINERS 2u
 
 struct Discovery {
-        Dirwatch *dirwatch;   /* where configured cgroups may appear */
-        ev_timer retry;       /* a container its runtime's files did not name yet is asked again */
-        unsigned retries;     /* walks the timer made since the tree last changed */
-        bool rediscover;      /* a burst of its events asks for discovery_run() */
+        Dirwatch *dirwatch; /* where configured cgroups may appear */
+        ev_timer retry;     /* a container its runtime's files did not name yet is asked again */
+        unsigned retries;   /* walks the timer made since the tree last changed */
+        bool rediscover;    /* a burst of its events asks for discovery_run() */
+        bool recgroups;     /* ... or for the walks of the config's paths and globs */
+        char **created;     /* ... and for those of the cgroups made in container parents */
+        size_t n_created, cap_created;
         bool watches_changed; /* ... or removed watches, for the metrics */
-        WatchedDir *dirs;
-        size_t n_dirs, cap_dirs;
-        bool inotify_full_warned, nocache_warned;
-        bool *missing_warned;         /* per config watch: "not there yet" said once */
-        struct KnownContainer *known; /* containers judged, sorted by path */
-        size_t n_known, cap_known;
+        ev_timer pace;        /* a walk asked for before DISCOVERY_PACE allows it */
+        usec_t next_walk_us;  /* monotonic: the earliest a walk after a change may start */
+        Dirset *dirs;         /* where configured cgroups (or a glob's or a selector's matches) may appear */
+        uint64_t kernel_max;  /* fs.inotify.max_user_watches, 0 unknown */
+        LogRateLimit refused_log;
+        uint64_t refused_unsaid; /* refused since the last warning */
+        uint64_t refused_walk;   /* refused by the last walk */
+        bool nocache_warned;
+        bool *missing_warned; /* per config watch: "not there yet" said once */
+        Ctrknown known;       /* containers judged against the watches */
 };
 
-/* inotify on a directory of the cgroup2 tree (relative path), once. */
-static void dir_watch(Agent *a, const char *path) {
+/* The limit discovery watches within: max_dir_watches, and a quarter of what root may hold. */
+static void dirs_limit(Agent *a) {
         Discovery *d = a->discovery;
-        _cleanup_free_ char *at = NULL;
-        int wd;
+        uint64_t max = a->config->max_dir_watches;
 
+        if (d->kernel_max > 0)
+                max = MIN(max, MAX(d->kernel_max / 4, (uint64_t) 1));
+        dirset_set_max(d->dirs, (unsigned) max);
+        a->counters.dir_watch_limit = max;
+}
+
+static void refused(Agent *a, const char *path, uid_t owner, int why, bool kernel) {
+        Discovery *d = a->discovery;
+        char safe[256];
+
+        a->counters.dir_watches_refused++;
+        d->refused_unsaid++;
+        if (!log_ratelimit_pass(&d->refused_log, now_usec(CLOCK_MONOTONIC)))
+                return;
+        /* The path is a user's to name: never raw on a terminal. */
+        text_terminal_safe(path, safe, sizeof safe);
+        if (why == -EDQUOT)
+                log_warning("cgroup directory /%s of uid %u is not watched: a user's directories take at most a "
+                            "sixteenth of max_dir_watches (%u), all users' half; cgroups made in it are not noticed "
+                            "(%" PRIu64 " refused since the last warning)",
+                            safe, (unsigned) owner, dirset_max(d->dirs), d->refused_unsaid);
+        else
+                log_warning("cgroup directory /%s is not watched: %s%s; cgroups made in it are noticed only by the "
+                            "next walk (%" PRIu64 " refused since the last warning)",
+                            safe, kernel ? "inotify: " : "the limit, max_dir_watches (at most a quarter of ",
+                            kernel ? strerror(-why) : "fs.inotify.max_user_watches)", d->refused_unsaid);
+        d->refused_unsaid = 0;
+}
+
+/* inotify on a directory of the cgroup2 tree (relative path), once, within the limit and its
+ * owner's share. 0 (watched, or it went); -EDQUOT beyond its owner's share, -ENOSPC beyond the
+ * limit, another -errno from the kernel. */
+static int dir_watch(Agent *a, const char *path, unsigned flags) {
+        Discovery *d = a->discovery;
+        int cgroup2_fd = a->rt.sysroot->cgroup2_fd;
+        _cleanup_free_ char *at = NULL;
+        struct stat st;
+        uid_t owner;
+        int wd, r;
+
+        if (!d->dirwatch || !d->dirs || dirset_mark(d->dirs, path, flags))
+                return 0;
+        /* Its owner: a user's directory is one of a delegated subtree, theirs to fill. */
+        if (fstatat(cgroup2_fd, path, &st, AT_SYMLINK_NOFOLLOW | AT_EMPTY_PATH) < 0)
+                return 0; /* gone since it was listed: its parent's event says so */
+        /* The agent's own directories (it may run unprivileged, on a tree delegated to it) are
+         * as root's. */
+        owner = st.st_uid == geteuid() ? 0 : st.st_uid;
+        r = dirset_admit(d->dirs, owner);
+        if (r < 0) {
+                refused(a, path, owner, r, false);
+                return r;
+        }
         /* Through the mount's directory the agent reads (its fd), not its path from "/": the same
          * directory whatever the sysroot (a test's tree is not at "/"). */
-        if (!d->dirwatch || asprintf(&at, "/proc/self/fd/%d/%s", a->rt.sysroot->cgroup2_fd, path) < 0)
-                return;
+        if (asprintf(&at, "/proc/self/fd/%d/%s", cgroup2_fd, path) < 0)
+                return -ENOMEM;
         wd = dirwatch_add(d->dirwatch, at,
                           IN_CREATE | IN_DELETE | IN_MOVED_TO | IN_MOVED_FROM | IN_ONLYDIR | IN_DONT_FOLLOW);
         if (wd < 0) {
-                if (wd == -ENOSPC && !d->inotify_full_warned) {
-                        log_warning("out of inotify watches (fs.inotify.max_user_watches): new cgroups under %s/%s "
-                                    "are not noticed until the next reload",
-                                    a->rt.sysroot->cgroup2_path, path);
-                        d->inotify_full_warned = true;
-                }
-                return;
+                if (cgroup_is_gone(wd))
+                        return 0;
+                refused(a, path, owner, wd, true);
+                return wd;
         }
-        for (size_t i = 0; i < d->n_dirs; i++)
-                if (d->dirs[i].wd == wd)
-                        return;
-        if (array_grow((void **) &d->dirs, &d->cap_dirs, d->n_dirs, 16, sizeof *d->dirs) < 0)
-                return;
-        d->dirs[d->n_dirs] = (WatchedDir) { .wd = wd, .path = strdup(path) };
-        if (d->dirs[d->n_dirs].path)
-                d->n_dirs++;
+        r = dirset_add(d->dirs, wd, path, owner, flags);
+        if (r == -ENOMEM) /* watched, but its events are not known as its: the next walk adds it */
+                dirwatch_remove(d->dirwatch, wd);
+        a->counters.dir_watches = dirset_count(d->dirs);
+        return 0;
 }
 
 static bool has_glob(const char *s, size_t n) {
@@ -99,7 +167,7 @@ static unsigned discover_walk(Agent *a, const WatchConfig *cfg, const char *rest
                         (void) watch_new(a, cfg, path);
                 return 1;
         }
-        dir_watch(a, path);
+        (void) dir_watch(a, path, DIR_CGROUPS);
         seg = rest;
         slash = strchrnul(seg, '/');
         seg_len = (size_t) (slash - seg);
@@ -141,74 +209,12 @@ static unsigned discover_walk(Agent *a, const WatchConfig *cfg, const char *rest
         return n;
 }
 
-/* Which container watches a container's cgroup matches, from its names read once: a walk asks
- * here before the cache, so a node with more containers than the cache holds does not read every
- * container's files again at every walk. Sorted by path; forgotten when the cgroup goes, all of it
- * at a reload (the watches change). */
-typedef struct KnownContainer {
-        char *path;
-        bool *matches; /* per config watch */
-} KnownContainer;
-
-static KnownContainer *known_find(Discovery *d, const char *path, size_t *ret_at) {
-        size_t lo = 0, hi = d->n_known;
-
-        while (lo < hi) {
-                size_t mid = lo + (hi - lo) / 2;
-                int c = strcmp(d->known[mid].path, path);
-                if (c == 0)
-                        return &d->known[mid];
-                if (c < 0)
-                        lo = mid + 1;
-                else
-                        hi = mid;
-        }
-        *ret_at = lo;
-        return NULL;
-}
-
-/* Takes matches; frees it when out of memory (the container is judged again at the next walk). */
-static void known_insert(Discovery *d, size_t at, const char *path, bool *matches) {
-        char *p = strdup(path);
-
-        if (!p || array_grow((void **) &d->known, &d->cap_known, d->n_known, 64, sizeof *d->known) < 0) {
-                free(p);
-                free(matches);
-                return;
-        }
-        memmove(&d->known[at + 1], &d->known[at], (d->n_known - at) * sizeof *d->known);
-        d->known[at] = (KnownContainer) { .path = p, .matches = matches };
-        d->n_known++;
-}
-
-/* gone and what was below it. */
-static void known_forget(Discovery *d, const char *gone) {
-        size_t j = 0;
-
-        for (size_t i = 0; i < d->n_known; i++) {
-                if (cgpath_covers(gone, d->known[i].path)) {
-                        free(d->known[i].path);
-                        free(d->known[i].matches);
-                } else
-                        d->known[j++] = d->known[i];
-        }
-        d->n_known = j;
-}
-
-static void known_clear(Discovery *d) {
-        for (size_t i = 0; i < d->n_known; i++) {
-                free(d->known[i].path);
-                free(d->known[i].matches);
-        }
-        d->n_known = 0;
-}
-
 /* Judges the container at path, as the cache named it (info; NULL: none), against every container
  * watch: NULL when it is not named yet (then a timer asks again) or out of memory; else the
  * verdicts, remembered. */
 static const bool *judge(Agent *a, const char *path, const ContainerInfo *info) {
         Discovery *d = a->discovery;
-        KnownContainer *k;
+        CtrknownEntry *k;
         bool *matches;
         size_t at = 0;
 
@@ -242,10 +248,10 @@ static const bool *judge(Agent *a, const char *path, const ContainerInfo *info) 
                                  cfg->select_text, path);
                 }
         }
-        if (known_find(d, path, &at))
+        if (ctrknown_find(&d->known, path, &at))
                 assert(!"judged twice");
-        known_insert(d, at, path, matches);
-        k = known_find(d, path, &at);
+        ctrknown_insert(&d->known, at, path, matches);
+        k = ctrknown_find(&d->known, path, &at);
         return k ? k->matches : NULL;
 }
 
@@ -259,15 +265,15 @@ typedef struct ContainerWalk {
 static int on_container_walk(const char *path, CtrselectKind kind, void *userdata) {
         ContainerWalk *cw = userdata;
         Agent *a = cw->a;
-        const KnownContainer *k;
+        const CtrknownEntry *k;
         const bool *matches;
         size_t at;
 
-        if (kind == CTRSELECT_PARENT) {
-                dir_watch(a, path);
-                return 0;
-        }
-        k = known_find(a->discovery, path, &at);
+        if (kind == CTRSELECT_PARENT)
+                /* A user's directory beyond their share is not walked into either: what one user
+                 * makes costs the walk at most their share's directories and their children. */
+                return dir_watch(a, path, DIR_CONTAINERS) == -EDQUOT ? CTRSELECT_PRUNE : 0;
+        k = ctrknown_find(&a->discovery->known, path, &at);
         if (k)
                 matches = k->matches;
         else {
@@ -290,8 +296,9 @@ static int on_container_walk(const char *path, CtrselectKind kind, void *userdat
         return kind == CTRSELECT_MAYBE ? 1 : 0;
 }
 
-/* Every container watch's matches: one walk of the tree for all of them. */
-static void discover_containers(Agent *a) {
+/* Every container watch's matches: one walk of the tree for all of them (below: of the subtree of
+ * a cgroup made in a parent that walk visited, NULL: the whole tree). */
+static void discover_containers(Agent *a, const char *below) {
         _cleanup_free_ unsigned *matched = NULL;
         Discovery *d = a->discovery;
         bool any = false;
@@ -312,8 +319,15 @@ static void discover_containers(Agent *a) {
                 d->nocache_warned = true;
                 return;
         }
-        r = ctrselect_walk(a->rt.sysroot->cgroup2_fd, on_container_walk,
-                           &(ContainerWalk) { .a = a, .matched = matched });
+        ContainerWalk cw = { .a = a, .matched = matched };
+        if (below) {
+                r = ctrselect_walk_below(a->rt.sysroot->cgroup2_fd, below, on_container_walk, &cw);
+                /* Gone already, or its matches only: the whole tree's say what is missing. */
+                if (r < 0 && !cgroup_is_gone(r))
+                        log_warning_errno(r, "cannot walk the cgroup tree for containers below %s", below);
+                return;
+        }
+        r = ctrselect_walk(a->rt.sysroot->cgroup2_fd, on_container_walk, &cw);
         container_cache_done(a->rt.containers);
         if (r < 0)
                 log_warning_errno(r, "cannot walk the cgroup tree for containers");
@@ -332,10 +346,16 @@ static void discover_containers(Agent *a) {
 
 /* Arms whatever the config asks for and is not armed yet: node-wide watches, concrete cgroups that
  * now exist, every current match of a glob, and every container a selector matches. */
-void discovery_run(Agent *a) {
+static void created_clear(Discovery *d) {
+        for (size_t i = 0; i < d->n_created; i++)
+                free(d->created[i]);
+        d->n_created = 0;
+}
+
+/* The config's paths and globs: each walk goes only as deep as its pattern. */
+static void discover_cgroups(Agent *a) {
         Discovery *d = a->discovery;
 
-        discover_containers(a);
         for (size_t i = 0; i < a->config->n_watches; i++) {
                 const WatchConfig *cfg = &a->config->watches[i];
                 unsigned n;
@@ -361,18 +381,95 @@ void discovery_run(Agent *a) {
         }
 }
 
+static void count_walk(Agent *a, usec_t start) {
+        a->counters.discovery_walks++;
+        a->counters.discovery_walk_us += now_usec(CLOCK_MONOTONIC) - start;
+}
+
+void discovery_run(Agent *a) {
+        Discovery *d = a->discovery;
+        usec_t start = now_usec(CLOCK_MONOTONIC), took;
+        uint64_t refused = a->counters.dir_watches_refused;
+
+        ev_timer_stop(a->loop, &d->pace);
+        created_clear(d); /* all walked now */
+        d->recgroups = false;
+        discover_containers(a, NULL);
+        discover_cgroups(a);
+        took = now_usec(CLOCK_MONOTONIC) - start;
+        count_walk(a, start);
+        d->refused_walk = a->counters.dir_watches_refused - refused;
+        d->next_walk_us = start + took + MIN(DISCOVERY_PACE * took, DISCOVERY_PACE_MAX_US);
+}
+
+/* The cgroups made in container parents, each walked alone: what a burst costs is what it made,
+ * not the tree (a user making and removing directories in their own cgroup walks only those). */
+static void walk_created(Agent *a) {
+        Discovery *d = a->discovery;
+        usec_t start = now_usec(CLOCK_MONOTONIC);
+
+        d->retries = 0; /* the tree changed: a container not named yet is asked again */
+        for (size_t i = 0; i < d->n_created; i++)
+                discover_containers(a, d->created[i]);
+        if (a->rt.containers)
+                container_cache_done(a->rt.containers);
+        created_clear(d);
+        count_walk(a, start);
+}
+
+static void created_add(Discovery *d, const char *dir, const char *name) {
+        char *p;
+
+        if (d->rediscover)
+                return; /* the whole tree is walked anyway */
+        if (d->n_created >= DISCOVERY_CREATED_MAX ||
+            array_grow((void **) &d->created, &d->cap_created, d->n_created, 16, sizeof *d->created) < 0 ||
+            asprintf(&p, "%s%s%s", dir, dir[0] ? "/" : "", name) < 0) {
+                d->rediscover = true;
+                created_clear(d);
+                return;
+        }
+        d->created[d->n_created++] = p;
+}
+
+/* A walk after a change: now, or when the last one's pace allows. */
+static void walk_after_change(Agent *a) {
+        Discovery *d = a->discovery;
+        usec_t now = now_usec(CLOCK_MONOTONIC);
+
+        d->retries = 0;
+        if (now >= d->next_walk_us) {
+                discovery_run(a);
+                return;
+        }
+        if (!ev_is_active(&d->pace)) {
+                ev_timer_set(&d->pace, (double) (d->next_walk_us - now) / USEC_PER_SEC, 0.);
+                ev_timer_start(a->loop, &d->pace);
+        }
+}
+
 /* Events on the directories where configured cgroups may appear. */
 static void on_dir_event(Dirwatch *dw, const struct inotify_event *e, void *userdata) {
         Agent *a = ASSERT_PTR(userdata);
         Discovery *d = a->discovery;
-        const WatchedDir *dir = NULL;
+        unsigned flags = 0;
+        const char *dir;
 
         if (!e) { /* the end of a burst: act once on what it said */
-                if (d->rediscover) {
-                        d->retries = 0;
-                        discovery_run(a);
+                bool changed = d->rediscover || d->recgroups || d->n_created > 0;
+                if (d->rediscover)
+                        walk_after_change(a);
+                else {
+                        if (d->n_created > 0)
+                                walk_created(a);
+                        if (d->recgroups) {
+                                usec_t start = now_usec(CLOCK_MONOTONIC);
+                                d->recgroups = false;
+                                discover_cgroups(a);
+                                count_walk(a, start);
+                        }
                 }
-                if (d->rediscover || d->watches_changed)
+                if (changed || d->watches_changed)
                         health_update(a);
                 d->rediscover = d->watches_changed = false;
                 return;
@@ -381,26 +478,31 @@ static void on_dir_event(Dirwatch *dw, const struct inotify_event *e, void *user
                 d->rediscover = true;
                 return;
         }
-        for (size_t i = 0; i < d->n_dirs; i++)
-                if (d->dirs[i].wd == e->wd)
-                        dir = &d->dirs[i];
+        dir = d->dirs ? dirset_path(d->dirs, e->wd, &flags) : NULL;
         if (!dir)
                 return;
         if (e->mask & IN_IGNORED) { /* the directory itself is gone */
-                size_t i = (size_t) (dir - d->dirs);
-                free(d->dirs[i].path);
-                d->dirs[i] = d->dirs[--d->n_dirs];
+                (void) dirset_remove(d->dirs, e->wd);
+                a->counters.dir_watches = dirset_count(d->dirs);
+                d->watches_changed = true;
+                /* A watch is free again: a directory refused before may take it. */
+                if (d->refused_walk > 0)
+                        d->rediscover = true;
                 return;
         }
         if (!(e->mask & IN_ISDIR) || e->len == 0)
                 return;
-        if (e->mask & (IN_CREATE | IN_MOVED_TO))
-                d->rediscover = true;
+        if (e->mask & (IN_CREATE | IN_MOVED_TO)) {
+                if (flags & DIR_CGROUPS)
+                        d->recgroups = true;
+                if (flags & DIR_CONTAINERS)
+                        created_add(d, dir, e->name);
+        }
         if (e->mask & (IN_DELETE | IN_MOVED_FROM)) {
                 _cleanup_free_ char *gone = NULL;
-                if (asprintf(&gone, "%s%s%s", dir->path, dir->path[0] ? "/" : "", e->name) < 0)
+                if (asprintf(&gone, "%s%s%s", dir, dir[0] ? "/" : "", e->name) < 0)
                         return;
-                known_forget(d, gone);
+                ctrknown_forget(&d->known, gone);
                 for (size_t i = 0; i < a->n_watches;) {
                         Watch *w = a->watches[i];
                         if (w->path && strcmp(w->path, gone) == 0) {
@@ -412,6 +514,13 @@ static void on_dir_event(Dirwatch *dw, const struct inotify_event *e, void *user
                                 i++;
                 }
         }
+}
+
+static void on_pace(struct ev_loop *loop, ev_timer *t, int revents) {
+        Agent *a = ASSERT_PTR(t->data);
+
+        discovery_run(a);
+        health_update(a);
 }
 
 static void on_retry(struct ev_loop *loop, ev_timer *t, int revents) {
@@ -435,14 +544,25 @@ int discovery_start(Agent *a) {
         }
         ev_timer_init(&d->retry, on_retry, 0., 0.);
         d->retry.data = a;
+        ev_timer_init(&d->pace, on_pace, 0., 0.);
+        d->pace.data = a;
+        d->refused_log.interval_us = DISCOVERY_REFUSED_LOG_US;
         a->discovery = d;
         /* Cgroups that appear later (a glob's new match, a configured path created after start, one
          * removed and created again) are noticed by inotify on their parent directories. */
         if (a->rt.sysroot->cgroup2_fd >= 0) {
-                r = dirwatch_new(a->loop, on_dir_event, a, &d->dirwatch);
-                if (r < 0)
+                r = dirset_new(a->config->max_dir_watches, &d->dirs);
+                if (r >= 0)
+                        r = dirwatch_new(a->loop, on_dir_event, a, &d->dirwatch);
+                if (r < 0) {
                         log_warning_errno(r, "cannot watch for new cgroups (inotify); only those present now are "
                                              "armed");
+                        d->dirs = dirset_free(d->dirs);
+                } else {
+                        if (system_read_inotify_max_watches(a->rt.sysroot->proc_fd, &d->kernel_max) < 0)
+                                d->kernel_max = 0; /* unknown: max_dir_watches alone */
+                        dirs_limit(a);
+                }
         }
         return 0;
 }
@@ -453,23 +573,25 @@ void discovery_stop(Agent *a) {
         if (!d)
                 return;
         ev_timer_stop(a->loop, &d->retry);
+        ev_timer_stop(a->loop, &d->pace);
         d->dirwatch = dirwatch_free(d->dirwatch);
-        for (size_t i = 0; i < d->n_dirs; i++)
-                free(d->dirs[i].path);
-        free(d->dirs);
-        known_clear(d);
-        free(d->known);
+        d->dirs = dirset_free(d->dirs);
+        created_clear(d);
+        free(d->created);
+        ctrknown_done(&d->known);
         free(d->missing_warned);
         free(d);
         a->discovery = NULL;
 }
 
 bool discovery_follows_new_cgroups(const Agent *a) {
-        return a->discovery && a->discovery->dirwatch;
+        return a->discovery && a->discovery->dirwatch && a->discovery->dirs;
 }
 
 void discovery_take_warned(Agent *a, bool *missing_warned) {
-        known_clear(a->discovery); /* judged against the old config's watches */
+        ctrknown_clear(&a->discovery->known); /* judged against the old config's watches */
         free(a->discovery->missing_warned);
         a->discovery->missing_warned = missing_warned;
+        if (a->discovery->dirs)
+                dirs_limit(a); /* max_dir_watches may have changed */
 }

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 #include <errno.h>
 #include <fcntl.h>
+#include <inttypes.h>
 #include <sched.h>
 #include <stdio.h>
 #include <string.h>
@@ -10,6 +11,7 @@
 #include "base/fileio.h"
 #include "base/macro.h"
 #include "cmd/check.h"
+#include "config/keys.h"
 #include "config/model.h"
 #include "probes/containers.h"
 #include "probes/ctrselect.h"
@@ -36,6 +38,53 @@ static CheckLine *line(CheckLine *lines, size_t *n, CheckStatus status, const ch
 }
 
 #define LINE(status, what, ...) snprintf(line(lines, &n, (status), (what))->text, sizeof lines[0].text, __VA_ARGS__)
+
+/* Discovery's inotify watches: what the tree asks for against what the agent may hold, and what
+ * root's processes (systemd's among them) hold of what the kernel allows them. */
+static void check_evaluate_dirs(const CheckFacts *f, CheckLine *lines, size_t *ret_n) {
+        size_t n = *ret_n;
+        uint64_t limit = f->dir_watch_default;
+        char root[224] = "", user[192] = "";
+
+        if (f->inotify_err >= 0 && f->inotify_max / 4 < limit)
+                limit = MAX(f->inotify_max / 4, (uint64_t) 1);
+        if (f->inotify_err >= 0 && f->inotify_use_err >= 0)
+                snprintf(root, sizeof root,
+                         "; root's processes hold %" PRIu64 " of the %" PRIu64
+                         " inotify watches fs.inotify.max_user_watches allows them (running psidiag agents: %" PRIu64
+                         ")%s",
+                         f->inotify_use.watches, f->inotify_max, f->inotify_use.comm_watches,
+                         f->inotify_use.truncated ? ", counted in the first processes only" : "");
+        if (f->dirs_user_most > 0)
+                snprintf(user, sizeof user, "; users own %u of them, uid %u the most (%u)", f->dirs_users,
+                         (unsigned) f->dirs_user_uid, f->dirs_user_most);
+        if (f->containers_err < 0)
+                LINE(CHECK_WARN, "dir-watches", "cannot walk the cgroup tree: %s", strerror(-f->containers_err));
+        else if (f->dirs > limit)
+                LINE(CHECK_WARN, "dir-watches",
+                     "container watches would watch %u cgroup director%s, more than the limit of %" PRIu64
+                     " (max_dir_watches, default %u, at most a quarter of fs.inotify.max_user_watches): cgroups made "
+                     "in the others are noticed only at the next walk%s%s",
+                     f->dirs, f->dirs == 1 ? "y" : "ies", limit, f->dir_watch_default, user, root);
+        else if (f->dirs_user_most > MAX(limit / CONFIG_DIR_WATCHES_USER_SHARE, (uint64_t) 1))
+                LINE(CHECK_WARN, "dir-watches",
+                     "container watches would watch %u cgroup director%s, under the limit of %" PRIu64
+                     "; but uid %u owns %u of them, beyond a user's share (%" PRIu64
+                     "): cgroups made in the others are not noticed%s",
+                     f->dirs, f->dirs == 1 ? "y" : "ies", limit, (unsigned) f->dirs_user_uid, f->dirs_user_most,
+                     MAX(limit / CONFIG_DIR_WATCHES_USER_SHARE, (uint64_t) 1), root);
+        else if (f->inotify_err >= 0 && f->inotify_use_err >= 0 && f->inotify_use.watches + limit > f->inotify_max)
+                LINE(CHECK_WARN, "dir-watches",
+                     "container watches would watch %u cgroup director%s (limit %" PRIu64
+                     "), but root's processes may run out of inotify watches first%s%s",
+                     f->dirs, f->dirs == 1 ? "y" : "ies", limit, user, root);
+        else
+                LINE(CHECK_OK, "dir-watches",
+                     "container watches would watch %u cgroup director%s, of at most %" PRIu64
+                     " (max_dir_watches, default %u, at most a quarter of fs.inotify.max_user_watches)%s%s",
+                     f->dirs, f->dirs == 1 ? "y" : "ies", limit, f->dir_watch_default, user, root);
+        *ret_n = n;
+}
 
 size_t check_evaluate(const CheckFacts *f, CheckLine *lines) {
         size_t n = 0;
@@ -245,13 +294,46 @@ size_t check_evaluate(const CheckFacts *f, CheckLine *lines) {
                              "(in a container, mount the runtimes' directories read-only: docs/deploy.md)",
                              all, worst->runtime, worst->unnamed);
         }
+        check_evaluate_dirs(f, lines, &n);
         return n;
 }
+
+typedef struct DirOwner {
+        uint32_t uid;
+        unsigned n;
+} DirOwner;
 
 typedef struct Tally {
         CheckFacts *f;
         ContainerCache *cache;
+        int cgroup2_fd;
+        DirOwner owners[CHECK_DIR_OWNERS_MAX];
+        size_t n_owners;
 } Tally;
+
+/* A directory discovery would watch, counted under its owner (root's or a user's). */
+static void tally_dir(Tally *t, const char *path) {
+        struct stat st;
+        DirOwner *o = NULL;
+
+        if (fstatat(t->cgroup2_fd, path, &st, AT_SYMLINK_NOFOLLOW | AT_EMPTY_PATH) < 0)
+                return; /* gone */
+        t->f->dirs++;
+        if (st.st_uid == 0 || st.st_uid == geteuid())
+                return;
+        t->f->dirs_users++;
+        for (size_t i = 0; i < t->n_owners && !o; i++)
+                if (t->owners[i].uid == st.st_uid)
+                        o = &t->owners[i];
+        if (!o && t->n_owners < CHECK_DIR_OWNERS_MAX) {
+                o = &t->owners[t->n_owners++];
+                *o = (DirOwner) { .uid = st.st_uid };
+        }
+        if (o && ++o->n > t->f->dirs_user_most) {
+                t->f->dirs_user_most = o->n;
+                t->f->dirs_user_uid = o->uid;
+        }
+}
 
 /* Each container of the tree counted under its runtime, named or not (and why not). */
 static int tally(const char *path, CtrselectKind kind, void *userdata) {
@@ -259,8 +341,10 @@ static int tally(const char *path, CtrselectKind kind, void *userdata) {
         const ContainerInfo *info;
         CheckRuntime *rt = NULL;
 
-        if (kind == CTRSELECT_PARENT)
+        if (kind == CTRSELECT_PARENT) {
+                tally_dir(t, path);
                 return 0;
+        }
         info = container_cache_lookup(t->cache, path);
         if (!info) /* "<ns>/<id>" that containerd has no task of: walked as a parent */
                 return 0;
@@ -284,7 +368,7 @@ static int tally(const char *path, CtrselectKind kind, void *userdata) {
 /* The containers the cgroup tree holds, each looked up as an incident would name it. */
 static void gather_containers(CheckFacts *f, const Sysroot *s) {
         _cleanup_(container_cache_freep) ContainerCache *cache = NULL;
-        Tally t = { .f = f };
+        Tally t = { .f = f, .cgroup2_fd = s->cgroup2_fd };
         int r;
 
         if (s->cgroup2_fd < 0) {
@@ -344,6 +428,9 @@ void check_gather(CheckFacts *f) {
         gather_pressure(f, s);
         gather_cgroups(f, s);
         gather_containers(f, s);
+        f->dir_watch_default = (unsigned) config_keys_default("max_dir_watches");
+        f->inotify_err = system_read_inotify_max_watches(s->proc_fd, &f->inotify_max);
+        f->inotify_use_err = system_count_inotify(s->proc_fd, 0, "psidiag", CHECK_INOTIFY_SCAN_MAX, &f->inotify_use);
 
         f->taskstats_err = taskstats_netlink_new(&ts);
         if (f->taskstats_err >= 0) {
@@ -382,7 +469,12 @@ void check_gather(CheckFacts *f) {
         f->cpus_online = online > 0 && online < INT32_MAX ? (int) online : 0;
 
         int fd = open("/dev/kmsg", O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
-        f->kmsg_err = fd < 0 ? -errno : 0;
+        struct stat kst;
+        f->kmsg_err = fd < 0 ? -errno : fstat(fd, &kst) < 0 ? -errno : 0;
+        /* Masked (systemd's ProtectKernelLogs= where it cannot make a device node, as in a
+         * container): an empty file of mode 0000, which CAP_DAC_READ_SEARCH opens. */
+        if (f->kmsg_err == 0 && !S_ISCHR(kst.st_mode))
+                f->kmsg_err = -ENODEV;
         safe_close(fd);
         sysroot_free(s);
 }

@@ -10,6 +10,7 @@
 #include <stdint.h>
 
 #include "probes/procfs.h"
+#include "probes/system.h"
 #include "triggers/trigger.h"
 
 typedef enum CheckStatus {
@@ -57,10 +58,23 @@ typedef struct CheckFacts {
         int containers_err;            /* walking the cgroup tree for containers (ctrselect_walk()) */
         CheckRuntime runtimes[CHECK_RUNTIMES_MAX];
         size_t n_runtimes;
+        /* The directories discovery watches (inotify) for container watches: those the walk for
+         * containers goes through, the most one user (not root) owns and whose, all users'. */
+        unsigned dirs, dirs_user_most, dirs_users;
+        uint32_t dirs_user_uid;
+        unsigned dir_watch_default; /* max_dir_watches' default */
+        int inotify_err;            /* reading fs.inotify.max_user_watches */
+        uint64_t inotify_max;       /* fs.inotify.max_user_watches */
+        int inotify_use_err;        /* counting root's watches (system_count_inotify()) */
+        InotifyUse inotify_use;     /* root's processes' watches now, psidiag's among them */
 } CheckFacts;
 
 /* How many processes `check` reads the cgroup of, looking for ones outside our cgroup namespace. */
 #define CHECK_CGROUPNS_SCAN_MAX 4096
+/* How many of root's processes `check` reads the inotify instances of. */
+#define CHECK_INOTIFY_SCAN_MAX 4096
+/* How many users' directories `check` counts apart (beyond them, the rest under "users"). */
+#define CHECK_DIR_OWNERS_MAX 64
 
 typedef struct CheckLine {
         CheckStatus status;

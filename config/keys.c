@@ -34,6 +34,8 @@ const ConfigKey config_keys[] = {
           IN_CONFIG(max_incidents_per_minute), NOWHERE, sizeof(unsigned), true, NULL },
         { "max_concurrent_samples", CONFIG_KEY_UINT, CONFIG_KEY_TOP, 1, CONFIG_MAX_CONCURRENT_SAMPLES_MAX, 4, NULL,
           IN_CONFIG(max_concurrent_samples), NOWHERE, sizeof(unsigned), true, NULL },
+        { "max_dir_watches", CONFIG_KEY_UINT, CONFIG_KEY_TOP, CONFIG_MAX_DIR_WATCHES_MIN, CONFIG_MAX_DIR_WATCHES_MAX,
+          2048, NULL, IN_CONFIG(max_dir_watches), NOWHERE, sizeof(unsigned), true, NULL },
         { "oom_lookback_s", CONFIG_KEY_UINT, CONFIG_KEY_TOP, 0, CONFIG_OOM_LOOKBACK_S_MAX, 300, NULL,
           IN_CONFIG(oom_lookback_s), NOWHERE, sizeof(unsigned), true, NULL },
         { "kill_window_s", CONFIG_KEY_UINT, CONFIG_KEY_TOP, 0, CONFIG_KILL_WINDOW_S_MAX, 60, NULL,

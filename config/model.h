@@ -51,7 +51,8 @@ typedef struct Config {
         char *metrics_file;                /* Prometheus textfile of health counters, or NULL */
         unsigned max_incidents_per_minute; /* over all watches; 0: no limit */
         unsigned max_concurrent_samples;
-        unsigned oom_lookback_s; /* an oom incident links the pressure incidents of this many seconds before it */
+        unsigned max_dir_watches; /* inotify watches discovery may hold on the cgroup tree's directories */
+        unsigned oom_lookback_s;  /* an oom incident links the pressure incidents of this many seconds before it */
         /* Kill incidents: a watch's processes dying by SIGKILL/SIGTERM this many seconds after its
          * last pressure incident or trigger wakeup are victims; 0 turns kill incidents off. */
         unsigned kill_window_s;
@@ -87,4 +88,8 @@ typedef struct Config {
         { "/var/log/syslog", "/var/log/messages" }
 #define CONFIG_MAX_INCIDENTS_PER_MINUTE_MAX 100000
 #define CONFIG_MAX_CONCURRENT_SAMPLES_MAX 1024
+#define CONFIG_MAX_DIR_WATCHES_MIN 16
+#define CONFIG_MAX_DIR_WATCHES_MAX 65536
+/* A user's directories (a delegated cgroup's) take at most 1/16 of max_dir_watches, all users' half. */
+#define CONFIG_DIR_WATCHES_USER_SHARE 16
 #define CONFIG_OOM_LOOKBACK_S_MAX 86400

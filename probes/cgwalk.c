@@ -115,6 +115,13 @@ int cgroup_walk(int root_fd, const CgroupWalk *w) {
         if (root_fd < 0)
                 return -EBADF;
         k.max_depth = w->max_depth > 0 ? w->max_depth : CGROUP_WALK_MAX_DEPTH;
+        if (w->root_path) {
+                root.path_len = strlen(w->root_path);
+                if (root.path_len > CGROUP_WALK_PATH_MAX)
+                        return -ENAMETOOLONG;
+                memcpy(k.path, w->root_path, root.path_len + 1);
+                root.depth = w->root_depth;
+        }
         r = visit_node(&k, &root);
         return r < 0 ? r : k.n_unreadable;
 }

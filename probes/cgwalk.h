@@ -49,6 +49,10 @@ typedef struct CgroupWalk {
          * vanished), with its directory name and the error; the walk goes on. */
         void (*unreadable)(const CgroupWalkNode *parent, const char *name, int error, void *userdata);
         unsigned max_depth; /* 0: CGROUP_WALK_MAX_DEPTH */
+        /* Optional: the root's own path and depth in a larger tree ("a/b", 2), when the walk is of
+         * a subtree: every node's path and depth are then the larger tree's (NULL: "" and 0). */
+        const char *root_path;
+        unsigned root_depth;
         void *userdata;
 } CgroupWalk;
 

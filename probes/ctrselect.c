@@ -1,8 +1,11 @@
 /* SPDX-License-Identifier: MIT */
 #include <errno.h>
+#include <fcntl.h>
 #include <fnmatch.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "probes/cgmeta.h"
 #include "probes/cgwalk.h"
@@ -74,14 +77,29 @@ static bool ends_with(const char *s, const char *suffix) {
         return n >= k && strcmp(s + n - k, suffix) == 0;
 }
 
+/* Whether a proper ancestor of path (its components but the last) is a user@<uid>.service. */
+static bool below_user_manager(const char *path) {
+        for (const char *c = path, *slash; (slash = strchr(c, '/')); c = slash + 1) {
+                size_t n = (size_t) (slash - c);
+                if (n > 13 && strncmp(c, "user@", 5) == 0 && strncmp(slash - 8, ".service", 8) == 0)
+                        return true;
+        }
+        return false;
+}
+
+static int parent(Walk *k, const char *path) {
+        int r = k->visit(path, CTRSELECT_PARENT, k->userdata);
+        return r == CTRSELECT_PRUNE ? CGROUP_WALK_PRUNE : r;
+}
+
 static int visit(CgroupWalkNode *node, void *userdata) {
         Walk *k = userdata;
         const char *name = strrchr(node->path, '/');
         CgroupMeta m;
 
         name = name ? name + 1 : node->path;
-        if (node->depth == 0)
-                return k->visit(node->path, CTRSELECT_PARENT, k->userdata);
+        if (node->path_len == 0)
+                return parent(k, node->path);
         /* A container's monitor (conmon) carries its id but runs none of its processes. */
         if (strstr(name, "-conmon-"))
                 return CGROUP_WALK_PRUNE;
@@ -94,13 +112,17 @@ static int visit(CgroupWalkNode *node, void *userdata) {
          * systemd's user instance (rootless podman's scopes are under user@<uid>.service). */
         if (ends_with(name, ".scope") || (ends_with(name, ".service") && strncmp(name, "user@", 5) != 0))
                 return CGROUP_WALK_PRUNE;
+        /* Below systemd's user instance, the directories a user made by hand (its tree is delegated
+         * to them) hold no container a runtime made: only its slices do. */
+        if (below_user_manager(node->path) && !ends_with(name, ".slice"))
+                return CGROUP_WALK_PRUNE;
         /* ctr's and nerdctl's "/<namespace>/<id>": neither part a slice. */
         if (node->depth == 2 && !ends_with(name, ".slice") && strstr(node->path, ".slice/") == NULL) {
                 int r = k->visit(node->path, CTRSELECT_MAYBE, k->userdata);
                 if (r != 0)
                         return r < 0 ? r : CGROUP_WALK_PRUNE;
         }
-        return k->visit(node->path, CTRSELECT_PARENT, k->userdata);
+        return parent(k, node->path);
 }
 
 int ctrselect_walk(int cgroup2_fd, CtrselectVisit fn, void *userdata) {
@@ -108,4 +130,27 @@ int ctrselect_walk(int cgroup2_fd, CtrselectVisit fn, void *userdata) {
 
         return cgroup_walk(cgroup2_fd,
                            &(CgroupWalk) { .visit = visit, .max_depth = CTRSELECT_MAX_DEPTH, .userdata = &k });
+}
+
+int ctrselect_walk_below(int cgroup2_fd, const char *path, CtrselectVisit fn, void *userdata) {
+        Walk k = { .visit = fn, .userdata = userdata };
+        unsigned depth = 1;
+        int fd, r;
+
+        if (!path[0])
+                return ctrselect_walk(cgroup2_fd, fn, userdata);
+        for (const char *c = path; (c = strchr(c, '/')); c++)
+                depth++;
+        if (depth > CTRSELECT_MAX_DEPTH)
+                return 0; /* deeper than the whole walk goes */
+        fd = openat(cgroup2_fd, path, O_DIRECTORY | O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+        if (fd < 0)
+                return -errno;
+        r = cgroup_walk(fd, &(CgroupWalk) { .visit = visit,
+                                            .max_depth = CTRSELECT_MAX_DEPTH,
+                                            .root_path = path,
+                                            .root_depth = depth,
+                                            .userdata = &k });
+        close(fd);
+        return r;
 }

@@ -49,11 +49,20 @@ typedef enum CtrselectKind {
 
 /* A visitor may name a container (container_cache_lookup()). It returns 0 or -ENOMEM (which ends
  * the walk); for CTRSELECT_MAYBE, 1 when it is a container (then, as a container's, its children are
- * not walked) and 0 when it is not (then it is visited again as a parent, and walked). */
+ * not walked) and 0 when it is not (then it is visited again as a parent, and walked); for
+ * CTRSELECT_PARENT, CTRSELECT_PRUNE to leave its children unwalked. */
+#define CTRSELECT_PRUNE 2
 typedef int (*CtrselectVisit)(const char *path, CtrselectKind kind, void *userdata);
 
 /* Walks the cgroup tree at cgroup2_fd (borrowed): every container's cgroup is visited, its children
  * not walked; every other cgroup where containers are made (the root, slices, user@<uid>.service,
- * cgroupfs parents: anything but other services and scopes) is visited and walked. Reads no file.
+ * cgroupfs parents: anything but other services and scopes; below a user@<uid>.service, its slices
+ * only, where a user's systemd makes rootless containers' scopes) is visited and walked. Reads no
+ * file.
  * Returns the number of cgroups that could not be read (probes/cgwalk.h's policy) or -errno. */
 int ctrselect_walk(int cgroup2_fd, CtrselectVisit visit, void *userdata);
+
+/* The same walk of the subtree at path (relative to cgroup2_fd, not ""), a cgroup made below a
+ * parent the whole walk visited: path itself is judged as the whole walk would judge it, paths and
+ * depths are the whole tree's. -ENOENT when it is gone, else as ctrselect_walk(). */
+int ctrselect_walk_below(int cgroup2_fd, const char *path, CtrselectVisit visit, void *userdata);

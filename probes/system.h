@@ -7,6 +7,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 #include "probes/sysroot.h"
 
@@ -17,6 +18,24 @@ int system_read_boot_id(int proc_fd, char *out, size_t size);
 int system_read_delayacct(int proc_fd);
 /* Writes it; 0 or -errno (-EACCES/-EPERM without privilege, -EROFS in a read-only /proc/sys). */
 int system_write_delayacct(int proc_fd, bool on);
+
+/* Reads fs.inotify.max_user_watches: the inotify watches one uid may hold, all its processes
+ * together (root's: systemd's, the agent's). 0 or -errno. */
+int system_read_inotify_max_watches(int proc_fd, uint64_t *ret);
+
+/* The inotify watches the processes of uid hold, all their instances together (what
+ * fs.inotify.max_user_watches limits), and those of the processes named comm among them. */
+typedef struct InotifyUse {
+        uint64_t watches;
+        uint64_t comm_watches; /* of processes whose comm is the one asked about */
+        unsigned comm_procs;
+        unsigned scanned; /* processes of uid read */
+        bool truncated;   /* more than max_procs: the counts are of the first max_procs */
+} InotifyUse;
+
+/* Reads <proc>/<pid>/fd and fdinfo of every process of uid (the owner of <proc>/<pid>), at most
+ * max_procs of them; a process that ends meanwhile is skipped. 0 or -errno (listing <proc>). */
+int system_count_inotify(int proc_fd, uid_t uid, const char *comm, unsigned max_procs, InotifyUse *ret);
 
 /* Parses "CapEff:\t<hex>" from a /proc/<pid>/status buffer. 0 or -EINVAL. */
 int system_parse_cap_eff(const char *buf, size_t len, uint64_t *ret);

@@ -190,6 +190,22 @@ int metrics_format(const Metrics *m, char **ret) {
                "Pressure incidents whose window saw under a quarter of the stall that fired (window.verdict passed): "
                "no culprit named.",
                m->windows_passed);
+        single(f, "psidiag_dir_watches", "gauge",
+               "Directories of the cgroup tree discovery watches (inotify) for cgroups and containers to appear.",
+               m->dir_watches);
+        single(f, "psidiag_dir_watch_limit", "gauge",
+               "The most it may watch: max_dir_watches, at most a quarter of fs.inotify.max_user_watches.",
+               m->dir_watch_limit);
+        single(f, "psidiag_dir_watches_refused_total", "counter",
+               "Directories a walk found and did not watch: the limit reached, the owning user's share of it, or the "
+               "kernel's fs.inotify.max_user_watches.",
+               m->dir_watches_refused);
+        single(f, "psidiag_discovery_walks_total", "counter",
+               "Walks for configured cgroups and containers: of the whole tree, or of the cgroups a burst of inotify "
+               "events made.",
+               m->discovery_walks);
+        single_us(f, "psidiag_discovery_walk_seconds_total", "counter", "Time those walks took (on the agent's loop).",
+                  m->discovery_walk_us);
         if (fclose(f) != 0) {
                 free(buf);
                 return -ENOMEM;

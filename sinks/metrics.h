@@ -51,6 +51,10 @@ typedef struct Metrics {
         const MetricsCount *windows; /* psidiag_windows_total{basis=...} */
         size_t n_windows;
         uint64_t windows_passed;
+        /* discovery's inotify watches on the cgroup tree: held now, the limit, refused; its walks of
+         * the tree and their time */
+        uint64_t dir_watches, dir_watch_limit, dir_watches_refused;
+        uint64_t discovery_walks, discovery_walk_us;
         const MetricsCount *kills; /* psidiag_kills_total{killer=...}: kill incidents by killer */
         size_t n_kills;
         const MetricsCount *prekill; /* psidiag_prekill_calls_total{result=...} */

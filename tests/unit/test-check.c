@@ -5,6 +5,7 @@
 #include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/inotify.h>
 #include <unistd.h>
 
 #include "cmd/check.h"
@@ -319,6 +320,78 @@ static void test_container_names(void **state) {
         assert_non_null(strstr(l->text, "Permission denied"));
 }
 
+/* Discovery's watches (the dir-watches line): ok under the limit; warn beyond it, beyond a user's
+ * share, or when root's processes would run out of watches first; the limit is a quarter of
+ * fs.inotify.max_user_watches when that is lower than max_dir_watches. */
+static void test_dir_watches(void **state) {
+        CheckFacts f = good_host();
+        CheckLine lines[CHECK_LINES_MAX];
+        const CheckLine *l;
+        size_t n;
+
+        f.dirs = 40;
+        f.dir_watch_default = 2048;
+        f.inotify_max = 192530;
+        f.inotify_use = (InotifyUse) { .watches = 300, .comm_watches = 40, .comm_procs = 1 };
+        n = check_evaluate(&f, lines);
+        l = find(lines, n, "dir-watches");
+        assert_int_equal(l->status, CHECK_OK);
+        assert_non_null(strstr(l->text, "40 cgroup directories, of at most 2048"));
+        assert_non_null(strstr(l->text, "hold 300 of the 192530"));
+        /* A user's 20,000 empty directories: beyond the limit, and whose they are. */
+        f.dirs = 20040;
+        f.dirs_users = f.dirs_user_most = 20000;
+        f.dirs_user_uid = 1000;
+        n = check_evaluate(&f, lines);
+        l = find(lines, n, "dir-watches");
+        assert_int_equal(l->status, CHECK_WARN);
+        assert_non_null(strstr(l->text, "more than the limit of 2048"));
+        assert_non_null(strstr(l->text, "uid 1000 the most (20000)"));
+        /* Under the limit, but beyond the user's share (2048 / 16). */
+        f.dirs = 240;
+        f.dirs_users = f.dirs_user_most = 200;
+        n = check_evaluate(&f, lines);
+        l = find(lines, n, "dir-watches");
+        assert_int_equal(l->status, CHECK_WARN);
+        assert_non_null(strstr(l->text, "uid 1000 owns 200 of them, beyond a user's share (128)"));
+        /* A small node's 8192 watches: the limit is 2048 still; root's 7000 leave too few. */
+        f.dirs_users = f.dirs_user_most = 0;
+        f.inotify_max = 8192;
+        f.inotify_use.watches = 7000;
+        n = check_evaluate(&f, lines);
+        l = find(lines, n, "dir-watches");
+        assert_int_equal(l->status, CHECK_WARN);
+        assert_non_null(strstr(l->text, "run out of inotify watches first"));
+        /* 4096: the limit is a quarter of it. */
+        f.inotify_max = 4096;
+        f.inotify_use.watches = 100;
+        f.dirs = 1500;
+        n = check_evaluate(&f, lines);
+        l = find(lines, n, "dir-watches");
+        assert_int_equal(l->status, CHECK_WARN);
+        assert_non_null(strstr(l->text, "more than the limit of 1024"));
+}
+
+/* The watches this process holds, counted as root's are (its own uid here). */
+static void test_count_inotify(void **state) {
+        int proc_fd = open("/proc", O_RDONLY | O_DIRECTORY | O_CLOEXEC), fd = inotify_init1(IN_CLOEXEC);
+        InotifyUse u;
+
+        assert_true(proc_fd >= 0 && fd >= 0);
+        assert_true(inotify_add_watch(fd, "/", IN_CREATE) >= 0);
+        assert_true(inotify_add_watch(fd, "/proc", IN_CREATE) >= 0);
+        assert_true(inotify_add_watch(fd, "/dev", IN_CREATE) >= 0);
+        assert_int_equal(system_count_inotify(proc_fd, geteuid(), "no-such-comm", 100000, &u), 0);
+        assert_true(u.watches >= 3);
+        assert_true(u.scanned >= 1);
+        assert_int_equal(u.comm_watches, 0);
+        uint64_t max;
+        assert_int_equal(system_read_inotify_max_watches(proc_fd, &max), 0);
+        assert_true(max >= u.watches);
+        close(fd);
+        close(proc_fd);
+}
+
 int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_good_host_all_ok),
@@ -331,6 +404,8 @@ int main(void) {
                 cmocka_unit_test(test_no_psi_no_cgroup2_fail),
                 cmocka_unit_test(test_cgroup_namespace),
                 cmocka_unit_test(test_container_names),
+                cmocka_unit_test(test_dir_watches),
+                cmocka_unit_test(test_count_inotify),
         };
 
         return cmocka_run_group_tests(tests, NULL, NULL);

@@ -421,7 +421,8 @@ static void test_unknown_key_errors(void **state) {
         assert_null(parse("{\"wacth\": []}", &error));
         assert_string_equal(
                 error, "t.json:1:11: unknown key \"wacth\" (expected output, output_format, top, sample_ms, "
-                       "cooldown_ms, max_incidents_per_minute, max_concurrent_samples, oom_lookback_s, "
+                       "cooldown_ms, max_incidents_per_minute, max_concurrent_samples, max_dir_watches, "
+                       "oom_lookback_s, "
                        "kill_window_s, record_s, kill_log_files, prekill_socket, prekill_reply_ms, prekill_wait_s, "
                        "metrics_file, watch)");
         free(error);

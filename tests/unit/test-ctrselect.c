@@ -248,11 +248,74 @@ static void test_walk_podman(void **state) {
         assert_int_equal(fake_tree_remove(dir), 0);
 }
 
+/* Below systemd's user instance, whose tree its user owns: directories made by hand (not a slice)
+ * are neither visited nor walked, a nested user@<uid>.service neither; the user's slices are. A
+ * visitor's CTRSELECT_PRUNE leaves a parent's children unwalked. */
+static int prune_d(const char *path, CtrselectKind kind, void *userdata) {
+        Seen *s = userdata;
+
+        if (strcmp(path, "d") == 0)
+                return CTRSELECT_PRUNE;
+        return record(path, kind, s);
+}
+
+static void test_walk_user_manager(void **state) {
+        char dir[] = "/tmp/psidiag-ctrselect-XXXXXX";
+        ContainerCache *cache = NULL;
+        int root_fd, cg_fd;
+        Seen s;
+
+#define UM "user.slice/user-1000.slice/user@1000.service/"
+        assert_non_null(mkdtemp(dir));
+        assert_int_equal(fake_tree_mkdirs(dir, UM "user.slice/libpod-" ROOTLESS ".scope"), 0);
+        assert_int_equal(fake_tree_mkdirs(dir, UM "empty1/libpod-" ROOTLESS ".scope"), 0);
+        assert_int_equal(fake_tree_mkdirs(dir, UM "empty2"), 0);
+        assert_int_equal(fake_tree_mkdirs(dir, UM "user@0.service/user.slice"), 0);
+        assert_int_equal(fake_tree_mkdirs(dir, UM "made.slice/inner.slice"), 0);
+        assert_int_equal(fake_tree_mkdirs(dir, UM "made.slice/handmade"), 0);
+        assert_int_equal(fake_tree_mkdirs(dir, "d/e"), 0);
+        walk(dir, fixture("containers/podman"), &s);
+        assert_true(saw(&s, "D " UM "user.slice"));
+        assert_true(saw(&s, "C " UM "user.slice/libpod-" ROOTLESS ".scope batch"));
+        assert_true(saw(&s, "D " UM "made.slice/inner.slice"));
+        assert_false(saw_prefix(&s, "D " UM "empty"));
+        assert_false(saw_prefix(&s, "C " UM "empty1"));
+        assert_false(saw_prefix(&s, "D " UM "user@0.service"));
+        assert_false(saw_prefix(&s, "D " UM "made.slice/handmade"));
+        assert_true(saw(&s, "D d/e"));
+#undef UM
+        root_fd = open(fixture("containers/podman"), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        cg_fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        assert_int_equal(container_cache_new(root_fd, 8, &cache), 0);
+        s = (Seen) { .cache = cache };
+        assert_int_equal(ctrselect_walk(cg_fd, prune_d, &s), 0);
+        assert_false(saw(&s, "D d/e"));
+        assert_true(saw(&s, "D user.slice"));
+        /* The walk of a subtree (a cgroup made in a parent the whole walk visited): paths and
+         * depths the whole tree's, the subtree's root judged as the whole walk judges it. */
+        s = (Seen) { .cache = cache };
+        assert_int_equal(ctrselect_walk_below(cg_fd, "user.slice/user-1000.slice/user@1000.service", record, &s), 0);
+        assert_true(saw(&s, "D user.slice/user-1000.slice/user@1000.service"));
+        assert_true(
+                saw(&s, "C user.slice/user-1000.slice/user@1000.service/user.slice/libpod-" ROOTLESS ".scope batch"));
+        assert_false(saw_prefix(&s, "D user.slice/user-1000.slice/user@1000.service/empty"));
+        assert_false(saw_prefix(&s, "D user.slice/user-1000.slice/user@1000.service/made.slice/handmade"));
+        s = (Seen) { .cache = cache };
+        assert_int_equal(ctrselect_walk_below(cg_fd, "user.slice/user-1000.slice/user@1000.service/empty2", record, &s),
+                         0);
+        assert_int_equal(s.n, 0);
+        assert_int_equal(ctrselect_walk_below(cg_fd, "d/gone", record, &s), -ENOENT);
+        container_cache_free(cache);
+        close(cg_fd);
+        close(root_fd);
+        assert_int_equal(fake_tree_remove(dir), 0);
+}
+
 int main(void) {
         const struct CMUnitTest tests[] = {
-                cmocka_unit_test(test_match),           cmocka_unit_test(test_glob_check_and_format),
-                cmocka_unit_test(test_walk_kubernetes), cmocka_unit_test(test_walk_plain_containerd),
-                cmocka_unit_test(test_walk_podman),
+                cmocka_unit_test(test_walk_user_manager),     cmocka_unit_test(test_match),
+                cmocka_unit_test(test_glob_check_and_format), cmocka_unit_test(test_walk_kubernetes),
+                cmocka_unit_test(test_walk_plain_containerd), cmocka_unit_test(test_walk_podman),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -216,11 +216,123 @@ static void test_reload_forgets(void **state) {
         assert_non_null(find(env, 0, ROOTFUL_SCOPE));
 }
 
+/* A new limit, as a reload's config would set it. */
+static void set_limit(Env *env, unsigned max) {
+        env->config->max_dir_watches = max;
+        discovery_take_warned(&env->a, calloc(env->config->n_watches, sizeof(bool)));
+}
+
+/* Directories where containers may appear, more than the limit: as many watched as it allows, the
+ * rest counted, and the containers found by the walk armed all the same; a directory that goes
+ * frees its watch for one refused before. */
+static void test_watch_limit(void **state) {
+        Env *env = *state;
+        Agent *a = &env->a;
+        char p[256];
+
+        set_limit(env, 16);
+        assert_int_equal(a->counters.dir_watch_limit, 16);
+        for (int i = 0; i < 40; i++) {
+                snprintf(p, sizeof p, CG "many/d%d", i);
+                assert_int_equal(fake_tree_mkdirs(env->dir, p), 0);
+        }
+        make_container(env, ROOTFUL_SCOPE);
+        discovery_run(a);
+        assert_int_equal(a->counters.dir_watches, 16);
+        assert_true(a->counters.dir_watches_refused >= 25);
+        assert_non_null(find(env, 0, ROOTFUL_SCOPE));
+        assert_int_equal(a->counters.discovery_walks, 1);
+        /* Again: the same directories, nothing watched twice, the same refused again. */
+        uint64_t refused = a->counters.dir_watches_refused;
+        discovery_run(a);
+        assert_int_equal(a->counters.dir_watches, 16);
+        assert_int_equal(a->counters.dir_watches_refused, 2 * refused);
+        /* Twenty of them go: the watches of those that were watched are freed, and taken by
+         * directories refused before, without a change where they are. */
+        for (int i = 0; i < 20; i++) {
+                snprintf(p, sizeof p, "%s/" CG "many/d%d", env->dir, i);
+                assert_int_equal(rmdir(p), 0);
+        }
+        uint64_t walks = a->counters.discovery_walks;
+        for (int i = 0; i < 100 && a->counters.discovery_walks == walks; i++)
+                run_for(env, 20);
+        assert_int_equal(a->counters.dir_watches, 16);
+}
+
+/* A cgroup made in a watched parent is walked alone: a container appearing beside 40 directories
+ * the limit left unwatched is armed, and they are not walked again (their refusals not counted
+ * again, as a walk of the whole tree counts them). */
+static void test_burst_walks_what_it_made(void **state) {
+        Env *env = *state;
+        Agent *a = &env->a;
+        char p[256];
+
+        assert_int_equal(fake_tree_mkdirs(env->dir, CG "machine.slice"), 0);
+        discovery_run(a);
+        set_limit(env, (unsigned) a->counters.dir_watches);
+        for (int i = 0; i < 40; i++) {
+                snprintf(p, sizeof p, CG "many/d%d", i);
+                assert_int_equal(fake_tree_mkdirs(env->dir, p), 0);
+        }
+        discovery_run(a);
+        assert_int_equal(a->counters.dir_watches_refused, 41);
+        /* The events of their making: "many" made in the root, walked alone (41 again). */
+        for (int i = 0; i < 50 && a->counters.dir_watches_refused == 41; i++)
+                run_for(env, 20);
+        run_for(env, 50);
+        uint64_t refused = a->counters.dir_watches_refused, walks = a->counters.discovery_walks;
+        assert_int_equal(refused, 82);
+        make_container(env, ROOTFUL_SCOPE);
+        for (int i = 0; i < 50 && a->n_watches == 0; i++)
+                run_for(env, 20);
+        assert_non_null(find(env, 0, ROOTFUL_SCOPE));
+        assert_true(a->counters.discovery_walks > walks);
+        assert_int_equal(a->counters.dir_watches_refused, refused);
+}
+
+/* A user's directories take at most their share: with a limit of 64, four of uid 12345's (as a
+ * delegated cgroup's owner makes them) and none of their subdirectories; root's are watched
+ * beyond them. Needs root, to chown. */
+static void test_user_share(void **state) {
+        Env *env = *state;
+        Agent *a = &env->a;
+        char p[256];
+
+        if (geteuid() != 0)
+                skip();
+        set_limit(env, 64);
+        for (int i = 0; i < 30; i++) {
+                snprintf(p, sizeof p, CG "delegated/d%d/below", i);
+                assert_int_equal(fake_tree_mkdirs(env->dir, p), 0);
+                snprintf(p, sizeof p, "%s/" CG "delegated/d%d", env->dir, i);
+                assert_int_equal(chown(p, 12345, 12345), 0);
+                strcat(p, "/below");
+                assert_int_equal(chown(p, 12345, 12345), 0);
+        }
+        for (int i = 0; i < 20; i++) {
+                snprintf(p, sizeof p, CG "rootful/d%d", i);
+                assert_int_equal(fake_tree_mkdirs(env->dir, p), 0);
+        }
+        discovery_run(a);
+        size_t root_dirs = a->counters.dir_watches;
+        /* 4 of uid 12345's taken; the other 26 refused, and their subdirectories never looked at
+         * (those of the 4 taken are, and refused when the share is full) */
+        assert_in_range(a->counters.dir_watches_refused, 26, 30);
+        assert_true(root_dirs >= 4 + 20 + 2);
+        set_limit(env, 2048);
+        discovery_run(a);
+        /* a share of 128: all 60 of theirs */
+        assert_int_equal(a->counters.dir_watches, root_dirs - 4 + 60);
+}
+
 int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test_setup_teardown(test_at_start, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_comes_and_goes, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_reload_forgets, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_watch_limit, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_burst_walks_what_it_made, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_user_share, setup, teardown),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }
