@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "agent/killers.h"
@@ -11,19 +12,35 @@
 #include "base/fileio.h"
 #include "base/log.h"
 #include "base/macro.h"
-#include "probes/procfs.h"
+#include "probes/killtrust.h"
 #include "probes/tasks.h"
 
+/* A kill log file is only as trusted as whoever may write it: a regular file of root's that no one
+ * else may write, its group's write bit allowed for group root alone (a file made under umask 002)
+ * (/var/log/syslog's own lines are anyone's still: docs/killers.md). */
+static bool log_file_ok(int fd) {
+        struct stat st;
+
+        return fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_uid == 0 && !(st.st_mode & S_IWOTH) &&
+               (!(st.st_mode & S_IWGRP) || st.st_gid == 0);
+}
+
 void killers_logs_open(KillLogs *k, const Config *c) {
-        static const char *const defaults[] = CONFIG_DEFAULT_KILL_LOG_FILES;
-        size_t n = c->has_kill_log_files ? c->n_kill_log_files : ELEMENTSOF(defaults);
+        /* None by default: a syslog file's header is the client's to write (logger -t earlyoom). */
+        size_t n = c->has_kill_log_files ? c->n_kill_log_files : 0;
 
         for (size_t i = 0; i < n && k->n_logs < CONFIG_KILL_LOG_FILES_MAX; i++) {
-                const char *p = c->has_kill_log_files ? c->kill_log_files[i] : defaults[i];
+                const char *p = c->kill_log_files[i];
                 int fd = open(p, O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
                 if (fd < 0) {
-                        if (c->has_kill_log_files)
-                                log_debug_errno(-errno, "cannot read kill log file %s", p);
+                        log_debug_errno(-errno, "cannot read kill log file %s", p);
+                        continue;
+                }
+                if (!log_file_ok(fd)) {
+                        log_debug("kill log file %s is not a regular file of root's that only root may write: "
+                                  "not read",
+                                  p);
+                        safe_close(fd);
                         continue;
                 }
                 /* Only what is written from now on: the kill window's lines. */
@@ -87,21 +104,9 @@ size_t killers_running(const Sysroot *s, KillerKind *ret, size_t max) {
                 return 0;
         }
         for (size_t i = 0; i < l.n; i++) {
-                char comm[64], path[64], exe[4096];
-                KillerKind kind = KILLER_UNKNOWN;
-                ssize_t e;
+                /* By its executable or its unit, never its comm (cp /bin/sleep ~/earlyoom). */
+                KillerKind kind = killtrust_process(s, l.tids[i], 0);
 
-                if (proc_read_comm(s->proc_fd, l.tids[i], comm, sizeof comm) >= 0)
-                        kind = killmarks_known_executable(comm);
-                if (kind == KILLER_UNKNOWN) {
-                        snprintf(path, sizeof path, "%d/exe", (int) l.tids[i]);
-                        e = readlinkat(s->proc_fd, path, exe, sizeof exe - 1);
-                        if (e > 0) {
-                                exe[e] = '\0';
-                                const char *b = strrchr(exe, '/');
-                                kind = killmarks_known_executable(b ? b + 1 : exe);
-                        }
-                }
                 if (kind == KILLER_UNKNOWN || kind == KILLER_KERNEL_GROUP)
                         continue;
                 bool have = false;
@@ -127,7 +132,7 @@ void killers_xattrs_note(KillXattrBases *b, const Sysroot *s, const char *path) 
         if (b->n >= KILLERS_XATTR_CGROUPS_MAX || sysroot_open_cgroup(s, path, &fd) < 0)
                 return;
         snprintf(b->items[b->n].path, sizeof b->items[b->n].path, "%s", path);
-        if (killmarks_read_cgroup_xattrs(fd, &b->items[b->n].x) < 0)
+        if (killmarks_read_cgroup_xattrs(fd, 0, &b->items[b->n].x) < 0)
                 b->items[b->n].x = (CgroupKillXattrs) {};
         b->n++;
         safe_close(fd);
@@ -149,7 +154,7 @@ KillerKind killers_xattrs_grew(const KillXattrBases *b, const Sysroot *s, const 
                         if (strcmp(b->items[i].path, p) == 0)
                                 base = &b->items[i].x;
                 if (sysroot_open_cgroup(s, p, &fd) >= 0) {
-                        (void) killmarks_read_cgroup_xattrs(fd, &now);
+                        (void) killmarks_read_cgroup_xattrs(fd, 0, &now);
                         safe_close(fd);
                 }
                 for (KillXattr x = 0; x < _KILL_XATTR_MAX; x++) {

@@ -30,9 +30,9 @@ typedef struct KillLogs {
         KillJournal *journal; /* the systemd journal's killer entries; NULL without one */
 } KillLogs;
 
-/* Opens the config's kill log files (or the defaults that exist) and the systemd journal at their
- * end: only what is written from now on is read. One that cannot be opened is left out (logged at
- * debug level when configured). */
+/* Opens the config's kill log files (none by default) and the systemd journal at their end: only
+ * what is written from now on is read. One that cannot be opened, or is not a regular file of
+ * root's that only root may write, is left out (logged at debug level). */
 void killers_logs_open(KillLogs *k, const Config *c);
 void killers_logs_close(KillLogs *k);
 
@@ -61,6 +61,7 @@ void killers_xattrs_note(KillXattrBases *b, const Sysroot *s, const char *path);
 KillerKind killers_xattrs_grew(const KillXattrBases *b, const Sysroot *s, const char *cgroup, const char *watch_path,
                                char *name, size_t size);
 
-/* The known killers whose process runs now (comm, or the exe's basename), at most max, each once.
- * 0 when /proc cannot be listed. */
+/* The known killers whose process runs now (probes/killtrust.h: by its executable, root's in a
+ * system directory, or its systemd unit; never its comm), at most max, each once. 0 when /proc
+ * cannot be listed. */
 size_t killers_running(const Sysroot *s, KillerKind *ret, size_t max);

@@ -20,6 +20,33 @@ char *text_format_us(long long us, char *buf, size_t size) {
         return buf;
 }
 
+size_t text_unsafe_char(const char *p, unsigned *ret_cp) {
+        const unsigned char *s = (const unsigned char *) p;
+        unsigned cp;
+        size_t n;
+
+        if (s[0] < 0x20 || s[0] == 0x7f) {
+                cp = s[0];
+                n = 1;
+        } else if (s[0] == 0xc2 && s[1] >= 0x80 && s[1] <= 0x9f) {
+                cp = s[1];
+                n = 2;
+        } else if (s[0] == 0xd8 && s[1] == 0x9c) {
+                cp = 0x061c; /* ARABIC LETTER MARK */
+                n = 2;
+        } else if (s[0] == 0xe2 && (s[1] == 0x80 || s[1] == 0x81) && s[2] >= 0x80 && s[2] <= 0xbf) {
+                cp = 0x2000 | ((unsigned) (s[1] & 0x3f) << 6) | (s[2] & 0x3f);
+                /* LRM, RLM; the embeddings and overrides LRE..RLO; the isolates LRI..PDI. */
+                if (!(cp == 0x200e || cp == 0x200f || (cp >= 0x202a && cp <= 0x202e) || (cp >= 0x2066 && cp <= 0x2069)))
+                        return 0;
+                n = 3;
+        } else
+                return 0;
+        if (ret_cp)
+                *ret_cp = cp;
+        return n;
+}
+
 char *text_terminal_safe(const char *s, char *out, size_t size) {
         size_t o = 0;
 
@@ -32,9 +59,11 @@ char *text_terminal_safe(const char *s, char *out, size_t size) {
                            : (*p & 0xF8) == 0xF0 ? 4
                                                  : 1;
 
-                if (*p < 0x20 || *p == 0x7F || (*p == 0xC2 && p[1] >= 0x80 && p[1] <= 0x9F)) {
+                size_t unsafe = text_unsafe_char((const char *) p, NULL);
+
+                if (unsafe) {
                         out[o++] = '?';
-                        p += *p == 0xC2 ? 2 : 1;
+                        p += unsafe;
                         continue;
                 }
                 if (o + n >= size)

@@ -42,7 +42,7 @@ const ConfigKey config_keys[] = {
           IN_CONFIG(kill_window_s), NOWHERE, sizeof(unsigned), true, NULL },
         { "record_s", CONFIG_KEY_UINT, CONFIG_KEY_TOP, 0, CONFIG_RECORD_S_MAX, 60, NULL, IN_CONFIG(record_s), NOWHERE,
           sizeof(unsigned), true, NULL },
-        /* Its default (CONFIG_DEFAULT_KILL_LOG_FILES, those that exist) is resolved by the agent. */
+        /* None by default: a syslog file's header is the client's to write (docs/killers.md). */
         { "kill_log_files", CONFIG_KEY_PATHS, CONFIG_KEY_TOP, 0, CONFIG_KILL_LOG_FILES_MAX, 0, NULL,
           IN_CONFIG(kill_log_files), NOWHERE, 0, true, NULL },
         /* systemd-oomd's prekill hook (agent/prekill.h). */

@@ -58,7 +58,7 @@ typedef struct Config {
         unsigned kill_window_s;
         unsigned record_s; /* recording a watch after its incident: until quiet this long (0: never) */
         /* Syslog-style files where killers' lines are looked for (tailed only while a kill window
-         * is open). has_kill_log_files false: the defaults that exist (CONFIG_DEFAULT_KILL_LOG_FILES). */
+         * is open). has_kill_log_files false: none (a syslog file's lines are anyone's: docs/killers.md). */
         char **kill_log_files;
         size_t n_kill_log_files;
         bool has_kill_log_files;
@@ -83,9 +83,6 @@ typedef struct Config {
 /* Where systemd-oomd (systemd 260 and later) looks for prekill hooks (src/oom/oomd-util.c). */
 #define CONFIG_PREKILL_SYSTEMD_DIR "/run/systemd/oomd.prekill.hook"
 #define CONFIG_SOCKET_PATH_MAX 108 /* sizeof sockaddr_un.sun_path, its NUL included */
-/* Used when kill_log_files is not set, those of them that exist. */
-#define CONFIG_DEFAULT_KILL_LOG_FILES                                                                                  \
-        { "/var/log/syslog", "/var/log/messages" }
 #define CONFIG_MAX_INCIDENTS_PER_MINUTE_MAX 100000
 #define CONFIG_MAX_CONCURRENT_SAMPLES_MAX 1024
 #define CONFIG_MAX_DIR_WATCHES_MIN 16

@@ -2,6 +2,7 @@
 #include <string.h>
 
 #include "base/macro.h"
+#include "base/text.h"
 #include "incident/textout.h"
 
 const char *textout_field_string(const json_t *o, const char *key) {
@@ -61,15 +62,21 @@ void textout_put_bytes(FILE *f, double b) {
                 fprintf(f, "%.1f %s", b, units[u]);
 }
 
-/* Names come from task comms and cgroup paths: valid UTF-8 by now, but control bytes would break a
- * pager's or a terminal's line. */
+/* Names come from task comms and cgroup paths: valid UTF-8 by now, but control characters would
+ * break a pager's or a terminal's line, and a bidirectional override would turn the sentence
+ * around them on the screen (text_unsafe_char()): C0 and DEL as \\xNN, the others as \\uNNNN. */
 void textout_put_name(FILE *f, const char *s) {
-        for (; s && *s; s++) {
-                unsigned char c = (unsigned char) *s;
-                if (c < 0x20 || c == 0x7f)
-                        fprintf(f, "\\x%02x", c);
+        while (s && *s) {
+                unsigned cp;
+                size_t n = text_unsafe_char(s, &cp);
+
+                if (n == 1)
+                        fprintf(f, "\\x%02x", cp);
+                else if (n > 1)
+                        fprintf(f, "\\u%04x", cp);
                 else
-                        fputc(c, f);
+                        fputc(*s, f);
+                s += n ? n : 1;
         }
 }
 

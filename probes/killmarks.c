@@ -2,6 +2,7 @@
 #include <errno.h>
 #include <signal.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/xattr.h>
 
 #include "base/cgpath.h"
@@ -417,12 +418,23 @@ static bool xattr_is_counter(KillXattr x) {
         return x != KILL_XATTR_USER_OOMD_KILL_UUID && x != KILL_XATTR_TRUSTED_OOMD_KILL_UUID;
 }
 
-int killmarks_read_cgroup_xattrs(int cgroup_fd, CgroupKillXattrs *ret) {
+static bool xattr_is_user(KillXattr x) {
+        return x == KILL_XATTR_USER_OOMD_OOMS || x == KILL_XATTR_USER_OOMD_KILL || x == KILL_XATTR_USER_OOMD_KILL_UUID;
+}
+
+int killmarks_read_cgroup_xattrs(int cgroup_fd, uid_t trusted_owner, CgroupKillXattrs *ret) {
         CgroupKillXattrs x = {};
+        struct stat st;
+        bool user_ok;
         int n = 0;
 
         assert(ret);
 
+        if (fstat(cgroup_fd, &st) < 0)
+                return -errno;
+        /* The kernel lets whoever may write an inode set its user.* xattrs (fs/xattr.c
+         * xattr_permission()): on a cgroup delegated to a user, that user. */
+        user_ok = st.st_uid == trusted_owner && !(st.st_mode & (S_IWGRP | S_IWOTH));
         for (KillXattr i = 0; i < _KILL_XATTR_MAX; i++) {
                 char buf[KILL_XATTR_VALUE_MAX];
                 ssize_t l = fgetxattr(cgroup_fd, kill_xattr_name(i), buf, sizeof buf - 1);
@@ -435,11 +447,19 @@ int killmarks_read_cgroup_xattrs(int cgroup_fd, CgroupKillXattrs *ret) {
                         if (errno != ERANGE)
                                 return -errno;
                         /* Longer than any counter or uuid the killers write: present, value unknown. */
+                        if (xattr_is_user(i) && !user_ok) {
+                                x.user_ignored = true;
+                                continue;
+                        }
                         x.present[i] = true;
                         n++;
                         continue;
                 }
                 buf[l] = '\0';
+                if (xattr_is_user(i) && !user_ok) {
+                        x.user_ignored = true;
+                        continue;
+                }
                 x.present[i] = true;
                 n++;
                 if (memchr(buf, '\0', (size_t) l))
@@ -513,20 +533,34 @@ static int systemd_oomd_log(const char *msg, size_t len, KillMark *state, KillMa
 }
 
 /* Debian 12's executables: /usr/bin/earlyoom, /usr/sbin/nohang (Python: the comm is "nohang", the
- * exe python3), /lib/systemd/systemd-oomd, /usr/bin/oomd. Meta oomd writes its mark to /dev/kmsg
+ * exe python3), /lib/systemd/systemd-oomd, /usr/bin/oomd; its units: earlyoom.service,
+ * nohang.service and nohang-desktop.service, systemd-oomd.service, oomd.service. Meta oomd writes its mark to /dev/kmsg
  * (killmarks_parse_oomd_kmsg()), the kernel's group kill to memory.events: neither logs a line. */
 static const KillerInfo killers[_KILLER_MAX] = {
-        [KILLER_UNKNOWN] = { KILLER_UNKNOWN, "unknown", {}, NULL, NULL, false },
-        [KILLER_EARLYOOM] = { KILLER_EARLYOOM, "earlyoom", { "earlyoom" }, "earlyoom", earlyoom_log, false },
-        [KILLER_NOHANG] = { KILLER_NOHANG, "nohang", { "nohang" }, "nohang", nohang_log, true },
+        [KILLER_UNKNOWN] = { KILLER_UNKNOWN, "unknown", {}, NULL, NULL, false, {} },
+        [KILLER_EARLYOOM] = { KILLER_EARLYOOM,
+                              "earlyoom",
+                              { "earlyoom" },
+                              "earlyoom",
+                              earlyoom_log,
+                              false,
+                              { "earlyoom.service" } },
+        [KILLER_NOHANG] = { KILLER_NOHANG,
+                            "nohang",
+                            { "nohang" },
+                            "nohang",
+                            nohang_log,
+                            true,
+                            { "nohang.service", "nohang-desktop.service" } },
         [KILLER_SYSTEMD_OOMD] = { KILLER_SYSTEMD_OOMD,
                                   "systemd-oomd",
                                   { "systemd-oomd" },
                                   "systemd-oomd",
                                   systemd_oomd_log,
-                                  false },
-        [KILLER_OOMD] = { KILLER_OOMD, "oomd", { "oomd" }, NULL, NULL, false },
-        [KILLER_KERNEL_GROUP] = { KILLER_KERNEL_GROUP, "kernel-oom-group", {}, NULL, NULL, false },
+                                  false,
+                                  { "systemd-oomd.service" } },
+        [KILLER_OOMD] = { KILLER_OOMD, "oomd", { "oomd" }, NULL, NULL, false, { "oomd.service" } },
+        [KILLER_KERNEL_GROUP] = { KILLER_KERNEL_GROUP, "kernel-oom-group", {}, NULL, NULL, false, {} },
 };
 
 const KillerInfo *killmarks_killer(KillerKind k) {

@@ -119,13 +119,18 @@ typedef struct CgroupKillXattrs {
         char value[_KILL_XATTR_MAX][KILL_XATTR_VALUE_MAX]; /* "" when longer than fits */
         bool has_count[_KILL_XATTR_MAX];                   /* *_ooms, *_kill: the value is a decimal counter */
         uint64_t count[_KILL_XATTR_MAX];
+        bool user_ignored; /* a user.oomd_* was there, on a directory not root's alone: not read */
 } CgroupKillXattrs;
 
 /* Reads the known xattrs of cgroup_fd (a cgroup directory opened O_RDONLY|O_DIRECTORY) with
  * fgetxattr(). Absent ones (ENODATA; ENOTSUP on a filesystem or kernel without them; trusted.*
- * read without CAP_SYS_ADMIN, which the kernel reports as ENODATA) are left unset. Returns how many
- * are present, or -errno (EBADF...). Never logs. */
-int killmarks_read_cgroup_xattrs(int cgroup_fd, CgroupKillXattrs *ret);
+ * read without CAP_SYS_ADMIN, which the kernel reports as ENODATA) are left unset. user.* is
+ * writable by whoever may write the directory, the user a subtree is delegated to included: those
+ * are read only when the directory (fstat of cgroup_fd) is owned by trusted_owner (root: 0; a unit
+ * test passes its own uid) and writable by no one else, and otherwise left unset, with
+ * user_ignored set when one was there. trusted.* needs CAP_SYS_ADMIN to set: always read. Returns
+ * how many are read as present, or -errno (EBADF...). Never logs. */
+int killmarks_read_cgroup_xattrs(int cgroup_fd, uid_t trusted_owner, CgroupKillXattrs *ret);
 
 /* Who set the xattrs: KILLER_OOMD when any trusted.* or a kill uuid is present (Meta oomd), else
  * KILLER_SYSTEMD_OOMD for user.oomd_ooms or user.oomd_kill alone, else KILLER_UNKNOWN. */
@@ -141,16 +146,18 @@ typedef int (*KillerLogParser)(const char *msg, size_t len, KillMark *state, Kil
 typedef struct KillerInfo {
         KillerKind kind;
         const char *name;           /* the incident's killer.name and the metrics' killer label */
-        const char *executables[2]; /* its process's comm or exe basename, NULL-ended */
+        const char *executables[2]; /* its executable's basename (a script's: its comm), NULL-ended */
         const char *log_ident;      /* its syslog identifier; NULL: no log line of it is read */
         KillerLogParser log_parser; /* NULL with log_ident */
         bool log_stateful;          /* a mark spans lines: on a headerless line, tried after the others */
+        const char *units[3];       /* the systemd units it runs as (Debian's), NULL-ended */
 } KillerInfo;
 
 /* The row of k; KILLER_UNKNOWN's for anything out of range. */
 const KillerInfo *killmarks_killer(KillerKind k);
 
-/* The killer whose executable, or comm, is named name (a basename: "earlyoom", "systemd-oomd",
- * "oomd"; "nohang", a Python script whose /proc/PID/exe is the interpreter, so match its comm or
- * its script's basename). KILLER_UNKNOWN for any other name or NULL. */
+/* The killer whose executables[] holds name (a basename: "earlyoom", "systemd-oomd", "oomd";
+ * "nohang", a Python script whose /proc/PID/exe is the interpreter, so only its comm or its
+ * journal entries' _COMM say it). KILLER_UNKNOWN for any other name or NULL. A name says what a
+ * process calls itself, not who it is: probes/killtrust.h tells that. */
 KillerKind killmarks_known_executable(const char *name);

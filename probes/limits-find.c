@@ -99,9 +99,12 @@ LimitsHierarchy *limits_hierarchy_free(LimitsHierarchy *h) {
 }
 
 int limits_parse_proc_cgroup_v1(const char *buf, size_t len, const char *controller, char *out, size_t size) {
-        const char *p = buf, *end = buf + len;
+        const char *p = buf, *end = buf + len, *found = NULL, *found_end = NULL;
+        size_t n;
 
-        /* cgroup(7): "hierarchy-ID:controller-list:cgroup-path"; a path may contain ':'. */
+        /* cgroup(7): "hierarchy-ID:controller-list:cgroup-path"; a path may contain ':', and a
+         * newline (the kernel escapes nothing), which adds a line of its owner's choosing: a
+         * controller listed twice is such a forgery, and refused. */
         while (p < end) {
                 const char *nl = memchr(p, '\n', (size_t) (end - p));
                 const char *le = nl ? nl : end;
@@ -109,17 +112,21 @@ int limits_parse_proc_cgroup_v1(const char *buf, size_t len, const char *control
                 const char *c2 = c1 ? memchr(c1 + 1, ':', (size_t) (le - c1 - 1)) : NULL;
 
                 if (c2 && list_has(c1 + 1, (size_t) (c2 - c1 - 1), ',', controller)) {
-                        size_t n = (size_t) (le - c2 - 1);
-
-                        if (n + 1 > size)
-                                return -ENOBUFS;
-                        memcpy(out, c2 + 1, n);
-                        out[n] = '\0';
-                        return 0;
+                        if (found)
+                                return -EBADMSG;
+                        found = c2 + 1;
+                        found_end = le;
                 }
                 p = nl ? nl + 1 : end;
         }
-        return -ENOENT;
+        if (!found)
+                return -ENOENT;
+        n = (size_t) (found_end - found);
+        if (n + 1 > size)
+                return -ENOBUFS;
+        memcpy(out, found, n);
+        out[n] = '\0';
+        return 0;
 }
 
 static int mount_fd_of(const LimitsHierarchy *h, PsiResource res, LimitsSource source) {

@@ -36,7 +36,8 @@ DEFINE_TRIVIAL_CLEANUP_FUNC(LimitsHierarchy *, limits_hierarchy_free);
 /* The path of the controller's v1 cgroup from a /proc/<pid>/cgroup buffer: the line
  * "ID:CONTROLLERS:PATH" whose comma-separated CONTROLLERS include controller ("cpu" matches
  * "cpu,cpuacct", not "cpuset"). Writes PATH as printed ("/a/b"), truncated never: 0, -ENOENT (no
- * such line), -ENOBUFS (longer than size-1). */
+ * such line), -ENOBUFS (longer than size-1), -EBADMSG when two lines list it (a cgroup name with
+ * a newline forged one). */
 int limits_parse_proc_cgroup_v1(const char *buf, size_t len, const char *controller, char *out, size_t size);
 
 #define LIMITS_PATH_MAX 1024

@@ -134,11 +134,42 @@ int proc_status_parse_tgid(const char *buf, size_t len, pid_t *ret) {
         return r;
 }
 
+/* One line of /proc/<pid>/cgroup as the kernel writes it (proc_cgroup_show() in
+ * kernel/cgroup/cgroup.c): "ID:CONTROLLERS:PATH", ID decimal, PATH absolute. */
+static bool cgroup_line_ok(const char *p, const char *le) {
+        const char *c1 = memchr(p, ':', (size_t) (le - p)), *c2;
+
+        if (!c1 || c1 == p)
+                return false;
+        for (const char *q = p; q < c1; q++)
+                if (*q < '0' || *q > '9')
+                        return false;
+        c2 = memchr(c1 + 1, ':', (size_t) (le - c1 - 1));
+        return c2 && c2 + 1 < le && c2[1] == '/';
+}
+
 int proc_cgroup_parse_unified(const char *buf, size_t len, char *out, size_t size) {
-        const char *p, *le;
+        const char *p = NULL, *le = NULL, *end = buf + len;
         size_t n;
 
-        if (line_find(buf, len, "0::", &p, &le) < 0)
+        /* The kernel escapes nothing in a cgroup's name: a name holding a newline (any user may
+         * make one in a subtree delegated to them) adds a line of the user's choosing, a second
+         * "0::" line naming someone else's cgroup or one cut short. A record with a line that is
+         * not the kernel's, or with two "0::" lines, is refused whole. */
+        for (const char *q = buf; q < end;) {
+                const char *nl = memchr(q, '\n', (size_t) (end - q)), *e = nl ? nl : end;
+
+                if (!cgroup_line_ok(q, e))
+                        return -EBADMSG;
+                if ((size_t) (e - q) >= 3 && memcmp(q, "0::", 3) == 0) {
+                        if (p)
+                                return -EBADMSG;
+                        p = q + 3;
+                        le = e;
+                }
+                q = nl ? nl + 1 : end;
+        }
+        if (!p)
                 return -ENOENT;
         n = (size_t) (le - p);
         if (n + 1 > size)

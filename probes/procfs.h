@@ -44,7 +44,9 @@ int proc_status_parse_uid(const char *buf, size_t len, uid_t *ret);
 int proc_status_parse_tgid(const char *buf, size_t len, pid_t *ret);
 
 /* Extracts the cgroup2 path from a /proc/<pid>/cgroup buffer (the "0::<path>" line). Writes at most
- * size bytes including the NUL. 0, -ENOENT when there is no unified line, -ENOBUFS when too long. */
+ * size bytes including the NUL. 0, -ENOENT when there is no unified line, -ENOBUFS when too long,
+ * -EBADMSG for a record a cgroup name with a newline has forged: two "0::" lines, or a line that
+ * is not "ID:CONTROLLERS:/PATH" (an empty one included). */
 int proc_cgroup_parse_unified(const char *buf, size_t len, char *out, size_t size);
 
 /* Where our cgroup namespace's root lies under s's cgroup2 mount (probes/cgns.h: cgns_locate(),

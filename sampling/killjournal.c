@@ -2,6 +2,7 @@
 #include <assert.h>
 #include <errno.h>
 #include <stdbool.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -135,6 +136,39 @@ static const char *field_value(const void *data, size_t size, const char *field,
         return (const char *) data + n + 1;
 }
 
+/* The text of field in the current entry, copied into buf (get_data()'s buffer lasts only until
+ * the next call); NULL when absent, longer than fits, or holding a NUL. */
+static const char *field_copy(sd_journal *j, const char *field, char *buf, size_t size) {
+        const void *data;
+        const char *v;
+        size_t dsize, len;
+
+        if (sd.get_data(j, field, &data, &dsize) < 0 || !(v = field_value(data, dsize, field, &len)) || len >= size ||
+            memchr(v, '\0', len))
+                return NULL;
+        memcpy(buf, v, len);
+        buf[len] = '\0';
+        return buf;
+}
+
+/* Who sent the current entry, from the fields journald sets itself. */
+static void entry_sender(sd_journal *j, char comm[static 64], char exe[static 512], char unit[static 256],
+                         KillJournalSender *ret) {
+        char uid[24];
+        const char *u = field_copy(j, "_UID", uid, sizeof uid);
+        char *end;
+        long long v;
+
+        *ret = (KillJournalSender) {
+                .comm = field_copy(j, "_COMM", comm, 64),
+                .exe = field_copy(j, "_EXE", exe, 512),
+                .unit = field_copy(j, "_SYSTEMD_UNIT", unit, 256),
+                .uid = -1,
+        };
+        if (u && *u >= '0' && *u <= '9' && (v = strtoll(u, &end, 10)) >= 0 && *end == '\0' && v <= UINT32_MAX)
+                ret->uid = v;
+}
+
 size_t kill_journal_drain(KillJournal *k, void (*mark)(const KillMark *m, void *userdata), void *userdata) {
         size_t n = 0;
 
@@ -142,21 +176,20 @@ size_t kill_journal_drain(KillJournal *k, void (*mark)(const KillMark *m, void *
                 return 0;
         (void) sd.process(k->j);
         for (unsigned i = 0; i < DRAIN_MAX && sd.next(k->j) > 0; i++) {
-                char ident[64];
+                char ident[64], comm[64], exe[512], unit[256];
                 const void *data;
-                const char *v, *msg;
-                size_t size, ident_len, msg_len;
+                const char *msg;
+                size_t size, msg_len;
+                KillJournalSender from;
                 KillMark m;
 
-                /* get_data()'s buffer lasts only until the next call: the identifier is copied. */
-                if (sd.get_data(k->j, "SYSLOG_IDENTIFIER", &data, &size) < 0 ||
-                    !(v = field_value(data, size, "SYSLOG_IDENTIFIER", &ident_len)) || ident_len >= sizeof ident)
+                if (!field_copy(k->j, "SYSLOG_IDENTIFIER", ident, sizeof ident))
                         continue;
-                memcpy(ident, v, ident_len);
+                entry_sender(k->j, comm, exe, unit, &from);
                 if (sd.get_data(k->j, "MESSAGE", &data, &size) < 0 ||
                     !(msg = field_value(data, size, "MESSAGE", &msg_len)))
                         continue;
-                if (kill_journal_parse_entry(ident, ident_len, msg, msg_len, &k->state, &m) > 0) {
+                if (kill_journal_parse_entry(&from, ident, strlen(ident), msg, msg_len, &k->state, &m) > 0) {
                         mark(&m, userdata);
                         n++;
                 }

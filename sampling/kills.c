@@ -7,6 +7,7 @@
 
 #include "base/cgpath.h"
 #include "base/macro.h"
+#include "probes/killtrust.h"
 #include "sampling/kills.h"
 
 int kill_exit_signal(const TaskStats *t) {
@@ -88,39 +89,58 @@ void kill_log_state_init(KillLogState *s) {
                 s->state[k] = (KillMark) { .uid = -1 };
 }
 
-/* The message of a line whose header names ident ("ident[pid]: " or "ident: "), or NULL. */
+/* The message of a syslog-style line whose header names ident, or NULL. The header ends at the
+ * line's first ": " (its timestamp, "Dec  2 16:38:11" or RFC 3339's, has none) and its last word is
+ * "ident" or "ident[pid]": an ident later in the line is another program's message quoting it (a
+ * user name in sshd's "Invalid user earlyoom[1]: sending ..."), never a header. */
 static const char *after_ident(const char *line, size_t len, const char *ident, size_t *ret_len) {
+        const char *end = line + len, *colon = memmem(line, len, ": ", 2), *word, *w;
         size_t n = strlen(ident);
 
-        for (size_t i = 0; i + n < len; i++) {
-                const char *p = line + i, *end = line + len;
-                if ((i > 0 && line[i - 1] != ' ') || memcmp(p, ident, n) != 0)
-                        continue;
-                p += n;
-                if (*p == '[') {
-                        while (p < end && *p != ']')
-                                p++;
-                        if (p >= end)
-                                continue;
-                        p++;
-                }
-                if (end - p < 2 || p[0] != ':' || p[1] != ' ')
-                        continue;
-                p += 2;
-                *ret_len = (size_t) (end - p);
-                return p;
+        if (!colon)
+                return NULL;
+        for (word = colon; word > line && word[-1] != ' ';)
+                word--;
+        if ((size_t) (colon - word) < n || memcmp(word, ident, n) != 0)
+                return NULL;
+        w = word + n;
+        if (w < colon) {
+                /* "[pid]" and nothing else before the colon */
+                if (*w != '[' || colon[-1] != ']' || colon - w < 3)
+                        return NULL;
+                for (const char *d = w + 1; d < colon - 1; d++)
+                        if (*d < '0' || *d > '9')
+                                return NULL;
         }
-        return NULL;
+        *ret_len = (size_t) (end - colon - 2);
+        return colon + 2;
 }
 
-int kill_journal_parse_entry(const char *ident, size_t ident_len, const char *msg, size_t len, KillLogState *s,
-                             KillMark *ret) {
+bool kill_journal_from_killer(const KillJournalSender *from, KillerKind k) {
+        const char *exe;
+
+        /* journald sets the fields with a leading '_' itself, from the sender's credentials and
+         * cgroup, and drops them from what a client sends (journald-native.c, valid_user_field()).
+         * Only root puts a process in a system unit's cgroup; root's own processes are trusted,
+         * with the name they give themselves. */
+        if (from->unit && killtrust_unit_killer(from->unit, strlen(from->unit)) == k)
+                return true;
+        if (from->uid != 0)
+                return false;
+        exe = from->exe ? strrchr(from->exe, '/') : NULL;
+        return (exe && killmarks_known_executable(exe + 1) == k) || killmarks_known_executable(from->comm) == k;
+}
+
+int kill_journal_parse_entry(const KillJournalSender *from, const char *ident, size_t ident_len, const char *msg,
+                             size_t len, KillLogState *s, KillMark *ret) {
         while (len > 0 && (msg[len - 1] == '\n' || msg[len - 1] == '\r'))
                 len--;
         for (KillerKind k = 0; k < _KILLER_MAX; k++) {
                 const KillerInfo *i = killmarks_killer(k);
                 if (i->log_ident && ident_len == strlen(i->log_ident) && memcmp(ident, i->log_ident, ident_len) == 0)
-                        return i->log_parser(msg, len, &s->state[k], ret);
+                        /* SYSLOG_IDENTIFIER is the client's to choose (logger -t earlyoom): it picks
+                         * the parser, the sender's own fields decide. */
+                        return kill_journal_from_killer(from, k) ? i->log_parser(msg, len, &s->state[k], ret) : 0;
         }
         return 0;
 }

@@ -104,17 +104,33 @@ void kill_log_state_init(KillLogState *s);
 /* One line of a killer's log: a syslog line ("... earlyoom[123]: sending SIGTERM ..."), a
  * journal-export style "IDENT[PID]: MESSAGE", or the killer's own output line with no header
  * (its stdout or stderr captured to a file), read by the parser of the killer whose log_ident
- * the header names, or without one by each killer's in the table's order (those whose mark spans
- * lines last). 1 with *ret filled when the line completes a mark
+ * the header names (the last word before the line's first ": "), or without one by each killer's
+ * in the table's order (those whose mark spans lines last). A syslog header is the client's to
+ * write (`logger -t earlyoom` by anyone): such a file is trusted only as far as whoever may write
+ * to it (docs/killers.md). 1 with *ret filled when the line completes a mark
  * (an earlyoom kill line, the signal line of a nohang block, a systemd-oomd Killed line); 0 when
  * it is no mark or only part of one (kept in *s). */
 int kill_log_parse_line(const char *line, size_t len, KillLogState *s, KillMark *ret);
 
-/* One journal entry of a killer: its SYSLOG_IDENTIFIER (earlyoom, nohang, systemd-oomd; any other
- * is no mark) and MESSAGE, without their "FIELD=" prefixes. 1 with *ret filled when the entry
- * completes a mark, as kill_log_parse_line() for the same message; 0 otherwise. */
-int kill_journal_parse_entry(const char *ident, size_t ident_len, const char *msg, size_t len, KillLogState *s,
-                             KillMark *ret);
+/* Who sent a journal entry, in the fields journald sets itself (a client cannot): _COMM, _EXE,
+ * _SYSTEMD_UNIT (NULL when absent) and _UID (-1 when absent). */
+typedef struct KillJournalSender {
+        const char *comm, *exe, *unit;
+        int64_t uid;
+} KillJournalSender;
+
+/* Whether the entry from comes from killer k: its _SYSTEMD_UNIT is one of k's units
+ * (KillerInfo.units), or it is root's (_UID 0) and its _EXE's basename or its _COMM is k's
+ * executable. Never by SYSLOG_IDENTIFIER or the message. Pure. */
+bool kill_journal_from_killer(const KillJournalSender *from, KillerKind k);
+
+/* One journal entry of a killer: its sender, its SYSLOG_IDENTIFIER (earlyoom, nohang,
+ * systemd-oomd; any other is no mark) and MESSAGE, without their "FIELD=" prefixes. 1 with *ret
+ * filled when the entry completes a mark, as kill_log_parse_line() for the same message, and
+ * kill_journal_from_killer() says the identifier's killer sent it; 0 otherwise (a forged entry
+ * feeds no state). */
+int kill_journal_parse_entry(const KillJournalSender *from, const char *ident, size_t ident_len, const char *msg,
+                             size_t len, KillLogState *s, KillMark *ret);
 
 /* The facts about one group's killer, as the agent gathered them. */
 #define KILL_MARKS_MAX 16

@@ -12,7 +12,9 @@ its /proc holds only the grower (oom_score_adj 1000) and itself: it can kill not
 machine. Its threshold is set above what the node uses now (read from /proc/meminfo), so it acts as
 soon as the test lets it start, after the agent's first pressure incident. Its output goes to a
 log file with a syslog header, the file the agent is configured to read (kill_log_files); a second
-earlyoom run gives the agent no log file, so it names the killer by its running process. Last, a
+earlyoom run gives the agent no log file, so it names the killer by its running process. A user
+(nobody) who owns a cgroup below the watched one forges every mark they can write (a copy of sleep
+named earlyoom, user.oomd_* xattrs, a log line): a kill there names no killer. Last, a
 kill -TERM of an idle process in a watched cgroup without pressure must write nothing."""
 
 import json
@@ -27,7 +29,7 @@ import threading
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from common import (Failed, LimitedCgroup, ScratchCgroup, check, check_kernel, make_file,  # noqa: E402
+from common import (ChildCgroup, Failed, LimitedCgroup, ScratchCgroup, check, check_kernel, make_file,  # noqa: E402
                     read_lines, run, spawn, stop_agent, validator, wait_lines)
 
 PSIDIAG, WORKLOAD, SCHEMAS = sys.argv[1:4]
@@ -303,6 +305,88 @@ def xattr_kill(tmp, mount, data, validate, name, xattrs, want, kmsg=None, basis=
         print(f"{name}: {inc['summary']}")
 
 
+NOBODY = 65534
+
+
+def as_nobody(argv, **kw):
+    return subprocess.Popen(["setpriv", f"--reuid={NOBODY}", f"--regid={NOBODY}", "--clear-groups"] + argv, **kw)
+
+
+def real_killers_running(name, fake):
+    """Processes of another test (a real killer, root's) that the agent may rightly see running."""
+    found = []
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            exe = os.readlink(f"/proc/{pid}/exe")
+        except OSError:
+            continue
+        if os.path.basename(exe) == name and exe != fake:
+            found.append(exe)
+    return found
+
+
+def forged_marks(tmp, mount, data, validate):
+    """docs/killers.md, "Who may leave a mark": a user (nobody) who owns a cgroup delegated to them
+    below the watched one forges the marks they can write: their copy of sleep named earlyoom
+    running, systemd-oomd's user.oomd_* xattrs on their cgroup, an earlyoom line in a log file of
+    theirs that the config lists. The test then SIGKILLs the grower in their cgroup: the kill
+    incident names no killer."""
+    uncache(data)
+    home = tempfile.mkdtemp(prefix="psidiag-it-home-")
+    os.chmod(home, 0o755)
+    os.chown(home, NOBODY, NOBODY)
+    fake = os.path.join(home, "earlyoom")
+    shutil.copy("/bin/sleep", fake)
+    os.chown(fake, NOBODY, NOBODY)
+    log_path = os.path.join(home, "syslog")
+    with open(log_path, "w") as f:
+        f.write("")
+    os.chown(log_path, NOBODY, NOBODY)
+    sleeper = None
+    with ScratchCgroup(mount, "forged") as cg, LimitedCgroup(mount, cg, "forged", LIMIT) as lim, \
+            ChildCgroup(cg, "user") as user:
+        for p in [user.path] + [os.path.join(user.path, f) for f in ("cgroup.procs", "cgroup.subtree_control")]:
+            os.chown(p, NOBODY, NOBODY)  # as systemd delegates a cgroup to its user
+        agent, out, log = start_agent(tmp, "forged", [(cg, "memory some 50ms 2s")], [log_path])
+        try:
+            sleeper = as_nobody([fake, "600"])
+            env = dict(os.environ, PSIDIAG_FILE=data, PSIDIAG_ALLOC_MAX_MB="12")
+            grower = spawn(user, [WORKLOAD, "alloc", "grower"], env, lim.extra)
+            spawn(cg, [WORKLOAD, "thrash", "psidiag-thrash", "2"], env, lim.extra)
+            lines = wait_lines(out, lambda ls: any(i["type"] == "pressure" for i in ls), 40)
+            check(any(i["type"] == "pressure" for i in lines), f"no pressure incident:\n{open(log).read()[-2000:]}")
+            time.sleep(0.5)  # the window's baseline of the xattrs is read when it opens
+            setx = ("import os, sys; os.setxattr(sys.argv[1], 'user.oomd_ooms', b'1'); "
+                    "os.setxattr(sys.argv[1], 'user.oomd_kill', b'1')")
+            check(as_nobody([sys.executable, "-c", setx, user.path]).wait() == 0, "nobody cannot set the xattrs")
+            with open(log_path, "a") as f:  # what `logger -t earlyoom` writes to /var/log/syslog
+                f.write(f"{time.strftime('%b %d %H:%M:%S')} {socket.gethostname()} earlyoom[{sleeper.pid}]: "
+                        f"sending SIGTERM to process {grower.pid} uid 0 \"grower\": badness 1000, VmRSS 12 MiB\n")
+            pid = grower.pid
+            grower_there(out, pid)
+            grower.send_signal(signal.SIGKILL)
+            grower.wait()
+            await_kill_incident(out)
+            others = real_killers_running("earlyoom", fake)
+        finally:
+            if sleeper:
+                sleeper.kill()
+                sleeper.wait()
+            code = stop_agent(agent)
+            shutil.rmtree(home)
+    check(code == 0, f"agent exit {code}:\n{open(log).read()[-3000:]}")
+    kills = [i for i in read_lines(out) if i["type"] == "kill"]
+    check(len(kills) == 1, f"{len(kills)} kill incidents:\n{json.dumps(kills)[:3000]}")
+    validate(kills[0])
+    kill = kills[0]["kill"]
+    check(kill["victims"][0]["pid"] == pid, f"victims {kill['victims']}")
+    killer = kill["killer"]
+    # Another test's real earlyoom, root's, may run on the machine meanwhile: that one may be named.
+    check(killer is None or (killer["basis"] == "running_process" and killer["name"] == "earlyoom" and others),
+          f"a forged mark named the killer: {killer}")
+    print(f"forged marks: {kills[0]['summary']}")
+
+
 def idle_term(tmp, mount, validate):
     with ScratchCgroup(mount, "killidle") as cg:
         agent, out, log = start_agent(tmp, "idle", [(cg, "memory some 50ms 2s")], [])
@@ -350,6 +434,7 @@ def main():
                    kmsg="oomd kill: 61.35 40.12 12.50 {cgroup} 50331648 ruleset:[protection against low swap] "
                         "detectorgroup:[free swap goes below 10 percent] killer:kill_by_memory_size_or_growth v2\n",
                    basis="kmsg")
+        forged_marks(tmp, mount, data, validate)
     finally:
         os.unlink(data)
     idle_term(tmp, mount, validate)

@@ -124,6 +124,48 @@ static void test_terminal_safe(void **state) {
         assert_string_equal(text_terminal_safe(NULL, b, sizeof b), "");
 }
 
+/* The C1 controls U+0080-U+009F (NEL, CSI, OSC) and the bidirectional controls that reorder a line
+ * on the screen (U+202E RLO makes "txt.exe" of "exe.txt") are replaced, each by one '?'; their
+ * neighbours (U+00A0, U+2010, U+2029, U+206A) are kept. */
+static void test_terminal_safe_c1_and_bidi(void **state) {
+        static const struct {
+                const char *in, *want;
+        } cases[] = {
+                { "a\xc2\x80"
+                  "b\xc2\x85"
+                  "c\xc2\x9d"
+                  "d\xc2\x9f",
+                  "a?b?c?d?" },
+                { "x\xe2\x80\xae"
+                  "exe.txt",
+                  "x?exe.txt" },                                                /* RLO */
+                { "\xe2\x80\xaa\xe2\x80\xab\xe2\x80\xac\xe2\x80\xad", "????" }, /* LRE RLE PDF LRO */
+                { "\xe2\x81\xa6"
+                  "a\xe2\x81\xa7"
+                  "b\xe2\x81\xa8"
+                  "c\xe2\x81\xa9",
+                  "?a?b?c?" },                                 /* LRI RLI FSI PDI */
+                { "\xe2\x80\x8e\xe2\x80\x8f\xd8\x9c", "???" }, /* LRM RLM ALM */
+                { "\xc2\xa0\xe2\x80\x90\xe2\x80\xa9\xe2\x81\xaa\xd8\x9b",
+                  "\xc2\xa0\xe2\x80\x90\xe2\x80\xa9\xe2\x81\xaa\xd8\x9b" },
+        };
+        char b[64];
+        unsigned cp = 0;
+
+        for (size_t i = 0; i < ELEMENTSOF(cases); i++)
+                assert_string_equal(text_terminal_safe(cases[i].in, b, sizeof b), cases[i].want);
+        assert_int_equal(text_unsafe_char("\xe2\x80\xae", &cp), 3);
+        assert_int_equal(cp, 0x202e);
+        assert_int_equal(text_unsafe_char("\xc2\x9b", &cp), 2);
+        assert_int_equal(cp, 0x9b);
+        assert_int_equal(text_unsafe_char("\x1b", &cp), 1);
+        assert_int_equal(cp, 0x1b);
+        assert_int_equal(text_unsafe_char("a", &cp), 0);
+        /* A sequence cut by the string's end is no control, and nothing past the NUL is read. */
+        assert_int_equal(text_unsafe_char("\xe2\x80", &cp), 0);
+        assert_int_equal(text_unsafe_char("\xc2", &cp), 0);
+}
+
 static void test_parse_u64_prefix_and_exact(void **state) {
         const char s[] = "1234 rest", big[] = "18446744073709551616";
         const char *rest = NULL;
@@ -190,6 +232,7 @@ int main(void) {
                 cmocka_unit_test(test_log_level),
                 cmocka_unit_test(test_format_us),
                 cmocka_unit_test(test_terminal_safe),
+                cmocka_unit_test(test_terminal_safe_c1_and_bidi),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }

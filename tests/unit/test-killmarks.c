@@ -16,6 +16,7 @@
 
 #include "base/macro.h"
 #include "probes/killmarks.h"
+#include "probes/killtrust.h"
 #include "tests/unit/test-util.h"
 
 typedef int (*Parser)(const char *buf, size_t len, KillMark *ret);
@@ -427,6 +428,8 @@ static void test_group_kill(void **state) {
         assert_int_equal(killmarks_parse_memory_events_group_kill("oom_group_kill \n", 16, &v), -EINVAL);
 }
 
+/* The xattrs as their killers set them, on a directory of the test's own (read as if the test's uid
+ * were root's: the owner rule is test_xattrs_owner's). */
 static void test_xattrs(void **state) {
         char dir[] = "/dev/shm/psidiag-killmarks-XXXXXX";
         CgroupKillXattrs x;
@@ -437,7 +440,7 @@ static void test_xattrs(void **state) {
         assert_true(fd >= 0);
 
         /* Nothing set. */
-        assert_int_equal(killmarks_read_cgroup_xattrs(fd, &x), 0);
+        assert_int_equal(killmarks_read_cgroup_xattrs(fd, geteuid(), &x), 0);
         assert_int_equal(killmarks_xattrs_killer(&x), KILLER_UNKNOWN);
 
         /* systemd-oomd's oomd_cgroup_kill(): user.oomd_ooms += 1 before, user.oomd_kill += killed after. */
@@ -447,7 +450,7 @@ static void test_xattrs(void **state) {
                 fail();
         }
         assert_int_equal(fsetxattr(fd, "user.oomd_kill", "3", 1, 0), 0);
-        assert_int_equal(killmarks_read_cgroup_xattrs(fd, &x), 2);
+        assert_int_equal(killmarks_read_cgroup_xattrs(fd, geteuid(), &x), 2);
         assert_true(x.present[KILL_XATTR_USER_OOMD_OOMS]);
         assert_true(x.has_count[KILL_XATTR_USER_OOMD_OOMS]);
         assert_int_equal(x.count[KILL_XATTR_USER_OOMD_OOMS], 1);
@@ -458,12 +461,12 @@ static void test_xattrs(void **state) {
 
         /* Meta oomd after 0.5.0 adds a user.oomd_kill_uuid (and the trusted.* ones, root only). */
         assert_int_equal(fsetxattr(fd, "user.oomd_kill_uuid", "0b3c2a1d-uuid", 13, 0), 0);
-        assert_int_equal(killmarks_read_cgroup_xattrs(fd, &x), 3);
+        assert_int_equal(killmarks_read_cgroup_xattrs(fd, geteuid(), &x), 3);
         assert_string_equal(x.value[KILL_XATTR_USER_OOMD_KILL_UUID], "0b3c2a1d-uuid");
         assert_false(x.has_count[KILL_XATTR_USER_OOMD_KILL_UUID]);
         assert_int_equal(killmarks_xattrs_killer(&x), KILLER_OOMD);
         if (fsetxattr(fd, "trusted.oomd_kill", "2", 1, 0) == 0) {
-                assert_int_equal(killmarks_read_cgroup_xattrs(fd, &x), 4);
+                assert_int_equal(killmarks_read_cgroup_xattrs(fd, geteuid(), &x), 4);
                 assert_int_equal(x.count[KILL_XATTR_TRUSTED_OOMD_KILL], 2);
         } else
                 assert_true(errno == EPERM || errno == ENOTSUP); /* not root */
@@ -474,7 +477,7 @@ static void test_xattrs(void **state) {
         memset(big, '7', sizeof big);
         assert_int_equal(fsetxattr(fd, "user.oomd_ooms", big, sizeof big, 0), 0);
         assert_int_equal(fsetxattr(fd, "user.oomd_kill_uuid", "a\0b", 3, 0), 0);
-        assert_true(killmarks_read_cgroup_xattrs(fd, &x) >= 3);
+        assert_true(killmarks_read_cgroup_xattrs(fd, geteuid(), &x) >= 3);
         assert_true(x.present[KILL_XATTR_USER_OOMD_KILL]);
         assert_false(x.has_count[KILL_XATTR_USER_OOMD_KILL]);
         assert_true(x.present[KILL_XATTR_USER_OOMD_OOMS]);
@@ -485,7 +488,64 @@ static void test_xattrs(void **state) {
         close(fd);
         assert_int_equal(rmdir(dir), 0);
         /* A closed fd is an error, not "no marks". */
-        assert_int_equal(killmarks_read_cgroup_xattrs(fd, &x), -EBADF);
+        assert_int_equal(killmarks_read_cgroup_xattrs(fd, geteuid(), &x), -EBADF);
+}
+
+/* user.* xattrs are anyone's who may write the cgroup's directory: on a cgroup delegated to a user
+ * (systemd chowns it), that user's. They count only on a directory of the trusted owner's (root's
+ * in the agent) that no one else may write; trusted.* (CAP_SYS_ADMIN to set) counts on any. */
+static void test_xattrs_owner(void **state) {
+        char dir[] = "/dev/shm/psidiag-killowner-XXXXXX";
+        uid_t me = geteuid();
+        CgroupKillXattrs x;
+        int fd;
+
+        assert_non_null(mkdtemp(dir));
+        fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        assert_true(fd >= 0);
+        assert_int_equal(fsetxattr(fd, "user.oomd_ooms", "1", 1, 0), 0);
+        assert_int_equal(fsetxattr(fd, "user.oomd_kill", "1", 1, 0), 0);
+
+        /* The owner's: systemd-oomd's marks. */
+        assert_int_equal(killmarks_read_cgroup_xattrs(fd, me, &x), 2);
+        assert_int_equal(killmarks_xattrs_killer(&x), KILLER_SYSTEMD_OOMD);
+        assert_false(x.user_ignored);
+
+        /* Another uid's directory (a delegated cgroup's owner set them): nothing, and said so. */
+        assert_int_equal(killmarks_read_cgroup_xattrs(fd, me + 1, &x), 0);
+        assert_false(x.present[KILL_XATTR_USER_OOMD_OOMS]);
+        assert_false(x.present[KILL_XATTR_USER_OOMD_KILL]);
+        assert_true(x.user_ignored);
+        assert_int_equal(killmarks_xattrs_killer(&x), KILLER_UNKNOWN);
+
+        /* The owner's, but writable by its group or by anyone. */
+        assert_int_equal(fchmod(fd, 0770), 0);
+        assert_int_equal(killmarks_read_cgroup_xattrs(fd, me, &x), 0);
+        assert_true(x.user_ignored);
+        assert_int_equal(fchmod(fd, 0757), 0);
+        assert_int_equal(killmarks_read_cgroup_xattrs(fd, me, &x), 0);
+        assert_int_equal(fchmod(fd, 0755), 0);
+
+        if (me == 0) {
+                /* As the agent reads them (root the trusted owner): a user's cgroup, then root's. */
+                assert_int_equal(fchown(fd, 1000, 1000), 0);
+                assert_int_equal(killmarks_read_cgroup_xattrs(fd, 0, &x), 0);
+                assert_true(x.user_ignored);
+                assert_int_equal(killmarks_xattrs_killer(&x), KILLER_UNKNOWN);
+                /* trusted.* only CAP_SYS_ADMIN sets: Meta oomd's, whoever owns the cgroup. */
+                assert_int_equal(fsetxattr(fd, "trusted.oomd_kill", "1", 1, 0), 0);
+                assert_int_equal(killmarks_read_cgroup_xattrs(fd, 0, &x), 1);
+                assert_true(x.present[KILL_XATTR_TRUSTED_OOMD_KILL]);
+                assert_int_equal(killmarks_xattrs_killer(&x), KILLER_OOMD);
+                assert_int_equal(fremovexattr(fd, "trusted.oomd_kill"), 0);
+                assert_int_equal(fchown(fd, 0, 0), 0);
+                assert_int_equal(killmarks_read_cgroup_xattrs(fd, 0, &x), 2);
+                assert_int_equal(killmarks_xattrs_killer(&x), KILLER_SYSTEMD_OOMD);
+        } else
+                print_message("not root: the chown cases of root's and a user's cgroup are not run\n");
+
+        close(fd);
+        assert_int_equal(rmdir(dir), 0);
 }
 
 static void test_names(void **state) {
@@ -545,6 +605,8 @@ static void test_killer_table(void **state) {
                         fail_msg("killer %s is not in schemas/incident.schema.json's killer.name enum", i->name);
                 for (size_t e = 0; e < ELEMENTSOF(i->executables) && i->executables[e]; e++)
                         assert_int_equal(killmarks_known_executable(i->executables[e]), k);
+                for (size_t u = 0; u < ELEMENTSOF(i->units) && i->units[u]; u++)
+                        assert_int_equal(killtrust_unit_killer(i->units[u], strlen(i->units[u])), k);
                 assert_true(!i->log_ident == !i->log_parser);
         }
         assert_ptr_equal(killmarks_killer(_KILLER_MAX), killmarks_killer(KILLER_UNKNOWN));
@@ -555,19 +617,13 @@ static void test_killer_table(void **state) {
 
 int main(void) {
         const struct CMUnitTest tests[] = {
-                cmocka_unit_test(test_killer_table),
-                cmocka_unit_test(test_earlyoom),
-                cmocka_unit_test(test_earlyoom_hostile),
-                cmocka_unit_test(test_nohang),
-                cmocka_unit_test(test_nohang_hostile),
-                cmocka_unit_test(test_systemd_oomd),
-                cmocka_unit_test(test_systemd_oomd_seen),
-                cmocka_unit_test(test_systemd_oomd_hostile),
-                cmocka_unit_test(test_oomd_kmsg),
-                cmocka_unit_test(test_oomd_kmsg_hostile),
-                cmocka_unit_test(test_group_kill),
-                cmocka_unit_test(test_xattrs),
-                cmocka_unit_test(test_names),
+                cmocka_unit_test(test_killer_table),      cmocka_unit_test(test_earlyoom),
+                cmocka_unit_test(test_earlyoom_hostile),  cmocka_unit_test(test_nohang),
+                cmocka_unit_test(test_nohang_hostile),    cmocka_unit_test(test_systemd_oomd),
+                cmocka_unit_test(test_systemd_oomd_seen), cmocka_unit_test(test_systemd_oomd_hostile),
+                cmocka_unit_test(test_oomd_kmsg),         cmocka_unit_test(test_oomd_kmsg_hostile),
+                cmocka_unit_test(test_group_kill),        cmocka_unit_test(test_xattrs),
+                cmocka_unit_test(test_xattrs_owner),      cmocka_unit_test(test_names),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }

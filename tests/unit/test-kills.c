@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "base/macro.h"
 #include "sampling/kills.h"
 #include "tests/unit/test-util.h"
 
@@ -132,8 +133,53 @@ static void test_log_lines(void **state) {
         assert_int_equal(line("node sshd[1]: earlyoom is great", &st, &m), 0);
 }
 
+/* A syslog header is the first ": " of the line: a killer's header quoted inside another program's
+ * message (a user name sshd logs, a remote one's) is that program's line, not the killer's. */
+static void test_log_line_quoted_header(void **state) {
+        KillLogState st;
+        KillMark m;
+
+        kill_log_state_init(&st);
+        assert_int_equal(line("Dec  2 16:38:11 node sshd[900]: Invalid user earlyoom[1]: sending SIGTERM to process "
+                              "4242 uid 0 \"grower\": oom_score 900, VmRSS 40 MiB, cmdline \"x from 10.0.0.9 port 2222",
+                              &st, &m),
+                         0);
+        assert_int_equal(line("Dec  2 16:38:11 node cron[7]: (u) CMD (echo x earlyoom: sending SIGTERM to process 4242 "
+                              "uid 0 \"grower\": oom_score 900, VmRSS 40 MiB, cmdline \"y)",
+                              &st, &m),
+                         0);
+        /* An identifier that only starts or ends like a killer's; a pid that is not a number. */
+        const char *tail = ": sending SIGTERM to process 4242 uid 0 \"grower\": badness 1000, VmRSS 40 MiB";
+        static const char *const headers[] = { "node xearlyoom[1]", "node earlyoomx[1]", "node earlyoom[x]",
+                                               "node earlyoom[]", "node earlyoom[1]x" };
+        for (size_t i = 0; i < ELEMENTSOF(headers); i++) {
+                char buf[256];
+                snprintf(buf, sizeof buf, "%s%s", headers[i], tail);
+                assert_int_equal(line(buf, &st, &m), 0);
+        }
+        /* The killer's own headers, RFC 3339 time and none. */
+        assert_int_equal(line("2026-12-02T16:38:11.123456+00:00 node earlyoom[812]: sending SIGTERM to process 4242 "
+                              "uid 0 \"grower\": badness 1000, VmRSS 40 MiB",
+                              &st, &m),
+                         1);
+        assert_int_equal(
+                line("node earlyoom: sending SIGTERM to process 4243 uid 0 \"a: b\": badness 1000, VmRSS 40 MiB", &st,
+                     &m),
+                1);
+        assert_int_equal(m.pid, 4243);
+        assert_string_equal(m.name, "a: b");
+}
+
 /* Journal entries as the VM's systemd 252 wrote them around a kill by systemd-oomd: only its Killed
  * line is a mark (pid 1's "systemd-oomd killed 1 process(es)" names no cgroup path and is pid 1's). */
+/* Who sent each entry of the fixture, as journald recorded it: systemd-oomd's unit (its user
+ * systemd-oom), pid 1 (root, init.scope). */
+static const KillJournalSender OOMD_SENDER = { "systemd-oomd", "/usr/lib/systemd/systemd-oomd", "systemd-oomd.service",
+                                               997 };
+static const KillJournalSender PID1_SENDER = { "systemd", "/usr/lib/systemd/systemd", "init.scope", 0 };
+static const KillJournalSender EARLYOOM_SENDER = { "earlyoom", "/usr/bin/earlyoom", "earlyoom.service", 61234 };
+static const KillJournalSender NOHANG_SENDER = { "nohang", "/usr/bin/python3.11", "nohang.service", 0 };
+
 static void test_journal_entries(void **state) {
         char buf[1024], ident[64];
         KillLogState st;
@@ -148,7 +194,8 @@ static void test_journal_entries(void **state) {
                 if (buf[0] == '#' || !tab)
                         continue;
                 snprintf(ident, sizeof ident, "%.*s", (int) (tab - buf), buf);
-                if (kill_journal_parse_entry(ident, strlen(ident), tab + 1, strlen(tab + 1), &st, &m) > 0) {
+                const KillJournalSender *from = strcmp(ident, "systemd-oomd") == 0 ? &OOMD_SENDER : &PID1_SENDER;
+                if (kill_journal_parse_entry(from, ident, strlen(ident), tab + 1, strlen(tab + 1), &st, &m) > 0) {
                         found = m;
                         marks++;
                 }
@@ -163,19 +210,75 @@ static void test_journal_entries(void **state) {
         /* The identifier must be the killer's, whole. */
         const char *killed = "Killed /a.service due to memory pressure for / being 50.00% > 10.00% for > 5s with "
                              "reclaim activity";
-        assert_int_equal(kill_journal_parse_entry("systemd-oomdx", 13, killed, strlen(killed), &st, &m), 0);
-        assert_int_equal(kill_journal_parse_entry("systemd", 7, killed, strlen(killed), &st, &m), 0);
-        assert_int_equal(kill_journal_parse_entry("systemd-oomd", 12, killed, strlen(killed), &st, &m), 1);
+        assert_int_equal(kill_journal_parse_entry(&OOMD_SENDER, "systemd-oomdx", 13, killed, strlen(killed), &st, &m),
+                         0);
+        assert_int_equal(kill_journal_parse_entry(&OOMD_SENDER, "systemd", 7, killed, strlen(killed), &st, &m), 0);
+        assert_int_equal(kill_journal_parse_entry(&OOMD_SENDER, "systemd-oomd", 12, killed, strlen(killed), &st, &m),
+                         1);
         /* earlyoom and nohang entries, as their lines. */
         const char *e = "sending SIGTERM to process 4242 uid 0 \"grower\": badness 1000, VmRSS 40 MiB\n";
-        assert_int_equal(kill_journal_parse_entry("earlyoom", 8, e, strlen(e), &st, &m), 1);
+        assert_int_equal(kill_journal_parse_entry(&EARLYOOM_SENDER, "earlyoom", 8, e, strlen(e), &st, &m), 1);
         assert_int_equal(m.killer, KILLER_EARLYOOM);
         assert_int_equal(m.pid, 4242);
-        assert_int_equal(kill_journal_parse_entry("nohang", 6, "  PID: 5151, Name: grower, badness: 1010", 40, &st, &m),
+        assert_int_equal(kill_journal_parse_entry(&NOHANG_SENDER, "nohang", 6,
+                                                  "  PID: 5151, Name: grower, badness: 1010", 40, &st, &m),
                          0);
-        assert_int_equal(kill_journal_parse_entry("nohang", 6, "  Sending SIGTERM to the victim", 31, &st, &m), 1);
+        assert_int_equal(
+                kill_journal_parse_entry(&NOHANG_SENDER, "nohang", 6, "  Sending SIGTERM to the victim", 31, &st, &m),
+                1);
         assert_int_equal(m.killer, KILLER_NOHANG);
         assert_int_equal(m.pid, 5151);
+}
+
+/* SYSLOG_IDENTIFIER is the client's to choose: `logger -t earlyoom "sending SIGTERM ..."` by any user
+ * writes an entry with earlyoom's identifier and message. What counts is who journald says sent it
+ * (_SYSTEMD_UNIT, _UID, _EXE, _COMM, which no client can set). */
+static void test_journal_forged(void **state) {
+        static const struct {
+                KillJournalSender from;
+                int want;
+                const char *what;
+        } cases[] = {
+                { { "logger", "/usr/bin/logger", "session-3.scope", 1000 }, 0, "logger -t earlyoom in a session" },
+                { { "earlyoom", "/home/u/earlyoom", "session-3.scope", 1000 }, 0, "a user's copy named earlyoom" },
+                { { "earlyoom", "/usr/bin/earlyoom", "session-3.scope", 1000 }, 0, "the real binary run by a user" },
+                { { "earlyoom", "/usr/bin/earlyoom", "user@1000.service", 1000 }, 0, "a user unit earlyoom.service" },
+                { { "earlyoom", "/usr/bin/earlyoom", NULL, 1000 }, 0, "no unit" },
+                { { "logger", "/usr/bin/logger", "session-1.scope", 0 }, 0, "root's logger -t earlyoom" },
+                { { "dockerd", "/usr/bin/dockerd", "docker.service", 0 }, 0, "a container's line, tag earlyoom" },
+                { { NULL, NULL, NULL, -1 }, 0, "no sender fields at all" },
+                { { "earlyoom", "/usr/bin/earlyoom", "earlyoom.service", 61234 }, 1, "earlyoom.service (DynamicUser)" },
+                { { "earlyoom", "/usr/bin/earlyoom", "session-1.scope", 0 }, 1, "root running earlyoom --syslog" },
+                { { "earlyoom", NULL, "session-1.scope", 0 }, 1, "root's process named earlyoom" },
+        };
+        const char *e = "sending SIGTERM to process 4242 uid 0 \"grower\": badness 1000, VmRSS 40 MiB";
+        KillLogState st;
+        KillMark m;
+
+        kill_log_state_init(&st);
+        for (size_t i = 0; i < ELEMENTSOF(cases); i++)
+                if (kill_journal_parse_entry(&cases[i].from, "earlyoom", 8, e, strlen(e), &st, &m) != cases[i].want)
+                        fail_msg("%s: %s", cases[i].what, cases[i].want ? "not a mark" : "taken for earlyoom's mark");
+
+        /* systemd-oomd's identifier from earlyoom's unit is no systemd-oomd mark. */
+        const char *killed = "Killed /a.service due to memory pressure for / being 50.00% > 10.00% for > 5s with "
+                             "reclaim activity";
+        assert_int_equal(
+                kill_journal_parse_entry(&EARLYOOM_SENDER, "systemd-oomd", 12, killed, strlen(killed), &st, &m), 0);
+        /* A forged victim line feeds no nohang block: the real signal line then has no pid to name. */
+        const KillJournalSender user = { "logger", "/usr/bin/logger", "session-3.scope", 1000 };
+        assert_int_equal(
+                kill_journal_parse_entry(&user, "nohang", 6, "  PID: 5151, Name: grower, badness: 1010", 40, &st, &m),
+                0);
+        assert_int_equal(
+                kill_journal_parse_entry(&NOHANG_SENDER, "nohang", 6, "  Sending SIGTERM to the victim", 31, &st, &m),
+                0);
+        /* nohang by hand as root (no unit): its comm, the exe being python's. */
+        const KillJournalSender by_hand = { "nohang", "/usr/bin/python3.11", "session-1.scope", 0 };
+        assert_true(kill_journal_from_killer(&by_hand, KILLER_NOHANG));
+        assert_false(kill_journal_from_killer(&by_hand, KILLER_EARLYOOM));
+        assert_true(kill_journal_from_killer(&OOMD_SENDER, KILLER_SYSTEMD_OOMD));
+        assert_false(kill_journal_from_killer(&PID1_SENDER, KILLER_SYSTEMD_OOMD));
 }
 
 /* As in the VM (tests/vm, case oomd): oomd 0.5.0 killed at 72.21 s and wrote its kmsg line at
@@ -272,9 +375,14 @@ static void test_choose_killer(void **state) {
 
 int main(void) {
         const struct CMUnitTest tests[] = {
-                cmocka_unit_test(test_exit_signal),     cmocka_unit_test(test_members_and_kernel_victims),
-                cmocka_unit_test(test_group),           cmocka_unit_test(test_log_lines),
-                cmocka_unit_test(test_journal_entries), cmocka_unit_test(test_mark_wait),
+                cmocka_unit_test(test_exit_signal),
+                cmocka_unit_test(test_members_and_kernel_victims),
+                cmocka_unit_test(test_group),
+                cmocka_unit_test(test_log_lines),
+                cmocka_unit_test(test_log_line_quoted_header),
+                cmocka_unit_test(test_journal_entries),
+                cmocka_unit_test(test_journal_forged),
+                cmocka_unit_test(test_mark_wait),
                 cmocka_unit_test(test_choose_killer),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);

@@ -33,6 +33,11 @@ static void test_proc_cgroup_v1(void **state) {
         assert_int_equal(limits_parse_proc_cgroup_v1(cg, strlen(cg), "pids", out, sizeof out), -ENOENT);
         assert_int_equal(limits_parse_proc_cgroup_v1(cg, strlen(cg), "memory", small, sizeof small), -ENOBUFS);
         assert_int_equal(limits_parse_proc_cgroup_v1("0::/\n", 5, "memory", out, sizeof out), -ENOENT);
+        /* A v1 name with a newline adds a line: whichever comes first, a controller listed twice
+         * is refused. */
+        static const char forged[] = "12:blkio:/user.slice/x\n10:memory:/system.slice\n10:memory:/user.slice\n0::/u\n";
+        assert_int_equal(limits_parse_proc_cgroup_v1(forged, strlen(forged), "memory", out, sizeof out), -EBADMSG);
+        assert_int_equal(limits_parse_proc_cgroup_v1(forged, strlen(forged), "blkio", out, sizeof out), 0);
 }
 
 static void open_hierarchy(const char *root, Sysroot **ret_s, LimitsHierarchy **ret_h) {

@@ -160,6 +160,39 @@ static void test_status_and_cgroup(void **state) {
         assert_int_equal(proc_cgroup_parse_unified("12:memory:/app\n", 15, out, sizeof out), -ENOENT);
 }
 
+/* A cgroup name may hold a newline (mkdir takes any byte but '/' and NUL), and the kernel writes
+ * it as it is: a user who made "x\n0::/system.slice/docker-ID.scope" in the v1 name=systemd
+ * hierarchy a hybrid host delegates, or in their own cgroup2 subtree, adds a "0::" line of their
+ * choosing. Such a record is refused, never read as the line that comes first. */
+static void test_cgroup_newline_forgery(void **state) {
+        static const char *const forged[] = {
+                /* a v1 name before the real line (the kernel lists cgroup2 last) */
+                "1:name=systemd:/user.slice/user-1000.slice/user@1000.service/x\n0::/system.slice/docker-"
+                "0123abcd.scope\n0::/user.slice/user-1000.slice/user@1000.service/app.slice/x\n",
+                /* the cgroup2 name itself */
+                "0::/user.slice/user-1000.slice/user@1000.service/x\n0::/system.slice/earlyoom.service\n",
+                /* a name ending in a newline, or in text of no line's shape */
+                "0::/user.slice/x\n\n",
+                "1:name=systemd:/u/x\nsystem.slice\n0::/u/x\n",
+                "0::/u/x\n:memory:/y\n",
+                "0::/u/x\n7:memory:y\n",
+        };
+        char out[256];
+
+        for (size_t i = 0; i < ELEMENTSOF(forged); i++)
+                if (proc_cgroup_parse_unified(forged[i], strlen(forged[i]), out, sizeof out) != -EBADMSG)
+                        fail_msg("a forged record was read as %s:\n%s", out, forged[i]);
+        /* The kernel's own records, hybrid and pure, with and without the last newline. */
+        const char *hybrid = "13:misc:/\n5:memory:/user.slice/user-1000.slice/session-2.scope\n1:name=systemd:/user."
+                             "slice/user-1000.slice/session-2.scope\n0::/user.slice/user-1000.slice/session-2.scope\n";
+        assert_int_equal(proc_cgroup_parse_unified(hybrid, strlen(hybrid), out, sizeof out), 0);
+        assert_string_equal(out, "/user.slice/user-1000.slice/session-2.scope");
+        assert_int_equal(proc_cgroup_parse_unified("0::/", 4, out, sizeof out), 0);
+        assert_string_equal(out, "/");
+        assert_int_equal(proc_cgroup_parse_unified("0::/../..\n", 10, out, sizeof out), 0);
+        assert_string_equal(out, "/../..");
+}
+
 static void test_readers_on_fixture(void **state) {
         int proc = open(fixture("hybrid/proc"), O_DIRECTORY | O_RDONLY | O_CLOEXEC);
         char buf[256];
@@ -269,6 +302,7 @@ int main(void) {
                 cmocka_unit_test(test_stat_hostile_comm),
                 cmocka_unit_test(test_stat_malformed),
                 cmocka_unit_test(test_status_and_cgroup),
+                cmocka_unit_test(test_cgroup_newline_forgery),
                 cmocka_unit_test(test_readers_on_fixture),
                 cmocka_unit_test(test_system_facts),
                 cmocka_unit_test(test_stat_memory),

@@ -175,6 +175,25 @@ static void test_hostile_and_broken(void **state) {
         assert_null(strstr(out, "(exited)"));
         free(out);
 
+        /* C1 controls and bidirectional overrides, in a comm, a cgroup and the summary. */
+        out = render("{\"type\":\"snapshot\",\"time\":\"t\",\"trigger\":null,\"sample\":{\"basis\":\"delta\"},"
+                     "\"summary\":\"x\\u202ey\\u0085z\","
+                     "\"most_delayed\":[{\"pid\":1,\"comm\":\"a\\u202egpj.exe\\u009b\",\"cgroup\":\"/b\\u2067c\","
+                     "\"cmdline\":\"d\\u200fe\\u061c\",\"score_us\":10,\"delay_us\":{\"cpu\":3}}]}",
+                     &r);
+        assert_int_equal(r, 0);
+        assert_null(strstr(out, "\xe2\x80\xae"));
+        assert_null(strstr(out, "\xe2\x81\xa7"));
+        assert_null(strstr(out, "\xe2\x80\x8f"));
+        assert_null(strstr(out, "\xd8\x9c"));
+        assert_null(strstr(out, "\xc2\x9b"));
+        assert_null(strstr(out, "\xc2\x85"));
+        assert_non_null(strstr(out, "a?gpj.exe?"));
+        assert_non_null(strstr(out, "/b?c"));
+        assert_non_null(strstr(out, "d?e?"));
+        assert_non_null(strstr(out, "x?y?z"));
+        free(out);
+
         out = render("{\"type\":\"pressure\"", &r);
         assert_int_equal(r, -EINVAL);
         free(out);

@@ -328,6 +328,16 @@ static void test_hostile_comm(void **state) {
                        "foo) Z \\x0a\\x1b[31m (/a\\x09b) waited 2.5 ms for cpu");
 }
 
+/* C1 controls and bidirectional overrides in a name are escaped as code points: an RLO (U+202E)
+ * would show "gpj.exe" as "exe.jpg", and U+009B is a CSI to a terminal that takes C1. */
+static void test_hostile_comm_c1_and_bidi(void **state) {
+        assert_summary("{\"type\": \"snapshot\", \"trigger\": null, \"sample\": {\"duration_ms\": 0},"
+                       " \"most_delayed\": [{\"comm\": \"a\\u202egpj.exe\\u009b2J\", \"cgroup\": "
+                       "\"/b\\u2066c\\u2069\\u200f\\u061c\\u0085\","
+                       "   \"delay_us\": {\"cpu\": 2500}}], \"culprits\": null}",
+                       "a\\u202egpj.exe\\u009b2J (/b\\u2066c\\u2069\\u200f\\u061c\\u0085) waited 2.5 ms for cpu");
+}
+
 /* A compiler storm: the ended processes aggregated by comm, the stalled service's own use. */
 static void test_ended_aggregate_and_own_processes(void **state) {
         assert_summary(
@@ -569,6 +579,7 @@ int main(void) {
                 cmocka_unit_test(test_no_dominant_culprit),
                 cmocka_unit_test(test_dominance_rule),
                 cmocka_unit_test(test_hostile_comm),
+                cmocka_unit_test(test_hostile_comm_c1_and_bidi),
                 cmocka_unit_test(test_ended_aggregate_and_own_processes),
                 cmocka_unit_test(test_stall_passed),
                 cmocka_unit_test(test_worst_wait),
