@@ -291,7 +291,7 @@ static void gather_containers(CheckFacts *f, const Sysroot *s) {
                 f->containers_err = -ENOENT;
                 return;
         }
-        r = container_cache_new(s->root_fd, CONTAINER_CACHE_MAX, &cache);
+        r = container_cache_new(s->root_fd, s->proc_fd, s->cgroup2_fd, CONTAINER_CACHE_MAX, &cache);
         if (r >= 0) {
                 t.cache = cache;
                 /* one walk's lookups parse podman's containers.json once (container_cache_done()) */
