@@ -57,6 +57,10 @@ typedef struct CheckFacts {
         int containers_err;            /* walking the cgroup tree for containers (ctrselect_walk()) */
         CheckRuntime runtimes[CHECK_RUNTIMES_MAX];
         size_t n_runtimes;
+        /* cgroups that claim a container's id but were not verified as its runtime's
+         * (probes/ctrverify.h), counted under no runtime, and why the first was not */
+        unsigned unverified;
+        char unverified_why[160];
 } CheckFacts;
 
 /* How many processes `check` reads the cgroup of, looking for ones outside our cgroup namespace. */
