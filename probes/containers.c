@@ -22,9 +22,7 @@ typedef struct Key {
         char id[80];
         char ns[80];      /* "" unless a plain containerd path (/<ns>/<id>) */
         int64_t user_uid; /* whose storage a rootless container's is (-1 rootful) */
-        /* the container's own cgroup ("/a/b"; "" when longer): a name holds for the cgroup it was
-         * verified in (probes/ctrverify.h), not for every cgroup that claims the id */
-        char cgroup[512];
+        char cgroup[512]; /* its own ("" longer): named only where verified (probes/ctrverify.h) */
 } Key;
 
 typedef struct Entry {
@@ -155,7 +153,7 @@ static int containerd_read_in(int root_fd, const char *ns, ContainerInfo *info) 
                 /* the shim's init.pid beside it: the task's init, while it runs */
                 snprintf(path, sizeof path, "run/containerd/io.containerd.runtime.v2.task/%s/%s/init.pid", ns,
                          info->id);
-                info->pid = ctrverify_read_pid(root_fd, path);
+                info->pid = ctrverify_read_pid(root_fd, path, -1);
         }
         return r;
 }
@@ -369,6 +367,18 @@ static int podman_storage(ContainerCache *c, int64_t user_uid, char *dir, size_t
         return 0;
 }
 
+/* podman's pid of the container in containers/storage's runroot: the system storage.conf's (else
+ * /run/containers/storage) rootful, rootless $XDG_RUNTIME_DIR/containers (/run/user/<uid>). */
+static pid_t podman_pid(const ContainerCache *c, const Entry *e, int64_t owner) {
+        char run[PATH_MAX];
+
+        if (e->key.user_uid > 0)
+                snprintf(run, sizeof run, "run/user/%lld/containers", (long long) e->key.user_uid);
+        else if (system_storage_path(c->root_fd, "runroot", NULL, run, sizeof run) <= 0)
+                snprintf(run, sizeof run, "run/containers/storage");
+        return ctrverify_podman_pid(c->root_fd, run, e->key.id, strstr(e->key.cgroup, "-conmon-") != NULL, owner);
+}
+
 /* A podman container named from containers/storage, then its `podman pod` (podman_pod()); with
  * pod_only, the pod alone, what was named kept. */
 static int podman_read(ContainerCache *c, Entry *e, bool pod_only) {
@@ -376,8 +386,8 @@ static int podman_read(ContainerCache *c, Entry *e, bool pod_only) {
         char dir[PATH_MAX + 64];
         int r = podman_storage(c, e->key.user_uid, dir, sizeof dir);
 
-        if (r >= 0 && !pod_only)
-                r = storage_read(c, dir, owner, &e->info);
+        if (r >= 0 && !pod_only && (r = storage_read(c, dir, owner, &e->info)) >= 0)
+                e->info.pid = podman_pid(c, e, owner);
         if (r >= 0)
                 podman_pod(c, e, dir, owner);
         return r;
@@ -393,7 +403,7 @@ static void resolve(ContainerCache *c, Entry *e) {
         e->none = e->pod_unread = false;
         snprintf(info->runtime, sizeof info->runtime, "%s", e->key.runtime);
         snprintf(info->id, sizeof info->id, "%s", e->key.id);
-        /* A plain containerd path is a container only if containerd has its task: checked first. */
+        /* (A plain containerd path is a container only if containerd has its task: that first.) */
         if (!e->key.ns[0] && !ctrverify_container(c->cgroup2_fd, e->key.cgroup, e->key.runtime, e->key.user_uid, info))
                 return;
         if (e->key.ns[0]) {

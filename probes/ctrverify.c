@@ -214,7 +214,7 @@ bool ctrverify_container_process(int proc_fd, const char *cgroup, ContainerInfo 
         return false;
 }
 
-pid_t ctrverify_read_pid(int root_fd, const char *path) {
+pid_t ctrverify_read_pid(int root_fd, const char *path, int64_t owner) {
         _cleanup_close_ int fd = -EBADF;
         char buf[16];
         struct stat st;
@@ -223,7 +223,7 @@ pid_t ctrverify_read_pid(int root_fd, const char *path) {
 
         /* as probes/containers.c reads a runtime's files: never a FIFO, never through a symlink */
         fd = openat(root_fd, path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK | O_NOFOLLOW);
-        if (fd < 0 || fstat(fd, &st) < 0 || !ctrmeta_file_trusted(&st, -1))
+        if (fd < 0 || fstat(fd, &st) < 0 || !ctrmeta_file_trusted(&st, owner))
                 return 0;
         n = read_fd_full(fd, buf, sizeof buf);
         if (n <= 0 || n >= (ssize_t) sizeof buf)
@@ -234,4 +234,16 @@ pid_t ctrverify_read_pid(int root_fd, const char *path) {
                 v = v * 10 + (buf[i] - '0');
         }
         return v <= INT32_MAX ? (pid_t) v : 0;
+}
+
+pid_t ctrverify_podman_pid(int root_fd, const char *runroot, const char *id, bool conmon, int64_t owner) {
+        static const char *const drivers[] = { "overlay", "vfs", "btrfs", "zfs" };
+        char path[PATH_MAX];
+        pid_t pid = 0;
+
+        for (size_t i = 0; i < ELEMENTSOF(drivers) && pid == 0; i++)
+                if (snprintf(path, sizeof path, "%s/%s-containers/%s/userdata/%s", runroot, drivers[i], id,
+                             conmon ? "conmon.pid" : "pidfile") < (int) sizeof path)
+                        pid = ctrverify_read_pid(root_fd, path, owner);
+        return pid;
 }

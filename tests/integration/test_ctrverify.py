@@ -8,7 +8,8 @@ as the user) with the container's id in their names: below
 it), user.slice/user@0.service/libpod-<id>.scope, root's systemd instance nested in the user's
 (which made psidiag read rootful podman's containers.json for it), and libpod-<id> in a cgroup of
 the test's parent chowned to the uid (a delegated subtree outside user@). `psidiag snapshot` of
-each: the container's processes named "web", the user's spinner named nothing, with the reason in
+each: the container's processes named "web" (its init, from podman's pidfile, found in its
+cgroup), the user's spinner named nothing, with the reason in
 meta.container.unverified, and the summary and `psidiag check` never call it "web". Everything
 made is removed even on failure; user.slice and user-<uid>.slice only if the test made them.
 Skips when podman or /bin/busybox is missing, or podman cannot run a container here."""

@@ -4,7 +4,8 @@
  * kubepods.slice of their own, a nested user@1001.service or user@0.service) name nothing and say
  * why, while the same ids in cgroups made where and by whom their runtimes make them are named;
  * cgroups owned by a user outside user@ (a service delegated to them), a symlink in the path, an
- * init process elsewhere (docker's State.Pid, containerd's init.pid) are refused; the same on the
+ * init process elsewhere (docker's State.Pid, containerd's init.pid, podman's pidfile, conmon.pid
+ * for its monitor's scope) are refused; the same on the
  * cgroup2 mounts of a pure cgroup2 and a hybrid sysroot. Needs root (chown to the users). */
 #include <errno.h>
 #include <fcntl.h>
@@ -29,6 +30,8 @@
 #define UID "0f5e4c3a-1b2d-4e6f-8a9b-0c1d2e3f4a5b"
 #define UIDU "0f5e4c3a_1b2d_4e6f_8a9b_0c1d2e3f4a5b"
 #define U1000 "/user.slice/user-1000.slice/user@1000.service"
+#define PODMAN_RUN "run/containers/storage/overlay-containers/" PODMAN "/userdata"
+#define CONMON "/machine.slice/libpod-conmon-" PODMAN ".scope"
 #define KUBE_POD "/kubepods.slice/kubepods-burstable.slice/kubepods-burstable-pod" UIDU ".slice"
 
 /* A cgroup path, the fixture whose runtime files know its id, and the name they give it. */
@@ -226,6 +229,31 @@ static void test_process(void **state) {
                           "its init process 4321 (as its runtime says) is in /elsewhere.slice/x.scope");
         assert_int_equal(fake_tree_write(proc, "4321/cgroup", "0::" KUBE_POD "/cri-containerd-" CRI ".scope\n"), 0);
         expect_named(&(Case) { real[2].cgroup, root, "api" }, proc_fd, cgroups_fd);
+        assert_int_equal(fake_tree_remove(root), 0);
+
+        /* podman's pidfile (the init) and conmon.pid (its monitor's scope) in its run root */
+        memcpy(root + strlen(root) - 6, "XXXXXX", 6);
+        assert_int_equal(fake_tree_copy(root, fixture("containers/podman")), 0);
+        assert_int_equal(fake_tree_write(root, PODMAN_RUN "/pidfile", "777\n"), 0);
+        assert_int_equal(fake_tree_write(root, PODMAN_RUN "/conmon.pid", "778\n"), 0);
+        assert_int_equal(fake_tree_write(proc, "777/cgroup", "0::/machine.slice/libpod-" PODMAN ".scope\n"), 0);
+        assert_int_equal(fake_tree_write(proc, "778/cgroup", "0::/machine.slice/sshd.service\n"), 0);
+        assert_int_equal(fake_tree_cgroup(cgroups, real[5].cgroup), 0);
+        assert_int_equal(fake_tree_cgroup(cgroups, CONMON), 0);
+        expect_named(&(Case) { real[5].cgroup, root, "names-probe1" }, proc_fd, cgroups_fd);
+        expect_unverified(&(Case) { CONMON, root, "names-probe1" }, proc_fd, cgroups_fd,
+                          "its init process 778 (as its runtime says) is in /machine.slice/sshd.service");
+        assert_int_equal(fake_tree_write(proc, "778/cgroup", "0::" CONMON "\n"), 0);
+        expect_named(&(Case) { CONMON, root, "names-probe1" }, proc_fd, cgroups_fd);
+        assert_int_equal(fake_tree_write(proc, "777/cgroup", "0::/machine.slice/sshd.service\n"), 0);
+        expect_unverified(&(Case) { real[5].cgroup, root, "names-probe1" }, proc_fd, cgroups_fd,
+                          "its init process 777 (as its runtime says) is in /machine.slice/sshd.service");
+        /* a pidfile not root's is not podman's */
+        snprintf(cri, sizeof cri, "%s/" PODMAN_RUN "/pidfile", root);
+        if (geteuid() == 0) {
+                assert_int_equal(chown(cri, 1000, 1000), 0);
+                expect_named(&(Case) { real[5].cgroup, root, "names-probe1" }, proc_fd, cgroups_fd);
+        }
         close(proc_fd);
         assert_int_equal(fake_tree_remove(proc), 0);
         assert_int_equal(fake_tree_remove(root), 0);
