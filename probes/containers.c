@@ -403,7 +403,6 @@ static void resolve(ContainerCache *c, Entry *e) {
         e->none = e->pod_unread = false;
         snprintf(info->runtime, sizeof info->runtime, "%s", e->key.runtime);
         snprintf(info->id, sizeof info->id, "%s", e->key.id);
-        /* (A plain containerd path is a container only if containerd has its task: that first.) */
         if (!e->key.ns[0] && !ctrverify_container(c->cgroup2_fd, e->key.cgroup, e->key.runtime, e->key.user_uid, info))
                 return;
         if (e->key.ns[0]) {
@@ -574,6 +573,7 @@ const ContainerInfo *container_cache_lookup(ContainerCache *c, const char *cgrou
         c->stats.lookups++;
         if (e->info.unnamed[0])
                 c->stats.unknown++;
+        c->stats.unverified += e->info.unverified[0] != '\0';
         return &e->info;
 }
 

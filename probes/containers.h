@@ -26,10 +26,11 @@
 typedef struct ContainerCache ContainerCache;
 
 typedef struct ContainerCacheStats {
-        uint64_t lookups;   /* of a path that names a container */
-        uint64_t reads;     /* lookups that read the runtime's files (the cache's misses) */
-        uint64_t evictions; /* containers forgotten to make room */
-        uint64_t unknown;   /* lookups answered without a name */
+        uint64_t lookups;    /* of a path that names a container */
+        uint64_t reads;      /* lookups that read the runtime's files (the cache's misses) */
+        uint64_t evictions;  /* containers forgotten to make room */
+        uint64_t unknown;    /* lookups answered without a name */
+        uint64_t unverified; /* of those, of a cgroup not verified as its runtime's (probes/ctrverify.h) */
         size_t cached;
 } ContainerCacheStats;
 

@@ -150,6 +150,25 @@ static void test_spoofed_scopes(void **state) {
                 expect_unverified(&spoofs[k], -1, cgroups_fd, why[k]);
                 expect_named(&real[k], -1, cgroups_fd);
         }
+        /* counted apart (psidiag_containers_unverified_total), and not lent the real one's name
+         * from the cache: a container is cached per id and cgroup */
+        {
+                int fd = open(fixture("containers/docker"), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+                ContainerCache *c = NULL;
+                ContainerCacheStats st;
+
+                assert_int_equal(container_cache_new(fd, -1, cgroups_fd, 8, &c), 0);
+                assert_string_equal(container_cache_lookup(c, real[0].cgroup)->name, "web");
+                assert_string_equal(container_cache_lookup(c, spoofs[0].cgroup)->name, "");
+                assert_string_equal(container_cache_lookup(c, real[0].cgroup)->name, "web");
+                container_cache_stats(c, &st);
+                assert_int_equal(st.lookups, 3);
+                assert_int_equal(st.unknown, 1);
+                assert_int_equal(st.unverified, 1);
+                assert_int_equal(st.cached, 2);
+                container_cache_free(c);
+                close(fd);
+        }
 }
 
 /* cgroups a user owns outside user@: a system service delegated to them (User=, Delegate=yes),
