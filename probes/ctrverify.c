@@ -10,9 +10,9 @@
 #include <unistd.h>
 
 #include "base/cgpath.h"
+#include "base/fileio.h"
 #include "base/macro.h"
 #include "probes/ctrmeta.h"
-#include "base/fileio.h"
 #include "probes/ctrverify.h"
 #include "probes/procfs.h"
 
@@ -118,6 +118,11 @@ int ctrverify_owners(int cgroup2_fd, const char *cgroup, int64_t user_uid, char 
 
                 if (len > NAME_MAX)
                         return -ENAMETOOLONG;
+                if (seg_is(seg, len, ".") || seg_is(seg, len, "..")) {
+                        /* a path left outside our cgroup namespace (probes/cgns.h): not beneath the mount */
+                        snprintf(why, size, "its cgroup's path leaves the cgroup2 mount");
+                        return -EPERM;
+                }
                 memcpy(name, seg, len);
                 name[len] = '\0';
                 last = !cgpath_next(&p, &next, &len);

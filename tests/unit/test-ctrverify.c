@@ -214,6 +214,10 @@ static void test_owners(void **state) {
         expect_unverified(&(Case) { "/system.slice/docker-" REAL_DOCKER ".scope", "containers/docker", "" }, -1,
                           cgroups_fd, "its cgroup is gone");
         expect_unverified(&real[0], -1, -1, "no cgroup2 mount");
+        /* ".." (a path left outside our cgroup namespace, probes/cgns.h): never walked */
+        assert_int_equal(fake_tree_cgroup(cgroups, real[0].cgroup), 0);
+        expect_unverified(&(Case) { "/system.slice/../system.slice/docker-" DOCKER ".scope", "containers/docker", "" },
+                          -1, cgroups_fd, "its cgroup's path leaves the cgroup2 mount");
 }
 
 /* The init process the runtime's files name must live in the cgroup (docker's State.Pid,
