@@ -160,6 +160,7 @@ int ctrverify_owners(int cgroup2_fd, const char *cgroup, int64_t user_uid, char 
 
 int ctrverify_process(int proc_fd, pid_t pid, const char *cgroup, char *why, size_t size) {
         char path[PATH_MAX];
+        size_t n;
         int r;
 
         r = proc_read_cgroup(proc_fd, pid, path, sizeof path);
@@ -167,6 +168,9 @@ int ctrverify_process(int proc_fd, pid_t pid, const char *cgroup, char *why, siz
                 return -ESRCH; /* the container ended: its files outlive its init */
         if (r < 0)
                 return r;
+        n = strlen(path);
+        if (n >= 10 && strcmp(path + n - 10, " (deleted)") == 0)
+                return -ESRCH; /* a zombie whose cgroup is removed: kernel-facts.md: cgroup-owner */
         if (!cgpath_covers_untrimmed(cgroup, path)) {
                 snprintf(why, size, "its init process %d (as its runtime says) is in %.80s", (int) pid, path);
                 return -EPERM;

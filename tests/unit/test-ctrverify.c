@@ -233,6 +233,8 @@ static void test_process(void **state) {
         proc_fd = open(proc, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
         assert_true(proc_fd >= 0);
         expect_named(&docker, proc_fd, cgroups_fd); /* 28746 is not there: gone */
+        assert_int_equal(fake_tree_write(proc, "28746/cgroup", "0::/docker/" REAL_DOCKER " (deleted)\n"), 0);
+        expect_named(&docker, proc_fd, cgroups_fd); /* a zombie of its removed cgroup: ending */
         assert_int_equal(fake_tree_write(proc, "28746/cgroup", "0::/docker/" REAL_DOCKER "/init.scope\n"), 0);
         expect_named(&docker, proc_fd, cgroups_fd);
         assert_int_equal(fake_tree_write(proc, "28746/cgroup", "0::/system.slice/cron.service\n"), 0);
