@@ -222,8 +222,9 @@ static const bool *judge(Agent *a, const char *path, const ContainerInfo *info) 
                 return NULL;
         /* Named by nothing yet (a lookup that raced the runtime writing its files, or a read that
          * failed): the cache asks again after CONTAINER_CACHE_RETRY_US, and so does the walk, a few
-         * times after the tree's last change. */
-        if (info->unnamed[0] && !info->sandbox) {
+         * times after the tree's last change. A cgroup not verified as its runtime's (a user's
+         * that claims a container's id) is judged at once: no watch by name selects it. */
+        if (info->unnamed[0] && !info->sandbox && !info->unverified[0]) {
                 if (d->dirwatch && !ev_is_active(&d->retry) && d->retries < DISCOVERY_RETRIES) {
                         ev_timer_set(&d->retry, (double) CONTAINER_CACHE_RETRY_US / USEC_PER_SEC + 1., 0.);
                         ev_timer_start(a->loop, &d->retry);

@@ -108,6 +108,7 @@ void health_update(Agent *a) {
                 .container_reads = ctr.reads,
                 .container_evictions = ctr.evictions,
                 .containers_unnamed = ctr.unknown,
+                .containers_unverified = ctr.unverified,
                 .windows = windows,
                 .n_windows = 2,
                 .windows_passed = c->windows_passed,

@@ -57,7 +57,8 @@ int runtime_open(Runtime *rt, bool enable_delayacct) {
                 log_warning("no cgroup2 mount found in /proc/self/mountinfo: only node-wide watches work");
         runtime_resolve_cgroupns(rt);
         /* Without it (no memory) incidents name cgroups and container ids, not containers. */
-        if (container_cache_new(rt->sysroot->root_fd, CONTAINER_CACHE_MAX, &rt->containers) < 0)
+        if (container_cache_new(rt->sysroot->root_fd, rt->sysroot->proc_fd, rt->sysroot->cgroup2_fd,
+                                CONTAINER_CACHE_MAX, &rt->containers) < 0)
                 rt->containers = NULL;
         /* Which hierarchy has each controller (the sysroot found the mounts): without it, incidents
          * go without "limits" and culprit passes. */

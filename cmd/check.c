@@ -270,11 +270,16 @@ size_t check_evaluate(const CheckFacts *f, CheckLine *lines) {
 
         /* Container names: each container of the tree looked up in its runtime's files, as an
          * incident names it (docs/incident.md: container names). */
+        char spoofs[256] = "";
+        if (f->unverified) /* probes/ctrverify.h: a user's cgroup that claims a container's id */
+                snprintf(spoofs, sizeof spoofs,
+                         "; %u cgroup%s claiming a container's id not its runtime's, named nothing: %s", f->unverified,
+                         f->unverified == 1 ? "" : "s", f->unverified_why);
         if (f->containers_err < 0)
                 LINE(CHECK_WARN, "container-names", "cannot walk the cgroup tree for containers: %s",
                      strerror(-f->containers_err));
         else if (f->n_runtimes == 0)
-                LINE(CHECK_OK, "container-names", "no container in the cgroup tree");
+                LINE(CHECK_OK, "container-names", "no container in the cgroup tree%s", spoofs);
         else {
                 char all[256] = "", *p = all;
                 const CheckRuntime *worst = NULL;
@@ -287,12 +292,13 @@ size_t check_evaluate(const CheckFacts *f, CheckLine *lines) {
                                 worst = rt;
                 }
                 if (!worst)
-                        LINE(CHECK_OK, "container-names", "containers named from their runtimes' files: %s", all);
+                        LINE(CHECK_OK, "container-names", "containers named from their runtimes' files: %s%s", all,
+                             spoofs);
                 else
                         LINE(CHECK_WARN, "container-names",
                              "containers named from their runtimes' files: %s; %s's not: %s: incidents give their ids "
-                             "(in a container, mount the runtimes' directories read-only: docs/deploy.md)",
-                             all, worst->runtime, worst->unnamed);
+                             "(in a container, mount the runtimes' directories read-only: docs/deploy.md)%s",
+                             all, worst->runtime, worst->unnamed, spoofs);
         }
         check_evaluate_dirs(f, lines, &n);
         return n;
@@ -348,6 +354,11 @@ static int tally(const char *path, CtrselectKind kind, void *userdata) {
         info = container_cache_lookup(t->cache, path);
         if (!info) /* "<ns>/<id>" that containerd has no task of: walked as a parent */
                 return 0;
+        if (info->unverified[0]) {
+                if (t->f->unverified++ == 0)
+                        snprintf(t->f->unverified_why, sizeof t->f->unverified_why, "%s", info->unverified);
+                return kind == CTRSELECT_MAYBE ? 1 : 0;
+        }
         for (size_t i = 0; i < t->f->n_runtimes && !rt; i++)
                 if (strcmp(t->f->runtimes[i].runtime, info->runtime) == 0)
                         rt = &t->f->runtimes[i];
@@ -375,7 +386,7 @@ static void gather_containers(CheckFacts *f, const Sysroot *s) {
                 f->containers_err = -ENOENT;
                 return;
         }
-        r = container_cache_new(s->root_fd, CONTAINER_CACHE_MAX, &cache);
+        r = container_cache_new(s->root_fd, s->proc_fd, s->cgroup2_fd, CONTAINER_CACHE_MAX, &cache);
         if (r >= 0) {
                 t.cache = cache;
                 /* one walk's lookups parse podman's containers.json once (container_cache_done()) */

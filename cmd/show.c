@@ -159,6 +159,9 @@ static void show_container(json_t *c, FILE *out) {
                         fprintf(out, ", podman pod %s", d);
                 }
                 fputc('\n', out);
+        } else if (get_str(c, "unverified")) {
+                text_terminal_safe(get_str(c, "unverified"), a, sizeof a);
+                fprintf(out, "           container unverified: %s\n", a);
         } else if (get_str(c, "unnamed")) {
                 text_terminal_safe(get_str(c, "unnamed"), a, sizeof a);
                 fprintf(out, "           container unnamed: %s\n", a);

@@ -50,6 +50,7 @@ static json_t *container_object(const ContainerInfo *ci) {
         } else
                 r |= set_new(o, "pod", json_null());
         r |= set_new(o, "unnamed", string_or_null(ci->unnamed));
+        r |= set_new(o, "unverified", string_or_null(ci->unverified));
         r |= set_new(o, "runtime_namespace", string_or_null(ci->runtime_namespace));
         r |= set_new(o, "runtime_pod", string_or_null(ci->runtime_pod));
         return object_or_null(o, r);

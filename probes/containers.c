@@ -13,6 +13,7 @@
 #include "probes/boltdb.h"
 #include "probes/cgmeta.h"
 #include "probes/containers.h"
+#include "probes/ctrverify.h"
 #include "probes/libpod.h"
 
 /* What a cgroup path says a container is; for plain containerd's, ns is its namespace. */
@@ -21,6 +22,7 @@ typedef struct Key {
         char id[80];
         char ns[80];      /* "" unless a plain containerd path (/<ns>/<id>) */
         int64_t user_uid; /* whose storage a rootless container's is (-1 rootful) */
+        char cgroup[512]; /* its own ("" longer): named only where verified (probes/ctrverify.h) */
 } Key;
 
 typedef struct Entry {
@@ -42,7 +44,7 @@ typedef struct StorageMemo {
 } StorageMemo;
 
 struct ContainerCache {
-        int root_fd;
+        int root_fd, proc_fd, cgroup2_fd;
         StorageMemo memo;
         size_t max, n;
         uint64_t clock;
@@ -51,7 +53,7 @@ struct ContainerCache {
         ContainerCacheStats stats;
 };
 
-int container_cache_new(int root_fd, size_t max, ContainerCache **ret) {
+int container_cache_new(int root_fd, int proc_fd, int cgroup2_fd, size_t max, ContainerCache **ret) {
         ContainerCache *c;
 
         if (max == 0 || max > CONTAINER_CACHE_MAX)
@@ -60,6 +62,8 @@ int container_cache_new(int root_fd, size_t max, ContainerCache **ret) {
         if (!c)
                 return -ENOMEM;
         c->root_fd = root_fd;
+        c->proc_fd = proc_fd;
+        c->cgroup2_fd = cgroup2_fd;
         c->max = max;
         *ret = c;
         return 0;
@@ -144,8 +148,13 @@ static int containerd_read_in(int root_fd, const char *ns, ContainerInfo *info) 
 
         snprintf(path, sizeof path, "run/containerd/io.containerd.runtime.v2.task/%s/%s/config.json", ns, info->id);
         r = read_parse(root_fd, path, -1, ctrmeta_parse_oci, info);
-        if (r >= 0)
+        if (r >= 0) {
                 snprintf(info->runtime_namespace, sizeof info->runtime_namespace, "%s", ns);
+                /* the shim's init.pid beside it: the task's init, while it runs */
+                snprintf(path, sizeof path, "run/containerd/io.containerd.runtime.v2.task/%s/%s/init.pid", ns,
+                         info->id);
+                info->pid = ctrverify_read_pid(root_fd, path, -1);
+        }
         return r;
 }
 
@@ -358,6 +367,18 @@ static int podman_storage(ContainerCache *c, int64_t user_uid, char *dir, size_t
         return 0;
 }
 
+/* podman's pid of the container in containers/storage's runroot: the system storage.conf's (else
+ * /run/containers/storage) rootful, rootless $XDG_RUNTIME_DIR/containers (/run/user/<uid>). */
+static pid_t podman_pid(const ContainerCache *c, const Entry *e, int64_t owner) {
+        char run[PATH_MAX];
+
+        if (e->key.user_uid > 0)
+                snprintf(run, sizeof run, "run/user/%lld/containers", (long long) e->key.user_uid);
+        else if (system_storage_path(c->root_fd, "runroot", NULL, run, sizeof run) <= 0)
+                snprintf(run, sizeof run, "run/containers/storage");
+        return ctrverify_podman_pid(c->root_fd, run, e->key.id, strstr(e->key.cgroup, "-conmon-") != NULL, owner);
+}
+
 /* A podman container named from containers/storage, then its `podman pod` (podman_pod()); with
  * pod_only, the pod alone, what was named kept. */
 static int podman_read(ContainerCache *c, Entry *e, bool pod_only) {
@@ -365,14 +386,14 @@ static int podman_read(ContainerCache *c, Entry *e, bool pod_only) {
         char dir[PATH_MAX + 64];
         int r = podman_storage(c, e->key.user_uid, dir, sizeof dir);
 
-        if (r >= 0 && !pod_only)
-                r = storage_read(c, dir, owner, &e->info);
+        if (r >= 0 && !pod_only && (r = storage_read(c, dir, owner, &e->info)) >= 0)
+                e->info.pid = podman_pid(c, e, owner);
         if (r >= 0)
                 podman_pod(c, e, dir, owner);
         return r;
 }
 
-/* Fills e->info from the runtime's files. */
+/* Fills e->info from the runtime's files, for a cgroup verified as the runtime's. */
 static void resolve(ContainerCache *c, Entry *e) {
         ContainerInfo *info = &e->info;
         const char *file = "metadata file";
@@ -382,6 +403,8 @@ static void resolve(ContainerCache *c, Entry *e) {
         e->none = e->pod_unread = false;
         snprintf(info->runtime, sizeof info->runtime, "%s", e->key.runtime);
         snprintf(info->id, sizeof info->id, "%s", e->key.id);
+        if (!e->key.ns[0] && !ctrverify_container(c->cgroup2_fd, e->key.cgroup, e->key.runtime, e->key.user_uid, info))
+                return;
         if (e->key.ns[0]) {
                 /* plain containerd's /<ns>/<id>: a container only if containerd has that task */
                 r = containerd_read_in(c->root_fd, e->key.ns, info);
@@ -411,6 +434,11 @@ static void resolve(ContainerCache *c, Entry *e) {
                 if (r == -ENOENT)
                         info->runtime[0] = '\0';
         }
+        if (e->key.ns[0] && !e->none &&
+            !ctrverify_container(c->cgroup2_fd, e->key.cgroup, e->key.runtime, e->key.user_uid, info))
+                return;
+        if (r >= 0 && !ctrverify_container_process(c->proc_fd, e->key.cgroup, info))
+                return;
         if (r == 0 && strcmp(info->runtime, "containerd") == 0) {
                 /* Outside Kubernetes containerd keeps no name but the id, which ctr's user chose
                  * (`ctr run IMAGE web`); its image is only in containerd's metadata database. */
@@ -471,16 +499,19 @@ static bool key_of(const char *cgroup_path, Key *k) {
                 *k = (Key) { .user_uid = m.user_uid };
                 snprintf(k->runtime, sizeof k->runtime, "%s", m.runtime);
                 snprintf(k->id, sizeof k->id, "%s", m.container_id);
-                return true;
-        }
-        return plain_containerd_key(cgroup_path, k);
+        } else if (!plain_containerd_key(cgroup_path, k))
+                return false;
+        if (ctrverify_own_cgroup(cgroup_path, k->id, k->cgroup, sizeof k->cgroup) < 0)
+                k->cgroup[0] = '\0';
+        return true;
 }
 
 static Entry *find(const ContainerCache *c, const Key *k) {
         for (size_t i = 0; i < c->n; i++) {
                 Entry *e = &c->items[i];
                 if (e->key.user_uid == k->user_uid && strcmp(e->key.id, k->id) == 0 &&
-                    strcmp(e->key.runtime, k->runtime) == 0 && strcmp(e->key.ns, k->ns) == 0)
+                    strcmp(e->key.runtime, k->runtime) == 0 && strcmp(e->key.ns, k->ns) == 0 &&
+                    strcmp(e->key.cgroup, k->cgroup) == 0)
                         return e;
         }
         return NULL;
@@ -542,6 +573,7 @@ const ContainerInfo *container_cache_lookup(ContainerCache *c, const char *cgrou
         c->stats.lookups++;
         if (e->info.unnamed[0])
                 c->stats.unknown++;
+        c->stats.unverified += e->info.unverified[0] != '\0';
         return &e->info;
 }
 

@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 #include <errno.h>
+#include <stdint.h>
 #include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -54,7 +55,7 @@ static void take_kubernetes(const json_t *o, ContainerInfo *ret) {
 
 int ctrmeta_parse_docker(const char *buf, size_t len, ContainerInfo *ret) {
         _cleanup_json_ json_t *j = NULL;
-        const json_t *config;
+        const json_t *config, *pid;
         const char *name;
         int r;
 
@@ -71,6 +72,9 @@ int ctrmeta_parse_docker(const char *buf, size_t len, ContainerInfo *ret) {
         }
         take(config, "Image", ret->image, sizeof ret->image);
         take_kubernetes(json_object_get(config, "Labels"), ret);
+        pid = json_object_get(json_object_get(j, "State"), "Pid");
+        if (json_is_integer(pid) && json_integer_value(pid) > 0 && json_integer_value(pid) <= INT32_MAX)
+                ret->pid = (pid_t) json_integer_value(pid);
         return 0;
 }
 

@@ -45,13 +45,21 @@ typedef struct ContainerInfo {
         char runtime_pod[128];
         /* Why the runtime's files did not name it ("" when they did): what an incident says instead. */
         char unnamed[96];
+        /* Why its cgroup was not taken for the runtime's ("" when it was; probes/ctrverify.h):
+         * then nothing is named and no watch by name selects it. */
+        char unverified[160];
+        /* The container's init process as its runtime's files say (docker's State.Pid, containerd's
+         * init.pid, podman's pidfile; conmon.pid for its monitor's cgroup), 0 when they do not:
+         * whose cgroup must hold it (probes/ctrverify.h). */
+        pid_t pid;
 } ContainerInfo;
 
 /* The largest metadata file read: past it a file is refused as hostile (the biggest real ones, an
  * OCI spec with many mounts or a containers.json of some thousand containers, are well under). */
 #define CTRMETA_FILE_MAX (4u << 20)
 
-/* Fills ret's names from docker's config.v2.json. Returns 0, -EBADMSG (not JSON, or not an
+/* Fills ret's names, and pid (State.Pid, 0 when it is not running), from docker's config.v2.json.
+ * Returns 0, -EBADMSG (not JSON, or not an
  * object), -ENOMEM. ret->runtime and ret->id are left as they are. */
 int ctrmeta_parse_docker(const char *buf, size_t len, ContainerInfo *ret);
 

@@ -29,7 +29,7 @@ bool ctrselect_match(const ContainerSelector *s, const ContainerInfo *ci) {
          * (cri-dockerd's "k8s_web_pod_ns_uid_0"). */
         const char *name = ci->pod_container[0] ? ci->pod_container : ci->name;
 
-        if (!ctrselect_is_set(s) || ci->unnamed[0] || ci->sandbox)
+        if (!ctrselect_is_set(s) || ci->unnamed[0] || ci->unverified[0] || ci->sandbox)
                 return false;
         if ((s->pod_namespace || s->pod_name) && !ci->pod_name[0])
                 return false;

@@ -27,7 +27,8 @@ typedef struct ContainerSelector {
 bool ctrselect_is_set(const ContainerSelector *s);
 
 /* Whether the container ci (never NULL) is selected by s: every glob set matches, its runtime's
- * files named it (ci->unnamed empty), and it is not a pod's sandbox ("pause") container. */
+ * files named it (ci->unnamed empty) in a cgroup verified as the runtime's (ci->unverified empty:
+ * probes/ctrverify.h), and it is not a pod's sandbox ("pause") container. */
 bool ctrselect_match(const ContainerSelector *s, const ContainerInfo *ci);
 
 /* Whether glob can be a selector's: 1 to CTRSELECT_GLOB_MAX bytes, no control characters (and, if

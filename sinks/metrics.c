@@ -182,6 +182,10 @@ int metrics_format(const Metrics *m, char **ret) {
         single(f, "psidiag_containers_unnamed_total", "counter",
                "Lookups whose container its runtime's files did not name (meta.container.unnamed).",
                m->containers_unnamed);
+        single(f, "psidiag_containers_unverified_total", "counter",
+               "Of those, lookups of a cgroup that claims a container's id but was not made where or by whom its "
+               "runtime makes one (meta.container.unverified).",
+               m->containers_unverified);
         metric(f, "psidiag_windows_total", "counter",
                "Pressure incidents by their window's basis: after_wakeup (the sample after the wakeup) or recorded "
                "(from before the wakeup).");

@@ -22,6 +22,10 @@
 #define PODMAN_ENTRIES 200
 #define RUNS 200
 
+/* DIR/cgroup: the containers' cgroups, as their runtimes make them, whose owners each first lookup
+ * checks (probes/ctrverify.h). */
+static int cg_fd = -1;
+
 static void mkdirs(const char *path) {
         char p[4096];
 
@@ -62,7 +66,7 @@ static double incident_us(int root_fd, char paths[N][160], bool warm) {
         double t[RUNS];
         ContainerCache *c = NULL;
 
-        if (warm && container_cache_new(root_fd, CONTAINER_CACHE_MAX, &c) < 0)
+        if (warm && container_cache_new(root_fd, -1, cg_fd, CONTAINER_CACHE_MAX, &c) < 0)
                 exit(1);
         for (int k = 0; k < N && warm; k++)
                 (void) container_cache_lookup(c, paths[k]);
@@ -70,7 +74,7 @@ static double incident_us(int root_fd, char paths[N][160], bool warm) {
                 double t0;
                 if (!warm) {
                         c = container_cache_free(c);
-                        if (container_cache_new(root_fd, CONTAINER_CACHE_MAX, &c) < 0)
+                        if (container_cache_new(root_fd, -1, cg_fd, CONTAINER_CACHE_MAX, &c) < 0)
                                 exit(1);
                 }
                 t0 = now_us();
@@ -112,6 +116,8 @@ int main(int argc, char **argv) {
                 snprintf(path + strlen(path), sizeof path - strlen(path), "/config.v2.json");
                 put(path, buf);
                 snprintf(docker[k], sizeof docker[k], "/system.slice/docker-%s.scope", id);
+                snprintf(path, sizeof path, "%s/cgroup%s", argv[1], docker[k]);
+                mkdirs(path);
         }
         json = malloc(size);
         if (!json)
@@ -130,8 +136,11 @@ int main(int argc, char **argv) {
                         "\"flags\":{\"MountLabel\":\"\",\"ProcessLabel\":\"\"}}",
                         k ? "," : "", id, k, k);
                 /* the incident's containers: spread over the file */
-                if (k % (PODMAN_ENTRIES / N) == 0 && k / (PODMAN_ENTRIES / N) < N)
+                if (k % (PODMAN_ENTRIES / N) == 0 && k / (PODMAN_ENTRIES / N) < N) {
                         snprintf(podman[k / (PODMAN_ENTRIES / N)], sizeof podman[0], "/libpod_parent/libpod-%s", id);
+                        snprintf(path, sizeof path, "%s/cgroup%s", argv[1], podman[k / (PODMAN_ENTRIES / N)]);
+                        mkdirs(path);
+                }
         }
         snprintf(json + len, size - len, "]");
         snprintf(path, sizeof path, "%s/var/lib/containers/storage/overlay-containers", argv[1]);
@@ -141,7 +150,9 @@ int main(int argc, char **argv) {
         free(json);
 
         root_fd = open(argv[1], O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-        if (root_fd < 0) {
+        snprintf(path, sizeof path, "%s/cgroup", argv[1]);
+        cg_fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        if (root_fd < 0 || cg_fd < 0) {
                 perror(argv[1]);
                 return 1;
         }

@@ -18,7 +18,7 @@ from debroot import sh  # noqa: F401 (the tests that use this module run command
 
 # The scripts that boot containers with this module: a leftover is swept only when the run that
 # made it is gone.
-USERS = (b"test_systemd.py", b"test_package.py")
+USERS = (b"test_systemd.py", b"test_package.py", b"test_ctrspoof.py")
 # The root's recipe: change it (or the package list) and a new root is built beside the old one.
 RECIPE = 1
 # The installed binary's shared libraries (libsystemd0 for the journal output's dlopen), systemd

@@ -183,3 +183,36 @@ int fake_tree_remove(const char *dir) {
                 return -1;
         return rmdir(dir) < 0 ? -1 : 0;
 }
+
+int fake_tree_cgroup(const char *dir, const char *path) {
+        char sub[4096];
+        const char *p = path;
+        long uid = -1;
+        int r;
+
+        while (*p == '/')
+                p++;
+        for (size_t at = 0;; at++) {
+                size_t n = strcspn(p + at, "/");
+                unsigned v;
+                int k;
+
+                if ((n == 1 && p[at] == '.') || (n == 2 && p[at] == '.' && p[at + 1] == '.'))
+                        return -EINVAL; /* never a chmod of what lies above dir */
+                if (snprintf(sub, sizeof sub, "%.*s", (int) (at + n), p) >= (int) sizeof sub)
+                        return -ENAMETOOLONG;
+                r = fake_tree_mkdirs(dir, sub);
+                if (r < 0)
+                        return r;
+                /* systemd makes user@<uid>.service the user's (Delegate=yes); all below is theirs */
+                if (uid < 0 && sscanf(p + at, "user@%u.service%n", &v, &k) == 1 && (size_t) k == n)
+                        uid = v;
+                if (snprintf(sub, sizeof sub, "%s/%.*s", dir, (int) (at + n), p) >= (int) sizeof sub)
+                        return -ENAMETOOLONG;
+                if (chmod(sub, 0755) < 0 || (uid >= 0 && chown(sub, (uid_t) uid, (gid_t) uid) < 0))
+                        return -errno;
+                at += n;
+                if (p[at] == '\0')
+                        return 0;
+        }
+}

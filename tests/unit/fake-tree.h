@@ -20,5 +20,9 @@ int fake_tree_mkdirs(const char *dir, const char *path);
 int fake_tree_write(const char *dir, const char *path, const char *s);
 /* The same with len bytes of buf (NULs in them: a cmdline). 0 or -errno. */
 int fake_tree_write_bytes(const char *dir, const char *path, const void *buf, size_t len);
+/* Makes the cgroup path ("/a/b") beneath dir as systemd and the container runtimes make cgroups:
+ * each directory ours (root's, as the tests run) and 0755, down to the first user@<uid>.service,
+ * that user's from there down (chown: needs root). 0 or -errno. */
+int fake_tree_cgroup(const char *dir, const char *path);
 /* Removes a scratch directory tree (a fake tree or any other). 0, or -1 when something stayed. */
 int fake_tree_remove(const char *dir);

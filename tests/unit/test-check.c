@@ -285,6 +285,15 @@ static void test_container_names(void **state) {
         l = find(lines, n, "container-names");
         assert_int_equal(l->status, CHECK_OK);
         assert_non_null(strstr(l->text, "containerd 9 of 9, podman 2 of 2"));
+        /* a user's cgroups that claim a container's id: said, under no runtime, still ok */
+        f.unverified = 2;
+        strcpy(f.unverified_why, "user@0.service nested in another systemd instance (user@1000.service)");
+        n = check_evaluate(&f, lines);
+        l = find(lines, n, "container-names");
+        assert_int_equal(l->status, CHECK_OK);
+        assert_non_null(strstr(l->text, "podman 2 of 2; 2 cgroups claiming a container's id not its runtime's, "
+                                        "named nothing: user@0.service nested in another systemd instance"));
+        f.unverified = 0;
 
         /* the DaemonSet without docker's mount: docker's containers are ids alone */
         f.runtimes[2] = (CheckRuntime) { .runtime = "docker", .seen = 3, .named = 0 };

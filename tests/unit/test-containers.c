@@ -14,6 +14,7 @@
 
 #include "probes/containers.h"
 #include "probes/ctrmeta.h"
+#include "tests/unit/fake-cgroups.h"
 #include "tests/unit/fake-tree.h"
 #include "tests/unit/test-util.h"
 
@@ -37,7 +38,7 @@ static ContainerCache *cache_at(const char *root, int *ret_fd) {
         int fd = open(root, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 
         assert_true(fd >= 0);
-        assert_int_equal(container_cache_new(fd, 8, &c), 0);
+        assert_int_equal(container_cache_new(fd, -1, fake_cgroups_fd, 8, &c), 0);
         *ret_fd = fd;
         return c;
 }
@@ -47,7 +48,7 @@ static void test_docker(void **state) {
         ContainerCache *c = cache_at(fixture("containers/docker"), &fd);
         const ContainerInfo *i;
 
-        i = container_cache_lookup(c, "/system.slice/docker-" DOCKER ".scope");
+        i = fake_cgroups_lookup(c, "/system.slice/docker-" DOCKER ".scope");
         assert_non_null(i);
         assert_string_equal(i->runtime, "docker");
         assert_string_equal(i->id, DOCKER);
@@ -55,15 +56,15 @@ static void test_docker(void **state) {
         assert_string_equal(i->image, "nginx:1.25");
         assert_string_equal(i->pod_name, "");
         assert_string_equal(i->unnamed, "");
-        i = container_cache_lookup(c, "/docker/" REAL_DOCKER);
+        i = fake_cgroups_lookup(c, "/docker/" REAL_DOCKER);
         assert_string_equal(i->name, "names-web");
         assert_string_equal(i->image, "psidiag-names-bb:1");
         assert_string_equal(i->unnamed, "");
         /* cgroupfs driver, the same container */
-        i = container_cache_lookup(c, "/docker/" DOCKER);
+        i = fake_cgroups_lookup(c, "/docker/" DOCKER);
         assert_string_equal(i->name, "web");
         /* dockershim / cri-dockerd: the pod in its labels */
-        i = container_cache_lookup(c, "/kubepods.slice/kubepods-pod" UIDU ".slice/docker-" SHIM ".scope");
+        i = fake_cgroups_lookup(c, "/kubepods.slice/kubepods-pod" UIDU ".slice/docker-" SHIM ".scope");
         assert_string_equal(i->pod_namespace, "payments");
         assert_string_equal(i->pod_name, "api-7d9f");
         assert_string_equal(i->pod_uid, UID);
@@ -79,8 +80,8 @@ static void test_containerd(void **state) {
         ContainerCache *c = cache_at(fixture("containers/containerd"), &fd);
         const ContainerInfo *i;
 
-        i = container_cache_lookup(c, "/kubepods.slice/kubepods-burstable.slice/kubepods-burstable-pod" UIDU
-                                      ".slice/cri-containerd-" CRI ".scope");
+        i = fake_cgroups_lookup(c, "/kubepods.slice/kubepods-burstable.slice/kubepods-burstable-pod" UIDU
+                                   ".slice/cri-containerd-" CRI ".scope");
         assert_string_equal(i->runtime, "containerd");
         assert_string_equal(i->pod_namespace, "payments");
         assert_string_equal(i->pod_name, "api-7d9f");
@@ -89,13 +90,13 @@ static void test_containerd(void **state) {
         assert_string_equal(i->image, "registry.example/api:2.3");
         assert_string_equal(i->unnamed, "");
         /* the kubelet's cgroupfs driver names no runtime: found in containerd's bundles */
-        i = container_cache_lookup(c, "/kubepods/burstable/pod" UID "/" SANDBOX);
+        i = fake_cgroups_lookup(c, "/kubepods/burstable/pod" UID "/" SANDBOX);
         assert_string_equal(i->runtime, "containerd");
         assert_true(i->sandbox);
         assert_string_equal(i->pod_name, "api-7d9f");
         assert_string_equal(i->runtime_namespace, "k8s.io");
         /* plain containerd: a bundle with no names: its id is the name */
-        i = container_cache_lookup(c, "/kubepods.slice/cri-containerd-" PLAIN ".scope");
+        i = fake_cgroups_lookup(c, "/kubepods.slice/cri-containerd-" PLAIN ".scope");
         assert_string_equal(i->name, PLAIN);
         assert_string_equal(i->runtime_namespace, "default");
         assert_string_equal(i->image, ""); /* meta.db has no such container */
@@ -111,7 +112,7 @@ static void test_containerd_plain(void **state) {
         const ContainerInfo *i;
         ContainerCacheStats st;
 
-        i = container_cache_lookup(c, "/default/web");
+        i = fake_cgroups_lookup(c, "/default/web");
         assert_non_null(i);
         assert_string_equal(i->runtime, "containerd");
         assert_string_equal(i->id, "web");
@@ -122,17 +123,17 @@ static void test_containerd_plain(void **state) {
         assert_string_equal(i->unnamed, "");
         assert_non_null(container_cache_peek(c, "default/web"));
         /* two plain names with no bundle: no container, asked once and remembered */
-        assert_null(container_cache_lookup(c, "/psidiag-it-x/child"));
-        assert_null(container_cache_lookup(c, "/psidiag-it-x/child"));
+        assert_null(fake_cgroups_lookup(c, "/psidiag-it-x/child"));
+        assert_null(fake_cgroups_lookup(c, "/psidiag-it-x/child"));
         assert_null(container_cache_peek(c, "/psidiag-it-x/child"));
         /* neither identifiers nor two levels: never looked for */
-        assert_null(container_cache_lookup(c, "/default/web/inner"));
-        assert_null(container_cache_lookup(c, "/default/-web"));
-        assert_null(container_cache_lookup(c, "/default/w..eb/"));
-        assert_null(container_cache_lookup(c, "/../web"));
-        assert_null(container_cache_lookup(c, "/web"));
+        assert_null(fake_cgroups_lookup(c, "/default/web/inner"));
+        assert_null(fake_cgroups_lookup(c, "/default/-web"));
+        assert_null(fake_cgroups_lookup(c, "/default/w..eb/"));
+        assert_null(fake_cgroups_lookup(c, "/../web"));
+        assert_null(fake_cgroups_lookup(c, "/web"));
         /* what the path says first: a unit is never a plain container */
-        assert_null(container_cache_lookup(c, "/system.slice/web.service"));
+        assert_null(fake_cgroups_lookup(c, "/system.slice/web.service"));
         container_cache_stats(c, &st);
         assert_int_equal(st.lookups, 1);
         assert_int_equal(st.reads, 1);
@@ -161,7 +162,7 @@ static void test_containerd_plain_no_meta(void **state) {
                 else
                         assert_int_equal(unlink(path), 0);
                 c = cache_at(root, &fd);
-                i = container_cache_lookup(c, "/default/web");
+                i = fake_cgroups_lookup(c, "/default/web");
                 assert_non_null(i);
                 assert_string_equal(i->name, "web");
                 assert_string_equal(i->runtime_namespace, "default");
@@ -178,15 +179,15 @@ static void test_crio(void **state) {
         ContainerCache *c = cache_at(fixture("containers/crio"), &fd);
         const ContainerInfo *i;
 
-        i = container_cache_lookup(c, "/kubepods.slice/kubepods-besteffort.slice/kubepods-besteffort-pod" UIDU
-                                      ".slice/crio-" CRIO ".scope");
+        i = fake_cgroups_lookup(c, "/kubepods.slice/kubepods-besteffort.slice/kubepods-besteffort-pod" UIDU
+                                   ".slice/crio-" CRIO ".scope");
         assert_string_equal(i->runtime, "crio");
         assert_string_equal(i->pod_namespace, "payments");
         assert_string_equal(i->pod_name, "api-7d9f");
         assert_string_equal(i->pod_container, "api");
         assert_string_equal(i->image, "registry.example/api:2.3");
         /* its monitor's scope names the same container */
-        i = container_cache_lookup(c, "/kubepods.slice/crio-conmon-" CRIO ".scope");
+        i = fake_cgroups_lookup(c, "/kubepods.slice/crio-conmon-" CRIO ".scope");
         assert_string_equal(i->pod_container, "api");
         container_cache_free(c);
         close(fd);
@@ -197,29 +198,29 @@ static void test_podman(void **state) {
         ContainerCache *c = cache_at(fixture("containers/podman"), &fd);
         const ContainerInfo *i;
 
-        i = container_cache_lookup(c, "/libpod_parent/libpod-" PODMAN);
+        i = fake_cgroups_lookup(c, "/libpod_parent/libpod-" PODMAN);
         assert_string_equal(i->runtime, "podman");
         assert_string_equal(i->name, "names-probe1");
         assert_string_equal(i->image, "localhost/psidiag-names-bb:1");
-        i = container_cache_lookup(c, "/machine.slice/libpod-" PODMAN ".scope");
+        i = fake_cgroups_lookup(c, "/machine.slice/libpod-" PODMAN ".scope");
         assert_string_equal(i->name, "names-probe1");
         /* rootless: the storage of the user whose systemd instance holds the scope */
-        i = container_cache_lookup(c, "/user.slice/user-1000.slice/user@1000.service/user.slice/libpod-" ROOTLESS
-                                      ".scope");
+        i = fake_cgroups_lookup(c,
+                                "/user.slice/user-1000.slice/user@1000.service/user.slice/libpod-" ROOTLESS ".scope");
         assert_string_equal(i->name, "batch");
         assert_string_equal(i->image, "docker.io/library/busybox:latest");
         /* a storage of the vfs driver (rootless podman without overlay) */
-        i = container_cache_lookup(c, "/user.slice/user-1001.slice/user@1001.service/user.slice/libpod-" ROOTLESS_VFS
-                                      ".scope");
+        i = fake_cgroups_lookup(c, "/user.slice/user-1001.slice/user@1001.service/user.slice/libpod-" ROOTLESS_VFS
+                                   ".scope");
         assert_string_equal(i->name, "batch-vfs");
         assert_string_equal(i->image, "docker.io/library/busybox:latest");
         /* the same id under another user's instance is another's container: not found there */
-        i = container_cache_lookup(c, "/user.slice/user-1001.slice/user@1001.service/libpod-" ROOTLESS ".scope");
+        i = fake_cgroups_lookup(c, "/user.slice/user-1001.slice/user@1001.service/libpod-" ROOTLESS ".scope");
         assert_string_equal(i->name, "");
         assert_string_not_equal(i->unnamed, "");
         /* podman's own OCI spec names nothing */
-        assert_null(container_cache_lookup(c, "/system.slice/nginx.service"));
-        assert_null(container_cache_lookup(c, NULL));
+        assert_null(fake_cgroups_lookup(c, "/system.slice/nginx.service"));
+        assert_null(fake_cgroups_lookup(c, NULL));
         container_cache_free(c);
         close(fd);
 }
@@ -235,8 +236,8 @@ static void expect_podman_at(int fd, const char *root, const char *conf, const c
         for (size_t k = 0; k < 2; k++) {
                 const ContainerInfo *i;
 
-                assert_int_equal(container_cache_new(fd, 8, &c), 0);
-                i = container_cache_lookup(c, cgroups[k]);
+                assert_int_equal(container_cache_new(fd, -1, fake_cgroups_fd, 8, &c), 0);
+                i = fake_cgroups_lookup(c, cgroups[k]);
                 assert_string_equal(i->name, named ? "names-probe1" : "");
                 assert_string_equal(i->image, named ? "localhost/psidiag-names-bb:1" : "");
                 if (named)
@@ -354,9 +355,9 @@ static void expect_rootless(int fd, bool named) {
         ContainerCache *c;
         const ContainerInfo *i;
 
-        assert_int_equal(container_cache_new(fd, 8, &c), 0);
-        i = container_cache_lookup(c, "/user.slice/user-1000.slice/user@1000.service/user.slice/libpod-" ROOTLESS
-                                      ".scope");
+        assert_int_equal(container_cache_new(fd, -1, fake_cgroups_fd, 8, &c), 0);
+        i = fake_cgroups_lookup(c,
+                                "/user.slice/user-1000.slice/user@1000.service/user.slice/libpod-" ROOTLESS ".scope");
         assert_non_null(i);
         assert_string_equal(i->name, named ? "batch" : "");
         if (!named)
@@ -461,36 +462,36 @@ static void test_hostile_files(void **state) {
         char *huge;
         ContainerCacheStats st;
 
-        assert_int_equal(container_cache_new(fd, 4, &c), 0);
+        assert_int_equal(container_cache_new(fd, -1, fake_cgroups_fd, 4, &c), 0);
         /* bad JSON */
         assert_int_equal(fake_tree_write_bytes(root, CONFIG, "{\"Name\": \"/web\", ", 17), 0);
-        i = container_cache_lookup(c, path);
+        i = fake_cgroups_lookup(c, path);
         assert_string_equal(i->name, "");
         assert_string_equal(i->unnamed, "its config.v2.json is not the JSON expected");
         container_cache_free(c);
 
         /* larger than the bound: refused without reading it */
-        assert_int_equal(container_cache_new(fd, 4, &c), 0);
+        assert_int_equal(container_cache_new(fd, -1, fake_cgroups_fd, 4, &c), 0);
         huge = malloc(CTRMETA_FILE_MAX + 2);
         assert_non_null(huge);
         memset(huge, ' ', CTRMETA_FILE_MAX + 2);
         assert_int_equal(fake_tree_write_bytes(root, CONFIG, huge, CTRMETA_FILE_MAX + 2), 0);
         free(huge);
-        i = container_cache_lookup(c, path);
+        i = fake_cgroups_lookup(c, path);
         assert_string_equal(i->unnamed, "its config.v2.json is larger than 4 MiB");
         container_cache_free(c);
 
         /* a FIFO in its place never blocks the agent; a symlink is not followed */
         assert_int_equal(unlink(file), 0);
         assert_int_equal(mkfifo(file, 0600), 0);
-        assert_int_equal(container_cache_new(fd, 4, &c), 0);
-        i = container_cache_lookup(c, path);
+        assert_int_equal(container_cache_new(fd, -1, fake_cgroups_fd, 4, &c), 0);
+        i = fake_cgroups_lookup(c, path);
         assert_string_equal(i->unnamed, "its config.v2.json is not a regular file of its owner");
         container_cache_free(c);
         assert_int_equal(unlink(file), 0);
         assert_int_equal(symlink("/etc/passwd", file), 0);
-        assert_int_equal(container_cache_new(fd, 4, &c), 0);
-        i = container_cache_lookup(c, path);
+        assert_int_equal(container_cache_new(fd, -1, fake_cgroups_fd, 4, &c), 0);
+        i = fake_cgroups_lookup(c, path);
         assert_string_equal(i->unnamed, "its config.v2.json is not a regular file of its owner");
         container_cache_free(c);
 
@@ -500,13 +501,13 @@ static void test_hostile_files(void **state) {
                 static const char j[] = "{\"Name\":\"/\\u001b[31mred\",\"Config\":{\"Image\":\"a\\nb\",\"Labels\":7}}";
                 assert_int_equal(fake_tree_write_bytes(root, CONFIG, j, sizeof j - 1), 0);
         }
-        assert_int_equal(container_cache_new(fd, 4, &c), 0);
-        i = container_cache_lookup(c, path);
+        assert_int_equal(container_cache_new(fd, -1, fake_cgroups_fd, 4, &c), 0);
+        i = fake_cgroups_lookup(c, path);
         assert_string_equal(i->name, "\x1b[31mred");
         assert_string_equal(i->image, "a\nb");
         /* the container ends and its files go: still named, from the cache, not read again */
         assert_int_equal(unlink(file), 0);
-        i = container_cache_lookup(c, path);
+        i = fake_cgroups_lookup(c, path);
         assert_string_equal(i->name, "\x1b[31mred");
         container_cache_stats(c, &st);
         assert_int_equal(st.lookups, 2);
@@ -525,13 +526,13 @@ static void test_eviction(void **state) {
 
         fd = open(fixture("containers/docker"), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
         assert_true(fd >= 0);
-        assert_int_equal(container_cache_new(fd, 2, &c), 0);
-        assert_string_equal(container_cache_lookup(c, "/docker/" DOCKER)->name, "web");
+        assert_int_equal(container_cache_new(fd, -1, fake_cgroups_fd, 2, &c), 0);
+        assert_string_equal(fake_cgroups_lookup(c, "/docker/" DOCKER)->name, "web");
         for (int k = 0; k < 3; k++) {
                 snprintf(path, sizeof path, "/docker/%064x", k + 1);
-                assert_string_not_equal(container_cache_lookup(c, path)->unnamed, "");
+                assert_string_not_equal(fake_cgroups_lookup(c, path)->unnamed, "");
                 /* web stays: it was used since */
-                assert_string_equal(container_cache_lookup(c, "/docker/" DOCKER)->name, "web");
+                assert_string_equal(fake_cgroups_lookup(c, "/docker/" DOCKER)->name, "web");
         }
         container_cache_stats(c, &st);
         assert_int_equal(st.cached, 2);
@@ -543,7 +544,7 @@ static void test_eviction(void **state) {
         assert_null(container_cache_peek(c, path));
         assert_string_equal(container_cache_peek(c, "/docker/" DOCKER)->name, "web");
         assert_null(container_cache_peek(NULL, "/docker/" DOCKER));
-        assert_int_equal(container_cache_new(fd, 0, &c), -EINVAL);
+        assert_int_equal(container_cache_new(fd, -1, fake_cgroups_fd, 0, &c), -EINVAL);
         container_cache_free(c);
         close(fd);
 }
@@ -606,5 +607,5 @@ int main(void) {
                 cmocka_unit_test(test_eviction),
                 cmocka_unit_test(test_parsers_hostile),
         };
-        return cmocka_run_group_tests(tests, NULL, NULL);
+        return cmocka_run_group_tests(tests, fake_cgroups_make, fake_cgroups_remove);
 }

@@ -154,7 +154,7 @@ static void walk(const char *dir, const char *root, Seen *ret) {
         assert_true(root_fd >= 0);
         cg_fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
         assert_true(cg_fd >= 0);
-        assert_int_equal(container_cache_new(root_fd, 8, &cache), 0);
+        assert_int_equal(container_cache_new(root_fd, -1, cg_fd, 8, &cache), 0);
         *ret = (Seen) { .cache = cache };
         assert_int_equal(ctrselect_walk(cg_fd, record, ret), 0);
         container_cache_free(cache);
@@ -167,10 +167,10 @@ static void test_walk_kubernetes(void **state) {
         Seen s;
 
         assert_non_null(mkdtemp(dir));
-        assert_int_equal(fake_tree_mkdirs(dir, POD "/cri-containerd-" CRI ".scope/inner"), 0);
-        assert_int_equal(fake_tree_mkdirs(dir, POD "/cri-containerd-" SANDBOX ".scope"), 0);
-        assert_int_equal(fake_tree_mkdirs(dir, "system.slice/containerd.service/sub"), 0);
-        assert_int_equal(fake_tree_mkdirs(dir, "init.scope"), 0);
+        assert_int_equal(fake_tree_cgroup(dir, POD "/cri-containerd-" CRI ".scope/inner"), 0);
+        assert_int_equal(fake_tree_cgroup(dir, POD "/cri-containerd-" SANDBOX ".scope"), 0);
+        assert_int_equal(fake_tree_cgroup(dir, "system.slice/containerd.service/sub"), 0);
+        assert_int_equal(fake_tree_cgroup(dir, "init.scope"), 0);
         walk(dir, fixture("containers/containerd"), &s);
         assert_true(saw(&s, "D "));
         assert_true(saw(&s, "D kubepods.slice"));
@@ -190,7 +190,7 @@ static void test_walk_kubernetes(void **state) {
         assert_int_equal(rmdir(strcat(strcpy((char[256]) {}, dir), "/" POD "/cri-containerd-" CRI ".scope")), 0);
         walk(dir, fixture("containers/containerd"), &s);
         assert_false(saw_prefix(&s, "C " POD "/cri-containerd-" CRI));
-        assert_int_equal(fake_tree_mkdirs(dir, "kubepods/burstable/pod0f5e4c3a-1b2d-4e6f-8a9b-0c1d2e3f4a5b/" CRI), 0);
+        assert_int_equal(fake_tree_cgroup(dir, "kubepods/burstable/pod0f5e4c3a-1b2d-4e6f-8a9b-0c1d2e3f4a5b/" CRI), 0);
         walk(dir, fixture("containers/containerd"), &s);
         assert_true(saw(&s, "C kubepods/burstable/pod0f5e4c3a-1b2d-4e6f-8a9b-0c1d2e3f4a5b/" CRI " api"));
         assert_true(saw(&s, "D kubepods/burstable/pod0f5e4c3a-1b2d-4e6f-8a9b-0c1d2e3f4a5b"));
@@ -204,10 +204,10 @@ static void test_walk_plain_containerd(void **state) {
         Seen s;
 
         assert_non_null(mkdtemp(dir));
-        assert_int_equal(fake_tree_mkdirs(dir, "default/web/inner"), 0);
-        assert_int_equal(fake_tree_mkdirs(dir, "default/gone"), 0);
-        assert_int_equal(fake_tree_mkdirs(dir, "kubepods/burstable/pod0f5e4c3a-1b2d-4e6f-8a9b-0c1d2e3f4a5b/" CRI), 0);
-        assert_int_equal(fake_tree_mkdirs(dir, "user.slice/user-0.slice"), 0);
+        assert_int_equal(fake_tree_cgroup(dir, "default/web/inner"), 0);
+        assert_int_equal(fake_tree_cgroup(dir, "default/gone"), 0);
+        assert_int_equal(fake_tree_cgroup(dir, "kubepods/burstable/pod0f5e4c3a-1b2d-4e6f-8a9b-0c1d2e3f4a5b/" CRI), 0);
+        assert_int_equal(fake_tree_cgroup(dir, "user.slice/user-0.slice"), 0);
         walk(dir, fixture("containers/containerd"), &s);
         assert_true(saw(&s, "D default"));
         assert_true(saw(&s, "C default/web web"));
@@ -225,14 +225,14 @@ static void test_walk_podman(void **state) {
         Seen s;
 
         assert_non_null(mkdtemp(dir));
-        assert_int_equal(fake_tree_mkdirs(dir, "machine.slice/libpod-" PODMAN ".scope/container"), 0);
-        assert_int_equal(fake_tree_mkdirs(dir, "machine.slice/libpod-conmon-" PODMAN ".scope"), 0);
-        assert_int_equal(fake_tree_mkdirs(dir,
+        assert_int_equal(fake_tree_cgroup(dir, "machine.slice/libpod-" PODMAN ".scope/container"), 0);
+        assert_int_equal(fake_tree_cgroup(dir, "machine.slice/libpod-conmon-" PODMAN ".scope"), 0);
+        assert_int_equal(fake_tree_cgroup(dir,
                                           "user.slice/user-1000.slice/user@1000.service/user.slice/libpod-" ROOTLESS
                                           ".scope"),
                          0);
-        assert_int_equal(fake_tree_mkdirs(dir, "user.slice/user-1000.slice/user@1000.service/app.slice/x.service"), 0);
-        assert_int_equal(fake_tree_mkdirs(dir, "scratch/libpod-" PODMAN), 0);
+        assert_int_equal(fake_tree_cgroup(dir, "user.slice/user-1000.slice/user@1000.service/app.slice/x.service"), 0);
+        assert_int_equal(fake_tree_cgroup(dir, "scratch/libpod-" PODMAN), 0);
         walk(dir, fixture("containers/podman"), &s);
         assert_true(saw(&s, "C machine.slice/libpod-" PODMAN ".scope names-probe1"));
         assert_false(saw_prefix(&s, "C machine.slice/libpod-conmon-"));

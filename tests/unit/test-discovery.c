@@ -26,6 +26,11 @@
 #define ROOTFUL_SCOPE "machine.slice/libpod-" PODMAN ".scope"
 #define CONMON_SCOPE "machine.slice/libpod-conmon-" PODMAN ".scope"
 #define ROOTLESS_SCOPE "user.slice/user-1000.slice/user@1000.service/user.slice/libpod-" ROOTLESS ".scope"
+/* A user's spoofs of them (probes/ctrverify.h): root's systemd instance nested in uid 1000's own,
+ * and uid 1000's in uid 1001's, each cgroup made by the user who owns the outer one. */
+#define SPOOF_ROOTFUL "user.slice/user-1000.slice/user@1000.service/user.slice/user@0.service/libpod-" PODMAN ".scope"
+#define U1001 "user.slice/user-1001.slice/user@1001.service"
+#define SPOOF_ROOTLESS U1001 "/user.slice/user@1000.service/user.slice/libpod-" ROOTLESS ".scope"
 
 typedef struct Env {
         char dir[64], out[96];
@@ -38,8 +43,8 @@ typedef struct Env {
 static void make_container(Env *env, const char *path) {
         char p[512];
 
-        snprintf(p, sizeof p, CG "%s", path);
-        assert_int_equal(fake_tree_mkdirs(env->dir, p), 0);
+        snprintf(p, sizeof p, "%s/" CG, env->dir);
+        assert_int_equal(fake_tree_cgroup(p, path), 0);
         snprintf(p, sizeof p, "%s/" CG "%s/cpu.pressure", env->dir, path);
         assert_int_equal(mkfifo(p, 0600), 0);
 }
@@ -99,7 +104,8 @@ static int setup(void **state) {
         a->config = env.config;
         a->loop = ev_loop_new(EVFLAG_AUTO);
         assert_int_equal(sysroot_open(env.dir, &a->rt.sysroot), 0);
-        assert_int_equal(container_cache_new(a->rt.sysroot->root_fd, 8, &a->rt.containers), 0);
+        assert_int_equal(
+                container_cache_new(a->rt.sysroot->root_fd, -1, a->rt.sysroot->cgroup2_fd, 8, &a->rt.containers), 0);
         a->rt.taskstats = fake_taskstats_new(env.tasks, 1);
         a->rt.privileged = true;
         a->top_max = 10;
@@ -156,6 +162,27 @@ static void test_at_start(void **state) {
         discovery_run(&env->a);
         assert_int_equal(env->a.n_watches, 2);
         assert_int_equal(env->a.armed, 2);
+}
+
+/* Cgroups that claim a container's id below a user's delegated subtree arm no watch by name,
+ * while the real containers beside them are armed. */
+static void test_spoof_never_armed(void **state) {
+        Env *env = *state;
+
+        if (geteuid() != 0)
+                skip(); /* the spoofs' cgroups are the users' (chown) */
+        make_container(env, SPOOF_ROOTFUL);
+        make_container(env, SPOOF_ROOTLESS);
+        make_container(env, ROOTFUL_SCOPE);
+        make_container(env, ROOTLESS_SCOPE);
+        discovery_run(&env->a);
+        assert_null(find(env, 0, SPOOF_ROOTFUL));
+        assert_null(find(env, 1, SPOOF_ROOTLESS));
+        assert_non_null(find(env, 0, ROOTFUL_SCOPE));
+        assert_non_null(find(env, 1, ROOTLESS_SCOPE));
+        assert_int_equal(env->a.n_watches, 2);
+        discovery_run(&env->a);
+        assert_int_equal(env->a.n_watches, 2);
 }
 
 /* A container that starts later is armed when its cgroup appears; one that ends is disarmed. */
@@ -328,6 +355,7 @@ static void test_user_share(void **state) {
 int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test_setup_teardown(test_at_start, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_spoof_never_armed, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_comes_and_goes, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_reload_forgets, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_watch_limit, setup, teardown),

@@ -19,6 +19,7 @@
 
 #include "probes/containers.h"
 #include "probes/libpod.h"
+#include "tests/unit/fake-cgroups.h"
 #include "tests/unit/fake-tree.h"
 #include "tests/unit/test-util.h"
 
@@ -57,8 +58,8 @@ static void test_found(void **state) {
         assert_int_equal(libpod_pod_name(fd, STORAGE, -1, PODWEB, name, 4, why), 1);
         assert_string_equal(name, "web");
 
-        assert_int_equal(container_cache_new(fd, 8, &c), 0);
-        i = container_cache_lookup(c, ROOTFUL_POD);
+        assert_int_equal(container_cache_new(fd, -1, fake_cgroups_fd, 8, &c), 0);
+        i = fake_cgroups_lookup(c, ROOTFUL_POD);
         assert_non_null(i);
         assert_string_equal(i->runtime, "podman");
         assert_string_equal(i->name, "podweb");
@@ -66,11 +67,11 @@ static void test_found(void **state) {
         assert_string_equal(i->runtime_pod, "web-pod");
         assert_string_equal(i->pod_name, ""); /* not a Kubernetes pod */
         assert_string_equal(i->unnamed, "");
-        i = container_cache_lookup(c, "/libpod_parent/libpod-" SOLO);
+        i = fake_cgroups_lookup(c, "/libpod_parent/libpod-" SOLO);
         assert_string_equal(i->name, "solo");
         assert_string_equal(i->runtime_pod, "");
         /* rootless: the database in the user's storage */
-        i = container_cache_lookup(c, ROOTLESS_POD);
+        i = fake_cgroups_lookup(c, ROOTLESS_POD);
         assert_non_null(i);
         assert_string_equal(i->name, "podweb");
         assert_string_equal(i->runtime_pod, "web-pod");
@@ -84,9 +85,9 @@ static void test_no_database(void **state) {
         ContainerCache *c = NULL;
         const ContainerInfo *i;
 
-        assert_int_equal(container_cache_new(fd, 8, &c), 0);
-        i = container_cache_lookup(c, "/machine.slice/libpod-"
-                                      "c259ab325826b8b00d41a77c5935548283afad4f39d1379691811634296c0bc7.scope");
+        assert_int_equal(container_cache_new(fd, -1, fake_cgroups_fd, 8, &c), 0);
+        i = fake_cgroups_lookup(c, "/machine.slice/libpod-"
+                                   "c259ab325826b8b00d41a77c5935548283afad4f39d1379691811634296c0bc7.scope");
         assert_string_equal(i->name, "names-probe1");
         assert_string_equal(i->runtime_pod, "");
         assert_string_equal(i->unnamed, "");
@@ -110,8 +111,8 @@ static void expect_unsaid(int fd, const Named *n, int err) {
         assert_int_equal(libpod_pod_name(fd, STORAGE, -1, n->id, name, sizeof name, why), err);
         assert_string_equal(name, "");
         assert_string_not_equal(why, "");
-        assert_int_equal(container_cache_new(fd, 8, &c), 0);
-        i = container_cache_lookup(c, n->cgroup);
+        assert_int_equal(container_cache_new(fd, -1, fake_cgroups_fd, 8, &c), 0);
+        i = fake_cgroups_lookup(c, n->cgroup);
         assert_string_equal(i->name, n->name);
         assert_string_equal(i->image, n->image);
         assert_string_equal(i->runtime_pod, "");
@@ -204,15 +205,15 @@ static void test_podman5(void **state) {
         assert_int_equal(libpod_pod_name(fd, STORAGE, -1, P5_WEB, name, sizeof name, why), -ENOTSUP);
         assert_string_equal(why, "db.sql: psidiag is built without SQLite");
 #endif
-        assert_int_equal(container_cache_new(fd, 8, &c), 0);
-        i = container_cache_lookup(c, P5_WEB_CG);
+        assert_int_equal(container_cache_new(fd, -1, fake_cgroups_fd, 8, &c), 0);
+        i = fake_cgroups_lookup(c, P5_WEB_CG);
         assert_non_null(i);
         assert_string_equal(i->runtime, "podman");
         assert_string_equal(i->name, "web");
         assert_string_equal(i->image, "localhost/psidiag/busybox:1");
         assert_string_equal(i->runtime_pod, HAVE_SQLITE ? "shop-pod" : "");
         assert_string_equal(i->unnamed, "");
-        i = container_cache_lookup(c, "/libpod_parent/libpod-" P5_SOLO);
+        i = fake_cgroups_lookup(c, "/libpod_parent/libpod-" P5_SOLO);
         assert_string_equal(i->name, "solo");
         assert_string_equal(i->runtime_pod, "");
         container_cache_free(c);
@@ -298,7 +299,7 @@ static usec_t pod_within(ContainerCache *c, const char *cgroup, const char *want
         usec_t t0 = now_usec(CLOCK_MONOTONIC);
         const ContainerInfo *i;
 
-        while ((i = container_cache_lookup(c, cgroup)) && strcmp(i->runtime_pod, want) != 0) {
+        while ((i = fake_cgroups_lookup(c, cgroup)) && strcmp(i->runtime_pod, want) != 0) {
                 assert_true(now_usec(CLOCK_MONOTONIC) - t0 < 10 * USEC_PER_SEC);
                 usleep(20 * 1000);
         }
@@ -324,8 +325,8 @@ static void test_podman5_busy(void **state) {
         assert_int_equal(sqlite3_exec(w, "BEGIN EXCLUSIVE", NULL, NULL, NULL), SQLITE_OK);
         assert_int_equal(libpod_pod_name(fd, STORAGE, -1, P5_WEB, name, sizeof name, why), -EBUSY);
         assert_string_equal(why, "db.sql: database is locked");
-        assert_int_equal(container_cache_new(fd, 8, &c), 0);
-        i = container_cache_lookup(c, P5_WEB_CG);
+        assert_int_equal(container_cache_new(fd, -1, fake_cgroups_fd, 8, &c), 0);
+        i = fake_cgroups_lookup(c, P5_WEB_CG);
         assert_string_equal(i->name, "web");
         assert_string_equal(i->runtime_pod, "");
         assert_string_equal(i->unnamed, "");
@@ -334,7 +335,7 @@ static void test_podman5_busy(void **state) {
         assert_int_equal(unlink(json), 0);
         for (usec_t t0 = now_usec(CLOCK_MONOTONIC);
              now_usec(CLOCK_MONOTONIC) - t0 < CONTAINER_CACHE_POD_RETRY_US + 200 * 1000;) {
-                i = container_cache_lookup(c, P5_WEB_CG);
+                i = fake_cgroups_lookup(c, P5_WEB_CG);
                 assert_string_equal(i->name, "web");
                 assert_string_equal(i->runtime_pod, "");
                 usleep(50 * 1000);
@@ -360,5 +361,5 @@ int main(void) {
                 cmocka_unit_test(test_podman5_busy),
 #endif
         };
-        return cmocka_run_group_tests(tests, NULL, NULL);
+        return cmocka_run_group_tests(tests, fake_cgroups_make, fake_cgroups_remove);
 }

@@ -26,7 +26,8 @@
  * without reading; a process in no container, or no cache lent, names none. */
 static void test_name_containers(void **state) {
         static const char id[] = "99136c90f14e908887f40326e5cc9d92e24b828ac295d3dd9f28966be22a4dfb";
-        int fd = open(FIXTURE_DIR "/containers/docker", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        int fd = open(FIXTURE_DIR "/containers/docker", O_RDONLY | O_DIRECTORY | O_CLOEXEC), cg;
+        char cgroups[] = "/tmp/psidiag-result-cg-XXXXXX", path[256];
         ContainerCache *c = NULL;
         ProcessInfo items[4] = {};
         ProcessInfoBuffer buf = { .items = items, .cap = ELEMENTSOF(items) };
@@ -37,7 +38,12 @@ static void test_name_containers(void **state) {
         ContainerCacheStats st;
 
         assert_true(fd >= 0);
-        assert_int_equal(container_cache_new(fd, 4, &c), 0);
+        assert_non_null(mkdtemp(cgroups));
+        cg = open(cgroups, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        assert_true(cg >= 0);
+        snprintf(path, sizeof path, "/docker/%s/sub", id);
+        assert_int_equal(fake_tree_cgroup(cgroups, path), 0);
+        assert_int_equal(container_cache_new(fd, -1, cg, 4, &c), 0);
         snprintf(items[0].cgroup, sizeof items[0].cgroup, "/docker/%s", id);
         items[0].has_cgroup = true;
         snprintf(items[1].cgroup, sizeof items[1].cgroup, "/system.slice/cron.service");
@@ -51,8 +57,6 @@ static void test_name_containers(void **state) {
         assert_string_equal(items[0].container.name, "names-web");
         assert_string_equal(items[0].container.image, "psidiag-names-bb:1");
         assert_false(items[1].has_container);
-        char path[256];
-        snprintf(path, sizeof path, "/docker/%s/sub", id);
         assert_string_equal(container_cache_peek(c, path)->name, "names-web");
         container_cache_stats(c, &st);
         assert_int_equal(st.reads, 1);
@@ -62,6 +66,8 @@ static void test_name_containers(void **state) {
         sample_result_name_containers(&r, &buf, NULL);
         assert_null(r.containers);
         container_cache_free(c);
+        close(cg);
+        assert_int_equal(fake_tree_remove(cgroups), 0);
         close(fd);
 }
 

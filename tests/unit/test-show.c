@@ -107,13 +107,19 @@ static void test_container_line(void **state) {
                        "\"container\":\"api\",\"sandbox\":false},\"unnamed\":null}}},"
                        "{\"pid\":3,\"comm\":\"sh\",\"cgroup\":\"/machine.slice/x\",\"cmdline\":null,"
                        "\"score_us\":4,\"delay_us\":{\"cpu\":3},\"meta\":{\"container\":{\"name\":\"podweb\","
-                       "\"image\":\"bb:1\",\"pod\":null,\"unnamed\":null,\"runtime_pod\":\"web-pod\\u001b\"}}}]}",
+                       "\"image\":\"bb:1\",\"pod\":null,\"unnamed\":null,\"runtime_pod\":\"web-pod\\u001b\"}}},"
+                       /* a user's cgroup that claims a container's id: the reason, not the name */
+                       "{\"pid\":4,\"comm\":\"sh\",\"cgroup\":\"/user.slice/x\",\"cmdline\":null,"
+                       "\"score_us\":3,\"delay_us\":{\"cpu\":3},\"meta\":{\"container\":{\"name\":null,"
+                       "\"image\":null,\"pod\":null,\"unnamed\":\"its cgroup is not verified as its runtime's\","
+                       "\"unverified\":\"docker's cgroup below user@1000.service\\u001b\"}}}]}",
                        &r);
 
         assert_int_equal(r, 0);
         assert_non_null(strstr(out, "\n           container web?[2J, image nginx:1.25\n"));
         assert_non_null(strstr(out, "\n           pod payments/api-7d9f, container api\n"));
         assert_non_null(strstr(out, "\n           container podweb, image bb:1, podman pod web-pod?\n"));
+        assert_non_null(strstr(out, "\n           container unverified: docker's cgroup below user@1000.service?\n"));
         assert_null(strchr(out, '\x1b'));
         free(out);
 }
