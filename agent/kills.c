@@ -13,6 +13,7 @@
 #include "base/cgpath.h"
 #include "base/log.h"
 #include "base/macro.h"
+#include "base/testhold.h"
 #include "base/text.h"
 #include "probes/memcg.h"
 #include "probes/procfs.h"
@@ -203,6 +204,7 @@ static int listener_open(AgentKills *k) {
         ev_io_start(k->a->loop, &k->listener_io);
         ev_timer_set(&k->tick, KILL_TICK_S, KILL_TICK_S);
         ev_timer_start(k->a->loop, &k->tick);
+        test_hold("kill-logs-open");
         killers_logs_open(&k->logs, k->a->config);
         return 0;
 }
@@ -306,6 +308,7 @@ static void on_pressure_incident(Watch *watch, const Trigger *t, const char *id,
          * a stop than a kill, and is not reported. */
         if (a->config->kill_window_s == 0 || t->effective.resource != PSI_RESOURCE_MEMORY)
                 return;
+        test_hold("kill-incident");
         w = window_open(k, watch);
         if (!w)
                 return;

@@ -15,6 +15,7 @@
 #include "agent/varlink.h"
 #include "base/log.h"
 #include "base/macro.h"
+#include "base/testhold.h"
 #include "config/keys.h"
 
 /* At most this many clients at once: systemd-oomd opens one per kill it announces, one at a time
@@ -175,6 +176,7 @@ static void job_done(PrekillJob *j) {
         log_debug("prekill hook: %s measured, %zu of %llu processes, %llu us after the call", m->cgroup, m->n_procs,
                   (unsigned long long) m->processes_total,
                   (unsigned long long) (now_usec(CLOCK_MONOTONIC) - m->notified_mono_us));
+        test_hold("prekill-done");
         kills_prekill(j->p->a, m);
         job_free(j);
 }
