@@ -111,8 +111,11 @@ void killwindow_write(KillWindow *w, bool final) {
                 ev.n_running = killers_running(a->rt.sysroot, running, ELEMENTSOF(running));
                 kill_choose_killer(&ev, g->pids, g->n_pids, &killer);
         }
-        /* No mark names the killer yet: one may come late (kill_mark_wait_us()). */
+        /* No mark names the killer yet: one may come late (kill_mark_wait_us()). A kill announced
+         * whose measure is still being taken (agent/prekill.h) waits for it as long. */
         usec_t wait = final ? 0 : kill_mark_wait_us(&killer, g->first_mono_us, now);
+        if (!final && !pk && w->announced[0] && now < g->first_mono_us + KILL_MARK_WAIT_US)
+                wait = MAX(wait, 100 * USEC_PER_MSEC);
         if (wait > 0) {
                 w->group = TAKE_PTR(g);
                 ev_timer_set(&w->group_timer, (double) wait / USEC_PER_SEC, 0.);
@@ -147,7 +150,10 @@ void killwindow_write(KillWindow *w, bool final) {
                 .has_oom_kill = ms.has_oom_kill,
                 .oom_kill = ms.oom_kill,
                 .trigger_spec = w->trigger[0] ? w->trigger : NULL,
-                .pressure_incident = w->incident[0] ? w->incident : NULL,
+                /* A kill while the window's first sample runs: the id that sample was given. */
+                .pressure_incident = w->incident[0]           ? w->incident
+                                     : w->watch->sample_id[0] ? w->watch->sample_id
+                                                              : NULL,
                 .since_pressure_ms =
                         g->first_mono_us > w->incident_mono_us ? (g->first_mono_us - w->incident_mono_us) / 1000 : 0,
                 .above_trigger = w->last_wakeup_us > w->incident_mono_us,
@@ -189,8 +195,10 @@ void killwindow_write(KillWindow *w, bool final) {
                            },
                            &end);
         safe_close(fd);
-        if (pk)
+        if (pk) {
                 w->prekill = prekill_measure_free(w->prekill);
+                w->announced[0] = '\0';
+        }
         if (r < 0) {
                 log_error_errno(r, "cannot build the kill incident of %s", w->watch->name);
                 return;

@@ -23,12 +23,18 @@ typedef struct KillWindow {
         char incident[HISTORY_ID_MAX];
         usec_t incident_mono_us, until_us, last_wakeup_us;
         KillMembers members;
+        /* While a refresh drains: the new listing, judged with members (kill_members_judge()). */
+        const KillMembers *fresh;
+        bool all; /* every process is a member (node-wide, no kill announced): known by its record */
         uint64_t oom_kill_base;
         bool has_oom_kill_base;
         KillXattrBases xattrs;
         KillGroup *group; /* in flight, written when group_timer fires */
         ev_timer group_timer;
         PrekillMeasure *prekill; /* a kill systemd-oomd announced (agent/prekill.h), until prekill_until_us */
+        /* The cgroup of that kill, from its Notify on (the measure comes after the answer): while
+         * set, a node-wide window's members are its processes. */
+        char announced[KILL_CGROUP_MAX];
         usec_t prekill_until_us;
 } KillWindow;
 
@@ -44,6 +50,7 @@ struct AgentKills {
         usec_t mark_us[KILL_MARKS_MAX];
         size_t n_marks, marks_next;
         KillLogs logs;
+        bool logs_open;
         uint64_t lost;
 };
 

@@ -261,6 +261,7 @@ static int conn_notify(PrekillConn *c, const VarlinkCall *call, usec_t read_us) 
         PrekillJob *j = p->n_jobs < PREKILL_JOBS_MAX ? calloc(1, sizeof *j) : NULL;
 
         count(p, COUNTERS_PREKILL_NOTIFY);
+        kills_prekill_listen(a, call->cgroup);
         if (!j || prekill_measure_new(call->cgroup, read_us, &j->m) < 0 ||
             prekill_measure_cgroup(j->m, a->rt.sysroot, a->rt.limits) < 0) {
                 size_t len;

@@ -42,6 +42,49 @@ void kill_members_done(KillMembers *m) {
         *m = (KillMembers) {};
 }
 
+static const KillMember *either_find(const KillMembers *a, const KillMembers *b, pid_t pid) {
+        const KillMember *m = a ? kill_members_find(a, pid) : NULL;
+        return m ? m : b ? kill_members_find(b, pid) : NULL;
+}
+
+const KillMember *kill_members_judge(const KillMembers *before, const KillMembers *after, pid_t tgid, pid_t ppid,
+                                     KillMember *placed) {
+        const KillMember *m = either_find(after, before, tgid);
+
+        if (m || ppid <= 0 || ppid == tgid)
+                return m;
+        m = either_find(after, before, ppid);
+        if (!m)
+                return NULL;
+        *placed = (KillMember) { .pid = tgid, .has_cgroup = m->has_cgroup };
+        memcpy(placed->cgroup, m->cgroup, sizeof placed->cgroup);
+        return placed;
+}
+
+int kill_members_merge(KillMembers *into, const KillMembers *from) {
+        size_t add = 0;
+
+        for (size_t i = 0; i < from->n; i++)
+                add += !kill_members_find(into, from->items[i].pid);
+        if (add == 0)
+                return 0;
+        if (into->n + add > into->cap) {
+                KillMember *p = realloc(into->items, (into->n + add) * sizeof *p);
+                if (!p)
+                        return -ENOMEM;
+                into->items = p;
+                into->cap = into->n + add;
+        }
+        size_t n = into->n;
+        for (size_t i = 0; i < from->n; i++) {
+                KillMembers old = { .items = into->items, .n = n };
+                if (!kill_members_find(&old, from->items[i].pid))
+                        into->items[into->n++] = from->items[i];
+        }
+        kill_members_sort(into);
+        return 0;
+}
+
 void kernel_victims_add(KernelVictims *k, pid_t pid, usec_t now_us) {
         k->pid[k->next] = pid;
         k->at_us[k->next] = now_us;

@@ -47,6 +47,17 @@ void kill_members_sort(KillMembers *m);
 const KillMember *kill_members_find(const KillMembers *m, pid_t pid);
 void kill_members_done(KillMembers *m);
 
+/* Whose exit record this is, judged while a refresh replaces before with after (either NULL): the
+ * member tgid of either listing; else, for a process born since the last listing (in neither),
+ * its parent ppid's, as sampling/exits.h places a short-lived process: *placed is filled as the
+ * parent's member (its cgroup) with the child's pid and nothing the child's own /proc would have
+ * said, and returned. NULL when neither knows it. */
+const KillMember *kill_members_judge(const KillMembers *before, const KillMembers *after, pid_t tgid, pid_t ppid,
+                                     KillMember *placed);
+/* Adds from's members that into lacks (a kill in flight keeps its members and gains the newborn);
+ * into stays sorted. 0 or -ENOMEM (into unchanged). */
+int kill_members_merge(KillMembers *into, const KillMembers *from);
+
 /* The kernel OOM killer's recent victims (from /dev/kmsg), so that none of them also becomes a
  * kill incident. Ring of KERNEL_VICTIMS_MAX, each remembered for KERNEL_VICTIM_KEEP_US. */
 #define KERNEL_VICTIMS_MAX 64
