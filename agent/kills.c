@@ -17,46 +17,14 @@
 #include "base/text.h"
 #include "probes/memcg.h"
 #include "probes/procfs.h"
+#include "probes/system.h"
 #include "probes/tasks.h"
 #include "sampling/kills.h"
 #include "sampling/prekill.h"
 
 /* ---- members ------------------------------------------------------------------------------- */
 
-static void listener_drain(AgentKills *k);
-
-/* The processes of l as members, with what their exit records will not say. False without memory. */
-static bool members_read(KillWindow *w, const TidList *l, KillMembers *into) {
-        int proc_fd = w->k->a->rt.sysroot->proc_fd;
-        size_t n = MIN(l->n, (size_t) KILL_MEMBERS_MAX);
-
-        into->items = n > 0 ? malloc(n * sizeof *into->items) : NULL;
-        into->cap = into->items ? n : 0;
-        into->n = 0;
-        for (size_t i = 0; i < into->cap; i++) {
-                KillMember *e = &into->items[into->n];
-                pid_t pid = l->tids[i];
-                ssize_t c;
-
-                if (pid == getpid())
-                        continue;
-                *e = (KillMember) { .pid = pid };
-                e->has_rss = proc_read_rss_kib(proc_fd, pid, &e->rss_kib) >= 0;
-                c = proc_read_cmdline(proc_fd, pid, e->cmdline, sizeof e->cmdline);
-                if (c >= 0) {
-                        e->cmdline_len = (size_t) c;
-                        e->has_cmdline = true;
-                }
-                char cg[KILL_CGROUP_MAX];
-                if (proc_read_cgroup(proc_fd, pid, cg, sizeof cg) >= 0 && !proc_cgroup_outside_namespace(cg)) {
-                        snprintf(e->cgroup, sizeof e->cgroup, "%s", cgpath_trim(cg));
-                        e->has_cgroup = true;
-                }
-                into->n++;
-        }
-        kill_members_sort(into);
-        return into->items || n == 0;
-}
+static void listener_drain(AgentKills *k, size_t max);
 
 /* Lists the watch's processes (its subtree), then takes the exit records waiting, then keeps the
  * new listing. */
@@ -81,7 +49,7 @@ static void members_refresh(KillWindow *w) {
                         w->has_oom_kill_base = true;
                 }
                 safe_close(fd);
-                listed = members_read(w, &l, &fresh);
+                listed = killwindow_read_members(w, &l, &fresh);
                 tid_list_done(&l);
         }
         /* A process gone from the listing had its exit record queued before it left its cgroup
@@ -91,9 +59,12 @@ static void members_refresh(KillWindow *w) {
          * and the read of its records (libev runs a due timer before the socket's watcher of the
          * same iteration) lost its victims. */
         w->fresh = &fresh;
-        listener_drain(w->k);
+        listener_drain(w->k, 0);
         w->fresh = NULL;
         w->all = all;
+        if (w->resync && listed)
+                killwindow_unheard(w, &fresh);
+        w->resync = false;
         if (w->group) {
                 /* A kill found there keeps these members, as a kill does, and gains the newborn. */
                 if (kill_members_merge(&w->members, &fresh) < 0)
@@ -121,11 +92,16 @@ static void on_group_timer(struct ev_loop *loop, ev_timer *t, int revents) {
 
 static void on_exit_record(const TaskStats *thread, const TaskStats *process, void *userdata) {
         AgentKills *k = userdata;
-        Agent *a = k->a;
         int sig = kill_exit_signal(thread);
         pid_t tgid = thread->tgid > 0 ? thread->tgid : thread->pid;
         usec_t now = now_usec(CLOCK_MONOTONIC);
 
+        /* Whatever its end: a member whose record came did not end unheard (members_unheard()). */
+        for (size_t i = 0; i < k->n; i++) {
+                kill_members_mark_heard(&k->windows[i]->members, tgid);
+                if (k->windows[i]->fresh)
+                        kill_members_mark_heard(k->windows[i]->fresh, tgid);
+        }
         if (!sig || kernel_victims_has(&k->kernel, tgid, now))
                 return;
         /* Rare (a kill), and what tells a kill unseen from one unreported: each said. */
@@ -160,39 +136,56 @@ static void on_exit_record(const TaskStats *thread, const TaskStats *process, vo
                 }
                 memcpy(v.delay_ns, d->delay_ns, sizeof v.delay_ns);
                 v.present = d->present;
-                if (!w->group) {
-                        w->group = calloc(1, sizeof *w->group);
-                        if (!w->group) {
-                                log_error("out of memory: a kill in %s is not reported", w->watch->name);
-                                continue;
-                        }
-                        w->group->first_mono_us = now;
-                        ev_timer_set(&w->group_timer, (double) KILL_GROUP_DELAY_US / USEC_PER_SEC, 0.);
-                        ev_timer_start(a->loop, &w->group_timer);
-                }
-                (void) kill_group_add(w->group, &v);
+                killwindow_add_victim(w, &v, now);
         }
 }
 
-/* Every exit record waiting, taken. */
-static void listener_drain(AgentKills *k) {
+/* The kernel dropped lost records (the socket was full): counted, said (once a minute), and every
+ * window listed again from the loop (members_refresh() reports its members gone unheard). */
+static void listener_lost(AgentKills *k, unsigned lost) {
+        usec_t now = now_usec(CLOCK_MONOTONIC);
+
+        k->lost += lost;
+        k->a->counters.exit_records_lost += lost;
+        health_update(k->a);
+        if (log_ratelimit_pass(&k->lost_warned, now))
+                log_warning("the kernel dropped %u exit records (the exit listener's buffer of %zu bytes was full): "
+                            "listing %zu kill windows again, their processes gone unheard reported",
+                            lost, k->rcvbuf_bytes, k->n);
+        for (size_t i = 0; i < k->n; i++) {
+                k->windows[i]->lost += lost;
+                k->windows[i]->resync = true;
+        }
+        ev_timer_set(&k->resync, 0., 0.);
+        ev_timer_start(k->a->loop, &k->resync);
+}
+
+static void on_resync(struct ev_loop *loop, ev_timer *t, int revents) {
+        AgentKills *k = ASSERT_PTR(t->data);
+
+        for (size_t i = 0; i < k->n; i++)
+                if (k->windows[i]->resync)
+                        members_refresh(k->windows[i]);
+}
+
+/* The exit records waiting, taken: at most max messages (0: all, at most the buffer's). */
+static void listener_drain(AgentKills *k, size_t max) {
         unsigned lost = 0;
         int r;
 
         if (!k->listener)
                 return;
-        r = taskstats_exit_listener_drain(k->listener, on_exit_record, k, &lost);
-        if (lost > 0) {
-                k->lost += lost;
-                k->a->counters.exit_records_lost += lost;
-                health_update(k->a);
-        }
+        r = taskstats_exit_listener_drain(k->listener, max, on_exit_record, k, &lost);
+        if (lost > 0)
+                listener_lost(k, lost);
         if (r < 0 && r != -EAGAIN)
                 log_debug_errno(r, "reading exit records for kill incidents");
 }
 
+/* Bounded per loop iteration: an exit storm does not hold triggers and samples back (libev calls
+ * again while the socket is readable). */
 static void on_listener(struct ev_loop *loop, ev_io *io, int revents) {
-        listener_drain(ASSERT_PTR(io->data));
+        listener_drain(ASSERT_PTR(io->data), KILL_DRAIN_MAX);
 }
 
 /* ---- windows ------------------------------------------------------------------------------- */
@@ -203,9 +196,25 @@ static void listener_close(AgentKills *k) {
                 k->listener = taskstats_exit_listener_free(k->listener);
         }
         ev_timer_stop(k->a->loop, &k->tick);
+        ev_timer_stop(k->a->loop, &k->resync);
         if (k->logs_open)
                 killers_logs_close(&k->logs);
         k->logs_open = false;
+}
+
+/* Room for every thread of the node to end at once while the loop is busy (a mass kill of a large
+ * service, an unrelated exit storm), within 64 MiB; only what waits unread is charged. */
+static void listener_size(AgentKills *k) {
+        Runtime *rt = &k->a->rt;
+        uint64_t threads = 0;
+        size_t want;
+        int r;
+
+        (void) system_read_threads(rt->sysroot->proc_fd, &threads);
+        want = taskstats_exit_rcvbuf_bytes(threads, system_cpulist_count(runtime_exit_cpus(rt)), rt->taskstats_version);
+        r = taskstats_exit_listener_set_rcvbuf(k->listener, want, &k->rcvbuf_bytes);
+        if (r < 0)
+                log_debug_errno(r, "cannot size the exit listener's buffer to %zu bytes", want);
 }
 
 /* Registered for exit records: from here on a kill is heard (its record waits in the socket). */
@@ -217,6 +226,7 @@ static int listener_open(AgentKills *k) {
         r = taskstats_exit_listener_new(runtime_exit_cpus(&k->a->rt), &k->listener);
         if (r < 0)
                 return r;
+        listener_size(k);
         ev_io_init(&k->listener_io, on_listener, taskstats_exit_listener_fd(k->listener), EV_READ);
         k->listener_io.data = k;
         ev_io_start(k->a->loop, &k->listener_io);
@@ -276,7 +286,7 @@ static void on_tick(struct ev_loop *loop, ev_timer *t, int revents) {
                  * would then be written by its group's timer. An announcement whose measure never
                  * came is forgotten. */
                 if (w->announced[0] && !w->group && now > w->prekill_until_us) {
-                        listener_drain(k);
+                        listener_drain(k, 0);
                         if (!w->group && w->prekill)
                                 window_write_announced(w, now);
                         else if (!w->group)
@@ -330,8 +340,9 @@ static KillWindow *window_open(AgentKills *k, Watch *watch, const char *announce
         k->windows[k->n++] = w;
         members_refresh(w);
         /* What the tests wait for: from here a kill of a listed process is reported. */
-        log_debug("kill window of %s open for %u s: %zu processes listed", watch->name, a->config->kill_window_s,
-                  w->members.n);
+        log_debug("kill window of %s open for %u s: %zu processes listed, exit records buffered up to %zu (%zu bytes)",
+                  watch->name, a->config->kill_window_s, w->members.n,
+                  k->rcvbuf_bytes / taskstats_exit_record_bytes(a->rt.taskstats_version), k->rcvbuf_bytes);
         logs_open(k);
         return w;
 }
@@ -426,7 +437,7 @@ static void window_announce(KillWindow *w, const char *cgroup) {
         Agent *a = w->k->a;
         usec_t now = now_usec(CLOCK_MONOTONIC);
 
-        listener_drain(w->k);
+        listener_drain(w->k, 0);
         if (w->prekill && strcmp(cgpath_trim(w->prekill->cgroup), cgpath_trim(cgroup)) != 0)
                 window_write_announced(w, now);
         snprintf(w->announced, sizeof w->announced, "%s", cgroup);
@@ -484,6 +495,9 @@ int kills_start(Agent *a) {
         k->a = a;
         ev_timer_init(&k->tick, on_tick, KILL_TICK_S, KILL_TICK_S);
         k->tick.data = k;
+        ev_timer_init(&k->resync, on_resync, 0., 0.);
+        k->resync.data = k;
+        k->lost_warned = (LogRateLimit) { .interval_us = 60 * USEC_PER_SEC };
         r = core_hooks_add(a, &(WatchHooks) { .userdata = k,
                                               .removed = on_watch_removed,
                                               .wakeup = on_wakeup,

@@ -93,8 +93,10 @@ int runtime_open(Runtime *rt, bool enable_delayacct) {
                 r = taskstats_get_tid(rt->taskstats, getpid(), &self);
                 if (r < 0)
                         rt->taskstats = taskstats_source_free(rt->taskstats);
-                else
+                else {
+                        rt->taskstats_version = self.version;
                         log_debug("taskstats answers with struct version %u", self.version);
+                }
         }
         if (r < 0)
                 log_warning_errno(r,

@@ -19,8 +19,9 @@ typedef struct Runtime {
         LimitsHierarchy *limits;    /* where cgroup limits are read (culprit scope, "on what"); NULL: none */
         ContainerCache *containers; /* the names of containers, lent to every sample; NULL: none (no memory) */
         HostInfo host;
-        bool privileged;       /* CAP_SYS_RESOURCE: PSI windows need not be multiples of 2 s */
-        char cpus_online[256]; /* /sys/devices/system/cpu/online, for the exit listener's cpumask */
+        bool privileged;            /* CAP_SYS_RESOURCE: PSI windows need not be multiples of 2 s */
+        char cpus_online[256];      /* /sys/devices/system/cpu/online, for the exit listener's cpumask */
+        uint16_t taskstats_version; /* the struct version taskstats answers with; 0 unknown */
 } Runtime;
 
 /* The cpus a sample listens on for exit records, NULL when taskstats or the cpu list is missing. */

@@ -18,6 +18,15 @@ int system_read_delayacct(int proc_fd);
 /* Writes it; 0 or -errno (-EACCES/-EPERM without privilege, -EROFS in a read-only /proc/sys). */
 int system_write_delayacct(int proc_fd, bool on);
 
+/* The threads on the node: the total of /proc/loadavg's "running/total" field (the kernel's
+ * nr_threads). Parse and read; 0 or -EINVAL / -errno. */
+int system_parse_threads(const char *buf, size_t len, uint64_t *ret);
+int system_read_threads(int proc_fd, uint64_t *ret);
+
+/* The number of cpus of a cpu list ("0-3,8", as /sys/devices/system/cpu/online says); 0 for none
+ * or a malformed list. */
+unsigned system_cpulist_count(const char *list);
+
 /* Parses "CapEff:\t<hex>" from a /proc/<pid>/status buffer. 0 or -EINVAL. */
 int system_parse_cap_eff(const char *buf, size_t len, uint64_t *ret);
 /* Reads our own effective capability mask. 0 or -errno. */

@@ -8,6 +8,7 @@
 #include <fcntl.h>
 #include <linux/cgroupstats.h>
 #include <linux/genetlink.h>
+#include <linux/sock_diag.h>
 #include <linux/taskstats.h>
 #include <netlink/genl/ctrl.h>
 #include <netlink/genl/genl.h>
@@ -315,6 +316,8 @@ struct TaskstatsExitListener {
         char cpumask[256];
         uint8_t *rx;
         size_t rx_size;
+        uint32_t drops; /* SK_MEMINFO_DROPS when last read */
+        bool congested; /* ENOBUFS seen, the queue not read empty since */
 };
 
 static int exit_listener_register(TaskstatsExitListener *l, int attr) {
@@ -330,6 +333,32 @@ static int exit_listener_register(TaskstatsExitListener *l, int attr) {
         return r;
 }
 
+/* The socket's count of dropped messages (sk_drops: netlink_overrun() adds one per message it
+ * could not queue). 0 or -errno (-ENOPROTOOPT before 4.12). */
+static int exit_listener_read_drops(const TaskstatsExitListener *l, uint32_t *ret) {
+        uint32_t mem[SK_MEMINFO_VARS] = {};
+        socklen_t len = sizeof mem;
+
+        if (getsockopt(l->fd, SOL_SOCKET, SO_MEMINFO, mem, &len) < 0)
+                return negative_errno();
+        if (len < (SK_MEMINFO_DROPS + 1) * sizeof(uint32_t))
+                return -EPROTO;
+        *ret = mem[SK_MEMINFO_DROPS];
+        return 0;
+}
+
+/* The records dropped since the last count, into *lost; without the counter, one per ENOBUFS. */
+static void exit_listener_count_drops(TaskstatsExitListener *l, bool enobufs, unsigned *lost) {
+        uint32_t d;
+
+        if (exit_listener_read_drops(l, &d) >= 0) {
+                uint32_t n = d - l->drops; /* unsigned: right across a wrap */
+                l->drops = d;
+                *lost += n > 0 ? n : enobufs;
+        } else if (enobufs)
+                (*lost)++;
+}
+
 int taskstats_exit_listener_new(const char *cpumask, TaskstatsExitListener **ret) {
         TaskstatsExitListener *l = calloc(1, sizeof *l);
         int r, size = 4 * 1024 * 1024;
@@ -342,10 +371,11 @@ int taskstats_exit_listener_new(const char *cpumask, TaskstatsExitListener **ret
         r = taskstats_socket_open(false, l->rx_size, &l->sock, &l->fd, &l->family, &l->rx);
         if (r < 0)
                 goto fail;
-        /* Room for bursts of exits (each record is about 600 bytes); beyond it records are lost
-         * and counted. RCVBUFFORCE needs CAP_NET_ADMIN, which taskstats needs anyway. */
+        /* Room for bursts of exits; beyond it records are lost and counted. RCVBUFFORCE needs
+         * CAP_NET_ADMIN, which taskstats needs anyway. */
         if (setsockopt(l->fd, SOL_SOCKET, SO_RCVBUFFORCE, &size, sizeof size) < 0)
                 (void) setsockopt(l->fd, SOL_SOCKET, SO_RCVBUF, &size, sizeof size);
+        (void) exit_listener_read_drops(l, &l->drops);
         r = exit_listener_register(l, TASKSTATS_CMD_ATTR_REGISTER_CPUMASK);
         if (r < 0)
                 goto fail;
@@ -366,21 +396,51 @@ int taskstats_exit_listener_fd(const TaskstatsExitListener *l) {
         return l->fd;
 }
 
-int taskstats_exit_listener_drain(TaskstatsExitListener *l, TaskstatsExitFn cb, void *userdata, unsigned *lost) {
+int taskstats_exit_listener_set_rcvbuf(TaskstatsExitListener *l, size_t bytes, size_t *ret_bytes) {
+        /* The kernel doubles what it is asked (sock_setsockopt(): room for its own overhead) and
+         * compares that with the records' truesize: half of bytes is asked. */
+        int ask = (int) MIN(bytes / 2, (size_t) INT32_MAX / 2), got = 0;
+        socklen_t len = sizeof got;
+
+        if (setsockopt(l->fd, SOL_SOCKET, SO_RCVBUFFORCE, &ask, sizeof ask) < 0 &&
+            setsockopt(l->fd, SOL_SOCKET, SO_RCVBUF, &ask, sizeof ask) < 0)
+                return negative_errno();
+        if (getsockopt(l->fd, SOL_SOCKET, SO_RCVBUF, &got, &len) < 0)
+                return negative_errno();
+        *ret_bytes = got > 0 ? (size_t) got : 0;
+        return 0;
+}
+
+int taskstats_exit_listener_drain(TaskstatsExitListener *l, size_t max, TaskstatsExitFn cb, void *userdata,
+                                  unsigned *lost) {
         int n = 0;
 
         for (;;) {
+                if (max > 0 && (size_t) n >= max) {
+                        if (l->congested)
+                                exit_listener_count_drops(l, false, lost);
+                        return n;
+                }
                 ssize_t k = recv(l->fd, l->rx, l->rx_size, MSG_TRUNC);
 
                 if (k < 0) {
                         if (errno == EINTR)
                                 continue;
                         if (errno == ENOBUFS) { /* the kernel dropped records: count, keep reading */
-                                (*lost)++;
+                                l->congested = true;
+                                exit_listener_count_drops(l, true, lost);
                                 continue;
                         }
-                        return errno == EAGAIN ? n : negative_errno();
+                        if (errno != EAGAIN)
+                                return negative_errno();
+                        /* Read empty: the kernel queues again (netlink_rcv_wake()); what it dropped
+                         * until now is counted. */
+                        if (l->congested)
+                                exit_listener_count_drops(l, false, lost);
+                        l->congested = false;
+                        return n;
                 }
+                n++;
                 if ((size_t) k > l->rx_size)
                         continue; /* larger than any record: not ours */
                 for (const struct nlmsghdr *nlh = (const struct nlmsghdr *) l->rx; NLMSG_OK(nlh, (size_t) k);
@@ -396,11 +456,8 @@ int taskstats_exit_listener_drain(TaskstatsExitListener *l, TaskstatsExitFn cb, 
                                         return e->error;
                                 continue;
                         }
-                        if (taskstats_parse_exit(nlh, nlh->nlmsg_len, l->family, &thread, &process, &has_process) ==
-                            0) {
+                        if (taskstats_parse_exit(nlh, nlh->nlmsg_len, l->family, &thread, &process, &has_process) == 0)
                                 cb(&thread, has_process ? &process : NULL, userdata);
-                                n++;
-                        }
                 }
         }
 }

@@ -61,6 +61,22 @@ const KillMember *kill_members_judge(const KillMembers *before, const KillMember
         return placed;
 }
 
+void kill_members_mark_heard(KillMembers *m, pid_t pid) {
+        KillMember *e = (KillMember *) kill_members_find(m, pid); /* m's own item */
+
+        if (e)
+                e->heard = true;
+}
+
+bool kill_members_unheard(const KillMember *m, const KillMembers *now, const KillGroup *g) {
+        if (m->heard || kill_members_find(now, m->pid))
+                return false;
+        for (size_t i = 0; g && i < g->n_pids; i++)
+                if (g->pids[i] == m->pid)
+                        return false;
+        return true;
+}
+
 int kill_members_merge(KillMembers *into, const KillMembers *from) {
         size_t add = 0;
 
@@ -112,6 +128,7 @@ int kill_group_add(KillGroup *g, const KillVictim *v) {
         if (g->n_pids < KILL_GROUP_PIDS_MAX)
                 g->pids[g->n_pids++] = v->pid;
         g->total++;
+        g->unheard += v->signal == 0;
         g->sigkill = g->sigkill || v->signal == SIGKILL;
         g->sigterm = g->sigterm || v->signal == SIGTERM;
         /* Largest first; ties keep the order they died in. */

@@ -79,7 +79,7 @@ static int listen_exit(pid_t pid, unsigned threads) {
         fflush(stdout);
         for (int waited = 0; (!h.process || h.threads < threads) && waited < 300; waited++) {
                 struct pollfd p = { .fd = taskstats_exit_listener_fd(l), .events = POLLIN };
-                if (poll(&p, 1, 100) > 0 && taskstats_exit_listener_drain(l, on_exit_record, &h, &lost) < 0)
+                if (poll(&p, 1, 100) > 0 && taskstats_exit_listener_drain(l, 0, on_exit_record, &h, &lost) < 0)
                         break;
         }
         fflush(stdout);

@@ -19,8 +19,8 @@ import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from common import (LimitedCgroup, ScratchCgroup, check, check_kernel, make_file, read_lines, run,  # noqa: E402
-                    spawn, stop_agent, validator, wait_for, wait_lines, wait_log)
+from common import (LimitedCgroup, ScratchCgroup, check, check_kernel, make_file, metric, read_lines,  # noqa: E402
+                    run, spawn, stop_agent, validator, wait_for, wait_lines, wait_log)
 
 PSIDIAG, WORKLOAD, SCHEMAS = sys.argv[1:4]
 LIMIT = 48 << 20
@@ -66,8 +66,20 @@ def await_kill(out, log, timeout=30, about=None):
     return kills[0]
 
 
+def uncache(path):
+    """The data file out of the page cache again: pages a removed memcg charged stay cached (moved
+    to its parent), and a thrasher that finds them makes no pressure."""
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
+    finally:
+        os.close(fd)
+
+
 def pressured(mount, name, data):
-    """A watched cgroup under memory pressure (two thrashers in 48 MiB) with a victim asleep in it."""
+    """A watched cgroup to be put under memory pressure (two thrashers in 48 MiB, started by the
+    caller) with a victim asleep in it."""
+    uncache(data)
     cg = ScratchCgroup(mount, name).__enter__()
     lim = LimitedCgroup(mount, cg, name, LIMIT).__enter__()
     env = dict(os.environ, PSIDIAG_FILE=data)
@@ -156,6 +168,58 @@ def prekill_node_wide(tmp, mount, validate):
         print(f"prekill, node-wide, held after the answer: {inc['summary']}")
 
 
+def threads_of(pid):
+    with open(f"/proc/{pid}/status") as f:
+        return next(int(l.split()[1]) for l in f if l.startswith("Threads:"))
+
+
+def storm_then_kill(tmp, mount, data, validate):
+    """The agent stopped (SIGSTOP) while a process of more threads than the kill window's exit
+    socket holds ends, then the victim killed, then the agent let go: the kernel drops records
+    (the victim's among them); the kill incident must name the victim all the same (ended
+    unheard) and say how many records were lost."""
+    cg, lim, env, victim = pressured(mount, "gap-storm", data)
+    crowd_cg = ScratchCgroup(mount, "gap-crowd").__enter__()
+    agent, crowd = None, None
+    try:
+        agent, out, log = start_agent(tmp, "storm", {"cgroup": cg.rel, "triggers": ["memory some 50ms 2s"]})
+        spawn(cg, [WORKLOAD, "thrash", "psidiag-thrash", "2"], env, lim.extra)
+        m = wait_log(log, r"kill window of \S+ open for \d+ s: \d+ processes listed"
+                     r"(?:, exit records buffered up to (\d+))?", 60, agent)
+        # Before the buffer was sized for the node: 4 MiB asked, 8 MiB given, 2,305 bytes a record.
+        room = int(m.group(1)) if m.group(1) else (8 << 20) // 2305
+        n = room * 3 // 2 + 1000
+        crowd = crowd_cg.spawn([WORKLOAD, "park", "psidiag-crowd", str(n)])
+        wait_for(f"{n} threads parked", lambda: threads_of(crowd.pid) >= n, 60, 0.2)
+        agent.send_signal(signal.SIGSTOP)
+        wait_for("the agent stopped", lambda: state(agent.pid) == "T", 10, 0.02)
+        crowd.kill()
+        crowd.wait()
+        victim.kill()
+        victim.wait()
+        agent.send_signal(signal.SIGCONT)
+        inc = await_kill(out, log, 30, victim.pid)
+        prom = os.path.join(tmp, "storm.prom")
+        lost_metric = wait_for("the lost records counted",
+                               lambda: metric(prom, "psidiag_exit_records_lost_total"), 10, 0.2)
+    finally:
+        if crowd and crowd.poll() is None:
+            crowd.kill()
+            crowd.wait()
+        code = stop_agent(agent) if agent else None
+        crowd_cg.__exit__(None, None, None)
+        release(cg, lim)
+    check(code == 0, f"agent exit {code}:\n{open(log).read()[-3000:]}")
+    validate(inc)
+    k = inc["kill"]
+    v = [v for v in k["victims"] if v["pid"] == victim.pid]
+    check(v and v[0]["signal"] is None and k["ended_unheard"] >= 1, f"victims {k['victims']}")
+    check(k["lost_exit_records"] > 0 and lost_metric >= k["lost_exit_records"],
+          f"lost {k['lost_exit_records']}, metric {lost_metric}")
+    print(f"storm of {n} threads ({room} records of room): {k['lost_exit_records']} records lost, "
+          f"metric {lost_metric}: {inc['summary']}")
+
+
 def main():
     mount = check_kernel()
     validate = validator(SCHEMAS)
@@ -165,7 +229,8 @@ def main():
     only = set(filter(None, os.environ.get("PSIDIAG_KILLGAPS", "").split(",")))
     cases = [("logs", lambda: held_kill(tmp, mount, data, validate, "kill-logs-open")),
              ("incident", lambda: held_kill(tmp, mount, data, validate, "kill-incident")),
-             ("prekill", lambda: prekill_node_wide(tmp, mount, validate))]
+             ("prekill", lambda: prekill_node_wide(tmp, mount, validate)),
+             ("storm", lambda: storm_then_kill(tmp, mount, data, validate))]
     try:
         for name, case in cases:
             if not only or name in only:

@@ -290,6 +290,18 @@ static void test_members_judge_and_merge(void **state) {
         assert_null(kill_members_judge(&before, &after, 50, 50, &placed));
         assert_null(kill_members_judge(NULL, NULL, 10, 20, &placed));
 
+        /* After lost records: gone from the listing, no record of it, not in the group in flight. */
+        KillGroup g = {};
+        KillVictim v = { .pid = 10, .signal = 0 };
+        assert_true(kill_members_unheard(&before.items[0], &after, NULL));
+        assert_false(kill_members_unheard(&before.items[1], &after, NULL)); /* still listed */
+        assert_int_equal(kill_group_add(&g, &v), 1);
+        assert_false(kill_members_unheard(&before.items[0], &after, &g)); /* reported already */
+        assert_int_equal(g.unheard, 1);
+        kill_members_mark_heard(&before, 10);
+        assert_true(before.items[0].heard);
+        assert_false(kill_members_unheard(&before.items[0], &after, NULL)); /* its record came */
+
         KillMembers into = {};
         assert_int_equal(kill_members_merge(&into, &before), 0);
         assert_int_equal(kill_members_merge(&into, &after), 0);
