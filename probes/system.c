@@ -164,3 +164,29 @@ unsigned system_cpulist_count(const char *list) {
         }
         return n;
 }
+
+int system_read_cpus_possible(int root_fd, char **ret) {
+        const size_t size = 65536;
+        char *buf = malloc(size);
+        ssize_t n;
+
+        if (!buf)
+                return -ENOMEM;
+        n = read_file_at(root_fd, "sys/devices/system/cpu/possible", buf, size);
+        if (n < 0) {
+                free(buf);
+                return (int) n;
+        }
+        while (n > 0 && (buf[n - 1] == '\n' || buf[n - 1] == ' '))
+                buf[--n] = '\0';
+        if (n == 0) {
+                free(buf);
+                return -ENODATA;
+        }
+        char *s = strndup(buf, (size_t) n);
+        free(buf);
+        if (!s)
+                return -ENOMEM;
+        *ret = s;
+        return 0;
+}

@@ -23,6 +23,11 @@ int system_write_delayacct(int proc_fd, bool on);
 int system_parse_threads(const char *buf, size_t len, uint64_t *ret);
 int system_read_threads(int proc_fd, uint64_t *ret);
 
+/* <root>/sys/devices/system/cpu/possible: every cpu that can ever be online (hotplug included), in
+ * the kernel's cpulist format, trailing space cut, malloc'ed into *ret (no length cut: as long as
+ * the kernel writes it, up to 64 KiB). 0, -ENODATA (empty) or -errno. */
+int system_read_cpus_possible(int root_fd, char **ret);
+
 /* The number of cpus of a cpu list ("0-3,8", as /sys/devices/system/cpu/online says); 0 for none
  * or a malformed list. */
 unsigned system_cpulist_count(const char *list);

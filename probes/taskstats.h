@@ -154,8 +154,11 @@ TaskstatsSource *taskstats_source_free(TaskstatsSource *s);
 typedef struct TaskstatsExitListener TaskstatsExitListener;
 
 /* Registers for exits on cpus (the kernel's cpulist format, e.g. "0-3" from
- * /sys/devices/system/cpu/online). The socket is non-blocking; its fd can be polled. 0 or -errno
- * (-EPERM without CAP_NET_ADMIN). */
+ * /sys/devices/system/cpu/possible, so that a cpu brought online later is heard too; any length)
+ * and reads the kernel's acknowledgement (NLM_F_ACK): 0, or the kernel's refusal (-EINVAL: a cpu
+ * outside the possible ones, or not in the initial user and PID namespaces; -EPERM without
+ * CAP_NET_ADMIN), or -errno. Records that arrive before the acknowledgement are kept for the
+ * first drain. The socket is non-blocking; its fd can be polled. */
 int taskstats_exit_listener_new(const char *cpumask, TaskstatsExitListener **ret);
 int taskstats_exit_listener_fd(const TaskstatsExitListener *l);
 

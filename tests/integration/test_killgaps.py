@@ -220,6 +220,51 @@ def storm_then_kill(tmp, mount, data, validate):
           f"metric {lost_metric}: {inc['summary']}")
 
 
+CPU1 = "/sys/devices/system/cpu/cpu1/online"
+
+
+def on_cpu(pid):
+    with open(f"/proc/{pid}/stat") as f:
+        return int(f.read().rsplit(") ", 1)[1].split()[36])
+
+
+def hotplug_kill(tmp, mount, data, validate):
+    """cpu1 offline when the agent starts, online again before the kill, the victim killed on it:
+    the exit listener registered for the possible cpus hears it (one registered for the cpus
+    online at the start does not). Skipped where cpu1 cannot be taken offline."""
+    if not os.path.exists(CPU1) or os.cpu_count() < 2:
+        print("hotplug: no cpu1 to take offline here; not run")
+        return
+    cg, lim, env, victim = pressured(mount, "gap-hotplug", data)
+    agent = None
+    try:
+        try:
+            with open(CPU1, "w") as f:
+                f.write("0")
+        except OSError as e:
+            print(f"hotplug: cpu1 cannot be taken offline ({e}); not run")
+            return
+        agent, out, log = start_agent(tmp, "hotplug", {"cgroup": cg.rel, "triggers": ["memory some 50ms 2s"]})
+        with open(CPU1, "w") as f:
+            f.write("1")
+        spawn(cg, [WORKLOAD, "thrash", "psidiag-thrash", "2"], env, lim.extra)
+        wait_log(log, r"kill window of \S+ open for \d+ s: \d+ processes listed", 60, agent)
+        os.sched_setaffinity(victim.pid, {1})
+        wait_for("the victim on cpu1", lambda: on_cpu(victim.pid) == 1, 10, 0.05)
+        victim.kill()
+        victim.wait()
+        inc = await_kill(out, log, 30, victim.pid)
+    finally:
+        with open(CPU1, "w") as f:  # always back online, whatever failed
+            f.write("1")
+        code = stop_agent(agent) if agent else None
+        release(cg, lim)
+    check(code == 0, f"agent exit {code}:\n{open(log).read()[-3000:]}")
+    validate(inc)
+    check(any(v["pid"] == victim.pid for v in inc["kill"]["victims"]), f"victims {inc['kill']['victims']}")
+    print(f"killed on cpu1, brought online after the agent started: {inc['summary']}")
+
+
 def main():
     mount = check_kernel()
     validate = validator(SCHEMAS)
@@ -230,7 +275,8 @@ def main():
     cases = [("logs", lambda: held_kill(tmp, mount, data, validate, "kill-logs-open")),
              ("incident", lambda: held_kill(tmp, mount, data, validate, "kill-incident")),
              ("prekill", lambda: prekill_node_wide(tmp, mount, validate)),
-             ("storm", lambda: storm_then_kill(tmp, mount, data, validate))]
+             ("storm", lambda: storm_then_kill(tmp, mount, data, validate)),
+             ("hotplug", lambda: hotplug_kill(tmp, mount, data, validate))]
     try:
         for name, case in cases:
             if not only or name in only:
