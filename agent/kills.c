@@ -379,7 +379,9 @@ static void on_pressure_incident(Watch *watch, const Trigger *t, const char *id,
                 return;
         snprintf(w->trigger, sizeof w->trigger, "%s", t->cfg->text);
         snprintf(w->incident, sizeof w->incident, "%s", id);
-        w->incident_mono_us = now;
+        /* A kill already in flight came after this incident's wakeup (the window's opening). */
+        if (!w->group)
+                w->incident_mono_us = now;
         w->until_us = MAX(w->until_us, now + (usec_t) a->config->kill_window_s * USEC_PER_SEC);
         if (!w->group)
                 members_refresh(w);

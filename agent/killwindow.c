@@ -200,7 +200,7 @@ void killwindow_write(KillWindow *w, bool final) {
         /* No mark names the killer yet: one may come late (kill_mark_wait_us()). A kill announced
          * whose measure is still being taken (agent/prekill.h) waits for it as long. */
         usec_t wait = final ? 0 : kill_mark_wait_us(&killer, g->first_mono_us, now);
-        if (!final && !pk && w->announced[0] && now < g->first_mono_us + KILL_MARK_WAIT_US)
+        if (!final && !w->prekill && w->announced[0] && now < g->first_mono_us + KILL_MARK_WAIT_US)
                 wait = MAX(wait, 100 * USEC_PER_MSEC);
         if (wait > 0) {
                 w->group = TAKE_PTR(g);
