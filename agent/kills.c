@@ -96,7 +96,7 @@ static void on_exit_record(const TaskStats *thread, const TaskStats *process, vo
         pid_t tgid = thread->tgid > 0 ? thread->tgid : thread->pid;
         usec_t now = now_usec(CLOCK_MONOTONIC);
 
-        /* Whatever its end: a member whose record came did not end unheard (members_unheard()). */
+        /* Whatever its end: a member whose record came did not end unheard (killwindow_unheard()). */
         for (size_t i = 0; i < k->n; i++) {
                 kill_members_mark_heard(&k->windows[i]->members, tgid);
                 if (k->windows[i]->fresh)
