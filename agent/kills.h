@@ -25,5 +25,9 @@ void kills_kmsg_message(Agent *a, const char *msg, size_t len);
  * its kill incident names systemd-oomd (basis prekill) and carries m; with no kill within
  * prekill_wait_s, a kill incident of no victim says so. */
 void kills_prekill(Agent *a, PrekillMeasure *m);
+/* systemd-oomd's Notify of cgroup, before it is measured and answered: the deepest watch over it
+ * opens its kill window now (listening, then the cgroup's processes listed), so that a kill right
+ * after the answer is heard; kills_prekill() brings the measure. */
+void kills_prekill_listen(Agent *a, const char *cgroup);
 /* A victim of the kernel's OOM killer: its exit is an oom incident's, never a kill incident's. */
 void kills_kernel_victim(Agent *a, pid_t pid);

@@ -12,8 +12,94 @@
 #include "base/cgpath.h"
 #include "base/log.h"
 #include "base/macro.h"
+#include "probes/procfs.h"
 #include "probes/limits-find.h"
 #include "sampling/result.h"
+
+/* The processes of l as members, with what their exit records will not say. False without memory. */
+bool killwindow_read_members(KillWindow *w, const TidList *l, KillMembers *into) {
+        int proc_fd = w->k->a->rt.sysroot->proc_fd;
+        size_t n = MIN(l->n, (size_t) KILL_MEMBERS_MAX);
+
+        into->items = n > 0 ? malloc(n * sizeof *into->items) : NULL;
+        into->cap = into->items ? n : 0;
+        into->n = 0;
+        for (size_t i = 0; i < into->cap; i++) {
+                KillMember *e = &into->items[into->n];
+                pid_t pid = l->tids[i];
+                ssize_t c;
+
+                if (pid == getpid())
+                        continue;
+                *e = (KillMember) { .pid = pid };
+                e->has_rss = proc_read_rss_kib(proc_fd, pid, &e->rss_kib) >= 0;
+                c = proc_read_cmdline(proc_fd, pid, e->cmdline, sizeof e->cmdline);
+                if (c >= 0) {
+                        e->cmdline_len = (size_t) c;
+                        e->has_cmdline = true;
+                }
+                char cg[KILL_CGROUP_MAX];
+                if (proc_read_cgroup(proc_fd, pid, cg, sizeof cg) >= 0 && !proc_cgroup_outside_namespace(cg)) {
+                        snprintf(e->cgroup, sizeof e->cgroup, "%s", cgpath_trim(cg));
+                        e->has_cgroup = true;
+                }
+                into->n++;
+        }
+        kill_members_sort(into);
+        return into->items || n == 0;
+}
+
+/* v into w's group in flight, which starts with it when there is none. */
+void killwindow_add_victim(KillWindow *w, const KillVictim *v, usec_t now) {
+        if (!w->group) {
+                w->group = calloc(1, sizeof *w->group);
+                if (!w->group) {
+                        log_error("out of memory: a kill in %s is not reported", w->watch->name);
+                        return;
+                }
+                w->group->first_mono_us = now;
+                ev_timer_set(&w->group_timer, (double) KILL_GROUP_DELAY_US / USEC_PER_SEC, 0.);
+                ev_timer_start(w->k->a->loop, &w->group_timer);
+        }
+        (void) kill_group_add(w->group, v);
+}
+
+/* "psidiag-workload" of "/usr/bin/psidiag-workload sleep": a comm for a process whose exit record
+ * was lost (its cmdline's first word, cut as the kernel cuts a comm). */
+static void comm_from_cmdline(const KillMember *m, char *comm, size_t size) {
+        size_t end = 0, start = 0;
+
+        while (m->has_cmdline && end < m->cmdline_len && m->cmdline[end] != ' ') {
+                if (m->cmdline[end] == '/')
+                        start = end + 1;
+                end++;
+        }
+        snprintf(comm, size, "%.*s", (int) MIN(end - MIN(start, end), (size_t) 15), m->cmdline + MIN(start, end));
+}
+
+/* Exit records were lost: every member gone from the listing now with no record heard ended
+ * while they were, and is reported (signal unknown), never dropped. */
+void killwindow_unheard(KillWindow *w, const KillMembers *now) {
+        usec_t t = now_usec(CLOCK_MONOTONIC);
+        size_t n = 0;
+
+        for (size_t i = 0; i < w->members.n; i++) {
+                const KillMember *m = &w->members.items[i];
+                if (!kill_members_unheard(m, now, w->group))
+                        continue;
+                KillVictim v = { .pid = m->pid, .uid = -1, .member = *m, .has_member = true };
+                comm_from_cmdline(m, v.comm, sizeof v.comm);
+                if (m->has_rss) {
+                        v.rss_kib = m->rss_kib;
+                        v.has_rss = true;
+                        v.rss_source = "status";
+                }
+                killwindow_add_victim(w, &v, t);
+                n++;
+        }
+        log_debug("kill window of %s listed again after lost exit records: %zu processes ended unheard", w->watch->name,
+                  n);
+}
 
 void killwindow_mark_push(const KillMark *m, void *userdata) {
         AgentKills *k = userdata;
@@ -111,8 +197,11 @@ void killwindow_write(KillWindow *w, bool final) {
                 ev.n_running = killers_running(a->rt.sysroot, running, ELEMENTSOF(running));
                 kill_choose_killer(&ev, g->pids, g->n_pids, &killer);
         }
-        /* No mark names the killer yet: one may come late (kill_mark_wait_us()). */
+        /* No mark names the killer yet: one may come late (kill_mark_wait_us()). A kill announced
+         * whose measure is still being taken (agent/prekill.h) waits for it as long. */
         usec_t wait = final ? 0 : kill_mark_wait_us(&killer, g->first_mono_us, now);
+        if (!final && !w->prekill && w->announced[0] && now < g->first_mono_us + KILL_MARK_WAIT_US)
+                wait = MAX(wait, 100 * USEC_PER_MSEC);
         if (wait > 0) {
                 w->group = TAKE_PTR(g);
                 ev_timer_set(&w->group_timer, (double) wait / USEC_PER_SEC, 0.);
@@ -147,7 +236,10 @@ void killwindow_write(KillWindow *w, bool final) {
                 .has_oom_kill = ms.has_oom_kill,
                 .oom_kill = ms.oom_kill,
                 .trigger_spec = w->trigger[0] ? w->trigger : NULL,
-                .pressure_incident = w->incident[0] ? w->incident : NULL,
+                /* A kill while the window's first sample runs: the id that sample was given. */
+                .pressure_incident = w->incident[0]           ? w->incident
+                                     : w->watch->sample_id[0] ? w->watch->sample_id
+                                                              : NULL,
                 .since_pressure_ms =
                         g->first_mono_us > w->incident_mono_us ? (g->first_mono_us - w->incident_mono_us) / 1000 : 0,
                 .above_trigger = w->last_wakeup_us > w->incident_mono_us,
@@ -156,6 +248,7 @@ void killwindow_write(KillWindow *w, bool final) {
                 .prekill = pk,
                 .prekill_outcome = pk ? (g->total > 0 ? "killed" : "no_kill") : NULL,
                 .kill_mono_us = g->first_mono_us,
+                .lost_exit_records = w->lost,
         };
 
         /* The cgroup's pressure right after: a result of no task. */
@@ -189,12 +282,15 @@ void killwindow_write(KillWindow *w, bool final) {
                            },
                            &end);
         safe_close(fd);
-        if (pk)
+        if (pk) {
                 w->prekill = prekill_measure_free(w->prekill);
+                w->announced[0] = '\0';
+        }
         if (r < 0) {
                 log_error_errno(r, "cannot build the kill incident of %s", w->watch->name);
                 return;
         }
+        w->lost = 0;
         log_info("%llu process%s of %s killed under pressure by %s (%s): incident %s", (unsigned long long) g->total,
                  g->total == 1 ? "" : "es", w->watch->name,
                  killer.killer == KILLER_UNKNOWN ? "an unknown killer" : killer_kind_to_string(killer.killer),

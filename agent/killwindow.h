@@ -8,6 +8,7 @@
 #include "agent/core.h"
 #include "agent/killers.h"
 #include "probes/memcg.h"
+#include "probes/tasks.h"
 #include "probes/taskstats.h"
 #include "sampling/kills.h"
 #include "sampling/prekill.h"
@@ -15,6 +16,7 @@
 #define KILL_TICK_S 1.0
 #define KILL_MEMBERS_MAX 4096
 #define KILL_RELATED_MAX 64
+#define KILL_DRAIN_MAX 4096 /* exit messages read per loop iteration */
 
 typedef struct KillWindow {
         AgentKills *k;
@@ -23,12 +25,20 @@ typedef struct KillWindow {
         char incident[HISTORY_ID_MAX];
         usec_t incident_mono_us, until_us, last_wakeup_us;
         KillMembers members;
+        /* While a refresh drains: the new listing, judged with members (kill_members_judge()). */
+        KillMembers *fresh;
+        bool all;      /* every process is a member (node-wide, no kill announced): known by its record */
+        bool resync;   /* exit records were lost: the next refresh reports the members gone unheard */
+        uint64_t lost; /* exit records lost since the window's last kill incident */
         uint64_t oom_kill_base;
         bool has_oom_kill_base;
         KillXattrBases xattrs;
         KillGroup *group; /* in flight, written when group_timer fires */
         ev_timer group_timer;
         PrekillMeasure *prekill; /* a kill systemd-oomd announced (agent/prekill.h), until prekill_until_us */
+        /* The cgroup of that kill, from its Notify on (the measure comes after the answer): while
+         * set, a node-wide window's members are its processes. */
+        char announced[KILL_CGROUP_MAX];
         usec_t prekill_until_us;
 } KillWindow;
 
@@ -44,9 +54,21 @@ struct AgentKills {
         usec_t mark_us[KILL_MARKS_MAX];
         size_t n_marks, marks_next;
         KillLogs logs;
+        bool logs_open;
         uint64_t lost;
+        size_t rcvbuf_bytes; /* the exit listener's buffer, as the kernel gave it */
+        LogRateLimit lost_warned;
+        ev_timer resync; /* lists the windows again after lost records, from the loop */
 };
 
+/* The processes of l as w's members, with what their exit records will not say (their command line,
+ * cgroup and resident set), into *into, sorted. False without memory. */
+bool killwindow_read_members(KillWindow *w, const TidList *l, KillMembers *into);
+/* v into w's group in flight, which starts with it (its timer started) when there is none. */
+void killwindow_add_victim(KillWindow *w, const KillVictim *v, usec_t now);
+/* Exit records were lost: every member of w gone from now with no record heard ended while they
+ * were, and is added to the group (signal unknown), never dropped. */
+void killwindow_unheard(KillWindow *w, const KillMembers *now);
 /* m into the ring of marks (a KillerLogFn). */
 void killwindow_mark_push(const KillMark *m, void *userdata);
 /* The watched cgroup's memory now: its cgroup2 files, or on a hybrid host the v1 memcg its processes

@@ -15,6 +15,7 @@
 #include "agent/varlink.h"
 #include "base/log.h"
 #include "base/macro.h"
+#include "base/testhold.h"
 #include "config/keys.h"
 
 /* At most this many clients at once: systemd-oomd opens one per kill it announces, one at a time
@@ -175,6 +176,7 @@ static void job_done(PrekillJob *j) {
         log_debug("prekill hook: %s measured, %zu of %llu processes, %llu us after the call", m->cgroup, m->n_procs,
                   (unsigned long long) m->processes_total,
                   (unsigned long long) (now_usec(CLOCK_MONOTONIC) - m->notified_mono_us));
+        test_hold("prekill-done");
         kills_prekill(j->p->a, m);
         job_free(j);
 }
@@ -259,6 +261,7 @@ static int conn_notify(PrekillConn *c, const VarlinkCall *call, usec_t read_us) 
         PrekillJob *j = p->n_jobs < PREKILL_JOBS_MAX ? calloc(1, sizeof *j) : NULL;
 
         count(p, COUNTERS_PREKILL_NOTIFY);
+        kills_prekill_listen(a, call->cgroup);
         if (!j || prekill_measure_new(call->cgroup, read_us, &j->m) < 0 ||
             prekill_measure_cgroup(j->m, a->rt.sysroot, a->rt.limits) < 0) {
                 size_t len;

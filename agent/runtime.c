@@ -42,6 +42,8 @@ static void runtime_resolve_cgroupns(Runtime *rt) {
                  ns.root);
 }
 
+static void runtime_exit_check(Runtime *rt);
+
 int runtime_open(Runtime *rt, bool enable_delayacct) {
         uint64_t caps = 0;
         int r;
@@ -94,8 +96,10 @@ int runtime_open(Runtime *rt, bool enable_delayacct) {
                 r = taskstats_get_tid(rt->taskstats, getpid(), &self);
                 if (r < 0)
                         rt->taskstats = taskstats_source_free(rt->taskstats);
-                else
+                else {
+                        rt->taskstats_version = self.version;
                         log_debug("taskstats answers with struct version %u", self.version);
+                }
         }
         if (r < 0)
                 log_warning_errno(r,
@@ -104,20 +108,44 @@ int runtime_open(Runtime *rt, bool enable_delayacct) {
                                   r == -EPERM ? " (the kernel refused it: CAP_NET_ADMIN is needed)" : "");
 
         host_info_read(rt->sysroot, &rt->host);
-        ssize_t n = read_file_at(rt->sysroot->root_fd, "sys/devices/system/cpu/online", rt->cpus_online,
-                                 sizeof rt->cpus_online);
-        while (n > 0 && (rt->cpus_online[n - 1] == '\n' || rt->cpus_online[n - 1] == ' '))
-                rt->cpus_online[--n] = '\0';
-        if (n <= 0)
-                rt->cpus_online[0] = '\0';
+        runtime_exit_check(rt);
         return 0;
 }
 
+/* The exit listeners' cpus, and whether the kernel takes a registration for them: once here, so a
+ * refusal is said once (at error), and the samples and kill windows do without exit records
+ * rather than each hold a listener that hears nothing. */
+static void runtime_exit_check(Runtime *rt) {
+        TaskstatsExitListener *l = NULL;
+        int r;
+
+        r = system_read_cpus_possible(rt->sysroot->root_fd, &rt->cpus);
+        if (r < 0) {
+                log_warning_errno(r, "cannot read the possible cpus: exits are not heard (processes that end during a "
+                                     "sample, kills)");
+                return;
+        }
+        if (!rt->taskstats)
+                return;
+        r = taskstats_exit_listener_new(rt->cpus, &l);
+        if (r < 0) {
+                rt->exit_refused = r;
+                log_error_errno(r,
+                                "the kernel refused an exit listener for cpus %s: exits are not heard (processes that "
+                                "end during a sample, kills)",
+                                rt->cpus);
+                return;
+        }
+        taskstats_exit_listener_free(l);
+        log_debug("exit listeners register for the possible cpus %s", rt->cpus);
+}
+
 const char *runtime_exit_cpus(const Runtime *rt) {
-        return rt->taskstats && rt->cpus_online[0] ? rt->cpus_online : NULL;
+        return rt->taskstats && rt->cpus && !rt->exit_refused ? rt->cpus : NULL;
 }
 
 void runtime_close(Runtime *rt) {
+        rt->cpus = mfree(rt->cpus);
         rt->taskstats = taskstats_source_free(rt->taskstats);
         rt->limits = limits_hierarchy_free(rt->limits);
         rt->containers = container_cache_free(rt->containers);

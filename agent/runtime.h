@@ -19,11 +19,14 @@ typedef struct Runtime {
         LimitsHierarchy *limits;    /* where cgroup limits are read (culprit scope, "on what"); NULL: none */
         ContainerCache *containers; /* the names of containers, lent to every sample; NULL: none (no memory) */
         HostInfo host;
-        bool privileged;       /* CAP_SYS_RESOURCE: PSI windows need not be multiples of 2 s */
-        char cpus_online[256]; /* /sys/devices/system/cpu/online, for the exit listener's cpumask */
+        bool privileged;            /* CAP_SYS_RESOURCE: PSI windows need not be multiples of 2 s */
+        char *cpus;                 /* /sys/devices/system/cpu/possible, the exit listeners' cpumask; NULL: unknown */
+        int exit_refused;           /* the kernel's refusal of an exit listener for cpus at start (logged), or 0 */
+        uint16_t taskstats_version; /* the struct version taskstats answers with; 0 unknown */
 } Runtime;
 
-/* The cpus a sample listens on for exit records, NULL when taskstats or the cpu list is missing. */
+/* The cpus exit listeners register for (every possible one: a cpu brought online later is heard),
+ * NULL when taskstats or the cpu list is missing, or the kernel refused the registration. */
 const char *runtime_exit_cpus(const Runtime *rt);
 
 /* Opens the sysroot at "/" and where cgroup limits are read (rt->limits, NULL when out of memory),

@@ -161,6 +161,14 @@ size_t check_evaluate(const CheckFacts *f, CheckLine *lines) {
                              ? " (newer than psidiag knows; known fields are read)"
                              : "");
 
+        if (f->exit_err < 0 && f->taskstats_err >= 0)
+                LINE(CHECK_FAIL, "exit-listener",
+                     "the kernel refused the registration for cpus %s: %s: exits are not "
+                     "heard (processes that end during a sample, kill incidents)",
+                     f->exit_cpus[0] ? f->exit_cpus : "(unreadable)", strerror(-f->exit_err));
+        else if (f->exit_err >= 0)
+                LINE(CHECK_OK, "exit-listener", "registered for the possible cpus %s (acknowledged)", f->exit_cpus);
+
         if (f->delayacct == 1)
                 LINE(CHECK_OK, "delayacct", "kernel.task_delayacct=1");
         else if (f->delayacct == 0)
@@ -422,6 +430,19 @@ static void gather_cgroups(CheckFacts *f, const Sysroot *s) {
         snprintf(f->v1_controllers, sizeof f->v1_controllers, "%s", s->v1_controllers);
 }
 
+/* What the agent's exit listeners ask: exits on every possible cpu, acknowledged. */
+static void gather_exit_listener(CheckFacts *f, const Sysroot *s) {
+        _cleanup_free_ char *cpus = NULL;
+        TaskstatsExitListener *l = NULL;
+
+        f->exit_err = f->taskstats_err < 0 ? f->taskstats_err : system_read_cpus_possible(s->root_fd, &cpus);
+        if (f->exit_err < 0)
+                return;
+        snprintf(f->exit_cpus, sizeof f->exit_cpus, "%s", cpus);
+        f->exit_err = taskstats_exit_listener_new(cpus, &l);
+        taskstats_exit_listener_free(l);
+}
+
 void check_gather(CheckFacts *f) {
         Sysroot *s = NULL;
         TaskstatsSource *ts = NULL;
@@ -451,6 +472,7 @@ void check_gather(CheckFacts *f) {
                         f->taskstats_version = self.version;
         }
         taskstats_source_free(ts);
+        gather_exit_listener(f, s);
 
         f->delayacct = system_read_delayacct(s->proc_fd);
         f->caps_err = system_read_cap_eff(s->proc_fd, &f->cap_eff);

@@ -40,6 +40,8 @@ typedef struct CheckFacts {
         char memory_v1_path[256];         /* hybrid: where memory limits come from, or "" */
         int taskstats_err;                /* asking taskstats about ourselves */
         unsigned taskstats_version;
+        int exit_err;              /* registering an exit listener for the possible cpus (its acknowledgement) */
+        char exit_cpus[64];        /* those cpus, as the kernel lists them (cut to fit: shown, not used) */
         int delayacct;             /* 1, 0 or -errno */
         bool delayacct_switchable; /* euid 0 with CAP_SYS_ADMIN: --enable-delayacct works */
         int caps_err;

@@ -222,7 +222,7 @@ static json_t *kill_victim_object(const KillVictim *v, const ContainerCache *con
         r |= set_new(o, "meta", incident_cgroup_meta(cg, container_cache_peek(containers, cg)));
         r |= set_new(o, "rss_kib", v->has_rss ? json_u64(v->rss_kib) : json_null());
         r |= set_new(o, "rss_source", v->has_rss ? json_string(v->rss_source) : json_null());
-        r |= set_new(o, "signal", json_string(v->signal == 9 ? "SIGKILL" : "SIGTERM"));
+        r |= set_new(o, "signal", v->signal == 0 ? json_null() : json_string(v->signal == 9 ? "SIGKILL" : "SIGTERM"));
         r |= set_new(o, "delay_us", v->present ? delays_object(v->delay_ns, v->present) : json_null());
         return object_or_null(o, r);
 }
@@ -247,6 +247,8 @@ static int kill_add(json_t *incident, const KillReport *k) {
         r |= set_new(o, "victims_total", json_u64(g->total));
         r |= set_new(o, "signals", signals);
         r |= set_new(o, "victims", victims);
+        r |= set_new(o, "lost_exit_records", json_u64(k->lost_exit_records));
+        r |= set_new(o, "ended_unheard", json_u64(g->unheard));
         if (k->killer && k->killer->killer != KILLER_UNKNOWN) {
                 killer = json_object();
                 r |= set_new(killer, "name", json_string(killer_kind_to_string(k->killer->killer)));

@@ -66,6 +66,9 @@ typedef struct KillReport {
         const PrekillMeasure *prekill;
         const char *prekill_outcome;
         usec_t kill_mono_us;
+        /* Exit records the kernel dropped on the window's listener since its last kill incident
+         * (its socket was full): group->unheard victims ended while they were. */
+        uint64_t lost_exit_records;
 } KillReport;
 
 /* What an incident says beside its sample: who writes it, why, and about what. The sample itself

@@ -80,6 +80,14 @@ void summary_kill_put(FILE *f, const json_t *kill) {
                         fputs(" before", f);
                 }
         }
+        double lost = textout_field_or_zero(kill, "lost_exit_records"),
+               unheard = textout_field_or_zero(kill, "ended_unheard");
+        if (lost > 0) {
+                /* "; 8361 exit records lost (the agent's buffer was full): 1 process ended unheard" */
+                fprintf(f, "; %.0f exit record%s lost (the agent's buffer was full)", lost, lost == 1 ? "" : "s");
+                if (unheard > 0)
+                        fprintf(f, ": %.0f process%s ended unheard, how unknown", unheard, unheard == 1 ? "" : "es");
+        }
         if (textout_field_number(pk, "before_kill_ms", &before)) {
                 /* "; measured 88 ms before the kill (3 processes, 40 MiB)" */
                 fputs("; measured ", f);

@@ -222,3 +222,84 @@ void host_info_read(const Sysroot *sysroot, HostInfo *ret) {
         if (system_read_boot_id(sysroot->proc_fd, ret->boot_id, sizeof ret->boot_id) < 0)
                 snprintf(ret->boot_id, sizeof ret->boot_id, "unknown");
 }
+
+int system_parse_threads(const char *buf, size_t len, uint64_t *ret) {
+        /* "0.52 0.58 0.59 3/812 12345\n": the fourth field's total. */
+        size_t i = 0;
+
+        for (int field = 0; field < 3; field++) {
+                while (i < len && buf[i] != ' ')
+                        i++;
+                while (i < len && buf[i] == ' ')
+                        i++;
+        }
+        while (i < len && buf[i] != '/' && buf[i] != ' ')
+                i++;
+        if (i >= len || buf[i] != '/' || i + 1 >= len || buf[i + 1] < '0' || buf[i + 1] > '9')
+                return -EINVAL;
+        uint64_t n = 0;
+        for (i++; i < len && buf[i] >= '0' && buf[i] <= '9'; i++) {
+                if (n > (UINT64_MAX - 9) / 10)
+                        return -EINVAL;
+                n = n * 10 + (uint64_t) (buf[i] - '0');
+        }
+        *ret = n;
+        return 0;
+}
+
+int system_read_threads(int proc_fd, uint64_t *ret) {
+        char buf[256];
+        ssize_t n = read_file_at(proc_fd, "loadavg", buf, sizeof buf);
+
+        if (n < 0)
+                return (int) n;
+        return system_parse_threads(buf, (size_t) n, ret);
+}
+
+unsigned system_cpulist_count(const char *list) {
+        unsigned n = 0;
+
+        for (const char *p = list; p && *p && *p != '\n';) {
+                char *end;
+                unsigned long a = strtoul(p, &end, 10), b = a;
+                if (end == p)
+                        return 0;
+                if (*end == '-') {
+                        p = end + 1;
+                        b = strtoul(p, &end, 10);
+                        if (end == p || b < a)
+                                return 0;
+                }
+                n += (unsigned) MIN(b - a + 1, 1UL << 20);
+                p = *end == ',' ? end + 1 : end;
+                if (*end != ',' && *end != '\0' && *end != '\n')
+                        return 0;
+        }
+        return n;
+}
+
+int system_read_cpus_possible(int root_fd, char **ret) {
+        const size_t size = 65536;
+        char *buf = malloc(size);
+        ssize_t n;
+
+        if (!buf)
+                return -ENOMEM;
+        n = read_file_at(root_fd, "sys/devices/system/cpu/possible", buf, size);
+        if (n < 0) {
+                free(buf);
+                return (int) n;
+        }
+        while (n > 0 && (buf[n - 1] == '\n' || buf[n - 1] == ' '))
+                buf[--n] = '\0';
+        if (n == 0) {
+                free(buf);
+                return -ENODATA;
+        }
+        char *s = strndup(buf, (size_t) n);
+        free(buf);
+        if (!s)
+                return -ENOMEM;
+        *ret = s;
+        return 0;
+}

@@ -37,6 +37,20 @@ typedef struct InotifyUse {
  * max_procs of them; a process that ends meanwhile is skipped. 0 or -errno (listing <proc>). */
 int system_count_inotify(int proc_fd, uid_t uid, const char *comm, unsigned max_procs, InotifyUse *ret);
 
+/* The threads on the node: the total of /proc/loadavg's "running/total" field (the kernel's
+ * nr_threads). Parse and read; 0 or -EINVAL / -errno. */
+int system_parse_threads(const char *buf, size_t len, uint64_t *ret);
+int system_read_threads(int proc_fd, uint64_t *ret);
+
+/* <root>/sys/devices/system/cpu/possible: every cpu that can ever be online (hotplug included), in
+ * the kernel's cpulist format, trailing space cut, malloc'ed into *ret (no length cut: as long as
+ * the kernel writes it, up to 64 KiB). 0, -ENODATA (empty) or -errno. */
+int system_read_cpus_possible(int root_fd, char **ret);
+
+/* The number of cpus of a cpu list ("0-3,8", as /sys/devices/system/cpu/online says); 0 for none
+ * or a malformed list. */
+unsigned system_cpulist_count(const char *list);
+
 /* Parses "CapEff:\t<hex>" from a /proc/<pid>/status buffer. 0 or -EINVAL. */
 int system_parse_cap_eff(const char *buf, size_t len, uint64_t *ret);
 /* Reads our own effective capability mask. 0 or -errno. */

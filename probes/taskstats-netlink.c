@@ -8,6 +8,7 @@
 #include <fcntl.h>
 #include <linux/cgroupstats.h>
 #include <linux/genetlink.h>
+#include <linux/sock_diag.h>
 #include <linux/taskstats.h>
 #include <netlink/genl/ctrl.h>
 #include <netlink/genl/genl.h>
@@ -308,57 +309,150 @@ fail:
         return r;
 }
 
+#define EXIT_PENDING_MAX 64 /* records read before the registration's ack, kept for the first drain */
+
 struct TaskstatsExitListener {
         struct nl_sock *sock;
         int fd;
         uint16_t family;
-        char cpumask[256];
+        char *cpumask;
         uint8_t *rx;
         size_t rx_size;
+        uint32_t drops; /* SK_MEMINFO_DROPS when last read */
+        bool congested; /* ENOBUFS seen, the queue not read empty since */
+        struct {
+                uint8_t *data;
+                size_t len;
+        } pending[EXIT_PENDING_MAX];
+        size_t n_pending;
 };
 
-static int exit_listener_register(TaskstatsExitListener *l, int attr) {
-        struct nl_msg *msg = nlmsg_alloc();
+/* Sends the (de)registration for l's cpus with NLM_F_ACK; its sequence number in *ret_seq. */
+static int exit_listener_register(TaskstatsExitListener *l, int attr, uint32_t *ret_seq) {
+        struct nl_msg *msg =
+                nlmsg_alloc_size(NLMSG_SPACE(GENL_HDRLEN + NLA_ALIGN(strlen(l->cpumask) + 1) + NLA_HDRLEN + 64));
         int r = -ENOMEM;
 
         if (!msg)
                 return r;
-        if (genlmsg_put(msg, NL_AUTO_PORT, NL_AUTO_SEQ, l->family, 0, 0, TASKSTATS_CMD_GET, TASKSTATS_GENL_VERSION) &&
-            nla_put_string(msg, attr, l->cpumask) >= 0)
+        if (genlmsg_put(msg, NL_AUTO_PORT, NL_AUTO_SEQ, l->family, 0, NLM_F_ACK, TASKSTATS_CMD_GET,
+                        TASKSTATS_GENL_VERSION) &&
+            nla_put_string(msg, attr, l->cpumask) >= 0) {
                 r = nl_send_auto(l->sock, msg) < 0 ? -EIO : 0;
+                if (r >= 0 && ret_seq)
+                        *ret_seq = nlmsg_hdr(msg)->nlmsg_seq;
+        }
         nlmsg_free(msg);
         return r;
 }
 
+/* Reads until the kernel's answer to the registration seq (generic netlink answers inside the
+ * send, so it is queued already): 0, or the kernel's refusal (-EINVAL: a cpu outside the possible
+ * ones; -EPERM). Exit records that came first are kept for the first drain. */
+static int exit_listener_await_ack(TaskstatsExitListener *l, uint32_t seq) {
+        for (;;) {
+                ssize_t k = recv(l->fd, l->rx, l->rx_size, MSG_TRUNC);
+                bool record = false;
+
+                if (k < 0) {
+                        if (errno == EINTR || errno == ENOBUFS)
+                                continue;
+                        return errno == EAGAIN ? -ETIMEDOUT : negative_errno();
+                }
+                if ((size_t) k > l->rx_size)
+                        continue;
+                for (const struct nlmsghdr *nlh = (const struct nlmsghdr *) l->rx; NLMSG_OK(nlh, (size_t) k);
+                     nlh = NLMSG_NEXT(nlh, k)) {
+                        if (nlh->nlmsg_type == NLMSG_ERROR && nlh->nlmsg_seq == seq &&
+                            nlh->nlmsg_len >= NLMSG_LENGTH(sizeof(struct nlmsgerr)))
+                                return ((const struct nlmsgerr *) NLMSG_DATA(nlh))->error;
+                        record = true;
+                }
+                if (record && l->n_pending < EXIT_PENDING_MAX) {
+                        uint8_t *d = malloc((size_t) k);
+                        if (d) {
+                                memcpy(d, l->rx, (size_t) k);
+                                l->pending[l->n_pending].data = d;
+                                l->pending[l->n_pending++].len = (size_t) k;
+                        }
+                }
+        }
+}
+
+/* The socket's count of dropped messages (sk_drops: netlink_overrun() adds one per message it
+ * could not queue). 0 or -errno (-ENOPROTOOPT before 4.12). */
+static int exit_listener_read_drops(const TaskstatsExitListener *l, uint32_t *ret) {
+        uint32_t mem[SK_MEMINFO_VARS] = {};
+        socklen_t len = sizeof mem;
+
+        if (getsockopt(l->fd, SOL_SOCKET, SO_MEMINFO, mem, &len) < 0)
+                return negative_errno();
+        if (len < (SK_MEMINFO_DROPS + 1) * sizeof(uint32_t))
+                return -EPROTO;
+        *ret = mem[SK_MEMINFO_DROPS];
+        return 0;
+}
+
+/* The records dropped since the last count, into *lost; without the counter, one per ENOBUFS. */
+static void exit_listener_count_drops(TaskstatsExitListener *l, bool enobufs, unsigned *lost) {
+        uint32_t d;
+
+        if (exit_listener_read_drops(l, &d) >= 0) {
+                uint32_t n = d - l->drops; /* unsigned: right across a wrap */
+                l->drops = d;
+                *lost += n > 0 ? n : enobufs;
+        } else if (enobufs)
+                (*lost)++;
+}
+
+static TaskstatsExitListener *exit_listener_free_unregistered(TaskstatsExitListener *l) {
+        nl_socket_free(l->sock);
+        for (size_t i = 0; i < l->n_pending; i++)
+                free(l->pending[i].data);
+        free(l->cpumask);
+        free(l->rx);
+        free(l);
+        return NULL;
+}
+
 int taskstats_exit_listener_new(const char *cpumask, TaskstatsExitListener **ret) {
         TaskstatsExitListener *l = calloc(1, sizeof *l);
+        struct timeval tv = { .tv_sec = 1 }, none = {};
         int r, size = 4 * 1024 * 1024;
+        uint32_t seq = 0;
 
         if (!l)
                 return -ENOMEM;
-        snprintf(l->cpumask, sizeof l->cpumask, "%s", cpumask);
+        l->cpumask = strdup(cpumask);
         l->rx_size = 16384;
         /* Records arrive unasked: no sequence numbers to check. */
-        r = taskstats_socket_open(false, l->rx_size, &l->sock, &l->fd, &l->family, &l->rx);
+        r = l->cpumask ? taskstats_socket_open(false, l->rx_size, &l->sock, &l->fd, &l->family, &l->rx) : -ENOMEM;
         if (r < 0)
                 goto fail;
-        /* Room for bursts of exits (each record is about 600 bytes); beyond it records are lost
-         * and counted. RCVBUFFORCE needs CAP_NET_ADMIN, which taskstats needs anyway. */
+        /* Room for bursts of exits; beyond it records are lost and counted. RCVBUFFORCE needs
+         * CAP_NET_ADMIN, which taskstats needs anyway. */
         if (setsockopt(l->fd, SOL_SOCKET, SO_RCVBUFFORCE, &size, sizeof size) < 0)
                 (void) setsockopt(l->fd, SOL_SOCKET, SO_RCVBUF, &size, sizeof size);
-        r = exit_listener_register(l, TASKSTATS_CMD_ATTR_REGISTER_CPUMASK);
+        (void) exit_listener_read_drops(l, &l->drops);
+        if (setsockopt(l->fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv) < 0) {
+                r = negative_errno();
+                goto fail;
+        }
+        r = exit_listener_register(l, TASKSTATS_CMD_ATTR_REGISTER_CPUMASK, &seq);
+        if (r >= 0)
+                r = exit_listener_await_ack(l, seq);
         if (r < 0)
                 goto fail;
-        if (fcntl(l->fd, F_SETFL, fcntl(l->fd, F_GETFL) | O_NONBLOCK) < 0) {
+        if (setsockopt(l->fd, SOL_SOCKET, SO_RCVTIMEO, &none, sizeof none) < 0 ||
+            fcntl(l->fd, F_SETFL, fcntl(l->fd, F_GETFL) | O_NONBLOCK) < 0) {
                 r = negative_errno();
+                (void) exit_listener_register(l, TASKSTATS_CMD_ATTR_DEREGISTER_CPUMASK, NULL);
                 goto fail;
         }
         *ret = l;
         return 0;
 fail:
-        nl_socket_free(l->sock);
-        free(l->rx);
-        free(l);
+        exit_listener_free_unregistered(l);
         return r;
 }
 
@@ -366,51 +460,91 @@ int taskstats_exit_listener_fd(const TaskstatsExitListener *l) {
         return l->fd;
 }
 
-int taskstats_exit_listener_drain(TaskstatsExitListener *l, TaskstatsExitFn cb, void *userdata, unsigned *lost) {
-        int n = 0;
+int taskstats_exit_listener_set_rcvbuf(TaskstatsExitListener *l, size_t bytes, size_t *ret_bytes) {
+        /* The kernel doubles what it is asked (sock_setsockopt(): room for its own overhead) and
+         * compares that with the records' truesize: half of bytes is asked. */
+        int ask = (int) MIN(bytes / 2, (size_t) INT32_MAX / 2), got = 0;
+        socklen_t len = sizeof got;
 
+        if (setsockopt(l->fd, SOL_SOCKET, SO_RCVBUFFORCE, &ask, sizeof ask) < 0 &&
+            setsockopt(l->fd, SOL_SOCKET, SO_RCVBUF, &ask, sizeof ask) < 0)
+                return negative_errno();
+        if (getsockopt(l->fd, SOL_SOCKET, SO_RCVBUF, &got, &len) < 0)
+                return negative_errno();
+        *ret_bytes = got > 0 ? (size_t) got : 0;
+        return 0;
+}
+
+/* The messages of one datagram: exit records to cb. 0, or the kernel's error (a refusal). */
+static int exit_listener_parse(const TaskstatsExitListener *l, const uint8_t *buf, size_t len, TaskstatsExitFn cb,
+                               void *userdata) {
+        size_t k = len;
+
+        for (const struct nlmsghdr *nlh = (const struct nlmsghdr *) buf; NLMSG_OK(nlh, k); nlh = NLMSG_NEXT(nlh, k)) {
+                TaskStats thread, process;
+                bool has_process;
+
+                /* An error for a request (a deregistration's, sent even without NLM_F_ACK when
+                 * there is an error); acks (error 0) are skipped. */
+                if (nlh->nlmsg_type == NLMSG_ERROR && nlh->nlmsg_len >= NLMSG_LENGTH(sizeof(struct nlmsgerr))) {
+                        const struct nlmsgerr *e = NLMSG_DATA(nlh);
+                        if (e->error < 0)
+                                return e->error;
+                        continue;
+                }
+                if (taskstats_parse_exit(nlh, nlh->nlmsg_len, l->family, &thread, &process, &has_process) == 0)
+                        cb(&thread, has_process ? &process : NULL, userdata);
+        }
+        return 0;
+}
+
+int taskstats_exit_listener_drain(TaskstatsExitListener *l, size_t max, TaskstatsExitFn cb, void *userdata,
+                                  unsigned *lost) {
+        int n = 0, r;
+
+        for (size_t i = 0; i < l->n_pending; i++) {
+                (void) exit_listener_parse(l, l->pending[i].data, l->pending[i].len, cb, userdata);
+                free(l->pending[i].data);
+                n++;
+        }
+        l->n_pending = 0;
         for (;;) {
+                if (max > 0 && (size_t) n >= max) {
+                        if (l->congested)
+                                exit_listener_count_drops(l, false, lost);
+                        return n;
+                }
                 ssize_t k = recv(l->fd, l->rx, l->rx_size, MSG_TRUNC);
 
                 if (k < 0) {
                         if (errno == EINTR)
                                 continue;
                         if (errno == ENOBUFS) { /* the kernel dropped records: count, keep reading */
-                                (*lost)++;
+                                l->congested = true;
+                                exit_listener_count_drops(l, true, lost);
                                 continue;
                         }
-                        return errno == EAGAIN ? n : negative_errno();
+                        if (errno != EAGAIN)
+                                return negative_errno();
+                        /* Read empty: the kernel queues again (netlink_rcv_wake()); what it dropped
+                         * until now is counted. */
+                        if (l->congested)
+                                exit_listener_count_drops(l, false, lost);
+                        l->congested = false;
+                        return n;
                 }
+                n++;
                 if ((size_t) k > l->rx_size)
                         continue; /* larger than any record: not ours */
-                for (const struct nlmsghdr *nlh = (const struct nlmsghdr *) l->rx; NLMSG_OK(nlh, (size_t) k);
-                     nlh = NLMSG_NEXT(nlh, k)) {
-                        TaskStats thread, process;
-                        bool has_process;
-
-                        /* A refused registration comes back as NLMSG_ERROR (sent even without
-                         * NLM_F_ACK when there is an error). */
-                        if (nlh->nlmsg_type == NLMSG_ERROR && nlh->nlmsg_len >= NLMSG_LENGTH(sizeof(struct nlmsgerr))) {
-                                const struct nlmsgerr *e = NLMSG_DATA(nlh);
-                                if (e->error < 0)
-                                        return e->error;
-                                continue;
-                        }
-                        if (taskstats_parse_exit(nlh, nlh->nlmsg_len, l->family, &thread, &process, &has_process) ==
-                            0) {
-                                cb(&thread, has_process ? &process : NULL, userdata);
-                                n++;
-                        }
-                }
+                r = exit_listener_parse(l, l->rx, (size_t) k, cb, userdata);
+                if (r < 0)
+                        return r;
         }
 }
 
 TaskstatsExitListener *taskstats_exit_listener_free(TaskstatsExitListener *l) {
         if (!l)
                 return NULL;
-        (void) exit_listener_register(l, TASKSTATS_CMD_ATTR_DEREGISTER_CPUMASK);
-        nl_socket_free(l->sock);
-        free(l->rx);
-        free(l);
-        return NULL;
+        (void) exit_listener_register(l, TASKSTATS_CMD_ATTR_DEREGISTER_CPUMASK, NULL);
+        return exit_listener_free_unregistered(l);
 }

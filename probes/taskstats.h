@@ -154,8 +154,11 @@ TaskstatsSource *taskstats_source_free(TaskstatsSource *s);
 typedef struct TaskstatsExitListener TaskstatsExitListener;
 
 /* Registers for exits on cpus (the kernel's cpulist format, e.g. "0-3" from
- * /sys/devices/system/cpu/online). The socket is non-blocking; its fd can be polled. 0 or -errno
- * (-EPERM without CAP_NET_ADMIN). */
+ * /sys/devices/system/cpu/possible, so that a cpu brought online later is heard too; any length)
+ * and reads the kernel's acknowledgement (NLM_F_ACK): 0, or the kernel's refusal (-EINVAL: a cpu
+ * outside the possible ones, or not in the initial user and PID namespaces; -EPERM without
+ * CAP_NET_ADMIN), or -errno. Records that arrive before the acknowledgement are kept for the
+ * first drain. The socket is non-blocking; its fd can be polled. */
 int taskstats_exit_listener_new(const char *cpumask, TaskstatsExitListener **ret);
 int taskstats_exit_listener_fd(const TaskstatsExitListener *l);
 
@@ -163,9 +166,27 @@ int taskstats_exit_listener_fd(const TaskstatsExitListener *l);
  * the whole process's (NULL otherwise; see taskstats_parse_exit()). */
 typedef void (*TaskstatsExitFn)(const TaskStats *thread, const TaskStats *process, void *userdata);
 
-/* Reads every record queued now and calls cb for each. A full socket buffer (ENOBUFS: the kernel
- * dropped records) adds one to *lost and reading goes on. Returns the number of records or -errno. */
-int taskstats_exit_listener_drain(TaskstatsExitListener *l, TaskstatsExitFn cb, void *userdata, unsigned *lost);
+/* Reads the records queued now, at most max messages (0: all), and calls cb for each. A full
+ * socket buffer (ENOBUFS: the kernel dropped records, and drops every record until the queue is
+ * read empty) adds the records it dropped to *lost, from the socket's drop counter
+ * (SO_MEMINFO's SK_MEMINFO_DROPS, read again until the queue is empty; kernel-facts.md:
+ * exit-socket-drops), and reading goes on. Returns the number of messages read or -errno (a
+ * refused registration: the kernel's error). */
+int taskstats_exit_listener_drain(TaskstatsExitListener *l, size_t max, TaskstatsExitFn cb, void *userdata,
+                                  unsigned *lost);
+
+/* Sizes the socket's receive buffer to hold bytes of records (SO_RCVBUFFORCE, CAP_NET_ADMIN;
+ * else SO_RCVBUF within net.core.rmem_max) and returns in *ret_bytes what the kernel gave. 0 or
+ * -errno. */
+int taskstats_exit_listener_set_rcvbuf(TaskstatsExitListener *l, size_t bytes, size_t *ret_bytes);
+
+/* What one exit record takes of a socket's buffer (its skb's truesize) at most, for a struct of
+ * version (a thread of a multi-threaded process: two payloads in one message; kernel-facts.md:
+ * exit-socket-drops). */
+size_t taskstats_exit_record_bytes(uint16_t version);
+/* The receive buffer for a node of threads threads on cpus cpus: room for every thread to end at
+ * once, plus a margin per cpu, within [4 MiB, 64 MiB]. */
+size_t taskstats_exit_rcvbuf_bytes(uint64_t threads, unsigned cpus, uint16_t version);
 
 /* Deregisters and closes. */
 TaskstatsExitListener *taskstats_exit_listener_free(TaskstatsExitListener *l);

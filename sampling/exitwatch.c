@@ -23,7 +23,7 @@ int exit_watch_start(ExitWatch *x, struct ev_loop *loop, const char *cpus, ExitR
 
 void exit_watch_drain(ExitWatch *x) {
         if (x->listener &&
-            taskstats_exit_listener_drain(x->listener, exit_records_collect, x->into, &x->into->lost) < 0)
+            taskstats_exit_listener_drain(x->listener, 0, exit_records_collect, x->into, &x->into->lost) < 0)
                 exit_watch_stop(x); /* the listener broke */
 }
 

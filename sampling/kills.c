@@ -43,6 +43,65 @@ void kill_members_done(KillMembers *m) {
         *m = (KillMembers) {};
 }
 
+static const KillMember *either_find(const KillMembers *a, const KillMembers *b, pid_t pid) {
+        const KillMember *m = a ? kill_members_find(a, pid) : NULL;
+        return m ? m : b ? kill_members_find(b, pid) : NULL;
+}
+
+const KillMember *kill_members_judge(const KillMembers *before, const KillMembers *after, pid_t tgid, pid_t ppid,
+                                     KillMember *placed) {
+        const KillMember *m = either_find(after, before, tgid);
+
+        if (m || ppid <= 0 || ppid == tgid)
+                return m;
+        m = either_find(after, before, ppid);
+        if (!m)
+                return NULL;
+        *placed = (KillMember) { .pid = tgid, .has_cgroup = m->has_cgroup };
+        memcpy(placed->cgroup, m->cgroup, sizeof placed->cgroup);
+        return placed;
+}
+
+void kill_members_mark_heard(KillMembers *m, pid_t pid) {
+        KillMember *e = (KillMember *) kill_members_find(m, pid); /* m's own item */
+
+        if (e)
+                e->heard = true;
+}
+
+bool kill_members_unheard(const KillMember *m, const KillMembers *now, const KillGroup *g) {
+        if (m->heard || kill_members_find(now, m->pid))
+                return false;
+        for (size_t i = 0; g && i < g->n_pids; i++)
+                if (g->pids[i] == m->pid)
+                        return false;
+        return true;
+}
+
+int kill_members_merge(KillMembers *into, const KillMembers *from) {
+        size_t add = 0;
+
+        for (size_t i = 0; i < from->n; i++)
+                add += !kill_members_find(into, from->items[i].pid);
+        if (add == 0)
+                return 0;
+        if (into->n + add > into->cap) {
+                KillMember *p = realloc(into->items, (into->n + add) * sizeof *p);
+                if (!p)
+                        return -ENOMEM;
+                into->items = p;
+                into->cap = into->n + add;
+        }
+        size_t n = into->n;
+        for (size_t i = 0; i < from->n; i++) {
+                KillMembers old = { .items = into->items, .n = n };
+                if (!kill_members_find(&old, from->items[i].pid))
+                        into->items[into->n++] = from->items[i];
+        }
+        kill_members_sort(into);
+        return 0;
+}
+
 void kernel_victims_add(KernelVictims *k, pid_t pid, usec_t now_us) {
         k->pid[k->next] = pid;
         k->at_us[k->next] = now_us;
@@ -70,6 +129,7 @@ int kill_group_add(KillGroup *g, const KillVictim *v) {
         if (g->n_pids < KILL_GROUP_PIDS_MAX)
                 g->pids[g->n_pids++] = v->pid;
         g->total++;
+        g->unheard += v->signal == 0;
         g->sigkill = g->sigkill || v->signal == SIGKILL;
         g->sigterm = g->sigterm || v->signal == SIGTERM;
         /* Largest first; ties keep the order they died in. */

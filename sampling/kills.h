@@ -33,6 +33,7 @@ typedef struct KillMember {
         bool has_cmdline;
         char cgroup[KILL_CGROUP_MAX]; /* "a/b" relative to the cgroup2 mount */
         bool has_cgroup;
+        bool heard; /* an exit record of it came (of any end) */
 } KillMember;
 
 /* A watched cgroup's members, sorted by pid. */
@@ -47,6 +48,24 @@ void kill_members_sort(KillMembers *m);
 const KillMember *kill_members_find(const KillMembers *m, pid_t pid);
 void kill_members_done(KillMembers *m);
 
+/* Whose exit record this is, judged while a refresh replaces before with after (either NULL): the
+ * member tgid of either listing; else, for a process born since the last listing (in neither),
+ * its parent ppid's, as sampling/exits.h places a short-lived process: *placed is filled as the
+ * parent's member (its cgroup) with the child's pid and nothing the child's own /proc would have
+ * said, and returned. NULL when neither knows it. */
+const KillMember *kill_members_judge(const KillMembers *before, const KillMembers *after, pid_t tgid, pid_t ppid,
+                                     KillMember *placed);
+typedef struct KillGroup KillGroup; /* below */
+
+/* Notes that an exit record of pid came (kill_members_unheard() leaves it out). */
+void kill_members_mark_heard(KillMembers *m, pid_t pid);
+/* After exit records were lost: whether member m, absent from the listing now, ended unheard (no
+ * record of it came, and the group in flight, when any, does not have it). */
+bool kill_members_unheard(const KillMember *m, const KillMembers *now, const KillGroup *g);
+/* Adds from's members that into lacks (a kill in flight keeps its members and gains the newborn);
+ * into stays sorted. 0 or -ENOMEM (into unchanged). */
+int kill_members_merge(KillMembers *into, const KillMembers *from);
+
 /* The kernel OOM killer's recent victims (from /dev/kmsg), so that none of them also becomes a
  * kill incident. Ring of KERNEL_VICTIMS_MAX, each remembered for KERNEL_VICTIM_KEEP_US. */
 #define KERNEL_VICTIMS_MAX 64
@@ -60,7 +79,7 @@ typedef struct KernelVictims {
 void kernel_victims_add(KernelVictims *k, pid_t pid, usec_t now_us);
 bool kernel_victims_has(const KernelVictims *k, pid_t pid, usec_t now_us);
 
-/* One victim of a kill incident. */
+/* One victim of a kill incident (signal 0: it ended while exit records were lost). */
 typedef struct KillVictim {
         pid_t pid;
         int signal;
@@ -80,15 +99,16 @@ typedef struct KillVictim {
 #define KILL_GROUP_DELAY_US (500 * USEC_PER_MSEC)
 #define KILL_VICTIMS_LISTED 8
 #define KILL_GROUP_PIDS_MAX 4096
-typedef struct KillGroup {
+struct KillGroup {
         KillVictim listed[KILL_VICTIMS_LISTED]; /* largest first */
         size_t n_listed;
         uint64_t total;        /* processes killed */
+        uint64_t unheard;      /* of them, ended while exit records were lost: how, unknown (signal 0) */
         bool sigkill, sigterm; /* signals seen */
         usec_t first_mono_us;
         pid_t pids[KILL_GROUP_PIDS_MAX]; /* the processes counted, for threads of one (unsorted) */
         size_t n_pids;
-} KillGroup;
+};
 
 /* Adds v (one exit record's process: several threads of one process count once). Returns 1 when
  * counted, 0 when the process was already. */

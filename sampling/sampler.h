@@ -99,7 +99,7 @@ struct Sampler {
         ev_timer timer, middle;
 };
 
-/* exit_cpus: the online cpus ("0-3") on which to listen for exit records while a sample runs
+/* exit_cpus: the possible cpus ("0-3") on which to listen for exit records while a sample runs
  * (the caller's, kept alive by it), NULL when taskstats is unavailable. */
 void sampler_init(Sampler *s, struct ev_loop *loop, const char *exit_cpus, SamplerDone done, void *userdata);
 

@@ -79,7 +79,7 @@ static int listen_exit(pid_t pid, unsigned threads) {
         fflush(stdout);
         for (int waited = 0; (!h.process || h.threads < threads) && waited < 300; waited++) {
                 struct pollfd p = { .fd = taskstats_exit_listener_fd(l), .events = POLLIN };
-                if (poll(&p, 1, 100) > 0 && taskstats_exit_listener_drain(l, on_exit_record, &h, &lost) < 0)
+                if (poll(&p, 1, 100) > 0 && taskstats_exit_listener_drain(l, 0, on_exit_record, &h, &lost) < 0)
                         break;
         }
         fflush(stdout);
@@ -94,10 +94,18 @@ int main(int argc, char **argv) {
         DIR *d;
         int r;
 
+        /* Whether the kernel takes an exit listener for a cpu list: "ok", or its refusal. */
+        if (argc == 3 && strcmp(argv[1], "--register") == 0) {
+                TaskstatsExitListener *l = NULL;
+                r = taskstats_exit_listener_new(argv[2], &l);
+                taskstats_exit_listener_free(l);
+                printf(r < 0 ? "error %s\n" : "ok\n", r < 0 ? strerrorname_np(-r) : "");
+                return r < 0;
+        }
         if ((argc == 3 || argc == 4) && strcmp(argv[1], "--exit") == 0)
                 return listen_exit((pid_t) atoi(argv[2]), argc == 4 ? (unsigned) atoi(argv[3]) : 0);
         if (argc != 2) {
-                fprintf(stderr, "usage: %s [--exit] PID [THREADS]\n", argv[0]);
+                fprintf(stderr, "usage: %s [--exit] PID [THREADS] | --register CPUS\n", argv[0]);
                 return 2;
         }
         pid_t pid = (pid_t) atoi(argv[1]);

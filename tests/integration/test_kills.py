@@ -30,7 +30,7 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from common import (ChildCgroup, Failed, LimitedCgroup, ScratchCgroup, check, check_kernel, make_file,  # noqa: E402
-                    read_lines, run, spawn, stop_agent, validator, wait_lines)
+                    read_lines, run, spawn, stop_agent, validator, wait_lines, wait_log)
 
 PSIDIAG, WORKLOAD, SCHEMAS = sys.argv[1:4]
 LIMIT = 48 << 20
@@ -287,7 +287,8 @@ def xattr_kill(tmp, mount, data, validate, name, xattrs, want, kmsg=None, basis=
             spawn(cg, [WORKLOAD, "thrash", "psidiag-thrash", "2"], env, lim.extra)
             lines = wait_lines(out, lambda ls: any(i["type"] == "pressure" for i in ls), 40)
             check(any(i["type"] == "pressure" for i in lines), f"no pressure incident:\n{open(log).read()[-2000:]}")
-            time.sleep(0.5)  # the window's baseline of the xattrs is read when it opens
+            # The window's baseline of the xattrs is read when it opens: its members listed.
+            wait_log(log, r"kill window of \S+ open for \d+ s: \d+ processes listed", 20, agent)
             for key, value in xattrs:
                 os.setxattr(cg.path, key, value)
             if kmsg:  # as oomd's Log::kmsgLog() writes it: no <N> level

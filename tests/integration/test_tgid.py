@@ -90,6 +90,20 @@ def main():
               f"{len(both)} thread(s) alive at both ends: {per_thread / 1e6:.0f} ms")
         maxima(spinners[0], started_ns)
         exit_records(cg)
+    registration()
+
+
+def registration():
+    """The kernel's answer to an exit listener's registration is read (NLM_F_ACK): the possible
+    cpus are taken, a cpu beyond them refused at once, not at a later read (kernel-facts.md:
+    exit-socket-drops)."""
+    possible = open("/sys/devices/system/cpu/possible").read().strip()
+    ok = subprocess.run([PROBE, "--register", possible], capture_output=True, text=True, timeout=30)
+    check(ok.stdout.strip() == "ok", f"registering for the possible cpus {possible}: {ok.stdout}{ok.stderr}")
+    beyond = str(os.cpu_count() + 4096)
+    bad = subprocess.run([PROBE, "--register", beyond], capture_output=True, text=True, timeout=30)
+    check(bad.returncode == 1 and bad.stdout.startswith("error E"), f"cpu {beyond} not refused: {bad.stdout}")
+    print(f"registration: the possible cpus {possible} acknowledged, cpu {beyond} refused ({bad.stdout.strip()})")
 
 
 def exit_records(cg):

@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <stdlib.h>
+#include <stdio.h>
 #include <string.h>
 #include <sys/inotify.h>
 #include <unistd.h>
@@ -73,6 +74,23 @@ static void test_blocked_since(void **state) {
         n = check_evaluate(&f, lines);
         assert_int_equal(find(lines, n, "blocked-since")->status, CHECK_WARN);
         assert_non_null(strstr(find(lines, n, "blocked-since")->text, "sched_setaffinity() refused"));
+}
+
+/* The exit listener's registration for the possible cpus: acknowledged, or the kernel's refusal
+ * shown with the cpus asked. */
+static void test_exit_listener(void **state) {
+        CheckFacts f = good_host();
+        CheckLine lines[CHECK_LINES_MAX];
+        size_t n;
+
+        snprintf(f.exit_cpus, sizeof f.exit_cpus, "0-7");
+        n = check_evaluate(&f, lines);
+        assert_int_equal(find(lines, n, "exit-listener")->status, CHECK_OK);
+        assert_non_null(strstr(find(lines, n, "exit-listener")->text, "possible cpus 0-7 (acknowledged)"));
+        f.exit_err = -EINVAL;
+        n = check_evaluate(&f, lines);
+        assert_int_equal(find(lines, n, "exit-listener")->status, CHECK_FAIL);
+        assert_non_null(strstr(find(lines, n, "exit-listener")->text, "refused the registration for cpus 0-7"));
 }
 
 static void test_hybrid_host_named(void **state) {
@@ -407,6 +425,7 @@ int main(void) {
                 cmocka_unit_test(test_lsm_and_kmsg),
                 cmocka_unit_test(test_lsm_label),
                 cmocka_unit_test(test_blocked_since),
+                cmocka_unit_test(test_exit_listener),
                 cmocka_unit_test(test_hybrid_host_named),
                 cmocka_unit_test(test_missing_net_admin_fails),
                 cmocka_unit_test(test_degraded_but_working_is_warn),

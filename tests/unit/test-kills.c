@@ -373,6 +373,48 @@ static void test_choose_killer(void **state) {
         assert_int_equal(c.killer, KILLER_UNKNOWN);
 }
 
+/* A record judged while a refresh replaces the members: either listing knows it, a newborn is
+ * placed by its parent, a stranger is nobody's; merging keeps the old and adds the new. */
+static void test_members_judge_and_merge(void **state) {
+        KillMember a_items[2] = { { .pid = 10 }, { .pid = 20, .has_cgroup = true, .cgroup = "w/a" } };
+        KillMember b_items[2] = { { .pid = 20 }, { .pid = 30, .has_cmdline = true } };
+        KillMembers before = { .items = a_items, .n = 2, .cap = 2 }, after = { .items = b_items, .n = 2, .cap = 2 };
+        KillMember placed;
+        const KillMember *m;
+
+        assert_int_equal(kill_members_judge(&before, &after, 10, 1, &placed)->pid, 10); /* gone since */
+        m = kill_members_judge(&before, &after, 30, 1, &placed);                        /* listed now only */
+        assert_true(m->pid == 30 && m->has_cmdline);
+        m = kill_members_judge(&before, NULL, 40, 20, &placed); /* born since: its parent's cgroup */
+        assert_ptr_equal(m, &placed);
+        assert_true(m->pid == 40 && m->has_cgroup && !m->has_cmdline && !m->has_rss);
+        assert_string_equal(m->cgroup, "w/a");
+        assert_null(kill_members_judge(&before, &after, 50, 1, &placed));
+        assert_null(kill_members_judge(&before, &after, 50, 50, &placed));
+        assert_null(kill_members_judge(NULL, NULL, 10, 20, &placed));
+
+        /* After lost records: gone from the listing, no record of it, not in the group in flight. */
+        KillGroup g = {};
+        KillVictim v = { .pid = 10, .signal = 0 };
+        assert_true(kill_members_unheard(&before.items[0], &after, NULL));
+        assert_false(kill_members_unheard(&before.items[1], &after, NULL)); /* still listed */
+        assert_int_equal(kill_group_add(&g, &v), 1);
+        assert_false(kill_members_unheard(&before.items[0], &after, &g)); /* reported already */
+        assert_int_equal(g.unheard, 1);
+        kill_members_mark_heard(&before, 10);
+        assert_true(before.items[0].heard);
+        assert_false(kill_members_unheard(&before.items[0], &after, NULL)); /* its record came */
+
+        KillMembers into = {};
+        assert_int_equal(kill_members_merge(&into, &before), 0);
+        assert_int_equal(kill_members_merge(&into, &after), 0);
+        assert_int_equal(into.n, 3);
+        assert_int_equal(into.items[0].pid, 10);
+        assert_int_equal(into.items[2].pid, 30);
+        assert_true(into.items[1].has_cgroup); /* the one kept is the first listing's */
+        kill_members_done(&into);
+}
+
 int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_exit_signal),
@@ -384,6 +426,7 @@ int main(void) {
                 cmocka_unit_test(test_journal_forged),
                 cmocka_unit_test(test_mark_wait),
                 cmocka_unit_test(test_choose_killer),
+                cmocka_unit_test(test_members_judge_and_merge),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -252,6 +252,25 @@ static void test_system_facts(void **state) {
         close(proc);
 }
 
+/* /proc/loadavg's thread total and cpu lists, for the exit listener's buffer. */
+static void test_threads_and_cpulists(void **state) {
+        uint64_t n = 0;
+
+        assert_int_equal(system_parse_threads("0.52 0.58 0.59 3/812 12345\n", 27, &n), 0);
+        assert_int_equal(n, 812);
+        assert_int_equal(system_parse_threads("0.52 0.58 0.59 3/", 17, &n), -EINVAL);
+        assert_int_equal(system_parse_threads("0.52 0.58 0.59 3 812", 20, &n), -EINVAL);
+        assert_int_equal(system_parse_threads("", 0, &n), -EINVAL);
+        assert_int_equal(system_parse_threads("1 1 1 1/99999999999999999999999 1", 33, &n), -EINVAL);
+        assert_int_equal(system_cpulist_count("0-3"), 4);
+        assert_int_equal(system_cpulist_count("0-3,8,10-11\n"), 7);
+        assert_int_equal(system_cpulist_count("0"), 1);
+        assert_int_equal(system_cpulist_count(""), 0);
+        assert_int_equal(system_cpulist_count("3-1"), 0);
+        assert_int_equal(system_cpulist_count("a"), 0);
+        assert_int_equal(system_cpulist_count("0-"), 0);
+}
+
 static void test_cgroup_outside_namespace(void **state) {
         assert_true(proc_cgroup_outside_namespace("/.."));
         assert_true(proc_cgroup_outside_namespace("/../.."));
@@ -307,6 +326,7 @@ int main(void) {
                 cmocka_unit_test(test_system_facts),
                 cmocka_unit_test(test_stat_memory),
                 cmocka_unit_test(test_io),
+                cmocka_unit_test(test_threads_and_cpulists),
                 cmocka_unit_test(test_cgroup_outside_namespace),
                 cmocka_unit_test(test_cgroup_namespace_on_fixtures),
                 cmocka_unit_test(test_status_memory),

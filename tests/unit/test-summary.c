@@ -546,6 +546,22 @@ static void test_add(void **state) {
                        "io stall grew 0.5 s in 1 s, no process measured waiting");
 }
 
+/* Exit records lost: the sentence says how many, and how many victims ended unheard. */
+static void test_kill_lost(void **state) {
+        assert_summary("{\"type\": \"kill\", \"kill\": {\"cgroup\": \"/shop\", \"victims_total\": 1, "
+                       "\"victims\": [{\"pid\": 812, \"comm\": \"grower\", \"cgroup\": \"/shop\", \"rss_kib\": 1024, "
+                       "\"signal\": null}], \"killer\": null, \"pressure\": {\"trigger\": null, \"incident\": null}, "
+                       "\"lost_exit_records\": 1911, \"ended_unheard\": 1}}",
+                       "killed by a signal (killer unknown): grower (/shop, pid 812) holding 1.0 MiB, under pressure; "
+                       "1911 exit records lost (the agent's buffer was full): 1 process ended unheard, how unknown");
+        assert_summary("{\"type\": \"kill\", \"kill\": {\"cgroup\": \"/shop\", \"victims_total\": 1, "
+                       "\"victims\": [{\"pid\": 812, \"comm\": \"grower\", \"cgroup\": \"/shop\", \"rss_kib\": 1024, "
+                       "\"signal\": \"SIGKILL\"}], \"killer\": null, \"pressure\": {\"trigger\": null, "
+                       "\"incident\": null}, \"lost_exit_records\": 0, \"ended_unheard\": 0}}",
+                       "killed by a signal (killer unknown): grower (/shop, pid 812) holding 1.0 MiB, SIGKILL, under "
+                       "pressure");
+}
+
 /* A kill systemd-oomd announced to the prekill hook: the sentence says what was measured before, or
  * that the kill did not come. */
 static void test_kill_prekill(void **state) {
@@ -592,6 +608,7 @@ int main(void) {
                 cmocka_unit_test(test_memory_high),
                 cmocka_unit_test(test_oom),
                 cmocka_unit_test(test_kill_prekill),
+                cmocka_unit_test(test_kill_lost),
                 cmocka_unit_test(test_add),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);

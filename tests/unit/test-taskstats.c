@@ -257,6 +257,19 @@ static void test_delay_names(void **state) {
         assert_null(task_delay_to_string(_TASK_DELAY_MAX));
 }
 
+/* The exit listener's buffer: every thread of the node plus 256 records a cpu, within bounds; a
+ * struct newer than we know is taken as larger. */
+static void test_exit_rcvbuf(void **state) {
+        assert_int_equal(taskstats_exit_record_bytes(16), 2304);
+        assert_int_equal(taskstats_exit_record_bytes(17), 2304);
+        assert_true(taskstats_exit_record_bytes(18) > 2304);
+        assert_int_equal(taskstats_exit_rcvbuf_bytes(100, 2, 16), 4 << 20); /* the floor */
+        assert_int_equal(taskstats_exit_rcvbuf_bytes(10000, 2, 16), (10000 + 512) * 2304);
+        assert_int_equal(taskstats_exit_rcvbuf_bytes(UINT64_MAX, 4096, 16), 64 << 20); /* the ceiling */
+        assert_int_equal(taskstats_exit_rcvbuf_bytes(0, 0, 0), 4 << 20);
+        assert_true(taskstats_exit_rcvbuf_bytes(10000, 2, 18) > taskstats_exit_rcvbuf_bytes(10000, 2, 17));
+}
+
 int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_v13_system_header),
@@ -269,6 +282,7 @@ int main(void) {
                 cmocka_unit_test(test_cgroupstats_reply),
                 cmocka_unit_test(test_delay_names),
                 cmocka_unit_test(test_tgid_reply_fields),
+                cmocka_unit_test(test_exit_rcvbuf),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }
