@@ -267,7 +267,7 @@ static void test_walk_user_manager(void **state) {
 
 #define UM "user.slice/user-1000.slice/user@1000.service/"
         assert_non_null(mkdtemp(dir));
-        assert_int_equal(fake_tree_mkdirs(dir, UM "user.slice/libpod-" ROOTLESS ".scope"), 0);
+        assert_int_equal(fake_tree_cgroup(dir, UM "user.slice/libpod-" ROOTLESS ".scope"), 0);
         assert_int_equal(fake_tree_mkdirs(dir, UM "empty1/libpod-" ROOTLESS ".scope"), 0);
         assert_int_equal(fake_tree_mkdirs(dir, UM "empty2"), 0);
         assert_int_equal(fake_tree_mkdirs(dir, UM "user@0.service/user.slice"), 0);
@@ -286,7 +286,7 @@ static void test_walk_user_manager(void **state) {
 #undef UM
         root_fd = open(fixture("containers/podman"), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
         cg_fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-        assert_int_equal(container_cache_new(root_fd, 8, &cache), 0);
+        assert_int_equal(container_cache_new(root_fd, -1, cg_fd, 8, &cache), 0);
         s = (Seen) { .cache = cache };
         assert_int_equal(ctrselect_walk(cg_fd, prune_d, &s), 0);
         assert_false(saw(&s, "D d/e"));
