@@ -253,7 +253,7 @@ static void podman_pod(ContainerCache *c, Entry *e, const char *dir, int64_t own
         char why[LIBPOD_REASON_MAX], name[sizeof info->runtime_pod];
         int r = libpod_pod_name(c->root_fd, dir, owner, info->id, name, sizeof name, why);
 
-        e->pod_unread = r == -EBUSY || r == -EBADMSG;
+        e->pod_unread = r == -EBUSY || r == -EBADMSG || r == -ETIME;
         e->pod_mono_us = now_usec(CLOCK_MONOTONIC);
         if (r < 0) {
                 log_debug("podman container %s: no pod from /%s/libpod/bolt_state.db or db.sql: %s", info->id, dir,
