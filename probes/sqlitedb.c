@@ -96,14 +96,18 @@ bool sqlitedb_available(void) {
 
 struct SqliteDb {
         sqlite3 *db;
-        uint8_t *bytes; /* the file as read: SQLite's database, not freed by it */
-        usec_t deadline_mono_us;
+        uint8_t *bytes;          /* the file as read: SQLite's database, not freed by it */
+        usec_t deadline_cpu_us;  /* of this thread's cpu time */
+        usec_t deadline_mono_us; /* SQLITEDB_WALL_FACTOR times as long */
 };
 
+/* A lookup ends when it has spent its deadline's cpu time, the database's work; or, on a machine
+ * so loaded that it was not run meanwhile, SQLITEDB_WALL_FACTOR times as long. */
 static int past_deadline(void *userdata) {
         const SqliteDb *d = userdata;
 
-        return now_usec(CLOCK_MONOTONIC) > d->deadline_mono_us;
+        return now_usec(CLOCK_THREAD_CPUTIME_ID) > d->deadline_cpu_us ||
+               now_usec(CLOCK_MONOTONIC) > d->deadline_mono_us;
 }
 
 static int sqlite_errno(int rc) {
@@ -154,7 +158,7 @@ static int db_connect(SqliteDb *d, size_t len, char *reason) {
         if (rc != SQLITE_OK)
                 return fail(reason, sqlite_errno(rc), "%s", d->db ? api.errmsg(d->db) : "cannot open");
         harden(d->db);
-        api.progress_handler(d->db, 100, past_deadline, d);
+        api.progress_handler(d->db, 1000, past_deadline, d);
         rc = api.deserialize(d->db, "main", d->bytes, (sqlite3_int64) len, (sqlite3_int64) len,
                              SQLITE_DESERIALIZE_READONLY);
         if (rc != SQLITE_OK)
@@ -254,7 +258,10 @@ int sqlitedb_open_at(int dir_fd, const char *path, int64_t owner, uint64_t deadl
         d = calloc(1, sizeof *d);
         if (!d)
                 return fail(reason, -ENOMEM, "out of memory");
-        d->deadline_mono_us = now_usec(CLOCK_MONOTONIC) + (deadline_us ? deadline_us : SQLITEDB_DEADLINE_US);
+        if (!deadline_us)
+                deadline_us = SQLITEDB_DEADLINE_US;
+        d->deadline_cpu_us = now_usec(CLOCK_THREAD_CPUTIME_ID) + deadline_us;
+        d->deadline_mono_us = now_usec(CLOCK_MONOTONIC) + deadline_us * SQLITEDB_WALL_FACTOR;
         r = read_whole(dir_fd, path, fd, &st, &d->bytes, reason);
         /* a WAL database (bytes 18 and 19 are 2) is read as its main file: memdb has no WAL */
         if (r >= 0 && st.st_size >= 20 && d->bytes[18] == 2 && d->bytes[19] == 2)

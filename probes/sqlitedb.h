@@ -5,7 +5,8 @@
  * sqlite3_deserialize(), read-only: SQLite opens no file at all, so no journal, WAL or -shm is
  * opened or created and no lock is taken. The connection is defensive (SQLITE_DBCONFIG_DEFENSIVE),
  * with views, triggers and untrusted schema off, small sqlite3_limit()s, a progress-handler
- * deadline of SQLITEDB_DEADLINE_US for the whole lookup, and SQLite's heap capped process-wide at
+ * deadline of SQLITEDB_DEADLINE_US of cpu time for the whole lookup (SQLITEDB_WALL_FACTOR times
+ * that on the clock), and SQLite's heap capped process-wide at
  * SQLITEDB_HEAP_MAX (psidiag uses SQLite for nothing else). libsqlite3 is loaded with dlopen at
  * the first use. Never logs. */
 #pragma once
@@ -16,7 +17,8 @@
 
 #define SQLITEDB_FILE_MAX (32u << 20)    /* bytes of a database read */
 #define SQLITEDB_HEAP_MAX (16 << 20)     /* SQLite's own heap, process-wide */
-#define SQLITEDB_DEADLINE_US (50 * 1000) /* from the open to the last row */
+#define SQLITEDB_DEADLINE_US (50 * 1000) /* cpu time, from the open to the last row */
+#define SQLITEDB_WALL_FACTOR 10          /* and at most 10 times as long on the clock */
 #define SQLITEDB_REASON_MAX 128
 
 typedef struct SqliteDb SqliteDb;
