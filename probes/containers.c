@@ -27,8 +27,9 @@ typedef struct Entry {
         Key key;
         uint64_t used; /* the cache's clock at the last lookup: the smallest is evicted */
         usec_t read_mono_us;
-        bool none;       /* a plain containerd path with no task bundle: no container, said NULL */
-        bool pod_unread; /* podman's state was busy or torn: its pod is asked again */
+        bool none;             /* a plain containerd path with no task bundle: no container, said NULL */
+        bool pod_unread;       /* podman's state was busy or torn: its pod is asked again */
+        unsigned pod_failures; /* in a row: after the first, asked once a minute */
         usec_t pod_mono_us;
         ContainerInfo info;
 } Entry;
@@ -254,6 +255,7 @@ static void podman_pod(ContainerCache *c, Entry *e, const char *dir, int64_t own
         int r = libpod_pod_name(c->root_fd, dir, owner, info->id, name, sizeof name, why);
 
         e->pod_unread = r == -EBUSY || r == -EBADMSG || r == -ETIME;
+        e->pod_failures = e->pod_unread ? e->pod_failures + 1 : 0;
         e->pod_mono_us = now_usec(CLOCK_MONOTONIC);
         if (r < 0) {
                 log_debug("podman container %s: no pod from /%s/libpod/bolt_state.db or db.sql: %s", info->id, dir,
@@ -380,6 +382,7 @@ static void resolve(ContainerCache *c, Entry *e) {
 
         *info = (ContainerInfo) {};
         e->none = e->pod_unread = false;
+        e->pod_failures = 0;
         snprintf(info->runtime, sizeof info->runtime, "%s", e->key.runtime);
         snprintf(info->id, sizeof info->id, "%s", e->key.id);
         if (e->key.ns[0]) {
@@ -535,7 +538,8 @@ const ContainerInfo *container_cache_lookup(ContainerCache *c, const char *cgrou
                 /* a path that turned out to name no container is neither a lookup nor a read */
                 if (!e->none)
                         c->stats.reads++;
-        } else if (e->pod_unread && now - e->pod_mono_us >= CONTAINER_CACHE_POD_RETRY_US)
+        } else if (e->pod_unread && now - e->pod_mono_us >= (e->pod_failures > 1 ? CONTAINER_CACHE_FAILED_RETRY_US
+                                                                                 : CONTAINER_CACHE_POD_RETRY_US))
                 (void) podman_read(c, e, true);
         if (e->none)
                 return NULL;

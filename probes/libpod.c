@@ -85,6 +85,7 @@ int libpod_pod_name(int root_fd, const char *storage_dir, int64_t owner, const c
                     char *reason) {
         char path[PATH_MAX], pod[80], who[128], why[BOLTDB_REASON_MAX];
         _cleanup_close_ int fd = -EBADF;
+        uint64_t budget = LIBPOD_READ_MAX;
         struct stat st;
         int r;
 
@@ -104,11 +105,13 @@ int libpod_pod_name(int root_fd, const char *storage_dir, int64_t owner, const c
         if (!ctrmeta_file_trusted(&st, owner))
                 return fail(reason, -EPERM, "bolt_state.db", "not a regular file of its owner");
 
-        /* all-ctrs maps every container's id to its name: the container is in this database */
-        r = boltdb_get_fd(fd, &st, (const char *const[]) { "all-ctrs", id }, 2, who, sizeof who, why);
+        /* all-ctrs maps every container's id to its name: the container is in this database. The
+         * three lookups share one budget: a user's file costs one bounded read, not three. */
+        r = boltdb_get_fd_budget(fd, &st, (const char *const[]) { "all-ctrs", id }, 2, who, sizeof who, &budget, why);
         if (r < 0)
                 return fail(reason, r, "all-ctrs", why);
-        r = boltdb_get_fd(fd, &st, (const char *const[]) { "ctr", id, "pod-id" }, 3, pod, sizeof pod, why);
+        r = boltdb_get_fd_budget(fd, &st, (const char *const[]) { "ctr", id, "pod-id" }, 3, pod, sizeof pod, &budget,
+                                 why);
         if (r == -ENOENT)
                 return 0;
         if (r < 0)
@@ -116,7 +119,7 @@ int libpod_pod_name(int root_fd, const char *storage_dir, int64_t owner, const c
         if (!is_pod_id(pod, r))
                 return fail(reason, -EBADMSG, "ctr pod-id", "not a pod id");
         /* id-registry maps every container's and pod's id to its name (AddPod puts it there) */
-        r = boltdb_get_fd(fd, &st, (const char *const[]) { "id-registry", pod }, 2, name, size, why);
+        r = boltdb_get_fd_budget(fd, &st, (const char *const[]) { "id-registry", pod }, 2, name, size, &budget, why);
         if (r < 0) {
                 name[0] = '\0';
                 return fail(reason, r, "id-registry", why);

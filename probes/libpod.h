@@ -24,5 +24,8 @@
  * no libsqlite3.so.0 or a build without SQLite), -errno. reason (may be NULL, else
  * LIBPOD_REASON_MAX bytes) says why on error, "" otherwise. */
 #define LIBPOD_REASON_MAX 160
+/* What the three lookups in bolt_state.db may read together (-EFBIG past it): the fixture's take
+ * 49152 bytes (tests/unit/test-libpod.c), a podman container's config a few KiB more. */
+#define LIBPOD_READ_MAX (4u << 20)
 int libpod_pod_name(int root_fd, const char *storage_dir, int64_t owner, const char *id, char *name, size_t size,
                     char *reason);

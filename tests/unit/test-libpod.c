@@ -14,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/inotify.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -171,6 +172,89 @@ static void test_bad_database(void **state) {
         assert_int_equal(fake_tree_write(root, DB, "{\"not\": \"bolt\"}"), 0);
         expect_unsaid(fd, &PODWEB_4, -EBADMSG);
         expect_not_followed(fd, db, &PODWEB_4);
+        free(buf);
+        close(fd);
+        assert_int_equal(fake_tree_remove(root), 0);
+}
+
+static uint64_t fnv1a64(const uint8_t *p, size_t len) {
+        uint64_t h = 0xcbf29ce484222325ull;
+
+        for (size_t i = 0; i < len; i++) {
+                h ^= p[i];
+                h *= 0x100000001b3ull;
+        }
+        return h;
+}
+
+/* A bolt_state.db whose root bucket's page says it has 2047 overflow pages: 8 MiB for the first
+ * lookup alone (64 MiB a lookup, three lookups, were allowed before). Refused, within its
+ * budget: the lookups of one container together read at most LIBPOD_READ_MAX. */
+static void test_database_budget(void **state) {
+        char root[] = "/tmp/psidiag-test-libpod-XXXXXX", db[128], name[128], why[LIBPOD_REASON_MAX];
+        uint8_t page[3 * 4096] = {};
+        uint32_t u32;
+        uint64_t u64, h;
+        int fd, f;
+
+        assert_int_equal(fake_tree_copy(root, fixture("containers/podpod")), 0);
+        snprintf(db, sizeof db, "%s/" DB, root);
+        /* meta page 0 (page 1 left zero, invalid): magic, version 2, 4 KiB pages, root page 2,
+         * high water mark 4096 pages; page 2 a leaf of no element and 2047 overflow pages */
+        u32 = 0xED0CDAEDu, memcpy(page + 16, &u32, 4);
+        u32 = 2, memcpy(page + 16 + 4, &u32, 4);
+        u32 = 4096, memcpy(page + 16 + 8, &u32, 4);
+        u64 = 2, memcpy(page + 16 + 16, &u64, 8);
+        u64 = 4096, memcpy(page + 16 + 40, &u64, 8);
+        h = fnv1a64(page + 16, 56), memcpy(page + 16 + 56, &h, 8);
+        u64 = 2, memcpy(page + 8192, &u64, 8);
+        page[8192 + 8] = 0x02;
+        u32 = 2047, memcpy(page + 8192 + 12, &u32, 4);
+        assert_int_equal(fake_tree_write_bytes(root, DB, page, sizeof page), 0);
+        f = open(db, O_WRONLY | O_CLOEXEC);
+        assert_true(f >= 0);
+        assert_int_equal(ftruncate(f, 4096 * 4096), 0);
+        close(f);
+        fd = open_dir(root);
+        assert_int_equal(libpod_pod_name(fd, STORAGE, -1, PODWEB, name, sizeof name, why), -EFBIG);
+        assert_string_equal(why, "all-ctrs: too large: page 2 is over 4096 KiB");
+        close(fd);
+        assert_int_equal(fake_tree_remove(root), 0);
+}
+
+/* A database that fails (torn, or hostile) is read again once a second later, then not again for
+ * CONTAINER_CACHE_FAILED_RETRY_US (it was read every second, for as long as the container was
+ * cached): its opens counted with inotify while the container is looked up for 2.5 s. */
+static void test_database_retry(void **state) {
+        char root[] = "/tmp/psidiag-test-libpod-XXXXXX", db[128];
+        ContainerCache *c = NULL;
+        const ContainerInfo *i;
+        uint8_t *buf;
+        size_t len;
+        int fd = scratch_db(root, fixture("containers/podpod"), DB, db, sizeof db, &buf, &len, 8192), in, opens = 0;
+        char ev[4096] __attribute__((aligned(8)));
+        ssize_t n;
+
+        memset(buf, 0x5a, 8192);
+        assert_int_equal(fake_tree_write_bytes(root, DB, buf, len), 0);
+        in = inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
+        assert_true(in >= 0);
+        assert_true(inotify_add_watch(in, db, IN_OPEN) >= 0);
+        assert_int_equal(container_cache_new(fd, 8, &c), 0);
+        for (usec_t t0 = now_usec(CLOCK_MONOTONIC); now_usec(CLOCK_MONOTONIC) - t0 < 2500 * 1000;) {
+                i = container_cache_lookup(c, ROOTFUL_POD);
+                assert_string_equal(i->name, "podweb");
+                assert_string_equal(i->runtime_pod, "");
+                /* read at once: inotify folds an event into the same one still unread */
+                while ((n = read(in, ev, sizeof ev)) > 0)
+                        for (char *p = ev; p < ev + n;
+                             p += sizeof(struct inotify_event) + ((struct inotify_event *) p)->len)
+                                opens += (((struct inotify_event *) p)->mask & IN_OPEN) != 0;
+                usleep(50 * 1000);
+        }
+        assert_int_equal(opens, 2);
+        close(in);
+        container_cache_free(c);
         free(buf);
         close(fd);
         assert_int_equal(fake_tree_remove(root), 0);
@@ -537,6 +621,8 @@ int main(void) {
                 cmocka_unit_test(test_found),
                 cmocka_unit_test(test_no_database),
                 cmocka_unit_test(test_bad_database),
+                cmocka_unit_test(test_database_budget),
+                cmocka_unit_test(test_database_retry),
                 cmocka_unit_test(test_podman5),
                 cmocka_unit_test(test_podman5_bad),
 #if HAVE_SQLITE
