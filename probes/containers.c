@@ -13,6 +13,7 @@
 #include "probes/boltdb.h"
 #include "probes/cgmeta.h"
 #include "probes/containers.h"
+#include "probes/ctrmemo.h"
 #include "probes/libpod.h"
 
 /* What a cgroup path says a container is; for plain containerd's, ns is its namespace. */
@@ -34,17 +35,9 @@ typedef struct Entry {
         ContainerInfo info;
 } Entry;
 
-/* The last containers.json parsed, while one sample looks up its containers (a file of many
- * containers is parsed once, not once for each): until container_cache_done(). */
-typedef struct StorageMemo {
-        char path[PATH_MAX];
-        struct stat st;
-        CtrmetaStorage *parsed;
-} StorageMemo;
-
 struct ContainerCache {
         int root_fd;
-        StorageMemo memo;
+        CtrMemo memo; /* the storage files parsed for one sample, those that failed lately */
         size_t max, n;
         uint64_t clock;
         Entry *items; /* grown up to max */
@@ -110,6 +103,9 @@ static void say_unnamed(ContainerInfo *info, const char *what, int r) {
                 snprintf(info->unnamed, sizeof info->unnamed, "no %s: the container is gone or not this host's", what);
         else if (r == -EBADMSG)
                 snprintf(info->unnamed, sizeof info->unnamed, "its %s is not the JSON expected", what);
+        else if (r == -E2BIG)
+                snprintf(info->unnamed, sizeof info->unnamed, "its %s holds more JSON than a %llu MiB parse", what,
+                         (unsigned long long) CTRMETA_PARSE_BUDGET >> 20);
         else if (r == -EFBIG)
                 snprintf(info->unnamed, sizeof info->unnamed, "its %s is larger than %u MiB", what,
                          CTRMETA_FILE_MAX >> 20);
@@ -179,14 +175,11 @@ static int crio_read(int root_fd, ContainerInfo *info) {
         return read_parse(root_fd, path, -1, ctrmeta_parse_oci, info);
 }
 
-static bool same_file(const struct stat *a, const struct stat *b) {
-        return a->st_dev == b->st_dev && a->st_ino == b->st_ino && a->st_size == b->st_size &&
-               a->st_mtim.tv_sec == b->st_mtim.tv_sec && a->st_mtim.tv_nsec == b->st_mtim.tv_nsec;
-}
-
-/* The parsed containers.json at path, from the memo while the file is the same one unchanged. */
+/* The parsed containers/storage file at path: from the memo while the file is the same one
+ * unchanged; not read again for CTRMEMO_FAILED_US after it failed (the error it failed with). */
 static int storage_parsed(ContainerCache *c, const char *path, int64_t owner, const CtrmetaStorage **ret) {
         _cleanup_free_ char *buf = NULL;
+        usec_t now = now_usec(CLOCK_MONOTONIC);
         CtrmetaStorage *s = NULL;
         struct stat st;
         size_t len = 0;
@@ -194,20 +187,18 @@ static int storage_parsed(ContainerCache *c, const char *path, int64_t owner, co
 
         if (fstatat(c->root_fd, path, &st, AT_SYMLINK_NOFOLLOW) < 0)
                 return -errno;
-        if (c->memo.parsed && strcmp(c->memo.path, path) == 0 && same_file(&c->memo.st, &st)) {
-                *ret = c->memo.parsed;
+        if ((*ret = ctrmemo_parsed(&c->memo, path, &st)))
                 return 0;
-        }
+        r = ctrmemo_failed(&c->memo, path, now);
+        if (r < 0)
+                return r;
         r = read_meta(c->root_fd, path, owner, &buf, &len);
+        if (r >= 0)
+                r = ctrmeta_storage_parse(buf, len, &s);
+        ctrmemo_fail(&c->memo, path, r == -ENOENT ? 0 : MIN(r, 0), now);
         if (r < 0)
                 return r;
-        r = ctrmeta_storage_parse(buf, len, &s);
-        if (r < 0)
-                return r;
-        container_cache_done(c);
-        snprintf(c->memo.path, sizeof c->memo.path, "%s", path);
-        c->memo.st = st;
-        c->memo.parsed = s;
+        ctrmemo_keep(&c->memo, path, &st, s);
         *ret = s;
         return 0;
 }
@@ -216,11 +207,9 @@ static int storage_parsed(ContainerCache *c, const char *path, int64_t owner, co
  * keeps the containers of a transient store). */
 static int storage_read_driver(ContainerCache *c, const char *dir, const char *driver, int64_t owner,
                                ContainerInfo *info) {
-        _cleanup_free_ char *buf = NULL;
         const CtrmetaStorage *s = NULL;
         char path[PATH_MAX];
-        size_t len = 0;
-        int r;
+        int r, v;
 
         if (snprintf(path, sizeof path, "%s/%s-containers/containers.json", dir, driver) >= (int) sizeof path)
                 return -ENAMETOOLONG;
@@ -229,7 +218,8 @@ static int storage_read_driver(ContainerCache *c, const char *dir, const char *d
                 return r;
         if (snprintf(path, sizeof path, "%s/%s-containers/volatile-containers.json", dir, driver) >= (int) sizeof path)
                 return -ENAMETOOLONG;
-        if (read_meta(c->root_fd, path, owner, &buf, &len) >= 0 && ctrmeta_parse_storage(buf, len, info->id, info) > 0)
+        v = storage_parsed(c, path, owner, &s);
+        if (v >= 0 && ctrmeta_storage_find(s, info->id, info) > 0)
                 return 1;
         return r < 0 ? r : -ENOENT;
 }
@@ -565,8 +555,6 @@ void container_cache_stats(const ContainerCache *c, ContainerCacheStats *ret) {
 }
 
 void container_cache_done(ContainerCache *c) {
-        if (c) {
-                c->memo.parsed = ctrmeta_storage_free(c->memo.parsed);
-                c->memo.path[0] = '\0';
-        }
+        if (c)
+                ctrmemo_done(&c->memo);
 }

@@ -51,8 +51,21 @@ typedef struct ContainerInfo {
  * OCI spec with many mounts or a containers.json of some thousand containers, are well under). */
 #define CTRMETA_FILE_MAX (4u << 20)
 
+/* What parsing one file may cost: jansson's allocations for it, as ctrmeta_json_cost() bounds
+ * them before anything is built, at most 8 times CTRMETA_FILE_MAX; past it a parser returns
+ * -E2BIG. Measured on this tree's fixtures, the bound is 8.7 times a containers.json's size
+ * (jansson took 4 times) and 14 to 21 times an OCI spec's: a containers.json of some 6,000
+ * containers passes, or a spec of 1.5 MiB, while 4 MiB of empty objects, which jansson built in
+ * 283 MiB, is refused. */
+#define CTRMETA_PARSE_BUDGET (8 * (uint64_t) CTRMETA_FILE_MAX)
+
+/* An upper bound of what jansson allocates to parse buf (bytes), from a scan of its tokens that
+ * allocates nothing. Pure; any bytes. */
+uint64_t ctrmeta_json_cost(const char *buf, size_t len);
+
 /* Fills ret's names from docker's config.v2.json. Returns 0, -EBADMSG (not JSON, or not an
- * object), -ENOMEM. ret->runtime and ret->id are left as they are. */
+ * object), -E2BIG (over CTRMETA_PARSE_BUDGET, as every parser below), -ENOMEM. ret->runtime and ret->id are left as
+ * they are. */
 int ctrmeta_parse_docker(const char *buf, size_t len, ContainerInfo *ret);
 
 /* Fills ret's names from an OCI runtime spec's annotations (a containerd task bundle's or CRI-O's
