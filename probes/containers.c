@@ -241,12 +241,24 @@ static int storage_read(ContainerCache *c, const char *dir, int64_t owner, Conta
  * torn (a bbolt file read while written) is asked again, keeping what was named. */
 static void podman_pod(ContainerCache *c, Entry *e, const char *dir, int64_t owner) {
         ContainerInfo *info = &e->info;
-        char why[LIBPOD_REASON_MAX], name[sizeof info->runtime_pod];
-        int r = libpod_pod_name(c->root_fd, dir, owner, info->id, name, sizeof name, why);
+        char why[LIBPOD_REASON_MAX], name[sizeof info->runtime_pod], state[PATH_MAX + 80];
+        usec_t now = now_usec(CLOCK_MONOTONIC);
+        bool skipped;
+        int r;
 
+        /* a state that failed twice in a row is not read again for a minute, whichever asks */
+        snprintf(state, sizeof state, "%s/libpod state", dir);
+        r = ctrmemo_failed(&c->memo, state, now);
+        skipped = r < 0;
+        if (skipped)
+                snprintf(why, sizeof why, "failed less than a minute ago: %s", strerror(-r));
+        else
+                r = libpod_pod_name(c->root_fd, dir, owner, info->id, name, sizeof name, why);
         e->pod_unread = r == -EBUSY || r == -EBADMSG || r == -ETIME;
         e->pod_failures = e->pod_unread ? e->pod_failures + 1 : 0;
-        e->pod_mono_us = now_usec(CLOCK_MONOTONIC);
+        e->pod_mono_us = now;
+        if (!skipped && (!e->pod_unread || e->pod_failures > 1))
+                ctrmemo_fail(&c->memo, state, e->pod_unread ? r : 0, now);
         if (r < 0) {
                 log_debug("podman container %s: no pod from /%s/libpod/bolt_state.db or db.sql: %s", info->id, dir,
                           why);

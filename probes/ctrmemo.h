@@ -3,7 +3,8 @@
  * CTRMEMO_PARSED of them (containers.json and volatile-containers.json alike), kept while one
  * sample looks up its containers so that a file naming many is parsed once, not once for each,
  * and the last CTRMEMO_FAILED paths that failed (a user's file too large, not JSON, over the parse
- * budget), so that such a file is read again at most once per CTRMEMO_FAILED_US whoever asks.
+ * budget; a podman state database that failed twice in a row), so that such a file is read again
+ * at most once per CTRMEMO_FAILED_US whoever asks.
  * Reads nothing; never logs; not thread-safe. */
 #pragma once
 
