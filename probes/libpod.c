@@ -64,7 +64,9 @@ static int sqlite_query(SqliteDb *db, const char *id, char *name, size_t size, c
 /* Podman 5's state, <storage_dir>/db.sql (SQLite), where no bolt_state.db is: podman 5 takes the
  * bbolt file while there is one (libpod/runtime.go: getDBState). A rootless user's file, which
  * that user can make hostile: read as probes/sqlitedb.h reads one (by the descriptor whose owner
- * was checked, in memory, no lock, no journal, bounded), never by SQLite from its path. */
+ * was checked, in memory, no lock, no journal, bounded), never by SQLite from its path. Podman
+ * writes it in journal mode delete (docs/kernel-facts.md: podman-state), so a -journal beside it
+ * is a commit under way, which sqlitedb_open_at() answers with -EBUSY. */
 static int sqlite_pod_name(int root_fd, const char *storage_dir, int64_t owner, const char *id, char *name, size_t size,
                            char *reason) {
         char path[PATH_MAX], why[SQLITEDB_REASON_MAX];
