@@ -53,10 +53,10 @@ typedef struct ContainerInfo {
 
 /* What parsing one file may cost: jansson's allocations for it, as ctrmeta_json_cost() bounds
  * them before anything is built, at most 8 times CTRMETA_FILE_MAX; past it a parser returns
- * -E2BIG. Measured on this tree's fixtures, the bound is 8.7 times a containers.json's size
- * (jansson took 4 times) and 14 to 21 times an OCI spec's: a containers.json of some 6,000
- * containers passes, or a spec of 1.5 MiB, while 4 MiB of empty objects, which jansson built in
- * 283 MiB, is refused. */
+ * -E2BIG. Measured, the bound is 12 times the size of a containers.json of 3,000 containers
+ * (jansson took 4 times) and 16 to 23 times an OCI spec's of this tree's fixtures: a
+ * containers.json of some 6,000 containers passes, or a spec of 1.4 MiB, while 4 MiB of empty
+ * objects, which jansson built in 283 MiB, is refused. */
 #define CTRMETA_PARSE_BUDGET (8 * (uint64_t) CTRMETA_FILE_MAX)
 
 /* An upper bound of what jansson allocates to parse buf (bytes), from a scan of its tokens that
