@@ -33,6 +33,7 @@ typedef struct Src {
         const uint8_t *buf;
         uint64_t size;      /* of the file */
         uint64_t read;      /* bytes read so far */
+        uint64_t limit;     /* bytes it may read, at most BOLTDB_READ_MAX */
         unsigned visits;    /* pages read so far */
         uint32_t page_size; /* from the meta page chosen */
         uint64_t hwm;       /* its high water mark: no page at or past it */
@@ -64,8 +65,9 @@ static int src_read(Src *s, uint64_t off, void *dst, size_t len) {
         if (off > s->size || len > s->size - off)
                 return fail(s, -EBADMSG, "truncated: %zu bytes at offset %llu are past its end (%llu bytes)", len,
                             (unsigned long long) off, (unsigned long long) s->size);
-        if (len > BOLTDB_READ_MAX - s->read)
-                return fail(s, -EFBIG, "too large: the lookup would read more than %u MiB", BOLTDB_READ_MAX >> 20);
+        if (len > s->limit - s->read)
+                return fail(s, -EFBIG, "too large: the lookup would read more than its %llu KiB",
+                            (unsigned long long) s->limit >> 10);
         s->read += len;
         if (s->fd < 0) {
                 memcpy(dst, s->buf + off, len);
@@ -165,9 +167,9 @@ static int page_load(Src *s, uint64_t id, Page *p) {
                 return fail(s, -EBADMSG, "corrupt: page %llu overflows past the high water mark",
                             (unsigned long long) id);
         len = ((uint64_t) overflow + 1) * s->page_size;
-        if (len > BOLTDB_READ_MAX)
-                return fail(s, -EFBIG, "too large: page %llu is over %u MiB", (unsigned long long) id,
-                            BOLTDB_READ_MAX >> 20);
+        if (len > s->limit)
+                return fail(s, -EFBIG, "too large: page %llu is over %llu KiB", (unsigned long long) id,
+                            (unsigned long long) s->limit >> 10);
         p->mem = malloc((size_t) len);
         if (!p->mem)
                 return fail(s, -ENOMEM, "out of memory");
@@ -331,7 +333,7 @@ static int lookup(Src *s, const char *const *keys, size_t n, char *value, size_t
 
 int boltdb_get_buf(const void *buf, size_t len, const char *const *keys, size_t n, char *value, size_t size,
                    char *reason) {
-        Src s = { .fd = -1, .buf = buf, .size = len, .why = reason };
+        Src s = { .fd = -1, .buf = buf, .size = len, .limit = BOLTDB_READ_MAX, .why = reason };
 
         if (reason)
                 reason[0] = '\0';
@@ -358,13 +360,23 @@ int boltdb_open_at(int dir_fd, const char *path, struct stat *ret_st, char *reas
         return TAKE_FD(fd);
 }
 
-int boltdb_get_fd(int fd, const struct stat *st, const char *const *keys, size_t n, char *value, size_t size,
-                  char *reason) {
+int boltdb_get_fd_budget(int fd, const struct stat *st, const char *const *keys, size_t n, char *value, size_t size,
+                         uint64_t *budget_bytes, char *reason) {
         Src s = { .fd = fd, .size = (uint64_t) st->st_size, .why = reason };
+        int r;
 
         if (reason)
                 reason[0] = '\0';
-        return lookup(&s, keys, n, value, size);
+        s.limit = budget_bytes ? MIN(*budget_bytes, (uint64_t) BOLTDB_READ_MAX) : BOLTDB_READ_MAX;
+        r = lookup(&s, keys, n, value, size);
+        if (budget_bytes)
+                *budget_bytes -= s.read;
+        return r;
+}
+
+int boltdb_get_fd(int fd, const struct stat *st, const char *const *keys, size_t n, char *value, size_t size,
+                  char *reason) {
+        return boltdb_get_fd_budget(fd, st, keys, n, value, size, NULL, reason);
 }
 
 int boltdb_get_at(int dir_fd, const char *path, const char *const *keys, size_t n, char *value, size_t size,

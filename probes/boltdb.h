@@ -16,6 +16,7 @@
 #pragma once
 
 #include <stddef.h>
+#include <stdint.h>
 #include <sys/stat.h>
 
 #define BOLTDB_PAGES_MAX 512        /* pages visited in one lookup */
@@ -44,6 +45,12 @@ int boltdb_open_at(int dir_fd, const char *path, struct stat *ret_st, char *reas
  * meta pages again: a commit between two lookups is seen by the second. */
 int boltdb_get_fd(int fd, const struct stat *st, const char *const *keys, size_t n, char *value, size_t size,
                   char *reason);
+
+/* boltdb_get_fd() within a budget that several lookups share: it reads at most *budget_bytes
+ * (and at most BOLTDB_READ_MAX), -EFBIG past it, and takes what it read off *budget_bytes
+ * whatever it returns. NULL: BOLTDB_READ_MAX for this lookup. */
+int boltdb_get_fd_budget(int fd, const struct stat *st, const char *const *keys, size_t n, char *value, size_t size,
+                         uint64_t *budget_bytes, char *reason);
 
 /* The same in a file held in memory (len bytes at buf). */
 int boltdb_get_buf(const void *buf, size_t len, const char *const *keys, size_t n, char *value, size_t size,

@@ -13,6 +13,8 @@
 #include "probes/boltdb.h"
 #include "probes/cgmeta.h"
 #include "probes/containers.h"
+#include "probes/ctrfile.h"
+#include "probes/ctrmemo.h"
 #include "probes/ctrverify.h"
 #include "probes/libpod.h"
 
@@ -29,23 +31,16 @@ typedef struct Entry {
         Key key;
         uint64_t used; /* the cache's clock at the last lookup: the smallest is evicted */
         usec_t read_mono_us;
-        bool none;       /* a plain containerd path with no task bundle: no container, said NULL */
-        bool pod_unread; /* podman's state was busy or torn: its pod is asked again */
+        bool none;             /* a plain containerd path with no task bundle: no container, said NULL */
+        bool pod_unread;       /* podman's state was busy or torn: its pod is asked again */
+        unsigned pod_failures; /* in a row: after the first, asked once a minute */
         usec_t pod_mono_us;
         ContainerInfo info;
 } Entry;
 
-/* The last containers.json parsed, while one sample looks up its containers (a file of many
- * containers is parsed once, not once for each): until container_cache_done(). */
-typedef struct StorageMemo {
-        char path[PATH_MAX];
-        struct stat st;
-        CtrmetaStorage *parsed;
-} StorageMemo;
-
 struct ContainerCache {
         int root_fd, proc_fd, cgroup2_fd;
-        StorageMemo memo;
+        CtrMemo memo; /* the storage files parsed for one sample, those that failed lately */
         size_t max, n;
         uint64_t clock;
         Entry *items; /* grown up to max */
@@ -78,41 +73,14 @@ ContainerCache *container_cache_free(ContainerCache *c) {
         return NULL;
 }
 
-/* Reads root/path, a regular file of at most CTRMETA_FILE_MAX bytes owned by root or by owner
- * (>= 0: a rootless user's storage, whose files that user writes), into a malloc'ed buffer. Never
- * blocks on a FIFO planted in its place, never follows a symlink at its end. 0, -ENOENT, -EFBIG,
- * -EPERM (owned by someone else, or not a regular file), -errno. */
-static int read_meta(int root_fd, const char *path, int64_t owner, char **ret, size_t *ret_len) {
-        _cleanup_close_ int fd = -EBADF;
-        _cleanup_free_ char *buf = NULL;
-        struct stat st;
-        ssize_t n;
-
-        fd = openat(root_fd, path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK | O_NOFOLLOW);
-        if (fd < 0)
-                return errno == ELOOP ? -EPERM : -errno;
-        if (fstat(fd, &st) < 0)
-                return -errno;
-        if (!ctrmeta_file_trusted(&st, owner))
-                return -EPERM;
-        if (st.st_size > (off_t) CTRMETA_FILE_MAX)
-                return -EFBIG;
-        buf = malloc((size_t) st.st_size + 1);
-        if (!buf)
-                return -ENOMEM;
-        n = read_fd_full(fd, buf, (size_t) st.st_size + 1);
-        if (n < 0)
-                return (int) n;
-        *ret_len = (size_t) n;
-        *ret = TAKE_PTR(buf);
-        return 0;
-}
-
 static void say_unnamed(ContainerInfo *info, const char *what, int r) {
         if (r == -ENOENT)
                 snprintf(info->unnamed, sizeof info->unnamed, "no %s: the container is gone or not this host's", what);
         else if (r == -EBADMSG)
                 snprintf(info->unnamed, sizeof info->unnamed, "its %s is not the JSON expected", what);
+        else if (r == -E2BIG)
+                snprintf(info->unnamed, sizeof info->unnamed, "its %s holds more JSON than a %llu MiB parse", what,
+                         (unsigned long long) CTRMETA_PARSE_BUDGET >> 20);
         else if (r == -EFBIG)
                 snprintf(info->unnamed, sizeof info->unnamed, "its %s is larger than %u MiB", what,
                          CTRMETA_FILE_MAX >> 20);
@@ -130,7 +98,7 @@ static int read_parse(int root_fd, const char *path, int64_t owner, ParseFn pars
         size_t len = 0;
         int r;
 
-        r = read_meta(root_fd, path, owner, &buf, &len);
+        r = ctrfile_read(root_fd, path, owner, &buf, &len);
         return r < 0 ? r : parse(buf, len, info);
 }
 
@@ -187,14 +155,11 @@ static int crio_read(int root_fd, ContainerInfo *info) {
         return read_parse(root_fd, path, -1, ctrmeta_parse_oci, info);
 }
 
-static bool same_file(const struct stat *a, const struct stat *b) {
-        return a->st_dev == b->st_dev && a->st_ino == b->st_ino && a->st_size == b->st_size &&
-               a->st_mtim.tv_sec == b->st_mtim.tv_sec && a->st_mtim.tv_nsec == b->st_mtim.tv_nsec;
-}
-
-/* The parsed containers.json at path, from the memo while the file is the same one unchanged. */
+/* The parsed containers/storage file at path: from the memo while the file is the same one
+ * unchanged; not read again for CTRMEMO_FAILED_US after it failed (the error it failed with). */
 static int storage_parsed(ContainerCache *c, const char *path, int64_t owner, const CtrmetaStorage **ret) {
         _cleanup_free_ char *buf = NULL;
+        usec_t now = now_usec(CLOCK_MONOTONIC);
         CtrmetaStorage *s = NULL;
         struct stat st;
         size_t len = 0;
@@ -202,20 +167,18 @@ static int storage_parsed(ContainerCache *c, const char *path, int64_t owner, co
 
         if (fstatat(c->root_fd, path, &st, AT_SYMLINK_NOFOLLOW) < 0)
                 return -errno;
-        if (c->memo.parsed && strcmp(c->memo.path, path) == 0 && same_file(&c->memo.st, &st)) {
-                *ret = c->memo.parsed;
+        if ((*ret = ctrmemo_parsed(&c->memo, path, &st)))
                 return 0;
-        }
-        r = read_meta(c->root_fd, path, owner, &buf, &len);
+        r = ctrmemo_failed(&c->memo, path, now);
         if (r < 0)
                 return r;
-        r = ctrmeta_storage_parse(buf, len, &s);
+        r = ctrfile_read(c->root_fd, path, owner, &buf, &len);
+        if (r >= 0)
+                r = ctrmeta_storage_parse(buf, len, &s);
+        ctrmemo_fail(&c->memo, path, r == -ENOENT ? 0 : MIN(r, 0), now);
         if (r < 0)
                 return r;
-        container_cache_done(c);
-        snprintf(c->memo.path, sizeof c->memo.path, "%s", path);
-        c->memo.st = st;
-        c->memo.parsed = s;
+        ctrmemo_keep(&c->memo, path, &st, s);
         *ret = s;
         return 0;
 }
@@ -224,11 +187,9 @@ static int storage_parsed(ContainerCache *c, const char *path, int64_t owner, co
  * keeps the containers of a transient store). */
 static int storage_read_driver(ContainerCache *c, const char *dir, const char *driver, int64_t owner,
                                ContainerInfo *info) {
-        _cleanup_free_ char *buf = NULL;
         const CtrmetaStorage *s = NULL;
         char path[PATH_MAX];
-        size_t len = 0;
-        int r;
+        int r, v;
 
         if (snprintf(path, sizeof path, "%s/%s-containers/containers.json", dir, driver) >= (int) sizeof path)
                 return -ENAMETOOLONG;
@@ -237,7 +198,8 @@ static int storage_read_driver(ContainerCache *c, const char *dir, const char *d
                 return r;
         if (snprintf(path, sizeof path, "%s/%s-containers/volatile-containers.json", dir, driver) >= (int) sizeof path)
                 return -ENAMETOOLONG;
-        if (read_meta(c->root_fd, path, owner, &buf, &len) >= 0 && ctrmeta_parse_storage(buf, len, info->id, info) > 0)
+        v = storage_parsed(c, path, owner, &s);
+        if (v >= 0 && ctrmeta_storage_find(s, info->id, info) > 0)
                 return 1;
         return r < 0 ? r : -ENOENT;
 }
@@ -259,11 +221,24 @@ static int storage_read(ContainerCache *c, const char *dir, int64_t owner, Conta
  * torn (a bbolt file read while written) is asked again, keeping what was named. */
 static void podman_pod(ContainerCache *c, Entry *e, const char *dir, int64_t owner) {
         ContainerInfo *info = &e->info;
-        char why[LIBPOD_REASON_MAX], name[sizeof info->runtime_pod];
-        int r = libpod_pod_name(c->root_fd, dir, owner, info->id, name, sizeof name, why);
+        char why[LIBPOD_REASON_MAX], name[sizeof info->runtime_pod], state[PATH_MAX + 80];
+        usec_t now = now_usec(CLOCK_MONOTONIC);
+        bool skipped;
+        int r;
 
-        e->pod_unread = r == -EBUSY || r == -EBADMSG;
-        e->pod_mono_us = now_usec(CLOCK_MONOTONIC);
+        /* a state that failed twice in a row is not read again for a minute, whichever asks */
+        snprintf(state, sizeof state, "%s/libpod state", dir);
+        r = ctrmemo_failed(&c->memo, state, now);
+        skipped = r < 0;
+        if (skipped)
+                snprintf(why, sizeof why, "failed less than a minute ago: %s", strerror(-r));
+        else
+                r = libpod_pod_name(c->root_fd, dir, owner, info->id, name, sizeof name, why);
+        e->pod_unread = r == -EBUSY || r == -EBADMSG || r == -ETIME;
+        e->pod_failures = e->pod_unread ? e->pod_failures + 1 : 0;
+        e->pod_mono_us = now;
+        if (!skipped && (!e->pod_unread || e->pod_failures > 1))
+                ctrmemo_fail(&c->memo, state, e->pod_unread ? r : 0, now);
         if (r < 0) {
                 log_debug("podman container %s: no pod from /%s/libpod/bolt_state.db or db.sql: %s", info->id, dir,
                           why);
@@ -330,7 +305,7 @@ static void podman_rootless_graphroot(int root_fd, const CtrmetaUser *u, char *d
         if (system_storage_path(root_fd, "rootless_storage_path", u, dir, size) <= 0)
                 snprintf(dir, size, "%s/.local/share/containers/storage", u->home + 1);
         snprintf(conf, sizeof conf, "%s/.config/containers/storage.conf", u->home + 1);
-        r = read_meta(root_fd, conf, u->uid, &buf, &len);
+        r = ctrfile_read(root_fd, conf, u->uid, &buf, &len);
         if (r < 0) {
                 if (r != -ENOENT && r != -ENOTDIR)
                         log_debug("/%s: not read: %s", conf, strerror(-r));
@@ -401,6 +376,7 @@ static void resolve(ContainerCache *c, Entry *e) {
 
         *info = (ContainerInfo) {};
         e->none = e->pod_unread = false;
+        e->pod_failures = 0;
         snprintf(info->runtime, sizeof info->runtime, "%s", e->key.runtime);
         snprintf(info->id, sizeof info->id, "%s", e->key.id);
         if (!e->key.ns[0] && !ctrverify_container(c->cgroup2_fd, e->key.cgroup, e->key.runtime, e->key.user_uid, info))
@@ -566,7 +542,8 @@ const ContainerInfo *container_cache_lookup(ContainerCache *c, const char *cgrou
                 /* a path that turned out to name no container is neither a lookup nor a read */
                 if (!e->none)
                         c->stats.reads++;
-        } else if (e->pod_unread && now - e->pod_mono_us >= CONTAINER_CACHE_POD_RETRY_US)
+        } else if (e->pod_unread && now - e->pod_mono_us >= (e->pod_failures > 1 ? CONTAINER_CACHE_FAILED_RETRY_US
+                                                                                 : CONTAINER_CACHE_POD_RETRY_US))
                 (void) podman_read(c, e, true);
         if (e->none)
                 return NULL;
@@ -593,8 +570,6 @@ void container_cache_stats(const ContainerCache *c, ContainerCacheStats *ret) {
 }
 
 void container_cache_done(ContainerCache *c) {
-        if (c) {
-                c->memo.parsed = ctrmeta_storage_free(c->memo.parsed);
-                c->memo.path[0] = '\0';
-        }
+        if (c)
+                ctrmemo_done(&c->memo);
 }

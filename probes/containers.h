@@ -20,8 +20,10 @@
 #define CONTAINER_CACHE_MAX 256
 #define CONTAINER_CACHE_RETRY_US (30 * USEC_PER_SEC)
 /* A podman container's pod, when podman's state was busy (a commit) or torn, is asked again after
- * this; what was named is kept. */
+ * this, once; what was named is kept. Should that fail too, it is asked again once per
+ * CONTAINER_CACHE_FAILED_RETRY_US: a file that fails is not read again more often than that. */
 #define CONTAINER_CACHE_POD_RETRY_US (1 * USEC_PER_SEC)
+#define CONTAINER_CACHE_FAILED_RETRY_US (60 * USEC_PER_SEC)
 
 typedef struct ContainerCache ContainerCache;
 

@@ -58,9 +58,21 @@ typedef struct ContainerInfo {
  * OCI spec with many mounts or a containers.json of some thousand containers, are well under). */
 #define CTRMETA_FILE_MAX (4u << 20)
 
+/* What parsing one file may cost: jansson's allocations for it, as ctrmeta_json_cost() bounds
+ * them before anything is built, at most 8 times CTRMETA_FILE_MAX; past it a parser returns
+ * -E2BIG. Measured, the bound is 12 times the size of a containers.json of 3,000 containers
+ * (jansson took 4 times) and 16 to 23 times an OCI spec's of this tree's fixtures: a
+ * containers.json of some 6,000 containers passes, or a spec of 1.4 MiB, while 4 MiB of empty
+ * objects, which jansson built in 283 MiB, is refused. */
+#define CTRMETA_PARSE_BUDGET (8 * (uint64_t) CTRMETA_FILE_MAX)
+
+/* An upper bound of what jansson allocates to parse buf (bytes), from a scan of its tokens that
+ * allocates nothing. Pure; any bytes. */
+uint64_t ctrmeta_json_cost(const char *buf, size_t len);
+
 /* Fills ret's names, and pid (State.Pid, 0 when it is not running), from docker's config.v2.json.
- * Returns 0, -EBADMSG (not JSON, or not an
- * object), -ENOMEM. ret->runtime and ret->id are left as they are. */
+ * Returns 0, -EBADMSG (not JSON, or not an object), -E2BIG (over CTRMETA_PARSE_BUDGET, as every
+ * parser below), -ENOMEM. ret->runtime and ret->id are left as they are. */
 int ctrmeta_parse_docker(const char *buf, size_t len, ContainerInfo *ret);
 
 /* Fills ret's names from an OCI runtime spec's annotations (a containerd task bundle's or CRI-O's

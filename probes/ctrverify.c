@@ -12,6 +12,7 @@
 #include "base/cgpath.h"
 #include "base/fileio.h"
 #include "base/macro.h"
+#include "probes/ctrfile.h"
 #include "probes/ctrmeta.h"
 #include "probes/ctrverify.h"
 #include "probes/procfs.h"
@@ -231,7 +232,7 @@ pid_t ctrverify_read_pid(int root_fd, const char *path, int64_t owner) {
         ssize_t n;
 
         /* as probes/containers.c reads a runtime's files: never a FIFO, never through a symlink */
-        fd = openat(root_fd, path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK | O_NOFOLLOW);
+        fd = ctrfile_openat(root_fd, path, owner, O_RDONLY | O_NOCTTY | O_NONBLOCK);
         if (fd < 0 || fstat(fd, &st) < 0 || !ctrmeta_file_trusted(&st, owner))
                 return 0;
         n = read_fd_full(fd, buf, sizeof buf);

@@ -5,6 +5,9 @@
  * value stays NUL-terminated within its buffer and the reason within its own, whatever the input. */
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "base/macro.h"
 #include "probes/boltdb.h"
@@ -46,6 +49,34 @@ static void lookups(const uint8_t *buf, size_t size) {
         }
 }
 
+/* podman 4's three lookups (probes/libpod.c) in a file of the bytes, sharing one budget: each
+ * takes what it read off it, none reads past it. */
+static void budgeted(const uint8_t *buf, size_t size) {
+        static const char *const paths[][3] = {
+                { "all-ctrs", "61d041b26f05e80bc0f53f9a3c75b43e503237a4b3641b7da2c657061d41946c" },
+                { "ctr", "61d041b26f05e80bc0f53f9a3c75b43e503237a4b3641b7da2c657061d41946c", "pod-id" },
+                { "id-registry", "0f57d86d592133043c247b29bb2831cb77cbe5c2da3923e5e9eca1759ce6cf77" },
+        };
+        char value[64], why[BOLTDB_REASON_MAX];
+        uint64_t budget = 64 * 1024, before;
+        struct stat st;
+        int fd = memfd_create("fuzz-boltdb", MFD_CLOEXEC);
+
+        if (fd < 0)
+                return;
+        if (write(fd, buf, size) != (ssize_t) size || fstat(fd, &st) < 0) {
+                close(fd);
+                return;
+        }
+        for (size_t i = 0; i < ELEMENTSOF(paths); i++) {
+                before = budget;
+                (void) boltdb_get_fd_budget(fd, &st, paths[i], i == 1 ? 3 : 2, value, sizeof value, &budget, why);
+                if (budget > before || strnlen(value, sizeof value) == sizeof value)
+                        abort();
+        }
+        close(fd);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         uint8_t *buf = malloc(size ? size : 1);
         uint32_t ps = 0;
@@ -54,6 +85,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
                 return 0;
         memcpy(buf, data, size); /* exactly size bytes: ASan sees any read past them */
         lookups(buf, size);
+        budgeted(buf, size);
         if (size >= 16 + 64) {
                 memcpy(&ps, buf + 16 + 8, sizeof ps);
                 fix_checksum(buf, size, 0);

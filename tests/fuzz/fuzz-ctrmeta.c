@@ -2,7 +2,10 @@
 /* The container runtimes' metadata parsers (probes/ctrmeta.h): the same bytes as docker's
  * config.v2.json, an OCI spec's annotations, a containers/storage containers.json (looked up for
  * the id the fuzzer's first 64 bytes would be), /etc/passwd and a storage.conf's graphroot. Every field stays
- * NUL-terminated within its buffer whatever the input. */
+ * NUL-terminated within its buffer whatever the input; what jansson allocates for one parse never
+ * exceeds ctrmeta_json_cost(), the bound the parsers check against CTRMETA_PARSE_BUDGET first. */
+#include <errno.h>
+#include <jansson.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -19,6 +22,43 @@ static void check(const ContainerInfo *i) {
                 abort();
 }
 
+/* jansson's allocations counted: their peak in bytes */
+static size_t json_bytes, json_peak;
+
+static void *counting_malloc(size_t n) {
+        size_t *p = malloc(n + sizeof(max_align_t));
+
+        if (!p)
+                return NULL;
+        *p = n;
+        json_bytes += n;
+        json_peak = json_bytes > json_peak ? json_bytes : json_peak;
+        return (char *) p + sizeof(max_align_t);
+}
+
+static void counting_free(void *q) {
+        if (q) {
+                size_t *p = (size_t *) ((char *) q - sizeof(max_align_t));
+                json_bytes -= *p;
+                free(p);
+        }
+}
+
+/* One parse within its bound: jansson's peak at most the cost, -E2BIG exactly past the budget. */
+static void bounded(const char *buf, size_t size) {
+        uint64_t cost = ctrmeta_json_cost(buf, size);
+        CtrmetaStorage *s = NULL;
+        int r;
+
+        json_set_alloc_funcs(counting_malloc, counting_free);
+        json_peak = json_bytes = 0;
+        r = ctrmeta_storage_parse(buf, size, &s);
+        ctrmeta_storage_free(s);
+        if (json_peak > cost || (r == -E2BIG) != (cost > CTRMETA_PARSE_BUDGET))
+                abort();
+        json_set_alloc_funcs(malloc, free);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         char *buf = malloc(size ? size : 1), home[256], value[256];
         ContainerInfo i = {};
@@ -27,6 +67,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         if (!buf)
                 return 0;
         memcpy(buf, data, size); /* exactly size bytes: ASan sees any read past them */
+        bounded(buf, size);
         (void) ctrmeta_parse_docker(buf, size, &i);
         check(&i);
         i = (ContainerInfo) {};

@@ -2,16 +2,23 @@
 /* Container names from each runtime's files (tests/fixtures/containers/<runtime>/: podman's as
  * podman 4.3.1 wrote them on Debian 12, the others shaped as their sources write them), the cache
  * (once per container, LRU eviction, kept after the files go), and hostile metadata: bad JSON,
- * huge files, FIFOs and symlinks in place of a file, control characters, missing fields. */
+ * huge files, FIFOs and symlinks in place of a file, control characters, missing fields; a
+ * containers.json over the parse budget refused cheaply and read once a minute, a volatile one
+ * parsed once per sample. */
 #include <errno.h>
 #include <fcntl.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <signal.h>
+#include <sys/inotify.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <jansson.h>
+
+#include "base/timeutil.h"
 #include "probes/containers.h"
 #include "probes/ctrmeta.h"
 #include "tests/unit/fake-cgroups.h"
@@ -592,6 +599,187 @@ static void test_parsers_hostile(void **state) {
         }
 }
 
+/* jansson's allocations counted (json_set_alloc_funcs), their peak in bytes. */
+static size_t json_bytes, json_peak;
+
+static void *counting_malloc(size_t n) {
+        size_t *p = malloc(n + sizeof(max_align_t));
+
+        if (!p)
+                return NULL;
+        *p = n;
+        json_bytes += n;
+        json_peak = json_bytes > json_peak ? json_bytes : json_peak;
+        return (char *) p + sizeof(max_align_t);
+}
+
+static void counting_free(void *q) {
+        size_t *p = q ? (size_t *) ((char *) q - sizeof(max_align_t)) : NULL;
+
+        if (p) {
+                json_bytes -= *p;
+                free(p);
+        }
+}
+
+/* A containers.json of n entries, each from fmt (its %d the entry's number), at most size bytes. */
+static char *storage_json(const char *fmt, int n, size_t size, size_t *ret_len) {
+        char *buf = malloc(size + 1);
+        size_t len = 0;
+
+        assert_non_null(buf);
+        buf[len++] = '[';
+        for (int i = 0; i < n; i++) {
+                int k = snprintf(buf + len, size - len, "%s", i ? "," : "");
+                len += (size_t) k;
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wformat-nonliteral"
+                k = snprintf(buf + len, size - len, fmt, i, i, i);
+#pragma GCC diagnostic pop
+                assert_true(k > 0 && (size_t) k < size - len - 1);
+                len += (size_t) k;
+        }
+        buf[len++] = ']';
+        *ret_len = len;
+        return buf;
+}
+
+#define ENTRY                                                                                                          \
+        "{\"id\":\"%064d\",\"names\":[\"web-%d\"],\"image\":"                                                          \
+        "\"c227781895da6c7e9d259e6d6494fa4b0993afa517915db716a871b41d31c969\","                                        \
+        "\"layer\":\"ea4e3bade5ee574dc934a28ec22ccb615422feed4b000912791b85810d5a4b5a\",\"metadata\":\"{\\\"image-"    \
+        "name\\\":"                                                                                                    \
+        "\\\"localhost/shop/web:%d\\\",\\\"name\\\":\\\"web\\\",\\\"created-at\\\":1795818468}\",\"created\":"         \
+        "\"2026-11-27T22:27:48.327434656Z\",\"flags\":{\"MountLabel\":\"\",\"ProcessLabel\":\"\"}}"
+
+/* 4 MiB of empty objects (jansson built them in 283 MiB and 258 ms): refused before jansson is
+ * called, in a few ms; a containers.json of 3,000 real-shaped containers (1.8 MiB) still parsed. */
+static void test_storage_budget(void **state) {
+        CtrmetaStorage *s = NULL;
+        ContainerInfo info = {};
+        char id[80];
+        size_t len;
+        char *buf = storage_json("{}", (int) (CTRMETA_FILE_MAX / 3) - 1, CTRMETA_FILE_MAX, &len);
+        usec_t t0;
+
+        alarm(30);
+        assert_true(len <= CTRMETA_FILE_MAX);
+        json_set_alloc_funcs(counting_malloc, counting_free);
+        json_peak = 0;
+        t0 = now_usec(CLOCK_MONOTONIC);
+        assert_int_equal(ctrmeta_storage_parse(buf, len, &s), -E2BIG);
+        assert_true(now_usec(CLOCK_MONOTONIC) - t0 < 100 * 1000);
+        assert_true(json_peak < 64 * 1024);
+        free(buf);
+
+        buf = storage_json(ENTRY, 3000, CTRMETA_FILE_MAX, &len);
+        json_peak = 0;
+        assert_int_equal(ctrmeta_storage_parse(buf, len, &s), 0);
+        print_message("containers.json of 3000 containers, %zu bytes: jansson's peak %zu bytes, bound %llu\n", len,
+                      json_peak, (unsigned long long) ctrmeta_json_cost(buf, len));
+        assert_true(json_peak <= ctrmeta_json_cost(buf, len));
+        snprintf(id, sizeof id, "%064d", 2999);
+        assert_int_equal(ctrmeta_storage_find(s, id, &info), 1);
+        assert_string_equal(info.name, "web-2999");
+        assert_string_equal(info.image, "localhost/shop/web:2999");
+        ctrmeta_storage_free(s);
+        json_set_alloc_funcs(malloc, free);
+        free(buf);
+        alarm(0);
+}
+
+/* The inotify events of fd counted: IN_OPEN of the file it watches, read at once (inotify folds an
+ * event into the same one still unread). */
+static int opens_of(int fd) {
+        char ev[4096] __attribute__((aligned(8)));
+        int opens = 0;
+        ssize_t n;
+
+        while ((n = read(fd, ev, sizeof ev)) > 0)
+                for (char *p = ev; p < ev + n; p += sizeof(struct inotify_event) + ((struct inotify_event *) p)->len)
+                        opens += (((struct inotify_event *) p)->mask & IN_OPEN) != 0;
+        return opens;
+}
+
+#define ALICE_STORAGE "home/alice/.local/share/containers/storage/overlay-containers/"
+#define ALICE_SCOPE(id) "/user.slice/user-1000.slice/user@1000.service/user.slice/libpod-" id ".scope"
+#define OTHER1 "0000000000000000000000000000000000000000000000000000000000000001"
+#define OTHER2 "0000000000000000000000000000000000000000000000000000000000000002"
+
+/* A rootless user's containers.json over the budget is read once, whatever the lookups, the
+ * samples' ends between them and the containers asked (it was parsed again at each). */
+static void test_storage_read_once(void **state) {
+        char root[] = "/tmp/psidiag-test-containers-XXXXXX", path[160];
+        ContainerCache *c = NULL;
+        const ContainerInfo *i;
+        size_t len;
+        char *buf = storage_json("{}", (int) (CTRMETA_FILE_MAX / 3) - 1, CTRMETA_FILE_MAX, &len);
+        int fd, in;
+
+        alarm(30);
+        assert_int_equal(fake_tree_copy(root, fixture("containers/podman")), 0);
+        fd = open(root, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        assert_true(fd >= 0);
+        assert_int_equal(fake_tree_write_bytes(root, ALICE_STORAGE "containers.json", buf, len), 0);
+        free(buf);
+        snprintf(path, sizeof path, "%s/" ALICE_STORAGE "containers.json", root);
+        in = inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
+        assert_true(in >= 0);
+        assert_true(inotify_add_watch(in, path, IN_OPEN) >= 0);
+        assert_int_equal(container_cache_new(fd, -1, fake_cgroups_fd, 8, &c), 0);
+        i = fake_cgroups_lookup(c, ALICE_SCOPE(ROOTLESS));
+        assert_string_equal(i->name, "");
+        assert_string_equal(i->unnamed, "its containers.json entry holds more JSON than a 32 MiB parse");
+        assert_int_equal(opens_of(in), 1);
+        container_cache_done(c);
+        i = fake_cgroups_lookup(c, ALICE_SCOPE(OTHER1));
+        assert_string_equal(i->unnamed, "its containers.json entry holds more JSON than a 32 MiB parse");
+        container_cache_done(c);
+        i = fake_cgroups_lookup(c, ALICE_SCOPE(OTHER2));
+        assert_string_equal(i->unnamed, "its containers.json entry holds more JSON than a 32 MiB parse");
+        assert_int_equal(opens_of(in), 0);
+        container_cache_free(c);
+        close(in);
+        close(fd);
+        assert_int_equal(fake_tree_remove(root), 0);
+        alarm(0);
+}
+
+/* A transient store's volatile-containers.json (never memoized: read again for each container)
+ * parsed once per sample, as containers.json is. */
+static void test_storage_volatile_once(void **state) {
+        char root[] = "/tmp/psidiag-test-containers-XXXXXX", path[160];
+        ContainerCache *c = NULL;
+        const ContainerInfo *i;
+        int fd, in;
+
+        alarm(30);
+        assert_int_equal(fake_tree_copy(root, fixture("containers/podman")), 0);
+        fd = open(root, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        assert_true(fd >= 0);
+        assert_int_equal(fake_tree_write(root, ALICE_STORAGE "containers.json", "[]"), 0);
+        assert_int_equal(fake_tree_write(root, ALICE_STORAGE "volatile-containers.json",
+                                         "[{\"id\":\"" OTHER1 "\",\"names\":[\"one\"]},{\"id\":\"" OTHER2
+                                         "\",\"names\":[\"two\"]}]"),
+                         0);
+        snprintf(path, sizeof path, "%s/" ALICE_STORAGE "volatile-containers.json", root);
+        in = inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
+        assert_true(in >= 0);
+        assert_true(inotify_add_watch(in, path, IN_OPEN) >= 0);
+        assert_int_equal(container_cache_new(fd, -1, fake_cgroups_fd, 8, &c), 0);
+        i = fake_cgroups_lookup(c, ALICE_SCOPE(OTHER1));
+        assert_string_equal(i->name, "one");
+        assert_int_equal(opens_of(in), 1);
+        i = fake_cgroups_lookup(c, ALICE_SCOPE(OTHER2));
+        assert_string_equal(i->name, "two");
+        assert_int_equal(opens_of(in), 0);
+        container_cache_free(c);
+        close(in);
+        close(fd);
+        assert_int_equal(fake_tree_remove(root), 0);
+        alarm(0);
+}
+
 int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_docker),
@@ -606,6 +794,9 @@ int main(void) {
                 cmocka_unit_test(test_hostile_files),
                 cmocka_unit_test(test_eviction),
                 cmocka_unit_test(test_parsers_hostile),
+                cmocka_unit_test(test_storage_budget),
+                cmocka_unit_test(test_storage_read_once),
+                cmocka_unit_test(test_storage_volatile_once),
         };
         return cmocka_run_group_tests(tests, fake_cgroups_make, fake_cgroups_remove);
 }
