@@ -67,7 +67,10 @@ static void show_pressure(json_t *inc, FILE *out) {
                                                                                             : "after the wakeup",
                         text_format_us(seen, a, sizeof a), 100.0 * (double) seen / (double) expected,
                         text_format_us(expected, b, sizeof b));
-                fputs(strcmp(verdict, "passed") == 0 ? ": the stall had passed before the sample\n" : "\n", out);
+                fputs(strcmp(verdict, "passed") == 0    ? ": the stall had passed before the sample\n"
+                      : strcmp(verdict, "blocked") == 0 ? ": a thread still blocked at its end, the stall not passed\n"
+                                                        : "\n",
+                      out);
         }
 
         json_t *st = json_object_get(inc, "states");

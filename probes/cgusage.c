@@ -264,6 +264,8 @@ void cgroup_usages_clear(CgroupUsages *t) {
         t->n = 0;
         t->names_len = 0;
         tid_list_clear(&t->pids);
+        t->self = 0;
+        t->has_self = false;
 }
 
 bool cgroup_usages_complete(const CgroupUsages *t) {

@@ -73,6 +73,12 @@ typedef struct CgroupUsages {
         char *names;
         size_t names_len, names_cap;
         TidList pids;
+        /* The cpu time (us) of the process whose reader leaves it out of its culprits (the agent,
+         * SampleScope.exclude_tgid), read just before and just after the walk; its own cgroup's
+         * counter holds it (sampling/culprits.c takes it off). has_self false: not read. */
+        pid_t self;
+        bool has_self;
+        uint64_t self_before_us, self_after_us;
 } CgroupUsages;
 
 static inline const char *cgroup_usage_path(const CgroupUsages *t, const CgroupUsageEntry *c) {

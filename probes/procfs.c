@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "base/fileio.h"
@@ -412,6 +413,20 @@ int proc_read_rss_kib(int proc_fd, pid_t pid, uint64_t *ret) {
         if (parse_u64_exact(p, (size_t) (end - p), &pages) < 0)
                 return -EINVAL;
         *ret = pages * (uint64_t) (sysconf(_SC_PAGESIZE) / 1024);
+        return 0;
+}
+
+int proc_cpu_time_us(pid_t pid, uint64_t *ret) {
+        struct timespec ts;
+        clockid_t clk;
+        int r;
+
+        r = clock_getcpuclockid(pid, &clk);
+        if (r != 0)
+                return -r;
+        if (clock_gettime(clk, &ts) < 0)
+                return -errno;
+        *ret = (uint64_t) ts.tv_sec * 1000000ULL + (uint64_t) ts.tv_nsec / 1000ULL;
         return 0;
 }
 

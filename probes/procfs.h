@@ -112,6 +112,11 @@ int proc_status_parse_memory(const char *buf, size_t len, ProcMemory *ret);
 /* Reads /proc/<pid>/status. 0, -ESRCH (gone), -EINVAL or -errno. */
 int proc_read_memory(int proc_fd, pid_t pid, ProcMemory *ret);
 
+/* The cpu time the whole process pid (every thread, the ended ones included) has run, in us, from
+ * its process cpu-time clock (clock_getcpuclockid(): ns, not /proc/<pid>/stat's clock ticks). 0 or
+ * -errno (-ESRCH: gone). */
+int proc_cpu_time_us(pid_t pid, uint64_t *ret);
+
 /* Reads /proc/<pid>/comm without the trailing newline. Returns its length or -errno. */
 ssize_t proc_read_comm(int proc_fd, pid_t pid, char *out, size_t size);
 

@@ -356,6 +356,22 @@ static void processes_usage(const Culprits *c, const CulpritsInput *in, const Cg
         *ret = u;
 }
 
+/* The agent's own cpu over the walks (CgroupUsages.self: from before the start walk to after the
+ * end one, or its life for a lifetime pass), and whether e, a cgroup of the end walk, holds it:
+ * its counter's growth is the agent's too, which is no culprit. 0 when the walks did not read it. */
+static uint64_t self_cpu_us(const CulpritsInput *in, const CgroupUsageEntry *e) {
+        const CgroupUsages *ga = in->ga, *gb = in->gb;
+        bool holds = false;
+
+        if (in->resource != PSI_RESOURCE_CPU || !gb->has_self || (ga && (!ga->has_self || ga->self != gb->self)))
+                return 0;
+        for (size_t k = 0; k < e->n_pids && !holds; k++)
+                holds = gb->pids.tids[e->first_pid + k] == gb->self;
+        if (!holds)
+                return 0;
+        return culprit_sub_sat(gb->self_after_us, ga ? ga->self_before_us : 0);
+}
+
 static int build_cgroups(Culprits *c, const CulpritsInput *in) {
         const CgroupUsages *ga = in->ga, *gb = in->gb;
         CulpritUsage total = {};
@@ -389,7 +405,8 @@ static int build_cgroups(Culprits *c, const CulpritsInput *in) {
                 if (ob->complete && (!ga || !ia || oa->complete)) {
                         /* A cgroup made during the sample counted from zero. */
                         g.from_counters = true;
-                        g.usage.cpu_us = culprit_sub_sat(ob->cpu_us, oa ? oa->cpu_us : 0);
+                        g.usage.cpu_us =
+                                culprit_sub_sat(culprit_sub_sat(ob->cpu_us, oa ? oa->cpu_us : 0), self_cpu_us(in, e));
                         g.usage.read_bytes = culprit_sub_sat(ob->read_bytes, oa ? oa->read_bytes : 0);
                         g.usage.write_bytes = culprit_sub_sat(ob->write_bytes, oa ? oa->write_bytes : 0);
                         g.usage.rss_bytes = ob->memory_bytes;
@@ -531,7 +548,15 @@ void culprit_pass_take(const SampleScope *scope, Snapshot *snap, const Snapshot 
         if (!c)
                 return;
         cgroup_usages_clear(g);
+        /* The agent's own cpu around the walk: its cgroup's counter holds it, the agent is no
+         * culprit (the walk's readings come between the two). */
+        bool self = c->resource == PSI_RESOURCE_CPU && scope->exclude_tgid > 0 &&
+                    proc_cpu_time_us(scope->exclude_tgid, &g->self_before_us) >= 0;
         *has_g = c->cgroup_fd >= 0 && cgroup_usages_read(c->cgroup_fd, c->v1_fd, c->resource, g) >= 0;
+        if (self && proc_cpu_time_us(scope->exclude_tgid, &g->self_after_us) >= 0) {
+                g->self = scope->exclude_tgid;
+                g->has_self = true;
+        }
         if (!c->same) {
                 SampleScope cs = culprit_sample_scope(scope);
                 cs.reuse = sample;

@@ -15,11 +15,18 @@ FiredCoverage fired_coverage(const PsiTriggerSpec *trigger, uint64_t duration_us
         return c;
 }
 
+FiredCoverage fired_coverage_blocked(FiredCoverage c, uint64_t blocked_us) {
+        if (c.verdict == FIRED_PASSED && (double) blocked_us >= FIRED_SEEN_SHARE_MIN * (double) c.expected_us)
+                c.verdict = FIRED_BLOCKED;
+        return c;
+}
+
 const char *fired_verdict_to_string(FiredVerdict v) {
         static const char *const names[_FIRED_VERDICT_MAX] = {
                 [FIRED_UNKNOWN] = "unknown",
                 [FIRED_MEASURED] = "measured",
                 [FIRED_PASSED] = "passed",
+                [FIRED_BLOCKED] = "blocked",
         };
 
         return v >= 0 && v < _FIRED_VERDICT_MAX ? names[v] : "unknown";

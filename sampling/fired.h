@@ -20,6 +20,7 @@ typedef enum FiredVerdict {
         FIRED_UNKNOWN,  /* no stall measured (no delta sample, or no pressure at both ends) */
         FIRED_MEASURED, /* the window saw at least FIRED_SEEN_SHARE_MIN of the trigger's rate */
         FIRED_PASSED,   /* it saw less: the stall had passed before the sample */
+        FIRED_BLOCKED,  /* it saw less, but a thread was still blocked on the resource at its end */
         _FIRED_VERDICT_MAX,
 } FiredVerdict;
 
@@ -33,5 +34,16 @@ typedef struct FiredCoverage {
  * trigger that fired. Never fails: a zero window or duration gives FIRED_UNKNOWN. */
 FiredCoverage fired_coverage(const PsiTriggerSpec *trigger, uint64_t duration_us, bool has_stall, uint64_t stall_us);
 
-/* "measured", "passed", "unknown". */
+/* c (fired_coverage()) with what the sample found blocked at its end: blocked_us, the longest that
+ * a thread of the sampled scope had been in D at the sample's last look, on a wait that counts for
+ * an io or memory trigger's resource (sampling/rank.h: ranking_add_blocked(); 0: none). A window
+ * that saw the stall "pass" (FIRED_PASSED) while such a thread had been blocked for at least
+ * FIRED_SEEN_SHARE_MIN of expected_us (the "passed" line: the wait alone is as long as the stall
+ * the window needed) has not: FIRED_BLOCKED. The pressure total counts only io_schedule()'s sleeps
+ * and memory stall sections (kernel-facts.md: wait-resource): a writer held in the journal
+ * (add_transaction_credits()) or on a lock behind the io sleeps in D in plain schedule(), in no
+ * pressure. Any other verdict is kept. */
+FiredCoverage fired_coverage_blocked(FiredCoverage c, uint64_t blocked_us);
+
+/* "measured", "passed", "blocked", "unknown". */
 const char *fired_verdict_to_string(FiredVerdict v);

@@ -233,6 +233,19 @@ bool sample_result_stall_us(const SampleResult *res, uint64_t *ret) {
         return true;
 }
 
+uint64_t sample_result_blocked_us(const SampleResult *res, PsiResource resource) {
+        uint64_t ns = 0;
+
+        /* A D sleep is no wait for cpu or irq (ranking_add_blocked() only notes it there). */
+        if (!res->ranking || (resource != PSI_RESOURCE_IO && resource != PSI_RESOURCE_MEMORY) ||
+            res->resource != (int) resource)
+                return 0;
+        for (size_t i = 0; i < res->ranking->n_procs; i++)
+                if (res->ranking->procs[i].blocked_tid > 0)
+                        ns = MAX(ns, res->ranking->procs[i].blocked_ns);
+        return ns / NSEC_PER_USEC;
+}
+
 FiredCoverage sample_result_fired(const SampleResult *res, const PsiTriggerSpec *trigger) {
         uint64_t stall_us = 0;
         bool has_stall = sample_result_stall_us(res, &stall_us);
@@ -240,5 +253,6 @@ FiredCoverage sample_result_fired(const SampleResult *res, const PsiTriggerSpec 
                                        ? res->b->mono_us - res->a->mono_us
                                        : 0;
 
-        return fired_coverage(trigger, duration_us, has_stall, stall_us);
+        return fired_coverage_blocked(fired_coverage(trigger, duration_us, has_stall, stall_us),
+                                      sample_result_blocked_us(res, trigger->resource));
 }

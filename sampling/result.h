@@ -120,6 +120,12 @@ void sample_result_name_containers(SampleResult *r, ProcessInfoBuffer *buf, Cont
  * whose scope's pressure was read at both ends. False otherwise (*ret untouched). */
 bool sample_result_stall_us(const SampleResult *res, uint64_t *ret);
 
+/* The longest that a process of the ranking had a thread blocked at the sample's last look, in us
+ * (ProcessDelta.blocked_ns: waits that count for resource, ranking_add_blocked()); 0 when none was,
+ * or resource is not io or memory, or not what was ranked. */
+uint64_t sample_result_blocked_us(const SampleResult *res, PsiResource resource);
+
 /* What the sample's window (A..B of a delta sample; none otherwise) saw of the stall that fired
- * trigger (sampling/fired.h). */
+ * trigger (sampling/fired.h), a thread still blocked on trigger's resource at its end included
+ * (fired_coverage_blocked()). */
 FiredCoverage sample_result_fired(const SampleResult *res, const PsiTriggerSpec *trigger);

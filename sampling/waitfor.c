@@ -41,7 +41,9 @@ static const char *const memory_waits[] = {
 };
 
 /* Functions of block io, writeback and fsync waits (block/, mm/page-writeback.c, mm/filemap.c,
- * fs/jbd2/): io_schedule() sleeps, counted as io stall and blkio delay. */
+ * fs/jbd2/): io_schedule() sleeps, counted as io stall and blkio delay, but for jbd2's
+ * wait_transaction_locked(), a plain schedule() in D behind the journal's commit, which is in
+ * neither (kernel-facts.md: wait-resource). */
 static const char *const io_waits[] = {
         "bio_await",
         "submit_bio_wait",

@@ -55,11 +55,38 @@ static void test_unknown(void **state) {
         assert_string_equal(fired_verdict_to_string((FiredVerdict) 99), "unknown");
 }
 
+/* trixie's writeback case (tests/vm/waits.py): an fsync writer held 486 ms in jbd2's
+ * add_transaction_credits() at the sample's end, a wait in no io pressure, while the window of
+ * "io some 50ms 2s" saw under the 6.25 ms line. Blocked that long, the stall had not passed; a
+ * thread blocked for less than the line says nothing, and any other verdict stays. */
+static void test_blocked(void **state) {
+        static const PsiTriggerSpec db = {
+                .resource = PSI_RESOURCE_IO, .stall = PSI_STALL_SOME, .threshold_us = 50000, .window_us = 2000000
+        };
+        FiredCoverage c = fired_coverage(&db, 1000000, true, 3100);
+
+        assert_int_equal(c.verdict, FIRED_PASSED);
+        assert_int_equal(c.expected_us, 25000);
+        FiredCoverage b = fired_coverage_blocked(c, 486000);
+        assert_int_equal(b.verdict, FIRED_BLOCKED);
+        assert_string_equal(fired_verdict_to_string(b.verdict), "blocked");
+        assert_int_equal(b.expected_us, c.expected_us);
+        assert_true(b.seen == c.seen);
+        /* The line, inclusive: a quarter of expected_us. */
+        assert_int_equal(fired_coverage_blocked(c, 6250).verdict, FIRED_BLOCKED);
+        assert_int_equal(fired_coverage_blocked(c, 6249).verdict, FIRED_PASSED);
+        assert_int_equal(fired_coverage_blocked(c, 0).verdict, FIRED_PASSED);
+        assert_int_equal(fired_coverage_blocked(fired_coverage(&db, 1000000, true, 20000), 486000).verdict,
+                         FIRED_MEASURED);
+        assert_int_equal(fired_coverage_blocked(fired_coverage(&db, 1000000, false, 0), 486000).verdict, FIRED_UNKNOWN);
+}
+
 int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_passed),
                 cmocka_unit_test(test_measured),
                 cmocka_unit_test(test_unknown),
+                cmocka_unit_test(test_blocked),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }

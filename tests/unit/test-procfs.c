@@ -2,6 +2,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "probes/procfs.h"
@@ -314,6 +315,25 @@ static void test_cgroup_namespace_on_fixtures(void **state) {
         close(proc);
 }
 
+/* A process's cpu from its cpu-time clock: this one's, which grows as it spins (in us, where
+ * /proc/<pid>/stat counts clock ticks of 10 ms), and a child's once it is gone: -ESRCH. */
+static void test_cpu_time(void **state) {
+        uint64_t before, after;
+        pid_t child;
+
+        assert_int_equal(proc_cpu_time_us(getpid(), &before), 0);
+        do
+                assert_int_equal(proc_cpu_time_us(getpid(), &after), 0);
+        while (after < before + 2000);
+        assert_true(after >= before + 2000 && after < before + 1000000);
+        child = fork();
+        assert_true(child >= 0);
+        if (child == 0)
+                _exit(0);
+        assert_int_equal(waitpid(child, NULL, 0), child);
+        assert_int_equal(proc_cpu_time_us(child, &after), -ESRCH);
+}
+
 int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_stat_plain),
@@ -330,6 +350,7 @@ int main(void) {
                 cmocka_unit_test(test_cgroup_outside_namespace),
                 cmocka_unit_test(test_cgroup_namespace_on_fixtures),
                 cmocka_unit_test(test_status_memory),
+                cmocka_unit_test(test_cpu_time),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -364,11 +364,66 @@ static void test_unmeasured_as_sampler(void **state) {
         remove_pressure_dir(dir, fd);
 }
 
+/* The decision on a sample as the Sampler hands it: trixie's writeback case (tests/vm/waits.py),
+ * "io some 50ms 2s" on the fsync loop's cgroup, a 1 s window that saw 3.1 ms of io stall (under
+ * the 6.25 ms line) while its dd was in D 486 ms at the last look (add_transaction_credits(), in
+ * no io pressure): blocked, not passed. The same window without the blocked thread, or for a cpu
+ * trigger (a D sleep is no wait for cpu), passed. */
+static void test_fired_blocked(void **state) {
+        const PsiTriggerSpec io = {
+                .resource = PSI_RESOURCE_IO, .stall = PSI_STALL_SOME, .threshold_us = 50000, .window_us = 2000000
+        };
+        const PsiTriggerSpec cpu = {
+                .resource = PSI_RESOURCE_CPU, .stall = PSI_STALL_SOME, .threshold_us = 50000, .window_us = 2000000
+        };
+        Snapshot a = { .mono_us = 10000000 }, b = { .mono_us = 11000000 };
+        ProcessDelta procs[2] = {
+                { .tgid = 700, .origin = PROCESS_MEASURED, .uid = -1, .score_ns = 1000000 },
+                { .tgid = 701, .origin = PROCESS_MEASURED, .uid = -1, .blocked_tid = 701, .blocked_ns = 486000000 },
+        };
+        Ranking rk = { .procs = procs, .n_procs = ELEMENTSOF(procs) };
+        SampleResult r = { .basis = SAMPLE_BASIS_DELTA,
+                           .a = &a,
+                           .b = &b,
+                           .ranking = &rk,
+                           .resource = PSI_RESOURCE_IO,
+                           .has_stall = true,
+                           .stall = PSI_STALL_SOME };
+
+        for (int res = 0; res < PSI_RESOURCE_IRQ; res++) {
+                a.has_pressure[res] = b.has_pressure[res] = true;
+                a.pressure[res].has[PSI_STALL_SOME] = b.pressure[res].has[PSI_STALL_SOME] = true;
+                a.pressure[res].line[PSI_STALL_SOME].total_us = 5000000;
+                b.pressure[res].line[PSI_STALL_SOME].total_us = 5003100;
+        }
+        assert_int_equal(sample_result_blocked_us(&r, PSI_RESOURCE_IO), 486000);
+        FiredCoverage c = sample_result_fired(&r, &io);
+        assert_int_equal(c.verdict, FIRED_BLOCKED);
+        assert_int_equal(c.expected_us, 25000);
+
+        /* Blocked less than the line: the stall had passed. */
+        procs[1].blocked_ns = 6000000;
+        assert_int_equal(sample_result_fired(&r, &io).verdict, FIRED_PASSED);
+        procs[1].blocked_ns = 486000000;
+        /* No thread in D at the last look. */
+        procs[1].blocked_tid = 0;
+        assert_int_equal(sample_result_blocked_us(&r, PSI_RESOURCE_IO), 0);
+        assert_int_equal(sample_result_fired(&r, &io).verdict, FIRED_PASSED);
+        procs[1].blocked_tid = 701;
+        /* cpu: a D sleep says nothing of it. */
+        r.resource = PSI_RESOURCE_CPU;
+        assert_int_equal(sample_result_blocked_us(&r, PSI_RESOURCE_CPU), 0);
+        assert_int_equal(sample_result_fired(&r, &cpu).verdict, FIRED_PASSED);
+        /* A ranking of another resource than the trigger's says nothing of its waits. */
+        assert_int_equal(sample_result_blocked_us(&r, PSI_RESOURCE_IO), 0);
+}
+
 int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_ended_victim_cgroup), cmocka_unit_test(test_ended_victim_by_parent),
                 cmocka_unit_test(test_name_containers),     cmocka_unit_test(test_unreadable_identity),
                 cmocka_unit_test(test_unmeasured),          cmocka_unit_test(test_unmeasured_as_sampler),
+                cmocka_unit_test(test_fired_blocked),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }
