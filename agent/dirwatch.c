@@ -10,12 +10,31 @@ struct Dirwatch {
         struct ev_loop *loop;
         int fd;
         ev_io io;
+        ev_timer gap; /* reading paused until it fires */
+        double gap_s;
         DirwatchHandler handler;
         void *userdata;
 };
 
 static void on_io(struct ev_loop *loop, ev_io *io, int revents) {
-        dirwatch_dispatch(ASSERT_PTR(io->data));
+        Dirwatch *d = ASSERT_PTR(io->data);
+
+        dirwatch_dispatch(d);
+        if (d->gap_s > 0) { /* what comes meanwhile waits in the kernel's queue, read at once */
+                ev_io_stop(loop, &d->io);
+                ev_timer_set(&d->gap, d->gap_s, 0.);
+                ev_timer_start(loop, &d->gap);
+        }
+}
+
+static void on_gap(struct ev_loop *loop, ev_timer *t, int revents) {
+        Dirwatch *d = ASSERT_PTR(t->data);
+
+        ev_io_start(loop, &d->io);
+}
+
+void dirwatch_set_gap(Dirwatch *d, double seconds) {
+        d->gap_s = seconds;
 }
 
 int dirwatch_new(struct ev_loop *loop, DirwatchHandler handler, void *userdata, Dirwatch **ret) {
@@ -33,6 +52,8 @@ int dirwatch_new(struct ev_loop *loop, DirwatchHandler handler, void *userdata, 
         ev_io_init(&d->io, on_io, d->fd, EV_READ);
         d->io.data = d;
         ev_io_start(loop, &d->io);
+        ev_timer_init(&d->gap, on_gap, 0., 0.);
+        d->gap.data = d;
         *ret = d;
         return 0;
 }
@@ -41,6 +62,7 @@ Dirwatch *dirwatch_free(Dirwatch *d) {
         if (!d)
                 return NULL;
         ev_io_stop(d->loop, &d->io);
+        ev_timer_stop(d->loop, &d->gap);
         safe_close(d->fd);
         free(d);
         return NULL;

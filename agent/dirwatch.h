@@ -17,6 +17,10 @@ typedef void (*DirwatchHandler)(Dirwatch *d, const struct inotify_event *e, void
  * (EMFILE: the per-user limit of inotify instances). */
 int dirwatch_new(struct ev_loop *loop, DirwatchHandler handler, void *userdata, Dirwatch **ret);
 
+/* After each wakeup's events, the loop reads none for seconds (0, the default: reads at once):
+ * however fast directories are made, at most one wakeup per gap, its events read together. */
+void dirwatch_set_gap(Dirwatch *d, double seconds);
+
 /* Stops the watcher before closing the instance. NULL-safe; returns NULL. */
 Dirwatch *dirwatch_free(Dirwatch *d);
 

@@ -17,8 +17,9 @@
 #include "agent/dirwatch.h"
 #include "agent/discovery.h"
 #include "agent/health.h"
+#include "agent/pace.h"
+#include "agent/pathset.h"
 #include "agent/watch.h"
-#include "base/array.h"
 #include "base/fileio.h"
 #include "base/log.h"
 #include "base/macro.h"
@@ -32,11 +33,11 @@
 /* Walks for containers not named yet, after the tree's last change: 3 x 31 s. */
 #define DISCOVERY_RETRIES 3
 
-/* A walk of the whole tree after a change waits until the last one's time, nine times over, has
- * passed since it ended (at most DISCOVERY_PACE_MAX_US): walks take at most a tenth of the loop,
- * however fast a user makes and removes directories. */
-#define DISCOVERY_PACE 9
-#define DISCOVERY_PACE_MAX_US (10 * USEC_PER_SEC)
+/* Walks of the whole tree after a change, and of the cgroups bursts made, are paced (agent/pace.h):
+ * each kind takes at most a tenth of the loop, however fast a user makes and removes directories;
+ * the bursts' also at most one per DISCOVERY_BURST_GAP_US. Events are read once per READ_GAP. */
+#define DISCOVERY_BURST_GAP_US (50 * USEC_PER_MSEC)
+#define DISCOVERY_READ_GAP_S 0.02
 /* A refused watch is warned about at most this often, with how many were refused since. */
 #define DISCOVERY_REFUSED_LOG_US (60 * USEC_PER_SEC)
 /* Cgroups made in one burst that are walked alone; beyond them the whole tree is walked. */
@@ -48,16 +49,15 @@
 #define DIR_CONTAINERS 2u
 
 struct Discovery {
-        Dirwatch *dirwatch; /* where configured cgroups may appear */
-        ev_timer retry;     /* a container its runtime's files did not name yet is asked again */
-        unsigned retries;   /* walks the timer made since the tree last changed */
-        bool rediscover;    /* a burst of its events asks for discovery_run() */
-        bool recgroups;     /* ... or for the walks of the config's paths and globs */
-        char **created;     /* ... and for those of the cgroups made in container parents */
-        size_t n_created, cap_created;
+        Dirwatch *dirwatch;   /* where configured cgroups may appear */
+        ev_timer retry;       /* a container its runtime's files did not name yet is asked again */
+        unsigned retries;     /* walks the timer made since the tree last changed */
+        bool rediscover;      /* a burst of its events asks for discovery_run() */
+        bool recgroups;       /* ... or for the walks of the config's paths and globs */
+        Pathset created;      /* ... and for those of the cgroups made in container parents */
         bool watches_changed; /* ... or removed watches, for the metrics */
-        ev_timer pace;        /* a walk asked for before DISCOVERY_PACE allows it */
-        usec_t next_walk_us;  /* monotonic: the earliest a walk after a change may start */
+        Pace pace;            /* of the whole tree's walks after a change */
+        Pace burst;           /* of the walks of what bursts made */
         Dirset *dirs;         /* where configured cgroups (or a glob's or a selector's matches) may appear */
         uint64_t kernel_max;  /* fs.inotify.max_user_watches, 0 unknown */
         LogRateLimit refused_log;
@@ -345,14 +345,6 @@ static void discover_containers(Agent *a, const char *below) {
         }
 }
 
-/* Arms whatever the config asks for and is not armed yet: node-wide watches, concrete cgroups that
- * now exist, every current match of a glob, and every container a selector matches. */
-static void created_clear(Discovery *d) {
-        for (size_t i = 0; i < d->n_created; i++)
-                free(d->created[i]);
-        d->n_created = 0;
-}
-
 /* The config's paths and globs: each walk goes only as deep as its pattern. */
 static void discover_cgroups(Agent *a) {
         Discovery *d = a->discovery;
@@ -387,20 +379,21 @@ static void count_walk(Agent *a, usec_t start) {
         a->counters.discovery_walk_us += now_usec(CLOCK_MONOTONIC) - start;
 }
 
+/* Node-wide watches, concrete cgroups that now exist, every current match of a glob, and every
+ * container a selector matches. */
 void discovery_run(Agent *a) {
         Discovery *d = a->discovery;
-        usec_t start = now_usec(CLOCK_MONOTONIC), took;
+        usec_t start = now_usec(CLOCK_MONOTONIC);
         uint64_t refused = a->counters.dir_watches_refused;
 
-        ev_timer_stop(a->loop, &d->pace);
-        created_clear(d); /* all walked now */
+        pace_stop(a->loop, &d->burst);
+        pathset_clear(&d->created); /* all walked now */
         d->recgroups = false;
         discover_containers(a, NULL);
         discover_cgroups(a);
-        took = now_usec(CLOCK_MONOTONIC) - start;
         count_walk(a, start);
         d->refused_walk = a->counters.dir_watches_refused - refused;
-        d->next_walk_us = start + took + MIN(DISCOVERY_PACE * took, DISCOVERY_PACE_MAX_US);
+        pace_done(a->loop, &d->pace, start, 0);
 }
 
 /* The cgroups made in container parents, each walked alone: what a burst costs is what it made,
@@ -409,44 +402,49 @@ static void walk_created(Agent *a) {
         Discovery *d = a->discovery;
         usec_t start = now_usec(CLOCK_MONOTONIC);
 
+        if (d->created.n == 0 && !d->recgroups)
+                return; /* all it made went before its walk */
         d->retries = 0; /* the tree changed: a container not named yet is asked again */
-        for (size_t i = 0; i < d->n_created; i++)
-                discover_containers(a, d->created[i]);
-        if (a->rt.containers)
+        for (size_t i = 0; i < d->created.n; i++)
+                discover_containers(a, d->created.items[i]);
+        if (d->created.n > 0 && a->rt.containers)
                 container_cache_done(a->rt.containers);
-        created_clear(d);
+        pathset_clear(&d->created);
+        if (d->recgroups) {
+                d->recgroups = false;
+                discover_cgroups(a);
+        }
         count_walk(a, start);
+        pace_done(a->loop, &d->burst, start, DISCOVERY_BURST_GAP_US);
 }
 
 static void created_add(Discovery *d, const char *dir, const char *name) {
-        char *p;
-
         if (d->rediscover)
                 return; /* the whole tree is walked anyway */
-        if (d->n_created >= DISCOVERY_CREATED_MAX ||
-            array_grow((void **) &d->created, &d->cap_created, d->n_created, 16, sizeof *d->created) < 0 ||
-            asprintf(&p, "%s%s%s", dir, dir[0] ? "/" : "", name) < 0) {
+        /* The same name made again is walked once; more names than the set holds, the whole tree. */
+        if (pathset_add(&d->created, dir, name) < 0) {
                 d->rediscover = true;
-                created_clear(d);
-                return;
+                pathset_clear(&d->created);
         }
-        d->created[d->n_created++] = p;
+}
+
+/* What bursts made: walked now, or when the last such walk's pace allows. */
+static bool walk_created_paced(Agent *a) {
+        Discovery *d = a->discovery;
+
+        if ((d->created.n == 0 && !d->recgroups) || !pace_ready(a->loop, &d->burst))
+                return false;
+        walk_created(a);
+        return true;
 }
 
 /* A walk after a change: now, or when the last one's pace allows. */
 static void walk_after_change(Agent *a) {
         Discovery *d = a->discovery;
-        usec_t now = now_usec(CLOCK_MONOTONIC);
 
         d->retries = 0;
-        if (now >= d->next_walk_us) {
+        if (pace_ready(a->loop, &d->pace))
                 discovery_run(a);
-                return;
-        }
-        if (!ev_is_active(&d->pace)) {
-                ev_timer_set(&d->pace, (double) (d->next_walk_us - now) / USEC_PER_SEC, 0.);
-                ev_timer_start(a->loop, &d->pace);
-        }
 }
 
 /* Events on the directories where configured cgroups may appear. */
@@ -457,19 +455,11 @@ static void on_dir_event(Dirwatch *dw, const struct inotify_event *e, void *user
         const char *dir;
 
         if (!e) { /* the end of a burst: act once on what it said */
-                bool changed = d->rediscover || d->recgroups || d->n_created > 0;
+                bool changed = d->rediscover;
                 if (d->rediscover)
                         walk_after_change(a);
-                else {
-                        if (d->n_created > 0)
-                                walk_created(a);
-                        if (d->recgroups) {
-                                usec_t start = now_usec(CLOCK_MONOTONIC);
-                                d->recgroups = false;
-                                discover_cgroups(a);
-                                count_walk(a, start);
-                        }
-                }
+                else
+                        changed = walk_created_paced(a);
                 if (changed || d->watches_changed)
                         health_update(a);
                 d->rediscover = d->watches_changed = false;
@@ -504,6 +494,7 @@ static void on_dir_event(Dirwatch *dw, const struct inotify_event *e, void *user
                 if (asprintf(&gone, "%s%s%s", dir, dir[0] ? "/" : "", e->name) < 0)
                         return;
                 ctrknown_forget(&d->known, gone);
+                pathset_remove(&d->created, gone); /* made and gone before its walk: nothing to walk */
                 for (size_t i = 0; i < a->n_watches;) {
                         Watch *w = a->watches[i];
                         if (w->path && strcmp(w->path, gone) == 0) {
@@ -521,6 +512,13 @@ static void on_pace(struct ev_loop *loop, ev_timer *t, int revents) {
         Agent *a = ASSERT_PTR(t->data);
 
         discovery_run(a);
+        health_update(a);
+}
+
+static void on_burst(struct ev_loop *loop, ev_timer *t, int revents) {
+        Agent *a = ASSERT_PTR(t->data);
+
+        walk_created(a);
         health_update(a);
 }
 
@@ -545,8 +543,9 @@ int discovery_start(Agent *a) {
         }
         ev_timer_init(&d->retry, on_retry, 0., 0.);
         d->retry.data = a;
-        ev_timer_init(&d->pace, on_pace, 0., 0.);
-        d->pace.data = a;
+        pace_init(&d->pace, on_pace, a);
+        pace_init(&d->burst, on_burst, a);
+        d->created.max = DISCOVERY_CREATED_MAX;
         d->refused_log.interval_us = DISCOVERY_REFUSED_LOG_US;
         a->discovery = d;
         /* Cgroups that appear later (a glob's new match, a configured path created after start, one
@@ -555,6 +554,8 @@ int discovery_start(Agent *a) {
                 r = dirset_new(a->config->max_dir_watches, &d->dirs);
                 if (r >= 0)
                         r = dirwatch_new(a->loop, on_dir_event, a, &d->dirwatch);
+                if (r >= 0)
+                        dirwatch_set_gap(d->dirwatch, DISCOVERY_READ_GAP_S);
                 if (r < 0) {
                         log_warning_errno(r, "cannot watch for new cgroups (inotify); only those present now are "
                                              "armed");
@@ -574,11 +575,11 @@ void discovery_stop(Agent *a) {
         if (!d)
                 return;
         ev_timer_stop(a->loop, &d->retry);
-        ev_timer_stop(a->loop, &d->pace);
+        pace_stop(a->loop, &d->pace);
+        pace_stop(a->loop, &d->burst);
         d->dirwatch = dirwatch_free(d->dirwatch);
         d->dirs = dirset_free(d->dirs);
-        created_clear(d);
-        free(d->created);
+        pathset_done(&d->created);
         ctrknown_done(&d->known);
         free(d->missing_warned);
         free(d);
