@@ -4,7 +4,7 @@
 ExecStart pointing at the installed binary and config), the sysctl that switches on delay
 accounting, the default config (which validates), the logrotate snippet and the Prometheus rules. The unit is judged
 by systemd-analyze security (offline, at most 2.9: 2.5 before psidiag 0.9 allowed
-sched_setaffinity(), which the offline rating counts as all of @resources, and 2.7 before 0.11 read
+sched_setaffinity(), which the offline rating counts as all of @resources, and 2.7 before 0.12 read
 rootless podman's storage in users' homes, ProtectHome=read-only and CAP_DAC_READ_SEARCH) when
 systemd-analyze is there; test_systemd.py runs it under systemd (at most 2.7)."""
 
