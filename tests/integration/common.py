@@ -290,6 +290,16 @@ class CpuCappedCgroup(V1Fallback):
         return self
 
 
+def uncache(path):
+    """The data file out of the page cache again: pages a removed memcg charged stay cached (moved
+    to its parent), and a thrasher that finds them makes no pressure."""
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
+    finally:
+        os.close(fd)
+
+
 def stop_agent(agent, timeout=10):
     """SIGTERM, then the exit code; killed and None if it does not stop within timeout."""
     if agent.poll() is None:

@@ -20,7 +20,7 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from common import (LimitedCgroup, ScratchCgroup, check, check_kernel, make_file, metric, read_lines,  # noqa: E402
-                    run, spawn, stop_agent, validator, wait_for, wait_lines, wait_log)
+                    run, spawn, stop_agent, uncache, validator, wait_for, wait_lines, wait_log)
 
 PSIDIAG, WORKLOAD, SCHEMAS = sys.argv[1:4]
 LIMIT = 48 << 20
@@ -64,16 +64,6 @@ def await_kill(out, log, timeout=30, about=None):
     said = "".join(l for l in open(log) if about and f"pid {about}" in l or "kill window" in l or "test hold" in l)
     check(kills, f"no kill incident; the log on the victim:\n{said[-3000:]}\n{open(log).read()[-2000:]}")
     return kills[0]
-
-
-def uncache(path):
-    """The data file out of the page cache again: pages a removed memcg charged stay cached (moved
-    to its parent), and a thrasher that finds them makes no pressure."""
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
-    finally:
-        os.close(fd)
 
 
 def pressured(mount, name, data):

@@ -30,7 +30,7 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from common import (ChildCgroup, Failed, LimitedCgroup, ScratchCgroup, check, check_kernel, make_file,  # noqa: E402
-                    read_lines, run, spawn, stop_agent, validator, wait_lines, wait_log)
+                    read_lines, run, spawn, stop_agent, uncache, validator, wait_lines, wait_log)
 
 PSIDIAG, WORKLOAD, SCHEMAS = sys.argv[1:4]
 LIMIT = 48 << 20
@@ -111,16 +111,6 @@ def alive(pid):
             return f.read().split(") ")[-1][0] != "Z"
     except OSError:
         return False
-
-
-def uncache(path):
-    """The data file out of the page cache again: pages a removed memcg charged stay cached (moved
-    to its parent), and a thrasher that finds them makes no pressure."""
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
-    finally:
-        os.close(fd)
 
 
 def await_death(pid, killer, log_path, timeout):
