@@ -161,7 +161,16 @@ size_t check_evaluate(const CheckFacts *f, CheckLine *lines) {
                              ? " (newer than psidiag knows; known fields are read)"
                              : "");
 
-        if (f->exit_err < 0 && f->taskstats_err >= 0)
+        /* kernel/taskstats.c add_del_listener(): a listener outside the initial user and pid
+         * namespaces is refused with EINVAL (a container with its own, as systemd-nspawn's) */
+        if (f->exit_err == -EINVAL && f->taskstats_err >= 0)
+                LINE(CHECK_WARN, "exit-listener",
+                     "the kernel refused the registration for cpus %s: the agent is in a pid or user "
+                     "namespace of its own (the kernel takes exit listeners only from the initial ones): "
+                     "exits are not heard (processes that end during a sample, kill incidents); run it "
+                     "in the host's (hostPID in Kubernetes)",
+                     f->exit_cpus[0] ? f->exit_cpus : "(unreadable)");
+        else if (f->exit_err < 0 && f->taskstats_err >= 0)
                 LINE(CHECK_FAIL, "exit-listener",
                      "the kernel refused the registration for cpus %s: %s: exits are not "
                      "heard (processes that end during a sample, kill incidents)",

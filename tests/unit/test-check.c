@@ -87,7 +87,11 @@ static void test_exit_listener(void **state) {
         n = check_evaluate(&f, lines);
         assert_int_equal(find(lines, n, "exit-listener")->status, CHECK_OK);
         assert_non_null(strstr(find(lines, n, "exit-listener")->text, "possible cpus 0-7 (acknowledged)"));
-        f.exit_err = -EINVAL;
+        f.exit_err = -EINVAL; /* outside the initial pid or user namespace */
+        n = check_evaluate(&f, lines);
+        assert_int_equal(find(lines, n, "exit-listener")->status, CHECK_WARN);
+        assert_non_null(strstr(find(lines, n, "exit-listener")->text, "a pid or user namespace of its own"));
+        f.exit_err = -ENOBUFS;
         n = check_evaluate(&f, lines);
         assert_int_equal(find(lines, n, "exit-listener")->status, CHECK_FAIL);
         assert_non_null(strstr(find(lines, n, "exit-listener")->text, "refused the registration for cpus 0-7"));
