@@ -14,6 +14,9 @@ bool pace_ready(struct ev_loop *loop, Pace *p) {
         if (now >= p->next_us)
                 return true;
         if (!ev_is_active(&p->timer)) {
+                /* libev counts the delay from its cached ev_now(), which may be older than now:
+                 * the timer would fire before next_us */
+                ev_now_update(loop);
                 ev_timer_set(&p->timer, (double) (p->next_us - now) / USEC_PER_SEC, 0.);
                 ev_timer_start(loop, &p->timer);
         }

@@ -606,7 +606,8 @@ static void test_podman5_swap(void **state) {
         alarm(0);
 }
 
-/* What a lookup of podman 5's pod costs, from the open to the answer: printed for docs/incident.md. */
+/* What a lookup of podman 5's pod costs, from the open to the answer: printed for docs/incident.md,
+ * not asserted (a timing goal is a benchmark's; under valgrind a lookup is 20 times slower). */
 static void test_podman5_cost(void **state) {
         int fd = open_dir(fixture("containers/podman5"));
         char name[128], why[LIBPOD_REASON_MAX];
@@ -617,7 +618,6 @@ static void test_podman5_cost(void **state) {
         us = now_usec(CLOCK_MONOTONIC) - t0;
         print_message("podman 5 pod lookup: 2000 in %llu ms, %llu us each\n", (unsigned long long) us / 1000,
                       (unsigned long long) us / 2000);
-        assert_true(us / 2000 < 5000);
         close(fd);
 }
 #endif
