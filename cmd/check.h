@@ -85,7 +85,7 @@ typedef struct CheckFacts {
 typedef struct CheckLine {
         CheckStatus status;
         const char *what;
-        char text[768];
+        char text[1024];
 } CheckLine;
 
 #define CHECK_LINES_MAX 20
