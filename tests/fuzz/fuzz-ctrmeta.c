@@ -11,6 +11,7 @@
 
 #include "probes/ctrmeta.h"
 #include "tests/fuzz/fuzz.h"
+#include "tests/json-count.h"
 
 static void check(const ContainerInfo *i) {
         if (strnlen(i->name, sizeof i->name) == sizeof i->name ||
@@ -22,35 +23,13 @@ static void check(const ContainerInfo *i) {
                 abort();
 }
 
-/* jansson's allocations counted: their peak in bytes */
-static size_t json_bytes, json_peak;
-
-static void *counting_malloc(size_t n) {
-        size_t *p = malloc(n + sizeof(max_align_t));
-
-        if (!p)
-                return NULL;
-        *p = n;
-        json_bytes += n;
-        json_peak = json_bytes > json_peak ? json_bytes : json_peak;
-        return (char *) p + sizeof(max_align_t);
-}
-
-static void counting_free(void *q) {
-        if (q) {
-                size_t *p = (size_t *) ((char *) q - sizeof(max_align_t));
-                json_bytes -= *p;
-                free(p);
-        }
-}
-
 /* One parse within its bound: jansson's peak at most the cost, -E2BIG exactly past the budget. */
 static void bounded(const char *buf, size_t size) {
         uint64_t cost = ctrmeta_json_cost(buf, size);
         CtrmetaStorage *s = NULL;
         int r;
 
-        json_set_alloc_funcs(counting_malloc, counting_free);
+        json_set_alloc_funcs(json_count_malloc, json_count_free);
         json_peak = json_bytes = 0;
         r = ctrmeta_storage_parse(buf, size, &s);
         ctrmeta_storage_free(s);

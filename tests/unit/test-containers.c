@@ -24,6 +24,7 @@
 #include "tests/unit/fake-cgroups.h"
 #include "tests/unit/fake-tree.h"
 #include "tests/unit/test-util.h"
+#include "tests/json-count.h"
 
 #define DOCKER "d0c4e7f1a2b3c4d5e6f708192a3b4c5d6e7f8091a2b3c4d5e6f708192a3b4c5d"
 #define CONFIG "var/lib/docker/containers/" DOCKER "/config.v2.json"
@@ -599,29 +600,6 @@ static void test_parsers_hostile(void **state) {
         }
 }
 
-/* jansson's allocations counted (json_set_alloc_funcs), their peak in bytes. */
-static size_t json_bytes, json_peak;
-
-static void *counting_malloc(size_t n) {
-        size_t *p = malloc(n + sizeof(max_align_t));
-
-        if (!p)
-                return NULL;
-        *p = n;
-        json_bytes += n;
-        json_peak = json_bytes > json_peak ? json_bytes : json_peak;
-        return (char *) p + sizeof(max_align_t);
-}
-
-static void counting_free(void *q) {
-        size_t *p = q ? (size_t *) ((char *) q - sizeof(max_align_t)) : NULL;
-
-        if (p) {
-                json_bytes -= *p;
-                free(p);
-        }
-}
-
 /* A containers.json of n entries, each from fmt (its %d the entry's number), at most size bytes. */
 static char *storage_json(const char *fmt, int n, size_t size, size_t *ret_len) {
         char *buf = malloc(size + 1);
@@ -664,7 +642,7 @@ static void test_storage_budget(void **state) {
 
         alarm(30);
         assert_true(len <= CTRMETA_FILE_MAX);
-        json_set_alloc_funcs(counting_malloc, counting_free);
+        json_set_alloc_funcs(json_count_malloc, json_count_free);
         json_peak = 0;
         t0 = now_usec(CLOCK_MONOTONIC);
         assert_int_equal(ctrmeta_storage_parse(buf, len, &s), -E2BIG);
