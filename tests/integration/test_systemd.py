@@ -51,7 +51,11 @@ NOT_SANDBOX = {"Type", "ExecStart", "ExecReload", "Restart", "RestartSec"}
 # A rootless podman user whose home is under /home, with the storage podman makes there (the
 # podman fixture's containers.json: container "batch"), and the cgroup of that container's scope
 # as the user's systemd makes it.
-FIXTURES = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "fixtures")
+# In a VM guest the file sits beside this one (tests/vm/vm.py copies it there).
+ROOTLESS_LISTING = "containers/podman/home/alice/.local/share/containers/storage/overlay-containers/containers.json"
+FIXTURES = next(d for d in (os.path.join(os.path.dirname(os.path.abspath(__file__)), "fixtures"),
+                            os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "fixtures"))
+                if os.path.isdir(d))
 ROOTLESS_ID = "7007ee01a2b3c4d5e6f708192a3b4c5d6e7f8091a2b3c4d5e6f708192a3b4c5d"
 ROOTLESS_UID = 1000
 ROOTLESS_STORAGE = "/home/alice/.local/share/containers/storage"
@@ -99,8 +103,7 @@ def rootless_user(c, props, binary):
           f"/home/alice:/bin/sh' >> /etc/passwd; echo 'alice:x:{ROOTLESS_UID}:' >> /etc/group; }}"])
     listing = f"{ROOTLESS_STORAGE}/overlay-containers/containers.json"
     c.ok(["mkdir", "-p", os.path.dirname(listing)])
-    c.ok(["tee", listing], input=open(os.path.join(FIXTURES, "containers/podman/home/alice/.local/share/containers/"
-                                                   "storage/overlay-containers/containers.json")).read())
+    c.ok(["tee", listing], input=open(os.path.join(FIXTURES, ROOTLESS_LISTING)).read())
     c.ok(["chown", "-R", f"{ROOTLESS_UID}:{ROOTLESS_UID}", "/home/alice"])
     c.ok(["chmod", "0700", "/home/alice", "/home/alice/.local/share/containers"])
     sandbox = ["systemd-run", "--quiet", "--wait", "--pipe", "--collect"] + props

@@ -85,6 +85,10 @@ def stage(root, installed):
     # What the cases share with the host's tests, run there as they are.
     for f in ("common.py", "ctrutil.py", "debroot.py", "nspawn.py", "test_systemd.py", "test_tgid.py"):
         shutil.copy(os.path.join(HERE, "..", "integration", f), dest)
+    # The rootless podman user's listing test_systemd.py stages in the unit case.
+    listing = "containers/podman/home/alice/.local/share/containers/storage/overlay-containers/containers.json"
+    os.makedirs(os.path.dirname(os.path.join(dest, "fixtures", listing)), exist_ok=True)
+    shutil.copy(os.path.join(HERE, "..", "fixtures", listing), os.path.join(dest, "fixtures", listing))
     shutil.copy(os.path.join(BUILD, "tests", "probe-taskstats"), dest)
     shutil.copytree(os.path.join(HERE, "..", "..", "schemas"), os.path.join(dest, "schemas"), dirs_exist_ok=True)
     with open(os.path.join(dest, "cases.json"), "w") as f:
