@@ -66,8 +66,9 @@ static int sqlite_query(SqliteDb *db, const char *id, char *name, size_t size, c
  * bbolt file while there is one (libpod/runtime.go: getDBState). A rootless user's file, which
  * that user can make hostile: read as probes/sqlitedb.h reads one (by the descriptor whose owner
  * was checked, in memory, no lock, no journal, bounded), never by SQLite from its path. Podman
- * writes it in journal mode delete (docs/kernel-facts.md: podman-state), so a -journal beside it
- * is a commit under way, which sqlitedb_open_at() answers with -EBUSY. */
+ * 5.4 writes it in journal mode delete (docs/kernel-facts.md: podman-state), so a -journal beside
+ * it is a commit under way, which sqlitedb_open_at() answers with -EBUSY; podman 4's SQLite state
+ * was in WAL mode, whose -wal sqlitedb_open_at() applies. */
 static int sqlite_pod_name(int root_fd, const char *storage_dir, int64_t owner, const char *id, char *name, size_t size,
                            char *reason) {
         char path[PATH_MAX], why[SQLITEDB_REASON_MAX];

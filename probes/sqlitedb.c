@@ -16,6 +16,7 @@
 #include "probes/ctrfile.h"
 #include "probes/ctrmeta.h"
 #include "probes/sqlitedb.h"
+#include "probes/sqlitewal.h"
 
 static int fail(char *reason, int r, const char *fmt, ...) {
         va_list ap;
@@ -195,20 +196,11 @@ static bool unchanged(const struct stat *a, const struct stat *b) {
                a->st_mtim.tv_nsec == b->st_mtim.tv_nsec;
 }
 
-/* The whole file into a malloc'ed buffer, as one state: no journal before or after, the same size,
- * mtime and change counter (the header's bytes 24..27, which each commit of a rollback-journal
- * database bumps) after the read as before. */
-static int read_whole(int dir_fd, const char *path, int fd, const struct stat *st, uint8_t **ret, char *reason) {
-        _cleanup_free_ uint8_t *buf = NULL;
-        uint8_t counter[4];
-        struct stat after;
-        size_t done = 0, len = (size_t) st->st_size;
-        int r;
+/* len bytes of fd from its start into a malloc'ed buffer; what names the file in reason. */
+static int read_fd(int fd, size_t len, uint8_t **ret, const char *what, char *reason) {
+        _cleanup_free_ uint8_t *buf = malloc(len ? len : 1);
+        size_t done = 0;
 
-        r = journal_state(dir_fd, path, reason);
-        if (r < 0)
-                return r;
-        buf = malloc(len ? len : 1);
         if (!buf)
                 return fail(reason, -ENOMEM, "out of memory");
         while (done < len) {
@@ -216,11 +208,31 @@ static int read_whole(int dir_fd, const char *path, int fd, const struct stat *s
                 if (n < 0 && errno == EINTR)
                         continue;
                 if (n < 0)
-                        return fail(reason, -errno, "cannot read: %s", strerror(errno));
+                        return fail(reason, -errno, "cannot read%s: %s", what, strerror(errno));
                 if (n == 0)
-                        return fail(reason, -EBUSY, "it shrank while read");
+                        return fail(reason, -EBUSY, "%s shrank while read", *what ? what + 1 : "it");
                 done += (size_t) n;
         }
+        *ret = TAKE_PTR(buf);
+        return 0;
+}
+
+/* The whole file into a malloc'ed buffer, as one state: no journal before or after, the same size,
+ * mtime and change counter (the header's bytes 24..27, which each commit of a rollback-journal
+ * database bumps) after the read as before. */
+static int read_whole(int dir_fd, const char *path, int fd, const struct stat *st, uint8_t **ret, char *reason) {
+        _cleanup_free_ uint8_t *buf = NULL;
+        uint8_t counter[4];
+        struct stat after;
+        size_t len = (size_t) st->st_size;
+        int r;
+
+        r = journal_state(dir_fd, path, reason);
+        if (r < 0)
+                return r;
+        r = read_fd(fd, len, &buf, "", reason);
+        if (r < 0)
+                return r;
         if (fstat(fd, &after) < 0)
                 return fail(reason, -errno, "cannot stat: %s", strerror(errno));
         if (!unchanged(st, &after) ||
@@ -233,6 +245,47 @@ static int read_whole(int dir_fd, const char *path, int fd, const struct stat *s
         return 0;
 }
 
+/* <path>-wal, where there is one, opened and checked as the database is, read whole (at most
+ * SQLITEDB_WAL_MAX bytes) and its committed frames applied to the database's bytes (*bytes, *len);
+ * then the database must be as it was read (no checkpoint wrote in it meanwhile), else -EBUSY.
+ * Read after the database: a checkpoint copies frames in before the WAL starts again, so frames
+ * the database read lacks are still in the WAL read after it. */
+static int wal_apply(int dir_fd, const char *path, int db_fd, const struct stat *db_st, int64_t owner, uint8_t **bytes,
+                     size_t *len, char *reason) {
+        _cleanup_close_ int fd = -EBADF;
+        _cleanup_free_ uint8_t *wal = NULL;
+        char name[PATH_MAX];
+        struct stat st;
+        int r;
+
+        if (snprintf(name, sizeof name, "%s-wal", path) >= (int) sizeof name)
+                return fail(reason, -ENAMETOOLONG, "its WAL's name is too long");
+        fd = ctrfile_openat(dir_fd, name, owner, O_RDONLY | O_NOCTTY | O_NONBLOCK);
+        if (fd == -ENOENT)
+                return 0;
+        if (fd < 0)
+                return fd == -ELOOP ? fail(reason, -EPERM, "its -wal is a symlink")
+                                    : fail(reason, fd, "its -wal: %s", strerror(-fd));
+        if (fstat(fd, &st) < 0)
+                return fail(reason, -errno, "cannot stat its -wal: %s", strerror(errno));
+        if (!ctrmeta_file_trusted(&st, owner) || st.st_uid != db_st->st_uid)
+                return fail(reason, -EPERM, "its -wal is not a regular file of the database's owner");
+        if (st.st_size > (off_t) SQLITEDB_WAL_MAX)
+                return fail(reason, -EFBIG, "its -wal is larger than %u MiB", SQLITEDB_WAL_MAX >> 20);
+        r = read_fd(fd, (size_t) st.st_size, &wal, " its -wal", reason);
+        if (r < 0)
+                return r;
+        r = sqlitewal_apply(bytes, len, SQLITEDB_FILE_MAX, wal, (size_t) st.st_size, NULL);
+        if (r == -EFBIG)
+                return fail(reason, r, "with its -wal larger than %u MiB", SQLITEDB_FILE_MAX >> 20);
+        if (r < 0)
+                return fail(reason, r, r == -ENOMEM ? "out of memory" : "its -wal's page size is not the database's");
+        if (fstat(db_fd, &st) < 0)
+                return fail(reason, -errno, "cannot stat: %s", strerror(errno));
+        if (!unchanged(db_st, &st))
+                return fail(reason, -EBUSY, "it changed while its -wal was read");
+        return 0;
+}
 #endif
 
 int sqlitedb_open_at(int dir_fd, const char *path, int64_t owner, uint64_t deadline_us, SqliteDb **ret, char *reason) {
@@ -252,6 +305,7 @@ int sqlitedb_open_at(int dir_fd, const char *path, int64_t owner, uint64_t deadl
                 return fail(reason, -EFBIG, "larger than %u MiB", SQLITEDB_FILE_MAX >> 20);
 #if HAVE_SQLITE
         SqliteDb *d;
+        size_t len;
         int r;
 
         if (!sqlitedb_available())
@@ -264,11 +318,15 @@ int sqlitedb_open_at(int dir_fd, const char *path, int64_t owner, uint64_t deadl
         d->deadline_cpu_us = now_usec(CLOCK_THREAD_CPUTIME_ID) + deadline_us;
         d->deadline_mono_us = now_usec(CLOCK_MONOTONIC) + deadline_us * SQLITEDB_WALL_FACTOR;
         r = read_whole(dir_fd, path, fd, &st, &d->bytes, reason);
-        /* a WAL database (bytes 18 and 19 are 2) is read as its main file: memdb has no WAL */
-        if (r >= 0 && st.st_size >= 20 && d->bytes[18] == 2 && d->bytes[19] == 2)
+        len = (size_t) st.st_size;
+        if (r >= 0)
+                r = wal_apply(dir_fd, path, fd, &st, owner, &d->bytes, &len, reason);
+        /* a WAL database (bytes 18 and 19 are 2), its WAL applied, is read as a rollback one:
+         * memdb has no WAL */
+        if (r >= 0 && len >= 20 && d->bytes[18] == 2 && d->bytes[19] == 2)
                 d->bytes[18] = d->bytes[19] = 1;
         if (r >= 0)
-                r = db_connect(d, (size_t) st.st_size, reason);
+                r = db_connect(d, len, reason);
         if (r < 0) {
                 sqlitedb_close(d);
                 return r;

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /* An SQLite database that someone else writes (a rootless user's podman db.sql), read without
  * trusting it: the regular file checked on the descriptor opened (never a symlink, never a FIFO),
- * read whole into memory (at most SQLITEDB_FILE_MAX bytes) and handed to SQLite with
+ * read whole into memory (at most SQLITEDB_FILE_MAX bytes), with the committed frames of its -wal
+ * (read the same way, probes/sqlitewal.h) applied, and handed to SQLite with
  * sqlite3_deserialize(), read-only: SQLite opens no file at all, so no journal, WAL or -shm is
  * opened or created and no lock is taken. The connection is defensive (SQLITE_DBCONFIG_DEFENSIVE),
  * with views, triggers and untrusted schema off, small sqlite3_limit()s, a progress-handler
@@ -15,7 +16,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define SQLITEDB_FILE_MAX (32u << 20)    /* bytes of a database read */
+#define SQLITEDB_FILE_MAX (32u << 20)    /* bytes of a database read, its WAL applied */
+#define SQLITEDB_WAL_MAX (16u << 20)     /* bytes of its -wal read */
 #define SQLITEDB_HEAP_MAX (16 << 20)     /* SQLite's own heap, process-wide */
 #define SQLITEDB_DEADLINE_US (50 * 1000) /* cpu time, from the open to the last row */
 #define SQLITEDB_WALL_FACTOR 10          /* and at most 10 times as long on the clock */
@@ -30,7 +32,10 @@ bool sqlitedb_available(void);
  * (ctrmeta_file_trusted()), whose <path>-journal, if any, is not looked into: a regular one means
  * a commit under way (or a crash's hot journal) and gives -EBUSY; anything else there -EPERM. The
  * file read whole, and read again if it changed meanwhile (its size, mtime or change counter):
- * -EBUSY. A WAL database is read as its main file alone (its -wal is not read). deadline_us: 0 for
+ * -EBUSY. Its <path>-wal, where there is one (a WAL database's commits since its last checkpoint),
+ * is opened and checked as the database is (a symlink, or another owner's: -EPERM; over
+ * SQLITEDB_WAL_MAX: -EFBIG), read after it, and its committed frames applied; a database that
+ * changed meanwhile gives -EBUSY. deadline_us: 0 for
  * SQLITEDB_DEADLINE_US. Errors: -ENOENT, -EPERM (a symlink, not a regular file of its owner),
  * -EFBIG (over SQLITEDB_FILE_MAX), -EBUSY, -EBADMSG (not an SQLite database), -ENOTSUP (no
  * libsqlite3), -ENOMEM, -errno; reason (SQLITEDB_REASON_MAX bytes, may be NULL) says why. */

@@ -143,11 +143,121 @@ static void test_tables(void **state) {
         alarm(0);
 }
 
+/* The count of t's rows as the reader sees s's t.db. */
+static int count_rows(Scratch *s, char *why) {
+        char out[2][128];
+        bool null[2];
+        SqliteDb *db = NULL;
+        int r = sqlitedb_open_at(s->fd, "t.db", -1, 0, &db, why);
+
+        if (r >= 0)
+                r = sqlitedb_row(db, "SELECT count(*) FROM t", NULL, 1, out, null, why);
+        sqlitedb_close(db);
+        return r == 1 ? atoi(out[0]) : r;
+}
+
+static off_t file_size(Scratch *s, const char *name) {
+        struct stat st;
+
+        assert_int_equal(fstatat(s->fd, name, &st, 0), 0);
+        return st.st_size;
+}
+
+/* A WAL database as a writer that keeps it open leaves it (no checkpoint): what it committed is in
+ * t.db-wal alone, and is read; a transaction not committed, a torn last frame and frames of an
+ * older WAL (other salts) are not; a -wal that is a symlink, or another's, is refused. */
+static void test_wal(void **state) {
+        char why[SQLITEDB_REASON_MAX], path[160];
+        sqlite3 *w = NULL;
+        uint8_t *wal;
+        size_t wal_len;
+        off_t committed;
+        Scratch s;
+        int fd;
+
+        alarm(60);
+        scratch(&s, "PRAGMA journal_mode = WAL; CREATE TABLE t(a); INSERT INTO t VALUES (1);");
+        /* the last connection's close checkpointed: all in t.db, no -wal */
+        assert_int_equal(count_rows(&s, why), 1);
+        snprintf(path, sizeof path, "%s/t.db", s.root);
+        assert_int_equal(sqlite3_open(path, &w), SQLITE_OK);
+        assert_int_equal(sqlite3_exec(w,
+                                      "PRAGMA wal_autocheckpoint = 0;"
+                                      "INSERT INTO t VALUES (2); INSERT INTO t VALUES (3);",
+                                      NULL, NULL, NULL),
+                         SQLITE_OK);
+        assert_true(file_size(&s, "t.db-wal") > 0);
+        assert_int_equal(count_rows(&s, why), 3);
+        /* a transaction under way: its frames are in the WAL, with no commit frame yet */
+        committed = file_size(&s, "t.db-wal");
+        assert_int_equal(sqlite3_exec(w,
+                                      "PRAGMA cache_size = 1; BEGIN;"
+                                      "WITH RECURSIVE r(n) AS (SELECT 4 UNION ALL SELECT n + 1 FROM r WHERE n < 3000) "
+                                      "INSERT INTO t SELECT n FROM r;",
+                                      NULL, NULL, NULL),
+                         SQLITE_OK);
+        assert_true(file_size(&s, "t.db-wal") > committed);
+        assert_int_equal(count_rows(&s, why), 3);
+        assert_int_equal(sqlite3_exec(w, "COMMIT;", NULL, NULL, NULL), SQLITE_OK);
+        assert_int_equal(count_rows(&s, why), 3000);
+        /* the last commit's frame torn: the commit before it is what was */
+        committed = file_size(&s, "t.db-wal");
+        assert_int_equal(sqlite3_exec(w, "INSERT INTO t VALUES (0);", NULL, NULL, NULL), SQLITE_OK);
+        assert_int_equal(count_rows(&s, why), 3001);
+        snprintf(path, sizeof path, "%s/t.db-wal", s.root);
+        wal_len = (size_t) file_size(&s, "t.db-wal");
+        wal = malloc(wal_len);
+        assert_non_null(wal);
+        fd = open(path, O_RDWR | O_CLOEXEC);
+        assert_true(fd >= 0);
+        assert_int_equal(pread(fd, wal, wal_len, 0), (ssize_t) wal_len);
+        assert_int_equal(ftruncate(fd, (off_t) wal_len - 100), 0);
+        assert_int_equal(count_rows(&s, why), 3000);
+        assert_int_equal(ftruncate(fd, committed), 0);
+        assert_int_equal(count_rows(&s, why), 3000);
+        /* a frame's byte changed: its checksum, and so the WAL from there on, is wrong */
+        assert_int_equal(pwrite(fd, wal, wal_len, 0), (ssize_t) wal_len);
+        assert_int_equal(pwrite(fd, "\xff", 1, committed + 24 + 200), 1);
+        assert_int_equal(count_rows(&s, why), 3000);
+        /* the writer's WAL put back as it was */
+        assert_int_equal(pwrite(fd, wal, wal_len, 0), (ssize_t) wal_len);
+        close(fd);
+        free(wal);
+        assert_int_equal(count_rows(&s, why), 3001);
+        /* checkpointed and started again: the new WAL's salts; the old frames after its end do not count */
+        committed = file_size(&s, "t.db-wal");
+        assert_int_equal(
+                sqlite3_exec(w, "PRAGMA wal_checkpoint(RESTART); INSERT INTO t VALUES (-1);", NULL, NULL, NULL),
+                SQLITE_OK);
+        assert_int_equal(file_size(&s, "t.db-wal"), committed);
+        assert_int_equal(count_rows(&s, why), 3002);
+        assert_int_equal(sqlite3_close(w), SQLITE_OK);
+        assert_int_equal(count_rows(&s, why), 3002);
+
+        /* a -wal of another owner, and a symlink for one */
+        fd = open(path, O_WRONLY | O_CREAT | O_CLOEXEC, 0600);
+        assert_true(fd >= 0);
+        assert_int_equal(write(fd, "x", 1), 1);
+        close(fd);
+        assert_int_equal(chown(path, 4321, 4321), 0);
+        assert_int_equal(count_rows(&s, why), -EPERM);
+        assert_string_equal(why, "its -wal is not a regular file of the database's owner");
+        assert_int_equal(unlink(path), 0);
+        assert_int_equal(symlinkat("t.db", s.fd, "t.db-wal"), 0);
+        assert_int_equal(count_rows(&s, why), -EPERM);
+        assert_string_equal(why, "its -wal is a symlink");
+        assert_int_equal(unlink(path), 0);
+        assert_int_equal(count_rows(&s, why), 3002);
+        scratch_done(&s);
+        alarm(0);
+}
+
 int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_bounds),
                 cmocka_unit_test(test_not_a_file),
                 cmocka_unit_test(test_tables),
+                cmocka_unit_test(test_wal),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }
