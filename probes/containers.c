@@ -33,7 +33,8 @@ typedef struct Entry {
         usec_t read_mono_us;
         bool none;             /* a plain containerd path with no task bundle: no container, said NULL */
         bool pod_unread;       /* podman's state was busy or torn: its pod is asked again */
-        unsigned pod_failures; /* in a row: after the first, asked once a minute */
+        bool pod_busy;         /* and the last time busy (a commit under way) */
+        unsigned pod_failures; /* in a row: see pod_retry_us() */
         usec_t pod_mono_us;
         ContainerInfo info;
 } Entry;
@@ -216,6 +217,17 @@ static int storage_read(ContainerCache *c, const char *dir, int64_t owner, Conta
         return r;
 }
 
+/* When a pod unread is asked again: a torn or failing state a second later, then once a minute; a
+ * busy one (a podman committing, which a node starting containers does for seconds on end) after
+ * 1, 2, 4 ... s, up to a minute. */
+static usec_t pod_retry_us(const Entry *e) {
+        if (e->pod_failures <= 1)
+                return CONTAINER_CACHE_POD_RETRY_US;
+        if (!e->pod_busy)
+                return CONTAINER_CACHE_FAILED_RETRY_US;
+        return MIN(CONTAINER_CACHE_POD_RETRY_US << MIN(e->pod_failures - 1, 6u), CONTAINER_CACHE_FAILED_RETRY_US);
+}
+
 /* A podman container's `podman pod` from libpod's state database in dir: a database missing or
  * unreadable leaves the pod unsaid (the reason at debug level); one busy (a podman committing) or
  * torn (a bbolt file read while written) is asked again, keeping what was named. */
@@ -226,7 +238,8 @@ static void podman_pod(ContainerCache *c, Entry *e, const char *dir, int64_t own
         bool skipped;
         int r;
 
-        /* a state that failed twice in a row is not read again for a minute, whichever asks */
+        /* a state that failed twice in a row (busy: CONTAINER_CACHE_BUSY_TRIES times) is not read
+         * again for a minute, whichever asks */
         snprintf(state, sizeof state, "%s/libpod state", dir);
         r = ctrmemo_failed(&c->memo, state, now);
         skipped = r < 0;
@@ -235,9 +248,11 @@ static void podman_pod(ContainerCache *c, Entry *e, const char *dir, int64_t own
         else
                 r = libpod_pod_name(c->root_fd, dir, owner, info->id, name, sizeof name, why);
         e->pod_unread = r == -EBUSY || r == -EBADMSG || r == -ETIME;
+        e->pod_busy = r == -EBUSY;
         e->pod_failures = e->pod_unread ? e->pod_failures + 1 : 0;
         e->pod_mono_us = now;
-        if (!skipped && (!e->pod_unread || e->pod_failures > 1))
+        if (!skipped &&
+            (!e->pod_unread || (e->pod_failures > 1 && !e->pod_busy) || e->pod_failures >= CONTAINER_CACHE_BUSY_TRIES))
                 ctrmemo_fail(&c->memo, state, e->pod_unread ? r : 0, now);
         if (r < 0) {
                 log_debug("podman container %s: no pod from /%s/libpod/bolt_state.db or db.sql: %s", info->id, dir,
@@ -377,6 +392,7 @@ static void resolve(ContainerCache *c, Entry *e) {
         *info = (ContainerInfo) {};
         e->none = e->pod_unread = false;
         e->pod_failures = 0;
+        e->pod_busy = false;
         snprintf(info->runtime, sizeof info->runtime, "%s", e->key.runtime);
         snprintf(info->id, sizeof info->id, "%s", e->key.id);
         if (!e->key.ns[0] && !ctrverify_container(c->cgroup2_fd, e->key.cgroup, e->key.runtime, e->key.user_uid, info))
@@ -542,8 +558,7 @@ const ContainerInfo *container_cache_lookup(ContainerCache *c, const char *cgrou
                 /* a path that turned out to name no container is neither a lookup nor a read */
                 if (!e->none)
                         c->stats.reads++;
-        } else if (e->pod_unread && now - e->pod_mono_us >= (e->pod_failures > 1 ? CONTAINER_CACHE_FAILED_RETRY_US
-                                                                                 : CONTAINER_CACHE_POD_RETRY_US))
+        } else if (e->pod_unread && now - e->pod_mono_us >= pod_retry_us(e))
                 (void) podman_read(c, e, true);
         if (e->none)
                 return NULL;

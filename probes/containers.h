@@ -20,10 +20,14 @@
 #define CONTAINER_CACHE_MAX 256
 #define CONTAINER_CACHE_RETRY_US (30 * USEC_PER_SEC)
 /* A podman container's pod, when podman's state was busy (a commit) or torn, is asked again after
- * this, once; what was named is kept. Should that fail too, it is asked again once per
- * CONTAINER_CACHE_FAILED_RETRY_US: a file that fails is not read again more often than that. */
+ * this, once; what was named is kept. Should a torn state fail again, it is asked again once per
+ * CONTAINER_CACHE_FAILED_RETRY_US: a file that fails is not read again more often than that. A
+ * busy one is asked again after twice as long each time (podman commits for seconds on end while a
+ * node starts containers), up to that, and is taken for a failing file after
+ * CONTAINER_CACHE_BUSY_TRIES in a row. */
 #define CONTAINER_CACHE_POD_RETRY_US (1 * USEC_PER_SEC)
 #define CONTAINER_CACHE_FAILED_RETRY_US (60 * USEC_PER_SEC)
+#define CONTAINER_CACHE_BUSY_TRIES 6
 
 typedef struct ContainerCache ContainerCache;
 

@@ -453,6 +453,37 @@ static void test_podman5_busy(void **state) {
         alarm(0);
 }
 
+/* A podman committing for longer (a node starting containers one after another): the pod, busy at
+ * the first lookup and at the retry a second later, is asked again two seconds after that, not a
+ * minute later (CI's trixie-ctr podman-names: a pod said by no incident of the test). */
+static void test_podman5_busy_again(void **state) {
+        char root[] = "/tmp/psidiag-test-libpod-XXXXXX", journal[160];
+        ContainerCache *c = NULL;
+        const ContainerInfo *i;
+        usec_t t0;
+        int fd;
+
+        alarm(30);
+        assert_int_equal(fake_tree_copy(root, fixture("containers/podman5")), 0);
+        fd = open_dir(root);
+        snprintf(journal, sizeof journal, "%s/" P5_DB "-journal", root);
+        assert_int_equal(fake_tree_write(root, P5_DB "-journal", "a commit under way"), 0);
+        assert_int_equal(container_cache_new(fd, -1, fake_cgroups_fd, 8, &c), 0);
+        t0 = now_usec(CLOCK_MONOTONIC);
+        while (now_usec(CLOCK_MONOTONIC) - t0 < CONTAINER_CACHE_POD_RETRY_US * 3 / 2) {
+                i = fake_cgroups_lookup(c, P5_WEB_CG);
+                assert_string_equal(i->name, "web");
+                assert_string_equal(i->runtime_pod, "");
+                usleep(50 * 1000);
+        }
+        assert_int_equal(unlink(journal), 0);
+        assert_true(pod_within(c, P5_WEB_CG, "shop-pod") <= 2 * CONTAINER_CACHE_POD_RETRY_US + 5 * USEC_PER_SEC);
+        container_cache_free(c);
+        close(fd);
+        assert_int_equal(fake_tree_remove(root), 0);
+        alarm(0);
+}
+
 /* A scratch copy of podman 5's fixture for a hostile user's edit: its directory fd, db.sql's path. */
 static int hostile_copy(char *root, char *db, size_t size) {
         assert_int_equal(fake_tree_copy(root, fixture("containers/podman5")), 0);
@@ -634,6 +665,7 @@ int main(void) {
 #if HAVE_SQLITE
                 cmocka_unit_test(test_podman5_rows),
                 cmocka_unit_test(test_podman5_busy),
+                cmocka_unit_test(test_podman5_busy_again),
                 cmocka_unit_test(test_podman5_views),
                 cmocka_unit_test(test_podman5_fifo_journal),
                 cmocka_unit_test(test_podman5_wal),
