@@ -346,7 +346,8 @@ def forged_marks(tmp, mount, data, validate):
             spawn(cg, [WORKLOAD, "thrash", "psidiag-thrash", "2"], env, lim.extra)
             lines = wait_lines(out, lambda ls: any(i["type"] == "pressure" for i in ls), 40)
             check(any(i["type"] == "pressure" for i in lines), f"no pressure incident:\n{open(log).read()[-2000:]}")
-            time.sleep(0.5)  # the window's baseline of the xattrs is read when it opens
+            # The window's baseline of the xattrs is read when it opens: its members listed.
+            wait_log(log, r"kill window of \S+ open for \d+ s: \d+ processes listed", 20, agent)
             setx = ("import os, sys; os.setxattr(sys.argv[1], 'user.oomd_ooms', b'1'); "
                     "os.setxattr(sys.argv[1], 'user.oomd_kill', b'1')")
             check(as_nobody([sys.executable, "-c", setx, user.path]).wait() == 0, "nobody cannot set the xattrs")

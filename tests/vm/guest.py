@@ -29,7 +29,7 @@ from vmcommon import (CONFIG, MOUNT, PSIDIAG, SCRATCH, WORKLOAD, agent_run, scra
 PORT = "/dev/virtio-ports/psidiag.results"
 
 # Each case's deadline in the guest (TCG runs several times slower than the host).
-DEADLINE_S = {"unit": 300, "systemd-oomd": 200, "oomd": 200}
+DEADLINE_S = {"unit": 300, "systemd-oomd": 200, "oomd": 200, "cpu-hotplug": 240}
 DEFAULT_DEADLINE_S = 120
 CASES = {}
 
@@ -416,6 +416,20 @@ def taskstats(validate):
            timeout=100)
     print(p.stdout + p.stderr)
     check(p.returncode == 0, f"test_tgid.py: {p.returncode}")
+
+
+@case
+def cpu_hotplug(validate):
+    """A kill on a cpu that came online after the agent started (docs/kills.md: every cpu): cpu1
+    taken offline, the agent started, cpu1 online again, a watched process moved there and killed
+    under memory pressure; the kill incident names it (tests/integration/test_killgaps.py's hotplug
+    case, as is, on the guest's kernel: its exit listener registered for the possible cpus)."""
+    p = sh([sys.executable, os.path.join(HERE, "test_killgaps.py"), PSIDIAG, WORKLOAD, os.path.join(HERE, "schemas")],
+           timeout=200, env=dict(os.environ, PSIDIAG_KILLGAPS="hotplug"))
+    print(p.stdout[-3000:] + p.stderr[-3000:])
+    check(p.returncode == 0, f"test_killgaps.py hotplug: {p.returncode}")
+    check("killed on cpu1, brought online after the agent started" in p.stdout,
+          "the hotplug case did not run: no cpu1 to take offline in the guest")
 
 
 class Local:
