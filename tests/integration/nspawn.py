@@ -23,9 +23,11 @@ USERS = (b"test_systemd.py", b"test_package.py", b"test_ctrspoof.py")
 RECIPE = 1
 # The installed binary's shared libraries (libsystemd0 for the journal output's dlopen), systemd
 # to boot, procps for the unit's ExecReload=/bin/kill, logrotate to run the shipped snippet, man-db
-# so that systemd-analyze verify finds the installed man page the unit's Documentation= names.
+# so that systemd-analyze verify finds the installed man page the unit's Documentation= names;
+# libsqlite3-0, which the package suggests and a node with podman 5 has (podman depends on it), so
+# that the rootless user's db.sql is read in the unit's sandbox.
 PACKAGES = ["systemd", "systemd-sysv", "dbus", "procps", "logrotate", "man-db",
-            "libev4", "libnl-3-200", "libnl-genl-3-200", "libjansson4", "libsystemd0"]
+            "libev4", "libnl-3-200", "libnl-genl-3-200", "libjansson4", "libsystemd0", "libsqlite3-0"]
 
 
 def check_host(tools, install_hint):

@@ -142,10 +142,84 @@ def rootless_user(c, props, binary):
                  if ((o.get("meta") or {}).get("container") or {}).get("name") == "batch"]
         log(f"snapshot of {ROOTLESS_SCOPE} in the unit's sandbox: {len(named)} processes named container batch")
         check(named, f"the rootless container is not named in the unit's sandbox:\n{p.stdout[-3000:]}")
+        hostile_states(c, sandbox, binary)
         return len(named)
     finally:
         c.run(["sh", "-c", f"kill -9 $(cat {cg}/cgroup.procs); sleep 0.2; rmdir {cg} {os.path.dirname(cg)} {manager} "
                f"{os.path.dirname(manager)}"])
+
+
+ROOTLESS_POD_ID = "b0d5" + "0" * 60
+
+
+def user_db(how):
+    """The user's own podman 5 state (db.sql), made here with python3's sqlite3: the tables podman
+    makes, container batch in pod ROOTLESS_POD_ID named pod-<how>; for "wal" in WAL mode as a
+    writer that keeps it open leaves it (the rows in db.sql-wal alone), for "endless-view" with a
+    view that never ends where podman's table is. Returns {suffix: bytes} of the files."""
+    import sqlite3
+    import tempfile
+    with tempfile.TemporaryDirectory() as tmp:
+        path = os.path.join(tmp, "db.sql")
+        d = sqlite3.connect(path, isolation_level=None)
+        d.execute("CREATE TABLE PodConfig(ID TEXT PRIMARY KEY NOT NULL, Name TEXT UNIQUE NOT NULL, JSON TEXT NOT NULL)")
+        if how == "endless-view":
+            d.execute(f"CREATE VIEW ContainerConfig(ID, Name, PodID, JSON) AS WITH RECURSIVE r(n) AS (SELECT 1 UNION "
+                      f"ALL SELECT n + 1 FROM r) SELECT '{ROOTLESS_ID}', 'batch', '{ROOTLESS_POD_ID}', '{{}}' FROM r")
+        else:
+            d.execute("CREATE TABLE ContainerConfig(ID TEXT PRIMARY KEY NOT NULL, Name TEXT UNIQUE NOT NULL, "
+                      "PodID TEXT, JSON TEXT NOT NULL)")
+            if how == "wal":
+                d.execute("PRAGMA journal_mode = WAL")
+                d.execute("PRAGMA wal_autocheckpoint = 0")
+            d.execute("INSERT INTO ContainerConfig VALUES (?, 'batch', ?, '{}')", (ROOTLESS_ID, ROOTLESS_POD_ID))
+            d.execute("INSERT INTO PodConfig VALUES (?, ?, '{}')", (ROOTLESS_POD_ID, "pod-" + how))
+        # read while the writer still has it open: its WAL not checkpointed
+        files = {suffix: open(path + suffix, "rb").read() for suffix in ("", "-wal") if os.path.exists(path + suffix)}
+        d.close()
+    return files
+
+
+def hostile_states(c, sandbox, binary):
+    """docs/security.md: the user's own db.sql, read in the unit's sandbox by snapshots of their
+    container. As podman writes it, the pod is named; in WAL mode as a writer holding it open leaves
+    it (the commit in db.sql-wal alone) too; a view that never ends in place of podman's table, a
+    FIFO for its journal and a symlink for it each leave the pod unsaid, the container still named,
+    and the snapshot prompt (each hung the agent's one loop before 0.12: SQLite opened the user's
+    path, ran the view, opened the FIFO)."""
+    import base64
+    db = f"{ROOTLESS_STORAGE}/db.sql"
+    as_user = ["setpriv", f"--reuid={ROOTLESS_UID}", f"--regid={ROOTLESS_UID}", "--clear-groups"]
+    cases = (("podman", "pod-podman"), ("wal", "pod-wal"), ("endless-view", None), ("fifo-journal", None),
+             ("symlink", None))
+    try:
+        for how, want in cases:
+            c.ok(["rm", "-f", db, db + "-journal", db + "-wal", db + ".other"])
+            files = user_db("podman" if how in ("fifo-journal", "symlink") else how)
+            for suffix, data in files.items():
+                target = db + (".other" if how == "symlink" else suffix)
+                c.ok(as_user + ["sh", "-c", 'base64 -d > "$0"', target], input=base64.b64encode(data).decode())
+            if how == "fifo-journal":  # where a commit's journal would be: a reader that opens it blocks
+                c.ok(as_user + ["mkfifo", db + "-journal"])
+            if how == "symlink":
+                c.ok(as_user + ["ln", "-s", db + ".other", db])
+            t0 = time.monotonic()
+            p = c.run(sandbox + [binary, "--log-level", "debug", "snapshot", ROOTLESS_SCOPE, "--sample-ms", "500"],
+                      timeout=120)
+            took = time.monotonic() - t0
+            check(p.returncode == 0, f"snapshot with the user's {how} db.sql: {p.returncode}\n{p.stderr[-2000:]}")
+            metas = [((o.get("meta") or {}).get("container") or {}) for o in json.loads(p.stdout)["most_delayed"]]
+            named = [m for m in metas if m.get("name") == "batch"]
+            pods = {m.get("runtime_pod") for m in named}
+            log(f"the user's db.sql {how}: snapshot in {took:.1f} s, {len(named)} processes named batch, pods {pods}")
+            said = [line for line in p.stderr.splitlines() if "pod" in line]
+            print("".join(f"  {line}\n" for line in said[-3:]), end="")
+            check(named and pods == {want}, f"with the user's {how} db.sql: pods {pods}, not {{{want!r}}}:\n"
+                  f"{p.stderr[-2000:]}")
+            # a snapshot of 0.5 s; the hang it was is endless: a bound of a minute tells them apart
+            check(took < 60, f"the snapshot took {took:.1f} s with the user's {how} db.sql")
+    finally:
+        c.run(["rm", "-f", db, db + "-journal", db + "-wal", db + ".other"])
 
 
 def test(c, installed):
