@@ -7,9 +7,9 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "probes/cgmeta.h"
+#include "containers/cgmeta.h"
 #include "probes/cgwalk.h"
-#include "probes/ctrselect.h"
+#include "containers/ctrselect.h"
 
 /* The deepest a container's cgroup is found: rootless podman's
  * user.slice/user-<uid>.slice/user@<uid>.service/user.slice/libpod-<id>.scope is 5, a Kubernetes

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-#include "probes/ctrfile.h"
+#include "containers/ctrfile.h"
 
 #include <errno.h>
 #include <stdbool.h>
@@ -12,7 +12,7 @@
 
 #include "base/fileio.h"
 #include "base/macro.h"
-#include "probes/ctrmeta.h"
+#include "containers/ctrmeta.h"
 
 /* A symlink at name in dir is followed only when it and dir are root's and dir is writable by no
  * one else: a user can make neither (and fs.protected_hardlinks keeps root's link out of theirs). */

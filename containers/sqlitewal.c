@@ -4,7 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "probes/sqlitewal.h"
+#include "containers/sqlitewal.h"
 
 #define WAL_MAGIC_LE 0x377f0682u /* checksum words little-endian */
 #define WAL_MAGIC_BE 0x377f0683u /* and big-endian */

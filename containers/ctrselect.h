@@ -1,15 +1,15 @@
 /* SPDX-License-Identifier: MIT */
 /* Containers chosen by the names operators know (a watch's container, image and pod keys): whether
- * a container's names (probes/ctrmeta.h) match a selector's globs, and the walk of the cgroup2 tree
+ * a container's names (containers/ctrmeta.h) match a selector's globs, and the walk of the cgroup2 tree
  * that finds every container's own cgroup (named by whoever walks, through the container cache of
- * probes/containers.h). It does not arm anything nor follow the tree's changes (the agent's
+ * containers/containers.h). It does not arm anything nor follow the tree's changes (the agent's
  * discovery does). Never logs. */
 #pragma once
 
 #include <stdbool.h>
 #include <stddef.h>
 
-#include "probes/ctrmeta.h"
+#include "containers/ctrmeta.h"
 
 /* The longest glob of a selector, without its NUL. */
 #define CTRSELECT_GLOB_MAX 255
@@ -28,7 +28,7 @@ bool ctrselect_is_set(const ContainerSelector *s);
 
 /* Whether the container ci (never NULL) is selected by s: every glob set matches, its runtime's
  * files named it (ci->unnamed empty) in a cgroup verified as the runtime's (ci->unverified empty:
- * probes/ctrverify.h), and it is not a pod's sandbox ("pause") container. */
+ * containers/ctrverify.h), and it is not a pod's sandbox ("pause") container. */
 bool ctrselect_match(const ContainerSelector *s, const ContainerInfo *ci);
 
 /* Whether glob can be a selector's: 1 to CTRSELECT_GLOB_MAX bytes, no control characters (and, if
@@ -45,7 +45,7 @@ typedef enum CtrselectKind {
         CTRSELECT_PARENT,    /* a cgroup below which containers may appear */
         CTRSELECT_CONTAINER, /* a container's own cgroup (the outermost of its id, its monitor's left out) */
         CTRSELECT_MAYBE,     /* "<ns>/<id>" at the root: plain containerd's (ctr, nerdctl), if containerd
-                              * has that task, which only its files tell (probes/containers.h) */
+                              * has that task, which only its files tell (containers/containers.h) */
 } CtrselectKind;
 
 /* A visitor may name a container (container_cache_lookup()). It returns 0 or -ENOMEM (which ends

@@ -5,7 +5,7 @@
  *               (io.kubernetes.* when dockershim or cri-dockerd made it)
  *   containerd  /run/containerd/io.containerd.runtime.v2.task/<ns>/<id>/config.json (the OCI spec):
  *               annotations io.kubernetes.cri.* (the CRI plugin); outside Kubernetes none, and the
- *               id is the name ctr's user gave (probes/containers.c names it so)
+ *               id is the name ctr's user gave (containers/containers.c names it so)
  *   CRI-O       /run/containers/storage/overlay-containers/<id>/userdata/config.json: annotations
  *               io.kubernetes.pod.*, io.kubernetes.container.name, io.kubernetes.cri-o.ImageName
  *   podman      containers/storage's <driver>-containers/containers.json: "names" and "metadata"
@@ -41,16 +41,16 @@ typedef struct ContainerInfo {
         bool sandbox;            /* the pod's sandbox ("pause") container */
         /* containerd's namespace of its task ("k8s.io" the CRI's, "default" ctr's); "" other runtimes */
         char runtime_namespace[80];
-        /* the runtime's own pod, not Kubernetes': a `podman pod`'s name (probes/libpod.h); "" none */
+        /* the runtime's own pod, not Kubernetes': a `podman pod`'s name (containers/libpod.h); "" none */
         char runtime_pod[128];
         /* Why the runtime's files did not name it ("" when they did): what an incident says instead. */
         char unnamed[96];
-        /* Why its cgroup was not taken for the runtime's ("" when it was; probes/ctrverify.h):
+        /* Why its cgroup was not taken for the runtime's ("" when it was; containers/ctrverify.h):
          * then nothing is named and no watch by name selects it. */
         char unverified[160];
         /* The container's init process as its runtime's files say (docker's State.Pid, containerd's
          * init.pid, podman's pidfile; conmon.pid for its monitor's cgroup), 0 when they do not:
-         * whose cgroup must hold it (probes/ctrverify.h). */
+         * whose cgroup must hold it (containers/ctrverify.h). */
         pid_t pid;
 } ContainerInfo;
 

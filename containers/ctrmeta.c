@@ -7,7 +7,7 @@
 #include <string.h>
 
 #include "base/macro.h"
-#include "probes/ctrmeta.h"
+#include "containers/ctrmeta.h"
 
 static void json_freep(json_t **j) {
         if (*j)

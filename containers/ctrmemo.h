@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* What probes/containers.c remembers of the containers/storage files it parsed: the last
+/* What containers/containers.c remembers of the containers/storage files it parsed: the last
  * CTRMEMO_PARSED of them (containers.json and volatile-containers.json alike), kept while one
  * sample looks up its containers so that a file naming many is parsed once, not once for each,
  * and the last CTRMEMO_FAILED paths that failed (a user's file too large, not JSON, over the parse
@@ -12,7 +12,7 @@
 #include <sys/stat.h>
 
 #include "base/timeutil.h"
-#include "probes/ctrmeta.h"
+#include "containers/ctrmeta.h"
 
 #define CTRMEMO_PARSED 4
 #define CTRMEMO_FAILED 16

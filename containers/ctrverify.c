@@ -12,9 +12,9 @@
 #include "base/cgpath.h"
 #include "base/fileio.h"
 #include "base/macro.h"
-#include "probes/ctrfile.h"
-#include "probes/ctrmeta.h"
-#include "probes/ctrverify.h"
+#include "containers/ctrfile.h"
+#include "containers/ctrmeta.h"
+#include "containers/ctrverify.h"
 #include "probes/procfs.h"
 
 _Static_assert(sizeof(((ContainerInfo *) 0)->unverified) == CTRVERIFY_REASON_MAX, "the reason's size");
@@ -91,7 +91,7 @@ int ctrverify_place(const char *cgroup, const char *runtime, int64_t user_uid, c
         return -EPERM;
 }
 
-/* Root's, or ours: a unit test's tree is its runner's (as probes/ctrmeta.h's files are). */
+/* Root's, or ours: a unit test's tree is its runner's (as containers/ctrmeta.h's files are). */
 static bool is_root(uid_t uid) {
         return uid == 0 || uid == geteuid();
 }
@@ -231,7 +231,7 @@ pid_t ctrverify_read_pid(int root_fd, const char *path, int64_t owner) {
         long v = 0;
         ssize_t n;
 
-        /* as probes/containers.c reads a runtime's files: never a FIFO, never through a symlink */
+        /* as containers/containers.c reads a runtime's files: never a FIFO, never through a symlink */
         fd = ctrfile_openat(root_fd, path, owner, O_RDONLY | O_NOCTTY | O_NONBLOCK);
         if (fd < 0 || fstat(fd, &st) < 0 || !ctrmeta_file_trusted(&st, owner))
                 return 0;

@@ -10,13 +10,13 @@
 
 #include "base/fileio.h"
 #include "base/log.h"
-#include "probes/boltdb.h"
-#include "probes/cgmeta.h"
-#include "probes/containers.h"
-#include "probes/ctrfile.h"
-#include "probes/ctrmemo.h"
-#include "probes/ctrverify.h"
-#include "probes/libpod.h"
+#include "containers/boltdb.h"
+#include "containers/cgmeta.h"
+#include "containers/containers.h"
+#include "containers/ctrfile.h"
+#include "containers/ctrmemo.h"
+#include "containers/ctrverify.h"
+#include "containers/libpod.h"
 
 /* What a cgroup path says a container is; for plain containerd's, ns is its namespace. */
 typedef struct Key {
@@ -24,7 +24,7 @@ typedef struct Key {
         char id[80];
         char ns[80];      /* "" unless a plain containerd path (/<ns>/<id>) */
         int64_t user_uid; /* whose storage a rootless container's is (-1 rootful) */
-        char cgroup[512]; /* its own ("" longer): named only where verified (probes/ctrverify.h) */
+        char cgroup[512]; /* its own ("" longer): named only where verified (containers/ctrverify.h) */
 } Key;
 
 typedef struct Entry {

@@ -12,7 +12,7 @@
 
 #include "base/macro.h"
 #include "base/unaligned.h"
-#include "probes/boltdb.h"
+#include "containers/boltdb.h"
 
 /* bbolt's on-disk layout (docs/kernel-facts.md: containerd-metadata) */
 #define PAGE_HEADER 16      /* id u64, flags u16, count u16, overflow u32 */

@@ -15,7 +15,7 @@
 
 #include "base/macro.h"
 #include "base/timeutil.h"
-#include "probes/ctrmeta.h"
+#include "containers/ctrmeta.h"
 
 #define CONTAINER_CACHE_MAX 256
 #define CONTAINER_CACHE_RETRY_US (30 * USEC_PER_SEC)

@@ -4,7 +4,7 @@
 #include <string.h>
 
 #include "base/cgpath.h"
-#include "probes/cgmeta.h"
+#include "containers/cgmeta.h"
 
 const char *cgroup_qos_to_string(CgroupQos q) {
         switch (q) {

@@ -2,7 +2,7 @@
 /* An SQLite database that someone else writes (a rootless user's podman db.sql), read without
  * trusting it: the regular file checked on the descriptor opened (never a symlink, never a FIFO),
  * read whole into memory (at most SQLITEDB_FILE_MAX bytes), with the committed frames of its -wal
- * (read the same way, probes/sqlitewal.h) applied, and handed to SQLite with
+ * (read the same way, containers/sqlitewal.h) applied, and handed to SQLite with
  * sqlite3_deserialize(), read-only: SQLite opens no file at all, so no journal, WAL or -shm is
  * opened or created and no lock is taken. The connection is defensive (SQLITE_DBCONFIG_DEFENSIVE),
  * with views, triggers and untrusted schema off, small sqlite3_limit()s, a progress-handler

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* Whether a cgroup whose name claims a container (probes/cgmeta.h) is one its runtime made: the
+/* Whether a cgroup whose name claims a container (containers/cgmeta.h) is one its runtime made: the
  * name is anyone's to choose below a delegated subtree, and container ids are readable by anyone
  * in /proc/<pid>/cgroup, so the name alone is never taken for who made the cgroup. Checked: where
  * the cgroup is (a rootful runtime's never below a user's systemd instance; rootless podman's only
@@ -8,7 +8,7 @@
  * kernel-facts.md: cgroup-owner), and whether the process the runtime's files say is the
  * container's init lives in it (docker, containerd, podman; CRI-O's OCI spec names none). Reads
  * the cgroup tree by fd, never through a symlink, and /proc/<pid>/cgroup; the containers' names
- * are probes/containers.h's. Never logs. */
+ * are containers/containers.h's. Never logs. */
 #pragma once
 
 #include <stdbool.h>
@@ -16,7 +16,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-#include "probes/ctrmeta.h"
+#include "containers/ctrmeta.h"
 
 /* The longest reason, with its NUL: ContainerInfo.unverified's size. */
 #define CTRVERIFY_REASON_MAX 160
@@ -50,7 +50,7 @@ int ctrverify_cgroup(int cgroup2_fd, const char *cgroup, const char *runtime, in
  * that ended: nothing to compare); -EPERM with the reason in why; -errno. */
 int ctrverify_process(int proc_fd, pid_t pid, const char *cgroup, char *why, size_t size);
 
-/* As probes/containers.c asks, for a container's cgroup (its own, "/a/b"; "" when its path was
+/* As containers/containers.c asks, for a container's cgroup (its own, "/a/b"; "" when its path was
  * too long to keep): ctrverify_cgroup(), and ctrverify_process() of info->pid where the runtime's
  * files named one (proc_fd < 0: not checked). true when verified; else false, and info names
  * nothing (its runtime and id kept), the reason in info->unverified, info->unnamed saying so. */
@@ -66,5 +66,5 @@ pid_t ctrverify_read_pid(int root_fd, const char *path, int64_t owner);
 /* The pid podman wrote for container id under its run root (relative to root_fd: rootful
  * run/containers/storage, rootless run/user/<uid>/containers, owner that uid): the container's
  * init in <driver>-containers/<id>/userdata/pidfile, or with conmon its monitor's, conmon.pid,
- * for each storage driver probes/containers.c reads; 0 when none is there. */
+ * for each storage driver containers/containers.c reads; 0 when none is there. */
 pid_t ctrverify_podman_pid(int root_fd, const char *runroot, const char *id, bool conmon, int64_t owner);

@@ -1,11 +1,11 @@
 /* SPDX-License-Identifier: MIT */
 /* The `podman pod` a podman container belongs to, from podman's libpod state database: a bbolt
- * file (probes/boltdb.h), bolt_state.db in podman's static directory, which is <graph root>/libpod
+ * file (containers/boltdb.h), bolt_state.db in podman's static directory, which is <graph root>/libpod
  * by default (/var/lib/containers/storage/libpod rootful, ~/.local/share/containers/storage/libpod
  * rootless). Podman 4.3 keeps a container's pod id under key "pod-id" of bucket "ctr"/<id>, and
  * a pod's name under its id in bucket "id-registry" (docs/kernel-facts.md: podman-state says where
  * in podman's source). Where there is no bolt_state.db, podman 5's SQLite state, db.sql in the
- * storage directory: ContainerConfig's PodID, PodConfig's Name, read as probes/sqlitedb.h reads a
+ * storage directory: ContainerConfig's PodID, PodConfig's Name, read as containers/sqlitedb.h reads a
  * database someone else writes. Reads through the sysroot; never logs. */
 #pragma once
 

@@ -9,11 +9,11 @@
 #include <unistd.h>
 
 #include "base/macro.h"
-#include "probes/boltdb.h"
-#include "probes/ctrfile.h"
-#include "probes/ctrmeta.h"
-#include "probes/libpod.h"
-#include "probes/sqlitedb.h"
+#include "containers/boltdb.h"
+#include "containers/ctrfile.h"
+#include "containers/ctrmeta.h"
+#include "containers/libpod.h"
+#include "containers/sqlitedb.h"
 
 /* libpod's ids are 64 hex digits (its stringid.GenerateRandomID). */
 static bool is_pod_id(const char *s, int len) {
@@ -64,7 +64,7 @@ static int sqlite_query(SqliteDb *db, const char *id, char *name, size_t size, c
 
 /* Podman 5's state, <storage_dir>/db.sql (SQLite), where no bolt_state.db is: podman 5 takes the
  * bbolt file while there is one (libpod/runtime.go: getDBState). A rootless user's file, which
- * that user can make hostile: read as probes/sqlitedb.h reads one (by the descriptor whose owner
+ * that user can make hostile: read as containers/sqlitedb.h reads one (by the descriptor whose owner
  * was checked, in memory, no lock, no journal, bounded), never by SQLite from its path. Podman
  * 5.4 writes it in journal mode delete (docs/kernel-facts.md: podman-state), so a -journal beside
  * it is a commit under way, which sqlitedb_open_at() answers with -EBUSY; podman 4's SQLite state
@@ -101,7 +101,7 @@ int libpod_pod_name(int root_fd, const char *storage_dir, int64_t owner, const c
         name[0] = '\0';
         if (snprintf(path, sizeof path, "%s/libpod/bolt_state.db", storage_dir) >= (int) sizeof path)
                 return fail(reason, -ENAMETOOLONG, "bolt_state.db", NULL);
-        /* one open, without following a symlink (nor one of owner's on the way, probes/ctrfile.h):
+        /* one open, without following a symlink (nor one of owner's on the way, containers/ctrfile.h):
          * the file whose owner is checked is the one read */
         dir_fd = ctrfile_open_parent(root_fd, path, owner, &base);
         fd = dir_fd < 0 ? (dir_fd == -ELOOP ? -EPERM : dir_fd) : boltdb_open_at(dir_fd, base, &st, why);

@@ -2,7 +2,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "probes/ctrmemo.h"
+#include "containers/ctrmemo.h"
 
 static bool same_file(const struct stat *a, const struct stat *b) {
         return a->st_dev == b->st_dev && a->st_ino == b->st_ino && a->st_size == b->st_size &&

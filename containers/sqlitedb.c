@@ -13,10 +13,10 @@
 
 #include "base/macro.h"
 #include "base/timeutil.h"
-#include "probes/ctrfile.h"
-#include "probes/ctrmeta.h"
-#include "probes/sqlitedb.h"
-#include "probes/sqlitewal.h"
+#include "containers/ctrfile.h"
+#include "containers/ctrmeta.h"
+#include "containers/sqlitedb.h"
+#include "containers/sqlitewal.h"
 
 static int fail(char *reason, int r, const char *fmt, ...) {
         va_list ap;
