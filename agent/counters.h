@@ -11,7 +11,7 @@
 
 #include "agent/wakeup.h"
 #include "config/config.h"
-#include "probes/killmarks.h"
+#include "kills/killmarks.h"
 #include "sinks/metrics.h"
 #include "probes/pressure.h"
 

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /* The loop side of kill incidents (windows, exit listener, members, kill logs, grouping timer);
- * every decision is sampling/kills.h's. */
+ * every decision is kills/kills.h's. */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -19,8 +19,8 @@
 #include "probes/procfs.h"
 #include "probes/system.h"
 #include "probes/tasks.h"
-#include "sampling/kills.h"
-#include "sampling/prekill.h"
+#include "kills/kills.h"
+#include "kills/prekill.h"
 
 /* ---- members ------------------------------------------------------------------------------- */
 

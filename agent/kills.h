@@ -3,14 +3,14 @@
  * grouped per cgroup and named by their killer's mark. A kill window opens at a memory pressure
  * incident and is extended by later wakeups (both learnt through the watches' hooks); while any is
  * open an exit listener, a 1 s refresh of the members and the kill log files are open, none
- * otherwise. Every decision is sampling/kills.h's. */
+ * otherwise. Every decision is kills/kills.h's. */
 #pragma once
 
 #include <stddef.h>
 #include <sys/types.h>
 
 #include "agent/core.h"
-#include "sampling/prekill.h"
+#include "kills/prekill.h"
 
 /* a->kills, and its hooks. 0, -ENOMEM or -ENOSPC (too many hooks). */
 int kills_start(Agent *a);

@@ -10,8 +10,8 @@
 #include "probes/memcg.h"
 #include "probes/tasks.h"
 #include "probes/taskstats.h"
-#include "sampling/kills.h"
-#include "sampling/prekill.h"
+#include "kills/kills.h"
+#include "kills/prekill.h"
 
 #define KILL_TICK_S 1.0
 #define KILL_MEMBERS_MAX 4096

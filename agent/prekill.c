@@ -12,7 +12,7 @@
 #include "agent/health.h"
 #include "agent/kills.h"
 #include "agent/prekill.h"
-#include "agent/varlink.h"
+#include "kills/varlink.h"
 #include "base/log.h"
 #include "base/macro.h"
 #include "base/testhold.h"

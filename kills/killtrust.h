@@ -10,7 +10,7 @@
 #include <stddef.h>
 #include <sys/types.h>
 
-#include "probes/killmarks.h"
+#include "kills/killmarks.h"
 #include "probes/sysroot.h"
 
 /* The directories a killer's executable is trusted in (Debian puts earlyoom in /usr/bin, nohang's

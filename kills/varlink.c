@@ -4,7 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "agent/varlink.h"
+#include "kills/varlink.h"
 #include "base/macro.h"
 
 /* The interfaces' descriptions, in the Varlink interface language (varlink.org), as

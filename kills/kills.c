@@ -7,8 +7,8 @@
 
 #include "base/cgpath.h"
 #include "base/macro.h"
-#include "probes/killtrust.h"
-#include "sampling/kills.h"
+#include "kills/killtrust.h"
+#include "kills/kills.h"
 
 int kill_exit_signal(const TaskStats *t) {
         int sig;

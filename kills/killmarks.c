@@ -9,7 +9,7 @@
 #include "base/macro.h"
 #include "base/text.h"
 #include "base/parse.h"
-#include "probes/killmarks.h"
+#include "kills/killmarks.h"
 
 const char *killer_kind_to_string(KillerKind k) {
         return killmarks_killer(k)->name;

@@ -2,7 +2,7 @@
 /* The decisions of `kill` incidents (docs/killers.md), without a loop and without I/O: whether an exit
  * record is a kill (its signal), whether its process was a watched cgroup's member and not the
  * kernel's OOM victim, how the victims of one cgroup are grouped, which log lines are a killer's
- * marks (probes/killmarks.h parses them), and which mark names the killer. The agent (agent/kills.c)
+ * marks (kills/killmarks.h parses them), and which mark names the killer. The agent (agent/kills.c)
  * reads the kernel and the logs and hands the facts in; nothing here reads a file or logs. */
 #pragma once
 
@@ -12,7 +12,7 @@
 #include <sys/types.h>
 
 #include "base/timeutil.h"
-#include "probes/killmarks.h"
+#include "kills/killmarks.h"
 #include "probes/taskstats.h"
 
 /* The signal an exit record says ended the task (exit_code & 0x7f, kernel/exit.c do_group_exit()),
@@ -116,7 +116,7 @@ int kill_group_add(KillGroup *g, const KillVictim *v);
 
 /* The state each killer's log parser keeps across lines (a nohang block). */
 typedef struct KillLogState {
-        KillMark state[_KILLER_MAX]; /* by KillerKind (probes/killmarks.h's KillerInfo) */
+        KillMark state[_KILLER_MAX]; /* by KillerKind (kills/killmarks.h's KillerInfo) */
 } KillLogState;
 
 void kill_log_state_init(KillLogState *s);

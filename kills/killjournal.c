@@ -12,8 +12,8 @@
 #endif
 
 #include "base/macro.h"
-#include "sampling/killjournal.h"
-#include "sampling/kills.h"
+#include "kills/killjournal.h"
+#include "kills/kills.h"
 
 /* sd-journal.h's flags, for sd_journal_open(). */
 #define JOURNAL_LOCAL_ONLY 1

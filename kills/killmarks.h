@@ -159,5 +159,5 @@ const KillerInfo *killmarks_killer(KillerKind k);
 /* The killer whose executables[] holds name (a basename: "earlyoom", "systemd-oomd", "oomd";
  * "nohang", a Python script whose /proc/PID/exe is the interpreter, so only its comm or its
  * journal entries' _COMM say it). KILLER_UNKNOWN for any other name or NULL. A name says what a
- * process calls itself, not who it is: probes/killtrust.h tells that. */
+ * process calls itself, not who it is: kills/killtrust.h tells that. */
 KillerKind killmarks_known_executable(const char *name);

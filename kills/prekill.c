@@ -8,7 +8,7 @@
 
 #include "base/macro.h"
 #include "probes/tasks.h"
-#include "sampling/prekill.h"
+#include "kills/prekill.h"
 
 int prekill_measure_new(const char *cgroup, usec_t notified_mono_us, PrekillMeasure **ret) {
         PrekillMeasure *m = calloc(1, sizeof *m);

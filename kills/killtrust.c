@@ -11,7 +11,7 @@
 #include "base/cgpath.h"
 #include "base/fileio.h"
 #include "base/macro.h"
-#include "probes/killtrust.h"
+#include "kills/killtrust.h"
 #include "probes/procfs.h"
 
 static bool has_suffix(const char *s, size_t len, const char *suffix) {

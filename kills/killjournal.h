@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /* The systemd journal as a source of killers' marks, read beside the kill log files while a kill
- * window is open: the entries of every killer whose row of the killers' table (probes/killmarks.h,
+ * window is open: the entries of every killer whose row of the killers' table (kills/killmarks.h,
  * KillerInfo) has a log identifier (by SYSLOG_IDENTIFIER) written since it was opened, each parsed
- * by kill_journal_parse_entry() (sampling/kills.h), which the same rows drive, and counted only
+ * by kill_journal_parse_entry() (kills/kills.h), which the same rows drive, and counted only
  * when journald's own fields of the sender (_SYSTEMD_UNIT, _UID, _EXE, _COMM) say the killer sent
  * it: anyone may log with SYSLOG_IDENTIFIER=earlyoom. systemd-oomd's
  * xattrs vanish with the cgroup it kills, which systemd removes within 100 ms; its journal line is
@@ -12,7 +12,7 @@
 
 #include <stddef.h>
 
-#include "probes/killmarks.h"
+#include "kills/killmarks.h"
 
 typedef struct KillJournal KillJournal;
 
