@@ -23,7 +23,7 @@ typedef enum CountersIncident {
         _COUNTERS_INCIDENT_MAX,
 } CountersIncident;
 
-/* The prekill hook's calls (agent/prekill.h), psidiag_prekill_calls_total{result}. */
+/* The prekill hook's calls (agent/prekillhook.h), psidiag_prekill_calls_total{result}. */
 typedef enum CountersPrekill {
         COUNTERS_PREKILL_NOTIFY,   /* a Notify of systemd-oomd, answered */
         COUNTERS_PREKILL_ANSWERED, /* another call answered (GetInfo, GetInterfaceDescription) */

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* The marks a userspace OOM killer leaves, for the kill incidents (agent/kills.c): its log files
+/* The marks a userspace OOM killer leaves, for the kill incidents (agent/killwatch.c): its log files
  * (syslog-style files of the config's kill_log_files, tailed from their end while a kill window is
  * open; kills/kills.h parses the lines), its journal entries (kills/killjournal.h), the
  * oomd_* xattrs it sets on the cgroups (against a window's baseline) and its own process running

@@ -31,7 +31,7 @@ typedef enum KillMarkBasis {
         KILLMARK_BASIS_XATTR,           /* an xattr the killer set on the cgroup */
         KILLMARK_BASIS_MEMORY_EVENTS,   /* memory.events oom_group_kill */
         KILLMARK_BASIS_RUNNING_PROCESS, /* only the killer's process running on the node */
-        KILLMARK_BASIS_PREKILL,         /* systemd-oomd called the agent's prekill hook (agent/prekill.h) */
+        KILLMARK_BASIS_PREKILL,         /* systemd-oomd called the agent's prekill hook (agent/prekillhook.h) */
         _KILLMARK_BASIS_MAX,
 } KillMarkBasis;
 

@@ -2,7 +2,7 @@
 /* The decisions of `kill` incidents (docs/killers.md), without a loop and without I/O: whether an exit
  * record is a kill (its signal), whether its process was a watched cgroup's member and not the
  * kernel's OOM victim, how the victims of one cgroup are grouped, which log lines are a killer's
- * marks (kills/killmarks.h parses them), and which mark names the killer. The agent (agent/kills.c)
+ * marks (kills/killmarks.h parses them), and which mark names the killer. The agent (agent/killwatch.c)
  * reads the kernel and the logs and hands the facts in; nothing here reads a file or logs. */
 #pragma once
 

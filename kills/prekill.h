@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* What the prekill hook (agent/prekill.h) measures of a cgroup systemd-oomd is about to kill: every
+/* What the prekill hook (agent/prekillhook.h) measures of a cgroup systemd-oomd is about to kill: every
  * process of its subtree with its memory (/proc/<pid>/status) and its delays read twice from
  * taskstats (their growth between the readings, and their totals), and the cgroup's memory
  * (memory.stat, memory.events, limits: cgroup2, or the v1 memcg on a hybrid host) and memory

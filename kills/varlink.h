@@ -3,7 +3,7 @@
  * a socket: one message's bytes in (a JSON object, its NUL terminator taken off by the reader), the
  * call it is and the answer it gets out. Serves io.systemd.oom.Prekill (Notify) and
  * org.varlink.service (GetInfo, GetInterfaceDescription). Pure: no I/O, no logging, never reads
- * outside [buf, buf + len); agent/prekill.c owns the sockets. */
+ * outside [buf, buf + len); agent/prekillhook.c owns the sockets. */
 #pragma once
 
 #include <stdbool.h>

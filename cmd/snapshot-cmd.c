@@ -7,7 +7,7 @@
 #include "agent/runtime.h"
 #include "base/log.h"
 #include "base/macro.h"
-#include "cmd/snapshot.h"
+#include "cmd/snapshot-cmd.h"
 #include "incident/incident.h"
 #include "probes/procfs.h"
 #include "sampling/sampler.h"

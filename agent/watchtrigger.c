@@ -3,7 +3,7 @@
 #include <stdlib.h>
 #include <sys/epoll.h>
 
-#include "agent/trigger.h"
+#include "agent/watchtrigger.h"
 #include "base/log.h"
 #include "base/macro.h"
 #include "probes/system.h"

@@ -9,7 +9,7 @@
 #include "agent/health.h"
 #include "agent/killers.h"
 #include "agent/killwindow.h"
-#include "agent/kills.h"
+#include "agent/killwatch.h"
 #include "base/cgpath.h"
 #include "base/log.h"
 #include "base/macro.h"

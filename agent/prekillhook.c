@@ -10,8 +10,8 @@
 #include <unistd.h>
 
 #include "agent/health.h"
-#include "agent/kills.h"
-#include "agent/prekill.h"
+#include "agent/killwatch.h"
+#include "agent/prekillhook.h"
 #include "kills/varlink.h"
 #include "base/log.h"
 #include "base/macro.h"

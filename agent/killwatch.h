@@ -20,7 +20,7 @@ void kills_stop(Agent *a);
 /* Every /dev/kmsg message (oomd's kill line). */
 void kills_kmsg_message(Agent *a, const char *msg, size_t len);
 
-/* systemd-oomd announced the kill of m->cgroup and m is what was measured (agent/prekill.h); takes
+/* systemd-oomd announced the kill of m->cgroup and m is what was measured (agent/prekillhook.h); takes
  * m. The deepest watch over the cgroup opens its kill window (without one, m is dropped, logged):
  * its kill incident names systemd-oomd (basis prekill) and carries m; with no kill within
  * prekill_wait_s, a kill incident of no victim says so. */
