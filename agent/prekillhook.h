@@ -3,7 +3,7 @@
  * at the config's prekill_socket, served from the loop. Only root's calls are taken (mode 0600 and
  * the peer's credentials); each Notify is answered within prekill_reply_ms and its cgroup measured
  * (kills/prekill.h), the measuring it could not fit finished after the answer, then handed to the
- * kill windows (agent/kills.h). The protocol is kills/varlink.h's; bad calls get a Varlink error and
+ * kill windows (agent/killwatch.h). The protocol is kills/varlink.h's; bad calls get a Varlink error and
  * are counted (psidiag_prekill_calls_total), and no client can hold the loop or another client. */
 #pragma once
 

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
-/* The names of the containers cgroups belong to, read from their runtimes' files (probes/ctrmeta.h
+/* The names of the containers cgroups belong to, read from their runtimes' files (containers/ctrmeta.h
  * says which) through the sysroot's root directory, once per container and cgroup (a cgroup that
- * only claims a container's id by its name is named nothing: probes/ctrverify.h), and kept in a bounded cache:
+ * only claims a container's id by its name is named nothing: containers/ctrverify.h), and kept in a bounded cache:
  * at most max containers, the least recently used one evicted first, counted. A container stays
  * cached after it ends (its runtime may delete its files first), so an OOM-killed container is
  * still named. One whose files named nothing is asked again after CONTAINER_CACHE_RETRY_US (a
@@ -32,21 +32,21 @@ typedef struct ContainerCacheStats {
         uint64_t reads;      /* lookups that read the runtime's files (the cache's misses) */
         uint64_t evictions;  /* containers forgotten to make room */
         uint64_t unknown;    /* lookups answered without a name */
-        uint64_t unverified; /* of those, of a cgroup not verified as its runtime's (probes/ctrverify.h) */
+        uint64_t unverified; /* of those, of a cgroup not verified as its runtime's (containers/ctrverify.h) */
         size_t cached;
 } ContainerCacheStats;
 
 /* A cache of at most max (1..CONTAINER_CACHE_MAX) containers, reading the runtimes' files beneath
  * root_fd, checking each container's cgroup beneath cgroup2_fd (the cgroup2 mount) and its init
- * process beneath proc_fd (probes/ctrverify.h; -1: none, so no cgroup is verified, resp. no process
+ * process beneath proc_fd (containers/ctrverify.h; -1: none, so no cgroup is verified, resp. no process
  * checked). All borrowed: they must outlive the cache. 0 or -ENOMEM, -EINVAL. */
 int container_cache_new(int root_fd, int proc_fd, int cgroup2_fd, size_t max, ContainerCache **ret);
 ContainerCache *container_cache_free(ContainerCache *c);
 DEFINE_TRIVIAL_CLEANUP_FUNC(ContainerCache *, container_cache_free);
 
-/* The container the cgroup path ("/a/b" or "a/b") is in, by probes/cgmeta.h's conventions; NULL
+/* The container the cgroup path ("/a/b" or "a/b") is in, by containers/cgmeta.h's conventions; NULL
  * when it names none (or c is NULL). The first lookup of a container in a cgroup verifies the
- * cgroup as its runtime's (probes/ctrverify.h) and reads the runtime's files; the answer is never
+ * cgroup as its runtime's (containers/ctrverify.h) and reads the runtime's files; the answer is never
  * NULL for a path that names a container: a cgroup not verified is said in ->unverified (and
  * ->unnamed), what could not be read in ->unnamed. The pointer is valid until the next lookup. */
 const ContainerInfo *container_cache_lookup(ContainerCache *c, const char *cgroup_path);
