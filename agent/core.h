@@ -39,11 +39,11 @@ typedef struct Watch Watch;
 typedef struct WatchPools WatchPools;     /* pools.c */
 typedef struct AgentOoms AgentOoms;       /* oom.c */
 typedef struct OomWatch OomWatch;         /* oomwatch.c */
-typedef struct AgentKills AgentKills;     /* kills.c */
+typedef struct AgentKills AgentKills;     /* killwatch.c */
 typedef struct Discovery Discovery;       /* discovery.c */
 typedef struct AgentHealth AgentHealth;   /* health.c */
 typedef struct Recording Recording;       /* recording.c */
-typedef struct AgentPrekill AgentPrekill; /* prekill.c */
+typedef struct AgentPrekill AgentPrekill; /* prekillhook.c */
 
 /* One armed trigger. Heap-allocated one by one: the trigger set hands its pointer back with each
  * event, so a trigger kept across a reload must not move. */

@@ -11,7 +11,7 @@
 
 #include "agent/wakeup.h"
 #include "config/config.h"
-#include "probes/killmarks.h"
+#include "kills/killmarks.h"
 #include "sinks/metrics.h"
 #include "probes/pressure.h"
 
@@ -23,7 +23,7 @@ typedef enum CountersIncident {
         _COUNTERS_INCIDENT_MAX,
 } CountersIncident;
 
-/* The prekill hook's calls (agent/prekill.h), psidiag_prekill_calls_total{result}. */
+/* The prekill hook's calls (agent/prekillhook.h), psidiag_prekill_calls_total{result}. */
 typedef enum CountersPrekill {
         COUNTERS_PREKILL_NOTIFY,   /* a Notify of systemd-oomd, answered */
         COUNTERS_PREKILL_ANSWERED, /* another call answered (GetInfo, GetInterfaceDescription) */

@@ -26,7 +26,7 @@
 #include "base/text.h"
 #include "base/timeutil.h"
 #include "config/target.h"
-#include "probes/ctrselect.h"
+#include "containers/ctrselect.h"
 #include "probes/sysroot.h"
 #include "probes/system.h"
 

@@ -12,7 +12,7 @@
 #include "base/fileio.h"
 #include "base/log.h"
 #include "base/macro.h"
-#include "probes/killtrust.h"
+#include "kills/killtrust.h"
 #include "probes/tasks.h"
 
 /* A kill log file is only as trusted as whoever may write it: a regular file of root's that no one

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
-/* The marks a userspace OOM killer leaves, for the kill incidents (agent/kills.c): its log files
+/* The marks a userspace OOM killer leaves, for the kill incidents (agent/killwatch.c): its log files
  * (syslog-style files of the config's kill_log_files, tailed from their end while a kill window is
- * open; sampling/kills.h parses the lines), its journal entries (sampling/killjournal.h), the
+ * open; kills/kills.h parses the lines), its journal entries (kills/killjournal.h), the
  * oomd_* xattrs it sets on the cgroups (against a window's baseline) and its own process running
  * on the node. Logs at debug level only. */
 #pragma once
@@ -9,10 +9,10 @@
 #include <stddef.h>
 
 #include "config/config.h"
-#include "probes/killmarks.h"
+#include "kills/killmarks.h"
 #include "probes/sysroot.h"
-#include "sampling/killjournal.h"
-#include "sampling/kills.h"
+#include "kills/killjournal.h"
+#include "kills/kills.h"
 
 #define KILL_LOG_LINE_MAX 4096 /* a longer line is no killer's mark: dropped */
 
@@ -61,7 +61,7 @@ void killers_xattrs_note(KillXattrBases *b, const Sysroot *s, const char *path);
 KillerKind killers_xattrs_grew(const KillXattrBases *b, const Sysroot *s, const char *cgroup, const char *watch_path,
                                char *name, size_t size);
 
-/* The known killers whose process runs now (probes/killtrust.h: by its executable, root's in a
+/* The known killers whose process runs now (kills/killtrust.h: by its executable, root's in a
  * system directory, or its systemd unit; never its comm), at most max, each once. 0 when /proc
  * cannot be listed. */
 size_t killers_running(const Sysroot *s, KillerKind *ret, size_t max);

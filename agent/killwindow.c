@@ -198,7 +198,7 @@ void killwindow_write(KillWindow *w, bool final) {
                 kill_choose_killer(&ev, g->pids, g->n_pids, &killer);
         }
         /* No mark names the killer yet: one may come late (kill_mark_wait_us()). A kill announced
-         * whose measure is still being taken (agent/prekill.h) waits for it as long. */
+         * whose measure is still being taken (agent/prekillhook.h) waits for it as long. */
         usec_t wait = final ? 0 : kill_mark_wait_us(&killer, g->first_mono_us, now);
         if (!final && !w->prekill && w->announced[0] && now < g->first_mono_us + KILL_MARK_WAIT_US)
                 wait = MAX(wait, 100 * USEC_PER_MSEC);

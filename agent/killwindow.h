@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* The state kills.c (windows, the exit listener, members) and killwindow.c (a window's group
+/* The state killwatch.c (windows, the exit listener, members) and killwindow.c (a window's group
  * written as a kill incident) share; private to those two. */
 #pragma once
 
@@ -10,8 +10,8 @@
 #include "probes/memcg.h"
 #include "probes/tasks.h"
 #include "probes/taskstats.h"
-#include "sampling/kills.h"
-#include "sampling/prekill.h"
+#include "kills/kills.h"
+#include "kills/prekill.h"
 
 #define KILL_TICK_S 1.0
 #define KILL_MEMBERS_MAX 4096
@@ -35,7 +35,7 @@ typedef struct KillWindow {
         KillXattrBases xattrs;
         KillGroup *group; /* in flight, written when group_timer fires */
         ev_timer group_timer;
-        PrekillMeasure *prekill; /* a kill systemd-oomd announced (agent/prekill.h), until prekill_until_us */
+        PrekillMeasure *prekill; /* a kill systemd-oomd announced (agent/prekillhook.h), until prekill_until_us */
         /* The cgroup of that kill, from its Notify on (the measure comes after the answer): while
          * set, a node-wide window's members are its processes. */
         char announced[KILL_CGROUP_MAX];

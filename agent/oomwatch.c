@@ -8,7 +8,7 @@
 
 #include "agent/dirwatch.h"
 #include "agent/health.h"
-#include "agent/kills.h"
+#include "agent/killwatch.h"
 #include "agent/oom.h"
 #include "agent/oomwatch.h"
 #include "base/array.h"

@@ -7,7 +7,7 @@
 #include <stdbool.h>
 
 #include "config/config.h"
-#include "probes/containers.h"
+#include "containers/containers.h"
 #include "probes/limits-find.h"
 #include "probes/sysroot.h"
 #include "probes/system.h"

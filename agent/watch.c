@@ -8,7 +8,7 @@
 #include "agent/health.h"
 #include "agent/sample.h"
 #include "agent/stall.h"
-#include "agent/trigger.h"
+#include "agent/watchtrigger.h"
 #include "agent/watch.h"
 #include "base/array.h"
 #include "base/log.h"

@@ -13,8 +13,8 @@
 #include "cmd/check.h"
 #include "config/keys.h"
 #include "config/model.h"
-#include "probes/containers.h"
-#include "probes/ctrselect.h"
+#include "containers/containers.h"
+#include "containers/ctrselect.h"
 #include "probes/kmsg.h"
 #include "probes/procfs.h"
 #include "probes/schedclock.h"
@@ -288,7 +288,7 @@ size_t check_evaluate(const CheckFacts *f, CheckLine *lines) {
         /* Container names: each container of the tree looked up in its runtime's files, as an
          * incident names it (docs/incident.md: container names). */
         char spoofs[256] = "";
-        if (f->unverified) /* probes/ctrverify.h: a user's cgroup that claims a container's id */
+        if (f->unverified) /* containers/ctrverify.h: a user's cgroup that claims a container's id */
                 snprintf(spoofs, sizeof spoofs,
                          "; %u cgroup%s claiming a container's id not its runtime's, named nothing: %s", f->unverified,
                          f->unverified == 1 ? "" : "s", f->unverified_why);

@@ -70,7 +70,7 @@ typedef struct CheckFacts {
         int inotify_use_err;        /* counting root's watches (system_count_inotify()) */
         InotifyUse inotify_use;     /* root's processes' watches now, psidiag's among them */
         /* cgroups that claim a container's id but were not verified as its runtime's
-         * (probes/ctrverify.h), counted under no runtime, and why the first was not */
+         * (containers/ctrverify.h), counted under no runtime, and why the first was not */
         unsigned unverified;
         char unverified_why[160];
 } CheckFacts;

@@ -15,7 +15,7 @@
 #include "base/timeutil.h"
 #include "cmd/check.h"
 #include "cmd/show.h"
-#include "cmd/snapshot.h"
+#include "cmd/snapshot-cmd.h"
 #include "cmd/validate.h"
 #include "config/config.h"
 #include "config/keys.h"

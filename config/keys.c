@@ -45,7 +45,7 @@ const ConfigKey config_keys[] = {
         /* None by default: a syslog file's header is the client's to write (docs/killers.md). */
         { "kill_log_files", CONFIG_KEY_PATHS, CONFIG_KEY_TOP, 0, CONFIG_KILL_LOG_FILES_MAX, 0, NULL,
           IN_CONFIG(kill_log_files), NOWHERE, 0, true, NULL },
-        /* systemd-oomd's prekill hook (agent/prekill.h). */
+        /* systemd-oomd's prekill hook (agent/prekillhook.h). */
         { "prekill_socket", CONFIG_KEY_SOCKET, CONFIG_KEY_TOP, 0, 0, 0, CONFIG_PREKILL_SYSTEMD_DIR "/psidiag",
           IN_CONFIG(prekill_socket), NOWHERE, 0, true, NULL },
         { "prekill_reply_ms", CONFIG_KEY_UINT, CONFIG_KEY_TOP, CONFIG_PREKILL_REPLY_MS_MIN, CONFIG_PREKILL_REPLY_MS_MAX,

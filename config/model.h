@@ -7,7 +7,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "probes/ctrselect.h"
+#include "containers/ctrselect.h"
 #include "triggers/trigger.h"
 
 #define CONFIG_TOP_MAX 1000

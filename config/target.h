@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /* What a watch watches: the node, a cgroup (a path or a glob), or the containers that its
- * container, image and pod keys select (probes/ctrselect.h). Checks and stores those keys' values,
+ * container, image and pod keys select (containers/ctrselect.h). Checks and stores those keys' values,
  * refuses a watch that asks for both a cgroup and containers, and answers the questions the agent
  * asks of a watch's target: node-wide or not, its label (metrics, logs), the same target as
  * another's. No I/O, no logging. */

@@ -3,7 +3,7 @@
 
 #include "incident/culprit-report.h"
 #include "incident/jsonutil.h"
-#include "probes/cgmeta.h"
+#include "containers/cgmeta.h"
 
 static json_t *usage_object(PsiResource res, const CulpritUsage *u, bool cgroup) {
         json_t *o = json_object();

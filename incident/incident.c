@@ -12,7 +12,7 @@
 #include "incident/onwhat-report.h"
 #include "incident/summary.h"
 #include "sampling/fired.h"
-#include "probes/cgmeta.h"
+#include "containers/cgmeta.h"
 #include "incident/prekill-report.h"
 
 static json_t *time_string(usec_t t) {

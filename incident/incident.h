@@ -16,8 +16,8 @@
 #include "sampling/result.h"
 #include "sampling/snapshot.h"
 #include "probes/kmsg.h"
-#include "sampling/kills.h"
-#include "sampling/prekill.h"
+#include "kills/kills.h"
+#include "kills/prekill.h"
 #include "probes/system.h"
 #include "triggers/trigger.h"
 

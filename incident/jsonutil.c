@@ -5,7 +5,7 @@
 #include "base/macro.h"
 #include "base/utf8.h"
 #include "incident/jsonutil.h"
-#include "probes/cgmeta.h"
+#include "containers/cgmeta.h"
 #include "probes/procfs.h"
 
 json_t *json_string_from_bytes(const char *s, size_t len) {

@@ -14,7 +14,7 @@
 #include <sys/types.h>
 
 #include "base/macro.h"
-#include "probes/cgmeta.h"
+#include "containers/cgmeta.h"
 #include "probes/pressure.h"
 #include "sampling/result.h" /* ProcessInfo */
 

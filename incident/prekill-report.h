@@ -1,13 +1,13 @@
 /* SPDX-License-Identifier: MIT */
 /* A kill incident's "kill.prekill": what the agent measured of the cgroup systemd-oomd announced it
- * would kill (sampling/prekill.h), before the kill, and whether the kill came. Pure: no I/O, no
+ * would kill (kills/prekill.h), before the kill, and whether the kill came. Pure: no I/O, no
  * logging. */
 #pragma once
 
 #include <jansson.h>
 
 #include "base/timeutil.h"
-#include "sampling/prekill.h"
+#include "kills/prekill.h"
 
 /* The most processes listed (the largest); every one measured is counted. */
 #define PREKILL_REPORT_LISTED 8

@@ -4,7 +4,7 @@
 #include <string.h>
 
 #include "base/macro.h"
-#include "probes/cgmeta.h"
+#include "containers/cgmeta.h"
 #include "probes/procfs.h"
 #include "sampling/result.h"
 

@@ -13,7 +13,7 @@
 #include <sys/types.h>
 
 #include "base/timeutil.h"
-#include "probes/containers.h"
+#include "containers/containers.h"
 #include "probes/pressure.h"
 #include "sampling/culprits.h"
 #include "sampling/fired.h"
@@ -36,7 +36,7 @@ typedef struct ProcessInfo {
          * or its /proc files are refused (an LSM such as AppArmor, hidepid); comm then comes from
          * taskstats (ac_comm), or is "?" when nothing said it. */
         char unreadable[128];
-        /* The container its cgroup is in, named by its runtime's files (probes/containers.h);
+        /* The container its cgroup is in, named by its runtime's files (containers/containers.h);
          * has_container false when its cgroup names none or no cache was lent. */
         ContainerInfo container;
         bool has_container;

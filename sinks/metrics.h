@@ -45,7 +45,7 @@ typedef struct Metrics {
         uint64_t recordings, recordings_refused, recorder_entries; /* the recorder (agent/recording.h) */
         uint64_t recorder_wakeups;
         uint64_t recorder_us, recording_us; /* its entries' time; time spent recording */
-        /* container names (probes/containers.h): lookups, the runtime files' reads (misses), containers
+        /* container names (containers/containers.h): lookups, the runtime files' reads (misses), containers
          * evicted from the cache, lookups answered without a name, and of those, of a cgroup that
          * claims a container's id but is not its runtime's */
         uint64_t container_lookups, container_reads, container_evictions, containers_unnamed, containers_unverified;

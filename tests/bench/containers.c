@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* psidiag-bench-containers DIR: what naming containers adds to an incident (probes/containers.h).
+/* psidiag-bench-containers DIR: what naming containers adds to an incident (containers/containers.h).
  * Makes a root under DIR with 16 docker containers' config.v2.json (each shaped as
  * tests/fixtures/containers/docker's, 4 KiB) and a podman containers.json of 200 containers, then
  * times the lookups of one incident that names 16 containers (the 2 x top processes and the
@@ -16,14 +16,14 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "probes/containers.h"
+#include "containers/containers.h"
 
 #define N 16
 #define PODMAN_ENTRIES 200
 #define RUNS 200
 
 /* DIR/cgroup: the containers' cgroups, as their runtimes make them, whose owners each first lookup
- * checks (probes/ctrverify.h). */
+ * checks (containers/ctrverify.h). */
 static int cg_fd = -1;
 
 static void mkdirs(const char *path) {

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* bbolt lookups (probes/boltdb.h) in any bytes: the paths the seeds hold (containerd's meta.db,
+/* bbolt lookups (containers/boltdb.h) in any bytes: the paths the seeds hold (containerd's meta.db,
  * podman's bolt_state.db, and the files bbolt wrote in tests/fixtures/boltdb), as given and then with both meta pages'
  * checksums made right (so that a mutated root, high water mark or page size gets past them). The
  * value stays NUL-terminated within its buffer and the reason within its own, whatever the input. */
@@ -10,7 +10,7 @@
 #include <unistd.h>
 
 #include "base/macro.h"
-#include "probes/boltdb.h"
+#include "containers/boltdb.h"
 #include "tests/fuzz/fuzz.h"
 
 /* FNV-1a 64 of the meta at off (after its page's 16-byte header) written into its checksum. */
@@ -31,7 +31,7 @@ static void lookups(const uint8_t *buf, size_t size) {
                 { "v1", "default", "containers", "bigenv", "image" },
                 { "v1", "many", "containers", "c123", "image" },
                 { "deep", "k0777" },
-                /* podman 4.3's libpod state (probes/libpod.c): a container's pod id, a pod's name */
+                /* podman 4.3's libpod state (containers/libpod.c): a container's pod id, a pod's name */
                 { "ctr", "61d041b26f05e80bc0f53f9a3c75b43e503237a4b3641b7da2c657061d41946c", "pod-id" },
                 { "id-registry", "0f57d86d592133043c247b29bb2831cb77cbe5c2da3923e5e9eca1759ce6cf77" },
         };
@@ -49,7 +49,7 @@ static void lookups(const uint8_t *buf, size_t size) {
         }
 }
 
-/* podman 4's three lookups (probes/libpod.c) in a file of the bytes, sharing one budget: each
+/* podman 4's three lookups (containers/libpod.c) in a file of the bytes, sharing one budget: each
  * takes what it read off it, none reads past it. */
 static void budgeted(const uint8_t *buf, size_t size) {
         static const char *const paths[][3] = {

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* The container runtimes' metadata parsers (probes/ctrmeta.h): the same bytes as docker's
+/* The container runtimes' metadata parsers (containers/ctrmeta.h): the same bytes as docker's
  * config.v2.json, an OCI spec's annotations, a containers/storage containers.json (looked up for
  * the id the fuzzer's first 64 bytes would be), /etc/passwd and a storage.conf's graphroot. Every field stays
  * NUL-terminated within its buffer whatever the input; what jansson allocates for one parse never
@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "probes/ctrmeta.h"
+#include "containers/ctrmeta.h"
 #include "tests/fuzz/fuzz.h"
 #include "tests/json-count.h"
 

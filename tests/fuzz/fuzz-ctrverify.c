@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* What a cgroup's name claims, checked where its runtime makes it (probes/ctrverify.h): the bytes
+/* What a cgroup's name claims, checked where its runtime makes it (containers/ctrverify.h): the bytes
  * up to the first NUL as a cgroup path, anyone's to choose below a delegated subtree. Its
  * container's own cgroup is a prefix of the path that ends a component holding the id; every
  * verdict of the place is 0 or -EPERM with a reason, NUL-terminated in its buffer; no runtime but
@@ -9,8 +9,8 @@
 #include <string.h>
 
 #include "base/cgpath.h"
-#include "probes/cgmeta.h"
-#include "probes/ctrverify.h"
+#include "containers/cgmeta.h"
+#include "containers/ctrverify.h"
 #include "tests/fuzz/fuzz.h"
 
 static void place(const char *path, const char *runtime, int64_t uid) {

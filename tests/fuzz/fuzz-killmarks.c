@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "probes/killmarks.h"
+#include "kills/killmarks.h"
 #include "tests/fuzz/fuzz.h"
 
 static void check(const KillMark *m) {

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* podman 5's db.sql as probes/sqlitedb.h and probes/libpod.c read it, from any bytes: written to a
+/* podman 5's db.sql as containers/sqlitedb.h and containers/libpod.c read it, from any bytes: written to a
  * scratch storage directory, looked up for the id the seeds hold. Whatever the file, the lookup
  * answers (an error or a pod), within its deadline and a bounded time on the clock, with the name
  * NUL-terminated within its buffer and a reason on error. */
@@ -11,8 +11,8 @@
 #include <unistd.h>
 
 #include "base/timeutil.h"
-#include "probes/libpod.h"
-#include "probes/sqlitedb.h"
+#include "containers/libpod.h"
+#include "containers/sqlitedb.h"
 #include "tests/fuzz/fuzz.h"
 
 #define ID "2833898ba25d9558fca27c8528074bba53768135c471e5c111fd6a15d1738b57"

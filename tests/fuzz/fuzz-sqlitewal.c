@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* An SQLite WAL applied to a database's bytes (probes/sqlitewal.h), from any bytes: the input's
+/* An SQLite WAL applied to a database's bytes (containers/sqlitewal.h), from any bytes: the input's
  * first two bytes say how many of the rest are the database, the others are its WAL; applied as
  * given and then with every checksum made right (so that a mutated page number, commit size or page
  * size gets past them). The database never grows past the limit, and frames are applied only where
@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "probes/sqlitewal.h"
+#include "containers/sqlitewal.h"
 #include "tests/fuzz/fuzz.h"
 
 #define MAX (1u << 20)

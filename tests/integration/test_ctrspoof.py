@@ -1,7 +1,7 @@
 #!/usr/bin/python3
 # SPDX-License-Identifier: MIT
 """A user's `systemd-run --user --scope --unit=docker-<id>` under a real systemd is not named as
-root's container of that id (probes/ctrverify.c). The Debian root of test_systemd.py booted with
+root's container of that id (containers/ctrverify.c). The Debian root of test_systemd.py booted with
 systemd-nspawn (a pure cgroup2 system inside, systemd 252 on Debian 12), `meson install` put into
 an overlay of it; inside, root's scope docker-<id>.scope in system.slice (made by systemd, as
 docker's systemd cgroup driver has it made) with a spinner, and root's

@@ -1,6 +1,6 @@
 #!/usr/bin/python3
 # SPDX-License-Identifier: MIT
-"""A user's cgroup that claims a real container's id is not named as it (probes/ctrverify.c), on
+"""A user's cgroup that claims a real container's id is not named as it (containers/ctrverify.c), on
 the real kernel with the real podman: a rootful container "web" (a spinner) under a cgroup parent
 of the test's own; beside it, an unprivileged uid's spinner in cgroups that uid made itself (mkdir
 as the user) with the container's id in their names: below

@@ -47,7 +47,7 @@ def main():
     check(not mounts["/sys/fs/cgroup"].get("readOnly"), "the cgroup mount must be writable to arm triggers")
     check(mounts["/dev/kmsg"].get("readOnly") is True, "/dev/kmsg")
     check("/var/log/psidiag" in mounts and "/etc/psidiag" in mounts, f"mounts {list(mounts)}")
-    # Where the runtimes keep the names (probes/containers.c), read-only: without them an agent in
+    # Where the runtimes keep the names (containers/containers.c), read-only: without them an agent in
     # a container names no container (the VM's agent-in-container case, tests/vm/containers.py).
     # containerd's meta.db (plain containerd's images) and podman's libpod state (its pods) too.
     for path in ("/var/lib/docker/containers", "/run/containerd/io.containerd.runtime.v2.task",

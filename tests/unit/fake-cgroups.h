@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /* A scratch cgroup2 tree for the container lookups of one test file: the cache verifies a
- * container's cgroup (probes/ctrverify.h), so every cgroup a test looks up is made first, as its
+ * container's cgroup (containers/ctrverify.h), so every cgroup a test looks up is made first, as its
  * runtime makes it (fake_tree_cgroup()). A cmocka group's setup and teardown; one tree per file. */
 #pragma once
 
@@ -9,7 +9,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "probes/containers.h"
+#include "containers/containers.h"
 #include "tests/unit/fake-tree.h"
 #include "tests/unit/test-util.h"
 

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* bbolt lookups (probes/boltdb.h) in real files: the meta.db containerd 1.6.20 (Debian 12's) wrote
+/* bbolt lookups (containers/boltdb.h) in real files: the meta.db containerd 1.6.20 (Debian 12's) wrote
  * for `ctr -n default containers create` of web, batch and bigenv (its spec, 9 KB of environment,
  * takes overflow pages), and two that bbolt 1.3.6 itself wrote (tests/fixtures/boltdb/gen.go): 250
  * inline buckets under branch pages, and 1500 keys in a tree of three levels with 1 KiB pages. Then
@@ -16,7 +16,7 @@
 #include <unistd.h>
 
 #include "base/macro.h"
-#include "probes/boltdb.h"
+#include "containers/boltdb.h"
 #include "tests/unit/fake-tree.h"
 #include "tests/unit/test-util.h"
 

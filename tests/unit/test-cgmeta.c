@@ -3,7 +3,7 @@
  * containers of three runtimes, decoded. */
 #include <string.h>
 
-#include "probes/cgmeta.h"
+#include "containers/cgmeta.h"
 #include "tests/unit/test-util.h"
 
 #define UID "0f5e4c3a-1b2d-4e6f-8a9b-0c1d2e3f4a5b"

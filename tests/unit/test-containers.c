@@ -19,8 +19,8 @@
 #include <jansson.h>
 
 #include "base/timeutil.h"
-#include "probes/containers.h"
-#include "probes/ctrmeta.h"
+#include "containers/containers.h"
+#include "containers/ctrmeta.h"
 #include "tests/unit/fake-cgroups.h"
 #include "tests/unit/fake-tree.h"
 #include "tests/unit/test-util.h"

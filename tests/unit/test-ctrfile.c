@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* The way to a rootless user's runtime file (probes/ctrfile.h): a symlink the user planted in
+/* The way to a rootless user's runtime file (containers/ctrfile.h): a symlink the user planted in
  * their storage (their overlay-containers pointing at root's) is never followed, so root's
  * containers.json is not read as the user's; root's own symlink in a directory of root's (the
  * host's /home -> /data/home) is; root's runtime files are opened as the kernel resolves them.
@@ -13,7 +13,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "probes/ctrfile.h"
+#include "containers/ctrfile.h"
 #include "tests/unit/fake-tree.h"
 #include "tests/unit/test-util.h"
 

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* Containers chosen by their names (probes/ctrselect.h): the globs of a selector against a
+/* Containers chosen by their names (containers/ctrselect.h): the globs of a selector against a
  * container's names (a pod's container by its pod spec name, sandboxes and unnamed containers
  * never), the checks of a glob, and the walk of a fake cgroup2 tree that finds each container's own
  * cgroup (not its conmon's, not what is below it, not inside services) and names it from the
@@ -12,8 +12,8 @@
 #include <unistd.h>
 
 #include "base/macro.h"
-#include "probes/containers.h"
-#include "probes/ctrselect.h"
+#include "containers/containers.h"
+#include "containers/ctrselect.h"
 #include "tests/unit/fake-tree.h"
 #include "tests/unit/test-util.h"
 

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* A cgroup's claimed container checked against who made it (probes/ctrverify.h): the spoofs a user
+/* A cgroup's claimed container checked against who made it (containers/ctrverify.h): the spoofs a user
  * makes below their delegated user@1000.service (systemd-run --user --scope --unit=docker-<id>, a
  * kubepods.slice of their own, a nested user@1001.service or user@0.service) name nothing and say
  * why, while the same ids in cgroups made where and by whom their runtimes make them are named;
@@ -15,9 +15,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "probes/containers.h"
-#include "probes/ctrselect.h"
-#include "probes/ctrverify.h"
+#include "containers/containers.h"
+#include "containers/ctrselect.h"
+#include "containers/ctrverify.h"
 #include "probes/sysroot.h"
 #include "tests/unit/fake-tree.h"
 #include "tests/unit/test-util.h"

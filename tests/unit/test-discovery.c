@@ -26,7 +26,7 @@
 #define ROOTFUL_SCOPE "machine.slice/libpod-" PODMAN ".scope"
 #define CONMON_SCOPE "machine.slice/libpod-conmon-" PODMAN ".scope"
 #define ROOTLESS_SCOPE "user.slice/user-1000.slice/user@1000.service/user.slice/libpod-" ROOTLESS ".scope"
-/* A user's spoofs of them (probes/ctrverify.h): root's systemd instance nested in uid 1000's own,
+/* A user's spoofs of them (containers/ctrverify.h): root's systemd instance nested in uid 1000's own,
  * and uid 1000's in uid 1001's, each cgroup made by the user who owns the outer one. */
 #define SPOOF_ROOTFUL "user.slice/user-1000.slice/user@1000.service/user.slice/user@0.service/libpod-" PODMAN ".scope"
 #define U1001 "user.slice/user-1001.slice/user@1001.service"

@@ -1,13 +1,13 @@
 /* SPDX-License-Identifier: MIT */
-/* The journal reader's matches against the killers' table (probes/killmarks.c): every killer with a
+/* The journal reader's matches against the killers' table (kills/killmarks.c): every killer with a
  * log identifier is matched, so the journal hands over the lines kill_journal_parse_entry() parses
  * for it, and nothing else is. The reader itself needs libsystemd and a journal: integration-kills
  * reads systemd-oomd's, earlyoom's and nohang's entries for real. */
 #include <stdio.h>
 #include <string.h>
 
-#include "probes/killmarks.h"
-#include "sampling/killjournal.h"
+#include "kills/killmarks.h"
+#include "kills/killjournal.h"
 #include "tests/unit/test-util.h"
 
 static bool matched(const KillJournalMatches *m, const char *match) {

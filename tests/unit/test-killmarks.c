@@ -15,8 +15,8 @@
 #include <unistd.h>
 
 #include "base/macro.h"
-#include "probes/killmarks.h"
-#include "probes/killtrust.h"
+#include "kills/killmarks.h"
+#include "kills/killtrust.h"
 #include "tests/unit/test-util.h"
 
 typedef int (*Parser)(const char *buf, size_t len, KillMark *ret);

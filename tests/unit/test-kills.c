@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* The decisions of kill incidents (sampling/kills.h) on fake exit records and recorded killer
+/* The decisions of kill incidents (kills/kills.h) on fake exit records and recorded killer
  * lines: which exits are kills, the kernel's victims, grouping, the log lines (syslog, journal
  * style, and the killers' raw output: earlyoom 1.7, nohang 0.2.0, systemd-oomd 252), the journal
  * entries of systemd-oomd 252 recorded in the VM (tests/vm), and the choice of the killer from the
@@ -9,7 +9,7 @@
 #include <string.h>
 
 #include "base/macro.h"
-#include "sampling/kills.h"
+#include "kills/kills.h"
 #include "tests/unit/test-util.h"
 
 static void test_exit_signal(void **state) {

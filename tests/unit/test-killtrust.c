@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* Who a running killer is (probes/killtrust.h): its executable, the same file as the one at its
+/* Who a running killer is (kills/killtrust.h): its executable, the same file as the one at its
  * path beneath the root, owned alone by the trusted owner in a system directory, or its systemd
  * unit; never its comm. Trees made in a scratch directory: the test's uid stands for root. */
 #include <errno.h>
@@ -10,7 +10,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "probes/killtrust.h"
+#include "kills/killtrust.h"
 #include "probes/sysroot.h"
 #include "tests/unit/fake-tree.h"
 #include "tests/unit/test-util.h"

@@ -23,8 +23,8 @@
 #include <sqlite3.h>
 #endif
 
-#include "probes/containers.h"
-#include "probes/libpod.h"
+#include "containers/containers.h"
+#include "containers/libpod.h"
 #include "tests/unit/fake-cgroups.h"
 #include "tests/unit/fake-tree.h"
 #include "tests/unit/test-util.h"

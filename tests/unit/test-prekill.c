@@ -1,11 +1,11 @@
 /* SPDX-License-Identifier: MIT */
-/* What the prekill hook measures (sampling/prekill.h), on a fake sysroot: a cgroup2 cgroup of two
+/* What the prekill hook measures (kills/prekill.h), on a fake sysroot: a cgroup2 cgroup of two
  * processes, their /proc files, a fake taskstats whose delays grow between the readings. */
 #include <stdlib.h>
 #include <string.h>
 
 #include "base/macro.h"
-#include "sampling/prekill.h"
+#include "kills/prekill.h"
 #include "tests/unit/fake-taskstats.h"
 #include "tests/unit/fake-tree.h"
 #include "tests/unit/test-util.h"

@@ -306,7 +306,7 @@ static void test_unmeasured(void **state) {
         remove_pressure_dir(node, sysroot.pressure_fd);
 }
 
-/* The kill incident of the result, as agent/kills.c builds it, at a fixed time. */
+/* The kill incident of the result, as agent/killwatch.c builds it, at a fixed time. */
 static char *kill_line(SampleResult *r, Snapshot *snap) {
         static const HostInfo host = { .hostname = "node-1", .kernel = "6.1.0", .boot_id = "7840f08a-03c2" };
         static KillGroup g = { .n_listed = 1, .total = 1, .sigkill = true };

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* An SQLite database read without trusting it (probes/sqlitedb.h), on files the test makes with
+/* An SQLite database read without trusting it (containers/sqlitedb.h), on files the test makes with
  * SQLite itself: a query past its deadline, a value past the length limit, a query past the heap
  * limit, each an error and prompt; a symlink, a FIFO and a file over the size limit refused before
  * SQLite sees them; a view, a virtual table and a generated column told from a plain table. Each
@@ -14,7 +14,7 @@
 #include <unistd.h>
 
 #include "base/timeutil.h"
-#include "probes/sqlitedb.h"
+#include "containers/sqlitedb.h"
 #include "tests/unit/fake-tree.h"
 #include "tests/unit/test-util.h"
 
@@ -263,6 +263,6 @@ int main(void) {
 }
 #else
 int main(void) {
-        return 77; /* a build without SQLite: probes/sqlitedb.h answers -ENOTSUP, test-libpod checks it */
+        return 77; /* a build without SQLite: containers/sqlitedb.h answers -ENOTSUP, test-libpod checks it */
 }
 #endif

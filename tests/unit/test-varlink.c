@@ -3,7 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "agent/varlink.h"
+#include "kills/varlink.h"
 #include "base/macro.h"
 #include "tests/unit/test-util.h"
 

@@ -59,7 +59,7 @@ GUESTS = {
     },
     # Debian 13 with podman 5.4 alone (no docker, no containerd): podman 5 keeps its state in
     # SQLite (<storage>/db.sql), not bbolt, on a fresh install, so that this guest's podman-names
-    # names a container's pod from db.sql (probes/libpod.c). busybox-static is the image's rootfs,
+    # names a container's pod from db.sql (containers/libpod.c). busybox-static is the image's rootfs,
     # catatonit the pods' infra, uidmap, fuse-overlayfs, passt (podman 5's rootless network) and
     # dbus-user-session rootless podman's; netavark as in bookworm-ctr. Only its own cases run here
     # (tests/meson.build).
