@@ -34,6 +34,11 @@ from common import (ChildCgroup, Failed, LimitedCgroup, ScratchCgroup, check, ch
 
 PSIDIAG, WORKLOAD, SCHEMAS = sys.argv[1:4]
 LIMIT = 48 << 20
+# The grower a killer kills (any size does: the killer picks it by its oom_score_adj or the test
+# kills it), small beside LIMIT: built with ASan, a grower of 24 MiB held 30.7 MiB and one of
+# 12 MiB 17.5 MiB, and the kernel's OOM killer took it first in a CI run of each (earlyoom-nolog,
+# oomd-meta).
+GROWER_MB = 6
 
 
 def mem_available_percent():
@@ -78,12 +83,11 @@ def start_killer(cg, extra, argv, go, ident, log_path):
     """The grower (in cg, oom_score_adj 1000) and, once go exists, the killer, alone in a PID
     namespace; unshare's death kills it all (--kill-child)."""
     join = "".join(f"echo $$ > {p}/cgroup.procs; " for p in [cg.path] + list(extra))
-    # 12 MiB, as xattr_kill's: the grower and the thrasher must stay under the limit's 48 MiB, or
-    # the kernel's OOM killer takes the grower before the killer starts. Built with ASan, a grower
-    # of 24 MiB held 30.7 MiB, and in one CI run of earlyoom-nolog the kernel killed it first.
-    # The killer picks it by its oom_score_adj of 1000, whatever its size.
+    # GROWER_MB, as xattr_kill's: the grower and the thrasher must stay under the limit's 48 MiB,
+    # or the kernel's OOM killer takes the grower before the killer starts. The killer picks it by
+    # its oom_score_adj of 1000, whatever its size.
     script = (f'sh -c \'{join}echo 1000 > /proc/self/oom_score_adj; '
-              f'PSIDIAG_ALLOC_MAX_MB=12 exec {WORKLOAD} alloc grower\' & '
+              f'PSIDIAG_ALLOC_MAX_MB={GROWER_MB} exec {WORKLOAD} alloc grower\' & '
               f'while [ ! -e {go} ]; do sleep 0.1; done; exec {" ".join(argv)}')
     p = subprocess.Popen(["unshare", "--pid", "--fork", "--kill-child", "--mount-proc", "sh", "-c", script],
                          stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
@@ -269,10 +273,9 @@ def xattr_kill(tmp, mount, data, validate, name, xattrs, want, kmsg=None, basis=
     with ScratchCgroup(mount, name) as cg, LimitedCgroup(mount, cg, name, LIMIT) as lim:
         agent, out, log = start_agent(tmp, name, [(cg, "memory some 50ms 2s")], [])
         try:
-            # 12 MiB: the grower and the thrasher must stay under the limit's 48 MiB, or the kernel's
-            # OOM killer takes the grower first (an oom incident, rightly no kill incident). Built
-            # with ASan, a grower of 24 MiB held 30.7 MiB and was OOM-killed in one run of two.
-            env = dict(os.environ, PSIDIAG_FILE=data, PSIDIAG_ALLOC_MAX_MB="12")
+            # The grower and the thrasher must stay under the limit's 48 MiB, or the kernel's OOM
+            # killer takes the grower first (an oom incident, rightly no kill incident): GROWER_MB.
+            env = dict(os.environ, PSIDIAG_FILE=data, PSIDIAG_ALLOC_MAX_MB=str(GROWER_MB))
             grower = spawn(cg, [WORKLOAD, "alloc", "grower"], env, lim.extra)
             spawn(cg, [WORKLOAD, "thrash", "psidiag-thrash", "2"], env, lim.extra)
             lines = wait_lines(out, lambda ls: any(i["type"] == "pressure" for i in ls), 40)
@@ -341,7 +344,7 @@ def forged_marks(tmp, mount, data, validate):
         agent, out, log = start_agent(tmp, "forged", [(cg, "memory some 50ms 2s")], [log_path])
         try:
             sleeper = as_nobody([fake, "600"])
-            env = dict(os.environ, PSIDIAG_FILE=data, PSIDIAG_ALLOC_MAX_MB="12")
+            env = dict(os.environ, PSIDIAG_FILE=data, PSIDIAG_ALLOC_MAX_MB=str(GROWER_MB))
             grower = spawn(user, [WORKLOAD, "alloc", "grower"], env, lim.extra)
             spawn(cg, [WORKLOAD, "thrash", "psidiag-thrash", "2"], env, lim.extra)
             lines = wait_lines(out, lambda ls: any(i["type"] == "pressure" for i in ls), 40)
