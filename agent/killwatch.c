@@ -2,6 +2,7 @@
 /* The loop side of kill incidents (windows, exit listener, members, kill logs, grouping timer);
  * every decision is kills/kills.h's. */
 #include <errno.h>
+#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -25,6 +26,7 @@
 /* ---- members ------------------------------------------------------------------------------- */
 
 static void listener_drain(AgentKills *k, size_t max);
+static void listener_size(AgentKills *k);
 
 /* Lists the watch's processes (its subtree), then takes the exit records waiting, then keeps the
  * new listing. */
@@ -158,6 +160,7 @@ static void listener_lost(AgentKills *k, unsigned lost) {
         }
         ev_timer_set(&k->resync, 0., 0.);
         ev_timer_start(k->a->loop, &k->resync);
+        listener_size(k); /* a bigger node than at the opening: room for it from now */
 }
 
 static void on_resync(struct ev_loop *loop, ev_timer *t, int revents) {
@@ -195,6 +198,7 @@ static void listener_close(AgentKills *k) {
                 ev_io_stop(k->a->loop, &k->listener_io);
                 k->listener = taskstats_exit_listener_free(k->listener);
         }
+        k->rcvbuf_want = 0;
         ev_timer_stop(k->a->loop, &k->tick);
         ev_timer_stop(k->a->loop, &k->resync);
         if (k->logs_open)
@@ -203,18 +207,33 @@ static void listener_close(AgentKills *k) {
 }
 
 /* Room for every thread of the node to end at once while the loop is busy (a mass kill of a large
- * service, an unrelated exit storm), within 64 MiB; only what waits unread is charged. */
+ * service, an unrelated exit storm), within 64 MiB; only what waits unread is charged. Asked when
+ * the listener opens, then again each tick and after a loss while a window is open: the buffer
+ * grows with the node's threads (a service started since), never shrinks until it closes. */
 static void listener_size(AgentKills *k) {
         Runtime *rt = &k->a->rt;
         uint64_t threads = 0;
-        size_t want;
+        size_t want, before = k->rcvbuf_bytes;
         int r;
 
+        if (!k->listener)
+                return;
         (void) system_read_threads(rt->sysroot->proc_fd, &threads);
         want = taskstats_exit_rcvbuf_bytes(threads, system_cpulist_count(runtime_exit_cpus(rt)), rt->taskstats_version);
+        if (want <= k->rcvbuf_want)
+                return;
         r = taskstats_exit_listener_set_rcvbuf(k->listener, want, &k->rcvbuf_bytes);
-        if (r < 0)
+        if (r < 0) {
                 log_debug_errno(r, "cannot size the exit listener's buffer to %zu bytes", want);
+                return;
+        }
+        if (k->rcvbuf_want > 0)
+                /* What the tests wait for: the room a storm now has. */
+                log_debug("exit listener's buffer grown from %zu to %zu bytes (%zu exit records) for %" PRIu64
+                          " threads on the node",
+                          before, k->rcvbuf_bytes, k->rcvbuf_bytes / taskstats_exit_record_bytes(rt->taskstats_version),
+                          threads);
+        k->rcvbuf_want = want;
 }
 
 /* Registered for exit records: from here on a kill is heard (its record waits in the socket). */
@@ -278,6 +297,7 @@ static void on_tick(struct ev_loop *loop, ev_timer *t, int revents) {
 
         if (k->logs_open)
                 killers_logs_drain(&k->logs, killwindow_mark_push, k);
+        listener_size(k);
         for (size_t i = k->n; i-- > 0;) {
                 KillWindow *w = k->windows[i];
                 /* Announced, and no kill came: systemd-oomd changed its mind (its cgroup calmed

@@ -57,6 +57,7 @@ struct AgentKills {
         bool logs_open;
         uint64_t lost;
         size_t rcvbuf_bytes; /* the exit listener's buffer, as the kernel gave it */
+        size_t rcvbuf_want;  /* what was last asked for it: it only grows while open */
         LogRateLimit lost_warned;
         ev_timer resync; /* lists the windows again after lost records, from the loop */
 };

@@ -133,8 +133,9 @@ int metrics_format(const Metrics *m, char **ret) {
                "watch and resource.");
         series(f, "psidiag_stall_seconds_total", stall_keys, 2, m->stall, m->n_stall, true);
         single(f, "psidiag_exit_records_lost_total", "counter",
-               "taskstats exit records the kernel dropped during samples (an exit storm): ended processes "
-               "missing from culprits.",
+               "taskstats exit records the kernel dropped on the agent's exit listeners (an exit storm): during "
+               "samples (ended processes missing from culprits) and in kill windows (kills reported as ended "
+               "unheard).",
                m->exit_records_lost);
         single(f, "psidiag_blkio_unstarted_total", "counter",
                "blkio waits the kernel ended without having started them (a delay as long as the node's uptime), "

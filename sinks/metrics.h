@@ -35,7 +35,7 @@ typedef struct Metrics {
         size_t n_suppressed;
         uint64_t samples, sample_thread_errors, cgroups_gone;
         uint64_t oom_kills, kmsg_lost;
-        uint64_t exit_records_lost;   /* taskstats exit records the kernel dropped in samples */
+        uint64_t exit_records_lost;   /* taskstats exit records the kernel dropped: samples', kill windows' */
         uint64_t blkio_unstarted;     /* blkio waits without a start taken out (sampling/rank.h) */
         const MetricsCount *unparsed; /* psidiag_unparsed_lines_total{file=...} (base/unparsed.h) */
         size_t n_unparsed;

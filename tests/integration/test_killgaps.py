@@ -7,10 +7,13 @@ kill incident that names it. The points: the killers' logs being opened (the jou
 libsystemd, files: slow), the pressure incident's hook, and systemd-oomd's Notify answered while
 its measure is handed to the kill windows (a node-wide watch, the installed default). Last, an
 exit storm larger than the exit socket's buffer while the agent is stopped, then a kill: the kill
-is reported, with the number of records the kernel dropped."""
+is reported, with the number of records the kernel dropped; and a process of more threads than the
+buffer held at the opening, born while the window is open: the buffer grows for it, and its end
+while the agent is stopped loses no record."""
 
 import json
 import os
+import re
 import signal
 import socket
 import subprocess
@@ -179,10 +182,11 @@ def storm_then_kill(tmp, mount, data, validate):
         # Before the buffer was sized for the node: 4 MiB asked, 8 MiB given, 2,305 bytes a record.
         room = int(m.group(1)) if m.group(1) else (8 << 20) // 2305
         n = room * 3 // 2 + 1000
-        crowd = crowd_cg.spawn([WORKLOAD, "park", "psidiag-crowd", str(n)])
-        wait_for(f"{n} threads parked", lambda: threads_of(crowd.pid) >= n, 60, 0.2)
+        # Stopped before the crowd is born: its buffer cannot grow for it (grown_then_kill's case).
         agent.send_signal(signal.SIGSTOP)
         wait_for("the agent stopped", lambda: state(agent.pid) == "T", 10, 0.02)
+        crowd = crowd_cg.spawn([WORKLOAD, "park", "psidiag-crowd", str(n)])
+        wait_for(f"{n} threads parked", lambda: threads_of(crowd.pid) >= n, 60, 0.2)
         crowd.kill()
         crowd.wait()
         victim.kill()
@@ -208,6 +212,59 @@ def storm_then_kill(tmp, mount, data, validate):
           f"lost {k['lost_exit_records']}, metric {lost_metric}")
     print(f"storm of {n} threads ({room} records of room): {k['lost_exit_records']} records lost, "
           f"metric {lost_metric}: {inc['summary']}")
+
+
+def grown_rooms(log):
+    """Every room the agent said its exit buffer grew to, in exit records."""
+    with open(log) as f:
+        return [int(m.group(1)) for m in re.finditer(
+            r"exit listener's buffer grown from \d+ to \d+ bytes \((\d+) exit records\)", f.read())]
+
+
+def grown_then_kill(tmp, mount, data, validate):
+    """A process of more threads than the kill window's exit socket held at its opening is born
+    while the window is open: the buffer grows for the node (the agent says so). Then the agent
+    is stopped, the crowd ends and the victim is killed: no record is lost, and the victim's own
+    exit record is heard (its signal known, not ended unheard)."""
+    cg, lim, env, victim = pressured(mount, "gap-grow", data)
+    crowd_cg = ScratchCgroup(mount, "gap-growcrowd").__enter__()
+    agent, crowd = None, None
+    try:
+        agent, out, log = start_agent(tmp, "grow", {"cgroup": cg.rel, "triggers": ["memory some 50ms 2s"]})
+        spawn(cg, [WORKLOAD, "thrash", "psidiag-thrash", "2"], env, lim.extra)
+        m = wait_log(log, r"kill window of \S+ open for \d+ s: \d+ processes listed, exit records buffered up to "
+                     r"(\d+)", 60, agent)
+        room = int(m.group(1))
+        n = room * 3 // 2 + 1000
+        crowd = crowd_cg.spawn([WORKLOAD, "park", "psidiag-crowd", str(n)])
+        wait_for(f"{n} threads parked", lambda: threads_of(crowd.pid) >= n, 60, 0.2)
+        grown = wait_for(f"the exit buffer grown past {n} records",
+                         lambda: max(grown_rooms(log) or [0]) > n and max(grown_rooms(log)), 30, 0.2)
+        agent.send_signal(signal.SIGSTOP)
+        wait_for("the agent stopped", lambda: state(agent.pid) == "T", 10, 0.02)
+        crowd.kill()
+        crowd.wait()
+        victim.kill()
+        victim.wait()
+        agent.send_signal(signal.SIGCONT)
+        inc = await_kill(out, log, 30, victim.pid)
+    finally:
+        if crowd and crowd.poll() is None:
+            crowd.kill()
+            crowd.wait()
+        code = stop_agent(agent) if agent else None
+        crowd_cg.__exit__(None, None, None)
+        release(cg, lim)
+    check(code == 0, f"agent exit {code}:\n{open(log).read()[-3000:]}")
+    validate(inc)
+    k = inc["kill"]
+    v = [v for v in k["victims"] if v["pid"] == victim.pid]
+    check(v and v[0]["signal"] == "SIGKILL", f"victims {k['victims']} (want {victim.pid} heard, SIGKILL)")
+    # (psidiag_exit_records_lost_total counts the samples' own exit socket too: not this one's alone)
+    dropped = [l for l in open(log) if "exit listener's buffer of" in l]
+    check(k["lost_exit_records"] == 0 and not dropped, f"lost {k['lost_exit_records']}: {dropped}")
+    print(f"{n} threads born in the window ({room} records of room at its opening, {grown} after): "
+          f"none lost: {inc['summary']}")
 
 
 CPU1 = "/sys/devices/system/cpu/cpu1/online"
@@ -266,6 +323,7 @@ def main():
              ("incident", lambda: held_kill(tmp, mount, data, validate, "kill-incident")),
              ("prekill", lambda: prekill_node_wide(tmp, mount, validate)),
              ("storm", lambda: storm_then_kill(tmp, mount, data, validate)),
+             ("grow", lambda: grown_then_kill(tmp, mount, data, validate)),
              ("hotplug", lambda: hotplug_kill(tmp, mount, data, validate))]
     try:
         for name, case in cases:
