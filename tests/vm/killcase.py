@@ -19,9 +19,10 @@ def killer_case(validate, slice_name, unit, start_killer, expect, basis, **confi
     to 256 MiB), which the kernel cannot reclaim, so the cgroup stays over high and every charge
     sleeps there (mem_cgroup_handle_over_high(), memory stall on every kernel); and a page-cache
     thrasher of a 128 MiB file, whose pages reclaim does scan (memory.stat pgscan: systemd-oomd
-    kills only "with reclaim activity"). The agent watches the slice for memory pressure, the
-    killer is started by start_killer(); waits for the kill incident and checks that it names
-    expect, the victims and the pressure incident before it. Neither load alone is enough on every
+    kills only "with reclaim activity"). The agent watches the slice for memory pressure; the
+    killer is started by start_killer() once the agent says its kill window is open; the case
+    waits for the kill incident and checks that it names expect, the victims and the pressure
+    incident before it. Neither load alone is enough on every
     guest: a thrasher under MemoryMax=48M stalled 11% on 6.1 and 6.12 but under 5% on 7.2 (below
     the killers' 10%), and a grower alone stalls 100% with no pgscan, which systemd-oomd 262 did
     not kill in 150 s. config goes into the agent's config (its metrics_file, when given, is where
@@ -41,8 +42,6 @@ def killer_case(validate, slice_name, unit, start_killer, expect, basis, **confi
             while "watching:" not in open(log).read():
                 check(agent.poll() is None and time.time() < deadline, f"the agent did not start:\n{open(log).read()}")
                 time.sleep(0.1)
-            t0 = time.time()
-            start_killer()
             p = sh(["systemd-run", f"--unit={unit}", f"--slice={slice_name}", "--collect",
                     f"--setenv=PSIDIAG_FILE={data}", "--setenv=PSIDIAG_ALLOC_MS=2", "--setenv=PSIDIAG_ALLOC_MAX_MB=256",
                     "/bin/sh", "-c", f"{WORKLOAD} thrash vm-thrasher & exec {WORKLOAD} alloc vm-grower"])
@@ -52,6 +51,17 @@ def killer_case(validate, slice_name, unit, start_killer, expect, basis, **confi
             have = open(limit).read().strip() if os.path.exists(limit) else None
             check(have == str(32 << 20), f"{limit}: {have}, not MemoryHigh=32M:\n" + sh(
                 ["systemctl", "show", slice_name, "-p", "LoadState,FragmentPath,MemoryHigh,ActiveState"]).stdout)
+            # The killer starts once the agent says its kill window is open (at the slice's first
+            # memory wakeup, its members listed): a kill before that would be a race the agent
+            # cannot win, not what this case is about (integration-killgaps holds the agent in
+            # those gaps on purpose).
+            deadline = time.time() + 90
+            while not re.search(r"kill window of \S+ open for \d+ s: \d+ processes listed", open(log).read()):
+                check(agent.poll() is None and time.time() < deadline,
+                      f"no kill window open in 90 s of the load:\n{open(log).read()[-3000:]}")
+                time.sleep(0.1)
+            t0 = time.time()
+            start_killer()
             lines = wait_lines(out, lambda ls: [i for i in ls if i["type"] == "kill"], timeout=150)
         finally:
             stop_agent(agent)
