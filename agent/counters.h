@@ -64,6 +64,9 @@ typedef struct Counters {
          * may; those whose watch was refused (the limit, a user's share, the kernel's limit); walks
          * of the tree and the time they took. */
         uint64_t dir_watches, dir_watch_limit, dir_watches_refused, discovery_walks, discovery_walk_us;
+        /* inotify watches on memory.events files (oomwatch, kmsg closed): within dir_watch_limit with
+         * discovery's dir_watches */
+        uint64_t oom_file_watches;
         WatchCounts *watch; /* per configured watch label, kept across reloads */
         size_t n_watch, cap_watch;
         bool watch_warned;

@@ -5,7 +5,6 @@
 #include <fcntl.h>
 #include <fnmatch.h>
 #include <inttypes.h>
-#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/inotify.h>
@@ -102,9 +101,9 @@ static void refused(Agent *a, const char *path, uid_t owner, int why, bool kerne
         d->refused_unsaid = 0;
 }
 
-/* inotify on a directory of the cgroup2 tree (relative path), once, within the limit and its
- * owner's share. 0 (watched, or it went); -EDQUOT beyond its owner's share, -ENOSPC beyond the
- * limit, another -errno from the kernel. */
+/* inotify on a directory of the cgroup2 tree (relative path), once, within the limit (shared with
+ * oomwatch's memory.events files) and its owner's share. 0 (watched, or it went); -EDQUOT beyond
+ * its owner's share, -ENOSPC beyond the limit, another -errno from the kernel. */
 static int dir_watch(Agent *a, const char *path, unsigned flags) {
         Discovery *d = a->discovery;
         int cgroup2_fd = a->rt.sysroot->cgroup2_fd;
@@ -122,6 +121,8 @@ static int dir_watch(Agent *a, const char *path, unsigned flags) {
          * as root's. */
         owner = st.st_uid == geteuid() ? 0 : st.st_uid;
         r = dirset_admit(d->dirs, owner);
+        if (r >= 0 && dirset_count(d->dirs) + a->counters.oom_file_watches >= dirset_max(d->dirs))
+                r = -ENOSPC;
         if (r < 0) {
                 refused(a, path, owner, r, false);
                 return r;

@@ -112,7 +112,7 @@ void health_update(Agent *a) {
                 .windows = windows,
                 .n_windows = 2,
                 .windows_passed = c->windows_passed,
-                .dir_watches = c->dir_watches,
+                .dir_watches = c->dir_watches + c->oom_file_watches,
                 .dir_watch_limit = c->dir_watch_limit,
                 .dir_watches_refused = c->dir_watches_refused,
                 .discovery_walks = c->discovery_walks,

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 #include <errno.h>
 #include <fcntl.h>
+#include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/inotify.h>
@@ -41,6 +42,7 @@ struct OomWatch {
         char *kmsg_buf;    /* KMSG_RECORD_MAX */
         OomKill kmsg_kill; /* the parser's state: an oom-kill: line waits for its Killed process line */
         LogRateLimit kmsg_lost_warned;
+        LogRateLimit refused_warned; /* a counter's memory.events not watched: at the limit */
         /* Without it: the memory cgroups' kill counters. */
         bool counting;
         Dirwatch *dirwatch; /* memory.events changes */
@@ -76,8 +78,10 @@ static void counter_close(OomWatch *ow, size_t i) {
                 c->event_fd = safe_close(c->event_fd);
                 fd_budget_give(&a->fds, 1);
         }
-        if (c->wd >= 0 && ow->dirwatch)
+        if (c->wd >= 0 && ow->dirwatch) {
                 dirwatch_remove(ow->dirwatch, c->wd);
+                a->counters.oom_file_watches--;
+        }
         c->fd = safe_close(c->fd);
         fd_budget_give(&a->fds, 1);
         free(c);
@@ -92,6 +96,24 @@ static void on_counter_event(struct ev_loop *loop, ev_io *io, int revents) {
 
         (void) read(c->event_fd, &v, sizeof v);
         counters_scan(c->ow, true);
+}
+
+/* Room for one more inotify watch on a memory.events file: the agent's watches (these and
+ * discovery's directories) stay within discovery's limit (max_dir_watches, at most a quarter of
+ * fs.inotify.max_user_watches); beyond it the counter is refused, counted and said. */
+static bool watch_room(OomWatch *ow, const Watch *w) {
+        Agent *a = ow->a;
+        uint64_t limit = a->counters.dir_watch_limit ? a->counters.dir_watch_limit : a->config->max_dir_watches;
+
+        if (a->counters.dir_watches + a->counters.oom_file_watches < limit)
+                return true;
+        a->counters.dir_watches_refused++;
+        if (log_ratelimit_pass(&ow->refused_warned, now_usec(CLOCK_MONOTONIC)))
+                log_warning("oom kills of %s are not counted: its memory.events is not watched, the agent's inotify "
+                            "watches are at their limit (%" PRIu64 ": max_dir_watches, at most a quarter of "
+                            "fs.inotify.max_user_watches)",
+                            w->name, limit);
+        return false;
 }
 
 /* Opens the kill counter of a cgroup watch (once per cgroup), when kmsg is closed to us. */
@@ -136,12 +158,17 @@ static void counter_open(Watch *w, void *userdata) {
                         counter_close(ow, ow->n_counters - 1);
                         return;
                 }
+                if (!watch_room(ow, w)) {
+                        counter_close(ow, ow->n_counters - 1);
+                        return;
+                }
                 c->wd = dirwatch_add(ow->dirwatch, proc_path, IN_MODIFY);
                 if (c->wd < 0) {
                         log_warning_errno(c->wd, "cannot follow the oom_kill counter of %s", w->name);
                         counter_close(ow, ow->n_counters - 1);
                         return;
                 }
+                a->counters.oom_file_watches++;
         } else {
                 ev_io_init(&c->io, on_counter_event, c->event_fd, EV_READ);
                 c->io.data = c;
@@ -298,7 +325,10 @@ void oomwatch_start(Agent *a) {
                 log_error("out of memory: oom kills are not reported");
                 return;
         }
-        *ow = (OomWatch) { .a = a, .kmsg_fd = -EBADF, .kmsg_lost_warned.interval_us = 60 * USEC_PER_SEC };
+        *ow = (OomWatch) { .a = a,
+                           .kmsg_fd = -EBADF,
+                           .kmsg_lost_warned.interval_us = 60 * USEC_PER_SEC,
+                           .refused_warned.interval_us = 60 * USEC_PER_SEC };
         a->oomwatch = ow;
         fd = kmsg_open_end("/dev/kmsg");
         if (fd < 0) {

@@ -196,14 +196,15 @@ int metrics_format(const Metrics *m, char **ret) {
                "no culprit named.",
                m->windows_passed);
         single(f, "psidiag_dir_watches", "gauge",
-               "Directories of the cgroup tree discovery watches (inotify) for cgroups and containers to appear.",
+               "inotify watches the agent holds: directories of the cgroup tree discovery watches for cgroups and "
+               "containers to appear, and memory.events files where oom kills are counted from them (kmsg closed).",
                m->dir_watches);
         single(f, "psidiag_dir_watch_limit", "gauge",
                "The most it may watch: max_dir_watches, at most a quarter of fs.inotify.max_user_watches.",
                m->dir_watch_limit);
         single(f, "psidiag_dir_watches_refused_total", "counter",
-               "Directories a walk found and did not watch: the limit reached, the owning user's share of it, or the "
-               "kernel's fs.inotify.max_user_watches.",
+               "Directories a walk found and did not watch (the limit reached, the owning user's share of it, or the "
+               "kernel's fs.inotify.max_user_watches), and memory.events files not watched at the limit.",
                m->dir_watches_refused);
         single(f, "psidiag_discovery_walks_total", "counter",
                "Walks for configured cgroups and containers: of the whole tree, or of the cgroups a burst of inotify "

@@ -17,11 +17,14 @@ Before the kill the agent is stopped while more than the kernel's log ring holds
 A second run takes CAP_SYSLOG away from the agent with kernel.dmesg_restrict=1, so /dev/kmsg is
 closed to it: the kill is then counted from the memcg's oom_kill counter (memory.events, or
 memory.oom_control on cgroup v1) and still written, with the victim unknown. That agent is stopped
-in the middle of its minute-long sample of the cgroup, and must write the kill as it exits."""
+in the middle of its minute-long sample of the cgroup, and must write the kill as it exits. A third,
+where cgroup2 has the memory controller, watches more cgroups than the inotify limit allows: the
+memory.events files followed stay within it."""
 
 import datetime
 import json
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -30,8 +33,9 @@ import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from common import (Failed, LimitedCgroup, ScratchCgroup, check, check_kernel, make_file,  # noqa: E402
-                    lines_where, metric, read_lines, run, spawn, stop_agent, validator, wait_for, wait_lines)
+from common import (ChildCgroup, Failed, LimitedCgroup, ScratchCgroup, check, check_kernel,  # noqa: E402
+                    enable_controller, lines_where, make_file, metric, read_lines, run, spawn, stop_agent,
+                    validator, wait_for, wait_lines)
 
 PSIDIAG, WORKLOAD, SCHEMAS = sys.argv[1:4]
 LIMIT = 48 << 20
@@ -256,20 +260,80 @@ def counter_part(mount, tmp, validate):
               f"written at exit mid-sample")
 
 
+def counter_limit_part(mount, tmp, validate):
+    """kmsg closed and 20 watched cgroups, max_dir_watches at its least (16): the memory.events
+    files followed for their kill counters stay within the agent's inotify limit with discovery's
+    directories (psidiag_dir_watches never above psidiag_dir_watch_limit), the rest refused,
+    counted and said. Needs cgroup2's memory controller (pure cgroup2: the VM guests); a hybrid
+    host's memcgs are v1, their counters eventfds, no inotify: not run there, saying so."""
+    n = 20
+    with ScratchCgroup(mount, "oomcap") as parent:
+        probe = os.path.join(parent.path, "memory.events")
+        if not os.path.exists(probe) and not enable_controller(mount, parent, "memory"):
+            print("counter-limit: no memory controller on cgroup2 here (hybrid: v1 memcgs); not run")
+            return
+        with open(os.path.join(parent.path, "cgroup.subtree_control"), "w") as f:
+            f.write("+memory")
+        kids = [ChildCgroup(parent, f"c{i}").__enter__() for i in range(n)]
+        restrict = open("/proc/sys/kernel/dmesg_restrict").read().strip()
+        agent = None
+        try:
+            with open("/proc/sys/kernel/dmesg_restrict", "w") as f:
+                f.write("1")
+            out = os.path.join(tmp, "cap.ndjson")
+            cfg = os.path.join(tmp, "cap.json")
+            prom = os.path.join(tmp, "cap.prom")
+            with open(cfg, "w") as f:
+                json.dump({"output": out, "metrics_file": prom, "max_dir_watches": 16,
+                           "watch": [{"cgroup": k.rel, "triggers": ["memory some 50ms 2s"]} for k in kids]}, f)
+            log = os.path.join(tmp, "cap.log")
+            argv = [shutil.which("setpriv"), "--inh-caps=-syslog", "--bounding-set=-syslog", "--",
+                    PSIDIAG, "--config", cfg, "--log-level", "debug"]
+            with open(log, "w") as err:
+                agent = subprocess.Popen(argv, stderr=err)
+            wait_for("the counters opened", lambda: "counting oom kills from the memory cgroups of" in open(log).read(),
+                     60, 0.1, alive=[("the agent", agent, log)])
+            held = wait_for("the metrics written", lambda: metric(prom, "psidiag_dir_watch_limit") and (
+                metric(prom, "psidiag_dir_watches"), metric(prom, "psidiag_dir_watch_limit"),
+                metric(prom, "psidiag_dir_watches_refused_total")), 30, 0.2, alive=[("the agent", agent, log)])
+        finally:
+            with open("/proc/sys/kernel/dmesg_restrict", "w") as f:
+                f.write(restrict)
+            code = stop_agent(agent) if agent else None
+            for k in kids:
+                k.__exit__(None, None, None)
+    text = open(log).read()
+    check(code == 0, f"the agent exited with {code}:\n{text[-2000:]}")
+    watches, limit, refused = held
+    said = [l for l in text.splitlines() if "are not counted: its memory.events is not watched" in l]
+    counted = re.search(r"counting oom kills from the memory cgroups of (\d+) watch", text)
+    check(limit == 16 and watches <= limit, f"psidiag_dir_watches {watches} above the limit {limit}")
+    check(counted and int(counted.group(1)) <= limit and refused >= n - int(counted.group(1)) >= 1 and said,
+          f"{counted and counted.group(0)}; refused {refused}; said {said}")
+    print(f"counter-limit: {n} watches, limit {limit}: {counted.group(1)} counted, {watches} inotify watches, "
+          f"{refused} refused: {said[0]}")
+
+
 def main():
     mount = check_kernel()
     validate = validator(SCHEMAS)
     if not os.path.exists("/dev/kmsg"):
         raise Failed("/dev/kmsg is missing")
     tmp = tempfile.mkdtemp(prefix="psidiag-it-")
-    data = make_file("/var/tmp")
-    try:
-        kmsg_part(mount, tmp, data, validate)
-        in_flight_part(mount, tmp, data, validate)
-    finally:
-        os.unlink(data)
-    lifetime_part(mount, tmp, validate)
-    counter_part(mount, tmp, validate)
+    # PSIDIAG_OOM=part,part runs only those (the VM guests run counter and counter-limit).
+    only = set(filter(None, os.environ.get("PSIDIAG_OOM", "").split(",")))
+    if not only or only & {"kmsg", "in-flight"}:
+        data = make_file("/var/tmp")
+        try:
+            if not only or "kmsg" in only:
+                kmsg_part(mount, tmp, data, validate)
+            if not only or "in-flight" in only:
+                in_flight_part(mount, tmp, data, validate)
+        finally:
+            os.unlink(data)
+    for name, part in (("lifetime", lifetime_part), ("counter", counter_part), ("counter-limit", counter_limit_part)):
+        if not only or name in only:
+            part(mount, tmp, validate)
 
 
 run(main)

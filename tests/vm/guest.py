@@ -29,7 +29,7 @@ from vmcommon import (CONFIG, MOUNT, PSIDIAG, SCRATCH, WORKLOAD, agent_run, scra
 PORT = "/dev/virtio-ports/psidiag.results"
 
 # Each case's deadline in the guest (TCG runs several times slower than the host).
-DEADLINE_S = {"unit": 300, "systemd-oomd": 200, "oomd": 200, "cpu-hotplug": 240}
+DEADLINE_S = {"unit": 300, "systemd-oomd": 200, "oomd": 200, "cpu-hotplug": 240, "oom-counters": 240}
 DEFAULT_DEADLINE_S = 120
 CASES = {}
 
@@ -430,6 +430,23 @@ def cpu_hotplug(validate):
     check(p.returncode == 0, f"test_killgaps.py hotplug: {p.returncode}")
     check("killed on cpu1, brought online after the agent started" in p.stdout,
           "the hotplug case did not run: no cpu1 to take offline in the guest")
+
+
+@case
+def oom_counters(validate):
+    """/dev/kmsg closed to the agent (CAP_SYSLOG dropped, kernel.dmesg_restrict=1) on pure cgroup2:
+    a kill counted from the cgroup's memory.events, and 20 watched cgroups under max_dir_watches 16:
+    the memory.events files followed stay within the inotify limit, the rest refused, counted and
+    said (tests/integration/test_oom.py's counter and counter-limit parts, as they are: the host is
+    hybrid, its memcgs v1, so the limit is proven here)."""
+    p = sh([sys.executable, os.path.join(HERE, "test_oom.py"), PSIDIAG, WORKLOAD, os.path.join(HERE, "schemas")],
+           timeout=200, env=dict(os.environ, PSIDIAG_OOM="counter,counter-limit"))
+    print(p.stdout[-3000:] + p.stderr[-3000:])
+    check(p.returncode == 0, f"test_oom.py counter,counter-limit: {p.returncode}")
+    check(re.search(r"^counter \(.*\): \d+ kill counted from memory\.events ", p.stdout, re.M),
+          "the counter part did not count from memory.events")
+    check(re.search(r"^counter-limit: 20 watches, limit 16: ", p.stdout, re.M),
+          "the counter-limit part did not run: no memory controller on the guest's cgroup2")
 
 
 class Local:
