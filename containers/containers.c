@@ -15,6 +15,7 @@
 #include "containers/containers.h"
 #include "containers/ctrfile.h"
 #include "containers/ctrmemo.h"
+#include "containers/ctrroots.h"
 #include "containers/ctrverify.h"
 #include "containers/libpod.h"
 
@@ -149,11 +150,30 @@ static int containerd_read(int root_fd, ContainerInfo *info) {
         return r == -ENOENT ? containerd_read_in(root_fd, "default", info) : r;
 }
 
-static int crio_read(int root_fd, ContainerInfo *info) {
+/* Whether cgroup (a container's own, "/a/b") is its monitor's, by its last component: conmon's
+ * scope, "crio-conmon-<id>.scope" or "libpod-conmon-<id>.scope", whose process is conmon, not the
+ * container's init. */
+static bool is_conmon(const char *cgroup) {
+        const char *last = strrchr(cgroup, '/');
+
+        return strstr(last ? last : cgroup, "-conmon-") != NULL;
+}
+
+/* CRI-O's bundle: the OCI spec it wrote, config.json, and beside it the pids conmon wrote
+ * (kernel-facts.md: runtime-pidfiles): the container's init in pidfile, conmon's own, for its
+ * crio-conmon-<id>.scope, in conmon-pidfile. */
+static int crio_read(int root_fd, bool conmon, ContainerInfo *info) {
         char path[192];
+        int r;
 
         snprintf(path, sizeof path, "run/containers/storage/overlay-containers/%s/userdata/config.json", info->id);
-        return read_parse(root_fd, path, -1, ctrmeta_parse_oci, info);
+        r = read_parse(root_fd, path, -1, ctrmeta_parse_oci, info);
+        if (r >= 0) {
+                snprintf(path, sizeof path, "run/containers/storage/overlay-containers/%s/userdata/%s", info->id,
+                         conmon ? "conmon-pidfile" : "pidfile");
+                info->pid = ctrverify_read_pid(root_fd, path, -1);
+        }
+        return r;
 }
 
 /* The parsed containers/storage file at path: from the memo while the file is the same one
@@ -262,122 +282,16 @@ static void podman_pod(ContainerCache *c, Entry *e, const char *dir, int64_t own
         snprintf(info->runtime_pod, sizeof info->runtime_pod, "%s", r > 0 ? name : "");
 }
 
-/* A path key of a storage.conf in buf, expanded for u (NULL: rootful) into path: 1, 0 (not set)
- * or -errno. */
-static int storage_conf_path(const char *buf, size_t len, const char *key, const CtrmetaUser *u, char *path,
-                             size_t size) {
-        char value[PATH_MAX];
-        int r = ctrmeta_storage_key(buf, len, key, value, sizeof value);
-
-        if (r > 0 && (r = ctrmeta_storage_expand(value, u, path, size)) >= 0)
-                r = 1;
-        return r;
-}
-
-/* A path key of the system's storage.conf as containers/storage reads it: from
- * /etc/containers/storage.conf, else from the distribution's /usr/share/containers/storage.conf
- * (types/options.go), relative to the sysroot into dir. 1, 0 (not set, or no such file) or -errno
- * (the reason at debug level). */
-static int system_storage_path(int root_fd, const char *key, const CtrmetaUser *u, char *dir, size_t size) {
-        static const char *const confs[] = { "etc/containers/storage.conf", "usr/share/containers/storage.conf" };
-        char buf[65536], path[PATH_MAX];
-
-        for (size_t i = 0; i < ELEMENTSOF(confs); i++) {
-                ssize_t n = read_file_at(root_fd, confs[i], buf, sizeof buf);
-                int r;
-
-                if (n == -ENOENT)
-                        continue;
-                r = n < 0 ? (int) n : storage_conf_path(buf, (size_t) n, key, u, path, sizeof path);
-                if (r < 0)
-                        log_debug("/%s: no %s read: %s", confs[i], key, strerror(-r));
-                if (r > 0)
-                        snprintf(dir, size, "%s", path + 1);
-                return r;
-        }
-        return 0;
-}
-
-/* Rootful containers/storage's graph root, beneath the sysroot: graphroot of the system's
- * storage.conf, else /var/lib/containers/storage. */
-static void podman_graphroot(int root_fd, char *dir, size_t size) {
-        if (system_storage_path(root_fd, "graphroot", NULL, dir, size) <= 0)
-                snprintf(dir, size, "var/lib/containers/storage");
-}
-
-/* A rootless user's graph root, as containers/storage chooses it (types/options.go): the system
- * storage.conf's rootless_storage_path, else ~/.local/share/containers/storage; then, where the
- * user has a ~/.config/containers/storage.conf (a regular file of theirs), its graphroot, else
- * its rootless_storage_path, else the former. XDG_DATA_HOME and XDG_CONFIG_HOME are the user's
- * environment, not the agent's to know: their defaults are taken. */
-static void podman_rootless_graphroot(int root_fd, const CtrmetaUser *u, char *dir, size_t size) {
-        static const char *const keys[] = { "graphroot", "rootless_storage_path" };
-        _cleanup_free_ char *buf = NULL;
-        char conf[PATH_MAX + 64], path[PATH_MAX];
-        size_t len = 0;
-        int r;
-
-        if (system_storage_path(root_fd, "rootless_storage_path", u, dir, size) <= 0)
-                snprintf(dir, size, "%s/.local/share/containers/storage", u->home + 1);
-        snprintf(conf, sizeof conf, "%s/.config/containers/storage.conf", u->home + 1);
-        r = ctrfile_read(root_fd, conf, u->uid, &buf, &len);
-        if (r < 0) {
-                if (r != -ENOENT && r != -ENOTDIR)
-                        log_debug("/%s: not read: %s", conf, strerror(-r));
-                return;
-        }
-        for (size_t i = 0; i < ELEMENTSOF(keys) && r == 0; i++) {
-                r = storage_conf_path(buf, len, keys[i], u, path, sizeof path);
-                if (r < 0)
-                        log_debug("/%s: no %s read: %s", conf, keys[i], strerror(-r));
-                if (r > 0)
-                        snprintf(dir, size, "%s", path + 1);
-        }
-}
-
-/* podman's containers/storage directory, relative to the sysroot: its graph root rootful, the
- * user's graph root rootless (the user whose systemd instance holds the scope). 0 or -errno. */
-static int podman_storage(ContainerCache *c, int64_t user_uid, char *dir, size_t size) {
-        char passwd[65536];
-        CtrmetaUser u = {};
-        ssize_t n;
-        int r;
-
-        if (user_uid <= 0) {
-                podman_graphroot(c->root_fd, dir, size);
-                return 0;
-        }
-        n = read_file_at(c->root_fd, "etc/passwd", passwd, sizeof passwd);
-        if (n < 0)
-                return (int) n;
-        r = ctrmeta_passwd_user(passwd, (size_t) n, (unsigned) user_uid, &u);
-        if (r < 0)
-                return r;
-        podman_rootless_graphroot(c->root_fd, &u, dir, size);
-        return 0;
-}
-
-/* podman's pid of the container in containers/storage's runroot: the system storage.conf's (else
- * /run/containers/storage) rootful, rootless $XDG_RUNTIME_DIR/containers (/run/user/<uid>). */
-static pid_t podman_pid(const ContainerCache *c, const Entry *e, int64_t owner) {
-        char run[PATH_MAX];
-
-        if (e->key.user_uid > 0)
-                snprintf(run, sizeof run, "run/user/%lld/containers", (long long) e->key.user_uid);
-        else if (system_storage_path(c->root_fd, "runroot", NULL, run, sizeof run) <= 0)
-                snprintf(run, sizeof run, "run/containers/storage");
-        return ctrverify_podman_pid(c->root_fd, run, e->key.id, strstr(e->key.cgroup, "-conmon-") != NULL, owner);
-}
-
 /* A podman container named from containers/storage, then its `podman pod` (podman_pod()); with
  * pod_only, the pod alone, what was named kept. */
 static int podman_read(ContainerCache *c, Entry *e, bool pod_only) {
         int64_t owner = e->key.user_uid > 0 ? e->key.user_uid : -1;
-        char dir[PATH_MAX + 64];
-        int r = podman_storage(c, e->key.user_uid, dir, sizeof dir);
+        char dir[PATH_MAX + 64], run[PATH_MAX + 64];
+        int r = ctrroots_podman(c->root_fd, e->key.user_uid, dir, sizeof dir, pod_only ? NULL : run, sizeof run);
 
-        if (r >= 0 && !pod_only && (r = storage_read(c, dir, owner, &e->info)) >= 0)
-                e->info.pid = podman_pid(c, e, owner);
+        /* the pid podman wrote in its run root: none where that root is unknown */
+        if (r >= 0 && !pod_only && (r = storage_read(c, dir, owner, &e->info)) >= 0 && run[0])
+                e->info.pid = ctrverify_podman_pid(c->root_fd, run, e->key.id, is_conmon(e->key.cgroup), owner);
         if (r >= 0)
                 podman_pod(c, e, dir, owner);
         return r;
@@ -409,7 +323,7 @@ static void resolve(ContainerCache *c, Entry *e) {
                 r = containerd_read(c->root_fd, info);
                 file = "task bundle";
         } else if (strcmp(e->key.runtime, "crio") == 0) {
-                r = crio_read(c->root_fd, info);
+                r = crio_read(c->root_fd, is_conmon(e->key.cgroup), info);
                 file = "config.json";
         } else if (strcmp(e->key.runtime, "podman") == 0) {
                 r = podman_read(c, e, false);
@@ -420,7 +334,7 @@ static void resolve(ContainerCache *c, Entry *e) {
                 for (size_t i = 0; i < ELEMENTSOF(runtimes) && r == -ENOENT; i++) {
                         snprintf(info->runtime, sizeof info->runtime, "%s", runtimes[i]);
                         r = i == 0   ? containerd_read(c->root_fd, info)
-                            : i == 1 ? crio_read(c->root_fd, info)
+                            : i == 1 ? crio_read(c->root_fd, is_conmon(e->key.cgroup), info)
                                      : docker_read(c->root_fd, info);
                 }
                 if (r == -ENOENT)

@@ -49,7 +49,8 @@ typedef struct ContainerInfo {
          * then nothing is named and no watch by name selects it. */
         char unverified[160];
         /* The container's init process as its runtime's files say (docker's State.Pid, containerd's
-         * init.pid, podman's pidfile; conmon.pid for its monitor's cgroup), 0 when they do not:
+         * init.pid, CRI-O's and podman's pidfile; conmon's, conmon-pidfile or conmon.pid, for its
+         * monitor's cgroup), 0 when they do not:
          * whose cgroup must hold it (containers/ctrverify.h). */
         pid_t pid;
 } ContainerInfo;

@@ -6,9 +6,9 @@
  * below the user's own user@<uid>.service at its standard place, with no user@ nested), who owns
  * its ancestors (the kernel makes a cgroup's directory its creator's, and cgroup2 has no rename:
  * kernel-facts.md: cgroup-owner), and whether the process the runtime's files say is the
- * container's init lives in it (docker, containerd, podman; CRI-O's OCI spec names none). Reads
- * the cgroup tree by fd, never through a symlink, and /proc/<pid>/cgroup; the containers' names
- * are containers/containers.h's. Never logs. */
+ * container's init lives in it (docker, containerd, CRI-O, podman). Reads the cgroup tree by fd,
+ * never through a symlink, and /proc/<pid>/cgroup; the containers' names are
+ * containers/containers.h's. Never logs. */
 #pragma once
 
 #include <stdbool.h>
@@ -58,13 +58,14 @@ bool ctrverify_container(int cgroup2_fd, const char *cgroup, const char *runtime
                          ContainerInfo *info);
 bool ctrverify_container_process(int proc_fd, const char *cgroup, ContainerInfo *info);
 
-/* The pid in root_fd/path (containerd's init.pid): a regular file of root's (or ours: a test's
- * tree; or owner's, >= 0), not through a symlink, one decimal number and maybe a newline; 0 when
- * there is none. */
+/* The pid in root_fd/path (containerd's init.pid, CRI-O's pidfile): a regular file of root's (or
+ * ours: a test's tree; or owner's, >= 0), not through a symlink, one decimal number and maybe a
+ * newline; 0 when there is none. */
 pid_t ctrverify_read_pid(int root_fd, const char *path, int64_t owner);
 
 /* The pid podman wrote for container id under its run root (relative to root_fd: rootful
- * run/containers/storage, rootless run/user/<uid>/containers, owner that uid): the container's
- * init in <driver>-containers/<id>/userdata/pidfile, or with conmon its monitor's, conmon.pid,
- * for each storage driver containers/containers.c reads; 0 when none is there. */
+ * run/containers/storage or the system storage.conf's runroot, rootless run/user/<uid>/containers
+ * or the user's own storage.conf's runroot, owner that uid): the container's init in
+ * <driver>-containers/<id>/userdata/pidfile, or with conmon its monitor's, conmon.pid, for each
+ * storage driver containers/containers.c reads; 0 when none is there. */
 pid_t ctrverify_podman_pid(int root_fd, const char *runroot, const char *id, bool conmon, int64_t owner);

@@ -4,9 +4,10 @@
  * kubepods.slice of their own, a nested user@1001.service or user@0.service) name nothing and say
  * why, while the same ids in cgroups made where and by whom their runtimes make them are named;
  * cgroups owned by a user outside user@ (a service delegated to them), a symlink in the path, an
- * init process elsewhere (docker's State.Pid, containerd's init.pid, podman's pidfile, conmon.pid
- * for its monitor's scope) are refused; the same on the
- * cgroup2 mounts of a pure cgroup2 and a hybrid sysroot. Needs root (chown to the users). */
+ * init process elsewhere (docker's State.Pid, containerd's init.pid, CRI-O's pidfile and
+ * conmon-pidfile, podman's pidfile, in a rootless user's own runroot too, and conmon.pid for its
+ * monitor's scope) are refused; the same on the cgroup2 mounts of a pure cgroup2 and a hybrid
+ * sysroot. Needs root (chown to the users). */
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -26,6 +27,7 @@
 #define REAL_DOCKER "99136c90f14e908887f40326e5cc9d92e24b828ac295d3dd9f28966be22a4dfb" /* State.Pid 28746 */
 #define CRI "c0ffee01a2b3c4d5e6f708192a3b4c5d6e7f8091a2b3c4d5e6f708192a3b4c5d"
 #define PODMAN "c259ab325826b8b00d41a77c5935548283afad4f39d1379691811634296c0bc7"
+#define CRIO "c210c201a2b3c4d5e6f708192a3b4c5d6e7f8091a2b3c4d5e6f708192a3b4c5d"
 #define ROOTLESS_VFS "7007ee02a2b3c4d5e6f708192a3b4c5d6e7f8091a2b3c4d5e6f708192a3b4c5d" /* uid 1001's */
 #define UID "0f5e4c3a-1b2d-4e6f-8a9b-0c1d2e3f4a5b"
 #define UIDU "0f5e4c3a_1b2d_4e6f_8a9b_0c1d2e3f4a5b"
@@ -33,6 +35,9 @@
 #define PODMAN_RUN "run/containers/storage/overlay-containers/" PODMAN "/userdata"
 #define CONMON "/machine.slice/libpod-conmon-" PODMAN ".scope"
 #define KUBE_POD "/kubepods.slice/kubepods-burstable.slice/kubepods-burstable-pod" UIDU ".slice"
+#define CRIO_RUN "run/containers/storage/overlay-containers/" CRIO "/userdata"
+#define BOB_RUN "home/bob/run/vfs-containers/" ROOTLESS_VFS "/userdata"
+#define BOB_CONF "home/bob/.config/containers/storage.conf"
 
 /* A cgroup path, the fixture whose runtime files know its id, and the name they give it. */
 typedef struct Case {
@@ -220,9 +225,54 @@ static void test_owners(void **state) {
                           -1, cgroups_fd, "its cgroup's path leaves the cgroup2 mount");
 }
 
+/* Writes a regular file of uid's at path beneath dir (as podman makes a rootless user's). */
+static void write_as(const char *dir, const char *path, const char *text, uid_t uid) {
+        char full[512];
+
+        assert_int_equal(fake_tree_write(dir, path, text), 0);
+        snprintf(full, sizeof full, "%s/%s", dir, path);
+        assert_int_equal(chown(full, uid, uid), 0);
+}
+
+/* Rootless podman's pidfile in the run root the user's own storage.conf sets (bob, uid 1001, in
+ * podman's fixture at root; /proc at proc): the init elsewhere is refused, in the cgroup named; a
+ * runroot that cannot be known (a variable of the user's environment) gives no process check, and
+ * the default run root's pidfile is not taken for it. Needs root. */
+static void test_rootless_runroot(const char *root, const char *proc, int proc_fd) {
+        const Case bob = { real[4].cgroup, root, "batch-vfs" };
+        char in[320];
+
+        assert_int_equal(fake_tree_cgroup(cgroups, bob.cgroup), 0);
+        write_as(root, BOB_CONF, "[storage]\nrunroot = \"$HOME/run\"\n", 1001);
+        write_as(root, BOB_RUN "/pidfile", "1234\n", 1001);
+        write_as(root, "run/user/1001/containers/vfs-containers/" ROOTLESS_VFS "/userdata/pidfile", "1235\n", 1001);
+        assert_int_equal(fake_tree_write(proc, "1234/cgroup", "0::/user.slice/user-1001.slice/session-3.scope\n"), 0);
+        assert_int_equal(fake_tree_write(proc, "1235/cgroup", "0::/user.slice/user-1001.slice/session-3.scope\n"), 0);
+        expect_unverified(&bob, proc_fd, cgroups_fd,
+                          "its init process 1234 (as its runtime says) is in "
+                          "/user.slice/user-1001.slice/session-3.scope");
+        snprintf(in, sizeof in, "0::%s\n", bob.cgroup);
+        assert_int_equal(fake_tree_write(proc, "1234/cgroup", in), 0);
+        expect_named(&bob, proc_fd, cgroups_fd);
+
+        /* $XDG_RUNTIME_DIR is bob's session's to set: no pid, and not the default run root's 1235 */
+        write_as(root, BOB_CONF, "[storage]\nrunroot = \"$XDG_RUNTIME_DIR/containers\"\n", 1001);
+        expect_named(&bob, proc_fd, cgroups_fd);
+        /* without a runroot of their own, the default's */
+        write_as(root, BOB_CONF, "[storage]\ndriver = \"vfs\"\n", 1001);
+        expect_unverified(&bob, proc_fd, cgroups_fd, "its init process 1235 (as its runtime says)");
+}
+
 /* The init process the runtime's files name must live in the cgroup (docker's State.Pid,
- * containerd's init.pid); one that is gone is no evidence either way. */
+ * containerd's init.pid, CRI-O's pidfile and podman's, conmon's for their monitors' scopes); one
+ * that is gone is no evidence either way. */
 static void test_process(void **state) {
+        static const char *const crio[] = {
+                "/kubepods.slice/kubepods-besteffort.slice/kubepods-besteffort-pod" UIDU ".slice/crio-" CRIO ".scope",
+                "/kubepods.slice/crio-conmon-" CRIO ".scope",
+                /* the kubelet's cgroupfs driver, which names no runtime: CRI-O's once containerd has none */
+                "/kubepods/besteffort/pod" UID "/" CRIO,
+        };
         char proc[] = "/tmp/psidiag-ctrverify-proc-XXXXXX", root[] = "/tmp/psidiag-ctrverify-ctrd-XXXXXX";
         const Case docker = { "/docker/" REAL_DOCKER, "containers/docker", "names-web" };
         char cri[256];
@@ -278,6 +328,28 @@ static void test_process(void **state) {
         if (geteuid() == 0) {
                 assert_int_equal(chown(cri, 1000, 1000), 0);
                 expect_named(&(Case) { real[5].cgroup, root, "names-probe1" }, proc_fd, cgroups_fd);
+                test_rootless_runroot(root, proc, proc_fd);
+        }
+        assert_int_equal(fake_tree_remove(root), 0);
+
+        /* CRI-O's bundle: pidfile (the init) and conmon-pidfile (its monitor's scope) beside config.json */
+        memcpy(root + strlen(root) - 6, "XXXXXX", 6);
+        assert_int_equal(fake_tree_copy(root, fixture("containers/crio")), 0);
+        assert_int_equal(fake_tree_write(root, CRIO_RUN "/pidfile", "5555"), 0);
+        assert_int_equal(fake_tree_write(root, CRIO_RUN "/conmon-pidfile", "5556\n"), 0);
+        for (size_t k = 0; k < ELEMENTSOF(crio); k++) {
+                const Case c = { crio[k], root, "api" };
+                const char *pid = k == 1 ? "5556/cgroup" : "5555/cgroup";
+                char in[320], why[128];
+
+                assert_int_equal(fake_tree_cgroup(cgroups, crio[k]), 0);
+                assert_int_equal(fake_tree_write(proc, pid, "0::/system.slice/sshd.service\n"), 0);
+                snprintf(why, sizeof why,
+                         "its init process %.4s (as its runtime says) is in /system.slice/sshd.service", pid);
+                expect_unverified(&c, proc_fd, cgroups_fd, why);
+                snprintf(in, sizeof in, "0::%s\n", crio[k]);
+                assert_int_equal(fake_tree_write(proc, pid, in), 0);
+                expect_named(&c, proc_fd, cgroups_fd);
         }
         close(proc_fd);
         assert_int_equal(fake_tree_remove(proc), 0);
