@@ -254,7 +254,7 @@ static usec_t pod_retry_us(const Entry *e) {
 static void podman_pod(ContainerCache *c, Entry *e, const char *dir, int64_t owner) {
         ContainerInfo *info = &e->info;
         char why[LIBPOD_REASON_MAX], name[sizeof info->runtime_pod], state[PATH_MAX + 80];
-        usec_t now = now_usec(CLOCK_MONOTONIC);
+        usec_t now = now_usec(CLOCK_MONOTONIC), took;
         bool skipped;
         int r;
 
@@ -267,6 +267,7 @@ static void podman_pod(ContainerCache *c, Entry *e, const char *dir, int64_t own
                 snprintf(why, sizeof why, "failed less than a minute ago: %s", strerror(-r));
         else
                 r = libpod_pod_name(c->root_fd, dir, owner, info->id, name, sizeof name, why);
+        took = now_usec(CLOCK_MONOTONIC) - now;
         e->pod_unread = r == -EBUSY || r == -EBADMSG || r == -ETIME;
         e->pod_busy = r == -EBUSY;
         e->pod_failures = e->pod_unread ? e->pod_failures + 1 : 0;
@@ -275,10 +276,12 @@ static void podman_pod(ContainerCache *c, Entry *e, const char *dir, int64_t own
             (!e->pod_unread || (e->pod_failures > 1 && !e->pod_busy) || e->pod_failures >= CONTAINER_CACHE_BUSY_TRIES))
                 ctrmemo_fail(&c->memo, state, e->pod_unread ? r : 0, now);
         if (r < 0) {
-                log_debug("podman container %s: no pod from /%s/libpod/bolt_state.db or db.sql: %s", info->id, dir,
-                          why);
+                log_debug("podman container %s: no pod from /%s/libpod/bolt_state.db or db.sql (%llu us): %s", info->id,
+                          dir, (unsigned long long) took, why);
                 return;
         }
+        log_debug("podman container %s: pod %s from /%s/libpod's state (%llu us)", info->id, r > 0 ? name : "(none)",
+                  dir, (unsigned long long) took);
         snprintf(info->runtime_pod, sizeof info->runtime_pod, "%s", r > 0 ? name : "");
 }
 

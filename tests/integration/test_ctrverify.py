@@ -21,8 +21,9 @@ import sys
 import tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from common import ScratchCgroup, check, check_kernel, rmdir_retry, run, skip, snapshot, validator  # noqa: E402
+from common import ScratchCgroup, check, check_kernel, run, skip, snapshot, validator  # noqa: E402
 from ctrutil import Cleanup, build_image, need_podman, podman, run_opts, start as ctr_start, v1_cleanup  # noqa: E402
+from rootless import UserCgroups  # noqa: E402
 
 PSIDIAG, WORKLOAD, SCHEMAS = sys.argv[1:4]
 TAG = f"psidiag-it-ident-{os.getpid()}"
@@ -30,63 +31,6 @@ IMAGE = f"localhost/{TAG}:1"
 WEB = f"web-{os.getpid()}"
 # An unprivileged uid of the test's own (no account needed), unlikely to be another test's.
 UID = 61000 + os.getpid() % 4000
-
-
-def as_user(argv):
-    return ["setpriv", f"--reuid={UID}", f"--regid={UID}", "--clear-groups", *argv]
-
-
-class UserCgroups:
-    """/user.slice/user-UID.slice/user@UID.service as systemd makes it (the slices root's, the
-    service the user's), and the cgroups the user makes below it and in a delegated one; every
-    process put in them killed and every directory made removed on exit, deepest first."""
-
-    def __init__(self, mount):
-        self.mount = mount
-        self.made = []  # directories this test made, in the order made
-        self.procs = []
-
-    def mkdir(self, rel, user=False):
-        path = os.path.join(self.mount, rel)
-        if os.path.isdir(path):
-            return path
-        if user:
-            p = subprocess.run(as_user(["mkdir", path]), capture_output=True, text=True)
-            check(p.returncode == 0, f"uid {UID} could not mkdir {rel}: {p.stderr}")
-        else:
-            os.mkdir(path)
-        self.made.append(path)
-        return path
-
-    def spin(self, rel):
-        """A spinner of UID's in the cgroup rel (put there by root: the user could only move its own
-        processes between its own cgroups)."""
-        procs = os.path.join(self.mount, rel, "cgroup.procs")
-
-        def enter():
-            with open(procs, "w") as f:
-                f.write(str(os.getpid()))
-            os.setgroups([])
-            os.setgid(UID)
-            os.setuid(UID)
-
-        p = subprocess.Popen(["/bin/sh", "-c", "while :; do :; done"], preexec_fn=enter)
-        self.procs.append(p)
-        return p
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        for p in self.procs:
-            p.kill()
-            p.wait()
-        for path in reversed(self.made):
-            try:
-                rmdir_retry(path)
-            except OSError as e:
-                print(f"warning: could not remove {path}: {e}", file=sys.stderr)
-        return False
 
 
 def processes_in(inc):
@@ -101,7 +45,7 @@ def main():
     validate = validator(SCHEMAS)
     tmp = tempfile.mkdtemp(prefix="psidiag-it-ident-")
     try:
-        with ScratchCgroup(mount, "ident") as parent, Cleanup() as done, UserCgroups(mount) as user:
+        with ScratchCgroup(mount, "ident") as parent, Cleanup() as done, UserCgroups(mount, UID) as user:
             done.add("the v1 hierarchies' parents", v1_cleanup, parent.rel)
             done.add("the scratch cgroup's tasks", parent.kill_all)
             done.image("podman", IMAGE)
@@ -114,13 +58,7 @@ def main():
             check(len(cid) == 64, f"podman inspect: {cid!r}")
 
             # systemd's layout of a user's instance, delegated to the user
-            user.mkdir("user.slice")
-            user.mkdir(f"user.slice/user-{UID}.slice")
-            service = user.mkdir(f"user.slice/user-{UID}.slice/user@{UID}.service")
-            os.chown(service, UID, UID)
-            for f in ("cgroup.procs", "cgroup.subtree_control", "cgroup.threads"):
-                os.chown(os.path.join(service, f), UID, UID)
-            base = f"user.slice/user-{UID}.slice/user@{UID}.service"
+            base = user.service()
             user.mkdir(f"{base}/user.slice", user=True)
             user.mkdir(f"{base}/user.slice/user@0.service", user=True)
             nested = user.mkdir(f"{base}/user.slice/user@0.service/libpod-{cid}.scope", user=True)

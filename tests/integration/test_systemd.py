@@ -30,6 +30,8 @@ import time
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from common import Failed, ScratchCgroup, cap_eff, check, find_mount, run  # noqa: E402
 import debroot  # noqa: E402
+import rootless  # noqa: E402
+from rootless import ROOTLESS_ID  # noqa: E402
 from nspawn import Container, Overlay, check_host, ensure_root, sh, sweep_leftovers, wait_for  # noqa: E402
 
 # (tests/vm/guest.py imports test() to run the same steps in the VM, without these arguments.)
@@ -49,14 +51,8 @@ OFF = {
 }
 NOT_SANDBOX = {"Type", "ExecStart", "ExecReload", "Restart", "RestartSec"}
 # A rootless podman user whose home is under /home, with the storage podman makes there (the
-# podman fixture's containers.json: container "batch"), and the cgroup of that container's scope
-# as the user's systemd makes it.
-# In a VM guest the file sits beside this one (tests/vm/vm.py copies it there).
-ROOTLESS_LISTING = "containers/podman/home/alice/.local/share/containers/storage/overlay-containers/containers.json"
-FIXTURES = next(d for d in (os.path.join(os.path.dirname(os.path.abspath(__file__)), "fixtures"),
-                            os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "fixtures"))
-                if os.path.isdir(d))
-ROOTLESS_ID = "7007ee01a2b3c4d5e6f708192a3b4c5d6e7f8091a2b3c4d5e6f708192a3b4c5d"
+# podman fixture's containers.json: container "batch", rootless.py), and the cgroup of that
+# container's scope as the user's systemd makes it.
 ROOTLESS_UID = 1000
 ROOTLESS_STORAGE = "/home/alice/.local/share/containers/storage"
 ROOTLESS_SCOPE = (f"/user.slice/user-{ROOTLESS_UID}.slice/user@{ROOTLESS_UID}.service/user.slice/"
@@ -103,7 +99,7 @@ def rootless_user(c, props, binary):
           f"/home/alice:/bin/sh' >> /etc/passwd; echo 'alice:x:{ROOTLESS_UID}:' >> /etc/group; }}"])
     listing = f"{ROOTLESS_STORAGE}/overlay-containers/containers.json"
     c.ok(["mkdir", "-p", os.path.dirname(listing)])
-    c.ok(["tee", listing], input=open(os.path.join(FIXTURES, ROOTLESS_LISTING)).read())
+    c.ok(["tee", listing], input=rootless.listing())
     c.ok(["chown", "-R", f"{ROOTLESS_UID}:{ROOTLESS_UID}", "/home/alice"])
     c.ok(["chmod", "0700", "/home/alice", "/home/alice/.local/share/containers"])
     sandbox = ["systemd-run", "--quiet", "--wait", "--pipe", "--collect"] + props
@@ -149,37 +145,6 @@ def rootless_user(c, props, binary):
                f"{os.path.dirname(manager)}"])
 
 
-ROOTLESS_POD_ID = "b0d5" + "0" * 60
-
-
-def user_db(how):
-    """The user's own podman 5 state (db.sql), made here with python3's sqlite3: the tables podman
-    makes, container batch in pod ROOTLESS_POD_ID named pod-<how>; for "wal" in WAL mode as a
-    writer that keeps it open leaves it (the rows in db.sql-wal alone), for "endless-view" with a
-    view that never ends where podman's table is. Returns {suffix: bytes} of the files."""
-    import sqlite3
-    import tempfile
-    with tempfile.TemporaryDirectory() as tmp:
-        path = os.path.join(tmp, "db.sql")
-        d = sqlite3.connect(path, isolation_level=None)
-        d.execute("CREATE TABLE PodConfig(ID TEXT PRIMARY KEY NOT NULL, Name TEXT UNIQUE NOT NULL, JSON TEXT NOT NULL)")
-        if how == "endless-view":
-            d.execute(f"CREATE VIEW ContainerConfig(ID, Name, PodID, JSON) AS WITH RECURSIVE r(n) AS (SELECT 1 UNION "
-                      f"ALL SELECT n + 1 FROM r) SELECT '{ROOTLESS_ID}', 'batch', '{ROOTLESS_POD_ID}', '{{}}' FROM r")
-        else:
-            d.execute("CREATE TABLE ContainerConfig(ID TEXT PRIMARY KEY NOT NULL, Name TEXT UNIQUE NOT NULL, "
-                      "PodID TEXT, JSON TEXT NOT NULL)")
-            if how == "wal":
-                d.execute("PRAGMA journal_mode = WAL")
-                d.execute("PRAGMA wal_autocheckpoint = 0")
-            d.execute("INSERT INTO ContainerConfig VALUES (?, 'batch', ?, '{}')", (ROOTLESS_ID, ROOTLESS_POD_ID))
-            d.execute("INSERT INTO PodConfig VALUES (?, ?, '{}')", (ROOTLESS_POD_ID, "pod-" + how))
-        # read while the writer still has it open: its WAL not checkpointed
-        files = {suffix: open(path + suffix, "rb").read() for suffix in ("", "-wal") if os.path.exists(path + suffix)}
-        d.close()
-    return files
-
-
 def hostile_states(c, sandbox, binary):
     """docs/security.md: the user's own db.sql, read in the unit's sandbox by snapshots of their
     container. As podman writes it, the pod is named; in WAL mode as a writer holding it open leaves
@@ -187,22 +152,12 @@ def hostile_states(c, sandbox, binary):
     FIFO for its journal and a symlink for it each leave the pod unsaid, the container still named,
     and the snapshot prompt (each hung the agent's one loop before 0.12: SQLite opened the user's
     path, ran the view, opened the FIFO)."""
-    import base64
     db = f"{ROOTLESS_STORAGE}/db.sql"
-    as_user = ["setpriv", f"--reuid={ROOTLESS_UID}", f"--regid={ROOTLESS_UID}", "--clear-groups"]
-    cases = (("podman", "pod-podman"), ("wal", "pod-wal"), ("endless-view", None), ("fifo-journal", None),
-             ("symlink", None))
+    as_user = rootless.setpriv(ROOTLESS_UID)
     try:
-        for how, want in cases:
-            c.ok(["rm", "-f", db, db + "-journal", db + "-wal", db + ".other"])
-            files = user_db("podman" if how in ("fifo-journal", "symlink") else how)
-            for suffix, data in files.items():
-                target = db + (".other" if how == "symlink" else suffix)
-                c.ok(as_user + ["sh", "-c", 'base64 -d > "$0"', target], input=base64.b64encode(data).decode())
-            if how == "fifo-journal":  # where a commit's journal would be: a reader that opens it blocks
-                c.ok(as_user + ["mkfifo", db + "-journal"])
-            if how == "symlink":
-                c.ok(as_user + ["ln", "-s", db + ".other", db])
+        for how, want in rootless.HOSTILE_STATES:
+            c.ok(["rm", "-f", *rootless.db_files(db)])
+            rootless.place_db(how, db, lambda argv, stdin: c.ok(as_user + argv, input=stdin))
             t0 = time.monotonic()
             p = c.run(sandbox + [binary, "--log-level", "debug", "snapshot", ROOTLESS_SCOPE, "--sample-ms", "500"],
                       timeout=120)
@@ -219,7 +174,7 @@ def hostile_states(c, sandbox, binary):
             # a snapshot of 0.5 s; the hang it was is endless: a bound of a minute tells them apart
             check(took < 60, f"the snapshot took {took:.1f} s with the user's {how} db.sql")
     finally:
-        c.run(["rm", "-f", db, db + "-journal", db + "-wal", db + ".other"])
+        c.run(["rm", "-f", *rootless.db_files(db)])
 
 
 def test(c, installed):

@@ -83,10 +83,10 @@ def stage(root, installed):
         shutil.copy(os.path.join(HERE, f), dest)
     shutil.copy(os.path.join(HERE, "..", "..", "dist", "kubernetes", "psidiag.yaml"), dest)
     # What the cases share with the host's tests, run there as they are.
-    for f in ("common.py", "ctrutil.py", "debroot.py", "nspawn.py", "test_systemd.py", "test_tgid.py",
-              "test_killgaps.py", "test_oom.py"):
+    for f in ("common.py", "ctrutil.py", "debroot.py", "nspawn.py", "rootless.py", "test_systemd.py",
+              "test_tgid.py", "test_killgaps.py", "test_oom.py"):
         shutil.copy(os.path.join(HERE, "..", "integration", f), dest)
-    # The rootless podman user's listing test_systemd.py stages in the unit case.
+    # The rootless podman user's listing test_systemd.py stages in the unit case (rootless.py).
     listing = "containers/podman/home/alice/.local/share/containers/storage/overlay-containers/containers.json"
     os.makedirs(os.path.dirname(os.path.join(dest, "fixtures", listing)), exist_ok=True)
     shutil.copy(os.path.join(HERE, "..", "fixtures", listing), os.path.join(dest, "fixtures", listing))
