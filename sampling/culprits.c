@@ -372,6 +372,18 @@ static uint64_t self_cpu_us(const CulpritsInput *in, const CgroupUsageEntry *e) 
         return culprit_sub_sat(gb->self_after_us, ga ? ga->self_before_us : 0);
 }
 
+/* Whether e holds the agent alone (CgroupUsages.self), at both walks where the first had it: all
+ * its counters moved by is the agent's own work (the io of its lines, the memory it holds), which
+ * blames no one. Beside other processes only its cpu can be told apart (self_cpu_us()). */
+static bool agent_alone(const CulpritsInput *in, const CgroupUsageEntry *e, const size_t *ia) {
+        const CgroupUsages *ga = in->ga, *gb = in->gb;
+        const CgroupUsageEntry *x = ga && ia ? &ga->items[*ia] : NULL;
+
+        if (gb->self <= 0 || e->n_pids != 1 || gb->pids.tids[e->first_pid] != gb->self)
+                return false;
+        return !x || (x->n_pids == 1 && ga->pids.tids[x->first_pid] == gb->self);
+}
+
 static int build_cgroups(Culprits *c, const CulpritsInput *in) {
         const CgroupUsages *ga = in->ga, *gb = in->gb;
         CulpritUsage total = {};
@@ -398,6 +410,8 @@ static int build_cgroups(Culprits *c, const CulpritsInput *in) {
                 const size_t *ia = ga ? find_path(c, ga, path) : NULL;
                 const CulpritOwn *ob = &c->own_b[i], *oa = ia ? &c->own_a[*ia] : NULL;
                 bool had_procs = ia && ga->items[*ia].n_pids > 0;
+                if (agent_alone(in, e, ia))
+                        continue;
                 CulpritCgroup g = { .path = path,
                                     .has_dirty = e->usage.has_dirty,
                                     .dirty_bytes = e->usage.dirty_bytes };
@@ -549,14 +563,13 @@ void culprit_pass_take(const SampleScope *scope, Snapshot *snap, const Snapshot 
                 return;
         cgroup_usages_clear(g);
         /* The agent's own cpu around the walk: its cgroup's counter holds it, the agent is no
-         * culprit (the walk's readings come between the two). */
+         * culprit (the walk's readings come between the two). Its pid for every resource: a
+         * cgroup of the agent alone is no culprit of any. */
         bool self = c->resource == PSI_RESOURCE_CPU && scope->exclude_tgid > 0 &&
                     proc_cpu_time_us(scope->exclude_tgid, &g->self_before_us) >= 0;
         *has_g = c->cgroup_fd >= 0 && cgroup_usages_read(c->cgroup_fd, c->v1_fd, c->resource, g) >= 0;
-        if (self && proc_cpu_time_us(scope->exclude_tgid, &g->self_after_us) >= 0) {
-                g->self = scope->exclude_tgid;
-                g->has_self = true;
-        }
+        g->self = MAX(scope->exclude_tgid, 0);
+        g->has_self = self && proc_cpu_time_us(scope->exclude_tgid, &g->self_after_us) >= 0;
         if (!c->same) {
                 SampleScope cs = culprit_sample_scope(scope);
                 cs.reuse = sample;

@@ -603,6 +603,58 @@ static void test_agent_cgroup(void **state) {
         cgroup_usages_done(&gb);
 }
 
+/* A cgroup that holds the agent alone is no culprit of io or memory either: what its counters moved
+ * by (its lines written back, the memory it keeps locked) is its own work. Beside another process
+ * in one cgroup, or alone now but not at the start (one of its neighbours ended meanwhile), the
+ * cgroup stays: that use cannot be told apart. */
+static void test_agent_cgroup_alone(void **state) {
+        static const PsiResource res[] = { PSI_RESOURCE_IO, PSI_RESOURCE_MEMORY };
+        pid_t in_root[] = { 1 }, in_agent[] = { 900 }, in_web[] = { 2 }, in_both[] = { 3, 900 };
+
+        for (size_t k = 0; k < ELEMENTSOF(res); k++)
+                for (int shape = 0; shape < 3; shape++) {
+                        Snapshot a = {}, b = {};
+                        CgroupUsages ga = {}, gb = {};
+                        Culprits c = {};
+                        bool found = false;
+
+                        add(&a, 2, PROCESS_MEASURED, 0, "", 0);
+                        add(&b, 2, PROCESS_MEASURED, 0, "", 0);
+                        cg(&ga, "", CGROUP_USAGE_NO_PARENT, UINT64_MAX, in_root, 1);
+                        cg(&ga, "psidiag.service", 0, UINT64_MAX, shape == 0 ? in_agent : in_both, shape == 0 ? 1 : 2);
+                        cg(&ga, "web", 0, UINT64_MAX, in_web, 1);
+                        cg(&gb, "", CGROUP_USAGE_NO_PARENT, UINT64_MAX, in_root, 1);
+                        cg(&gb, "psidiag.service", 0, UINT64_MAX, shape == 1 ? in_both : in_agent, shape == 1 ? 2 : 1);
+                        cg(&gb, "web", 0, UINT64_MAX, in_web, 1);
+                        for (size_t i = 0; i < 3; i++) {
+                                CgroupUsage *ua = &ga.items[i].usage, *ub = &gb.items[i].usage;
+                                ua->has_io = ub->has_io = ua->has_memory = ub->has_memory = true;
+                                ua->write_bytes = 1 << 20, ua->memory_bytes = 8 << 20;
+                                ub->write_bytes = (i == 2 ? 3 : 5) << 20, ub->memory_bytes = (i == 2 ? 9 : 40) << 20;
+                        }
+                        ga.self = gb.self = 900; /* no cpu read: has_self false */
+                        CulpritsInput in = { .resource = res[k],
+                                             .a = &a,
+                                             .b = &b,
+                                             .ga = &ga,
+                                             .gb = &gb,
+                                             .scope_is_node = true,
+                                             .top = 10 };
+                        assert_int_equal(culprits_build(&c, &in), 0);
+                        for (size_t i = 0; i < c.n_cgroups; i++)
+                                found |= strcmp(c.cgroups[i].path, "psidiag.service") == 0;
+                        if (found != (shape != 0))
+                                fail_msg("%s, shape %d: the agent's cgroup %s", psi_resource_to_string(res[k]), shape,
+                                         found ? "blamed" : "not blamed");
+                        assert_true(c.n_cgroups >= 1);
+                        culprits_done(&c);
+                        snapshot_done(&a);
+                        snapshot_done(&b);
+                        cgroup_usages_done(&ga);
+                        cgroup_usages_done(&gb);
+                }
+}
+
 static void test_memory_io(void **state) {
         Snapshot a = {}, b = {};
         Culprits c = {};
@@ -867,6 +919,7 @@ int main(void) {
                 cmocka_unit_test(test_reaped_io),
                 cmocka_unit_test(test_cgroups),
                 cmocka_unit_test(test_agent_cgroup),
+                cmocka_unit_test(test_agent_cgroup_alone),
                 cmocka_unit_test(test_memory_io),
                 cmocka_unit_test(test_walk),
                 cmocka_unit_test(test_scope),
