@@ -6,8 +6,11 @@ the docs and the code at 0.7.0 (docs/HACKING.md: Documentation): the CI command 
 module of agent/ missing from HACKING.md's diagram, a hook HACKING.md describes that WatchHooks
 lacks, docs/deploy.md counting 7 verdicts of 8, a verdict missing from docs/incident.md's path,
 the synopsis in README.md without --enable-delayacct, the descriptors kept in reserve said without
-the recordings', a config key's default or bounds in the man page other than keys.c's, and
-debian/changelog at another version than meson.build.
+the recordings', a config key's default or bounds in the man page other than keys.c's,
+debian/changelog at another version than meson.build; and those found at 0.12: a
+module of a folder missing from HACKING.md's row for it (or one named that is not there),
+docs/testing.md or the README saying three VMs of five, a style test and libsqlite3-dev missing
+from docs/testing.md.
 
 Usage: check_drift.py ROOT VERSION CONFIG_KEYS_TEST   (ROOT: the source tree; VERSION:
 meson.build's project version; CONFIG_KEYS_TEST: the built test-config-keys, which reads the
@@ -47,6 +50,18 @@ DRIFTS = [
      "of a sample, 0 to 60000 (default 1000).", "of a sample, 0 to 6000 (default 1000).", "config-keys"),
     ("debian/changelog at another version", "debian/changelog", "psidiag ({version})", "psidiag ({version}.1)",
      "debian"),
+    ("a module of probes/ missing from its row of HACKING.md's folders", "docs/HACKING.md",
+     "how long a sleeping thread has slept (`schedclock.c`), ", "", "docs"),
+    ("a row of HACKING.md's folders naming a module its folder lacks", "docs/HACKING.md",
+     "wchan and kernel stacks (`wchan.c`)", "wchan and kernel stacks (`wchan.c`, `kstack.c`)", "docs"),
+    ("docs/testing.md saying --vm boots three VMs", "docs/testing.md",
+     "`--vm` also boots the five VM guests below", "`--vm` also boots the three VMs below", "docs"),
+    ("README.md saying CI boots three VM guests", "README.md",
+     "and five VM\nguests.", "and three VM\nguests.", "docs"),
+    ("a style test missing from docs/testing.md", "docs/testing.md",
+     "- `sizes`: no C file", "- no C file", "docs"),
+    ("libsqlite3-dev missing from docs/testing.md's packages", "docs/testing.md",
+     "| `libsqlite3-dev` |", "| libsqlite3 |", "docs"),
 ]
 
 
