@@ -7,7 +7,9 @@ module of agent/ missing from HACKING.md's diagram, a hook HACKING.md describes 
 lacks, docs/deploy.md counting 7 verdicts of 8, a verdict missing from docs/incident.md's path,
 the synopsis in README.md without --enable-delayacct, the descriptors kept in reserve said without
 the recordings', a config key's default or bounds in the man page other than keys.c's, and
-debian/changelog at another version than meson.build.
+debian/changelog at another version than meson.build; and those scripts/check-tests was written
+for: a module without its row in HACKING.md's table of where each module is tested, and a row
+naming a test or a VM case that does not exist.
 
 Usage: check_drift.py ROOT VERSION CONFIG_KEYS_TEST   (ROOT: the source tree; VERSION:
 meson.build's project version; CONFIG_KEYS_TEST: the built test-config-keys, which reads the
@@ -47,12 +49,19 @@ DRIFTS = [
      "of a sample, 0 to 60000 (default 1000).", "of a sample, 0 to 6000 (default 1000).", "config-keys"),
     ("debian/changelog at another version", "debian/changelog", "psidiag ({version})", "psidiag ({version}.1)",
      "debian"),
+    ("a module's row gone from HACKING.md's table of where each module is tested", "docs/HACKING.md",
+     "| `base/testhold.c` | `integration-killgaps` |", "| `base/testhold.c.gone` | `integration-killgaps` |", "tests"),
+    ("a test of that table that does not exist", "docs/HACKING.md",
+     "| `base/testhold.c` | `integration-killgaps` |", "| `base/testhold.c` | `integration-killgap` |", "tests"),
+    ("a VM case of that table that does not exist", "docs/HACKING.md",
+     "VM case `cpu-hotplug`", "VM case `cpu-hotplugs`", "tests"),
 ]
 
 
 def run(check, tree, version, config_keys):
     argv = {"docs": [sys.executable, os.path.join(tree, "scripts", "check-docs"), tree],
             "debian": [sys.executable, os.path.join(tree, "scripts", "check-debian"), tree, version],
+            "tests": [sys.executable, os.path.join(tree, "scripts", "check-tests"), tree],
             "config-keys": [config_keys]}[check]
     env = dict(os.environ, PSIDIAG_SOURCE_ROOT=tree)
     p = subprocess.run(argv, capture_output=True, text=True, env=env, timeout=120)
@@ -67,7 +76,7 @@ def main():
         shutil.copytree(root, tree, symlinks=True,
                         ignore=lambda d, names: [n for n in names if n in (".git", "__pycache__") or
                                                  (d == root and n.startswith("build"))])
-        for check in ("docs", "debian", "config-keys"):
+        for check in ("docs", "debian", "config-keys", "tests"):
             rc, out = run(check, tree, version, config_keys)
             if rc != 0:
                 problems.append(f"{check}: fails on the tree as it is, so a drift proves nothing:\n{out}")
