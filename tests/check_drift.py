@@ -10,7 +10,9 @@ the recordings', a config key's default or bounds in the man page other than key
 debian/changelog at another version than meson.build; and those found at 0.12: a
 module of a folder missing from HACKING.md's row for it (or one named that is not there),
 docs/testing.md or the README saying three VMs of five, a style test and libsqlite3-dev missing
-from docs/testing.md.
+from docs/testing.md; and those scripts/check-tests was written for: a module without its row in
+HACKING.md's table of where each module is tested, and a row naming a test or a VM case that
+does not exist.
 
 Usage: check_drift.py ROOT VERSION CONFIG_KEYS_TEST   (ROOT: the source tree; VERSION:
 meson.build's project version; CONFIG_KEYS_TEST: the built test-config-keys, which reads the
@@ -62,12 +64,19 @@ DRIFTS = [
      "- `sizes`: no C file", "- no C file", "docs"),
     ("libsqlite3-dev missing from docs/testing.md's packages", "docs/testing.md",
      "| `libsqlite3-dev` |", "| libsqlite3 |", "docs"),
+    ("a module's row gone from HACKING.md's table of where each module is tested", "docs/HACKING.md",
+     "| `base/testhold.c` | `integration-killgaps` |", "| `base/testhold.c.gone` | `integration-killgaps` |", "tests"),
+    ("a test of that table that does not exist", "docs/HACKING.md",
+     "| `base/testhold.c` | `integration-killgaps` |", "| `base/testhold.c` | `integration-killgap` |", "tests"),
+    ("a VM case of that table that does not exist", "docs/HACKING.md",
+     "VM case `cpu-hotplug`", "VM case `cpu-hotplugs`", "tests"),
 ]
 
 
 def run(check, tree, version, config_keys):
     argv = {"docs": [sys.executable, os.path.join(tree, "scripts", "check-docs"), tree],
             "debian": [sys.executable, os.path.join(tree, "scripts", "check-debian"), tree, version],
+            "tests": [sys.executable, os.path.join(tree, "scripts", "check-tests"), tree],
             "config-keys": [config_keys]}[check]
     env = dict(os.environ, PSIDIAG_SOURCE_ROOT=tree)
     p = subprocess.run(argv, capture_output=True, text=True, env=env, timeout=120)
@@ -82,7 +91,7 @@ def main():
         shutil.copytree(root, tree, symlinks=True,
                         ignore=lambda d, names: [n for n in names if n in (".git", "__pycache__") or
                                                  (d == root and n.startswith("build"))])
-        for check in ("docs", "debian", "config-keys"):
+        for check in ("docs", "debian", "config-keys", "tests"):
             rc, out = run(check, tree, version, config_keys)
             if rc != 0:
                 problems.append(f"{check}: fails on the tree as it is, so a drift proves nothing:\n{out}")
