@@ -1,6 +1,5 @@
 /* SPDX-License-Identifier: MIT */
 #include <errno.h>
-#include <unistd.h>
 
 #include "agent/core.h"
 #include "probes/sysroot.h"
@@ -53,19 +52,14 @@ int core_watch_open_cgroup(const Watch *w, int *ret_fd) {
 }
 
 SampleScope core_sample_scope(Agent *a, int cgroup_fd, const char *path, PsiResource res, unsigned detail) {
-        return (SampleScope) {
+        const SampleOwner owner = {
                 .sysroot = a->rt.sysroot,
                 .taskstats = a->rt.taskstats,
-                .cgroup_fd = cgroup_fd,
-                .exclude_tgid = getpid(),
-                .walk_cgroups = true,
-                .cgroups_resource = res,
-                .resource = (int) res,
-                .detail = detail,
-                .cgroup_path = path,
                 .identities = &a->procs,
                 .containers = a->rt.containers,
         };
+
+        return sample_scope_make(&owner, cgroup_fd, path, (int) res, detail);
 }
 
 SampleScope core_watch_scope(Watch *w, int cgroup_fd, PsiResource res, CulpritScope *culprit) {

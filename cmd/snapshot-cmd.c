@@ -77,22 +77,14 @@ int snapshot_cmd_run(const SnapshotCmdOptions *opts) {
                 goto finish;
         }
 
-        scope = (SampleScope) {
-                .sysroot = rt.sysroot,
-                .taskstats = rt.taskstats,
-                .cgroup_fd = cgroup ? cgroup_fd : -1,
-                .pid = opts->pid,
-                .exclude_tgid = getpid(),
-                /* With --resource, also the hottest descendant cgroups by that resource's stall. */
-                .walk_cgroups = opts->resource >= 0,
-                .cgroups_resource = opts->resource >= 0 ? (PsiResource) opts->resource : PSI_RESOURCE_CPU,
-                .resource = opts->resource,
-                .detail = opts->top,
-                .stall = opts->resource == PSI_RESOURCE_IRQ ? PSI_STALL_FULL : PSI_STALL_SOME,
-                .cgroup_path = cgroup,
-                .identities = &procs,
-                .containers = rt.containers,
-        };
+        /* With --resource, also the hottest descendant cgroups by that resource's stall. */
+        scope = sample_scope_make(&(SampleOwner) { .sysroot = rt.sysroot,
+                                                   .taskstats = rt.taskstats,
+                                                   .identities = &procs,
+                                                   .containers = rt.containers },
+                                  cgroup ? cgroup_fd : -1, cgroup, opts->resource, opts->top);
+        scope.pid = opts->pid;
+        scope.stall = opts->resource == PSI_RESOURCE_IRQ ? PSI_STALL_FULL : PSI_STALL_SOME;
         /* With --resource, also who is causing it: the processes and cgroups competing for it; on
          * what, for a cgroup, and node-wide for io (the node's busy disks). */
         if (opts->resource >= 0 && opts->pid <= 0 && (cgroup || opts->resource == PSI_RESOURCE_IO)) {

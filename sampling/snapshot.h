@@ -10,6 +10,7 @@
 #include <stddef.h>
 #include <string.h>
 #include <sys/types.h>
+#include <unistd.h>
 
 #include "base/timeutil.h"
 #include "probes/cgtree.h"
@@ -166,6 +167,35 @@ typedef struct SampleScope {
         struct ProcessInfoBuffer *identities; /* the owner's, where reported processes' identities go; NULL: none */
         struct ContainerCache *containers;    /* the owner's, naming their containers; NULL: none named */
 } SampleScope;
+
+/* What the owner of samples lends each of them: SampleScope's fields of the same names. */
+typedef struct SampleOwner {
+        const Sysroot *sysroot;
+        TaskstatsSource *taskstats;
+        struct ProcessInfoBuffer *identities;
+        struct ContainerCache *containers;
+} SampleOwner;
+
+/* The scope of a sample of the cgroup cgroup_fd at cgroup_path (-1 and NULL: the node) with what
+ * o lends, the calling process left out, its processes ranked on resource and `detail` of them
+ * detailed. resource a PsiResource: its totals of every descendant cgroup are read too;
+ * RANK_SCORE_ALL: no cgroup's. The rest (pid, stall, culprit, "on what") is the caller's. */
+static inline SampleScope sample_scope_make(const SampleOwner *o, int cgroup_fd, const char *cgroup_path, int resource,
+                                            unsigned detail) {
+        return (SampleScope) {
+                .sysroot = o->sysroot,
+                .taskstats = o->taskstats,
+                .cgroup_fd = cgroup_fd,
+                .exclude_tgid = getpid(),
+                .walk_cgroups = resource >= 0,
+                .cgroups_resource = resource >= 0 ? (PsiResource) resource : PSI_RESOURCE_CPU,
+                .resource = resource,
+                .detail = detail,
+                .cgroup_path = cgroup_path,
+                .identities = o->identities,
+                .containers = o->containers,
+        };
+}
 
 /* At most this many threads are measured one by one for the detailed processes of one snapshot
  * (the first process is measured whole whatever its size; the next ones within what is left). */

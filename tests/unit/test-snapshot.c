@@ -8,6 +8,8 @@
 #include <stdlib.h>
 #include <unistd.h>
 
+#include "sampling/rank.h"
+#include "sampling/result.h"
 #include "sampling/snapshot.h"
 #include "tests/unit/fake-host.h"
 #include "tests/unit/fake-tree.h"
@@ -288,6 +290,42 @@ static void test_states_exact_then_sampled(void **state) {
         assert_in_range(c.sleeping, 895, 905);
 }
 
+/* The one builder of a sample's scope (the agent's watches and `psidiag snapshot`): the agent
+ * itself left out, the cgroups walked only when ranked on one resource. */
+static void test_sample_scope_make(void **state) {
+        Sysroot sysroot = {};
+        TaskstatsSource ts = {};
+        ProcessInfoBuffer ids = {};
+        const SampleOwner o = { .sysroot = &sysroot, .taskstats = &ts, .identities = &ids };
+        SampleScope s;
+
+        (void) state;
+        s = sample_scope_make(&o, 7, "a/b", PSI_RESOURCE_IO, 5);
+        assert_ptr_equal(s.sysroot, &sysroot);
+        assert_ptr_equal(s.taskstats, &ts);
+        assert_int_equal(s.cgroup_fd, 7);
+        assert_string_equal(s.cgroup_path, "a/b");
+        assert_int_equal(s.exclude_tgid, getpid());
+        assert_int_equal(s.pid, 0);
+        assert_true(s.walk_cgroups);
+        assert_int_equal(s.cgroups_resource, PSI_RESOURCE_IO);
+        assert_int_equal(s.resource, PSI_RESOURCE_IO);
+        assert_int_equal(s.detail, 5);
+        assert_int_equal(s.stall, PSI_STALL_SOME);
+        assert_ptr_equal(s.identities, &ids);
+        assert_null(s.containers);
+        assert_null(s.culprit);
+        assert_null(s.limits_cgroup);
+        assert_null(s.onwhat);
+
+        s = sample_scope_make(&o, -1, NULL, RANK_SCORE_ALL, 3);
+        assert_int_equal(s.cgroup_fd, -1);
+        assert_null(s.cgroup_path);
+        assert_false(s.walk_cgroups);
+        assert_int_equal(s.cgroups_resource, PSI_RESOURCE_CPU);
+        assert_int_equal(s.resource, RANK_SCORE_ALL);
+}
+
 int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_cgroup_snapshot),
@@ -297,6 +335,7 @@ int main(void) {
                 cmocka_unit_test(test_cgroup_gone),
                 cmocka_unit_test(test_states_exact_then_sampled),
                 cmocka_unit_test(test_process_gone_before_query),
+                cmocka_unit_test(test_sample_scope_make),
         };
         return cmocka_run_group_tests(tests, fake_host_setup_busy, fake_host_teardown);
 }
