@@ -115,8 +115,9 @@ struct Agent {
         size_t n_sinks, cap_sinks;
         unsigned armed;
         bool started; /* arming after start-up is news worth an info line */
-        /* Where every sample reads its reported processes' identities (2 * top_max entries): one for
-         * all, since each incident is built in its sample's done callback, one at a time. */
+        /* Where every sample reads its reported processes' identities
+         * (process_info_buffer_cap(top_max) entries): one for all, since each incident is built in
+         * its sample's done callback, one at a time. */
         ProcessInfoBuffer procs;
         unsigned top_max;
         FdBudget fds; /* descriptors the triggers may still take */

@@ -70,7 +70,7 @@ int snapshot_cmd_run(const SnapshotCmdOptions *opts) {
                         goto finish;
                 }
         }
-        procs.cap = (size_t) opts->top * 2; /* most delayed, culprits */
+        procs.cap = process_info_buffer_cap(opts->top);
         procs.items = calloc(procs.cap, sizeof *procs.items);
         if (!procs.items) {
                 log_error("out of memory");

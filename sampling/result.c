@@ -142,7 +142,7 @@ void sample_result_identify(SampleResult *r, int proc_fd, TaskstatsSource *ts, P
         r->n_procs = r->n_culprit_procs = 0;
         if (!buf || !buf->items)
                 return;
-        top = MIN(top, buf->cap / 2);
+        top = MIN(top, buf->cap / PROCESS_INFO_PER_TOP);
         infos = buf->items;
         r->n_procs = r->ranking ? MIN(top, r->ranking->n_procs) : 0;
         for (size_t i = 0; i < r->n_procs; i++) {

@@ -45,11 +45,20 @@ typedef struct ProcessInfo {
 /* Where the identities of a sample's reported processes are read: the owner's, lent to every
  * sample it runs (SampleScope.identities). Samples whose results are used one at a time (in their
  * done callback) can share one; the owner may replace items by a larger one between samples.
- * 2 * SampleScope.detail entries serve a sample (its most delayed, then its culprits). */
+ * process_info_buffer_cap(SampleScope.detail) entries serve a sample. */
 typedef struct ProcessInfoBuffer {
         ProcessInfo *items;
         size_t cap;
 } ProcessInfoBuffer;
+
+/* Entries of a ProcessInfoBuffer per process a sample details: its most delayed, then its
+ * culprits. */
+#define PROCESS_INFO_PER_TOP 2
+
+/* The entries a ProcessInfoBuffer needs for samples that detail up to top processes. */
+static inline size_t process_info_buffer_cap(unsigned top) {
+        return (size_t) top * PROCESS_INFO_PER_TOP;
+}
 
 typedef enum SampleBasis {
         SAMPLE_BASIS_DELTA,    /* A and B around the window: delays over the window */

@@ -5,6 +5,7 @@
  * the start walk; the most delayed now take it from there. A result of pressure alone, read from a
  * cgroup directory made here, and the kill incident it makes, the same as the Sampler's. */
 #include <fcntl.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -418,12 +419,21 @@ static void test_fired_blocked(void **state) {
         assert_int_equal(sample_result_blocked_us(&r, PSI_RESOURCE_IO), 0);
 }
 
+/* The identities' buffer: a sample's most delayed and its culprits per detailed process, the
+ * product taken in size_t (a top near UINT_MAX does not wrap). */
+static void test_process_info_buffer_cap(void **state) {
+        (void) state;
+        assert_int_equal(process_info_buffer_cap(1), 2);
+        assert_int_equal(process_info_buffer_cap(20), 40);
+        assert_true(process_info_buffer_cap(UINT_MAX) == (size_t) UINT_MAX * 2);
+}
+
 int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_ended_victim_cgroup), cmocka_unit_test(test_ended_victim_by_parent),
                 cmocka_unit_test(test_name_containers),     cmocka_unit_test(test_unreadable_identity),
                 cmocka_unit_test(test_unmeasured),          cmocka_unit_test(test_unmeasured_as_sampler),
-                cmocka_unit_test(test_fired_blocked),
+                cmocka_unit_test(test_fired_blocked),       cmocka_unit_test(test_process_info_buffer_cap),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }
