@@ -41,6 +41,18 @@ int parse_uint64(const char *s, uint64_t *ret) {
         return s ? parse_u64_exact(s, strlen(s), ret) : -EINVAL;
 }
 
+bool line_next(const char **p, const char *end, const char **ret_line, const char **ret_end) {
+        const char *nl;
+
+        if (*p >= end)
+                return false;
+        nl = memchr(*p, '\n', (size_t) (end - *p));
+        *ret_line = *p;
+        *ret_end = nl ? nl : end;
+        *p = nl ? nl + 1 : end;
+        return true;
+}
+
 int line_find(const char *buf, size_t len, const char *key, const char **ret_value, const char **ret_end) {
         const char *p = buf, *end = buf + len;
         size_t klen = strlen(key);

@@ -21,6 +21,10 @@ int parse_u64_exact(const char *s, size_t len, uint64_t *ret);
 /* A NUL-terminated decimal ("42"), as parse_u64_exact(). */
 int parse_uint64(const char *s, uint64_t *ret);
 
+/* The next line of [*p, end): [*ret_line, *ret_end) without its '\n', and *p past it. False at
+ * the end (*p >= end), the outputs untouched. A last line without '\n' is a line. */
+bool line_next(const char **p, const char *end, const char **ret_line, const char **ret_end);
+
 /* Finds the first line of buf[0..len) that begins with key (lines end at '\n' or at the end of
  * the buffer). 0 with [*ret_value, *ret_end) the rest of that line after key, or -ENOENT. */
 int line_find(const char *buf, size_t len, const char *key, const char **ret_value, const char **ret_end);

@@ -26,19 +26,6 @@ int cgroup_usage_parse_cpu_stat(const char *buf, size_t len, uint64_t *ret_us) {
         return 0;
 }
 
-/* The next line of [*p, end): [*ret_line, *ret_end), and *p past it. False at the end. */
-static bool next_line(const char **p, const char *end, const char **ret_line, const char **ret_end) {
-        const char *nl;
-
-        if (*p >= end)
-                return false;
-        nl = memchr(*p, '\n', (size_t) (end - *p));
-        *ret_line = *p;
-        *ret_end = nl ? nl : end;
-        *p = nl ? nl + 1 : end;
-        return true;
-}
-
 /* "MAJ:MIN" at the start of [s, end), and *ret_rest after it. */
 static int parse_device(const char *s, const char *end, const char **ret_rest) {
         uint64_t v;
@@ -53,7 +40,7 @@ int cgroup_usage_parse_io_stat(const char *buf, size_t len, uint64_t *ret_read, 
         const char *p = buf, *end = buf + len, *line, *le;
         uint64_t r = 0, w = 0;
 
-        while (next_line(&p, end, &line, &le)) {
+        while (line_next(&p, end, &line, &le)) {
                 const char *s;
 
                 if (line == le)
@@ -103,7 +90,7 @@ int cgroup_usage_parse_blkio_bytes(const char *buf, size_t len, uint64_t *ret_re
         const char *p = buf, *end = buf + len, *line, *le;
         uint64_t r = 0, w = 0;
 
-        while (next_line(&p, end, &line, &le)) {
+        while (line_next(&p, end, &line, &le)) {
                 const char *s, *name = NULL, *sp = NULL;
                 uint64_t v;
 

@@ -9,19 +9,6 @@
 #include "base/unparsed.h"
 #include "probes/limits-io.h"
 
-/* The next line of [*p, end): [*ret_line, *ret_end), and *p past it. False at the end. */
-static bool next_line(const char **p, const char *end, const char **ret_line, const char **ret_end) {
-        const char *nl;
-
-        if (*p >= end)
-                return false;
-        nl = memchr(*p, '\n', (size_t) (end - *p));
-        *ret_line = *p;
-        *ret_end = nl ? nl : end;
-        *p = nl ? nl + 1 : end;
-        return true;
-}
-
 /* "MAJ:MIN" at the start of [s, end), *ret_rest after it. 0 or -EINVAL. */
 static int parse_device(const char *s, const char *end, uint32_t *ret_major, uint32_t *ret_minor,
                         const char **ret_rest) {
@@ -143,7 +130,7 @@ static int parse_keyed_line(const IoLimits *io, const char *line, const char *le
 static int parse_keyed_lines(const char *buf, size_t len, bool stat, IoLimits *io) {
         const char *p = buf, *end = buf + len, *line, *le;
 
-        while (next_line(&p, end, &line, &le)) {
+        while (line_next(&p, end, &line, &le)) {
                 IoDeviceLimits d;
 
                 if (line == le)
@@ -174,7 +161,7 @@ int limits_parse_blkio(const char *buf, size_t len, IoV1File which, IoLimits *io
         IoLimits c = *io;
         const char *p = buf, *end = buf + len, *line, *le;
 
-        while (next_line(&p, end, &line, &le)) {
+        while (line_next(&p, end, &line, &le)) {
                 IoDeviceLimits scratch, *d;
                 uint32_t maj, min;
                 const char *s, *name = NULL, *ne = NULL;

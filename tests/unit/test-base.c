@@ -205,6 +205,41 @@ static void test_line_find(void **state) {
         assert_int_equal(line_find("", 0, "x", &v, &e), -ENOENT);
 }
 
+/* Lines one by one: an empty line is a line, the last one needs no '\n', nothing past end. */
+static void test_line_next(void **state) {
+        static const char buf[] = "8:0 rbytes=1\n\nlast";
+        const char *p = buf, *end = buf + sizeof buf - 1, *l = NULL, *e = NULL;
+
+        (void) state;
+        assert_true(line_next(&p, end, &l, &e));
+        assert_ptr_equal(l, buf);
+        assert_int_equal(e - l, 12);
+        assert_ptr_equal(p, buf + 13);
+        assert_true(line_next(&p, end, &l, &e));
+        assert_ptr_equal(l, buf + 13);
+        assert_ptr_equal(e, buf + 13); /* the empty line */
+        assert_true(line_next(&p, end, &l, &e));
+        assert_ptr_equal(l, buf + 14);
+        assert_ptr_equal(e, end);
+        assert_ptr_equal(p, end);
+        assert_false(line_next(&p, end, &l, &e));
+        assert_ptr_equal(l, buf + 14); /* untouched at the end */
+
+        p = buf;
+        end = buf + 3; /* not past end, though the '\n' is further */
+        assert_true(line_next(&p, end, &l, &e));
+        assert_ptr_equal(e, buf + 3);
+        assert_ptr_equal(p, buf + 3);
+        assert_false(line_next(&p, end, &l, &e));
+
+        p = end = buf + 13; /* "\n" alone: one empty line */
+        end++;
+        assert_true(line_next(&p, end, &l, &e));
+        assert_ptr_equal(l, e);
+        assert_ptr_equal(p, end);
+        assert_false(line_next(&p, end, &l, &e));
+}
+
 static void test_log_ratelimit(void **state) {
         LogRateLimit rl = { .interval_us = 10 * USEC_PER_SEC };
         usec_t t = 1000 * USEC_PER_SEC;
@@ -227,6 +262,7 @@ int main(void) {
                 cmocka_unit_test(test_parse_uint64),
                 cmocka_unit_test(test_parse_u64_prefix_and_exact),
                 cmocka_unit_test(test_line_find),
+                cmocka_unit_test(test_line_next),
                 cmocka_unit_test(test_log_ratelimit),
                 cmocka_unit_test(test_rfc3339),
                 cmocka_unit_test(test_log_level),
