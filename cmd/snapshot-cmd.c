@@ -29,139 +29,178 @@ static void on_sample_done(Sampler *s, int r) {
         ev_break(s->loop, EVBREAK_ALL);
 }
 
-int snapshot_cmd_run(const SnapshotCmdOptions *opts) {
+/* One run of the command: what it opened and lent the sample, released by snapshot_run_free(). */
+typedef struct SnapshotRun {
+        const SnapshotCmdOptions *opts;
         Runtime rt;
-        struct ev_loop *loop = NULL;
-        Sampler sampler = {};
-        SnapshotDone done = {};
-        ProcessInfoBuffer procs = {};
-        json_auto_t *incident = NULL;
-        _cleanup_close_ int cgroup_fd = -EBADF;
+        struct ev_loop *loop;
+        Sampler sampler;
+        SnapshotDone done;
+        ProcessInfoBuffer procs;
+        int cgroup_fd;
+        const char *cgroup;    /* the cgroup sampled: opts->cgroup, pid_cgroup, or NULL node-wide */
+        char pid_cgroup[1024]; /* --pid: the process's own cgroup */
         SampleScope scope;
-        CulpritScope culprit = { .cgroup_fd = -EBADF, .v1_fd = -EBADF };
-        OnWhat onwhat = {}; /* its looks allocated at the first (onwhat_look()) */
-        bool has_culprit = false;
-        char id[96];
-        int r, exit_code = 1;
+        CulpritScope culprit;
+        bool has_culprit;
+        OnWhat onwhat; /* its looks allocated at the first (onwhat_look()) */
+} SnapshotRun;
 
-        if (runtime_open(&rt, opts->enable_delayacct) < 0)
-                return 1;
+/* The cgroup to sample, opened: 0, or the exit code (logged). */
+static int open_target(SnapshotRun *s) {
+        const SnapshotCmdOptions *opts = s->opts;
+        int r;
 
         /* --pid: the process's own cgroup gives the pressure (and, with --resource, the cgroups). */
-        char pid_cgroup[1024];
-        const char *cgroup = opts->cgroup;
+        s->cgroup = opts->cgroup;
         if (opts->pid > 0) {
-                r = proc_read_cgroup(rt.sysroot->proc_fd, opts->pid, pid_cgroup, sizeof pid_cgroup);
+                r = proc_read_cgroup(s->rt.sysroot->proc_fd, opts->pid, s->pid_cgroup, sizeof s->pid_cgroup);
                 if (r == -ESRCH) {
                         log_error("no process %d", (int) opts->pid);
-                        goto finish;
+                        return 1;
                 }
-                cgroup = r >= 0 ? pid_cgroup : NULL;
+                s->cgroup = r >= 0 ? s->pid_cgroup : NULL;
         }
-        if (cgroup) {
-                r = sysroot_open_cgroup(rt.sysroot, cgroup, &cgroup_fd);
+        if (s->cgroup) {
+                r = sysroot_open_cgroup(s->rt.sysroot, s->cgroup, &s->cgroup_fd);
                 if (r < 0 && opts->pid > 0) {
-                        cgroup = NULL; /* pressure from /proc/pressure instead */
-                        r = 0;
+                        s->cgroup = NULL; /* pressure from /proc/pressure instead */
                 } else if (r < 0) {
                         log_error_errno(r, "cannot open cgroup %s under %s", opts->cgroup,
-                                        rt.sysroot->cgroup2_path ? rt.sysroot->cgroup2_path : "(no cgroup2 mount)");
-                        exit_code = r == -EINVAL ? 2 : 1;
-                        goto finish;
+                                        s->rt.sysroot->cgroup2_path ? s->rt.sysroot->cgroup2_path
+                                                                    : "(no cgroup2 mount)");
+                        return r == -EINVAL ? 2 : 1;
                 }
         }
-        procs.cap = process_info_buffer_cap(opts->top);
-        procs.items = calloc(procs.cap, sizeof *procs.items);
-        if (!procs.items) {
+        return 0;
+}
+
+/* The sample's scope and what it borrows: the identities' buffer, "on what", the culprit scope.
+ * 0, or -ENOMEM (logged). */
+static int make_scope(SnapshotRun *s) {
+        const SnapshotCmdOptions *opts = s->opts;
+
+        s->procs.cap = process_info_buffer_cap(opts->top);
+        s->procs.items = calloc(s->procs.cap, sizeof *s->procs.items);
+        if (!s->procs.items) {
                 log_error("out of memory");
-                goto finish;
+                return -ENOMEM;
         }
 
         /* With --resource, also the hottest descendant cgroups by that resource's stall. */
-        scope = sample_scope_make(&(SampleOwner) { .sysroot = rt.sysroot,
-                                                   .taskstats = rt.taskstats,
-                                                   .identities = &procs,
-                                                   .containers = rt.containers },
-                                  cgroup ? cgroup_fd : -1, cgroup, opts->resource, opts->top);
-        scope.pid = opts->pid;
-        scope.stall = opts->resource == PSI_RESOURCE_IRQ ? PSI_STALL_FULL : PSI_STALL_SOME;
+        s->scope = sample_scope_make(&(SampleOwner) { .sysroot = s->rt.sysroot,
+                                                      .taskstats = s->rt.taskstats,
+                                                      .identities = &s->procs,
+                                                      .containers = s->rt.containers },
+                                     s->cgroup ? s->cgroup_fd : -1, s->cgroup, opts->resource, opts->top);
+        s->scope.pid = opts->pid;
+        s->scope.stall = opts->resource == PSI_RESOURCE_IRQ ? PSI_STALL_FULL : PSI_STALL_SOME;
         /* With --resource, also who is causing it: the processes and cgroups competing for it; on
          * what, for a cgroup, and node-wide for io (the node's busy disks). */
-        if (opts->resource >= 0 && opts->pid <= 0 && (cgroup || opts->resource == PSI_RESOURCE_IO)) {
-                scope.limits = rt.limits;
-                scope.limits_cgroup = cgroup;
-                scope.limits_resource = (PsiResource) opts->resource;
-                scope.onwhat = &onwhat;
+        if (opts->resource >= 0 && opts->pid <= 0 && (s->cgroup || opts->resource == PSI_RESOURCE_IO)) {
+                s->scope.limits = s->rt.limits;
+                s->scope.limits_cgroup = s->cgroup;
+                s->scope.limits_resource = (PsiResource) opts->resource;
+                s->scope.onwhat = &s->onwhat;
         }
-        has_culprit = opts->resource >= 0 && opts->pid <= 0 && rt.limits &&
-                      culprit_scope_open(rt.limits, cgroup, (PsiResource) opts->resource, &culprit) >= 0;
-        if (has_culprit)
-                scope.culprit = &culprit;
-        loop = ev_loop_new(EVFLAG_AUTO);
-        if (!loop) {
+        s->has_culprit = opts->resource >= 0 && opts->pid <= 0 && s->rt.limits &&
+                         culprit_scope_open(s->rt.limits, s->cgroup, (PsiResource) opts->resource, &s->culprit) >= 0;
+        if (s->has_culprit)
+                s->scope.culprit = &s->culprit;
+        return 0;
+}
+
+/* The sample, on a loop of its own until it is done. 0, or -errno (logged). */
+static int run_sample(SnapshotRun *s) {
+        const SnapshotCmdOptions *opts = s->opts;
+        int r;
+
+        s->loop = ev_loop_new(EVFLAG_AUTO);
+        if (!s->loop) {
                 log_error("cannot create an event loop");
-                goto finish;
+                return -ENOMEM;
         }
         /* Exits during the sample keep their delay (the sampler listens from before A until B);
          * --sample-ms 0: one snapshot, lifetime totals, done before sampler_start() returns. */
-        sampler_init(&sampler, loop, runtime_exit_cpus(&rt), on_sample_done, &done);
-        r = sampler_start(&sampler, &scope, opts->sample_ms);
-        if (r >= 0 && !done.done)
-                ev_run(loop, 0);
+        sampler_init(&s->sampler, s->loop, runtime_exit_cpus(&s->rt), on_sample_done, &s->done);
+        r = sampler_start(&s->sampler, &s->scope, opts->sample_ms);
+        if (r >= 0 && !s->done.done)
+                ev_run(s->loop, 0);
         if (r >= 0)
-                r = done.r;
-        if (r == -ENOMEM || (r >= 0 && sampler.partial)) {
+                r = s->done.r;
+        if (r == -ENOMEM || (r >= 0 && s->sampler.partial)) {
                 log_error("out of memory");
-                goto finish;
+                return -ENOMEM;
         }
         if (r < 0) {
                 log_error_errno(r, "cannot list the threads of %s",
                                 opts->pid > 0  ? "the process"
                                 : opts->cgroup ? opts->cgroup
                                                : "the host");
-                goto finish;
+                return r;
         }
-        const Snapshot *a = &sampler.a, *b = &sampler.b;
+        const Snapshot *a = &s->sampler.a, *b = &s->sampler.b;
         if (a->errors + b->errors > 0)
                 log_warning_errno(a->errors ? a->first_error : b->first_error, "%u processes could not be measured",
                                   a->errors + b->errors);
+        return 0;
+}
 
-        incident_format_id(&rt.host, sampler.result.wakeup_real_us, getpid(), 1, id, sizeof id);
-        r = incident_build(&sampler.result,
+/* The sample's incident, of type "snapshot", as a line on stdout. 0, or -errno (logged). */
+static int write_incident(SnapshotRun *s) {
+        json_auto_t *incident = NULL;
+        Sink *out = NULL;
+        char id[96], why[160];
+        int r;
+
+        incident_format_id(&s->rt.host, s->sampler.result.wakeup_real_us, getpid(), 1, id, sizeof id);
+        r = incident_build(&s->sampler.result,
                            &(IncidentContext) {
                                    .type = "snapshot",
                                    .id = id,
-                                   .host = &rt.host,
-                                   .delayacct = runtime_delayacct(&rt),
+                                   .host = &s->rt.host,
+                                   .delayacct = runtime_delayacct(&s->rt),
                                    /* --pid: every delayed thread, as getdelays -t would list them */
-                                   .threads_per_process = opts->pid > 0 ? 100000 : 0,
+                                   .threads_per_process = s->opts->pid > 0 ? 100000 : 0,
                            },
                            &incident);
         if (r < 0) {
                 log_error_errno(r, "cannot build the incident");
-                goto finish;
+                return r;
         }
-        {
-                Sink *out = NULL;
-                char why[160];
+        /* sink_write says on stderr why a line could not be written. */
+        r = sink_open("-", SINK_FORMAT_INCIDENT, &out, why, sizeof why);
+        if (r >= 0)
+                r = sink_write(out, incident);
+        sink_free(out);
+        return r;
+}
 
-                /* sink_write says on stderr why a line could not be written. */
-                r = sink_open("-", SINK_FORMAT_INCIDENT, &out, why, sizeof why);
-                if (r >= 0)
-                        r = sink_write(out, incident);
-                sink_free(out);
-                if (r < 0)
-                        goto finish;
-        }
-        exit_code = 0;
-finish:
-        sampler_free(&sampler);
-        free(procs.items);
-        onwhat_done(&onwhat);
-        if (has_culprit)
-                culprit_scope_close(&culprit);
-        if (loop)
-                ev_loop_destroy(loop);
-        runtime_close(&rt);
+static void snapshot_run_free(SnapshotRun *s) {
+        sampler_free(&s->sampler);
+        free(s->procs.items);
+        onwhat_done(&s->onwhat);
+        if (s->has_culprit)
+                culprit_scope_close(&s->culprit);
+        if (s->loop)
+                ev_loop_destroy(s->loop);
+        runtime_close(&s->rt);
+        s->cgroup_fd = safe_close(s->cgroup_fd);
+}
+
+int snapshot_cmd_run(const SnapshotCmdOptions *opts) {
+        SnapshotRun s = {
+                .opts = opts,
+                .cgroup_fd = -EBADF,
+                .culprit = { .cgroup_fd = -EBADF, .v1_fd = -EBADF },
+        };
+        int exit_code;
+
+        if (runtime_open(&s.rt, opts->enable_delayacct) < 0)
+                return 1;
+        exit_code = open_target(&s);
+        if (exit_code == 0)
+                exit_code = make_scope(&s) < 0 || run_sample(&s) < 0 || write_incident(&s) < 0 ? 1 : 0;
+        snapshot_run_free(&s);
         return exit_code;
 }
