@@ -45,28 +45,23 @@ typedef struct WatchCounts {
 } WatchCounts;
 
 typedef struct Counters {
-        uint64_t start_time_s;
+        /* start_time_s, samples, oom_kills, the recorder's, discovery's walks... : those the metrics
+         * file writes as they are (sinks/metrics.h), health.c copies them at once (plain) */
+        union {
+                struct {
+                        METRICS_PLAIN_MEMBERS
+                };
+                MetricsPlain plain;
+        };
         uint64_t wakeups[_WAKEUP_VERDICT_MAX];
-        uint64_t samples, sample_thread_errors, cgroups_gone;
-        uint64_t culprit_passes, culprit_passes_shared; /* passes run; samples that joined another's */
-        uint64_t episodes;                              /* episode_note()'s sequence */
-        uint64_t oom_kills, kmsg_lost, exit_records_lost, blkio_unstarted;
         uint64_t kills[_KILLER_MAX]; /* kill incidents by killer */
         uint64_t prekill[_COUNTERS_PREKILL_MAX];
-        /* The recorder (agent/recording.h): recordings begun, and not begun for the bound; entries
-         * taken and the time they took; the time watches spent recording. */
-        uint64_t recordings, recordings_refused, recorder_entries, recorder_us, recording_us;
-        uint64_t recorder_wakeups; /* wakeups the recorder raised (agent/recording.h) */
-        /* Pressure incidents by their window's basis (after_wakeup, recorded), and those whose
-         * window saw under a quarter of the stall that fired (window.verdict passed). */
-        uint64_t windows[2], windows_passed;
-        /* Discovery (agent/discovery.h): the directories it watches (inotify) now and the most it
-         * may; those whose watch was refused (the limit, a user's share, the kernel's limit); walks
-         * of the tree and the time they took. */
-        uint64_t dir_watches, dir_watch_limit, dir_watches_refused, discovery_walks, discovery_walk_us;
-        /* inotify watches on memory.events files (oomwatch, kmsg closed): within dir_watch_limit with
-         * discovery's dir_watches */
-        uint64_t oom_file_watches;
+        /* Pressure incidents by their window's basis (after_wakeup, recorded); those whose window
+         * passed are windows_passed. */
+        uint64_t windows[2];
+        /* The directories discovery (agent/discovery.h) watches (inotify) now, within
+         * dir_watch_limit with oomwatch's watches on memory.events files (kmsg closed). */
+        uint64_t dir_watches, oom_file_watches;
         WatchCounts *watch; /* per configured watch label, kept across reloads */
         size_t n_watch, cap_watch;
         bool watch_warned;

@@ -25,37 +25,57 @@ typedef struct MetricsOutput {
         uint64_t written, failed;
 } MetricsOutput;
 
+/* The plain counters: those the agent keeps in its Counters (agent/counters.h) under the same name
+ * and the metrics file writes as they are, one unlabelled metric each (a row of metrics.c's
+ * table). One list of members, so that Counters and Metrics both have them as their own
+ * (c->samples, m.samples) and, in a union with a MetricsPlain, health.c copies them at once. */
+#define METRICS_PLAIN_MEMBERS                                                                                          \
+        uint64_t start_time_s;                                                                                         \
+        uint64_t samples, sample_thread_errors, cgroups_gone;                                                          \
+        uint64_t oom_kills, kmsg_lost;                                                                                 \
+        uint64_t exit_records_lost; /* taskstats exit records the kernel dropped: samples', kill windows' */           \
+        uint64_t blkio_unstarted;   /* blkio waits without a start taken out (sampling/rank.h) */                      \
+        uint64_t episodes;          /* pressure episodes begun (agent/episode.h) */                                    \
+        uint64_t culprit_passes, culprit_passes_shared; /* passes run; samples that joined another's */                \
+        /* The recorder (agent/recording.h): recordings begun, and not begun for the bound; entries                    \
+         * taken, wakeups raised; the time the entries took; the time watches spent recording. */                      \
+        uint64_t recordings, recordings_refused, recorder_entries, recorder_wakeups;                                   \
+        uint64_t recorder_us, recording_us;                                                                            \
+        /* pressure incidents whose window saw under a quarter of the stall that fired */                              \
+        uint64_t windows_passed;                                                                                       \
+        /* discovery (agent/discovery.h): the most directories it may watch, those refused; its walks of               \
+         * the tree and their time */                                                                                  \
+        uint64_t dir_watch_limit, dir_watches_refused, discovery_walks, discovery_walk_us;
+
+typedef struct MetricsPlain {
+        METRICS_PLAIN_MEMBERS
+} MetricsPlain;
+
+/* What the file shows. Every value a metric without labels is a uint64_t (metrics.c's table reads
+ * them by offset); a labelled family is an array and its length n_<field>. */
 typedef struct Metrics {
         const char *version;
-        uint64_t start_time_s;
-        unsigned watches, triggers_configured, triggers_armed;
-        const MetricsCount *wakeups; /* psidiag_wakeups_total{verdict=...} */
-        size_t n_wakeups;
-        const MetricsCount *suppressed; /* psidiag_incidents_suppressed_total{reason=...} */
-        size_t n_suppressed;
-        uint64_t samples, sample_thread_errors, cgroups_gone;
-        uint64_t oom_kills, kmsg_lost;
-        uint64_t exit_records_lost;   /* taskstats exit records the kernel dropped: samples', kill windows' */
-        uint64_t blkio_unstarted;     /* blkio waits without a start taken out (sampling/rank.h) */
-        const MetricsCount *unparsed; /* psidiag_unparsed_lines_total{file=...} (base/unparsed.h) */
-        size_t n_unparsed;
-        uint64_t episodes;              /* pressure episodes begun (agent/episode.h) */
-        uint64_t culprit_passes;        /* culprit passes run */
-        uint64_t culprit_passes_shared; /* samples whose culprits came from another sample's node pass */
-        uint64_t recordings, recordings_refused, recorder_entries; /* the recorder (agent/recording.h) */
-        uint64_t recorder_wakeups;
-        uint64_t recorder_us, recording_us; /* its entries' time; time spent recording */
+        union {
+                struct {
+                        METRICS_PLAIN_MEMBERS
+                };
+                MetricsPlain plain;
+        };
+        uint64_t watches, triggers_configured, triggers_armed;
+        /* inotify watches the agent holds: discovery's directories and oomwatch's memory.events */
+        uint64_t dir_watches;
         /* container names (containers/containers.h): lookups, the runtime files' reads (misses), containers
          * evicted from the cache, lookups answered without a name, and of those, of a cgroup that
          * claims a container's id but is not its runtime's */
         uint64_t container_lookups, container_reads, container_evictions, containers_unnamed, containers_unverified;
+        const MetricsCount *wakeups; /* psidiag_wakeups_total{verdict=...} */
+        size_t n_wakeups;
+        const MetricsCount *suppressed; /* psidiag_incidents_suppressed_total{reason=...} */
+        size_t n_suppressed;
+        const MetricsCount *unparsed; /* psidiag_unparsed_lines_total{file=...} (base/unparsed.h) */
+        size_t n_unparsed;
         const MetricsCount *windows; /* psidiag_windows_total{basis=...} */
         size_t n_windows;
-        uint64_t windows_passed;
-        /* discovery's inotify watches on the cgroup tree: held now, the limit, refused; its walks of
-         * the tree and their time */
-        uint64_t dir_watches, dir_watch_limit, dir_watches_refused;
-        uint64_t discovery_walks, discovery_walk_us;
         const MetricsCount *kills; /* psidiag_kills_total{killer=...}: kill incidents by killer */
         size_t n_kills;
         const MetricsCount *prekill; /* psidiag_prekill_calls_total{result=...} */

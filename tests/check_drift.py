@@ -12,7 +12,8 @@ module of a folder missing from HACKING.md's row for it (or one named that is no
 docs/testing.md or the README saying three VMs of five, a style test and libsqlite3-dev missing
 from docs/testing.md; and those scripts/check-tests was written for: a module without its row in
 HACKING.md's table of where each module is tested, and a row naming a test or a VM case that
-does not exist.
+does not exist; and a metric renamed in sinks/metrics.c's table (the one place a metric is
+defined) without the docs, or missing from docs/deploy.md's table.
 
 Usage: check_drift.py ROOT VERSION CONFIG_KEYS_TEST   (ROOT: the source tree; VERSION:
 meson.build's project version; CONFIG_KEYS_TEST: the built test-config-keys, which reads the
@@ -70,6 +71,10 @@ DRIFTS = [
      "| `base/testhold.c` | `integration-killgaps` |", "| `base/testhold.c` | `integration-killgap` |", "tests"),
     ("a VM case of that table that does not exist", "docs/HACKING.md",
      "VM case `cpu-hotplug`", "VM case `cpu-hotplugs`", "tests"),
+    ("a metric renamed in sinks/metrics.c's table, not in the docs", "sinks/metrics.c",
+     '{{ "psidiag_episodes_total", "counter",', '{{ "psidiag_episodes_begun_total", "counter",', "docs"),
+    ("a metric missing from docs/deploy.md's table", "docs/deploy.md",
+     "| `psidiag_episodes_total` | counter |", "| episodes | counter |", "docs"),
 ]
 
 

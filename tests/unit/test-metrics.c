@@ -7,6 +7,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "base/macro.h"
 #include "sinks/metrics.h"
 #include "tests/unit/fake-tree.h"
 #include "tests/unit/test-util.h"
@@ -52,6 +53,82 @@ static const Metrics sample_metrics = {
         .outputs = outputs,
         .n_outputs = 2,
 };
+
+/* Every family with a value of its own, so a row out of order, a name, type, help or value
+ * changed shows in the golden file. */
+static const MetricsCount kills[] = { { "earlyoom", 11 }, { "unknown", 12 } };
+static const MetricsCount prekill[] = { { "notify", 13 }, { "idle", 14 } };
+static const MetricsCount unparsed[] = { { "pressure", 15 } };
+static const MetricsCount windows[] = { { "after_wakeup", 16 }, { "recorded", 17 } };
+
+static const Metrics full_metrics = {
+        .version = "1.2.3",
+        .start_time_s = 1795000001,
+        .watches = 21,
+        .triggers_configured = 22,
+        .triggers_armed = 23,
+        .wakeups = wakeups,
+        .n_wakeups = 6,
+        .suppressed = wakeups + 3,
+        .n_suppressed = 3,
+        .samples = 24,
+        .sample_thread_errors = 25,
+        .cgroups_gone = 26,
+        .oom_kills = 27,
+        .kmsg_lost = 28,
+        .exit_records_lost = 29,
+        .blkio_unstarted = 30,
+        .unparsed = unparsed,
+        .n_unparsed = 1,
+        .episodes = 31,
+        .culprit_passes = 32,
+        .culprit_passes_shared = 33,
+        .recordings = 34,
+        .recordings_refused = 35,
+        .recorder_entries = 36,
+        .recorder_wakeups = 37,
+        .recorder_us = 38000039,
+        .recording_us = 40,
+        .container_lookups = 41,
+        .container_reads = 42,
+        .container_evictions = 43,
+        .containers_unnamed = 44,
+        .containers_unverified = 45,
+        .windows = windows,
+        .n_windows = 2,
+        .windows_passed = 46,
+        .dir_watches = 47,
+        .dir_watch_limit = 48,
+        .dir_watches_refused = 49,
+        .discovery_walks = 50,
+        .discovery_walk_us = 51000052,
+        .kills = kills,
+        .n_kills = 2,
+        .prekill = prekill,
+        .n_prekill = 2,
+        .incidents = incidents,
+        .n_incidents = 2,
+        .stall = stall,
+        .n_stall = 1,
+        .outputs = outputs,
+        .n_outputs = 2,
+};
+
+/* The whole text, byte for byte, against tests/fixtures/metrics/full.prom. */
+static void test_golden(void **state) {
+        _cleanup_free_ char *text = NULL;
+        char want[16384];
+        FILE *f;
+
+        assert_int_equal(metrics_format(&full_metrics, &text), 0);
+        f = fopen(fixture("metrics/full.prom"), "re");
+        assert_non_null(f);
+        size_t n = fread(want, 1, sizeof want - 1, f);
+        assert_true(feof(f));
+        fclose(f);
+        want[n] = '\0';
+        assert_string_equal(text, want);
+}
 
 static void test_format(void **state) {
         char *text = NULL;
@@ -124,6 +201,7 @@ static void test_write_atomic(void **state) {
 int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_format),
+                cmocka_unit_test(test_golden),
                 cmocka_unit_test(test_write_atomic),
         };
 
