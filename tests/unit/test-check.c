@@ -423,9 +423,39 @@ static void test_count_inotify(void **state) {
         close(proc_fd);
 }
 
+/* The lines come in the order `psidiag check` has always printed them (its checks walked from a
+ * table), each once; the checks that write other lines than one of their name write them in
+ * place. */
+static void assert_whats(const CheckFacts *f, const char *const *want) {
+        CheckLine lines[CHECK_LINES_MAX];
+        size_t n = check_evaluate(f, lines), i;
+
+        for (i = 0; want[i]; i++) {
+                assert_true(i < n);
+                assert_string_equal(lines[i].what, want[i]);
+        }
+        assert_int_equal(n, i);
+}
+
+static void test_line_order(void **state) {
+        CheckFacts f = good_host();
+
+        assert_whats(&f, (const char *const[]) { "psi", "psi-trigger", "cgroup2", "cgroup-v1", "taskstats",
+                                                 "exit-listener", "delayacct", "cap-net-admin", "cap-sys-resource",
+                                                 "procfs", "kmsg", "prekill-hook", "blocked-since", "cgroupns",
+                                                 "container-names", "dir-watches", NULL });
+        f.pressure_err = -ENOENT;
+        f.taskstats_err = f.exit_err = -EPERM; /* the listener not asked (check_gather()) */
+        f.caps_err = -EACCES;
+        assert_whats(&f, (const char *const[]) { "psi", "cgroup2", "cgroup-v1", "taskstats", "delayacct",
+                                                 "capabilities", "procfs", "kmsg", "prekill-hook", "blocked-since",
+                                                 "cgroupns", "container-names", "dir-watches", NULL });
+}
+
 int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_good_host_all_ok),
+                cmocka_unit_test(test_line_order),
                 cmocka_unit_test(test_lsm_and_kmsg),
                 cmocka_unit_test(test_lsm_label),
                 cmocka_unit_test(test_blocked_since),
