@@ -84,48 +84,58 @@ static void agent_free(Agent *a) {
                 ev_loop_destroy(a->loop);
 }
 
-int agent_run(const AgentOptions *opts) {
-        Agent agent = {
-                .opts = opts,
-                .rate_warned.interval_us = 60 * USEC_PER_SEC,
-        }, *a = &agent;
+/* The config file, or the embedded default. Logs why it cannot be had. */
+static int agent_load_config(const AgentOptions *opts, Config **ret) {
         _cleanup_free_ char *error = NULL;
-        int r, exit_code = 1;
+        int r;
 
         if (opts->config_path)
-                r = config_load_file(opts->config_path, &a->config, &error);
+                r = config_load_file(opts->config_path, ret, &error);
         else
-                r = config_load_default(&a->config);
+                r = config_load_default(ret);
         if (r < 0) {
                 if (error)
                         log_error("%s", error);
                 else
                         log_error_errno(r, "cannot load the config");
-                return r == -ENOMEM ? 1 : 2;
         }
-        if (opts->output && config_override_output(a->config, opts->output) < 0) {
-                log_error("out of memory");
-                goto finish;
-        }
+        return r;
+}
 
-        if (runtime_open(&a->rt, opts->enable_delayacct) < 0)
-                goto finish;
+/* --output in place of the config's outputs. */
+static int agent_override_output(Agent *a) {
+        if (a->opts->output && config_override_output(a->config, a->opts->output) < 0)
+                return log_oom();
+        return 0;
+}
+
+/* The config's cgroups resolved and its outputs checked on this host: -EINVAL or -EOPNOTSUPP when
+ * the host refuses the config. Logged. */
+static int agent_resolve_config(Agent *a) {
+        _cleanup_free_ char *error = NULL;
+        int r;
+
         r = config_resolve_cgroups(a->config, a->rt.sysroot, &error);
         if (r >= 0)
-                r = runtime_check_outputs(a->config, opts->config_path, &error);
-        if (r < 0) {
+                r = runtime_check_outputs(a->config, a->opts->config_path, &error);
+        if (r < 0)
                 log_error("%s", error ? error : "out of memory");
-                exit_code = r == -EINVAL || r == -EOPNOTSUPP ? 2 : 1;
-                goto finish;
-        }
+        return r;
+}
 
+/* What the incidents are counted and related with: the rate limit and the history. */
+static int agent_init_state(Agent *a) {
         runtime_protect_self(&a->rt);
         runtime_raise_fd_limit();
         if (rate_limit_init(&a->rate, a->config->max_incidents_per_minute) < 0 ||
-            history_init(&a->history, (usec_t) a->config->oom_lookback_s * USEC_PER_SEC) < 0) {
-                log_error("out of memory");
-                goto finish;
-        }
+            history_init(&a->history, (usec_t) a->config->oom_lookback_s * USEC_PER_SEC) < 0)
+                return log_oom();
+        return 0;
+}
+
+/* The event loop, the trigger set on it, the modules the triggers need. */
+static int agent_open_loop(Agent *a) {
+        int r;
 
         /* A closed pipe or a file size limit on the output must be an error we count (EPIPE, EFBIG),
          * not a signal that kills us. */
@@ -135,31 +145,34 @@ int agent_run(const AgentOptions *opts) {
         a->loop = ev_loop_new(EVFLAG_AUTO | EVFLAG_NOSIGMASK);
         if (!a->loop) {
                 log_error("cannot create the event loop");
-                goto finish;
+                return -ENOMEM;
         }
         r = closer_new(CLOSER_THREADS_MAX, NULL, &a->closer);
         if (r >= 0)
                 r = psi_set_new(&a->psi);
-        if (r < 0) {
-                log_error_errno(r, "cannot set up the trigger set");
-                goto finish;
-        }
-        if (health_start(a) < 0 || pools_start(a) < 0 || oom_start(a) < 0) {
-                log_error("out of memory");
-                goto finish;
-        }
+        if (r < 0)
+                return log_error_errno(r, "cannot set up the trigger set");
+        if (health_start(a) < 0 || pools_start(a) < 0 || oom_start(a) < 0)
+                return log_oom();
         ev_io_init(&a->psi_io, watch_on_trigger_set, psi_set_notify_fd(a->psi), EV_READ);
         a->psi_io.data = a;
         ev_io_start(a->loop, &a->psi_io);
+        return 0;
+}
+
+/* The buffer a sample's most delayed and culprits go in, as long as the largest "top" needs. */
+static int agent_alloc_procs(Agent *a) {
         a->top_max = 1;
         for (size_t i = 0; i < a->config->n_watches; i++)
                 a->top_max = MAX(a->top_max, a->config->watches[i].top);
         a->procs.cap = (size_t) a->top_max * 2; /* most delayed, culprits */
         a->procs.items = calloc(a->procs.cap, sizeof *a->procs.items);
-        if (!a->procs.items) {
-                log_error("out of memory");
-                goto finish;
-        }
+        if (!a->procs.items)
+                return log_oom();
+        return 0;
+}
+
+static void agent_start_signals(Agent *a) {
         /* Signals first: libev opens its own descriptors for them, which must not be the ones the
          * triggers used up. */
         ev_signal_init(&a->sig_int, on_stop_signal, SIGINT);
@@ -169,10 +182,22 @@ int agent_run(const AgentOptions *opts) {
         ev_signal_start(a->loop, &a->sig_int);
         ev_signal_start(a->loop, &a->sig_term);
         ev_signal_start(a->loop, &a->sig_hup);
-        if (discovery_start(a) < 0) {
-                log_error("out of memory");
-                goto finish;
-        }
+}
+
+/* Some watch follows cgroups that are yet to appear: an agent with nothing armed still has work. */
+static bool agent_waits_for_cgroups(Agent *a) {
+        bool waiting = false;
+
+        for (size_t i = 0; i < a->config->n_watches; i++)
+                waiting =
+                        waiting || (!config_target_is_node(&a->config->watches[i]) && discovery_follows_new_cgroups(a));
+        return waiting;
+}
+
+/* Finds the watched cgroups and arms their triggers: -ENOENT (logged) when nothing can be watched. */
+static int agent_arm(Agent *a) {
+        if (discovery_start(a) < 0)
+                return log_oom();
 
         /* libev caps every wait at MAX_BLOCKTIME (59.743 s) to notice clock jumps, unless it watches
          * the clock with a timerfd, which it starts doing once a periodic watcher exists. This one
@@ -192,14 +217,15 @@ int agent_run(const AgentOptions *opts) {
         if (a->fds.starved > 0)
                 log_error("%u of %u triggers are not armed: out of file descriptors (see above)", a->fds.starved,
                           a->fds.starved + a->armed);
-        bool waiting = false;
-        for (size_t i = 0; i < a->config->n_watches; i++)
-                waiting =
-                        waiting || (!config_target_is_node(&a->config->watches[i]) && discovery_follows_new_cgroups(a));
-        if (a->armed == 0 && !waiting) {
+        if (a->armed == 0 && !agent_waits_for_cgroups(a)) {
                 log_error("no trigger could be armed; nothing to watch");
-                goto finish;
+                return -ENOENT;
         }
+        return 0;
+}
+
+/* The modules that follow what the triggers report: ooms, kills, recordings, the prekill hook. */
+static void agent_start_followers(Agent *a) {
         oomwatch_start(a);
         if (kills_start(a) < 0)
                 log_warning("out of memory: kill incidents are not reported");
@@ -211,7 +237,29 @@ int agent_run(const AgentOptions *opts) {
         log_info("watching: %u trigger%s armed on %zu watch%s", a->armed, a->armed == 1 ? "" : "s", a->n_watches,
                  a->n_watches == 1 ? "" : "es");
         a->started = true;
+}
 
+/* Brings a up to its loop. Returns 0, or the exit code of the failure (logged): 2 for a config this
+ * host refuses, else 1. */
+static int agent_start(Agent *a) {
+        int r;
+
+        if (agent_override_output(a) < 0 || runtime_open(&a->rt, a->opts->enable_delayacct) < 0)
+                return 1;
+        r = agent_resolve_config(a);
+        if (r < 0)
+                return r == -EINVAL || r == -EOPNOTSUPP ? 2 : 1;
+        if (agent_init_state(a) < 0 || agent_open_loop(a) < 0 || agent_alloc_procs(a) < 0)
+                return 1;
+        agent_start_signals(a);
+        if (agent_arm(a) < 0)
+                return 1;
+        agent_start_followers(a);
+        return 0;
+}
+
+/* Runs the loop until a stop signal, then says what each output took. */
+static void agent_loop(Agent *a) {
         ev_run(a->loop, 0);
         health_update(a);
         for (size_t i = 0; i < a->n_sinks; i++) {
@@ -219,8 +267,23 @@ int agent_run(const AgentOptions *opts) {
                 log_info("%s: %llu incident%s written, %llu lost", o->name, (unsigned long long) o->written,
                          o->written == 1 ? "" : "s", (unsigned long long) o->failed);
         }
-        exit_code = 0;
-finish:
-        agent_free(a);
+}
+
+int agent_run(const AgentOptions *opts) {
+        _cleanup_(config_freep) Config *config = NULL;
+        int r, exit_code;
+
+        r = agent_load_config(opts, &config);
+        if (r < 0)
+                return r == -ENOMEM ? 1 : 2;
+
+        _cleanup_(agent_free) Agent agent = {
+                .opts = opts,
+                .config = TAKE_PTR(config),
+                .rate_warned.interval_us = 60 * USEC_PER_SEC,
+        };
+        exit_code = agent_start(&agent);
+        if (exit_code == 0)
+                agent_loop(&agent);
         return exit_code;
 }

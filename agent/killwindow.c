@@ -130,51 +130,79 @@ void killwindow_read_memory(Agent *a, const Watch *watch, int cgroup_fd, MemcgSt
         ret->oom_kill = ml.events.oom_kill;
 }
 
-void killwindow_write(KillWindow *w, bool final) {
-        AgentKills *k = w->k;
-        Agent *a = k->a;
-        _cleanup_free_ KillGroup *g = TAKE_PTR(w->group);
-        KillMark marks[KILL_MARKS_MAX];
-        KillerKind running[_KILLER_MAX];
+/* One group being written: what each step of killwindow_write() finds, for the steps after it. */
+typedef struct GroupWrite {
+        KillWindow *w;
+        KillGroup *g; /* owned; NULL once handed back to the window to wait */
+        int fd;       /* the watched cgroup, -EBADF when it is not open */
+        usec_t now;
+        MemcgState ms;
         KillerChoice killer;
-        MemcgState ms = {};
-        const char *related[KILL_RELATED_MAX];
-        char id[HISTORY_ID_MAX];
-        int fd = -EBADF, r;
-        usec_t now = now_usec(CLOCK_MONOTONIC);
+        PrekillMeasure *pk; /* systemd-oomd announced this kill: its measure (the window's) */
+} GroupWrite;
 
-        ev_timer_stop(a->loop, &w->group_timer);
-        if (!g)
-                return;
+static void group_write_done(GroupWrite *c) {
+        c->fd = safe_close(c->fd);
+        c->g = mfree(c->g);
+}
+
+/* The marks the killers logged, read now, and the cgroup's memory. */
+static void group_measure(GroupWrite *c) {
+        AgentKills *k = c->w->k;
+
         killers_logs_drain(&k->logs, killwindow_mark_push, k);
-        if (core_watch_open_cgroup(w->watch, &fd) >= 0)
-                killwindow_read_memory(a, w->watch, fd, &ms);
-        /* The kernel's OOM killer counted a kill here since the last refresh: its oom incident
-         * tells it (a kill by the kernel never also becomes a kill incident). */
-        if (ms.has_oom_kill && w->has_oom_kill_base && ms.oom_kill > w->oom_kill_base) {
-                log_debug("%llu processes of %s killed with the kernel's oom_kill counter growing: an oom, not a kill",
-                          (unsigned long long) g->total, w->watch->name);
-                w->oom_kill_base = ms.oom_kill;
-                safe_close(fd);
-                return;
-        }
+        if (core_watch_open_cgroup(c->w->watch, &c->fd) >= 0)
+                killwindow_read_memory(k->a, c->w->watch, c->fd, &c->ms);
+}
 
-        /* The marks, oldest first. */
-        size_t n_marks = 0;
+/* The kernel's OOM killer counted a kill here since the last refresh: its oom incident tells it (a
+ * kill by the kernel never also becomes a kill incident). */
+static bool group_is_oom(GroupWrite *c) {
+        KillWindow *w = c->w;
+
+        if (!c->ms.has_oom_kill || !w->has_oom_kill_base || c->ms.oom_kill <= w->oom_kill_base)
+                return false;
+        log_debug("%llu processes of %s killed with the kernel's oom_kill counter growing: an oom, not a kill",
+                  (unsigned long long) c->g->total, w->watch->name);
+        w->oom_kill_base = c->ms.oom_kill;
+        return true;
+}
+
+/* The marks of the window's span, oldest first, into marks; returns how many. */
+static size_t group_marks(const GroupWrite *c, KillMark marks[static KILL_MARKS_MAX]) {
+        const AgentKills *k = c->w->k;
+        size_t n = 0;
+
         for (size_t i = 0; i < k->n_marks; i++) {
                 size_t at = (k->marks_next + KILL_MARKS_MAX - k->n_marks + i) % KILL_MARKS_MAX;
-                /* Marks read just now (killers_logs_drain() above) are younger than now. */
-                if (k->mark_us[at] >= now ||
-                    now - k->mark_us[at] <= (usec_t) a->config->kill_window_s * USEC_PER_SEC + USEC_PER_SEC)
-                        marks[n_marks++] = k->marks[at];
+                /* Marks read just now (killers_logs_drain() in group_measure()) are younger than now. */
+                if (k->mark_us[at] >= c->now ||
+                    c->now - k->mark_us[at] <= (usec_t) k->a->config->kill_window_s * USEC_PER_SEC + USEC_PER_SEC)
+                        marks[n++] = k->marks[at];
         }
-        const char *victim_cgroup = NULL;
-        for (size_t i = 0; i < g->n_listed && !victim_cgroup; i++)
-                if (g->listed[i].has_member && g->listed[i].member.has_cgroup)
-                        victim_cgroup = g->listed[i].member.cgroup;
-        if (!victim_cgroup)
-                victim_cgroup = w->watch->path;
+        return n;
+}
+
+/* The cgroup the victims were in: the first listed member's, else the watched one. */
+static const char *group_victim_cgroup(const GroupWrite *c) {
+        for (size_t i = 0; i < c->g->n_listed; i++)
+                if (c->g->listed[i].has_member && c->g->listed[i].member.has_cgroup)
+                        return c->g->listed[i].member.cgroup;
+        return c->w->watch->path;
+}
+
+/* c->killer from the marks, the cgroup's xattrs, systemd-oomd's announcement (c->pk) or, with no
+ * mark, the killers running. */
+static void group_choose_killer(GroupWrite *c) {
+        KillWindow *w = c->w;
+        Agent *a = w->k->a;
+        KillGroup *g = c->g;
+        KillMark marks[KILL_MARKS_MAX];
+        KillerKind running[_KILLER_MAX];
         const char *comms[KILL_VICTIMS_LISTED];
+        size_t n_marks = group_marks(c, marks);
+        const char *victim_cgroup = group_victim_cgroup(c);
+
         for (size_t i = 0; i < g->n_listed; i++)
                 comms[i] = g->listed[i].comm;
         KillEvidence ev = { .marks = marks,
@@ -184,57 +212,77 @@ void killwindow_write(KillWindow *w, bool final) {
                             .n_comms = g->n_listed };
         ev.xattr_killer = killers_xattrs_grew(&w->xattrs, a->rt.sysroot, victim_cgroup, w->watch->path, ev.xattr_name,
                                               sizeof ev.xattr_name);
-        kill_choose_killer(&ev, g->pids, g->n_pids, &killer);
+        kill_choose_killer(&ev, g->pids, g->n_pids, &c->killer);
         /* systemd-oomd told us before it killed this cgroup: the strongest mark there is. */
         bool announced = w->prekill && (g->total == 0 || !victim_cgroup ||
                                         cgpath_covers(cgpath_trim(w->prekill->cgroup), victim_cgroup));
-        PrekillMeasure *pk = announced ? w->prekill : NULL;
-        if (pk) {
-                killer = (KillerChoice) { .killer = KILLER_SYSTEMD_OOMD, .basis = KILLMARK_BASIS_PREKILL };
-                snprintf(killer.mark, sizeof killer.mark, "Notify %.240s", pk->cgroup);
-        } else if (killer.killer == KILLER_UNKNOWN) {
+        c->pk = announced ? w->prekill : NULL;
+        if (c->pk) {
+                c->killer = (KillerChoice) { .killer = KILLER_SYSTEMD_OOMD, .basis = KILLMARK_BASIS_PREKILL };
+                snprintf(c->killer.mark, sizeof c->killer.mark, "Notify %.240s", c->pk->cgroup);
+        } else if (c->killer.killer == KILLER_UNKNOWN) {
                 ev.running = running;
                 ev.n_running = killers_running(a->rt.sysroot, running, ELEMENTSOF(running));
-                kill_choose_killer(&ev, g->pids, g->n_pids, &killer);
+                kill_choose_killer(&ev, g->pids, g->n_pids, &c->killer);
         }
-        /* No mark names the killer yet: one may come late (kill_mark_wait_us()). A kill announced
-         * whose measure is still being taken (agent/prekillhook.h) waits for it as long. */
-        usec_t wait = final ? 0 : kill_mark_wait_us(&killer, g->first_mono_us, now);
-        if (!final && !w->prekill && w->announced[0] && now < g->first_mono_us + KILL_MARK_WAIT_US)
-                wait = MAX(wait, 100 * USEC_PER_MSEC);
-        if (wait > 0) {
-                w->group = TAKE_PTR(g);
-                ev_timer_set(&w->group_timer, (double) wait / USEC_PER_SEC, 0.);
-                ev_timer_start(a->loop, &w->group_timer);
-                safe_close(fd);
-                return;
-        }
-        if (!rate_limit_admit(&a->rate, now)) { /* counted in the next incident's "suppressed" */
-                a->counters.wakeups[WAKEUP_RATE_LIMIT]++;
-                log_debug("a kill incident of %s is dropped: max_incidents_per_minute", w->watch->name);
-                safe_close(fd);
-                health_update(a);
-                return;
-        }
+}
 
-        size_t n_related = history_related(&a->history, w->watch->path, now, related, KILL_RELATED_MAX);
+/* No mark names the killer yet: one may come late (kill_mark_wait_us()). A kill announced whose
+ * measure is still being taken (agent/prekillhook.h) waits for it as long. True when the group went
+ * back to the window, its timer set for the wait. */
+static bool group_defer(GroupWrite *c, bool final) {
+        KillWindow *w = c->w;
+        usec_t wait = final ? 0 : kill_mark_wait_us(&c->killer, c->g->first_mono_us, c->now);
+
+        if (!final && !w->prekill && w->announced[0] && c->now < c->g->first_mono_us + KILL_MARK_WAIT_US)
+                wait = MAX(wait, 100 * USEC_PER_MSEC);
+        if (wait == 0)
+                return false;
+        w->group = TAKE_PTR(c->g);
+        ev_timer_set(&w->group_timer, (double) wait / USEC_PER_SEC, 0.);
+        ev_timer_start(w->k->a->loop, &w->group_timer);
+        return true;
+}
+
+/* False when max_incidents_per_minute drops the incident: counted (in the next incident's
+ * "suppressed"), the cgroup closed and the metrics updated. */
+static bool group_admit(GroupWrite *c) {
+        Agent *a = c->w->k->a;
+
+        if (rate_limit_admit(&a->rate, c->now))
+                return true;
+        a->counters.wakeups[WAKEUP_RATE_LIMIT]++;
+        log_debug("a kill incident of %s is dropped: max_incidents_per_minute", c->w->watch->name);
+        c->fd = safe_close(c->fd);
+        health_update(a);
+        return false;
+}
+
+/* The kill part of the incident into *rep, the ids of the pressure incidents before it into related
+ * (which rep points to), the victims' containers looked up. */
+static void group_report(const GroupWrite *c, const char *related[static KILL_RELATED_MAX], KillReport *rep) {
+        KillWindow *w = c->w;
+        Agent *a = w->k->a;
+        KillGroup *g = c->g;
+        size_t n_related = history_related(&a->history, w->watch->path, c->now, related, KILL_RELATED_MAX);
+
         for (size_t i = 0; i < g->n_listed; i++)
                 if (g->listed[i].has_member && g->listed[i].member.has_cgroup)
                         (void) container_cache_lookup(a->rt.containers, g->listed[i].member.cgroup);
         container_cache_done(a->rt.containers);
-        KillReport rep = {
+        *rep = (KillReport) {
                 .group = g,
                 .containers = a->rt.containers,
                 .cgroup = w->watch->path,
-                .killer = &killer,
-                .has_memory_current = ms.has_current,
-                .memory_current_kib = ms.current_bytes / 1024,
-                .has_memory_max = ms.has_max,
-                .memory_max_kib = ms.max_bytes / 1024,
-                .has_swap_current = ms.has_swap_current,
-                .swap_current_kib = ms.swap_current_bytes / 1024,
-                .has_oom_kill = ms.has_oom_kill,
-                .oom_kill = ms.oom_kill,
+                .killer = &c->killer,
+                .has_memory_current = c->ms.has_current,
+                .memory_current_kib = c->ms.current_bytes / 1024,
+                .has_memory_max = c->ms.has_max,
+                .memory_max_kib = c->ms.max_bytes / 1024,
+                .has_swap_current = c->ms.has_swap_current,
+                .swap_current_kib = c->ms.swap_current_bytes / 1024,
+                .has_oom_kill = c->ms.has_oom_kill,
+                .oom_kill = c->ms.oom_kill,
                 .trigger_spec = w->trigger[0] ? w->trigger : NULL,
                 /* A kill while the window's first sample runs: the id that sample was given. */
                 .pressure_incident = w->incident[0]           ? w->incident
@@ -245,16 +293,25 @@ void killwindow_write(KillWindow *w, bool final) {
                 .above_trigger = w->last_wakeup_us > w->incident_mono_us,
                 .related = related,
                 .n_related = n_related,
-                .prekill = pk,
-                .prekill_outcome = pk ? (g->total > 0 ? "killed" : "no_kill") : NULL,
+                .prekill = c->pk,
+                .prekill_outcome = c->pk ? (g->total > 0 ? "killed" : "no_kill") : NULL,
                 .kill_mono_us = g->first_mono_us,
                 .lost_exit_records = w->lost,
         };
+}
 
+/* Writes the kill incident to the watch's sink, its id into id; returns report_publish()'s answer. */
+static int group_publish(const GroupWrite *c, char *id, size_t id_size) {
+        KillWindow *w = c->w;
+        Agent *a = w->k->a;
+        const char *related[KILL_RELATED_MAX];
+        KillReport rep;
+
+        group_report(c, related, &rep);
         /* The cgroup's pressure right after: a result of no task. */
         SampleScope scope = {
                 .sysroot = a->rt.sysroot,
-                .cgroup_fd = fd,
+                .cgroup_fd = c->fd,
                 .resource = PSI_RESOURCE_MEMORY,
         };
         Snapshot snap = {};
@@ -263,26 +320,35 @@ void killwindow_write(KillWindow *w, bool final) {
         ReportEnd end = {
                 .agent = a,
                 .id = id,
-                .id_size = sizeof id,
+                .id_size = id_size,
                 .sinks = &w->watch->sink,
                 .n_sinks = 1,
                 .count = { .label = counters_watch_label(w->watch->cfg),
                            .type = COUNTERS_INCIDENT_KILL,
                            .resource = PSI_RESOURCE_MEMORY,
                            .has_killer = true,
-                           .killer = killer.killer },
+                           .killer = c->killer.killer },
         };
-        r = report_publish(&result,
-                           &(IncidentContext) {
-                                   .type = "kill",
-                                   .id = id,
-                                   .host = &a->rt.host,
-                                   .delayacct = runtime_delayacct(&a->rt),
-                                   .kill = &rep,
-                           },
-                           &end);
-        safe_close(fd);
-        if (pk) {
+        return report_publish(&result,
+                              &(IncidentContext) {
+                                      .type = "kill",
+                                      .id = id,
+                                      .host = &a->rt.host,
+                                      .delayacct = runtime_delayacct(&a->rt),
+                                      .kill = &rep,
+                              },
+                              &end);
+}
+
+/* After the incident (r: group_publish()'s answer): the cgroup closed, the announcement consumed,
+ * the outcome logged. */
+static void group_published(GroupWrite *c, int r, const char *id) {
+        KillWindow *w = c->w;
+        const KillGroup *g = c->g;
+        const KillerChoice *killer = &c->killer;
+
+        c->fd = safe_close(c->fd);
+        if (c->pk) {
                 w->prekill = prekill_measure_free(w->prekill);
                 w->announced[0] = '\0';
         }
@@ -293,6 +359,29 @@ void killwindow_write(KillWindow *w, bool final) {
         w->lost = 0;
         log_info("%llu process%s of %s killed under pressure by %s (%s): incident %s", (unsigned long long) g->total,
                  g->total == 1 ? "" : "es", w->watch->name,
-                 killer.killer == KILLER_UNKNOWN ? "an unknown killer" : killer_kind_to_string(killer.killer),
-                 killer.killer == KILLER_UNKNOWN ? "no mark" : killmark_basis_to_string(killer.basis), id);
+                 killer->killer == KILLER_UNKNOWN ? "an unknown killer" : killer_kind_to_string(killer->killer),
+                 killer->killer == KILLER_UNKNOWN ? "no mark" : killmark_basis_to_string(killer->basis), id);
+}
+
+void killwindow_write(KillWindow *w, bool final) {
+        _cleanup_(group_write_done) GroupWrite c = {
+                .w = w,
+                .g = TAKE_PTR(w->group),
+                .fd = -EBADF,
+                .now = now_usec(CLOCK_MONOTONIC),
+        };
+        char id[HISTORY_ID_MAX];
+
+        ev_timer_stop(w->k->a->loop, &w->group_timer);
+        if (!c.g)
+                return;
+        group_measure(&c);
+        if (group_is_oom(&c))
+                return;
+        group_choose_killer(&c);
+        if (group_defer(&c, final))
+                return;
+        if (!group_admit(&c))
+                return;
+        group_published(&c, group_publish(&c, id, sizeof id), id);
 }

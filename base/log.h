@@ -33,6 +33,8 @@ int log_internal(LogLevel level, int error, const char *fmt, ...) _printf_(3, 4)
 #define log_error_errno(e, ...) log_internal(LOG_LEVEL_ERROR, (e), __VA_ARGS__)
 #define log_warning_errno(e, ...) log_internal(LOG_LEVEL_WARNING, (e), __VA_ARGS__)
 #define log_debug_errno(e, ...) log_internal(LOG_LEVEL_DEBUG, (e), __VA_ARGS__)
+/* "out of memory" as an error, no strerror after it, and -ENOMEM: `return log_oom();`. */
+#define log_oom() (log_error("out of memory"), -ENOMEM)
 
 /* Per-site rate limiting: a site that may repeat keeps one of these and logs only when
  * log_ratelimit_pass() says so. The counts of what it kept quiet belong in its own counters. */

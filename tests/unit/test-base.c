@@ -1,6 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 #include <errno.h>
+#include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "base/log.h"
 #include "base/text.h"
@@ -97,6 +99,25 @@ static void test_log_level(void **state) {
         assert_int_equal(log_level_from_string("loud"), _LOG_LEVEL_INVALID);
         assert_int_equal(log_error_errno(-ENOENT, "x"), -ENOENT);
         assert_int_equal(log_error_errno(ENOENT, "x"), -ENOENT);
+}
+
+/* log_oom() writes what log_error("out of memory") wrote (no strerror after it) and yields -ENOMEM. */
+static void test_log_oom(void **state) {
+        char buf[128] = {};
+        int p[2], saved = dup(STDERR_FILENO), r;
+
+        assert_int_equal(pipe(p), 0);
+        fflush(stderr);
+        assert_int_equal(dup2(p[1], STDERR_FILENO), STDERR_FILENO);
+        close(p[1]);
+        r = log_oom();
+        fflush(stderr);
+        dup2(saved, STDERR_FILENO);
+        close(saved);
+        assert_true(read(p[0], buf, sizeof buf - 1) > 0);
+        close(p[0]);
+        assert_int_equal(r, -ENOMEM);
+        assert_string_equal(buf, "psidiag: error: out of memory\n");
 }
 
 static void test_format_us(void **state) {
@@ -266,6 +287,7 @@ int main(void) {
                 cmocka_unit_test(test_log_ratelimit),
                 cmocka_unit_test(test_rfc3339),
                 cmocka_unit_test(test_log_level),
+                cmocka_unit_test(test_log_oom),
                 cmocka_unit_test(test_format_us),
                 cmocka_unit_test(test_terminal_safe),
                 cmocka_unit_test(test_terminal_safe_c1_and_bidi),
