@@ -165,7 +165,7 @@ static int agent_alloc_procs(Agent *a) {
         a->top_max = 1;
         for (size_t i = 0; i < a->config->n_watches; i++)
                 a->top_max = MAX(a->top_max, a->config->watches[i].top);
-        a->procs.cap = (size_t) a->top_max * 2; /* most delayed, culprits */
+        a->procs.cap = process_info_buffer_cap(a->top_max); /* most delayed, culprits */
         a->procs.items = calloc(a->procs.cap, sizeof *a->procs.items);
         if (!a->procs.items)
                 return log_oom();

@@ -82,7 +82,7 @@ static int reload_reserve(Agent *a, const Config *nc, ReloadSpare *ret) {
         for (size_t i = 0; i < nc->n_watches; i++)
                 s.top = MAX(s.top, nc->watches[i].top);
         s.warned = calloc(nc->n_watches ? nc->n_watches : 1, sizeof *s.warned);
-        s.procs = s.top > a->top_max ? calloc((size_t) s.top * 2, sizeof *s.procs) : NULL;
+        s.procs = s.top > a->top_max ? calloc(process_info_buffer_cap(s.top), sizeof *s.procs) : NULL;
         if (!s.warned || (s.top > a->top_max && !s.procs) ||
             (nc->max_incidents_per_minute != old->max_incidents_per_minute &&
              rate_limit_init(&s.rate, nc->max_incidents_per_minute) < 0)) {
@@ -208,7 +208,7 @@ static void reload_adopt(Agent *a, Config *nc, ReloadSpare *spare) {
         discovery_take_warned(a, spare->warned);
         if (spare->procs) {
                 free(a->procs.items);
-                a->procs = (ProcessInfoBuffer) { .items = spare->procs, .cap = (size_t) spare->top * 2 };
+                a->procs = (ProcessInfoBuffer) { .items = spare->procs, .cap = process_info_buffer_cap(spare->top) };
                 a->top_max = spare->top;
         }
         if (a->config->max_incidents_per_minute != old->max_incidents_per_minute) {
