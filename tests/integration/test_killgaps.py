@@ -166,6 +166,26 @@ def threads_of(pid):
         return next(int(l.split()[1]) for l in f if l.startswith("Threads:"))
 
 
+def crowd_then_victim(agent, crowd, victim):
+    """The stopped agent's storm: the crowd ends, then the victim is killed, then the agent goes on."""
+    crowd.kill()
+    crowd.wait()
+    victim.kill()
+    victim.wait()
+    agent.send_signal(signal.SIGCONT)
+
+
+def crowd_cleanup(agent, crowd, crowd_cg, cg, lim):
+    """Whatever a crowd case left, gone; the agent's exit code (None if it never started)."""
+    if crowd and crowd.poll() is None:
+        crowd.kill()
+        crowd.wait()
+    code = stop_agent(agent) if agent else None
+    crowd_cg.__exit__(None, None, None)
+    release(cg, lim)
+    return code
+
+
 def storm_then_kill(tmp, mount, data, validate):
     """The agent stopped (SIGSTOP) while a process of more threads than the kill window's exit
     socket holds ends, then the victim killed, then the agent let go: the kernel drops records
@@ -187,22 +207,13 @@ def storm_then_kill(tmp, mount, data, validate):
         wait_for("the agent stopped", lambda: state(agent.pid) == "T", 10, 0.02)
         crowd = crowd_cg.spawn([WORKLOAD, "park", "psidiag-crowd", str(n)])
         wait_for(f"{n} threads parked", lambda: threads_of(crowd.pid) >= n, 60, 0.2)
-        crowd.kill()
-        crowd.wait()
-        victim.kill()
-        victim.wait()
-        agent.send_signal(signal.SIGCONT)
+        crowd_then_victim(agent, crowd, victim)
         inc = await_kill(out, log, 30, victim.pid)
         prom = os.path.join(tmp, "storm.prom")
         lost_metric = wait_for("the lost records counted",
                                lambda: metric(prom, "psidiag_exit_records_lost_total"), 10, 0.2)
     finally:
-        if crowd and crowd.poll() is None:
-            crowd.kill()
-            crowd.wait()
-        code = stop_agent(agent) if agent else None
-        crowd_cg.__exit__(None, None, None)
-        release(cg, lim)
+        code = crowd_cleanup(agent, crowd, crowd_cg, cg, lim)
     check(code == 0, f"agent exit {code}:\n{open(log).read()[-3000:]}")
     validate(inc)
     k = inc["kill"]
@@ -242,19 +253,10 @@ def grown_then_kill(tmp, mount, data, validate):
                          lambda: max(grown_rooms(log) or [0]) > n and max(grown_rooms(log)), 30, 0.2)
         agent.send_signal(signal.SIGSTOP)
         wait_for("the agent stopped", lambda: state(agent.pid) == "T", 10, 0.02)
-        crowd.kill()
-        crowd.wait()
-        victim.kill()
-        victim.wait()
-        agent.send_signal(signal.SIGCONT)
+        crowd_then_victim(agent, crowd, victim)
         inc = await_kill(out, log, 30, victim.pid)
     finally:
-        if crowd and crowd.poll() is None:
-            crowd.kill()
-            crowd.wait()
-        code = stop_agent(agent) if agent else None
-        crowd_cg.__exit__(None, None, None)
-        release(cg, lim)
+        code = crowd_cleanup(agent, crowd, crowd_cg, cg, lim)
     check(code == 0, f"agent exit {code}:\n{open(log).read()[-3000:]}")
     validate(inc)
     k = inc["kill"]
