@@ -1,86 +1,19 @@
 /* SPDX-License-Identifier: MIT */
 /* `psidiag check`: what the agent needs from this host and whether it has it, one line each
- * (ok / warn / fail). Gathering the facts touches the host; judging them is a pure function so the
- * verdicts are unit-tested. fail means the agent cannot do its full job; warn means it can, with
- * the limitation the line states. */
+ * (ok / warn / fail). Gathering the facts (cmd/check-facts.h) touches the host; judging them is a
+ * pure function, one per check walked from a table, so the verdicts are unit-tested. fail means the
+ * agent cannot do its full job; warn means it can, with the limitation the line states. */
 #pragma once
 
-#include <stdbool.h>
 #include <stddef.h>
-#include <stdint.h>
 
-#include "probes/procfs.h"
-#include "probes/system.h"
-#include "triggers/trigger.h"
+#include "cmd/check-facts.h"
 
 typedef enum CheckStatus {
         CHECK_OK,
         CHECK_WARN,
         CHECK_FAIL,
 } CheckStatus;
-
-/* The containers of one runtime that the cgroup tree holds, and how many its files named. */
-#define CHECK_RUNTIMES_MAX 6
-typedef struct CheckRuntime {
-        char runtime[16];  /* "docker", "containerd", "crio", "podman" */
-        unsigned seen;     /* containers found in the tree */
-        unsigned named;    /* of them, named by their runtime's files */
-        char unnamed[160]; /* why the first one that was not is not */
-} CheckRuntime;
-
-typedef struct CheckFacts {
-        int proc_err;                     /* opening /proc */
-        int pressure_err;                 /* opening /proc/pressure */
-        bool pressure[_PSI_RESOURCE_MAX]; /* which pressure files exist */
-        int arm_err;                      /* arming a test trigger on /proc/pressure/cpu */
-        char cgroup2_path[256];           /* "": no cgroup2 mount */
-        bool cgroup2_pressure;            /* cpu.pressure at the mount's root */
-        int cgroup2_write_err;            /* opening that file for writing (arming needs it) */
-        char v1_controllers[128];         /* "cpu memory blkio" mounted as cgroup v1, "" none */
-        char memory_v1_path[256];         /* hybrid: where memory limits come from, or "" */
-        int taskstats_err;                /* asking taskstats about ourselves */
-        unsigned taskstats_version;
-        int exit_err;              /* registering an exit listener for the possible cpus (its acknowledgement) */
-        char exit_cpus[64];        /* those cpus, as the kernel lists them (cut to fit: shown, not used) */
-        int delayacct;             /* 1, 0 or -errno */
-        bool delayacct_switchable; /* euid 0 with CAP_SYS_ADMIN: --enable-delayacct works */
-        int caps_err;
-        uint64_t cap_eff;
-        int procfs_err;   /* reading another task's stat and cmdline (pid 1) */
-        int kmsg_err;     /* opening /dev/kmsg for reading */
-        int cgroupns_err; /* reading our cgroup namespace (proc_cgroup_namespace_read()) */
-        ProcCgroupNamespace cgroupns;
-        int lsm_err;                   /* reading our LSM label (system_read_lsm_label()): -EINVAL none */
-        char lsm_label[128];           /* "docker-default (enforce)" */
-        int cgns_err;                  /* locating our namespace's root (proc_cgroup_namespace_locate()) */
-        CgroupNamespace cgns;          /* where it lies under the cgroup2 mount */
-        int prekill_dir_err;           /* stat of systemd-oomd's prekill hook directory: 0 a directory */
-        int sched_err;                 /* reading this cpu's clock (schedclock_now_on()): how long threads block */
-        int cpus_allowed, cpus_online; /* our cpuset's cpus, the node's online ones (0: unknown) */
-        int containers_err;            /* walking the cgroup tree for containers (ctrselect_walk()) */
-        CheckRuntime runtimes[CHECK_RUNTIMES_MAX];
-        size_t n_runtimes;
-        /* The directories discovery watches (inotify) for container watches: those the walk for
-         * containers goes through, the most one user (not root) owns and whose, all users'. */
-        unsigned dirs, dirs_user_most, dirs_users;
-        uint32_t dirs_user_uid;
-        unsigned dir_watch_default; /* max_dir_watches' default */
-        int inotify_err;            /* reading fs.inotify.max_user_watches */
-        uint64_t inotify_max;       /* fs.inotify.max_user_watches */
-        int inotify_use_err;        /* counting root's watches (system_count_inotify()) */
-        InotifyUse inotify_use;     /* root's processes' watches now, psidiag's among them */
-        /* cgroups that claim a container's id but were not verified as its runtime's
-         * (containers/ctrverify.h), counted under no runtime, and why the first was not */
-        unsigned unverified;
-        char unverified_why[160];
-} CheckFacts;
-
-/* How many processes `check` reads the cgroup of, looking for ones outside our cgroup namespace. */
-#define CHECK_CGROUPNS_SCAN_MAX 4096
-/* How many of root's processes `check` reads the inotify instances of. */
-#define CHECK_INOTIFY_SCAN_MAX 4096
-/* How many users' directories `check` counts apart (beyond them, the rest under "users"). */
-#define CHECK_DIR_OWNERS_MAX 64
 
 typedef struct CheckLine {
         CheckStatus status;
@@ -92,9 +25,6 @@ typedef struct CheckLine {
 
 /* Judges the facts. Fills lines (at most CHECK_LINES_MAX) and returns how many. */
 size_t check_evaluate(const CheckFacts *f, CheckLine *lines);
-
-/* Gathers the facts from this host. Never fails: what cannot be learned is an error in the facts. */
-void check_gather(CheckFacts *f);
 
 const char *check_status_to_string(CheckStatus s);
 
