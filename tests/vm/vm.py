@@ -40,6 +40,7 @@ NAME = sys.argv[4]
 GUEST = GUESTS[NAME]
 CASES = sys.argv[5:]
 KVM_PROBE_S = 20
+KVM_PROBE_CACHE = os.path.join(os.path.dirname(RESULTS), "kvm-probe.json")
 # From QEMU's start to the guest runner's first line (TCG boots in about a minute here).
 BOOT_S = int(os.environ.get("PSIDIAG_VM_BOOT_S", "300"))
 # Every case has its own deadline in the guest (guest.py); this bounds them all and the shutdown
@@ -178,9 +179,35 @@ class Qemu:
 
 def kvm_boots(work, files, root_image, scratch):
     """Whether QEMU under KVM gets as far as the kernel's banner within KVM_PROBE_S (a nested guest
-    can hang before it, or QEMU fail at once), and why not."""
+    can hang before it, or QEMU fail at once), and why not. The answer is kept beside the guests'
+    results (KVM_PROBE_CACHE) for the host's boot and QEMU's version, so that the guests of one
+    run probe once, not five times (20 s each where KVM hangs)."""
     if not os.access("/dev/kvm", os.R_OK | os.W_OK):
         return False, "no /dev/kvm to use"
+    key = kvm_probe_key()
+    try:
+        with open(KVM_PROBE_CACHE) as f:
+            kept = json.load(f)
+        if kept.get("key") == key:
+            return kept["kvm"], f"{kept['why']} (probed by an earlier guest of this boot)"
+    except (OSError, ValueError, KeyError, AttributeError):
+        pass
+    kvm, why = kvm_probe(work, files, root_image, scratch)
+    with open(KVM_PROBE_CACHE + ".tmp", "w") as f:
+        json.dump({"key": key, "kvm": kvm, "why": why}, f)
+    os.replace(KVM_PROBE_CACHE + ".tmp", KVM_PROBE_CACHE)
+    return kvm, why
+
+
+def kvm_probe_key():
+    """The host's boot and QEMU's version: a probe's answer holds for both."""
+    with open("/proc/sys/kernel/random/boot_id") as f:
+        boot = f.read().strip()
+    p = sh(["qemu-system-x86_64", "--version"], timeout=30)
+    return [boot, p.stdout.splitlines()[0] if p.stdout else ""]
+
+
+def kvm_probe(work, files, root_image, scratch):
     q = Qemu(work, *files, root_image, scratch, "kvm", probe=True)
     try:
         deadline = time.time() + KVM_PROBE_S

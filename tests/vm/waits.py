@@ -55,12 +55,12 @@ def node_device(inc, name):
     return next((d for d in devs if d["device"] == name), {})
 
 
-def load_null_blk(completion_s, memory_backed=False):
+def load_null_blk(completion_s):
     """null_blk's one disk, nullb0, completing each request completion_s after it came (a module
     of the stock kernel). Loaded in the background: the module reads the new disk's partition table
     at load, a few requests of completion_s each. Skips when the kernel has no null_blk."""
     args = ["modprobe", "null_blk", "nr_devices=1", "irqmode=2", f"completion_nsec={completion_s * 10**9}", "gb=1"]
-    load = subprocess.Popen(args + (["memory_backed=1"] if memory_backed else []), stdout=subprocess.PIPE,
+    load = subprocess.Popen(args, stdout=subprocess.PIPE,
                             stderr=subprocess.STDOUT, text=True)
     try:
         out, _ = load.communicate(timeout=150)
@@ -74,7 +74,59 @@ def load_null_blk(completion_s, memory_backed=False):
     return "nullb0"
 
 
+NULLB_CONFIG = "/sys/kernel/config/nullb"
+NULLB_ITEM = os.path.join(NULLB_CONFIG, "nullb0")
+
+
+def wait_path(path, timeout):
+    deadline = time.monotonic() + timeout
+    while not os.path.exists(path):
+        check(time.monotonic() < deadline, f"{path} did not appear within {timeout} s")
+        time.sleep(0.1)
+
+
+def slow_null_blk(completion_s, prepare):
+    """A memory-backed null_blk disk made through configfs, prepared while it answers at once and
+    then made to answer each request completion_s after it came: prepare(name) runs on the fast
+    disk, then the disk is powered off, given its completion time and powered on again, its data
+    kept (kernel-facts.md: null-blk). Made slow at once, its partition scan and the probes of
+    udev, mkswap and swapon, one request after another, took 123 to 129 s on every guest. Skips
+    when the kernel has no null_blk."""
+    p = sh(["modprobe", "null_blk", "nr_devices=0"], timeout=120)
+    if p.returncode != 0 and "not found" in p.stdout + p.stderr:
+        skip(f"no null_blk: {p.stderr.strip()}")
+    check(p.returncode == 0, f"modprobe null_blk nr_devices=0: {p.returncode} {p.stderr}")
+    if not os.path.isdir(NULLB_CONFIG) and not os.path.ismount("/sys/kernel/config"):
+        sh(["mount", "-t", "configfs", "configfs", "/sys/kernel/config"])
+    check(os.path.isdir(NULLB_CONFIG), f"no {NULLB_CONFIG} (configfs)")
+    os.mkdir(NULLB_ITEM)
+    for key, value in (("size", "1024"), ("memory_backed", "1"), ("irqmode", "0"), ("power", "1")):
+        write(os.path.join(NULLB_ITEM, key), value)
+    # The disk is named after the configfs item where the kernel does so, else after
+    # its index: the item is called nullb0 for both, nr_devices=0 leaving index 0 free
+    # (kernel-facts.md: null-blk).
+    name = os.path.basename(NULLB_ITEM)
+    if not os.path.exists(f"/sys/block/{name}"):
+        name = "nullb" + open(os.path.join(NULLB_ITEM, "index")).read().strip()
+    wait_path(f"/dev/{name}", 60)
+    prepare(name)
+    t = time.monotonic()
+    for key, value in (("power", "0"), ("irqmode", "2"), ("completion_nsec", str(completion_s * 10**9)),
+                       ("power", "1")):
+        write(os.path.join(NULLB_ITEM, key), value)
+    wait_path(f"/dev/{name}", 60)
+    print(f"  {name} powered on again, answering in {completion_s} s, in {time.monotonic() - t:.1f} s")
+    write(f"/sys/block/{name}/queue/iostats", "1")
+    return name
+
+
 def unload_null_blk():
+    if os.path.isdir(NULLB_ITEM):
+        try:
+            write(os.path.join(NULLB_ITEM, "power"), "0")
+        except OSError:
+            pass
+        os.rmdir(NULLB_ITEM)
     for _ in range(60):  # requests in flight end within their completion time
         if sh(["rmmod", "null_blk"]).returncode == 0:
             return
@@ -139,66 +191,82 @@ def writeback(validate):
                   "no cgroup2 memory or io controller")
             write(os.path.join(vol.path, "cgroup.subtree_control"), "+io +memory")
             write(os.path.join(vol.path, "io.max"), f"{scratch_disk()} wbps={8 << 20}")
-            with ScratchCgroup(vol.path, "db") as db, ScratchCgroup(vol.path, "batch") as batch:
-                db.rel, batch.rel = f"{vol.rel}/{db.rel}", f"{vol.rel}/{batch.rel}"
-                procs = []
-
-                def start():
-                    db.spawn(["sh", "-c", loop])
-                    procs.append(batch.spawn(["dd", "if=/dev/zero", f"of={big}", "bs=1M", "count=700",
-                                              "status=none"]))
-
-                def queued(i):
-                    wb = (i["limits"]["io"] or {}).get("writeback") or {}
-                    return wb.get("dirty_bytes", 0) + wb.get("writeback_bytes", 0)
-
-                def fsync_blocked(i):
-                    return [m for m in i["most_delayed"] if m["cgroup"] == "/" + db.rel and m.get("blocked_now")]
-
-                def named(lines):
-                    return [i for i in with_culprits(lines) if queued(i) >= 16 << 20 and fsync_blocked(i)]
-                lines, _ = agent_run(db, "io some 50ms 2s", named, start=start, cooldown_ms=0)
-                inc = picked(validate, lines, named)
-                # The fsync writer waits in D behind the queue: its wait has not ended, so it is
-                # named blocked with how long, and that wait is for io.
-                writer = fsync_blocked(inc)[0]
-                now = writer["blocked_now"]
-                held = blocked_threads(inc, writer["pid"])
-                print(f"  the fsync writer: {writer['comm']} pid {writer['pid']} blocked_now {now}, "
-                      f"delay {writer['delay_us']['blkio']} us; blocked {held}")
-                check(writer["comm"] == "dd" and now["ms"] > 0 and held and all(h[2] is not None for h in held),
-                      f"the fsync writer is not named blocked with how long: {writer}, blocked {inc['blocked']}")
-                check(wait_of(inc, now["tid"])[0] == "io", f"the fsync writer's wait is not one for io: {held}")
-                s = inc["summary"]
-                top = inc["most_delayed"][0]
-                stuck = (top.get("blocked_now") or {}).get("ms", 0)
-                if stuck >= inc["sample"]["duration_ms"] and stuck * 1000 > top["delay_us"]["blkio"]:
-                    check(s.startswith(f"{top['comm']} (/{top['cgroup'][1:]}) blocked for io on vdb, ")
-                          and " so far in " in s, f"the summary does not lead with the wait not ended: {s!r}")
-                check("no process measured waiting" not in s, f"summary: {s!r}")
-                # No wait the kernel ended without a start (the time since boot, at least the
-                # minute the guest has been up by now) is left in anyone's delay, with or without
-                # maxima in the replies (kernel-facts.md: blkio-unstarted); real waits here last
-                # seconds.
-                long = [(m["comm"], m["pid"], m["delay_us"]["blkio"]) for m in inc["most_delayed"]
-                        if m["delay_us"]["blkio"] >= 30_000_000]
-                check(not long, f"a blkio delay of the time since boot: {long}")
-                # Its writeback is charged to its cgroup (cgroup writeback); the dd itself may have
-                # dirtied nothing in the sample, held in balance_dirty_pages() all along.
-                check(inc["culprits"]["cgroups"][0]["path"] == "/" + batch.rel,
-                      f"/{batch.rel} is not the first culprit cgroup: {inc['culprits']['cgroups']}")
-                wb = inc["limits"]["io"]["writeback"]
-                cg = next((g for g in inc["culprits"]["cgroups"] if g["path"] == "/" + batch.rel), {})
-                print(f"  writeback {wb}, /{batch.rel} dirty_bytes {cg.get('dirty_bytes')}")
-                check(cg.get("dirty_bytes") is not None,
-                      f"no dirty_bytes for /{batch.rel}: {inc['culprits']['cgroups']}")
-                s = inc["summary"]
-                check(s.endswith(f"dirtied by /{batch.rel}") or f"dirtied by /{batch.rel}: dd (pid {procs[0].pid})" in s
-                      or f"dd (/{batch.rel}, pid {procs[0].pid}) dirtied " in s, f"summary: {s!r}")
+            try:
+                writeback_checked(validate, vol, big, loop)
+            finally:
+                # The dd's pages already under writeback stay held at 8 MiB/s after it is killed,
+                # and unlinking its file waits for them: lifted first, so that the teardown takes
+                # a second, not the 27 s that 258 MiB in writeback took (trixie: 46.5 s a case).
+                t = time.monotonic()
+                write(os.path.join(vol.path, "io.max"), f"{scratch_disk()} wbps=max")
+                for f in (big, small):
+                    if os.path.exists(f):
+                        os.unlink(f)
+                print(f"  the throttle lifted and the files removed in {time.monotonic() - t:.1f} s")
     finally:
         for f in (big, small):
             if os.path.exists(f):
                 os.unlink(f)
+
+
+def writeback_checked(validate, vol, big, loop):
+    """The writeback case's load and checks, in vol (throttled at 8 MiB/s)."""
+    with ScratchCgroup(vol.path, "db") as db, ScratchCgroup(vol.path, "batch") as batch:
+        db.rel, batch.rel = f"{vol.rel}/{db.rel}", f"{vol.rel}/{batch.rel}"
+        procs = []
+
+        def start():
+            db.spawn(["sh", "-c", loop])
+            procs.append(batch.spawn(["dd", "if=/dev/zero", f"of={big}", "bs=1M", "count=700",
+                                      "status=none"]))
+
+        def queued(i):
+            wb = (i["limits"]["io"] or {}).get("writeback") or {}
+            return wb.get("dirty_bytes", 0) + wb.get("writeback_bytes", 0)
+
+        def fsync_blocked(i):
+            return [m for m in i["most_delayed"] if m["cgroup"] == "/" + db.rel and m.get("blocked_now")]
+
+        def named(lines):
+            return [i for i in with_culprits(lines) if queued(i) >= 16 << 20 and fsync_blocked(i)]
+        lines, _ = agent_run(db, "io some 50ms 2s", named, start=start, cooldown_ms=0)
+        inc = picked(validate, lines, named)
+        # The fsync writer waits in D behind the queue: its wait has not ended, so it is
+        # named blocked with how long, and that wait is for io.
+        writer = fsync_blocked(inc)[0]
+        now = writer["blocked_now"]
+        held = blocked_threads(inc, writer["pid"])
+        print(f"  the fsync writer: {writer['comm']} pid {writer['pid']} blocked_now {now}, "
+              f"delay {writer['delay_us']['blkio']} us; blocked {held}")
+        check(writer["comm"] == "dd" and now["ms"] > 0 and held and all(h[2] is not None for h in held),
+              f"the fsync writer is not named blocked with how long: {writer}, blocked {inc['blocked']}")
+        check(wait_of(inc, now["tid"])[0] == "io", f"the fsync writer's wait is not one for io: {held}")
+        s = inc["summary"]
+        top = inc["most_delayed"][0]
+        stuck = (top.get("blocked_now") or {}).get("ms", 0)
+        if stuck >= inc["sample"]["duration_ms"] and stuck * 1000 > top["delay_us"]["blkio"]:
+            check(s.startswith(f"{top['comm']} (/{top['cgroup'][1:]}) blocked for io on vdb, ")
+                  and " so far in " in s, f"the summary does not lead with the wait not ended: {s!r}")
+        check("no process measured waiting" not in s, f"summary: {s!r}")
+        # No wait the kernel ended without a start (the time since boot, at least the
+        # minute the guest has been up by now) is left in anyone's delay, with or without
+        # maxima in the replies (kernel-facts.md: blkio-unstarted); real waits here last
+        # seconds.
+        long = [(m["comm"], m["pid"], m["delay_us"]["blkio"]) for m in inc["most_delayed"]
+                if m["delay_us"]["blkio"] >= 30_000_000]
+        check(not long, f"a blkio delay of the time since boot: {long}")
+        # Its writeback is charged to its cgroup (cgroup writeback); the dd itself may have
+        # dirtied nothing in the sample, held in balance_dirty_pages() all along.
+        check(inc["culprits"]["cgroups"][0]["path"] == "/" + batch.rel,
+              f"/{batch.rel} is not the first culprit cgroup: {inc['culprits']['cgroups']}")
+        wb = inc["limits"]["io"]["writeback"]
+        cg = next((g for g in inc["culprits"]["cgroups"] if g["path"] == "/" + batch.rel), {})
+        print(f"  writeback {wb}, /{batch.rel} dirty_bytes {cg.get('dirty_bytes')}")
+        check(cg.get("dirty_bytes") is not None,
+              f"no dirty_bytes for /{batch.rel}: {inc['culprits']['cgroups']}")
+        s = inc["summary"]
+        check(s.endswith(f"dirtied by /{batch.rel}") or f"dirtied by /{batch.rel}: dd (pid {procs[0].pid})" in s
+              or f"dd (/{batch.rel}, pid {procs[0].pid}) dirtied " in s, f"summary: {s!r}")
 
 
 
@@ -228,9 +296,12 @@ def memory_swap(validate):
     swapped = False
     try:
         t = time.monotonic()
-        disk = load_null_blk(3, memory_backed=True)
-        p = sh(["mkswap", f"/dev/{disk}"], timeout=120)
-        check(p.returncode == 0, f"mkswap: {p.stdout} {p.stderr}")
+
+        def mkswap(name):
+            p = sh(["mkswap", f"/dev/{name}"], timeout=120)
+            check(p.returncode == 0, f"mkswap: {p.stdout} {p.stderr}")
+            sh(["udevadm", "settle", "--timeout=60"], timeout=90)
+        disk = slow_null_blk(3, mkswap)
         p = sh(["swapon", f"/dev/{disk}"], timeout=120)
         check(p.returncode == 0, f"swapon: {p.stdout} {p.stderr}")
         print(f"  null_blk loaded and swapped on in {time.monotonic() - t:.1f} s")
