@@ -419,6 +419,11 @@ def read_lines(path):
     return [json.loads(l) for l in data.split(b"\n")[:-1] if l]
 
 
+def sh(argv, timeout=60, **kw):
+    """argv run to its end, its output captured as text."""
+    return subprocess.run(argv, capture_output=True, text=True, timeout=timeout, **kw)
+
+
 def snapshot(psidiag, *args, timeout=120):
     """`psidiag snapshot ARGS...`: checks that it exits 0 and prints one line, and returns the
     incident."""
