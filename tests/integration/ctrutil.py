@@ -94,6 +94,15 @@ class Cleanup:
         argv prefix, runuser ...)."""
         self.add(f"podman rm {' '.join(names)}", sh, [*(user or []), "podman", *opts, "rm", "-f", "-t", "0", *names], 120)
 
+    def podman_under(self, parent, image, *names):
+        """What a test's podman containers under its scratch cgroup parent leave: the containers
+        names, then the image, then the tasks left in parent, then the parents podman's cgroupfs
+        driver made in the v1 hierarchies (v1_cleanup), undone in that order."""
+        self.add("the v1 hierarchies' parents", v1_cleanup, parent.rel)
+        self.add("the scratch cgroup's tasks", parent.kill_all)
+        self.image("podman", image)
+        self.podman(*names)
+
     def image(self, tool, image, user=None):
         self.add(f"{tool} rmi {image}", sh, [*(user or []), tool, "rmi", "-f", image], 120)
 

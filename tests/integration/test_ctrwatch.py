@@ -22,7 +22,7 @@ import tempfile
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from common import (ScratchCgroup, check, check_kernel, launch_agent, metric, run, stop_agent, validator,  # noqa: E402
                     wait_for, wait_lines, wait_log)
-from ctrutil import Cleanup, build_image, need_podman, podman, run_opts, start, v1_cleanup  # noqa: E402
+from ctrutil import Cleanup, build_image, need_podman, podman, run_opts, start  # noqa: E402
 
 PSIDIAG, WORKLOAD, SCHEMAS = sys.argv[1:4]
 UNIQUE = f"psidiag-it-cw{os.getpid()}"
@@ -55,10 +55,7 @@ def main():
     agent = None
     try:
         with ScratchCgroup(mount, "ctrwatch") as parent, Cleanup() as done:
-            done.add("the v1 hierarchies' parents", v1_cleanup, parent.rel)
-            done.add("the scratch cgroup's tasks", parent.kill_all)
-            done.image("podman", IMAGE)
-            done.podman(WEB, BATCH)
+            done.podman_under(parent, IMAGE, WEB, BATCH)
             try:
                 build_image(tmp, IMAGE)
                 opts = run_opts(parent.rel, IMAGE)
