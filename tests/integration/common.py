@@ -313,23 +313,68 @@ def stop_agent(agent, timeout=10):
     return agent.returncode
 
 
+class Agent:
+    """An agent launch_agent() started: proc (its Popen), cfg (its config file, None for the
+    embedded default), out and prom (its config's output and metrics_file), log (its stderr)."""
+
+    def __init__(self, proc, cfg, out, prom, log):
+        self.proc, self.cfg, self.out, self.prom, self.log = proc, cfg, out, prom, log
+
+    def text(self):
+        """What the agent has logged so far."""
+        return open(self.log).read()
+
+    def alive(self, name="the agent"):
+        """For wait_for(alive=...)."""
+        return (name, self.proc, self.log)
+
+    def stop(self, timeout=10):
+        return stop_agent(self.proc, timeout)
+
+
+def launch_agent(psidiag, tmp, name, config=None, args=(), wrap=(), wait=None, timeout=60, **popen):
+    """The agent `WRAP... psidiag --config TMP/NAME.json ARGS...`, its stderr in TMP/NAME.log. config:
+    a dict, written as JSON ("output" defaults to TMP/NAME.ndjson), or a string, written as it is
+    (mode 0644);
+    None: no --config, the embedded default config. wrap: a command the agent runs under (setpriv
+    ...); popen: the rest of Popen's arguments (stdout, env). wait: a pattern the log must show
+    (within timeout s; failing, the agent stopped, at once if it exits) before this returns. Returns an
+    Agent."""
+    cfg = out = prom = None
+    argv = [*wrap, psidiag]
+    if config is not None:
+        cfg = os.path.join(tmp, f"{name}.json")
+        if isinstance(config, dict):
+            config = {"output": os.path.join(tmp, f"{name}.ndjson"), **config}
+            out, prom = config["output"], config.get("metrics_file")
+            text = json.dumps(config)
+        else:
+            text = config
+        with open(cfg, "w") as f:
+            f.write(text)
+        os.chmod(cfg, 0o644)  # whatever the umask: readable by an agent that runs as another user
+        argv += ["--config", cfg]
+    log = os.path.join(tmp, f"{name}.log")
+    with open(log, "w") as err:
+        proc = subprocess.Popen(argv + list(args), stderr=err, **popen)
+    agent = Agent(proc, cfg, out, prom, log)
+    if wait:
+        try:
+            wait_log(log, wait, timeout, proc)
+        except Failed:
+            agent.stop()
+            raise
+    return agent
+
+
 def start_watching(psidiag, tmp, cg, name, trigger, **config):
     """The agent with one watch of cg for trigger (and delay accounting on), once it says it is
     watching: tasks started before delay accounting was on would report no delays. Returns the
     process, its output file and its log. A slow machine gets a generous deadline."""
-    out = os.path.join(tmp, f"{name}.ndjson")
-    cfg = os.path.join(tmp, f"{name}.json")
-    with open(cfg, "w") as f:
-        json.dump({"output": out, "sample_ms": 1000, "cooldown_ms": 0, **config,
-                   "watch": [{"cgroup": cg.rel, "triggers": [trigger]}]}, f)
-    log = os.path.join(tmp, f"{name}.log")
-    with open(log, "w") as err:
-        agent = subprocess.Popen([psidiag, "--config", cfg, "--enable-delayacct"], stderr=err)
-    deadline = time.time() + 60
-    while "watching:" not in open(log).read():
-        check(agent.poll() is None and time.time() < deadline, f"the agent did not start:\n{open(log).read()}")
-        time.sleep(0.05)
-    return agent, out, log
+    a = launch_agent(psidiag, tmp, name, {"sample_ms": 1000, "cooldown_ms": 0, **config,
+                                          "watch": [{"cgroup": cg.rel, "triggers": [trigger]}]},
+                     ["--enable-delayacct"], wait="watching:")
+    return a.proc, a.out, a.log
 
 
 def wait_for(what, fn, timeout, interval=0.5, alive=(), log=None):
@@ -354,16 +399,16 @@ def wait_for(what, fn, timeout, interval=0.5, alive=(), log=None):
     raise Failed(f"timed out after {timeout} s waiting for {what}; last: {str(last)[:1500]}{tail}")
 
 
-def wait_log(path, pattern, timeout, agent=None):
-    """Polls the log at path until pattern matches and returns the match; fails after timeout, or
-    as soon as agent (when given) has exited."""
+def wait_log(path, pattern, timeout, agent=None, start=0):
+    """Polls the log at path (from its offset start on) until pattern matches and returns the
+    match; fails after timeout, or as soon as agent (a Popen, when given) has exited."""
     deadline = time.time() + timeout
     while time.time() < deadline:
-        m = re.search(pattern, open(path).read())
+        m = re.search(pattern, open(path).read()[start:])
         if m:
             return m
         check(agent is None or agent.poll() is None, f"the agent exited:\n{open(path).read()[-3000:]}")
-        time.sleep(0.1)
+        time.sleep(0.05)
     check(False, f"no {pattern!r} within {timeout} s:\n{open(path).read()[-3000:]}")
 
 
@@ -417,6 +462,11 @@ def read_lines(path):
     # file can see part of a write in progress (a page of a long line): the tail without its
     # newline is not a line yet.
     return [json.loads(l) for l in data.split(b"\n")[:-1] if l]
+
+
+def sh(argv, timeout=60, **kw):
+    """argv run to its end, its output captured as text."""
+    return subprocess.run(argv, capture_output=True, text=True, timeout=timeout, **kw)
 
 
 def snapshot(psidiag, *args, timeout=120):

@@ -10,7 +10,7 @@ import subprocess
 import sys
 import time
 
-from common import rmdir_retry, skip
+from common import rmdir_retry, sh, skip
 
 # crun refuses hybrid hosts ("cgroups in hybrid mode not supported"); runc runs there. The default
 # RLIMIT_NOFILE and RLIMIT_NPROC podman asks for may be above our hard limits.
@@ -19,7 +19,7 @@ RUN_OPTS = [LIMITS, ["--runtime", "runc", *LIMITS]]
 
 
 def podman(*args, timeout=120):
-    return subprocess.run(["podman", *args], capture_output=True, text=True, timeout=timeout)
+    return sh(["podman", *args], timeout)
 
 
 def need_podman():
@@ -87,15 +87,24 @@ class Cleanup:
         return False
 
     def docker(self, *names):
-        self.add(f"docker rm {' '.join(names)}", _quiet, ["docker", "rm", "-f", *names])
+        self.add(f"docker rm {' '.join(names)}", sh, ["docker", "rm", "-f", *names], 120)
 
     def podman(self, *names, opts=(), user=None):
         """Containers of podman (opts: its global options, --cgroup-manager; user: a rootless one's
         argv prefix, runuser ...)."""
-        self.add(f"podman rm {' '.join(names)}", _quiet, [*(user or []), "podman", *opts, "rm", "-f", "-t", "0", *names])
+        self.add(f"podman rm {' '.join(names)}", sh, [*(user or []), "podman", *opts, "rm", "-f", "-t", "0", *names], 120)
+
+    def podman_under(self, parent, image, *names):
+        """What a test's podman containers under its scratch cgroup parent leave: the containers
+        names, then the image, then the tasks left in parent, then the parents podman's cgroupfs
+        driver made in the v1 hierarchies (v1_cleanup), undone in that order."""
+        self.add("the v1 hierarchies' parents", v1_cleanup, parent.rel)
+        self.add("the scratch cgroup's tasks", parent.kill_all)
+        self.image("podman", image)
+        self.podman(*names)
 
     def image(self, tool, image, user=None):
-        self.add(f"{tool} rmi {image}", _quiet, [*(user or []), tool, "rmi", "-f", image])
+        self.add(f"{tool} rmi {image}", sh, [*(user or []), tool, "rmi", "-f", image], 120)
 
     def ctr(self, namespace, *ids):
         """containerd containers made with ctr: their tasks killed, then removed (a task is deleted
@@ -107,18 +116,14 @@ class Cleanup:
         self.add(f"pod {pod.namespace}/{pod.name}", pod.remove)
 
 
-def _quiet(argv, timeout=120):
-    return subprocess.run(argv, capture_output=True, text=True, timeout=timeout)
-
-
 def ctr_remove(namespace, ids, timeout=20):
     for cid in ids:
-        _quiet(["ctr", "-n", namespace, "tasks", "kill", "-s", "SIGKILL", cid])
+        sh(["ctr", "-n", namespace, "tasks", "kill", "-s", "SIGKILL", cid], 120)
     for cid in ids:
         deadline = time.time() + timeout
         while time.time() < deadline:
-            _quiet(["ctr", "-n", namespace, "tasks", "rm", "-f", cid])
-            p = _quiet(["ctr", "-n", namespace, "containers", "rm", cid])
+            sh(["ctr", "-n", namespace, "tasks", "rm", "-f", cid], 120)
+            p = sh(["ctr", "-n", namespace, "containers", "rm", cid], 120)
             if p.returncode == 0 or "not found" in p.stderr:
                 break
             time.sleep(0.5)

@@ -12,16 +12,11 @@ import json
 import os
 import re
 import shutil
-import subprocess
 import tempfile
 
-from common import check, skip
+from common import check, sh, skip
 
 CACHE = os.environ.get("PSIDIAG_TEST_CACHE", "/var/cache/psidiag-test")
-
-
-def sh(argv, timeout=60, **kw):
-    return subprocess.run(argv, capture_output=True, text=True, timeout=timeout, **kw)
 
 
 def apt_mirror(codename):

@@ -14,7 +14,7 @@ import time
 
 from common import Failed, check, find_mount, rmdir_retry, skip, wait_for  # noqa: F401 (wait_for: for its tests)
 import debroot
-from debroot import sh  # noqa: F401 (the tests that use this module run commands with it)
+from common import sh  # noqa: F401 (the tests that use this module run commands with it)
 
 # The scripts that boot containers with this module: a leftover is swept only when the run that
 # made it is gone.

@@ -5,7 +5,6 @@ spinner first with cpu delay, sleepers rank below, the line validates; SIGHUP af
 rename writes to the new file; removing the watched cgroup leaves the agent running; SIGTERM stops
 it with exit 0, and SIGTERM during a sample drops the sample and says so."""
 
-import json
 import os
 import signal
 import subprocess
@@ -14,7 +13,7 @@ import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from common import ScratchCgroup, check, check_kernel, read_lines, run, stop_agent, validator  # noqa: E402
+from common import ScratchCgroup, check, check_kernel, launch_agent, read_lines, run, stop_agent, validator  # noqa: E402
 
 PSIDIAG, WORKLOAD, SCHEMAS = sys.argv[1:4]
 
@@ -23,21 +22,12 @@ def main():
     mount = check_kernel()
     validate = validator(SCHEMAS)
     tmp = tempfile.mkdtemp(prefix="psidiag-it-")
-    out = os.path.join(tmp, "incidents.ndjson")
-    err_path = os.path.join(tmp, "agent.log")
 
     with ScratchCgroup(mount, "agent") as cg:
-        config = {
-            "output": out, "top": 8, "sample_ms": 600, "cooldown_ms": 1000,
-            "watch": [{"cgroup": cg.rel, "triggers": ["cpu some 50ms 2s"]}],
-        }
-        cfg_path = os.path.join(tmp, "config.json")
-        with open(cfg_path, "w") as f:
-            json.dump(config, f)
-
-        with open(err_path, "w") as err:
-            agent = subprocess.Popen([PSIDIAG, "--config", cfg_path, "--enable-delayacct", "--log-level", "debug"],
-                                     stdout=subprocess.DEVNULL, stderr=err)
+        a = launch_agent(PSIDIAG, tmp, "agent", {"top": 8, "sample_ms": 600, "cooldown_ms": 1000,
+                                                 "watch": [{"cgroup": cg.rel, "triggers": ["cpu some 50ms 2s"]}]},
+                         ["--enable-delayacct", "--log-level", "debug"], stdout=subprocess.DEVNULL)
+        agent, out, err_path = a.proc, a.out, a.log
         try:
             time.sleep(0.5)
             check(agent.poll() is None, f"the agent exited at start: {open(err_path).read()}")
@@ -124,14 +114,10 @@ def main():
 
     # SIGTERM while a (long) sample is in flight: dropped, logged, no incident, exit 0.
     with ScratchCgroup(mount, "term") as cg:
-        out2 = os.path.join(tmp, "term.ndjson")
-        cfg_path = os.path.join(tmp, "term.json")
-        with open(cfg_path, "w") as f:
-            json.dump({"output": out2, "sample_ms": 20000,
-                       "watch": [{"cgroup": cg.rel, "triggers": ["cpu some 50ms 2s"]}]}, f)
-        with open(err_path, "w") as err:
-            agent = subprocess.Popen([PSIDIAG, "--config", cfg_path, "--log-level", "debug"],
-                                     stdout=subprocess.DEVNULL, stderr=err)
+        a = launch_agent(PSIDIAG, tmp, "term", {"sample_ms": 20000,
+                                                "watch": [{"cgroup": cg.rel, "triggers": ["cpu some 50ms 2s"]}]},
+                         ["--log-level", "debug"], stdout=subprocess.DEVNULL)
+        agent, out2, err_path = a.proc, a.out, a.log
         try:
             for _ in range(4):
                 cg.spawn([WORKLOAD, "spin", "psidiag-spin"])

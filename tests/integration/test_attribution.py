@@ -13,7 +13,7 @@ import sys
 import tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from common import ChildCgroup, ScratchCgroup, check, check_kernel, run, validator, wait_incident  # noqa: E402
+from common import ChildCgroup, ScratchCgroup, check, check_kernel, launch_agent, run, validator, wait_incident  # noqa: E402
 
 PSIDIAG, WORKLOAD, SCHEMAS = sys.argv[1:4]
 
@@ -35,15 +35,9 @@ def main():
                 q.spawn([WORKLOAD, "sleep", "psidiag-nap"])
             spinners = {leaf.spawn([WORKLOAD, "spin", "psidiag-spin"]).pid for _ in range(4)}
 
-            out = os.path.join(tmp, "node.ndjson")
-            cfg = os.path.join(tmp, "node.json")
-            with open(cfg, "w") as f:
-                json.dump({"output": out, "sample_ms": 500, "cooldown_ms": 0, "top": 5,
-                           "watch": [{"triggers": ["cpu some 50ms 2s"]}]}, f)
-            err_path = os.path.join(tmp, "agent.log")
-            with open(err_path, "w") as err:
-                agent = subprocess.Popen([PSIDIAG, "--config", cfg], stderr=err)
-            inc = wait_incident(agent, out, err_path, 20)[0]
+            a = launch_agent(PSIDIAG, tmp, "node", {"sample_ms": 500, "cooldown_ms": 0, "top": 5,
+                                                    "watch": [{"triggers": ["cpu some 50ms 2s"]}]})
+            inc = wait_incident(a.proc, a.out, a.log, 20)[0]
             validate(inc)
             check(inc["trigger"]["cgroup"] is None, "not a node-wide trigger")
             # The agent listened for exit records during its sample (none of ours exited).

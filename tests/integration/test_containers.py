@@ -20,7 +20,7 @@ import tempfile
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from common import (ScratchCgroup, check, check_kernel, run, skip, start_watching, stop_agent,  # noqa: E402
                     validator, wait_lines)
-from ctrutil import RUN_OPTS, Cleanup, build_image, need_podman, podman, start as ctr_start, v1_cleanup  # noqa: E402
+from ctrutil import RUN_OPTS, Cleanup, build_image, need_podman, podman, start as ctr_start  # noqa: E402
 
 PSIDIAG, WORKLOAD, SCHEMAS = sys.argv[1:4]
 TAG = f"psidiag-it-names-{os.getpid()}"
@@ -47,10 +47,7 @@ def main():
     agent = None
     try:
         with ScratchCgroup(mount, "names") as parent, Cleanup() as done:
-            done.add("the v1 hierarchies' parents", v1_cleanup, parent.rel)
-            done.add("the scratch cgroup's tasks", parent.kill_all)
-            done.image("podman", IMAGE)
-            done.podman(WEB, BATCH)
+            done.podman_under(parent, IMAGE, WEB, BATCH)
             try:
                 build_image(tmp, IMAGE)
                 opts = None

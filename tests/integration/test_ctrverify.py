@@ -22,7 +22,7 @@ import tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from common import ScratchCgroup, check, check_kernel, run, skip, snapshot, validator  # noqa: E402
-from ctrutil import Cleanup, build_image, need_podman, podman, run_opts, start as ctr_start, v1_cleanup  # noqa: E402
+from ctrutil import Cleanup, build_image, need_podman, podman, run_opts, start as ctr_start  # noqa: E402
 from rootless import UserCgroups  # noqa: E402
 
 PSIDIAG, WORKLOAD, SCHEMAS = sys.argv[1:4]
@@ -46,10 +46,7 @@ def main():
     tmp = tempfile.mkdtemp(prefix="psidiag-it-ident-")
     try:
         with ScratchCgroup(mount, "ident") as parent, Cleanup() as done, UserCgroups(mount, UID) as user:
-            done.add("the v1 hierarchies' parents", v1_cleanup, parent.rel)
-            done.add("the scratch cgroup's tasks", parent.kill_all)
-            done.image("podman", IMAGE)
-            done.podman(WEB)
+            done.podman_under(parent, IMAGE, WEB)
             build_image(tmp, IMAGE)
             opts = run_opts(parent.rel, IMAGE)
             p = ctr_start(WEB, parent.rel, IMAGE, "while :; do :; done", opts)

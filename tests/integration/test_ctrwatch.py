@@ -16,14 +16,13 @@ import os
 import re
 import shutil
 import signal
-import subprocess
 import sys
 import tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from common import (ScratchCgroup, check, check_kernel, metric, run, stop_agent, validator,  # noqa: E402
+from common import (ScratchCgroup, check, check_kernel, launch_agent, metric, run, stop_agent, validator,  # noqa: E402
                     wait_for, wait_lines, wait_log)
-from ctrutil import Cleanup, build_image, need_podman, podman, run_opts, start, v1_cleanup  # noqa: E402
+from ctrutil import Cleanup, build_image, need_podman, podman, run_opts, start  # noqa: E402
 
 PSIDIAG, WORKLOAD, SCHEMAS = sys.argv[1:4]
 UNIQUE = f"psidiag-it-cw{os.getpid()}"
@@ -32,19 +31,15 @@ WEB, BATCH = f"{UNIQUE}-web-1", f"{UNIQUE}-batch"
 SELECTOR = f"{UNIQUE}-web*"
 
 
-def write_config(cfg, out, prom, more):
-    with open(cfg, "w") as f:
-        json.dump({"output": out, "sample_ms": 1000, "cooldown_ms": 0, "metrics_file": prom,
-                   "watch": [{"container": SELECTOR, "triggers": ["cpu some 50ms 2s"], "top": 8}, *more]}, f)
+def config(tmp, more):
+    return {"output": os.path.join(tmp, "ctrwatch.ndjson"), "sample_ms": 1000, "cooldown_ms": 0,
+            "metrics_file": os.path.join(tmp, "ctrwatch.prom"),
+            "watch": [{"container": SELECTOR, "triggers": ["cpu some 50ms 2s"], "top": 8}, *more]}
 
 
 def start_agent(tmp):
-    out, cfg, log = (os.path.join(tmp, f"ctrwatch.{x}") for x in ("ndjson", "json", "log"))
-    prom = os.path.join(tmp, "ctrwatch.prom")
-    write_config(cfg, out, prom, [])
-    with open(log, "w") as err:
-        agent = subprocess.Popen([PSIDIAG, "--config", cfg, "--enable-delayacct"], stderr=err)
-    return agent, out, log, prom, cfg
+    a = launch_agent(PSIDIAG, tmp, "ctrwatch", config(tmp, []), ["--enable-delayacct"])
+    return a.proc, a.out, a.log, a.prom, a.cfg
 
 
 def container_of(inc):
@@ -60,10 +55,7 @@ def main():
     agent = None
     try:
         with ScratchCgroup(mount, "ctrwatch") as parent, Cleanup() as done:
-            done.add("the v1 hierarchies' parents", v1_cleanup, parent.rel)
-            done.add("the scratch cgroup's tasks", parent.kill_all)
-            done.image("podman", IMAGE)
-            done.podman(WEB, BATCH)
+            done.podman_under(parent, IMAGE, WEB, BATCH)
             try:
                 build_image(tmp, IMAGE)
                 opts = run_opts(parent.rel, IMAGE)
@@ -111,7 +103,8 @@ def main():
 
                 # A reload keeps the watch of the same selector, and arms a new one by image on both
                 # containers (the image is this test's own).
-                write_config(cfg, out, prom, [{"image": IMAGE, "triggers": ["cpu some 1s 2s"]}])
+                with open(cfg, "w") as f:
+                    json.dump(config(tmp, [{"image": IMAGE, "triggers": ["cpu some 1s 2s"]}]), f)
                 agent.send_signal(signal.SIGHUP)
                 wait_log(log, r"reloaded .*: 3 triggers armed on 3 watches \(1 kept, 0 closed, 2 new\)", 30, agent)
                 print("  reloaded: the container watch kept, the image one armed on both containers")

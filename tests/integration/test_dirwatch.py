@@ -16,18 +16,16 @@ Prints the walk's time before and after the directories, and the agent's cpu sha
 (alone, and with the stall's diagnosis of the 40,000 cgroups): a cpu share under a free-running
 churner depends on the machine, the pace does not."""
 
-import json
 import os
 import re
 import signal
-import subprocess
 import sys
 import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from common import (ChildCgroup, ScratchCgroup, check, check_kernel, read_lines, rmdir_retry, run,  # noqa: E402
-                    validator, wait_lines)
+from common import (ChildCgroup, ScratchCgroup, check, check_kernel, launch_agent,  # noqa: E402
+                    rmdir_retry, run, validator, wait_lines, wait_log)
 
 PSIDIAG, WORKLOAD, SCHEMAS = sys.argv[1:4]
 N_DIRS = 20000
@@ -126,10 +124,6 @@ def remove_dirs(parent):
             rmdir_retry(p)
 
 
-def wait_log(err_path, pattern, timeout, start=0):
-    return wait_for(repr(pattern), lambda: re.search(pattern, open(err_path).read()[start:]), timeout)
-
-
 def walk_ms(before, after):
     n = after.get("psidiag_discovery_walks_total", 0) - before.get("psidiag_discovery_walks_total", 0)
     s = after.get("psidiag_discovery_walk_seconds_total", 0) - before.get("psidiag_discovery_walk_seconds_total", 0)
@@ -159,11 +153,7 @@ def main():
                       "watch": [{"container": "psidiag-it-nothing-*", "triggers": ["cpu some 100ms 2s"]},
                                 {"cgroup": stall.rel, "triggers": ["cpu some 50ms 2s"]},
                                 {"cgroup": f"{probe.rel}/*", "triggers": ["cpu some 50ms 2s"]}]}
-            cfg_path = os.path.join(tmp, "config.json")
-            with open(cfg_path, "w") as f:
-                json.dump(config, f)
-            with open(err_path, "w") as err:
-                agent = subprocess.Popen([PSIDIAG, "--config", cfg_path, "--log-level", "info"], stderr=err)
+            agent = launch_agent(PSIDIAG, tmp, "agent", config, ["--log-level", "info"]).proc
             wait_log(err_path, r"watching: ", 10)
             m0 = wait_for("metrics", lambda: metrics(mfile).get("psidiag_dir_watch_limit") and metrics(mfile), 10)
             check(m0["psidiag_dir_watch_limit"] == LIMIT, f"limit {m0['psidiag_dir_watch_limit']}, not {LIMIT}")
@@ -174,7 +164,7 @@ def main():
                 mark = len(open(err_path).read())
                 t = time.time()
                 ChildCgroup(probe, name).__enter__()
-                wait_log(err_path, rf"armed 1 trigger on {re.escape(probe.rel)}/{name}\n", 30, mark)
+                wait_log(err_path, rf"armed 1 trigger on {re.escape(probe.rel)}/{name}\n", 30, start=mark)
                 return time.time() - t
 
             lat0 = arm_latency("p0")
@@ -207,7 +197,7 @@ def main():
             mark = len(open(err_path).read())
             before = metrics(mfile)
             agent.send_signal(signal.SIGHUP)
-            wait_log(err_path, r"reloaded ", 30, mark)
+            wait_log(err_path, r"reloaded ", 30, start=mark)
             full_ms, _ = walk_ms(before, wait_for("the reload's walk", lambda: (
                 lambda m: m if m.get("psidiag_discovery_walks_total", 0) > before["psidiag_discovery_walks_total"]
                 else None)(metrics(mfile)), 30))

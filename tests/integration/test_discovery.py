@@ -13,26 +13,15 @@ import json
 import os
 import re
 import signal
-import subprocess
 import sys
 import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from common import (ChildCgroup, ScratchCgroup, check, check_kernel, read_lines, run, validator,  # noqa: E402
-                    wait_lines)
+from common import (ChildCgroup, ScratchCgroup, check, check_kernel, launch_agent, read_lines, run,  # noqa: E402
+                    validator, wait_lines, wait_log)
 
 PSIDIAG, WORKLOAD, SCHEMAS = sys.argv[1:4]
-
-
-def wait_log(err_path, pattern, timeout, start=0):
-    deadline = time.time() + timeout
-    while time.time() < deadline:
-        m = re.search(pattern, open(err_path).read()[start:])
-        if m:
-            return m
-        time.sleep(0.05)
-    check(False, f"no {pattern!r} within {timeout} s:\n{open(err_path).read()[-3000:]}")
 
 
 def trigger_fds(pid):
@@ -56,15 +45,11 @@ def main():
         first = ChildCgroup(top, "first").__enter__()
         kids = [first]
         out = os.path.join(tmp, "disc.ndjson")
-        cfg_path = os.path.join(tmp, "disc.json")
         config = {"output": out, "sample_ms": 200, "cooldown_ms": 4000,
                   "watch": [{"cgroup": f"{top.rel}/*", "triggers": ["cpu some 50ms 2s"]},
                             {"cgroup": f"{top.rel}/later/inner", "triggers": ["cpu some 50ms 2s"]}]}
-        with open(cfg_path, "w") as f:
-            json.dump(config, f)
-        err_path = os.path.join(tmp, "agent.log")
-        with open(err_path, "w") as err:
-            agent = subprocess.Popen([PSIDIAG, "--config", cfg_path, "--log-level", "info"], stderr=err)
+        a = launch_agent(PSIDIAG, tmp, "disc", config, ["--log-level", "info"])
+        agent, err_path, cfg_path = a.proc, a.log, a.cfg
         try:
             wait_log(err_path, r"watching: 1 trigger armed on 1 watch", 10)
             log = open(err_path).read()
@@ -76,7 +61,7 @@ def main():
             t0 = time.time()
             second.__enter__()
             kids.append(second)
-            wait_log(err_path, rf"armed 1 trigger on {re.escape(second.rel)}\n", 1.0, mark)
+            wait_log(err_path, rf"armed 1 trigger on {re.escape(second.rel)}\n", 1.0, start=mark)
             armed_after = time.time() - t0
             for _ in range(4):
                 second.spawn([WORKLOAD, "spin", "psidiag-spin"])
@@ -100,11 +85,11 @@ def main():
             mark = len(open(err_path).read())
             os.rmdir(second.path)
             kids.remove(second)
-            wait_log(err_path, rf"cgroup {re.escape(second.rel)} was removed: its triggers are closed", 2, mark)
+            wait_log(err_path, rf"cgroup {re.escape(second.rel)} was removed: its triggers are closed", 2, start=mark)
             mark = len(open(err_path).read())
             second.__enter__()
             kids.append(second)
-            wait_log(err_path, rf"armed 1 trigger on {re.escape(second.rel)}\n", 1.0, mark)
+            wait_log(err_path, rf"armed 1 trigger on {re.escape(second.rel)}\n", 1.0, start=mark)
             check(len(read_lines(out)) == before, "an incident was written for a removed cgroup")
 
             # The concrete path appears (parent first, then the cgroup itself).
@@ -115,7 +100,7 @@ def main():
             t1 = time.time()
             inner.__enter__()
             kids.append(inner)
-            wait_log(err_path, rf"armed 1 trigger on {re.escape(inner.rel)}\n", 1.0, mark)
+            wait_log(err_path, rf"armed 1 trigger on {re.escape(inner.rel)}\n", 1.0, start=mark)
             armed_later = time.time() - t1
 
             # SIGHUP adding a trigger: the existing ones keep their descriptors.
@@ -126,7 +111,7 @@ def main():
             mark = len(open(err_path).read())
             agent.send_signal(signal.SIGHUP)
             m = wait_log(err_path, r"reloaded .*: (\d+) triggers armed on (\d+) watches \((\d+) kept, (\d+) closed, "
-                                   r"(\d+) new\)", 5, mark)
+                                   r"(\d+) new\)", 5, start=mark)
             kept, closed, new = int(m.group(3)), int(m.group(4)), int(m.group(5))
             n_glob = len([k for k in kids if k.rel.count("/") == 1])
             check(kept == len(fds_before) and closed == 0 and new == n_glob, f"reload: {m.group(0)}, {n_glob} matches")
@@ -139,7 +124,7 @@ def main():
                 f.write('{"watch": [{"triggers": ["cpu some 5s 2s"]}]}')
             mark = len(open(err_path).read())
             agent.send_signal(signal.SIGHUP)
-            wait_log(err_path, r"reload refused, the running config is kept: .*stall must not exceed", 5, mark)
+            wait_log(err_path, r"reload refused, the running config is kept: .*stall must not exceed", 5, start=mark)
             time.sleep(0.3)
             check(agent.poll() is None, "the agent died on a broken reload")
             check(trigger_fds(agent.pid) == fds_after, "a refused reload changed the armed triggers")

@@ -17,7 +17,7 @@ import sys
 import tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from common import ScratchCgroup, check, check_kernel, run, skip, validator  # noqa: E402
+from common import ScratchCgroup, check, check_kernel, launch_agent, run, skip, validator  # noqa: E402
 
 PSIDIAG, WORKLOAD, SCHEMAS = sys.argv[1:4]
 SOCKET = "/run/systemd/journal/socket"
@@ -69,13 +69,10 @@ def main():
         sock.bind(SOCKET)
         tmp = tempfile.mkdtemp(prefix="psidiag-it-")
         with ScratchCgroup(mount, "journal") as cg:
-            cfg = os.path.join(tmp, "journal.json")
-            with open(cfg, "w") as f:
-                json.dump({"output": "journal", "sample_ms": 300, "cooldown_ms": 0,
-                           "watch": [{"cgroup": cg.rel, "triggers": ["cpu some 50ms 2s"]}]}, f)
-            err_path = os.path.join(tmp, "agent.log")
-            with open(err_path, "w") as err:
-                agent = subprocess.Popen([PSIDIAG, "--config", cfg], stderr=err)
+            a = launch_agent(PSIDIAG, tmp, "journal", {
+                "output": "journal", "sample_ms": 300, "cooldown_ms": 0,
+                "watch": [{"cgroup": cg.rel, "triggers": ["cpu some 50ms 2s"]}]})
+            agent, err_path = a.proc, a.log
             try:
                 for _ in range(4):
                     cg.spawn([WORKLOAD, "spin", "psidiag-spin"])

@@ -16,34 +16,25 @@ import os
 import re
 import signal
 import socket
-import subprocess
 import sys
 import tempfile
-import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from common import (LimitedCgroup, ScratchCgroup, check, check_kernel, make_file, metric, read_lines,  # noqa: E402
-                    run, spawn, stop_agent, uncache, validator, wait_for, wait_lines, wait_log)
+from common import (LimitedCgroup, ScratchCgroup, check, check_kernel, launch_agent, make_file, metric,  # noqa: E402
+                    read_lines, run, spawn, stop_agent, uncache, validator, wait_for, wait_lines, wait_log)
 
 PSIDIAG, WORKLOAD, SCHEMAS = sys.argv[1:4]
 LIMIT = 48 << 20
 
 
 def start_agent(tmp, name, watch, hold=None, **config):
-    out = os.path.join(tmp, f"{name}.ndjson")
-    cfg = os.path.join(tmp, f"{name}.json")
-    conf = {"output": out, "sample_ms": 500, "cooldown_ms": 0, "kill_window_s": 60, "kill_log_files": [],
-            "metrics_file": os.path.join(tmp, f"{name}.prom"), **config, "watch": [watch]}
-    with open(cfg, "w") as f:
-        json.dump(conf, f)
-    log = os.path.join(tmp, f"{name}.log")
     env = dict(os.environ)
     if hold:
         env["PSIDIAG_TEST_HOLD"] = hold
-    with open(log, "w") as err:
-        agent = subprocess.Popen([PSIDIAG, "--config", cfg, "--log-level", "debug"], stderr=err, env=env)
-    wait_log(log, r"watching:", 60, agent)
-    return agent, out, log
+    a = launch_agent(PSIDIAG, tmp, name, {"sample_ms": 500, "cooldown_ms": 0, "kill_window_s": 60, "kill_log_files": [],
+                                          "metrics_file": os.path.join(tmp, f"{name}.prom"), **config, "watch": [watch]},
+                     ["--log-level", "debug"], env=env, wait=r"watching:")
+    return a.proc, a.out, a.log
 
 
 def state(pid):

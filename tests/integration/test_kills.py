@@ -29,8 +29,8 @@ import threading
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from common import (ChildCgroup, Failed, LimitedCgroup, ScratchCgroup, check, check_kernel, make_file,  # noqa: E402
-                    read_lines, run, spawn, stop_agent, uncache, validator, wait_lines, wait_log)
+from common import (ChildCgroup, Failed, LimitedCgroup, ScratchCgroup, check, check_kernel,  # noqa: E402
+                    launch_agent, make_file, read_lines, run, spawn, stop_agent, uncache, validator, wait_lines, wait_log)
 
 PSIDIAG, WORKLOAD, SCHEMAS = sys.argv[1:4]
 LIMIT = 48 << 20
@@ -51,22 +51,11 @@ def mem_available_percent():
 
 
 def start_agent(tmp, name, watches, log_files):
-    out = os.path.join(tmp, f"{name}.ndjson")
-    cfg = os.path.join(tmp, f"{name}.json")
-    conf = {"output": out, "sample_ms": 500, "cooldown_ms": 0, "kill_window_s": 60,
-            "metrics_file": os.path.join(tmp, f"{name}.prom"), "kill_log_files": log_files,
-            "watch": [{"cgroup": cg.rel, "triggers": [trigger]} for cg, trigger in watches]}
-    with open(cfg, "w") as f:
-        json.dump(conf, f)
-    log = os.path.join(tmp, f"{name}.log")
-    with open(log, "w") as err:
-        agent = subprocess.Popen([PSIDIAG, "--config", cfg, "--enable-delayacct", "--log-level", "debug"],
-                                 stderr=err)
-    deadline = time.time() + 60
-    while "watching:" not in open(log).read():
-        check(agent.poll() is None and time.time() < deadline, f"the agent did not start:\n{open(log).read()}")
-        time.sleep(0.05)
-    return agent, out, log
+    a = launch_agent(PSIDIAG, tmp, name, {"sample_ms": 500, "cooldown_ms": 0, "kill_window_s": 60,
+                                          "metrics_file": os.path.join(tmp, f"{name}.prom"), "kill_log_files": log_files,
+                                          "watch": [{"cgroup": cg.rel, "triggers": [trigger]} for cg, trigger in watches]},
+                     ["--enable-delayacct", "--log-level", "debug"], wait="watching:")
+    return a.proc, a.out, a.log
 
 
 def relay(stream, path, ident):

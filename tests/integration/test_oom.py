@@ -22,7 +22,6 @@ where cgroup2 has the memory controller, watches more cgroups than the inotify l
 memory.events files followed stay within it."""
 
 import datetime
-import json
 import os
 import re
 import shutil
@@ -34,8 +33,8 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from common import (ChildCgroup, Failed, LimitedCgroup, ScratchCgroup, check, check_kernel,  # noqa: E402
-                    enable_controller, lines_where, make_file, metric, read_lines, run, spawn, stop_agent,
-                    validator, wait_for, wait_lines)
+                    enable_controller, launch_agent, lines_where, make_file, metric, read_lines, run, spawn,
+                    stop_agent, validator, wait_for)
 
 PSIDIAG, WORKLOAD, SCHEMAS = sys.argv[1:4]
 LIMIT = 48 << 20
@@ -52,21 +51,19 @@ def parse_time(s):
     return datetime.datetime.strptime(s, "%Y-%m-%dT%H:%M:%S.%fZ").replace(tzinfo=datetime.timezone.utc).timestamp()
 
 
+def without_kmsg():
+    """What the agent runs under to be refused /dev/kmsg (with kernel.dmesg_restrict=1)."""
+    setpriv = shutil.which("setpriv")
+    check(setpriv, "setpriv (util-linux) is missing")
+    return [setpriv, f"--inh-caps={NO_KMSG}", f"--bounding-set={NO_KMSG}", "--"]
+
+
 def start_agent(tmp, cg, name, drop_syslog=False, sample_ms=500):
-    out = os.path.join(tmp, f"{name}.ndjson")
-    cfg = os.path.join(tmp, f"{name}.json")
-    with open(cfg, "w") as f:
-        json.dump({"output": out, "sample_ms": sample_ms, "cooldown_ms": 0, "top": 5, "oom_lookback_s": 300,
-                   "metrics_file": os.path.join(tmp, f"{name}.prom"),
-                   "watch": [{"cgroup": cg.rel, "triggers": ["memory some 50ms 2s"]}]}, f)
-    log = open(os.path.join(tmp, f"{name}.log"), "w")
-    argv = [PSIDIAG, "--config", cfg, "--enable-delayacct", "--log-level", "debug"]
-    if drop_syslog:
-        setpriv = shutil.which("setpriv")
-        check(setpriv, "setpriv (util-linux) is missing")
-        argv = [setpriv, f"--inh-caps={NO_KMSG}", f"--bounding-set={NO_KMSG}", "--"] + argv
-    agent = subprocess.Popen(argv, stderr=log)
-    return agent, out, log.name
+    a = launch_agent(PSIDIAG, tmp, name, {"sample_ms": sample_ms, "cooldown_ms": 0, "top": 5, "oom_lookback_s": 300,
+                                          "metrics_file": os.path.join(tmp, f"{name}.prom"),
+                                          "watch": [{"cgroup": cg.rel, "triggers": ["memory some 50ms 2s"]}]},
+                     ["--enable-delayacct", "--log-level", "debug"], without_kmsg() if drop_syslog else ())
+    return a.proc, a.out, a.log
 
 
 def flood_kmsg(total=3 * 131072):
@@ -284,17 +281,12 @@ def counter_limit_part(mount, tmp, validate):
         try:
             with open("/proc/sys/kernel/dmesg_restrict", "w") as f:
                 f.write("1")
-            out = os.path.join(tmp, "cap.ndjson")
-            cfg = os.path.join(tmp, "cap.json")
             prom = os.path.join(tmp, "cap.prom")
-            with open(cfg, "w") as f:
-                json.dump({"output": out, "metrics_file": prom, "max_dir_watches": 16,
-                           "watch": [{"cgroup": k.rel, "triggers": ["memory some 50ms 2s"]} for k in kids]}, f)
-            log = os.path.join(tmp, "cap.log")
-            argv = [shutil.which("setpriv"), f"--inh-caps={NO_KMSG}", f"--bounding-set={NO_KMSG}", "--",
-                    PSIDIAG, "--config", cfg, "--log-level", "debug"]
-            with open(log, "w") as err:
-                agent = subprocess.Popen(argv, stderr=err)
+            a = launch_agent(PSIDIAG, tmp, "cap", {
+                "metrics_file": prom, "max_dir_watches": 16,
+                "watch": [{"cgroup": k.rel, "triggers": ["memory some 50ms 2s"]} for k in kids]},
+                ["--log-level", "debug"], without_kmsg())
+            agent, log = a.proc, a.log
             wait_for("the counters opened", lambda: "counting oom kills from the memory cgroups of" in open(log).read(),
                      60, 0.1, alive=[("the agent", agent, log)])
             held = wait_for("the metrics written", lambda: metric(prom, "psidiag_dir_watch_limit") and (

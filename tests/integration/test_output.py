@@ -16,7 +16,7 @@ import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from common import ScratchCgroup, check, check_kernel, run, stop_agent, validator, wait_for  # noqa: E402
+from common import ScratchCgroup, check, check_kernel, launch_agent, run, stop_agent, validator, wait_for  # noqa: E402
 
 PSIDIAG, WORKLOAD, SCHEMAS = sys.argv[1:4]
 
@@ -32,11 +32,9 @@ def whole_lines(path, validate):
     return lines
 
 
-def start(cfg_path, config, err_path, **kw):
-    with open(cfg_path, "w") as f:
-        json.dump(config, f)
-    with open(err_path, "w") as err:
-        return subprocess.Popen([PSIDIAG, "--config", cfg_path, "--log-level", "info"], stderr=err, **kw)
+def start(tmp, name, config, **kw):
+    """The agent of config, its log in TMP/NAME.log."""
+    return launch_agent(PSIDIAG, tmp, name, config, ["--log-level", "info"], **kw).proc
 
 
 def full_disk(mount, tmp, cg, validate):
@@ -47,9 +45,9 @@ def full_disk(mount, tmp, cg, validate):
         out = os.path.join(disk, "incidents.ndjson")
         err_path = os.path.join(tmp, "disk.log")
         prom = os.path.join(tmp, "psidiag.prom")
-        agent = start(os.path.join(tmp, "disk.json"),
+        agent = start(tmp, "disk",
                       {"output": out, "sample_ms": 100, "cooldown_ms": 0, "metrics_file": prom,
-                       "watch": [{"cgroup": cg.rel, "triggers": ["cpu some 50ms 2s"]}]}, err_path)
+                       "watch": [{"cgroup": cg.rel, "triggers": ["cpu some 50ms 2s"]}]})
         try:
             wait_for("a first incident", lambda: os.path.exists(out) and os.path.getsize(out) > 0, 20, log=err_path)
 
@@ -119,8 +117,8 @@ def dev_full_and_closed_pipe(tmp, cg):
     err_full = os.path.join(tmp, "devfull.log")
     err_pipe = os.path.join(tmp, "pipe.log")
     cfg = {"sample_ms": 100, "cooldown_ms": 0, "watch": [{"cgroup": cg.rel, "triggers": ["cpu some 50ms 2s"]}]}
-    a1 = start(os.path.join(tmp, "devfull.json"), dict(cfg, output="/dev/full"), err_full)
-    a2 = start(os.path.join(tmp, "pipe.json"), dict(cfg, output="-"), err_pipe, stdout=subprocess.PIPE)
+    a1 = start(tmp, "devfull", dict(cfg, output="/dev/full"))
+    a2 = start(tmp, "pipe", dict(cfg, output="-"), stdout=subprocess.PIPE)
     a2.stdout.close()  # the reader goes away before anything is written
     try:
         wait_for("a complaint about /dev/full", lambda: "cannot write incident to /dev/full" in open(err_full).read(),

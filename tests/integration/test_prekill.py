@@ -21,8 +21,8 @@ import threading
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from common import (ChildCgroup, LimitedCgroup, ScratchCgroup, check, check_kernel, make_file,  # noqa: E402
-                    metric, read_lines, run, spawn, stop_agent, validator, wait_lines, wait_log)
+from common import (ChildCgroup, LimitedCgroup, ScratchCgroup, check, check_kernel, launch_agent,  # noqa: E402
+                    make_file, metric, read_lines, run, spawn, stop_agent, validator, wait_lines, wait_log)
 
 PSIDIAG, WORKLOAD, SCHEMAS = sys.argv[1], sys.argv[2], sys.argv[3]
 REPLY_MS = 200
@@ -67,20 +67,13 @@ def start_agent(tmp, name, cg, trigger, make_dir=True, node_wide=False, **config
     if make_dir:
         os.mkdir(hook, 0o755)
     sock = os.path.join(hook, "psidiag")
-    out = os.path.join(tmp, f"{name}.ndjson")
-    prom = os.path.join(tmp, f"{name}.prom")
-    cfg = os.path.join(tmp, f"{name}.json")
-    with open(cfg, "w") as f:
-        json.dump({"output": out, "sample_ms": 500, "cooldown_ms": 0, "metrics_file": prom, "kill_log_files": [],
-                   "prekill_socket": sock, "prekill_reply_ms": REPLY_MS, **config,
-                   "watch": [{"triggers": [trigger]} if node_wide else {"cgroup": cg.rel, "triggers": [trigger]}]}, f)
-    log = os.path.join(tmp, f"{name}.log")
-    with open(log, "w") as err:
-        agent = subprocess.Popen([PSIDIAG, "--config", cfg, "--enable-delayacct", "--log-level", "debug"],
-                                 stderr=err)
-    wait_log(log, r"watching:", 60, agent)
-    wait_log(log, r"serving systemd-oomd's prekill hook" if make_dir else r"prekill hook not served", 10, agent)
-    return agent, sock, out, prom, log
+    a = launch_agent(PSIDIAG, tmp, name, {
+        "sample_ms": 500, "cooldown_ms": 0, "metrics_file": os.path.join(tmp, f"{name}.prom"), "kill_log_files": [],
+        "prekill_socket": sock, "prekill_reply_ms": REPLY_MS, **config,
+        "watch": [{"triggers": [trigger]} if node_wide else {"cgroup": cg.rel, "triggers": [trigger]}]},
+        ["--enable-delayacct", "--log-level", "debug"], wait=r"watching:")
+    wait_log(a.log, r"serving systemd-oomd's prekill hook" if make_dir else r"prekill hook not served", 10, a.proc)
+    return a.proc, sock, a.out, a.prom, a.log
 
 
 def node_wide(tmp, mount, validate):

@@ -7,7 +7,6 @@
   delegated to that user: the trigger arms, fires under a cpu hog, and the incident names the
   spinner with its cpu delay."""
 
-import json
 import os
 import re
 import shutil
@@ -18,7 +17,7 @@ import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from common import ScratchCgroup, check, check_kernel, read_lines, run, validator  # noqa: E402
+from common import ScratchCgroup, check, check_kernel, launch_agent, read_lines, run, validator  # noqa: E402
 
 PSIDIAG, WORKLOAD, SCHEMAS = sys.argv[1:4]
 NOBODY = 65534
@@ -68,14 +67,9 @@ def main():
         os.chown(cg.path, NOBODY, NOBODY)
         for name in os.listdir(cg.path):
             os.chown(os.path.join(cg.path, name), NOBODY, NOBODY)
-        cfg_path = os.path.join(tmp, "config.json")
-        with open(cfg_path, "w") as f:
-            json.dump({"output": out_path, "sample_ms": 500, "cooldown_ms": 0,
-                       "watch": [{"cgroup": cg.rel, "triggers": ["cpu some 50ms 2s"]}]}, f)
-        os.chmod(cfg_path, 0o644)
-        with open(err_path, "w") as err:
-            agent = subprocess.Popen(ONLY_NET_ADMIN + [PSIDIAG, "--config", cfg_path, "--log-level", "debug"],
-                                     stderr=err)
+        agent = launch_agent(PSIDIAG, tmp, "agent", {"output": out_path, "sample_ms": 500, "cooldown_ms": 0,
+                                                     "watch": [{"cgroup": cg.rel, "triggers": ["cpu some 50ms 2s"]}]},
+                             ["--log-level", "debug"], ONLY_NET_ADMIN).proc
         try:
             time.sleep(0.5)
             check(agent.poll() is None, f"the unprivileged agent exited at start:\n{open(err_path).read()}")

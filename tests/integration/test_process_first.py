@@ -7,7 +7,7 @@
    to no more than the process's own delay, and the churner reports at least the sample's length
    in cpu delay: the threads that ended inside the sample are in its TGID totals.
 2. A multi-threaded spinner that exits in the middle of the sample is reported `ended`, with its
-   final counters from the kernel's exit records (integration-tgid checks the AGGR_TGID record
+   final counters from the kernel's exit records (integration-taskstats checks the AGGR_TGID record
    itself).
 3. A shell that keeps starting short-lived children: children that started and ended inside the
    sample are placed in the cgroup by their parent (`parent`, the parent's cgroup).

@@ -7,7 +7,6 @@ a scratch directory. imfile tails the incident file and mmjsonparse parses each 
 trees rsyslog writes back must equal the incidents, every one of them, including a node-wide one
 longer than rsyslog's default 8 KiB message limit."""
 
-import json
 import math
 import os
 import shutil
@@ -18,7 +17,7 @@ import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from common import ScratchCgroup, check, check_kernel, read_lines, run, stop_agent  # noqa: E402
+from common import ScratchCgroup, check, check_kernel, launch_agent, read_lines, run, stop_agent  # noqa: E402
 
 PSIDIAG, WORKLOAD, SCHEMAS = sys.argv[1:4]
 SNIPPET = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "dist", "logging",
@@ -78,13 +77,11 @@ def main():
 
         with ScratchCgroup(mount, "rsyslog") as cg:
             # A node-wide watch with a large top (a long line) and a cgroup watch (a short one).
-            cfg = os.path.join(tmp, "config.json")
-            with open(cfg, "w") as f:
-                json.dump({"output": out, "top": 300, "sample_ms": 600, "cooldown_ms": 1000,
-                           "watch": [{"triggers": ["cpu some 50ms 2s"]},
-                                     {"cgroup": cg.rel, "triggers": ["cpu some 50ms 2s"], "top": 3}]}, f)
-            with open(agent_log, "w") as err:
-                agent = subprocess.Popen([PSIDIAG, "--config", cfg, "--enable-delayacct"], stderr=err)
+            agent = launch_agent(PSIDIAG, tmp, "agent", {
+                "output": out, "top": 300, "sample_ms": 600, "cooldown_ms": 1000,
+                "watch": [{"triggers": ["cpu some 50ms 2s"]},
+                          {"cgroup": cg.rel, "triggers": ["cpu some 50ms 2s"], "top": 3}]},
+                ["--enable-delayacct"]).proc
             for _ in range(4):
                 cg.spawn([WORKLOAD, "spin", "psidiag-spin"])
             # Many small sleepers that wait for cpu behind the spinners: each is one more entry in

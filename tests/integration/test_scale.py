@@ -17,13 +17,12 @@ import os
 import re
 import resource
 import signal
-import subprocess
 import sys
 import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from common import (ChildCgroup, ScratchCgroup, check, check_kernel, metric, read_lines, run, stop_agent,  # noqa: E402
+from common import (ChildCgroup, ScratchCgroup, check, check_kernel, launch_agent, metric, read_lines, run, stop_agent,  # noqa: E402
                     validator, wait_lines, wait_log)
 
 PSIDIAG, WORKLOAD, SCHEMAS = sys.argv[1:4]
@@ -31,13 +30,8 @@ N = 1000
 
 
 def start(tmp, name, config, **kw):
-    cfg = os.path.join(tmp, f"{name}.json")
-    with open(cfg, "w") as f:
-        json.dump(config, f)
-    err_path = os.path.join(tmp, f"{name}.log")
-    with open(err_path, "w") as err:
-        agent = subprocess.Popen([PSIDIAG, "--config", cfg], stderr=err, **kw)
-    return agent, err_path
+    a = launch_agent(PSIDIAG, tmp, name, config, **kw)
+    return a.proc, a.log
 
 
 def metrics(path):

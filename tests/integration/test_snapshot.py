@@ -5,13 +5,15 @@ node-wide without a resource; the agent starting with the default config and sto
 
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from common import ScratchCgroup, check, check_kernel, run, snapshot, validator  # noqa: E402
+from common import ScratchCgroup, check, check_kernel, launch_agent, run, snapshot, validator  # noqa: E402
 
 PSIDIAG, WORKLOAD, SCHEMAS = sys.argv[1:4]
 
@@ -126,11 +128,16 @@ def main():
     check(p.stderr.count(b"taskstats is unavailable") == 1, f"warning: {p.stderr!r}")
 
     # The agent with the embedded default config arms node-wide triggers and stops cleanly.
-    agent = subprocess.Popen([PSIDIAG, "--log-level", "info"], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    tmp = tempfile.mkdtemp(prefix="psidiag-it-")
+    a = launch_agent(PSIDIAG, tmp, "default", args=["--log-level", "info"], stdout=subprocess.PIPE)
+    agent = a.proc
     time.sleep(1)
     check(agent.poll() is None, "the agent with the default config exited")
     agent.send_signal(signal.SIGINT)
-    out, err = agent.communicate(timeout=10)
+    out, _ = agent.communicate(timeout=10)
+    with open(a.log, "rb") as f:
+        err = f.read()
+    shutil.rmtree(tmp, ignore_errors=True)
     check(agent.returncode == 0, f"default agent exit {agent.returncode}")
     check(b"3 triggers armed on 1 watch" in err, f"default config did not arm 3 triggers: {err!r}")
     for line in out.split(b"\n"):

@@ -12,13 +12,12 @@ process is removed whatever happens."""
 import json
 import os
 import re
-import subprocess
 import sys
 import tempfile
 import time
 
-from common import (ScratchCgroup, check, check_kernel, metric, read_lines, run, stop_agent, validator,
-                    wait_lines)
+from common import (ScratchCgroup, check, check_kernel, launch_agent, metric, read_lines, run,
+                    stop_agent, validator, wait_lines, wait_log)
 
 PSIDIAG, WORKLOAD, SCHEMAS = sys.argv[1:4]
 WATCHED = 20
@@ -75,21 +74,13 @@ def main():
             cg.__enter__()
             cg.spawn([WORKLOAD, "blip", "psidiag-blip"])
         with tempfile.TemporaryDirectory() as tmp:
-            out = os.path.join(tmp, "storm.ndjson")
-            prom = os.path.join(tmp, "storm.prom")
-            cfg = os.path.join(tmp, "storm.json")
-            with open(cfg, "w") as f:
-                json.dump({"output": out, "metrics_file": prom, "sample_ms": 1000, "cooldown_ms": 0,
-                           "max_concurrent_samples": WATCHED, "max_incidents_per_minute": 0,
-                           "watch": [{"cgroup": cg.rel, "triggers": [TRIGGER]} for cg in cgs]}, f)
-            log = os.path.join(tmp, "storm.log")
-            with open(log, "w") as err:
-                agent = subprocess.Popen([PSIDIAG, "--config", cfg, "--enable-delayacct"], stderr=err)
+            a = launch_agent(PSIDIAG, tmp, "storm", {
+                "metrics_file": os.path.join(tmp, "storm.prom"), "sample_ms": 1000, "cooldown_ms": 0,
+                "max_concurrent_samples": WATCHED, "max_incidents_per_minute": 0,
+                "watch": [{"cgroup": cg.rel, "triggers": [TRIGGER]} for cg in cgs]}, ["--enable-delayacct"])
+            agent, out, prom, log = a.proc, a.out, a.prom, a.log
             try:
-                deadline = time.time() + 60
-                while "watching:" not in open(log).read():
-                    check(agent.poll() is None and time.time() < deadline, f"the agent did not start:\n{open(log).read()}")
-                    time.sleep(0.1)
+                wait_log(log, "watching:", 60, agent)
                 time.sleep(2)
 
                 # The storm.

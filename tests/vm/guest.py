@@ -397,7 +397,7 @@ def triggers(validate):
 def taskstats(validate):
     """Taskstats: the struct version the kernel sends (psidiag check; the guest's own, at least it
     on sid, which moves), exit records heard
-    over a second of thread churn, and the TGID sums (tests/integration/test_tgid.py, as is)."""
+    over a second of thread churn, and the TGID sums (tests/integration/test_taskstats.py, as is)."""
     p = sh([PSIDIAG, "check"])
     m = re.search(r"^ok\s+taskstats\s+answers with struct version (\d+).*$", p.stdout, re.M)
     check(m, f"psidiag check: {p.stdout}")
@@ -417,10 +417,10 @@ def taskstats(validate):
         validate(inc)
         print(f"  exit records over 1 s of churn: {inc['sample']['exit_records']}, exited {inc['sample']['exited']}")
         check(inc["sample"]["exit_records"] > 0, f"no exit records: {inc['sample']}")
-    p = sh([sys.executable, os.path.join(HERE, "test_tgid.py"), os.path.join(HERE, "probe-taskstats"), WORKLOAD],
+    p = sh([sys.executable, os.path.join(HERE, "test_taskstats.py"), os.path.join(HERE, "probe-taskstats"), WORKLOAD],
            timeout=100)
     print(p.stdout + p.stderr)
-    check(p.returncode == 0, f"test_tgid.py: {p.returncode}")
+    check(p.returncode == 0, f"test_taskstats.py: {p.returncode}")
 
 
 @case

@@ -85,7 +85,7 @@ def stage(root, installed):
     shutil.copy(os.path.join(HERE, "..", "..", "dist", "kubernetes", "psidiag.yaml"), dest)
     # What the cases share with the host's tests, run there as they are.
     for f in ("common.py", "ctrutil.py", "debroot.py", "nspawn.py", "rootless.py", "test_systemd.py",
-              "test_tgid.py", "test_killgaps.py", "test_oom.py"):
+              "test_taskstats.py", "test_killgaps.py", "test_oom.py"):
         shutil.copy(os.path.join(HERE, "..", "integration", f), dest)
     # The rootless podman user's listing test_systemd.py stages in the unit case (rootless.py).
     listing = "containers/podman/home/alice/.local/share/containers/storage/overlay-containers/containers.json"

@@ -6,10 +6,9 @@ on a scratch cgroup and print what a case checks."""
 import json
 import os
 import re
-import subprocess
 import tempfile
 
-from common import check, start_watching, stop_agent, wait_lines
+from common import check, sh, start_watching, stop_agent, wait_lines  # noqa: F401 (sh: for the cases)
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 with open(os.path.join(HERE, "cases.json")) as _f:
@@ -23,10 +22,6 @@ SCRATCH = "/mnt/scratch"
 def write(path, text):
     with open(path, "w") as f:
         f.write(text)
-
-
-def sh(argv, timeout=60, **kw):
-    return subprocess.run(argv, capture_output=True, text=True, timeout=timeout, **kw)
 
 
 def show(inc):
