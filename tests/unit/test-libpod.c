@@ -455,7 +455,7 @@ static void test_podman5_busy(void **state) {
 
 /* A podman committing for longer (a node starting containers one after another): the pod, busy at
  * the first lookup and at the retry a second later, is asked again two seconds after that, not a
- * minute later (CI's trixie-ctr podman-names: a pod said by no incident of the test). */
+ * minute later (CI's trixie podman-names, then in the guest trixie-ctr: a pod said by no incident of the test). */
 static void test_podman5_busy_again(void **state) {
         char root[] = "/tmp/psidiag-test-libpod-XXXXXX", journal[160];
         ContainerCache *c = NULL;

@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: MIT
-"""The container cases of the VM (guests bookworm-ctr and trixie-ctr of tests/vm/packages.py), run
+"""The container cases of the VM (guests bookworm-ctr and, podman-names alone, trixie of tests/vm/packages.py), run
 by guest.py's runner like its own cases: the real docker.io 20.10, podman 4.3 and containerd 1.6 of
 Debian 12 (podman-names with podman 5.4 of Debian 13 too),
 images made offline from busybox-static (`docker import`, `podman import`, and for containerd
@@ -300,7 +300,7 @@ def user_storage_conf(uid):
 
 @case
 def podman_names(validate):
-    """podman 4.3 (bookworm-ctr) or 5.4 (trixie-ctr): rootful with its systemd driver
+    """podman 4.3 (bookworm-ctr) or 5.4 (trixie): rootful with its systemd driver
     (machine.slice/libpod-<id>.scope), with its cgroupfs driver under a parent of its own, then
     rootless with the systemd driver as a lingering user (user@<uid>.service/.../libpod-<id>.scope,
     names in the user's own containers.json: podman 4.3's at the default, podman 5.4's below the

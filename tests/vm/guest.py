@@ -575,7 +575,7 @@ CASES.update(WAIT_CASES)
 DEADLINE_S.update(WAIT_DEADLINE_S)
 
 
-# The container cases (tests/vm/containers.py), which only the guests bookworm-ctr and trixie-ctr run.
+# The container cases (tests/vm/containers.py), which bookworm-ctr runs (and trixie podman-names).
 from containers import CASES as CONTAINER_CASES, DEADLINE_S as CONTAINER_DEADLINE_S  # noqa: E402
 CASES.update(CONTAINER_CASES)
 DEADLINE_S.update(CONTAINER_DEADLINE_S)

@@ -76,7 +76,7 @@ def stage(root, installed):
     # Its helpers, and its cases of waits not ended.
     for f in ("vmcommon.py", "waits.py"):
         shutil.copy(os.path.join(HERE, f), dest)
-    # The container cases (guests bookworm-ctr, trixie-ctr) and the manifest one of them runs the agent as.
+    # The container cases (guest bookworm-ctr; trixie's podman-names) and the manifest one of them runs the agent as.
     shutil.copy(os.path.join(HERE, "containers.py"), dest)
     # The prekill hook's cases (systemd 260 and later), what the killer cases share, and the
     # CRI client of the pods' case.
