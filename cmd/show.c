@@ -274,7 +274,7 @@ static void show_culprits(json_t *inc, FILE *out) {
                 fprintf(out, "  %-8s %-22s %-6s %-24s %s\n", "PID", "USE", "SHARE", "CGROUP", "COMM  CMDLINE");
         json_array_foreach(procs, i, p) {
                 const char *cmdline = get_str(p, "cmdline");
-                char pid[24], ended[48];
+                char pid[24], ended[48], many[40];
 
                 culprit_use(res, json_object_get(p, "usage"), false, use, sizeof use);
                 text_terminal_safe(get_str(p, "comm") ? get_str(p, "comm") : "-", comm, sizeof comm);
@@ -287,9 +287,14 @@ static void show_culprits(json_t *inc, FILE *out) {
                         snprintf(ended, sizeof ended, "(%lld ended in the sample)", get_int(p, "processes"));
                 else
                         snprintf(ended, sizeof ended, "(ended)");
+                /* A program's processes, some alive: the top one's cmdline, and how many (psidiag 0.12). */
+                if (cmdline && get_int(p, "processes") > 1)
+                        snprintf(many, sizeof many, "  [%lld processes]", get_int(p, "processes"));
+                else
+                        many[0] = '\0';
                 text_terminal_safe(cmdline ? cmdline : ended, cmd, CMDLINE_WIDTH);
-                fprintf(out, "  %-8s %-22s %5.1f%% %-24s %s  %s%s%s\n", pid, use, get_share(p), cg, comm, cmd,
-                        cmdline && strlen(cmdline) >= CMDLINE_WIDTH - 1 ? "..." : "",
+                fprintf(out, "  %-8s %-22s %5.1f%% %-24s %s  %s%s%s%s\n", pid, use, get_share(p), cg, comm, cmd,
+                        cmdline && strlen(cmdline) >= CMDLINE_WIDTH - 1 ? "..." : "", many,
                         json_is_true(json_object_get(p, "victim")) ? "  [also stalled]" : "");
                 show_container(json_object_get(json_object_get(p, "meta"), "container"), out);
         }

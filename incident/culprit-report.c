@@ -73,13 +73,25 @@ static json_t *spawner_object(const CulpritSpawner *s) {
         return object_or_null(o, r);
 }
 
+/* A program's live processes, most use first (at most CULPRIT_PIDS_MAX). */
+static json_t *pids_array(const CulpritProcess *p) {
+        json_t *a = json_array();
+        int r = 0;
+
+        for (unsigned i = 0; i < p->n_pids; i++)
+                r |= append_new(a, json_integer(p->pids[i]));
+        return object_or_null(a, r);
+}
+
 static json_t *process_object(PsiResource res, const CulpritProcess *p, const ProcessInfo *info) {
         json_t *o = json_object();
         int r = 0;
 
         r |= set_new(o, "pid", p->tgid > 0 ? json_integer(p->tgid) : json_null());
         r |= incident_process_identity(o, info);
-        r |= set_new(o, "processes", json_integer(p->tgid > 0 ? 1 : p->ended));
+        r |= set_new(o, "processes", json_integer(MAX(p->processes, 1u)));
+        r |= set_new(o, "ended_processes", json_integer(p->ended));
+        r |= set_new(o, "pids", pids_array(p));
         r |= set_new(o, "ended", json_boolean(p->origin != PROCESS_MEASURED));
         r |= set_new(o, "victim", json_boolean(p->victim));
         r |= set_new(o, "spawner", spawner_object(p->spawner));

@@ -181,24 +181,26 @@ static void put_usage(FILE *f, const char *resource, const json_t *usage) {
         }
 }
 
-/* "fio (/batch, pid 4242)", or "35 cc1 processes (/build, ended)" for an aggregate of ended ones. */
+/* "fio (/batch, pid 4242)"; a program's processes, some alive: "stress-ng (/batch, 4 processes)"
+ * (", 2 ended" of them); all ended: "35 cc1 processes (/build, ended)". */
 static void put_culprit_process(FILE *f, const json_t *p) {
-        double pid = 0, n = 1;
+        double pid = 0, n = 1, ended_n = 0;
         bool ended = json_is_true(json_object_get(p, "ended"));
 
         (void) textout_field_number(p, "processes", &n);
-        if (!textout_field_number(p, "pid", &pid) && n > 1)
+        (void) textout_field_number(p, "ended_processes", &ended_n);
+        if (n > 1 && ended)
                 fprintf(f, "%.0f ", n);
         textout_put_name(f, textout_field_string(p, "comm"));
-        if (!textout_field_number(p, "pid", &pid) && n > 1)
-                fputs(" processes", f);
-        fputs(" (", f);
+        fputs(n > 1 && ended ? " processes (" : " (", f);
         textout_put_owner(f, p, textout_field_string(p, "cgroup"));
-        if (pid > 0)
+        if (n > 1 && !ended)
+                fprintf(f, ", %.0f processes", n);
+        if (n > 1 && !ended && ended_n > 0)
+                fprintf(f, ", %.0f ended", ended_n);
+        if (n <= 1 && textout_field_number(p, "pid", &pid) && pid > 0)
                 fprintf(f, ", pid %.0f", pid);
-        if (ended)
-                fputs(", ended", f);
-        fputc(')', f);
+        fputs(ended ? ", ended)" : ")", f);
 }
 
 /* Whether cgroup path is dir or below it ("/" holds every path). */

@@ -127,3 +127,21 @@ const CulpritEnded *culprit_ended_find(const CulpritEnded *e, size_t n, const ch
 
         return n > 0 ? bsearch(&key, e, n, sizeof *e, cmp_ended) : NULL;
 }
+
+void culprit_set_key(PsiResource res, const CulpritUsage *u, int64_t *key, uint64_t *key2) {
+        if (res == PSI_RESOURCE_MEMORY) {
+                *key = u->has_growth ? u->rss_growth_bytes : 0;
+                *key2 = u->rss_bytes;
+        } else {
+                *key = (int64_t) MIN(culprit_score(u, res), (uint64_t) INT64_MAX);
+                *key2 = 0;
+        }
+}
+
+int culprit_cmp_key(int64_t ka, uint64_t ka2, int64_t kb, uint64_t kb2) {
+        if (ka != kb)
+                return ka < kb ? 1 : -1;
+        if (ka2 != kb2)
+                return ka2 < kb2 ? 1 : -1;
+        return 0;
+}

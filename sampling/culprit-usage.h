@@ -25,6 +25,11 @@ typedef struct CulpritUsage {
  * size, culprits_compare()). */
 uint64_t culprit_score(const CulpritUsage *u, PsiResource res);
 
+/* The order of a list of culprits: memory ranks on growth, then size (key2); the others on their
+ * score. culprit_cmp_key() of two entries' keys sorts the most first. */
+void culprit_set_key(PsiResource res, const CulpritUsage *u, int64_t *key, uint64_t *key2);
+int culprit_cmp_key(int64_t ka, uint64_t ka2, int64_t kb, uint64_t kb2);
+
 /* b - a, or 0 when the counter went backwards. */
 uint64_t culprit_sub_sat(uint64_t b, uint64_t a);
 /* b - a, signed, clamped to int64_t. */

@@ -8,28 +8,9 @@
 #include "base/macro.h"
 #include "sampling/culprits.h"
 
-/* The order of a list: memory ranks on growth, then size; the others on their score. */
-static void set_key(PsiResource res, const CulpritUsage *u, int64_t *key, uint64_t *key2) {
-        if (res == PSI_RESOURCE_MEMORY) {
-                *key = u->has_growth ? u->rss_growth_bytes : 0;
-                *key2 = u->rss_bytes;
-        } else {
-                *key = (int64_t) MIN(culprit_score(u, res), (uint64_t) INT64_MAX);
-                *key2 = 0;
-        }
-}
-
-static int cmp_key(int64_t ka, uint64_t ka2, int64_t kb, uint64_t kb2) {
-        if (ka != kb)
-                return ka < kb ? 1 : -1;
-        if (ka2 != kb2)
-                return ka2 < kb2 ? 1 : -1;
-        return 0;
-}
-
 static int cmp_process(const void *a, const void *b) {
         const CulpritProcess *x = a, *y = b;
-        int c = cmp_key(x->key, x->key2, y->key, y->key2);
+        int c = culprit_cmp_key(x->key, x->key2, y->key, y->key2);
 
         if (c)
                 return c;
@@ -39,25 +20,11 @@ static int cmp_process(const void *a, const void *b) {
         return c ? c : strcmp(x->cgroup ? x->cgroup : "", y->cgroup ? y->cgroup : "");
 }
 
-static int cmp_cgroup(const void *a, const void *b) {
-        const CulpritCgroup *x = a, *y = b;
-        int c = cmp_key(x->key, x->key2, y->key, y->key2);
-
-        return c ? c : strcmp(x->path, y->path);
-}
-
 static bool is_victim(const CulpritsInput *in, pid_t tgid) {
         for (size_t i = 0; i < in->n_victims; i++)
                 if (in->victims[i] == tgid)
                         return true;
         return false;
-}
-
-static int push_process(Culprits *c, const CulpritProcess *p) {
-        if (array_grow((void **) &c->procs, &c->cap_procs, c->n_procs, 16, sizeof *c->procs) < 0)
-                return -ENOMEM;
-        c->procs[c->n_procs++] = *p;
-        return 0;
 }
 
 typedef struct CulpritPid {
@@ -156,43 +123,6 @@ static void count_spawner(CulpritProcess *g, pid_t pid, bool measured) {
         /* More different ones than that: the rest are not counted. */
 }
 
-/* A process that started and ended during the sample joins its comm's aggregate. */
-static int aggregate(Culprits *c, const CulpritsInput *in, size_t first_aggregate, const ProcessDelays *pb,
-                     const CulpritUsage *u) {
-        size_t n = c->n_procs - first_aggregate;
-        const char *cgroup = ancestor_cgroup(c, in, pb->ppid);
-        CulpritProcess *g = NULL;
-        bool measured = false;
-        pid_t spawner = live_ancestor(in, pb->ppid, &measured);
-
-        for (size_t i = first_aggregate; i < c->n_procs; i++)
-                if (strcmp(c->procs[i].comm, pb->comm) == 0 && c->procs[i].cgroup == cgroup) {
-                        g = &c->procs[i];
-                        break;
-                }
-        if (!g && n >= CULPRIT_AGGREGATES_MAX) {
-                g = &c->procs[c->n_procs - 1]; /* the last takes the rest, as "(other)" */
-                snprintf(g->comm, sizeof g->comm, "(other)");
-        }
-        if (!g) {
-                CulpritProcess p = { .origin = pb->origin, .uid = pb->uid, .ppid = pb->ppid, .cgroup = cgroup };
-                memcpy(p.comm, pb->comm, sizeof p.comm);
-                if (push_process(c, &p) < 0)
-                        return -ENOMEM;
-                g = &c->procs[c->n_procs - 1];
-        }
-        g->ended++;
-        if (g->uid != pb->uid)
-                g->uid = -1;
-        if (g->ppid != pb->ppid)
-                g->ppid = 0;
-        if (g->cgroup != cgroup)
-                g->cgroup = NULL; /* the last, taking the rest */
-        culprit_usage_add(&g->usage, u);
-        count_spawner(g, spawner, measured);
-        return 0;
-}
-
 /* The use of the processes that ended in the sample, summed by the cgroup they are known in (one
  * measured at the start: its cgroup then; one that also started in it: its nearest live
  * ancestor's), for the cgroups counted from their processes: /proc no longer lists them there,
@@ -217,14 +147,138 @@ static int sum_ended(Culprits *c, const CulpritsInput *in) {
         return 0;
 }
 
+/* One process of b with a use to report, and the program it belongs to (culprits.h). */
+typedef struct CulpritMember {
+        size_t i;           /* in b */
+        const char *comm;   /* NULL: no program known, an entry of its own */
+        const char *cgroup; /* relative to the scope; NULL unknown */
+        uint64_t score;
+} CulpritMember;
+
+static int cmp_str_null(const char *x, const char *y) {
+        if (!x || !y)
+                return (x != NULL) - (y != NULL);
+        return strcmp(x, y);
+}
+
+static int cmp_member(const void *a, const void *b) {
+        const CulpritMember *x = a, *y = b;
+        int c;
+
+        /* The processes of no program known last, each its own. */
+        if (!x->comm || !y->comm) {
+                if (!x->comm != !y->comm)
+                        return x->comm ? -1 : 1;
+                return (x->i > y->i) - (x->i < y->i);
+        }
+        c = strcmp(x->comm, y->comm);
+        if (!c)
+                c = cmp_str_null(x->cgroup, y->cgroup);
+        if (!c && x->score != y->score)
+                c = x->score < y->score ? 1 : -1;
+        return c ? c : (x->i > y->i) - (x->i < y->i);
+}
+
+static bool same_program(const CulpritMember *x, const CulpritMember *y) {
+        return x->comm && y->comm && strcmp(x->comm, y->comm) == 0 && cmp_str_null(x->cgroup, y->cgroup) == 0;
+}
+
+/* The program of a process of b (comm and cgroup, culprits.h), or comm NULL for none: a live one
+ * by its /proc comm (in->comm_of) and the end walk's cgroup, one measured at the start that ended
+ * by its exit record's comm and the start walk's cgroup, one that started and ended in the sample
+ * by its exit record's comm and its nearest live ancestor's cgroup (unknown: an aggregate still). */
+static void member_of(Culprits *c, const CulpritsInput *in, size_t i, CulpritMember *m) {
+        const ProcessDelays *pb = &in->b->procs[i];
+        char *comm = c->comms + i * (TASKSTATS_COMM_MAX + 1);
+
+        *m = (CulpritMember) { .i = i, .score = culprit_score(&c->pu[i], in->resource) };
+        if (in->resource == PSI_RESOURCE_MEMORY)
+                m->score = (uint64_t) MAX(c->pu[i].rss_growth_bytes, 0);
+        switch (pb->origin) {
+        case PROCESS_MEASURED: {
+                ssize_t n;
+
+                m->cgroup = walk_cgroup(c->pids, c->n_pids, in->gb, pb->tgid);
+                if (!m->cgroup || !in->comm_of)
+                        return;
+                n = in->comm_of(in->comm_fd, pb->tgid, comm, TASKSTATS_COMM_MAX + 1);
+                if (n <= 0 || (size_t) n > TASKSTATS_COMM_MAX)
+                        return;
+                comm[n] = '\0';
+                m->comm = comm;
+                return;
+        }
+        case PROCESS_ENDED:
+                m->cgroup = start_cgroup(c, in, pb->tgid);
+                if (m->cgroup && pb->comm[0])
+                        m->comm = pb->comm;
+                return;
+        default:
+                m->cgroup = ancestor_cgroup(c, in, pb->ppid);
+                m->comm = pb->comm;
+                return;
+        }
+}
+
+/* The entry of a program's processes m[0..n) (most use first): its use summed, its live processes'
+ * pids (most first), its top process's pid (a live one's, else one measured at the start), or
+ * none when all started and ended in the sample (an aggregate). */
+static void make_entry(Culprits *c, const CulpritsInput *in, const CulpritMember *m, size_t n, CulpritProcess *e) {
+        const ProcessDelays *top = NULL;
+
+        *e = (CulpritProcess) { .origin = PROCESS_SHORT,
+                                .uid = in->b->procs[m[0].i].uid,
+                                .ppid = in->b->procs[m[0].i].ppid,
+                                .cgroup = m[0].cgroup };
+        snprintf(e->comm, sizeof e->comm, "%s", m[0].comm ? m[0].comm : in->b->procs[m[0].i].comm);
+        for (size_t k = 0; k < n; k++) {
+                const ProcessDelays *pb = &in->b->procs[m[k].i];
+
+                e->processes++;
+                if (pb->origin != PROCESS_MEASURED)
+                        e->ended++;
+                if (pb->origin == PROCESS_MEASURED && e->n_pids < CULPRIT_PIDS_MAX)
+                        e->pids[e->n_pids++] = pb->tgid;
+                if (pb->origin != PROCESS_SHORT &&
+                    (!top || (top->origin != PROCESS_MEASURED && pb->origin == PROCESS_MEASURED)))
+                        top = pb;
+                if (pb->origin != PROCESS_SHORT && is_victim(in, pb->tgid))
+                        e->victim = true;
+                if (e->uid != pb->uid)
+                        e->uid = -1;
+                if (e->ppid != pb->ppid)
+                        e->ppid = 0;
+                culprit_usage_add(&e->usage, &c->pu[m[k].i]);
+                if (pb->origin == PROCESS_SHORT) {
+                        bool measured = false;
+                        pid_t spawner = live_ancestor(in, pb->ppid, &measured);
+                        count_spawner(e, spawner, measured);
+                }
+        }
+        if (top) {
+                e->tgid = top->tgid;
+                e->origin = top->origin;
+                if (n == 1) {
+                        e->uid = top->uid;
+                        e->ppid = top->ppid;
+                }
+        }
+        /* A process alone keeps what it had: its use's growth flag included. */
+        if (n == 1)
+                e->usage = c->pu[m[0].i];
+}
+
+/* The scope's processes with a use, ranked by program (culprits.h). */
 static int build_processes(Culprits *c, const CulpritsInput *in) {
         const Snapshot *b = in->b;
-        size_t first_aggregate;
+        size_t n = 0, aggregates = 0, other = 0;
         int r;
 
         if (array_reserve((void **) &c->pu, &c->cap_pu, b->n_procs, sizeof *c->pu) < 0 ||
             array_reserve((void **) &c->pu_valid, &c->cap_pu_valid, b->n_procs, sizeof *c->pu_valid) < 0 ||
-            array_reserve((void **) &c->procs, &c->cap_procs, b->n_procs + 1, sizeof *c->procs) < 0)
+            array_reserve((void **) &c->procs, &c->cap_procs, b->n_procs + 1, sizeof *c->procs) < 0 ||
+            array_reserve((void **) &c->members, &c->cap_members, b->n_procs, sizeof *c->members) < 0 ||
+            array_reserve((void **) &c->comms, &c->cap_comms, b->n_procs * (TASKSTATS_COMM_MAX + 1), 1) < 0)
                 return -ENOMEM;
         /* Each walk's processes by pid: an ended process's cgroup is a search, not a walk. */
         r = index_pids(&c->pids, &c->n_pids, &c->cap_pids, in->gb);
@@ -235,218 +289,56 @@ static int build_processes(Culprits *c, const CulpritsInput *in) {
         for (size_t i = 0; i < b->n_procs; i++)
                 c->pu_valid[i] = culprit_process_usage(in->resource, in->a, &b->procs[i], &c->pu[i]);
         culprit_return_reaped_io(b, in->resource, c->pu, c->pu_valid);
-        for (size_t i = 0; i < b->n_procs; i++) {
-                const ProcessDelays *pb = &b->procs[i];
-
-                /* One measured at the start keeps its pid when it ends (an OOM victim). */
-                if (!c->pu_valid[i] || pb->origin == PROCESS_SHORT)
-                        continue;
-                CulpritProcess p = {
-                        .tgid = pb->tgid,
-                        .origin = pb->origin,
-                        .ppid = pb->ppid,
-                        .uid = pb->uid,
-                        .usage = c->pu[i],
-                        .cgroup = pb->origin == PROCESS_MEASURED ? NULL : start_cgroup(c, in, pb->tgid),
-                };
-                memcpy(p.comm, pb->comm, sizeof p.comm);
-                c->procs[c->n_procs++] = p;
-        }
-        first_aggregate = c->n_procs;
         if (in->gb) {
                 r = sum_ended(c, in);
                 if (r < 0)
                         return r;
         }
         for (size_t i = 0; i < b->n_procs; i++)
-                if (c->pu_valid[i] && b->procs[i].origin == PROCESS_SHORT) {
-                        r = aggregate(c, in, first_aggregate, &b->procs[i], &c->pu[i]);
-                        if (r < 0)
-                                return r;
+                if (c->pu_valid[i])
+                        member_of(c, in, i, &c->members[n++]);
+        if (n > 0)
+                qsort(c->members, n, sizeof *c->members, cmp_member);
+        for (size_t k = 0; k < n;) {
+                size_t run = 1;
+                CulpritProcess e;
+
+                while (k + run < n && same_program(&c->members[k], &c->members[k + run]))
+                        run++;
+                make_entry(c, in, &c->members[k], run, &e);
+                k += run;
+                /* Programs of processes that all started and ended in the sample, up to a bound:
+                 * the last takes the rest, as "(other)" (a storm of made-up comms). */
+                if (e.tgid == 0 && ++aggregates > CULPRIT_AGGREGATES_MAX) {
+                        CulpritProcess *o = &c->procs[other];
+                        snprintf(o->comm, sizeof o->comm, "(other)");
+                        o->processes += e.processes;
+                        o->ended += e.ended;
+                        if (o->uid != e.uid)
+                                o->uid = -1;
+                        o->ppid = 0;
+                        if (cmp_str_null(o->cgroup, e.cgroup) != 0)
+                                o->cgroup = NULL;
+                        culprit_usage_add(&o->usage, &e.usage);
+                        for (size_t s = 0; s < CULPRIT_SPAWNER_CANDIDATES; s++)
+                                for (unsigned x = 0; x < e.spawner_counts[s]; x++)
+                                        count_spawner(o, e.spawner_pids[s], e.spawner_measured[s]);
+                        continue;
                 }
+                if (e.tgid == 0)
+                        other = c->n_procs;
+                c->procs[c->n_procs++] = e;
+        }
         for (size_t i = 0; i < c->n_procs; i++) {
                 CulpritProcess *p = &c->procs[i];
                 culprit_usage_add(&c->total, &p->usage);
-                set_key(in->resource, &p->usage, &p->key, &p->key2);
-                p->victim = p->tgid > 0 && is_victim(in, p->tgid);
+                culprit_set_key(in->resource, &p->usage, &p->key, &p->key2);
         }
         if (c->n_procs > 0)
                 qsort(c->procs, c->n_procs, sizeof *c->procs, cmp_process);
         c->n_procs = MIN(c->n_procs, in->top);
         for (size_t i = 0; i < c->n_procs; i++)
                 c->procs[i].share = culprit_share(in->resource, &c->procs[i].usage, &c->total);
-        return 0;
-}
-
-/* Each cgroup's own use: its counter less its children's. Complete only when it and every child
- * have the counter (the node's root never is: its counters are the whole node's). */
-static int own_usage(const CgroupUsages *w, PsiResource res, bool root_is_node, CulpritOwn **own, size_t *cap) {
-        if (array_reserve((void **) own, cap, w->n, sizeof **own) < 0)
-                return -ENOMEM;
-        for (size_t i = 0; i < w->n; i++) {
-                const CgroupUsage *u = &w->items[i].usage;
-                (*own)[i] = (CulpritOwn) {
-                        .complete =
-                                cgroup_usage_has(u, res) && !(root_is_node && i == 0) && !w->items[i].children_missing,
-                        .cpu_us = u->cpu_us,
-                        .read_bytes = u->read_bytes,
-                        .write_bytes = u->write_bytes,
-                        .memory_bytes = u->memory_bytes,
-                };
-        }
-        for (size_t i = 0; i < w->n; i++) {
-                size_t p = w->items[i].parent;
-                const CgroupUsage *u = &w->items[i].usage;
-                if (p == CGROUP_USAGE_NO_PARENT || p >= w->n)
-                        continue;
-                CulpritOwn *o = &(*own)[p];
-                if (!cgroup_usage_has(u, res)) {
-                        o->complete = false;
-                        continue;
-                }
-                o->cpu_us = culprit_sub_sat(o->cpu_us, u->cpu_us);
-                o->read_bytes = culprit_sub_sat(o->read_bytes, u->read_bytes);
-                o->write_bytes = culprit_sub_sat(o->write_bytes, u->write_bytes);
-                o->memory_bytes = culprit_sub_sat(o->memory_bytes, u->memory_bytes);
-        }
-        return 0;
-}
-
-static _Thread_local const CgroupUsages *sorting;
-
-static int cmp_path(const void *a, const void *b) {
-        const CgroupUsages *w = sorting;
-        return strcmp(cgroup_usage_path(w, &w->items[*(const size_t *) a]),
-                      cgroup_usage_path(w, &w->items[*(const size_t *) b]));
-}
-
-static const size_t *find_path(const Culprits *c, const CgroupUsages *w, const char *path) {
-        size_t lo = 0, hi = w->n;
-
-        while (lo < hi) {
-                size_t mid = lo + (hi - lo) / 2;
-                int k = strcmp(cgroup_usage_path(w, &w->items[c->order[mid]]), path);
-                if (k == 0)
-                        return &c->order[mid];
-                if (k < 0)
-                        lo = mid + 1;
-                else
-                        hi = mid;
-        }
-        return NULL;
-}
-
-/* The sum of a cgroup's own processes' use, those that ended in the sample included. */
-static void processes_usage(const Culprits *c, const CulpritsInput *in, const CgroupUsageEntry *e, CulpritUsage *ret) {
-        const CulpritEnded *ended = culprit_ended_find(c->ended, c->n_ended, cgroup_usage_path(in->gb, e));
-        CulpritUsage u = {};
-
-        for (size_t k = 0; k < e->n_pids; k++) {
-                const ProcessDelays *p = snapshot_find_process(in->b, in->gb->pids.tids[e->first_pid + k]);
-                if (!p)
-                        continue;
-                size_t i = (size_t) (p - in->b->procs);
-                if (c->pu_valid[i])
-                        culprit_usage_add(&u, &c->pu[i]);
-        }
-        if (ended)
-                culprit_usage_add(&u, &ended->usage);
-        if (in->resource == PSI_RESOURCE_MEMORY && in->a)
-                u.has_growth = true;
-        *ret = u;
-}
-
-/* The agent's own cpu over the walks (CgroupUsages.self: from before the start walk to after the
- * end one, or its life for a lifetime pass), and whether e, a cgroup of the end walk, holds it:
- * its counter's growth is the agent's too, which is no culprit. 0 when the walks did not read it. */
-static uint64_t self_cpu_us(const CulpritsInput *in, const CgroupUsageEntry *e) {
-        const CgroupUsages *ga = in->ga, *gb = in->gb;
-        bool holds = false;
-
-        if (in->resource != PSI_RESOURCE_CPU || !gb->has_self || (ga && (!ga->has_self || ga->self != gb->self)))
-                return 0;
-        for (size_t k = 0; k < e->n_pids && !holds; k++)
-                holds = gb->pids.tids[e->first_pid + k] == gb->self;
-        if (!holds)
-                return 0;
-        return culprit_sub_sat(gb->self_after_us, ga ? ga->self_before_us : 0);
-}
-
-/* Whether e holds the agent alone (CgroupUsages.self), at both walks where the first had it: all
- * its counters moved by is the agent's own work (the io of its lines, the memory it holds), which
- * blames no one. Beside other processes only its cpu can be told apart (self_cpu_us()). */
-static bool agent_alone(const CulpritsInput *in, const CgroupUsageEntry *e, const size_t *ia) {
-        const CgroupUsages *ga = in->ga, *gb = in->gb;
-        const CgroupUsageEntry *x = ga && ia ? &ga->items[*ia] : NULL;
-
-        if (gb->self <= 0 || e->n_pids != 1 || gb->pids.tids[e->first_pid] != gb->self)
-                return false;
-        return !x || (x->n_pids == 1 && ga->pids.tids[x->first_pid] == gb->self);
-}
-
-static int build_cgroups(Culprits *c, const CulpritsInput *in) {
-        const CgroupUsages *ga = in->ga, *gb = in->gb;
-        CulpritUsage total = {};
-        int r;
-
-        r = own_usage(gb, in->resource, in->scope_is_node, &c->own_b, &c->cap_own_b);
-        if (r >= 0 && ga)
-                r = own_usage(ga, in->resource, in->scope_is_node, &c->own_a, &c->cap_own_a);
-        if (r < 0 || array_reserve((void **) &c->cgroups, &c->cap_cgroups, gb->n, sizeof *c->cgroups) < 0)
-                return -ENOMEM;
-        if (ga) {
-                if (array_reserve((void **) &c->order, &c->cap_order, ga->n, sizeof *c->order) < 0)
-                        return -ENOMEM;
-                for (size_t i = 0; i < ga->n; i++)
-                        c->order[i] = i;
-                sorting = ga;
-                if (ga->n > 0)
-                        qsort(c->order, ga->n, sizeof *c->order, cmp_path);
-                sorting = NULL;
-        }
-        for (size_t i = 0; i < gb->n; i++) {
-                const CgroupUsageEntry *e = &gb->items[i];
-                const char *path = cgroup_usage_path(gb, e);
-                const size_t *ia = ga ? find_path(c, ga, path) : NULL;
-                const CulpritOwn *ob = &c->own_b[i], *oa = ia ? &c->own_a[*ia] : NULL;
-                bool had_procs = ia && ga->items[*ia].n_pids > 0;
-                if (agent_alone(in, e, ia))
-                        continue;
-                CulpritCgroup g = { .path = path,
-                                    .has_dirty = e->usage.has_dirty,
-                                    .dirty_bytes = e->usage.dirty_bytes };
-
-                if (ob->complete && (!ga || !ia || oa->complete)) {
-                        /* A cgroup made during the sample counted from zero. */
-                        g.from_counters = true;
-                        g.usage.cpu_us =
-                                culprit_sub_sat(culprit_sub_sat(ob->cpu_us, oa ? oa->cpu_us : 0), self_cpu_us(in, e));
-                        g.usage.read_bytes = culprit_sub_sat(ob->read_bytes, oa ? oa->read_bytes : 0);
-                        g.usage.write_bytes = culprit_sub_sat(ob->write_bytes, oa ? oa->write_bytes : 0);
-                        g.usage.rss_bytes = ob->memory_bytes;
-                        if (ga) {
-                                g.usage.rss_growth_bytes = culprit_growth(ob->memory_bytes, oa ? oa->memory_bytes : 0);
-                                g.usage.has_growth = true;
-                        }
-                } else
-                        processes_usage(c, in, e, &g.usage);
-                /* Only cgroups that hold processes, or whose own counters moved (a fork storm's
-                 * whose processes are all gone). */
-                bool holds = e->n_pids > 0 || had_procs;
-                bool used = in->resource == PSI_RESOURCE_MEMORY ? g.usage.rss_bytes > 0 || g.usage.rss_growth_bytes != 0
-                                                                : culprit_score(&g.usage, in->resource) > 0;
-                if ((!holds && !g.from_counters) || !used)
-                        continue;
-                culprit_usage_add(&total, &g.usage);
-                set_key(in->resource, &g.usage, &g.key, &g.key2);
-                c->cgroups[c->n_cgroups++] = g;
-        }
-        if (c->n_cgroups > 0)
-                qsort(c->cgroups, c->n_cgroups, sizeof *c->cgroups, cmp_cgroup);
-        c->n_cgroups_total = c->n_cgroups;
-        c->n_cgroups = MIN(c->n_cgroups, in->top);
-        for (size_t i = 0; i < c->n_cgroups; i++)
-                c->cgroups[i].share = culprit_share(in->resource, &c->cgroups[i].usage, &total);
         return 0;
 }
 
@@ -484,7 +376,7 @@ int culprits_build(Culprits *c, const CulpritsInput *in) {
         if (r >= 0)
                 r = locate_victims(c, in);
         if (r >= 0 && in->gb)
-                r = build_cgroups(c, in);
+                r = culprits_build_cgroups(c, in);
         return r;
 }
 
@@ -497,7 +389,7 @@ int culprits_read_spawners(Culprits *c, int proc_fd) {
                 size_t best = 0;
 
                 p->spawner = NULL;
-                if (p->tgid > 0)
+                if (p->spawner_pids[0] <= 0) /* none of its processes started in the sample */
                         continue;
                 for (size_t k = 1; k < CULPRIT_SPAWNER_CANDIDATES; k++)
                         if (p->spawner_counts[k] > p->spawner_counts[best])
@@ -533,6 +425,8 @@ void culprits_done(Culprits *c) {
         free(c->start_pids);
         free(c->ended);
         free(c->victims);
+        free(c->members);
+        free(c->comms);
         *c = (Culprits) {};
 }
 

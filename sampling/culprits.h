@@ -1,14 +1,16 @@
 /* SPDX-License-Identifier: MIT */
 /* Who is causing the pressure: the processes and the cgroups of the culprit scope (the node, or the
  * cgroup whose limit the stalled tasks compete under) ranked by their use of the fired resource
- * during the sample: cpu time, storage bytes, or memory growth then size. A process measured at the
- * start that ended during the sample stays an entry of its own with its last use (its exit
- * records': kernel-facts.md: exit-records); processes that started and ended inside it (a fork
- * storm's) are aggregated by comm and their live ancestor's cgroup, and named by their spawner, the
- * nearest ancestor still alive. Cgroups rank on their own counters (a cgroup's counter less its
- * children's) where every counter is there, else on the sum of their own processes.
- * culprits_build() is pure (no I/O, no logging); culprits_read_spawners() reads /proc for the
- * spawners' names only. Buffers are reused. */
+ * during the sample: cpu time, storage bytes, or memory growth then size. Processes rank by
+ * program: those of one comm in one cgroup are one entry, their use summed, with their count and
+ * their live ones' pids, whether they lived through the sample, ended in it (their exit records':
+ * kernel-facts.md: exit-records) or started and ended inside it (a fork storm's, placed by their
+ * live ancestor's cgroup, and named by their spawner, the nearest ancestor still alive). A live
+ * process's comm is asked of CulpritsInput.comm_of; one whose comm or cgroup is unknown is an entry
+ * of its own. Cgroups rank on their own counters (a cgroup's counter less its children's) where
+ * every counter is there, else on the sum of their own processes. culprits_build() is pure (no
+ * I/O but through comm_of, no logging); culprits_read_spawners() reads /proc for the spawners'
+ * names only. Buffers are reused. */
 #pragma once
 
 #include <stdbool.h>
@@ -23,43 +25,55 @@
 #include "probes/procfs.h"
 #include "sampling/snapshot.h"
 
-/* Processes of one comm that ended during a sample, under the same live ancestor's
- * cgroup, are one entry, up to this many entries; the rest are summed in the last. */
+/* Programs whose processes all started and ended during a sample are one entry each, up to this
+ * many entries; the rest are summed in the last. */
 #define CULPRIT_AGGREGATES_MAX 64
+
+/* An entry lists the pids of this many of its live processes, most use first. */
+#define CULPRIT_PIDS_MAX 8
 
 /* An aggregate counts the live ancestors of its processes, up to this many different ones. */
 #define CULPRIT_SPAWNER_CANDIDATES 4
 #define CULPRIT_SPAWNER_CMDLINE_MAX 1024
 
-/* An aggregate's spawner: the nearest ancestor of its processes alive at the end of the sample,
- * the one most of them descend from (a build's make behind its compilers' short-lived gcc). */
+/* An entry's spawner: the nearest ancestor of its processes that started and ended in the sample
+ * alive at its end, the one most of them descend from (a build's make behind its compilers' short-lived gcc). */
 typedef struct CulpritSpawner {
         pid_t pid;
-        unsigned processes; /* of the aggregate's, how many descend from it */
+        unsigned processes; /* of the entry's that started in the sample, how many descend from it */
         char comm[PROC_COMM_MAX];
         ssize_t comm_len; /* raw bytes; -1: unknown (it ended after the sample) */
         char cmdline[CULPRIT_SPAWNER_CMDLINE_MAX];
         ssize_t cmdline_len; /* -1: unknown */
 } CulpritSpawner;
 
+/* One program's processes: those of one comm in one cgroup (above), or one process whose comm or
+ * cgroup is unknown. */
 typedef struct CulpritProcess {
-        pid_t tgid;                        /* 0 for an aggregate of processes that ended during the sample */
-        uint8_t origin;                    /* ProcessOrigin */
-        pid_t ppid;                        /* ended processes: from the exit record */
-        int64_t uid;                       /* ended processes: from the exit record; -1 otherwise */
-        unsigned ended;                    /* an aggregate: how many processes it stands for */
-        char comm[TASKSTATS_COMM_MAX + 1]; /* ended processes and aggregates: from the exit records */
-        const char *cgroup;                /* an aggregate's: its processes' nearest live ancestor's cgroup, relative to
-                                            * the scope ("" the scope itself), into the end walk's names; a process
-                                            * that ended: its cgroup in the start walk; NULL unknown */
+        pid_t tgid;                   /* its top process: the live one that used most, else the one measured at
+                                       * the start that ended and used most; 0 when all started and ended in the
+                                       * sample (an aggregate) */
+        uint8_t origin;               /* ProcessOrigin: its top process's; SHORT for an aggregate */
+        pid_t ppid;                   /* its processes' parent when they share it (ended ones: from the exit
+                                       * records; 0 for a live one) */
+        int64_t uid;                  /* its processes' uid when they share it, from the exit records; -1 otherwise */
+        unsigned processes;           /* how many processes it stands for */
+        unsigned ended;               /* of them, how many ended during the sample */
+        pid_t pids[CULPRIT_PIDS_MAX]; /* its live processes', most use first */
+        unsigned n_pids;
+        char comm[TASKSTATS_COMM_MAX + 1]; /* the program's; "" for a live process alone whose comm is unknown */
+        const char *cgroup;                /* the program's cgroup, relative to the scope ("" the scope itself), into
+                                            * a walk's names: a live process's in the end walk, one that ended in the
+                                            * start walk, an aggregate's its processes' nearest live ancestor's; NULL
+                                            * unknown */
         CulpritUsage usage;
         double share;
-        bool victim; /* also among the most delayed */
+        bool victim; /* one of its processes is also among the most delayed */
         int64_t key; /* the order: the score, or memory growth */
         uint64_t key2;
-        /* An aggregate's candidate spawners (culprits_build): the live ancestors of its processes,
-         * how many descend from each, and whether the end snapshot had it (else it lies outside the
-         * scope: alive only if /proc still has it). */
+        /* Its candidate spawners (culprits_build): the live ancestors of its processes that started
+         * and ended in the sample, how many descend from each, and whether the end snapshot had it
+         * (else it lies outside the scope: alive only if /proc still has it). */
         pid_t spawner_pids[CULPRIT_SPAWNER_CANDIDATES];
         unsigned spawner_counts[CULPRIT_SPAWNER_CANDIDATES];
         bool spawner_measured[CULPRIT_SPAWNER_CANDIDATES];
@@ -114,6 +128,10 @@ typedef struct Culprits {
         size_t cap_spawners;
         CulpritVictim *victims; /* the most delayed the walks had: the end walk's cgroup, else the start's */
         size_t n_victims, cap_victims;
+        struct CulpritMember *members; /* scratch: the processes of b with a use, by program */
+        size_t cap_members;
+        char *comms; /* scratch: the live processes' comms, TASKSTATS_COMM_MAX + 1 bytes per process of b */
+        size_t cap_comms;
 } Culprits;
 
 /* Where a culprit pass looks (culprit_scope_open(), sampling/sampler.h): the processes and cgroups that compete for
@@ -139,13 +157,20 @@ typedef struct CulpritsInput {
         const pid_t *victims;        /* the most delayed processes */
         size_t n_victims;
         size_t top;
+        /* A live process's comm into out (size bytes), without a newline: its length or -errno
+         * (proc_read_comm(), given comm_fd). NULL: live processes are not grouped. */
+        ssize_t (*comm_of)(int comm_fd, pid_t pid, char *out, size_t size);
+        int comm_fd;
 } CulpritsInput;
 
 /* Builds c from in; no spawner is named yet (CulpritProcess.spawner NULL). 0 or -ENOMEM. */
 int culprits_build(Culprits *c, const CulpritsInput *in);
-/* Names each aggregate's spawner: of its candidates, the one most of its processes descend from,
- * with its comm and cmdline from /proc (proc_fd). One the end snapshot did not have and /proc no
- * longer has is none (it ended, or never was alive). Does not log. 0 or -ENOMEM. */
+/* culprits_build()'s cgroups (sampling/culprit-cgroups.c), after its processes: c->cgroups from
+ * in->gb (and in->ga), c->ended and the processes' use. 0 or -ENOMEM. */
+int culprits_build_cgroups(Culprits *c, const CulpritsInput *in);
+/* Names the spawner of each entry with processes that started and ended in the sample: of its candidates, the one most
+ * of its processes descend from, with its comm and cmdline from /proc (proc_fd). One the end snapshot did not have and
+ * /proc no longer has is none (it ended, or never was alive). Does not log. 0 or -ENOMEM. */
 int culprits_read_spawners(Culprits *c, int proc_fd);
 /* The cgroup (relative to the scope) the walks found pid in, one of CulpritsInput.victims: for a
  * process whose /proc is gone when it is named (it ended during the sample, or after its end

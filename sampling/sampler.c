@@ -216,6 +216,8 @@ static void build_culprits(Sampler *s, bool lifetime) {
                 .victims = s->victims,
                 .n_victims = n,
                 .top = MAX(s->scope.detail, 1u),
+                .comm_of = proc_read_comm,
+                .comm_fd = s->scope.sysroot->proc_fd,
         };
         if (culprits_build(&s->culprits, &in) < 0 ||
             culprits_read_spawners(&s->culprits, s->scope.sysroot->proc_fd) < 0) {

@@ -240,8 +240,11 @@ def stages(pg, db, batch, build, tmp, validate):
     first = next((p for p in c["processes"] if p["cgroup"] == "/" + batch.rel), None)
     check(first and first["comm"].startswith("stress-ng") and first["pid"] and not first["victim"],
           f"culprit processes: {[(p['comm'], p['cgroup']) for p in c['processes']]}")
-    check(f"{first['comm']} (/{batch.rel}, pid {first['pid']}) used " in inc["summary"],
-          f"the summary does not name stress-ng: {inc['summary']!r}")
+    # Its workers are one program (psidiag 0.12): "stress-ng (/batch, 4 processes) used".
+    named = (f"{first['comm']} (/{batch.rel}, {first['processes']} processes" if first["processes"] > 1
+             else f"{first['comm']} (/{batch.rel}, pid {first['pid']}) used ")
+    check(first["processes"] > 1 and first["pids"][0] == first["pid"], f"stress-ng's workers are not one: {first}")
+    check(named in inc["summary"], f"the summary does not name stress-ng: {inc['summary']!r}")
     print(f"stress-ng: {inc['summary']}")
     batch.kill_all()
 
@@ -253,11 +256,11 @@ def stages(pg, db, batch, build, tmp, validate):
     check_victim(inc, db)
     c = inc["culprits"]
     check(c["cgroups"][0]["path"] == "/" + build.rel, f"culprit cgroups: {c['cgroups']}")
-    # The compilers end during the sample: each one that was there at its start keeps its pid, those
-    # that also started in it are one aggregate, which names the live process spawning them.
+    # The compilers end during the sample: they are one program with those still running at its end
+    # (psidiag 0.12), and an entry of those that started in it names the live process spawning them.
     cc1 = [p for p in c["processes"] if p["comm"] == "cc1" and p["cgroup"] == "/" + build.rel]
-    listed = [(p["comm"], p["pid"], p["processes"], p["ended"], p.get("spawner")) for p in c["processes"]]
-    check(sum(p["processes"] for p in cc1 if p["ended"]) >= 2, f"no ended cc1s: {listed}")
+    listed = [(p["comm"], p["pid"], p["processes"], p["ended_processes"], p.get("spawner")) for p in c["processes"]]
+    check(len(cc1) == 1 and cc1[0]["ended_processes"] >= 2, f"no one program of ended cc1s: {listed}")
     for agg in (p for p in cc1 if p["pid"] is None):
         check(agg["spawner"] and agg["spawner"]["comm"] in ("gcc", "make", "sh"), f"aggregate without spawner: {listed}")
     print(f"compiler storm: {inc['summary']}")
@@ -315,9 +318,10 @@ def stages(pg, db, batch, build, tmp, validate):
           f"culprits: {[(p['comm'], p['cgroup'], p['usage']) for p in c['processes']]}, cgroups {c['cgroups']}")
     wb = inc["limits"]["io"]["writeback"]
     check(wb and wb["dirty_bytes"] + wb["writeback_bytes"] >= 32 << 20, f"limits.io.writeback: {wb}")
-    # A live dd ("dd (/batch, pid N) dirtied"), or the ones that ended in the sample
-    # ("2 dd processes (/batch, ended) dirtied").
-    check(re.search(rf"dd (processes )?\(/{re.escape(batch.rel)}(, pid \d+)?(, ended)?\) dirtied ", inc["summary"]),
+    # A live dd ("dd (/batch, pid N) dirtied"), the ones that ended in the sample ("2 dd processes
+    # (/batch, ended) dirtied"), or both, one program ("dd (/batch, 3 processes, 2 ended) dirtied").
+    check(re.search(rf"dd (processes )?\(/{re.escape(batch.rel)}(, pid \d+)?(, \d+ processes)?(, \d+ ended)?(, ended)?\)"
+                    " dirtied ", inc["summary"]),
           f"summary: {inc['summary']!r}")
     print(f"dd: {inc['summary']}")
     batch.kill_all()

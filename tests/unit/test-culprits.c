@@ -6,6 +6,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "base/macro.h"
 #include "incident/culprit-report.h"
 #include "incident/onwhat-report.h"
 #include "sampling/culprits.h"
@@ -199,6 +200,156 @@ static void test_victim_cgroups(void **state) {
         snapshot_done(&b);
         cgroup_usages_done(&ga);
         cgroup_usages_done(&gb);
+}
+
+/* Processes rank by program (comm and cgroup), live and ended alike: as in a sid guest (7.2 under
+ * TCG), six sleeps of the stalled shell's loop, 331 ms in all, against stress-ng's four workers of
+ * 330, 324, 320 and 318 ms in /batch. Ranked one by one the sleeps came first; as programs,
+ * stress-ng is first with its 4 workers, and an ended worker of it joins them. */
+static void test_programs(void **state) {
+        char dir[] = "/tmp/psidiag-test-XXXXXX";
+        Snapshot a = {}, b = {};
+        CgroupUsages ga = {}, gb = {};
+        Culprits c = {};
+        pid_t victim[] = { 10 }, batch_a[] = { 20, 21, 22, 23, 24, 25 }, batch_b[] = { 20, 21, 22, 23, 24 };
+        pid_t other[] = { 30 }, victims[] = { 10 };
+        const uint64_t worker_ms[] = { 330, 324, 320, 318 };
+        const uint64_t sleep_ms[] = { 56, 55, 55, 55, 55, 55 };
+        int proc_fd;
+
+        assert_non_null(mkdtemp(dir));
+        assert_int_equal(fake_tree_write(dir, "10/comm", "sh\n"), 0);
+        for (pid_t pid = 20; pid <= 24; pid++) {
+                char path[32];
+                snprintf(path, sizeof path, "%d/comm", pid);
+                assert_int_equal(fake_tree_write(dir, path, "stress-ng\n"), 0);
+        }
+        assert_int_equal(fake_tree_write(dir, "30/comm", "stress-ng\n"), 0); /* another cgroup's */
+        proc_fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        assert_true(proc_fd >= 0);
+
+        add(&a, 10, PROCESS_MEASURED, 0, "", 0);
+        add(&b, 10, PROCESS_MEASURED, 0, "", 2 * NS_PER_MS);
+        add(&a, 20, PROCESS_MEASURED, 0, "", 0); /* stress-ng's parent: idle */
+        add(&b, 20, PROCESS_MEASURED, 0, "", 0);
+        for (pid_t i = 0; i < 4; i++) {
+                add(&a, 21 + i, PROCESS_MEASURED, 0, "", 0);
+                add(&b, 21 + i, PROCESS_MEASURED, 0, "", worker_ms[i] * NS_PER_MS);
+        }
+        add(&a, 25, PROCESS_MEASURED, 0, "", 0);
+        add(&b, 25, PROCESS_ENDED, 20, "stress-ng", 4 * NS_PER_MS); /* a worker that ended */
+        add(&a, 30, PROCESS_MEASURED, 0, "", 0);
+        add(&b, 30, PROCESS_MEASURED, 0, "", 3 * NS_PER_MS);
+        for (pid_t i = 0; i < 6; i++)
+                add(&b, 100 + i, PROCESS_SHORT, 10, "sleep", sleep_ms[i] * NS_PER_MS);
+        cg(&ga, "", CGROUP_USAGE_NO_PARENT, 0, NULL, 0);
+        cg(&ga, "victim", 0, 0, victim, 1);
+        cg(&ga, "batch", 0, 0, batch_a, 6);
+        cg(&ga, "other", 0, 0, other, 1);
+        cg(&gb, "", CGROUP_USAGE_NO_PARENT, 3000, NULL, 0);
+        cg(&gb, "victim", 0, 333, victim, 1);
+        cg(&gb, "batch", 0, 1296, batch_b, 5);
+        cg(&gb, "other", 0, 3, other, 1);
+
+        CulpritsInput in = { .resource = PSI_RESOURCE_CPU,
+                             .a = &a,
+                             .b = &b,
+                             .ga = &ga,
+                             .gb = &gb,
+                             .scope_is_node = true,
+                             .victims = victims,
+                             .n_victims = 1,
+                             .top = 10,
+                             .comm_of = proc_read_comm,
+                             .comm_fd = proc_fd };
+        assert_int_equal(culprits_build(&c, &in), 0);
+        assert_string_equal(c.procs[0].comm, "stress-ng");
+        assert_int_equal(c.n_procs, 4);
+        assert_string_equal(c.procs[0].cgroup, "batch");
+        assert_int_equal(c.procs[0].processes, 5); /* the 4 live workers and the ended one */
+        assert_int_equal(c.procs[0].ended, 1);
+        assert_int_equal(c.procs[0].tgid, 21); /* the one that used most */
+        assert_int_equal(c.procs[0].origin, PROCESS_MEASURED);
+        assert_int_equal(c.procs[0].n_pids, 4);
+        for (unsigned i = 0; i < 4; i++)
+                assert_int_equal(c.procs[0].pids[i], 21 + (pid_t) i);
+        assert_int_equal(c.procs[0].usage.cpu_us, (330 + 324 + 320 + 318 + 4) * 1000);
+        assert_false(c.procs[0].victim);
+        /* The victim's own sleeps, one aggregate under the shell's cgroup. */
+        assert_int_equal(c.procs[1].tgid, 0);
+        assert_string_equal(c.procs[1].comm, "sleep");
+        assert_string_equal(c.procs[1].cgroup, "victim");
+        assert_int_equal(c.procs[1].processes, 6);
+        assert_int_equal(c.procs[1].ended, 6);
+        assert_int_equal(c.procs[1].n_pids, 0);
+        assert_int_equal(c.procs[1].usage.cpu_us, 331000);
+        /* Another cgroup's stress-ng is another program; the shell alone, a victim. */
+        assert_int_equal(c.procs[2].tgid, 30);
+        assert_int_equal(c.procs[2].processes, 1);
+        assert_int_equal(c.procs[3].tgid, 10);
+        assert_string_equal(c.procs[3].comm, "sh");
+        assert_true(c.procs[3].victim);
+
+        /* The incident's entry: one program, its count and its live pids. */
+        CulpritScope scope = { .resource = PSI_RESOURCE_CPU, .node = true };
+        ProcessInfo infos[10] = {};
+        json_t *o = culprit_report_object(&c, &scope, infos, c.n_procs, NULL);
+        json_t *p = json_array_get(json_object_get(o, "processes"), 0);
+        assert_int_equal(json_integer_value(json_object_get(p, "pid")), 21);
+        assert_int_equal(json_integer_value(json_object_get(p, "processes")), 5);
+        assert_int_equal(json_integer_value(json_object_get(p, "ended_processes")), 1);
+        assert_int_equal(json_array_size(json_object_get(p, "pids")), 4);
+        assert_int_equal(json_integer_value(json_array_get(json_object_get(p, "pids"), 3)), 24);
+        assert_false(json_is_true(json_object_get(p, "ended")));
+        p = json_array_get(json_object_get(o, "processes"), 1);
+        assert_true(json_is_null(json_object_get(p, "pid")));
+        assert_int_equal(json_integer_value(json_object_get(p, "processes")), 6);
+        assert_int_equal(json_array_size(json_object_get(p, "pids")), 0);
+        json_decref(o);
+
+        /* A live process whose comm cannot be read is an entry of its own. */
+        char gone[64];
+        snprintf(gone, sizeof gone, "%s/22/comm", dir);
+        assert_int_equal(unlink(gone), 0);
+        assert_int_equal(culprits_build(&c, &in), 0);
+        assert_int_equal(c.procs[0].processes, 4);
+        assert_int_equal(c.procs[0].usage.cpu_us, (330 + 320 + 318 + 4) * 1000);
+        assert_int_equal(c.procs[1].tgid, 0); /* the sleeps, 331 ms */
+        assert_int_equal(c.procs[2].tgid, 22);
+        assert_int_equal(c.procs[2].processes, 1);
+
+        /* More live processes than an entry lists pids of. */
+        Snapshot pool = {};
+        CgroupUsages gpool = {};
+        pid_t many[CULPRIT_PIDS_MAX + 4];
+        for (pid_t i = 0; i < (pid_t) ELEMENTSOF(many); i++) {
+                char path[32];
+                many[i] = 200 + i;
+                snprintf(path, sizeof path, "%d/comm", many[i]);
+                assert_int_equal(fake_tree_write(dir, path, "worker\n"), 0);
+                add(&pool, many[i], PROCESS_MEASURED, 0, "", (uint64_t) (100 + i) * NS_PER_MS)->born_in_sample = true;
+        }
+        cg(&gpool, "", CGROUP_USAGE_NO_PARENT, 3000, NULL, 0);
+        cg(&gpool, "pool", 0, 2000, many, ELEMENTSOF(many));
+        in.b = &pool;
+        in.ga = NULL;
+        in.gb = &gpool;
+        assert_int_equal(culprits_build(&c, &in), 0);
+        assert_int_equal(c.n_procs, 1);
+        assert_int_equal(c.procs[0].processes, ELEMENTSOF(many));
+        assert_int_equal(c.procs[0].n_pids, CULPRIT_PIDS_MAX);
+        assert_int_equal(c.procs[0].pids[0], many[ELEMENTSOF(many) - 1]); /* most use first */
+        assert_int_equal(c.procs[0].tgid, many[ELEMENTSOF(many) - 1]);
+
+        close(proc_fd);
+        assert_int_equal(fake_tree_remove(dir), 0);
+        culprits_done(&c);
+        snapshot_done(&a);
+        snapshot_done(&b);
+        snapshot_done(&pool);
+        cgroup_usages_done(&ga);
+        cgroup_usages_done(&gb);
+        cgroup_usages_done(&gpool);
 }
 
 /* The spawner of an aggregate: the nearest ancestor alive at the end, up the exit records'
@@ -913,6 +1064,7 @@ int main(void) {
                 cmocka_unit_test(test_cpu),
                 cmocka_unit_test(test_aggregate),
                 cmocka_unit_test(test_victim_cgroups),
+                cmocka_unit_test(test_programs),
                 cmocka_unit_test(test_spawner),
                 cmocka_unit_test(test_killed_grower),
                 cmocka_unit_test(test_short_writers),

@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /* `psidiag show`: the view of real and hostile incidents, durations, and what a terminal gets. */
+#include <jansson.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -71,6 +72,35 @@ static void test_stall_passed(void **state) {
         assert_int_equal(r, 0);
         assert_null(strstr(out, "had passed"));
         free(out);
+}
+
+/* A culprit that is a program of several live processes (psidiag 0.12): its row says how many. */
+static void test_program_row(void **state) {
+        char line[16384];
+        json_error_t err;
+        int r;
+
+        read_example(SCHEMA_DIR "/examples/incident-pressure.json", line, sizeof line);
+        json_t *inc = json_loads(line, 0, &err);
+        assert_non_null(inc);
+        json_t *p = json_array_get(json_object_get(json_object_get(inc, "culprits"), "processes"), 0);
+        assert_non_null(json_string_value(json_object_get(p, "cmdline")));
+        assert_int_equal(json_object_set_new(p, "processes", json_integer(4)), 0);
+        char *text = json_dumps(inc, JSON_COMPACT);
+        char *out = render(text, &r);
+        assert_int_equal(r, 0);
+        assert_non_null(strstr(out, "  [4 processes]"));
+        free(out);
+        free(text);
+
+        /* One process: no count. */
+        assert_int_equal(json_object_set_new(p, "processes", json_integer(1)), 0);
+        text = json_dumps(inc, JSON_COMPACT);
+        out = render(text, &r);
+        assert_null(strstr(out, " processes]"));
+        free(out);
+        free(text);
+        json_decref(inc);
 }
 
 /* taskstats v17 (psidiag 0.8): a process's longest wait shows under its row when it falls in this
@@ -282,10 +312,11 @@ static void test_journal_summary(void **state) {
 
 int main(void) {
         const struct CMUnitTest tests[] = {
-                cmocka_unit_test(test_example_incident), cmocka_unit_test(test_stall_passed),
-                cmocka_unit_test(test_worst_wait),       cmocka_unit_test(test_container_line),
-                cmocka_unit_test(test_blocked_now_line), cmocka_unit_test(test_hostile_and_broken),
-                cmocka_unit_test(test_oom_incident),     cmocka_unit_test(test_journal_summary),
+                cmocka_unit_test(test_example_incident),   cmocka_unit_test(test_stall_passed),
+                cmocka_unit_test(test_program_row),        cmocka_unit_test(test_worst_wait),
+                cmocka_unit_test(test_container_line),     cmocka_unit_test(test_blocked_now_line),
+                cmocka_unit_test(test_hostile_and_broken), cmocka_unit_test(test_oom_incident),
+                cmocka_unit_test(test_journal_summary),
         };
 
         return cmocka_run_group_tests(tests, NULL, NULL);

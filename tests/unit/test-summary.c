@@ -361,6 +361,25 @@ static void test_ended_aggregate_and_own_processes(void **state) {
                 "stalled");
 }
 
+/* A program's workers are one culprit (culprits.processes by program): stress-ng's four in /batch,
+ * and with one of them ended in the sample. */
+static void test_program_culprit(void **state) {
+#define PROGRAM_CULPRIT(procs)                                                                                         \
+        "{\"type\": \"pressure\", \"trigger\": {\"cgroup\": \"/svc\", \"resource\": \"cpu\"},"                         \
+        " \"sample\": {\"duration_ms\": 1000}, \"most_delayed\": [{\"comm\": \"sh\", \"cgroup\": \"/svc\","            \
+        "   \"delay_us\": {\"cpu\": 420000}}],"                                                                        \
+        " \"culprits\": {\"own_limit\": false, \"limit\": null, \"processes\": [{\"pid\": 21, \"comm\": "              \
+        "\"stress-ng\", \"cgroup\": \"/batch\", " procs ", \"ended\": false, \"victim\": false,"                       \
+        "   \"usage\": {\"cpu_us\": 1292000}}], \"cgroups\": [{\"path\": \"/batch\", \"share\": 0.8}, "                \
+        "{\"share\": 0.2}]}}"
+        assert_summary(PROGRAM_CULPRIT("\"processes\": 4, \"ended_processes\": 0, \"pids\": [21, 22, 23, 24]"),
+                       "sh (/svc) waited 0.42 s for cpu in 1 s: stress-ng (/batch, 4 processes) used 1.29 s of cpu");
+        assert_summary(PROGRAM_CULPRIT("\"processes\": 5, \"ended_processes\": 1, \"pids\": [21, 22, 23, 24]"),
+                       "sh (/svc) waited 0.42 s for cpu in 1 s: stress-ng (/batch, 5 processes, 1 ended) used 1.29 s "
+                       "of cpu");
+#undef PROGRAM_CULPRIT
+}
+
 /* The stall that fired had passed before the sample (window.verdict passed): the victim as
  * measured, what it saw of the stall against what fired, and no culprit, dominant or throttling,
  * however the shares look. */
@@ -597,6 +616,7 @@ int main(void) {
                 cmocka_unit_test(test_hostile_comm),
                 cmocka_unit_test(test_hostile_comm_c1_and_bidi),
                 cmocka_unit_test(test_ended_aggregate_and_own_processes),
+                cmocka_unit_test(test_program_culprit),
                 cmocka_unit_test(test_stall_passed),
                 cmocka_unit_test(test_worst_wait),
                 cmocka_unit_test(test_stuck_device),
