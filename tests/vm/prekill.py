@@ -123,9 +123,17 @@ def check_measured(inc, cgroup):
     return pk
 
 
-def cleanup_dropin():
+def cleanup_dropin(slice_name=None):
+    """The prekill drop-in removed; slice_name, when given, stopped and its unit file removed, so
+    that systemd-oomd watches it no more (systemd-oomd 262 announced a case's slice again about 15
+    s after killing its unit, while the next case ran)."""
     if os.path.lexists("/etc/systemd/oomd.conf.d/psidiag-prekill.conf"):
         os.unlink("/etc/systemd/oomd.conf.d/psidiag-prekill.conf")
+    if slice_name:
+        sh(["systemctl", "stop", slice_name])
+        if os.path.lexists(f"/etc/systemd/system/{slice_name}"):
+            os.unlink(f"/etc/systemd/system/{slice_name}")
+        sh(["systemctl", "daemon-reload"])
 
 
 @case
@@ -162,7 +170,7 @@ def systemd_oomd_prekill(validate):
     finally:
         entries = oomd_journal(since, unit)
         os.unlink(stale)
-        cleanup_dropin()
+        cleanup_dropin("vmprekill.slice")
     cgroup = f"/vmprekill.slice/{unit}"
     invoked, done, errors, killed = hook_times(entries, cgroup)
     check("psidiag" in invoked and done and killed, f"systemd-oomd's lines: invoked {invoked}, finished {done}, "
@@ -248,7 +256,7 @@ def systemd_oomd_prekill_slow(validate):
     finally:
         silent.stop()
         entries = oomd_journal(since, unit)
-        cleanup_dropin()
+        cleanup_dropin("vmpkslow.slice")
     print(f"  the silent hook was called: {silent.calls}")
     check(any(c.get("method") == "io.systemd.oom.Prekill.Notify" and (c.get("parameters") or {}).get("cgroup") == cgroup
               for _, c in silent.calls), f"the silent hook got no Notify for {cgroup}: {silent.calls}")
@@ -326,7 +334,7 @@ def systemd_oomd_prekill_denied(validate):
                           prekill_reply_ms=PREKILL_REPLY_MS)
     finally:
         entries = oomd_journal(since, unit)
-        cleanup_dropin()
+        cleanup_dropin("vmpkdeny.slice")
     invoked, done, errors, killed = hook_times(entries, cgroup)
     check("psidiag" in invoked and done and not errors and killed,
           f"systemd-oomd's lines: invoked {invoked}, finished {done}, errors {errors}, pid 1's kill {killed}")
@@ -348,6 +356,12 @@ def systemd_oomd_prekill_nokill(validate):
     its summary and `psidiag show` say that systemd-oomd announced the kill but did not kill. The
     sleeper lives on."""
     hooks_ready()
+    # The caller here is varlinkctl. systemd-oomd's own Notify of another cgroup would end this
+    # wait early, and rightly: it has then moved on from this one (agent/killwatch.c:
+    # window_announce()). systemd-oomd 262 did so, announcing an earlier case's slice again about
+    # 15 s after its kill. So systemd-oomd is stopped while this case runs.
+    oomd_was = sh(["systemctl", "is-active", "systemd-oomd.service"]).stdout.strip()
+    sh(["systemctl", "stop", "systemd-oomd.service"])
     write("/etc/systemd/system/vmpknone.slice", "[Slice]\n")
     sh(["systemctl", "daemon-reload"])
     unit = "vmpknone-sleep.service"
@@ -386,9 +400,13 @@ def systemd_oomd_prekill_nokill(validate):
     finally:
         if agent:
             stop_agent(agent)
+            print("  the agent's lines on prekill calls:\n" + "".join(
+                "    " + l for l in open(log) if "about to kill" in l or "prekill hook:" in l))
         alive = sleeper is not None and os.path.exists(f"/proc/{sleeper}")
         sh(["systemctl", "stop", unit])
-        cleanup_dropin()
+        cleanup_dropin("vmpknone.slice")
+        if oomd_was == "active":
+            sh(["systemctl", "start", "systemd-oomd.service"])
     kills = [i for i in lines if i["type"] == "kill"]
     check(kills, f"no kill incident in {WAIT_S + 30} s:\n{open(log).read()[-3000:]}")
     inc = kills[0]
