@@ -217,17 +217,20 @@ static int parse_target(ParseState *st, WatchConfig *wc, const char *key, json_t
         return r == -EINVAL ? fail_at(st, path, n, "%s", why) : r;
 }
 
-static int parse_watch(ParseState *st, Config *c, json_t *w, size_t wi, WatchConfig *ret) {
-        JsonPathElem path[4] = { JSON_KEY("watch"), JSON_INDEX(wi) };
-        WatchConfig wc = {};
-        json_t *triggers = NULL, *v;
-        const ConfigKey *triggers_key = NULL;
-        const char *key;
-        int r;
+static void watch_config_clear(WatchConfig *wc) {
+        for (size_t i = 0; i < wc->n_triggers; i++)
+                free(wc->triggers[i].text);
+        free(wc->triggers);
+        config_target_clear(wc);
+        free(wc->output);
+}
 
-        if (!json_is_object(w))
-                return fail_at(st, path, 2, "each watch must be an object");
-        inherit_top_level(c, &wc);
+/* The watch's keys but its triggers, which *ret_triggers (and their key) get. path[2] is each key. */
+static int parse_watch_keys(ParseState *st, json_t *w, JsonPathElem path[static 3], WatchConfig *wc,
+                            json_t **ret_triggers, const ConfigKey **ret_triggers_key) {
+        const char *key;
+        json_t *v;
+        int r;
 
         json_object_foreach(w, key, v) {
                 const ConfigKey *k;
@@ -235,91 +238,80 @@ static int parse_watch(ParseState *st, Config *c, json_t *w, size_t wi, WatchCon
                 path[2] = JSON_KEY(key);
                 r = find_key(st, key, CONFIG_KEY_WATCH, path, 3, &k);
                 if (r < 0)
-                        goto fail;
-                if (k->type == CONFIG_KEY_CGROUP || k->type == CONFIG_KEY_CONTAINER) {
-                        r = parse_target(st, &wc, key, v, path, 3);
-                        if (r < 0)
-                                goto fail;
-                } else if (k->type == CONFIG_KEY_TRIGGERS) {
-                        triggers = v;
-                        triggers_key = k;
-                } else {
-                        r = parse_plain_value(st, k, v, path, 3, &wc, k->watch_offset);
-                        if (r < 0)
-                                goto fail;
-                }
+                        return r;
+                if (k->type == CONFIG_KEY_CGROUP || k->type == CONFIG_KEY_CONTAINER)
+                        r = parse_target(st, wc, key, v, path, 3);
+                else if (k->type == CONFIG_KEY_TRIGGERS) {
+                        *ret_triggers = v;
+                        *ret_triggers_key = k;
+                        r = 0;
+                } else
+                        r = parse_plain_value(st, k, v, path, 3, wc, k->watch_offset);
+                if (r < 0)
+                        return r;
         }
+        return 0;
+}
 
+/* The watch's "triggers" (at path[0..1]), each parsed into wc->triggers. */
+static int parse_triggers(ParseState *st, json_t *triggers, const ConfigKey *k, JsonPathElem path[static 4],
+                          WatchConfig *wc) {
         path[2] = JSON_KEY("triggers");
-        if (!triggers) {
-                r = fail_at(st, path, 2, "watch has no \"triggers\"");
-                goto fail;
-        }
-        if (!json_is_array(triggers) || json_array_size(triggers) == 0) {
-                r = fail_at(st, path, 3, "triggers must be a non-empty array of trigger strings");
-                goto fail;
-        }
-        if (json_array_size(triggers) > triggers_key->max) {
-                r = fail_at(st, path, 3, "at most %llu triggers per watch", (unsigned long long) triggers_key->max);
-                goto fail;
-        }
-        wc.triggers = calloc(json_array_size(triggers), sizeof *wc.triggers);
-        if (!wc.triggers) {
-                r = -ENOMEM;
-                goto fail;
-        }
+        if (!triggers)
+                return fail_at(st, path, 2, "watch has no \"triggers\"");
+        if (!json_is_array(triggers) || json_array_size(triggers) == 0)
+                return fail_at(st, path, 3, "triggers must be a non-empty array of trigger strings");
+        if (json_array_size(triggers) > k->max)
+                return fail_at(st, path, 3, "at most %llu triggers per watch", (unsigned long long) k->max);
+        wc->triggers = calloc(json_array_size(triggers), sizeof *wc->triggers);
+        if (!wc->triggers)
+                return -ENOMEM;
         for (size_t i = 0; i < json_array_size(triggers); i++) {
                 json_t *t = json_array_get(triggers, i);
-                WatchTrigger *wt = &wc.triggers[i];
+                WatchTrigger *wt = &wc->triggers[i];
                 const char *reason;
 
                 path[3] = JSON_INDEX(i);
-                if (!json_is_string(t)) {
-                        r = fail_at(st, path, 4, "a trigger must be a string like \"cpu some 150ms 2s\"");
-                        goto fail;
-                }
-                if (psi_trigger_spec_parse(json_string_value(t), &wt->spec, &reason) < 0) {
-                        r = fail_at(st, path, 4, "bad trigger \"%s\": %s", json_string_value(t), reason);
-                        goto fail;
-                }
+                if (!json_is_string(t))
+                        return fail_at(st, path, 4, "a trigger must be a string like \"cpu some 150ms 2s\"");
+                if (psi_trigger_spec_parse(json_string_value(t), &wt->spec, &reason) < 0)
+                        return fail_at(st, path, 4, "bad trigger \"%s\": %s", json_string_value(t), reason);
                 wt->text = strdup(json_string_value(t));
-                wc.n_triggers++;
-                if (!wt->text) {
-                        r = -ENOMEM;
-                        goto fail;
-                }
+                wc->n_triggers++;
+                if (!wt->text)
+                        return -ENOMEM;
         }
+        return 0;
+}
 
-        if (!wc.output) {
-                wc.output = strdup(c->output);
-                if (!wc.output) {
-                        r = -ENOMEM;
-                        goto fail;
-                }
+static int parse_watch(ParseState *st, Config *c, json_t *w, size_t wi, WatchConfig *ret) {
+        JsonPathElem path[4] = { JSON_KEY("watch"), JSON_INDEX(wi) };
+        WatchConfig wc = {};
+        json_t *triggers = NULL;
+        const ConfigKey *triggers_key = NULL;
+        int r;
+
+        if (!json_is_object(w))
+                return fail_at(st, path, 2, "each watch must be an object");
+        inherit_top_level(c, &wc);
+        r = parse_watch_keys(st, w, path, &wc, &triggers, &triggers_key);
+        if (r >= 0)
+                r = parse_triggers(st, triggers, triggers_key, path, &wc);
+        if (r >= 0 && !wc.output && !(wc.output = strdup(c->output)))
+                r = -ENOMEM;
+        if (r < 0) {
+                watch_config_clear(&wc);
+                return r;
         }
         *ret = wc;
         return 0;
-fail:
-        for (size_t i = 0; i < wc.n_triggers; i++)
-                free(wc.triggers[i].text);
-        free(wc.triggers);
-        config_target_clear(&wc);
-        free(wc.output);
-        return r;
 }
 
 Config *config_free(Config *c) {
         if (!c)
                 return NULL;
-        for (size_t i = 0; i < c->n_watches; i++) {
-                WatchConfig *w = &c->watches[i];
-
-                for (size_t j = 0; j < w->n_triggers; j++)
-                        free(w->triggers[j].text);
-                free(w->triggers);
-                config_target_clear(w);
-                free(w->output);
-        }
+        for (size_t i = 0; i < c->n_watches; i++)
+                watch_config_clear(&c->watches[i]);
         free(c->watches);
         free(c->output);
         free(c->metrics_file);
@@ -331,13 +323,125 @@ Config *config_free(Config *c) {
         return NULL;
 }
 
-int config_parse(const char *text, size_t len, const char *name, Config **ret, char **ret_error) {
-        ParseState st = { .text = text, .len = len, .name = name };
-        JsonPathElem path[2];
-        json_error_t jerr;
-        json_t *root, *watch = NULL, *v;
+/* kill_log_files (key k, at path): replaces any list before it. */
+static int parse_kill_log_files(ParseState *st, Config *c, const ConfigKey *k, json_t *v, const JsonPathElem *path) {
+        size_t i;
+        json_t *f;
+
+        if (!json_is_array(v) || json_array_size(v) > k->max)
+                return fail_at(st, path, 1, "%s must be a list of at most %llu absolute paths", k->name,
+                               (unsigned long long) k->max);
+        for (i = 0; i < c->n_kill_log_files; i++)
+                free(c->kill_log_files[i]);
+        free(c->kill_log_files);
+        c->n_kill_log_files = 0;
+        c->kill_log_files = calloc(MAX(json_array_size(v), (size_t) 1), sizeof *c->kill_log_files);
+        if (!c->kill_log_files)
+                return -ENOMEM;
+        c->has_kill_log_files = true;
+        json_array_foreach(v, i, f) {
+                const char *s = json_string_value(f);
+                if (!s || s[0] != '/' || json_string_length(f) != strlen(s))
+                        return fail_at(st, path, 1, "%s must be a list of absolute paths", k->name);
+                c->kill_log_files[c->n_kill_log_files] = strdup(s);
+                if (!c->kill_log_files[c->n_kill_log_files])
+                        return -ENOMEM;
+                c->n_kill_log_files++;
+        }
+        return 0;
+}
+
+static int parse_metrics_file(ParseState *st, Config *c, json_t *v, const JsonPathElem *path) {
+        const char *m = json_string_value(v);
+        size_t ml = m ? strlen(m) : 0;
+
+        if (!m || json_string_length(v) != ml || m[0] != '/' || ml < 7 || strcmp(m + ml - 5, ".prom") != 0 ||
+            m[ml - 6] == '/')
+                return fail_at(st, path, 1,
+                               "metrics_file must be an absolute path ending in \".prom\" "
+                               "(what node_exporter's textfile collector reads)");
+        free(c->metrics_file);
+        c->metrics_file = strdup(m);
+        return c->metrics_file ? 0 : -ENOMEM;
+}
+
+/* One top-level key; "watch" is kept in *watch (with its key) for after the others, which the
+ * watches inherit. */
+static int parse_top_key(ParseState *st, Config *c, const char *key, json_t *v, json_t **watch,
+                         const ConfigKey **watch_key) {
+        JsonPathElem path[1] = { JSON_KEY(key) };
+        const ConfigKey *k;
+        int r = find_key(st, key, CONFIG_KEY_TOP, path, 1, &k);
+
+        if (r < 0)
+                return r;
+        switch (k->type) {
+        case CONFIG_KEY_WATCHES:
+                *watch = v;
+                *watch_key = k;
+                return 0;
+        case CONFIG_KEY_SCHEMA:
+                return 0;
+        case CONFIG_KEY_PATHS:
+                return parse_kill_log_files(st, c, k, v, path);
+        case CONFIG_KEY_OUTPUT_FORMAT:
+                if (output_format_from_string(json_string_value(v), &c->output_format) < 0)
+                        return fail_at(st, path, 1,
+                                       "output_format must be \"incident\" (psidiag's incident lines) or "
+                                       "\"otlp\" (OTLP/JSON log requests)");
+                return 0;
+        case CONFIG_KEY_METRICS_FILE:
+                return parse_metrics_file(st, c, v, path);
+        default:
+                return parse_plain_value(st, k, v, path, 1, c, k->config_offset);
+        }
+}
+
+static int parse_watches(ParseState *st, Config *c, json_t *watch, const ConfigKey *watch_key) {
+        JsonPathElem path[1] = { JSON_KEY("watch") };
+        int r;
+
+        if (!watch)
+                return fail_at(st, NULL, 0, "the config has no \"watch\" list");
+        if (!json_is_array(watch) || json_array_size(watch) == 0)
+                return fail_at(st, path, 1, "watch must be a non-empty array");
+        if (json_array_size(watch) > watch_key->max)
+                return fail_at(st, path, 1, "at most %llu watches", (unsigned long long) watch_key->max);
+        c->watches = calloc(json_array_size(watch), sizeof *c->watches);
+        if (!c->watches)
+                return -ENOMEM;
+        for (size_t i = 0; i < json_array_size(watch); i++) {
+                r = parse_watch(st, c, json_array_get(watch, i), i, &c->watches[i]);
+                if (r < 0)
+                        return r;
+                c->n_watches++;
+        }
+        return 0;
+}
+
+/* The config c from root: its keys, then its watches. */
+static int parse_root(ParseState *st, Config *c, json_t *root) {
+        json_t *watch = NULL, *v;
         const ConfigKey *watch_key = NULL;
         const char *key;
+        int r = set_defaults(c);
+
+        if (r < 0)
+                return r;
+        if (!json_is_object(root))
+                return fail_at(st, NULL, 0, "the config must be a JSON object");
+        json_object_foreach(root, key, v) {
+                r = parse_top_key(st, c, key, v, &watch, &watch_key);
+                if (r < 0)
+                        return r;
+        }
+        return parse_watches(st, c, watch, watch_key);
+}
+
+int config_parse(const char *text, size_t len, const char *name, Config **ret, char **ret_error) {
+        ParseState st = { .text = text, .len = len, .name = name };
+        json_error_t jerr;
+        json_t *root;
         Config *c;
         int r;
 
@@ -348,139 +452,19 @@ int config_parse(const char *text, size_t len, const char *name, Config **ret, c
                         return -ENOMEM;
                 return -EINVAL;
         }
-
         c = calloc(1, sizeof *c);
-        if (!c) {
-                json_decref(root);
-                return -ENOMEM;
-        }
-        r = set_defaults(c);
-        if (r < 0)
-                goto fail;
-
-        if (!json_is_object(root)) {
-                r = fail_at(&st, NULL, 0, "the config must be a JSON object");
-                goto fail;
-        }
-
-        json_object_foreach(root, key, v) {
-                const ConfigKey *k;
-
-                path[0] = JSON_KEY(key);
-                r = find_key(&st, key, CONFIG_KEY_TOP, path, 1, &k);
-                if (r < 0)
-                        goto fail;
-                switch (k->type) {
-                case CONFIG_KEY_WATCHES:
-                        watch = v;
-                        watch_key = k;
-                        break;
-                case CONFIG_KEY_SCHEMA:
-                        break;
-                case CONFIG_KEY_PATHS: {
-                        size_t i;
-                        json_t *f;
-
-                        if (!json_is_array(v) || json_array_size(v) > k->max) {
-                                r = fail_at(&st, path, 1, "%s must be a list of at most %llu absolute paths", k->name,
-                                            (unsigned long long) k->max);
-                                goto fail;
-                        }
-                        for (i = 0; i < c->n_kill_log_files; i++)
-                                free(c->kill_log_files[i]);
-                        free(c->kill_log_files);
-                        c->n_kill_log_files = 0;
-                        c->kill_log_files = calloc(MAX(json_array_size(v), (size_t) 1), sizeof *c->kill_log_files);
-                        if (!c->kill_log_files) {
-                                r = -ENOMEM;
-                                goto fail;
-                        }
-                        c->has_kill_log_files = true;
-                        json_array_foreach(v, i, f) {
-                                const char *s = json_string_value(f);
-                                if (!s || s[0] != '/' || json_string_length(f) != strlen(s)) {
-                                        r = fail_at(&st, path, 1, "%s must be a list of absolute paths", k->name);
-                                        goto fail;
-                                }
-                                c->kill_log_files[c->n_kill_log_files] = strdup(s);
-                                if (!c->kill_log_files[c->n_kill_log_files]) {
-                                        r = -ENOMEM;
-                                        goto fail;
-                                }
-                                c->n_kill_log_files++;
-                        }
-                        break;
-                }
-                case CONFIG_KEY_OUTPUT_FORMAT: {
-                        if (output_format_from_string(json_string_value(v), &c->output_format) < 0) {
-                                r = fail_at(&st, path, 1,
-                                            "output_format must be \"incident\" (psidiag's incident lines) or "
-                                            "\"otlp\" (OTLP/JSON log requests)");
-                                goto fail;
-                        }
-                        break;
-                }
-                case CONFIG_KEY_METRICS_FILE: {
-                        const char *m = json_string_value(v);
-                        size_t ml = m ? strlen(m) : 0;
-
-                        if (!m || json_string_length(v) != ml || m[0] != '/' || ml < 7 ||
-                            strcmp(m + ml - 5, ".prom") != 0 || m[ml - 6] == '/') {
-                                r = fail_at(&st, path, 1,
-                                            "metrics_file must be an absolute path ending in \".prom\" "
-                                            "(what node_exporter's textfile collector reads)");
-                                goto fail;
-                        }
-                        free(c->metrics_file);
-                        c->metrics_file = strdup(m);
-                        if (!c->metrics_file) {
-                                r = -ENOMEM;
-                                goto fail;
-                        }
-                        break;
-                }
-                default:
-                        r = parse_plain_value(&st, k, v, path, 1, c, k->config_offset);
-                        if (r < 0)
-                                goto fail;
-                }
-        }
-        path[0] = JSON_KEY("watch");
-        if (!watch) {
-                r = fail_at(&st, NULL, 0, "the config has no \"watch\" list");
-                goto fail;
-        }
-        if (!json_is_array(watch) || json_array_size(watch) == 0) {
-                r = fail_at(&st, path, 1, "watch must be a non-empty array");
-                goto fail;
-        }
-        if (json_array_size(watch) > watch_key->max) {
-                r = fail_at(&st, path, 1, "at most %llu watches", (unsigned long long) watch_key->max);
-                goto fail;
-        }
-        c->watches = calloc(json_array_size(watch), sizeof *c->watches);
-        if (!c->watches) {
-                r = -ENOMEM;
-                goto fail;
-        }
-        for (size_t i = 0; i < json_array_size(watch); i++) {
-                r = parse_watch(&st, c, json_array_get(watch, i), i, &c->watches[i]);
-                if (r < 0)
-                        goto fail;
-                c->n_watches++;
-        }
-
+        r = c ? parse_root(&st, c, root) : -ENOMEM;
         json_decref(root);
+        if (r < 0) {
+                config_free(c);
+                if (r == -EINVAL && st.error)
+                        *ret_error = st.error;
+                else
+                        free(st.error);
+                return r;
+        }
         *ret = c;
         return 0;
-fail:
-        json_decref(root);
-        config_free(c);
-        if (r == -EINVAL && st.error)
-                *ret_error = st.error;
-        else
-                free(st.error);
-        return r;
 }
 
 int config_load_file(const char *path, Config **ret, char **ret_error) {
