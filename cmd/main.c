@@ -128,87 +128,91 @@ _printf_(1, 2) static int usage_error(const char *fmt, ...) {
         return -EINVAL;
 }
 
-/* Returns 1 to continue, 0 to exit 0 (help/version printed), -EINVAL for a usage error. */
-static int parse_args(int argc, char **argv, Args *args) {
-        int c;
+/* A positional word: the command, then its operand; options may follow. */
+static int parse_word(const char *word, Args *args) {
+        if (!args->command && !args->operand &&
+            (strcmp(word, "snapshot") == 0 || strcmp(word, "validate") == 0 || strcmp(word, "check") == 0 ||
+             strcmp(word, "show") == 0))
+                args->command = word;
+        else if (args->command && !args->operand)
+                args->operand = word;
+        else
+                return usage_error("unexpected argument '%s'", word);
+        return 1;
+}
 
-        *args = (Args) { .resource = -1,
-                         .sample_ms = config_keys_default("sample_ms"),
-                         .top = (unsigned) config_keys_default("top") };
-        while ((c = getopt_long(argc, argv, "+hVc:o:", options, NULL)) >= 0 || optind < argc) {
-                uint64_t u;
+/* The options of `psidiag snapshot`: its resource, sample length, top and pid. */
+static int parse_snapshot_option(int c, const char *arg, Args *args) {
+        uint64_t u;
 
-                if (c < 0) {
-                        /* A positional word: the command, then its operand; options may follow. */
-                        const char *word = argv[optind++];
-
-                        if (!args->command && !args->operand &&
-                            (strcmp(word, "snapshot") == 0 || strcmp(word, "validate") == 0 ||
-                             strcmp(word, "check") == 0 || strcmp(word, "show") == 0))
-                                args->command = word;
-                        else if (args->command && !args->operand)
-                                args->operand = word;
-                        else
-                                return usage_error("unexpected argument '%s'", word);
-                        continue;
-                }
-                switch (c) {
-                case 'h':
-                        help(stdout);
-                        return 0;
-                case 'V':
-                        printf("psidiag %s\n", PSIDIAG_VERSION);
-                        return 0;
-                case 'c':
-                        args->config = optarg;
-                        break;
-                case 'o':
-                        args->output = optarg;
-                        break;
-                case ARG_ENABLE_DELAYACCT:
-                        args->enable_delayacct = true;
-                        break;
-                case ARG_LOG_LEVEL: {
-                        LogLevel l = log_level_from_string(optarg);
-                        if (l < 0)
-                                return usage_error("--log-level must be error, warning, info or debug, not '%s'",
-                                                   optarg);
-                        log_set_level(l);
-                        break;
-                }
-                case ARG_RESOURCE:
-                        args->resource = psi_resource_from_string(optarg);
-                        if (args->resource < 0)
-                                return usage_error("--resource must be cpu, memory, io or irq, not '%s'", optarg);
-                        args->have_resource = true;
-                        break;
-                case ARG_SAMPLE_MS:
-                        if (parse_uint64(optarg, &u) < 0 || u > CONFIG_SAMPLE_MS_MAX)
-                                return usage_error("--sample-ms must be a whole number from 0 to 60000, not '%s'",
-                                                   optarg);
-                        args->sample_ms = u;
-                        args->have_sample_ms = true;
-                        break;
-                case ARG_PID:
-                        if (parse_uint64(optarg, &u) < 0 || u < 1 || u > INT32_MAX)
-                                return usage_error("--pid must be a process id, not '%s'", optarg);
-                        args->pid = (pid_t) u;
-                        break;
-                case ARG_CHECK_CONFIG:
-                        args->check_config = true;
-                        break;
-                case ARG_TOP:
-                        if (parse_uint64(optarg, &u) < 0 || u < 1 || u > CONFIG_TOP_MAX)
-                                return usage_error("--top must be a whole number from 1 to 1000, not '%s'", optarg);
-                        args->top = (unsigned) u;
-                        args->have_top = true;
-                        break;
-                default:
-                        fputs("Try 'psidiag --help'.\n", stderr);
-                        return -EINVAL;
-                }
+        switch (c) {
+        case ARG_RESOURCE:
+                args->resource = psi_resource_from_string(arg);
+                if (args->resource < 0)
+                        return usage_error("--resource must be cpu, memory, io or irq, not '%s'", arg);
+                args->have_resource = true;
+                return 1;
+        case ARG_SAMPLE_MS:
+                if (parse_uint64(arg, &u) < 0 || u > CONFIG_SAMPLE_MS_MAX)
+                        return usage_error("--sample-ms must be a whole number from 0 to 60000, not '%s'", arg);
+                args->sample_ms = u;
+                args->have_sample_ms = true;
+                return 1;
+        case ARG_PID:
+                if (parse_uint64(arg, &u) < 0 || u < 1 || u > INT32_MAX)
+                        return usage_error("--pid must be a process id, not '%s'", arg);
+                args->pid = (pid_t) u;
+                return 1;
+        default: /* ARG_TOP */
+                if (parse_uint64(arg, &u) < 0 || u < 1 || u > CONFIG_TOP_MAX)
+                        return usage_error("--top must be a whole number from 1 to 1000, not '%s'", arg);
+                args->top = (unsigned) u;
+                args->have_top = true;
+                return 1;
         }
+}
 
+/* One option (getopt_long's c); returns as parse_args() does. */
+static int parse_option(int c, const char *arg, Args *args) {
+        switch (c) {
+        case 'h':
+                help(stdout);
+                return 0;
+        case 'V':
+                printf("psidiag %s\n", PSIDIAG_VERSION);
+                return 0;
+        case 'c':
+                args->config = arg;
+                return 1;
+        case 'o':
+                args->output = arg;
+                return 1;
+        case ARG_ENABLE_DELAYACCT:
+                args->enable_delayacct = true;
+                return 1;
+        case ARG_LOG_LEVEL: {
+                LogLevel l = log_level_from_string(arg);
+                if (l < 0)
+                        return usage_error("--log-level must be error, warning, info or debug, not '%s'", arg);
+                log_set_level(l);
+                return 1;
+        }
+        case ARG_CHECK_CONFIG:
+                args->check_config = true;
+                return 1;
+        case ARG_RESOURCE:
+        case ARG_SAMPLE_MS:
+        case ARG_PID:
+        case ARG_TOP:
+                return parse_snapshot_option(c, arg, args);
+        default:
+                fputs("Try 'psidiag --help'.\n", stderr);
+                return -EINVAL;
+        }
+}
+
+/* The options that belong to one command given to another. */
+static int check_args(const Args *args) {
         if (!args->command || strcmp(args->command, "snapshot") != 0) {
                 if (args->have_resource || args->have_sample_ms || args->have_top || args->pid)
                         return usage_error("%s",
@@ -223,6 +227,21 @@ static int parse_args(int argc, char **argv, Args *args) {
                         return usage_error("%s", "check takes no arguments");
         }
         return 1;
+}
+
+/* Returns 1 to continue, 0 to exit 0 (help/version printed), -EINVAL for a usage error. */
+static int parse_args(int argc, char **argv, Args *args) {
+        int c, r;
+
+        *args = (Args) { .resource = -1,
+                         .sample_ms = config_keys_default("sample_ms"),
+                         .top = (unsigned) config_keys_default("top") };
+        while ((c = getopt_long(argc, argv, "+hVc:o:", options, NULL)) >= 0 || optind < argc) {
+                r = c < 0 ? parse_word(argv[optind++], args) : parse_option(c, optarg, args);
+                if (r <= 0)
+                        return r;
+        }
+        return check_args(args);
 }
 
 int main(int argc, char **argv) {
