@@ -354,38 +354,19 @@ static int culprits_window_add(json_t *culprits, const SampleResult *res, const 
         return r;
 }
 
-int incident_build(const SampleResult *res, const IncidentContext *ctx, json_t **ret) {
-        json_t *o = json_object(), *host = json_object(), *agent = json_object(), *states = json_object(),
-               *top = json_array(), *trigger;
-        /* Without a, one snapshot (b) stands for the whole sample and delays are lifetime totals. */
-        const Snapshot *first = res->a ? res->a : res->b;
-        const Ranking *rk = res->ranking;
-        int taskstats_version = res->b->taskstats_version  ? res->b->taskstats_version
-                                : first->taskstats_version ? first->taskstats_version
-                                                           : -1;
-        uint64_t duration_ms = (res->b->mono_us - first->mono_us + USEC_PER_MSEC / 2) / USEC_PER_MSEC;
-        uint64_t stall_us = 0;
-        bool has_stall = sample_result_stall_us(res, &stall_us);
-        unsigned max_threads = ctx->threads_per_process ? ctx->threads_per_process : INCIDENT_THREADS_PER_PROCESS;
-        TaskStateCounts none;
-        const TaskStateCounts *st = first->has_states ? &first->states : NULL;
+static json_t *host_object(const IncidentContext *ctx) {
+        json_t *host = json_object();
         int r = 0;
-
-        if (!st) {
-                task_state_counts_init_procfs(&none);
-                st = &none;
-        }
-
-        r |= set_new(o, "schema_version", json_integer(INCIDENT_SCHEMA_VERSION));
-        r |= set_new(o, "type", json_string(ctx->type));
-        r |= set_new(o, "id", json_string(ctx->id));
-        r |= set_new(o, "time", time_string(res->wakeup_real_us));
-        r |= set_new(o, "episode", ctx->episode ? json_string(ctx->episode) : json_null());
 
         r |= set_new(host, "hostname", json_string_from_bytes(ctx->host->hostname, strlen(ctx->host->hostname)));
         r |= set_new(host, "kernel", json_string_from_bytes(ctx->host->kernel, strlen(ctx->host->kernel)));
         r |= set_new(host, "boot_id", json_string_from_bytes(ctx->host->boot_id, strlen(ctx->host->boot_id)));
-        r |= set_new(o, "host", host);
+        return object_or_null(host, r);
+}
+
+static json_t *agent_object(const SampleResult *res, const IncidentContext *ctx, int taskstats_version) {
+        json_t *agent = json_object();
+        int r = 0;
 
         r |= set_new(agent, "version", json_string(ctx->agent_version ? ctx->agent_version : PSIDIAG_VERSION));
         r |= set_new(agent, "delayacct", json_boolean(ctx->delayacct));
@@ -395,28 +376,37 @@ int incident_build(const SampleResult *res, const IncidentContext *ctx, json_t *
         r |= set_new(agent, "stack_unavailable", why ? json_string(why) : json_null());
         why = res->onwhat ? onwhat_since_unavailable(res->onwhat) : NULL;
         r |= set_new(agent, "blocked_since_unavailable", why ? json_string(why) : json_null());
-        r |= set_new(o, "agent", agent);
+        return object_or_null(agent, r);
+}
 
-        if (ctx->has_trigger) {
-                trigger = json_object();
-                /* "/a/b", the form /proc/<pid>/cgroup uses, so it joins with most_delayed[].cgroup. */
-                r |= set_new(trigger, "cgroup", cgroup_string(ctx->trigger_cgroup));
-                r |= set_new(trigger, "resource", json_string(psi_resource_to_string(ctx->trigger.resource)));
-                r |= set_new(trigger, "stall", json_string(psi_stall_to_string(ctx->trigger.stall)));
-                r |= set_new(trigger, "threshold_us", json_u64(ctx->trigger.threshold_us));
-                r |= set_new(trigger, "window_us", json_u64(ctx->trigger.window_us));
-                r |= set_new(trigger, "spec", json_string_from_bytes(ctx->trigger_spec, strlen(ctx->trigger_spec)));
-        } else
-                trigger = json_null();
-        r |= set_new(o, "trigger", trigger);
+static json_t *trigger_object(const IncidentContext *ctx) {
+        json_t *trigger;
+        int r = 0;
 
-        r |= set_new(o, "pressure", pressure_object(first));
-        r |= set_new(o, "sample", sample_object(res, first, has_stall, stall_us, duration_ms));
-        r |= set_new(o, "window",
-                     ctx->has_trigger ? window_object(res, first, &ctx->trigger, has_stall, stall_us) : json_null());
-        if (ctx->has_suppressed)
-                r |= set_new(o, "suppressed", json_u64(ctx->suppressed));
+        if (!ctx->has_trigger)
+                return json_null();
+        trigger = json_object();
+        /* "/a/b", the form /proc/<pid>/cgroup uses, so it joins with most_delayed[].cgroup. */
+        r |= set_new(trigger, "cgroup", cgroup_string(ctx->trigger_cgroup));
+        r |= set_new(trigger, "resource", json_string(psi_resource_to_string(ctx->trigger.resource)));
+        r |= set_new(trigger, "stall", json_string(psi_stall_to_string(ctx->trigger.stall)));
+        r |= set_new(trigger, "threshold_us", json_u64(ctx->trigger.threshold_us));
+        r |= set_new(trigger, "window_us", json_u64(ctx->trigger.window_us));
+        r |= set_new(trigger, "spec", json_string_from_bytes(ctx->trigger_spec, strlen(ctx->trigger_spec)));
+        return object_or_null(trigger, r);
+}
 
+/* The first snapshot's task states, or those of procfs counted from nothing when it has none. */
+static json_t *states_object(const Snapshot *first) {
+        json_t *states = json_object();
+        TaskStateCounts none;
+        const TaskStateCounts *st = first->has_states ? &first->states : NULL;
+        int r = 0;
+
+        if (!st) {
+                task_state_counts_init_procfs(&none);
+                st = &none;
+        }
         r |= set_new(states, "source", json_string(task_state_source_to_string(st->source)));
         r |= set_new(states, "running", json_u64(st->running));
         r |= set_new(states, "sleeping", json_u64(st->sleeping));
@@ -425,28 +415,37 @@ int incident_build(const SampleResult *res, const IncidentContext *ctx, json_t *
         r |= set_new(states, "io_wait", st->io_wait >= 0 ? json_integer(st->io_wait) : json_null());
         r |= set_new(states, "read", st->source == TASK_STATE_SOURCE_PROCFS ? json_u64(st->read) : json_null());
         r |= set_new(states, "scaled", json_boolean(st->scaled));
-        r |= set_new(o, "states", states);
+        return object_or_null(states, r);
+}
 
-        if (res->hot) {
-                json_t *cgroups = json_array();
+/* The hot cgroups of the sample, named as the incident shows them. */
+static json_t *cgroups_array(const SampleResult *res) {
+        json_t *cgroups = json_array();
+        int r = 0;
 
-                for (size_t i = 0; i < res->hot->n; i++) {
-                        const HotCgroup *h = &res->hot->items[i];
-                        char path[4096];
-                        size_t n =
-                                MIN(cgroup_display_path(res->hot_prefix, h->path, path, sizeof path), sizeof path - 1);
-                        json_t *c = json_object();
+        for (size_t i = 0; i < res->hot->n; i++) {
+                const HotCgroup *h = &res->hot->items[i];
+                char path[4096];
+                size_t n = MIN(cgroup_display_path(res->hot_prefix, h->path, path, sizeof path), sizeof path - 1);
+                json_t *c = json_object();
 
-                        r |= set_new(c, "path", json_string_from_bytes(path, n));
-                        r |= set_new(c, "stall_us", json_u64(h->stall_us));
-                        r |= set_new(c, "some_us", json_u64(h->some_us));
-                        r |= set_new(c, "full_us", h->has_full ? json_u64(h->full_us) : json_null());
-                        r |= set_new(c, "meta",
-                                     incident_cgroup_meta(path, container_cache_peek(res->containers, path)));
-                        r |= append_new(cgroups, c);
-                }
-                r |= set_new(o, "cgroups", cgroups);
+                r |= set_new(c, "path", json_string_from_bytes(path, n));
+                r |= set_new(c, "stall_us", json_u64(h->stall_us));
+                r |= set_new(c, "some_us", json_u64(h->some_us));
+                r |= set_new(c, "full_us", h->has_full ? json_u64(h->full_us) : json_null());
+                r |= set_new(c, "meta", incident_cgroup_meta(path, container_cache_peek(res->containers, path)));
+                r |= append_new(cgroups, c);
         }
+        return object_or_null(cgroups, r);
+}
+
+/* most_delayed, culprits, limits and blocked: the tasks of the sample and what they wait on. */
+static int tasks_add(json_t *o, const SampleResult *res, const IncidentContext *ctx, bool has_stall, uint64_t stall_us,
+                     uint64_t duration_ms) {
+        const Ranking *rk = res->ranking;
+        unsigned max_threads = ctx->threads_per_process ? ctx->threads_per_process : INCIDENT_THREADS_PER_PROCESS;
+        json_t *top = json_array();
+        int r = 0;
 
         for (size_t i = 0; rk && i < res->n_procs && i < rk->n_procs; i++)
                 r |= append_new(top, process_object(res, ctx, &rk->procs[i], &res->procs[i], max_threads));
@@ -465,6 +464,39 @@ int incident_build(const SampleResult *res, const IncidentContext *ctx, json_t *
         json_t *blocked = res->onwhat && res->onwhat->has_blocked ? onwhat_blocked_array(res->onwhat) : NULL;
         r |= set_new(o, "limits", limits ? limits : json_null());
         r |= set_new(o, "blocked", blocked ? blocked : json_null());
+        return r;
+}
+
+int incident_build(const SampleResult *res, const IncidentContext *ctx, json_t **ret) {
+        json_t *o = json_object();
+        /* Without a, one snapshot (b) stands for the whole sample and delays are lifetime totals. */
+        const Snapshot *first = res->a ? res->a : res->b;
+        int taskstats_version = res->b->taskstats_version  ? res->b->taskstats_version
+                                : first->taskstats_version ? first->taskstats_version
+                                                           : -1;
+        uint64_t duration_ms = (res->b->mono_us - first->mono_us + USEC_PER_MSEC / 2) / USEC_PER_MSEC;
+        uint64_t stall_us = 0;
+        bool has_stall = sample_result_stall_us(res, &stall_us);
+        int r = 0;
+
+        r |= set_new(o, "schema_version", json_integer(INCIDENT_SCHEMA_VERSION));
+        r |= set_new(o, "type", json_string(ctx->type));
+        r |= set_new(o, "id", json_string(ctx->id));
+        r |= set_new(o, "time", time_string(res->wakeup_real_us));
+        r |= set_new(o, "episode", ctx->episode ? json_string(ctx->episode) : json_null());
+        r |= set_new(o, "host", host_object(ctx));
+        r |= set_new(o, "agent", agent_object(res, ctx, taskstats_version));
+        r |= set_new(o, "trigger", trigger_object(ctx));
+        r |= set_new(o, "pressure", pressure_object(first));
+        r |= set_new(o, "sample", sample_object(res, first, has_stall, stall_us, duration_ms));
+        r |= set_new(o, "window",
+                     ctx->has_trigger ? window_object(res, first, &ctx->trigger, has_stall, stall_us) : json_null());
+        if (ctx->has_suppressed)
+                r |= set_new(o, "suppressed", json_u64(ctx->suppressed));
+        r |= set_new(o, "states", states_object(first));
+        if (res->hot)
+                r |= set_new(o, "cgroups", cgroups_array(res));
+        r |= tasks_add(o, res, ctx, has_stall, stall_us, duration_ms);
         if (ctx->oom)
                 r |= oom_add(o, ctx->oom);
         if (ctx->kill)
