@@ -6,32 +6,29 @@
 #include "incident/summary-kill.h"
 #include "incident/textout.h"
 
-/* "killed by earlyoom: grower (/cg, pid N) holding 40 MiB, under memory pressure (incident ID, 2.1 s
- * before)", or "3 processes of /cg killed by SIGKILL (killer unknown): ...". */
-void summary_kill_put(FILE *f, const json_t *kill) {
-        const json_t *victims = json_object_get(kill, "victims"), *v = json_array_get(victims, 0),
-                     *killer = json_object_get(kill, "killer"), *p = json_object_get(kill, "pressure");
-        double total = textout_field_or_zero(kill, "victims_total"), pid, rss, since;
-        const char *trigger = textout_field_string(p, "trigger"), *id = textout_field_string(p, "incident");
-        const json_t *pk = json_object_get(kill, "prekill");
-        double before;
+/* "systemd-oomd announced the kill of /cg (3 processes, 40 MiB) but did not kill", or, of a cgroup
+ * already empty (a slice whose unit it killed before), "... of /cg, which held no process: nothing
+ * was killed" */
+static void put_no_kill(FILE *f, const json_t *pk) {
+        double procs = textout_field_or_zero(pk, "processes_total");
 
-        if (json_is_object(pk) && total == 0) {
-                /* "systemd-oomd announced the kill of /cg (3 processes, 40 MiB) but did not kill", or, of
-                 * a cgroup already empty (a slice whose unit it killed before), "... of /cg, which held no
-                 * process: nothing was killed" */
-                double procs = textout_field_or_zero(pk, "processes_total");
-                fputs("systemd-oomd announced the kill of ", f);
-                textout_put_name(f, textout_field_string(pk, "cgroup") ? textout_field_string(pk, "cgroup") : "?");
-                if (procs == 0) {
-                        fputs(", which held no process: nothing was killed", f);
-                        return;
-                }
-                fprintf(f, " (%.0f process%s, ", procs, procs == 1 ? "" : "es");
-                textout_put_bytes(f, textout_field_or_zero(pk, "rss_kib") * 1024);
-                fputs(") but did not kill", f);
+        fputs("systemd-oomd announced the kill of ", f);
+        textout_put_name(f, textout_field_string(pk, "cgroup") ? textout_field_string(pk, "cgroup") : "?");
+        if (procs == 0) {
+                fputs(", which held no process: nothing was killed", f);
                 return;
         }
+        fprintf(f, " (%.0f process%s, ", procs, procs == 1 ? "" : "es");
+        textout_put_bytes(f, textout_field_or_zero(pk, "rss_kib") * 1024);
+        fputs(") but did not kill", f);
+}
+
+/* "killed by earlyoom: grower (/cg, pid N) holding 40 MiB, SIGKILL and 2 more" */
+static void put_killer_and_victim(FILE *f, const json_t *kill, double total) {
+        const json_t *v = json_array_get(json_object_get(kill, "victims"), 0),
+                     *killer = json_object_get(kill, "killer");
+        double pid, rss;
+
         if (json_is_object(killer)) {
                 fputs("killed by ", f);
                 textout_put_name(f, textout_field_string(killer, "name") ? textout_field_string(killer, "name") : "?");
@@ -59,6 +56,13 @@ void summary_kill_put(FILE *f, const json_t *kill) {
         }
         if (total > 1)
                 fprintf(f, " and %.0f more", total - 1);
+}
+
+/* ", under memory pressure (some 50ms 2s) after incident ID, 2.1 s before" */
+static void put_pressure(FILE *f, const json_t *p) {
+        const char *trigger = textout_field_string(p, "trigger"), *id = textout_field_string(p, "incident");
+        double since;
+
         if (trigger && strchr(trigger, ' ')) {
                 /* "memory some 50ms 2s": "under memory pressure (some 50ms 2s)" */
                 const char *sp = strchr(trigger, ' ');
@@ -80,8 +84,13 @@ void summary_kill_put(FILE *f, const json_t *kill) {
                         fputs(" before", f);
                 }
         }
+}
+
+/* What the kill's report lacks or adds: exit records lost, the measure before it. */
+static void put_notes(FILE *f, const json_t *kill, const json_t *pk) {
         double lost = textout_field_or_zero(kill, "lost_exit_records"),
-               unheard = textout_field_or_zero(kill, "ended_unheard");
+               unheard = textout_field_or_zero(kill, "ended_unheard"), before;
+
         if (lost > 0) {
                 /* "; 8361 exit records lost (the agent's buffer was full): 1 process ended unheard" */
                 fprintf(f, "; %.0f exit record%s lost (the agent's buffer was full)", lost, lost == 1 ? "" : "s");
@@ -97,4 +106,19 @@ void summary_kill_put(FILE *f, const json_t *kill) {
                 textout_put_bytes(f, textout_field_or_zero(pk, "rss_kib") * 1024);
                 fputc(')', f);
         }
+}
+
+/* "killed by earlyoom: grower (/cg, pid N) holding 40 MiB, under memory pressure (incident ID, 2.1 s
+ * before)", or "3 processes of /cg killed by SIGKILL (killer unknown): ...". */
+void summary_kill_put(FILE *f, const json_t *kill) {
+        const json_t *pk = json_object_get(kill, "prekill");
+        double total = textout_field_or_zero(kill, "victims_total");
+
+        if (json_is_object(pk) && total == 0) {
+                put_no_kill(f, pk);
+                return;
+        }
+        put_killer_and_victim(f, kill, total);
+        put_pressure(f, json_object_get(kill, "pressure"));
+        put_notes(f, kill, pk);
 }
