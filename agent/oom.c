@@ -241,18 +241,15 @@ static const Watch *oom_deepest_watch(Agent *a, const char *victim_cgroup) {
         return i >= 0 ? a->watches[i] : NULL;
 }
 
-void oom_report(Agent *a, const OomKill *kill, const char *victim_cgroup, const char *source, uint64_t kills) {
-        OomIncident *o;
-        const Watch *deepest = oom_deepest_watch(a, victim_cgroup);
-        const char *related[OOM_RELATED_MAX];
-        int r;
+/* The incident of a kill under deepest, its victim's container looked up; NULL when out of
+ * memory (logged). */
+static OomIncident *oom_incident_new(Agent *a, const OomKill *kill, const char *victim_cgroup, const char *source,
+                                     uint64_t kills, const Watch *deepest) {
+        OomIncident *o = calloc(1, sizeof *o);
 
-        if (!deepest)
-                return;
-        o = calloc(1, sizeof *o);
         if (!o) {
                 log_error("out of memory: an oom kill is not reported");
-                return;
+                return NULL;
         }
         o->agent = a;
         o->cgroup_fd = -EBADF;
@@ -269,7 +266,7 @@ void oom_report(Agent *a, const OomKill *kill, const char *victim_cgroup, const 
                 free(o->sinks);
                 free(o->watch_label);
                 free(o);
-                return;
+                return NULL;
         }
         if (victim_cgroup) {
                 const ContainerInfo *ci = container_cache_lookup(a->rt.containers, victim_cgroup);
@@ -279,9 +276,14 @@ void oom_report(Agent *a, const OomKill *kill, const char *victim_cgroup, const 
                 }
                 container_cache_done(a->rt.containers);
         }
-        o->next = a->ooms->list;
-        a->ooms->list = o;
-        sampler_init(&o->sampler, a->loop, runtime_exit_cpus(&a->rt), oom_sample_done, o);
+        return o;
+}
+
+/* Where o goes: the sink of every watch that covers its victim's cgroup, once each; and the ids of
+ * the pressure incidents before it there. */
+static void oom_incident_route(OomIncident *o, const char *victim_cgroup) {
+        Agent *a = o->agent;
+        const char *related[OOM_RELATED_MAX];
 
         for (size_t i = 0; i < a->n_watches; i++) {
                 const Watch *w = a->watches[i];
@@ -296,9 +298,15 @@ void oom_report(Agent *a, const OomKill *kill, const char *victim_cgroup, const 
         o->n_related = history_related(&a->history, victim_cgroup, now_usec(CLOCK_MONOTONIC), related, OOM_RELATED_MAX);
         for (size_t i = 0; i < o->n_related; i++)
                 snprintf(o->related[i], sizeof o->related[i], "%s", related[i]);
+}
 
-        r = oom_open_cgroup(o, deepest);
+/* o's cgroup sampled for deepest's sample_ms, oom_sample_done() writing it; or, when it cannot be
+ * (its cgroup gone, too many samples at once), written now with what could be read. */
+static void oom_incident_measure(OomIncident *o, const Watch *deepest) {
+        Agent *a = o->agent;
+        int r = oom_open_cgroup(o, deepest);
         SampleScope scope = core_sample_scope(a, o->cgroup_fd, o->cgroup, PSI_RESOURCE_MEMORY, o->top);
+
         if (r >= 0 && a->ooms->sampling < OOM_SAMPLING_MAX) {
                 uint64_t ms = deepest->cfg->sample_ms;
                 /* With no window, o is written and freed inside sampler_start: ask now. */
@@ -325,6 +333,19 @@ void oom_report(Agent *a, const OomKill *kill, const char *victim_cgroup, const 
         sampler_result_unmeasured(&o->sampler, &scope);
         oom_write(o);
         oom_incident_free(o);
+}
+
+void oom_report(Agent *a, const OomKill *kill, const char *victim_cgroup, const char *source, uint64_t kills) {
+        const Watch *deepest = oom_deepest_watch(a, victim_cgroup);
+        OomIncident *o = deepest ? oom_incident_new(a, kill, victim_cgroup, source, kills, deepest) : NULL;
+
+        if (!o)
+                return;
+        o->next = a->ooms->list;
+        a->ooms->list = o;
+        sampler_init(&o->sampler, a->loop, runtime_exit_cpus(&a->rt), oom_sample_done, o);
+        oom_incident_route(o, victim_cgroup);
+        oom_incident_measure(o, deepest);
 }
 
 /* The victim's cgroup as our watches name it ("a/b"): from /proc/<pid>/cgroup while the dying
