@@ -219,32 +219,29 @@ static bool in_sample(const Snapshot *b, const Snapshot *a, pid_t tgid) {
  * most this many generations deep. */
 #define SHORT_GENERATIONS_MAX 16
 
-int snapshot_merge_exits(Snapshot *b, const Snapshot *a, const Snapshot *threads_base, ExitRecords *e) {
-        static ExitRecords none;
-        size_t n_threads = b->n;
+/* b's counts of what was heard cleared; e's records indexed by process and thread. Before taskstats
+ * v12 a record has no tgid: only one whose task was a process of a is known to be that process's
+ * (its leader's, its only thread's for most); the others cannot be placed and are left out. */
+static int merge_begin(Snapshot *b, const Snapshot *a, ExitRecords *e, bool listening) {
         int r;
 
-        b->has_exit_listener = e != NULL;
-        b->lost_exit_records = e ? e->lost : 0;
+        b->has_exit_listener = listening;
+        b->lost_exit_records = listening ? e->lost : 0;
         b->exit_records = b->ended_unheard = b->unattributed = 0;
         memset(b->unattributed_ns, 0, sizeof b->unattributed_ns);
         b->unattributed_present = 0;
-        if (!e)
-                e = &none; /* nothing heard: the processes of a that b lacks are counted */
-        /* Before taskstats v12 a record has no tgid: only one whose task was a process of a is
-         * known to be that process's (its leader's, its only thread's for most); the others
-         * cannot be placed and are left out. */
         for (size_t i = 0; i < e->n; i++)
                 if (e->items[i].t.tgid <= 0 && snapshot_find_process(a, e->items[i].t.tid))
                         e->items[i].t.tgid = e->items[i].t.tid;
         r = index_finals(e);
-        if (r >= 0)
-                r = index_threads(e);
-        if (r < 0)
-                return r;
+        return r < 0 ? r : index_threads(e);
+}
 
-        /* Processes of a that ended. */
+/* Processes of a that ended: their final records, or counted as ended unheard. */
+static int merge_ended(Snapshot *b, const Snapshot *a, ExitRecords *e) {
         size_t n_procs = b->n_procs;
+        int r;
+
         for (size_t i = 0; i < a->n_procs; i++) {
                 const ProcessDelays *pa = &a->procs[i];
                 const ExitRecord *x;
@@ -261,8 +258,14 @@ int snapshot_merge_exits(Snapshot *b, const Snapshot *a, const Snapshot *threads
                         return r;
         }
         snapshot_sort(b);
+        return 0;
+}
 
-        /* Processes that started and ended inside the sample, a generation per pass. */
+/* Processes that started and ended inside the sample, a generation per pass; the records no
+ * process of the sample fathered are counted as unattributed. */
+static int merge_short(Snapshot *b, const Snapshot *a, ExitRecords *e) {
+        int r;
+
         for (unsigned gen = 0; gen < SHORT_GENERATIONS_MAX; gen++) {
                 size_t before = b->n_procs;
 
@@ -291,13 +294,13 @@ int snapshot_merge_exits(Snapshot *b, const Snapshot *a, const Snapshot *threads
                 for (TaskDelay d = 0; d < _TASK_DELAY_MAX; d++)
                         b->unattributed_ns[d] += x->t.delay_ns[d];
         }
+        return 0;
+}
 
-        /* The subtree's threads that ended: every thread record of a process of the sample. */
-        for (size_t i = 0; i < e->n; i++)
-                if (!e->items[i].process && in_sample(b, a, e->items[i].t.tgid))
-                        b->exit_records++;
+/* Detailed threads that ended between the thread base and b (the first n_threads of b's). */
+static int merge_threads(Snapshot *b, const Snapshot *threads_base, const ExitRecords *e, size_t n_threads) {
+        int r;
 
-        /* Detailed threads that ended between the thread base and b. */
         for (size_t i = 0; threads_base && i < e->n; i++) {
                 const ExitRecord *x = &e->items[i];
                 const ThreadDelays *ta;
@@ -318,4 +321,26 @@ int snapshot_merge_exits(Snapshot *b, const Snapshot *a, const Snapshot *threads
         if (b->n > n_threads)
                 snapshot_sort(b);
         return 0;
+}
+
+int snapshot_merge_exits(Snapshot *b, const Snapshot *a, const Snapshot *threads_base, ExitRecords *e) {
+        static ExitRecords none;
+        size_t n_threads = b->n;
+        bool listening = e != NULL;
+        int r;
+
+        if (!e)
+                e = &none; /* nothing heard: the processes of a that b lacks are counted */
+        r = merge_begin(b, a, e, listening);
+        if (r >= 0)
+                r = merge_ended(b, a, e);
+        if (r >= 0)
+                r = merge_short(b, a, e);
+        if (r < 0)
+                return r;
+        /* The subtree's threads that ended: every thread record of a process of the sample. */
+        for (size_t i = 0; i < e->n; i++)
+                if (!e->items[i].process && in_sample(b, a, e->items[i].t.tgid))
+                        b->exit_records++;
+        return merge_threads(b, threads_base, e, n_threads);
 }
