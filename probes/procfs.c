@@ -14,16 +14,15 @@
 #include "probes/cgns.h"
 #include "probes/procfs.h"
 
-int proc_stat_parse_buf(const char *buf, size_t len, ProcStat *ret) {
-        const char *end = buf + len, *open, *close, *p;
-        ProcStat st = {};
-        uint64_t v;
+/* Fields 2 and 3: the comm between the first '(' and the last ')' (a comm may hold either, and
+ * spaces), then the state. *ret_p: the space before field 4. */
+static int stat_parse_comm_state(const char *buf, size_t len, ProcStat *st, const char **ret_p) {
+        const char *end = buf + len, *open, *close = NULL, *p;
         size_t clen;
 
         open = memchr(buf, '(', len);
         if (!open)
                 return -EINVAL;
-        close = NULL;
         for (const char *q = end; q > open; q--)
                 if (q[-1] == ')') {
                         close = q - 1;
@@ -31,25 +30,29 @@ int proc_stat_parse_buf(const char *buf, size_t len, ProcStat *ret) {
                 }
         if (!close)
                 return -EINVAL;
-
         clen = (size_t) (close - open - 1);
-        st.comm_len = MIN(clen, sizeof st.comm - 1);
-        memcpy(st.comm, open + 1, st.comm_len);
-        st.comm[st.comm_len] = '\0';
+        st->comm_len = MIN(clen, sizeof st->comm - 1);
+        memcpy(st->comm, open + 1, st->comm_len);
+        st->comm[st->comm_len] = '\0';
 
         /* ") S 1 ..." : state is the field after the last ')'. */
         p = close + 1;
         if (end - p < 3 || p[0] != ' ')
                 return -EINVAL;
-        st.state = p[1];
+        st->state = p[1];
         if (p[2] != ' ')
                 return -EINVAL;
-        p += 3;
+        *ret_p = p + 3;
+        return 0;
+}
 
-        /* field 4: ppid */
+/* Fields 4 (ppid) to 22 (starttime) from p, the first digit of field 4. */
+static int stat_parse_ppid_to_starttime(const char *p, const char *end, ProcStat *st, const char **ret_p) {
+        uint64_t v;
+
         if (parse_u64_prefix(p, end, &v, &p) < 0)
                 return -EINVAL;
-        st.ppid = (pid_t) v;
+        st->ppid = (pid_t) v;
         /* Fields 5..21 (pgrp .. itrealvalue; some may be negative) are skipped as tokens but for
          * field 9, flags, and field 12, majflt; field 22 is starttime. */
         for (int field = 5; field <= 22; field++) {
@@ -59,13 +62,13 @@ int proc_stat_parse_buf(const char *buf, size_t len, ProcStat *ret) {
                 if (field == 9) {
                         if (parse_u64_prefix(p, end, &v, &p) < 0 || v > UINT32_MAX)
                                 return -EINVAL;
-                        st.flags = (uint32_t) v;
+                        st->flags = (uint32_t) v;
                         continue;
                 }
                 if (field == 12) {
                         if (parse_u64_prefix(p, end, &v, &p) < 0)
                                 return -EINVAL;
-                        st.majflt = v;
+                        st->majflt = v;
                         continue;
                 }
                 if (field == 22)
@@ -75,29 +78,44 @@ int proc_stat_parse_buf(const char *buf, size_t len, ProcStat *ret) {
         }
         if (parse_u64_prefix(p, end, &v, &p) < 0)
                 return -EINVAL;
-        st.starttime_ticks = v;
-        /* Field 23 vsize, field 24 rss (pages); a record cut short before them has no rss. */
-        if (p < end && *p == ' ' && parse_u64_prefix(p + 1, end, &v, &p) >= 0 && p < end && *p == ' ' &&
-            parse_u64_prefix(p + 1, end, &v, &p) >= 0) {
-                st.rss_pages = v;
-                st.has_rss = true;
-                /* Fields 25..38 skipped (some may be negative); field 39, processor: the cpu it
-                 * last ran on, whose clock a sleeping thread's se.exec_start is in
-                 * (kernel-facts.md: blocked-since). */
-                int field = 25;
-                for (; field <= 39 && p < end && *p == ' '; field++) {
-                        p++;
-                        if (field == 39)
-                                break;
-                        while (p < end && *p != ' ' && *p != '\n')
-                                p++;
-                }
-                if (field == 39 && parse_u64_prefix(p, end, &v, &p) >= 0 && v < INT32_MAX) {
-                        st.processor = (int) v;
-                        st.has_processor = true;
-                }
-        }
+        st->starttime_ticks = v;
+        *ret_p = p;
+        return 0;
+}
 
+/* Field 23 vsize, field 24 rss (pages) and field 39, processor, from p, right after field 22; a
+ * record cut short before them has none of them, and is not wrong. */
+static void stat_parse_rss_processor(const char *p, const char *end, ProcStat *st) {
+        uint64_t v;
+
+        if (!(p < end && *p == ' ' && parse_u64_prefix(p + 1, end, &v, &p) >= 0 && p < end && *p == ' ' &&
+              parse_u64_prefix(p + 1, end, &v, &p) >= 0))
+                return;
+        st->rss_pages = v;
+        st->has_rss = true;
+        /* Fields 25..38 skipped (some may be negative); field 39, processor: the cpu it last ran
+         * on, whose clock a sleeping thread's se.exec_start is in (kernel-facts.md: blocked-since). */
+        int field = 25;
+        for (; field <= 39 && p < end && *p == ' '; field++) {
+                p++;
+                if (field == 39)
+                        break;
+                while (p < end && *p != ' ' && *p != '\n')
+                        p++;
+        }
+        if (field == 39 && parse_u64_prefix(p, end, &v, &p) >= 0 && v < INT32_MAX) {
+                st->processor = (int) v;
+                st->has_processor = true;
+        }
+}
+
+int proc_stat_parse_buf(const char *buf, size_t len, ProcStat *ret) {
+        const char *end = buf + len, *p;
+        ProcStat st = {};
+
+        if (stat_parse_comm_state(buf, len, &st, &p) < 0 || stat_parse_ppid_to_starttime(p, end, &st, &p) < 0)
+                return -EINVAL;
+        stat_parse_rss_processor(p, end, &st);
         *ret = st;
         return 0;
 }
