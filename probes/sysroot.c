@@ -142,15 +142,68 @@ static int open_beneath_root(int root_fd, const char *abs, int flags) {
         return openat(root_fd, *abs ? abs : ".", flags | O_CLOEXEC);
 }
 
-int sysroot_open(const char *root, Sysroot **ret) {
+/* /proc/self/mountinfo: a busy container host's can be large, so the buffer grows until it fits
+ * (bounded at 16 MiB). */
+static int read_mountinfo(int proc_fd, char **ret) {
+        size_t size = 64 * 1024;
+
+        for (;;) {
+                _cleanup_free_ char *buf = malloc(size);
+                ssize_t n;
+
+                if (!buf)
+                        return -ENOMEM;
+                n = read_file_at(proc_fd, "self/mountinfo", buf, size);
+                if (n < 0)
+                        return (int) n;
+                if ((size_t) n < size - 1 || size >= 16 * 1024 * 1024) {
+                        *ret = TAKE_PTR(buf);
+                        return 0;
+                }
+                size *= 4;
+        }
+}
+
+/* The cgroup mounts from mountinfo: cgroup2's (opened), the v1 hierarchies read, and the v1
+ * controllers listed. -ENOMEM only: a mount not there is not an error. */
+static int find_cgroup_mounts(Sysroot *s, const char *mountinfo) {
         static const char *const v1_listed[] = {
                 "cpu", "cpuacct", "memory", "blkio", "io", "pids", "cpuset", "freezer"
         };
+        struct {
+                const char *controller;
+                char **path;
+        } v1[] = { { "memory", &s->memory_v1_path },
+                   { "cpu", &s->cpu_v1_path },
+                   { "cpuacct", &s->cpuacct_v1_path },
+                   { "blkio", &s->blkio_v1_path } };
+        int r = mountinfo_find_fstype_root(mountinfo, "cgroup2", &s->cgroup2_path, &s->cgroup2_root);
+
+        if (r == -ENOMEM)
+                return r;
+        if (r >= 0)
+                s->cgroup2_fd = open_beneath_root(s->root_fd, s->cgroup2_path, O_DIRECTORY | O_RDONLY);
+        for (size_t i = 0; i < ELEMENTSOF(v1); i++)
+                if (mountinfo_find_cgroup1(mountinfo, v1[i].controller, v1[i].path) == -ENOMEM)
+                        return -ENOMEM;
+        for (size_t i = 0; i < ELEMENTSOF(v1_listed); i++) {
+                _cleanup_free_ char *path = NULL;
+
+                r = mountinfo_find_cgroup1(mountinfo, v1_listed[i], &path);
+                if (r == -ENOMEM)
+                        return r;
+                if (r >= 0 && strlen(s->v1_controllers) + strlen(v1_listed[i]) + 2 < sizeof s->v1_controllers) {
+                        strcat(s->v1_controllers, s->v1_controllers[0] ? " " : "");
+                        strcat(s->v1_controllers, v1_listed[i]);
+                }
+        }
+        return 0;
+}
+
+int sysroot_open(const char *root, Sysroot **ret) {
         _cleanup_free_ char *mountinfo = NULL;
         struct statfs sfs;
         Sysroot *s;
-        ssize_t n;
-        size_t size = 64 * 1024;
         int r;
 
         s = calloc(1, sizeof *s);
@@ -170,54 +223,11 @@ int sysroot_open(const char *root, Sysroot **ret) {
         }
         s->proc_is_procfs = fstatfs(s->proc_fd, &sfs) >= 0 && sfs.f_type == PROC_SUPER_MAGIC;
         s->pressure_fd = openat(s->proc_fd, "pressure", O_DIRECTORY | O_PATH | O_CLOEXEC);
-
-        /* mountinfo of a busy container host can be large; grow until it fits (bounded at 16 MiB). */
-        for (;;) {
-                mountinfo = malloc(size);
-                if (!mountinfo) {
-                        r = -ENOMEM;
-                        goto fail;
-                }
-                n = read_file_at(s->proc_fd, "self/mountinfo", mountinfo, size);
-                if (n < 0) {
-                        r = (int) n;
-                        goto fail;
-                }
-                if ((size_t) n < size - 1 || size >= 16 * 1024 * 1024)
-                        break;
-                free(TAKE_PTR(mountinfo));
-                size *= 4;
-        }
-
-        r = mountinfo_find_fstype_root(mountinfo, "cgroup2", &s->cgroup2_path, &s->cgroup2_root);
-        if (r == -ENOMEM)
-                goto fail;
+        r = read_mountinfo(s->proc_fd, &mountinfo);
         if (r >= 0)
-                s->cgroup2_fd = open_beneath_root(s->root_fd, s->cgroup2_path, O_DIRECTORY | O_RDONLY);
-        r = mountinfo_find_cgroup1(mountinfo, "memory", &s->memory_v1_path);
-        if (r == -ENOMEM)
+                r = find_cgroup_mounts(s, mountinfo);
+        if (r < 0)
                 goto fail;
-        r = mountinfo_find_cgroup1(mountinfo, "cpu", &s->cpu_v1_path);
-        if (r == -ENOMEM)
-                goto fail;
-        r = mountinfo_find_cgroup1(mountinfo, "cpuacct", &s->cpuacct_v1_path);
-        if (r == -ENOMEM)
-                goto fail;
-        r = mountinfo_find_cgroup1(mountinfo, "blkio", &s->blkio_v1_path);
-        if (r == -ENOMEM)
-                goto fail;
-        for (size_t i = 0; i < ELEMENTSOF(v1_listed); i++) {
-                _cleanup_free_ char *path = NULL;
-
-                r = mountinfo_find_cgroup1(mountinfo, v1_listed[i], &path);
-                if (r == -ENOMEM)
-                        goto fail;
-                if (r >= 0 && strlen(s->v1_controllers) + strlen(v1_listed[i]) + 2 < sizeof s->v1_controllers) {
-                        strcat(s->v1_controllers, s->v1_controllers[0] ? " " : "");
-                        strcat(s->v1_controllers, v1_listed[i]);
-                }
-        }
-
         *ret = s;
         return 0;
 fail:
