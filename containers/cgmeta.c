@@ -104,87 +104,83 @@ static bool take_container_scope(const char *s, size_t len, CgroupMeta *m) {
         return false;
 }
 
-bool cgroup_meta_parse(const char *path, CgroupMeta *m) {
-        const char *p = path ? path : "";
-        bool in_kubepods = false, in_docker = false, any = false;
+/* What the segments above the one being read said. */
+typedef struct MetaWalk {
+        bool in_kubepods, in_docker, any;
+} MetaWalk;
 
-        *m = (CgroupMeta) { .user_uid = -1 };
-        const char *seg;
+/* A segment of systemd's naming: a slice (kubepods.slice, kubepods-<qos>.slice,
+ * kubepods-<qos>-pod<uid>.slice: the systemd driver), a user@<uid>.service (where rootless
+ * podman's scopes sit), a container's scope, a unit. True when it was one (but user@, which
+ * is also a unit). */
+static bool take_systemd_segment(const char *seg, size_t len, CgroupMeta *m, MetaWalk *w) {
+        if (ends_with(seg, len, ".slice")) {
+                copy(m->slice, sizeof m->slice, seg, len);
+                w->any = true;
+                size_t body = len - 6;
+                if (body >= 8 && memcmp(seg, "kubepods", 8) == 0) {
+                        w->in_kubepods = true;
+                        const char *pod = memmem(seg, body, "-pod", 4);
+                        if (pod) {
+                                if (take_pod_uid(pod + 4, (size_t) (seg + body - pod - 4), m) &&
+                                    m->qos == CGROUP_QOS_NONE)
+                                        m->qos = CGROUP_QOS_GUARANTEED;
+                        } else if (body > 9)
+                                m->qos = qos_from(seg + 9, body - 9);
+                }
+                return true;
+        }
+        if (len > 13 && memcmp(seg, "user@", 5) == 0 && ends_with(seg, len, ".service"))
+                m->user_uid = parse_uid(seg + 5, len - 13);
+        if (take_container_scope(seg, len, m) || ends_with(seg, len, ".service") || ends_with(seg, len, ".scope")) {
+                copy(m->unit, sizeof m->unit, seg, len);
+                w->any = true;
+                return true;
+        }
+        return false;
+}
+
+/* A segment of the cgroupfs drivers: kubepods/<qos>/pod<uid>/<id>, kubepods/pod<uid>/<id>;
+ * docker/<id>; podman's <cgroup parent, libpod_parent by default>/libpod-<id>. */
+static void take_cgroupfs_segment(const char *seg, size_t len, CgroupMeta *m, MetaWalk *w) {
+        if (len == 8 && memcmp(seg, "kubepods", 8) == 0)
+                w->in_kubepods = true;
+        else if (len == 6 && memcmp(seg, "docker", 6) == 0)
+                w->in_docker = true;
+        else if (!m->container_id[0] && len > 7 && memcmp(seg, "libpod-", 7) == 0 && is_hex_id(seg + 7, len - 7)) {
+                copy(m->runtime, sizeof m->runtime, "podman", 6);
+                copy(m->container_id, sizeof m->container_id, seg + 7, len - 7);
+                w->any = true;
+        } else if (w->in_docker && !m->container_id[0] && is_hex_id(seg, len)) {
+                copy(m->runtime, sizeof m->runtime, "docker", 6);
+                copy(m->container_id, sizeof m->container_id, seg, len);
+                w->any = true;
+        } else if (w->in_kubepods && m->pod_uid[0] == '\0' && qos_from(seg, len) != CGROUP_QOS_NONE) {
+                m->qos = qos_from(seg, len);
+                w->any = true;
+        } else if (w->in_kubepods && len > 3 && memcmp(seg, "pod", 3) == 0 && take_pod_uid(seg + 3, len - 3, m)) {
+                if (m->qos == CGROUP_QOS_NONE)
+                        m->qos = CGROUP_QOS_GUARANTEED;
+                w->any = true;
+        } else if (m->pod_uid[0] && !m->container_id[0] && is_hex_id(seg, len)) {
+                copy(m->container_id, sizeof m->container_id, seg, len);
+                w->any = true;
+        }
+}
+
+bool cgroup_meta_parse(const char *path, CgroupMeta *m) {
+        const char *p = path ? path : "", *seg;
+        MetaWalk w = {};
         size_t len;
 
-        while (cgpath_next(&p, &seg, &len)) {
-                /* systemd driver: kubepods.slice, kubepods-<qos>.slice, kubepods-<qos>-pod<uid>.slice */
-                if (ends_with(seg, len, ".slice")) {
-                        copy(m->slice, sizeof m->slice, seg, len);
-                        any = true;
-                        size_t body = len - 6;
-                        if (body >= 8 && memcmp(seg, "kubepods", 8) == 0) {
-                                in_kubepods = true;
-                                const char *pod = memmem(seg, body, "-pod", 4);
-                                if (pod) {
-                                        if (take_pod_uid(pod + 4, (size_t) (seg + body - pod - 4), m) &&
-                                            m->qos == CGROUP_QOS_NONE)
-                                                m->qos = CGROUP_QOS_GUARANTEED;
-                                } else if (body > 9)
-                                        m->qos = qos_from(seg + 9, body - 9);
-                        }
-                        continue;
-                }
-                /* systemd's user instance: user@<uid>.service, where rootless podman's scopes sit */
-                if (len > 13 && memcmp(seg, "user@", 5) == 0 && ends_with(seg, len, ".service"))
-                        m->user_uid = parse_uid(seg + 5, len - 13);
-                if (take_container_scope(seg, len, m)) {
-                        copy(m->unit, sizeof m->unit, seg, len);
-                        any = true;
-                        continue;
-                }
-                if (ends_with(seg, len, ".service") || ends_with(seg, len, ".scope")) {
-                        copy(m->unit, sizeof m->unit, seg, len);
-                        any = true;
-                        continue;
-                }
-                /* cgroupfs driver: kubepods/<qos>/pod<uid>/<id>, kubepods/pod<uid>/<id>; docker/<id> */
-                if (len == 8 && memcmp(seg, "kubepods", 8) == 0) {
-                        in_kubepods = true;
-                        continue;
-                }
-                if (len == 6 && memcmp(seg, "docker", 6) == 0) {
-                        in_docker = true;
-                        continue;
-                }
-                /* podman's cgroupfs driver: <cgroup parent, libpod_parent by default>/libpod-<id> */
-                if (!m->container_id[0] && len > 7 && memcmp(seg, "libpod-", 7) == 0 && is_hex_id(seg + 7, len - 7)) {
-                        copy(m->runtime, sizeof m->runtime, "podman", 6);
-                        copy(m->container_id, sizeof m->container_id, seg + 7, len - 7);
-                        any = true;
-                        continue;
-                }
-                if (in_docker && !m->container_id[0] && is_hex_id(seg, len)) {
-                        copy(m->runtime, sizeof m->runtime, "docker", 6);
-                        copy(m->container_id, sizeof m->container_id, seg, len);
-                        any = true;
-                        continue;
-                }
-                if (in_kubepods && m->pod_uid[0] == '\0' && qos_from(seg, len) != CGROUP_QOS_NONE) {
-                        m->qos = qos_from(seg, len);
-                        any = true;
-                        continue;
-                }
-                if (in_kubepods && len > 3 && memcmp(seg, "pod", 3) == 0 && take_pod_uid(seg + 3, len - 3, m)) {
-                        if (m->qos == CGROUP_QOS_NONE)
-                                m->qos = CGROUP_QOS_GUARANTEED;
-                        any = true;
-                        continue;
-                }
-                if (m->pod_uid[0] && !m->container_id[0] && is_hex_id(seg, len)) {
-                        copy(m->container_id, sizeof m->container_id, seg, len);
-                        any = true;
-                }
-        }
+        *m = (CgroupMeta) { .user_uid = -1 };
+        while (cgpath_next(&p, &seg, &len))
+                if (!take_systemd_segment(seg, len, m, &w))
+                        take_cgroupfs_segment(seg, len, m, &w);
         /* The cgroupfs pod's qos was set by its parent; a pod under kubepods directly is guaranteed. */
         if (!m->pod_uid[0])
-                m->qos = in_kubepods ? m->qos : CGROUP_QOS_NONE;
-        return any || m->pod_uid[0];
+                m->qos = w.in_kubepods ? m->qos : CGROUP_QOS_NONE;
+        return w.any || m->pod_uid[0];
 }
 
 size_t cgroup_display_path(const char *prefix, const char *rel, char *buf, size_t size) {
