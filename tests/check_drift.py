@@ -13,7 +13,8 @@ docs/testing.md or the README saying three VMs of five, a style test and libsqli
 from docs/testing.md; and those scripts/check-tests was written for: a module without its row in
 HACKING.md's table of where each module is tested, and a row naming a test or a VM case that
 does not exist; and a metric renamed in sinks/metrics.c's table (the one place a metric is
-defined) without the docs, or missing from docs/deploy.md's table.
+defined) without the docs, or missing from docs/deploy.md's table; and a function grown past 80
+lines (scripts/check-sizes).
 
 Usage: check_drift.py ROOT VERSION CONFIG_KEYS_TEST   (ROOT: the source tree; VERSION:
 meson.build's project version; CONFIG_KEYS_TEST: the built test-config-keys, which reads the
@@ -75,6 +76,9 @@ DRIFTS = [
      '{{ "psidiag_episodes_total", "counter",', '{{ "psidiag_episodes_begun_total", "counter",', "docs"),
     ("a metric missing from docs/deploy.md's table", "docs/deploy.md",
      "| `psidiag_episodes_total` | counter |", "| episodes | counter |", "docs"),
+    ("a function grown past 80 lines", "base/text.c",
+     "                snprintf(buf, size, \"%lldus\", us);\n",
+     "                snprintf(buf, size, \"%lldus\", us);\n" + "        ;\n" * 70, "sizes"),
 ]
 
 
@@ -82,6 +86,7 @@ def run(check, tree, version, config_keys):
     argv = {"docs": [sys.executable, os.path.join(tree, "scripts", "check-docs"), tree],
             "debian": [sys.executable, os.path.join(tree, "scripts", "check-debian"), tree, version],
             "tests": [sys.executable, os.path.join(tree, "scripts", "check-tests"), tree],
+            "sizes": [sys.executable, os.path.join(tree, "scripts", "check-sizes"), tree],
             "config-keys": [config_keys]}[check]
     env = dict(os.environ, PSIDIAG_SOURCE_ROOT=tree)
     p = subprocess.run(argv, capture_output=True, text=True, env=env, timeout=120)
@@ -96,7 +101,7 @@ def main():
         shutil.copytree(root, tree, symlinks=True,
                         ignore=lambda d, names: [n for n in names if n in (".git", "__pycache__") or
                                                  (d == root and n.startswith("build"))])
-        for check in ("docs", "debian", "config-keys", "tests"):
+        for check in ("docs", "debian", "config-keys", "tests", "sizes"):
             rc, out = run(check, tree, version, config_keys)
             if rc != 0:
                 problems.append(f"{check}: fails on the tree as it is, so a drift proves nothing:\n{out}")
