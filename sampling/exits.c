@@ -226,7 +226,7 @@ static int merge_begin(Snapshot *b, const Snapshot *a, ExitRecords *e, bool list
         int r;
 
         b->has_exit_listener = listening;
-        b->lost_exit_records = listening ? e->lost : 0;
+        b->lost_exit_records = e->lost;
         b->exit_records = b->ended_unheard = b->unattributed = 0;
         memset(b->unattributed_ns, 0, sizeof b->unattributed_ns);
         b->unattributed_present = 0;

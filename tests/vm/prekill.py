@@ -356,12 +356,6 @@ def systemd_oomd_prekill_nokill(validate):
     its summary and `psidiag show` say that systemd-oomd announced the kill but did not kill. The
     sleeper lives on."""
     hooks_ready()
-    # The caller here is varlinkctl. systemd-oomd's own Notify of another cgroup would end this
-    # wait early, and rightly: it has then moved on from this one (agent/killwatch.c:
-    # window_announce()). systemd-oomd 262 did so, announcing an earlier case's slice again about
-    # 15 s after its kill. So systemd-oomd is stopped while this case runs.
-    oomd_was = sh(["systemctl", "is-active", "systemd-oomd.service"]).stdout.strip()
-    sh(["systemctl", "stop", "systemd-oomd.service"])
     write("/etc/systemd/system/vmpknone.slice", "[Slice]\n")
     sh(["systemctl", "daemon-reload"])
     unit = "vmpknone-sleep.service"
@@ -374,8 +368,15 @@ def systemd_oomd_prekill_nokill(validate):
                            "watch": [{"triggers": ["memory some 100ms 2s"]}]}))
     p = sh(["systemd-run", f"--unit={unit}", "--slice=vmpknone.slice", "--collect", WORKLOAD, "sleep", "vm-sleeper"])
     check(p.returncode == 0, f"systemd-run: {p.stderr}")
+    # The caller here is varlinkctl. systemd-oomd's own Notify of another cgroup would end this
+    # wait early, and rightly: it has then moved on from this one (agent/killwatch.c:
+    # window_announce()). systemd-oomd 262 did so, announcing an earlier case's slice again about
+    # 15 s after its kill. So systemd-oomd is stopped while this case runs, and started again
+    # after it, even when it fails.
+    oomd_was = sh(["systemctl", "is-active", "systemd-oomd.service"]).stdout.strip()
     agent = sleeper = None
     try:
+        sh(["systemctl", "stop", "systemd-oomd.service"])
         procs = os.path.join(MOUNT, cgroup.strip("/"), "cgroup.procs")
         deadline = time.time() + 30
         while not (os.path.exists(procs) and open(procs).read().split()):
