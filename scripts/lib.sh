@@ -2,7 +2,7 @@
 # Shared by scripts/run and scripts/test: the Debian 12 packages psidiag builds and tests with.
 
 PSIDIAG_PACKAGES=(gcc meson ninja-build pkg-config libev-dev libnl-3-dev libnl-genl-3-dev
-                  libjansson-dev libcmocka-dev libsystemd-dev libsqlite3-dev python3 python3-jsonschema python3-yaml
+                  libjansson-dev libcmocka-dev libsystemd-dev libsqlite3-dev libdw-dev python3 python3-jsonschema python3-yaml
                   clang-format nodejs rsyslog
                   postgresql-15 stress-ng make fio prometheus prometheus-node-exporter earlyoom nohang
                   podman runc busybox-static)
