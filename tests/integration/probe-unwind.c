@@ -10,7 +10,7 @@
  *   info cpus=N kernel=0|1 build_ids=0|1 kernel_error=NAME|-     (first, once the events are on)
  *   stack PID COUNT END FRAME|FRAME|...   each distinct stack, innermost frame first; a FRAME is
  *                                         SYMBOL+0xOFF@MODULE or ?@MODULE+0xMODULE_PC or ?@-
- *   module PID OPENED ERROR DEBUG BUILD_ID PATH   each module a pc fell in
+ *   module PID ERROR DEBUG BUILD_ID PATH   each module a pc fell in
  *   cost samples=N unwound=N frames=N unwind_ns=N procs=N
  *
  * or "error <errno name> <step>" with exit 1. */
@@ -132,7 +132,7 @@ static void print_modules(void) {
                                 continue;
                         for (size_t k = 0; k < m->build_id_size; k++)
                                 sprintf(id + 2 * k, "%02x", m->build_id[k]);
-                        printf("module %d 1 %s %d %s %s\n", (int) unwind_proc_pid(procs[i]),
+                        printf("module %d %s %d %s %s\n", (int) unwind_proc_pid(procs[i]),
                                m->error ? strerrorname_np(-m->error) : "-", m->debug_file, id, m->path);
                 }
 }

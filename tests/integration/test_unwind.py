@@ -66,7 +66,7 @@ def capture(cg, start, wrap=()):
             frames = [] if f[4] == "-" else f[4].split("|")
             stacks.setdefault(int(f[1]), []).append((int(f[2]), f[3], frames))
         elif f[0] == "module":
-            modules.append((int(f[1]), f[3], f[4], f[5], " ".join(f[6:])))
+            modules.append((int(f[1]), f[2], f[3], f[4], " ".join(f[5:])))
         elif f[0] == "cost":
             cost = dict(kv.split("=") for kv in f[1:])
     check(cost, f"no cost line: {out[-2000:]}")
