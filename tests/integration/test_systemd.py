@@ -128,8 +128,11 @@ def rootless_user(c, props, binary):
           f"{manager}/cgroup.subtree_control", f"{manager}/cgroup.threads"])
     cg = "/sys/fs/cgroup" + ROOTLESS_SCOPE
     c.ok(["setpriv", f"--reuid={ROOTLESS_UID}", f"--regid={ROOTLESS_UID}", "--clear-groups", "mkdir", "-p", cg])
+    # More spinning threads than cpus, so that it waits for a cpu in every snapshot: a process that
+    # waited for nothing is not among the most delayed (one thread on an idle node, now and then).
+    threads = 2 * (os.cpu_count() or 1)
     c.ok(["sh", "-c", f"sh -c 'echo $$ > {cg}/cgroup.procs && exec /opt/psidiag-test/psidiag-workload spin "
-          "psidiag-rootless 1' </dev/null >/dev/null 2>&1 &"])
+          f"psidiag-rootless {threads}' </dev/null >/dev/null 2>&1 &"])
     try:
         wait_for("the rootless container's process", lambda: c.ok(["cat", f"{cg}/cgroup.procs"]).strip(), 10)
         p = c.run(sandbox + [binary, "snapshot", ROOTLESS_SCOPE, "--sample-ms", "500"], timeout=60)
@@ -218,6 +221,10 @@ def test(c, installed):
              == "active", 20)
     main_pid = int(c.ok(["systemctl", "show", "-P", "MainPID", "psidiag.service"]))
     check(main_pid > 0, "no MainPID")
+    # Type=simple: active at the fork, before the agent has locked its memory (it does so before
+    # it arms its triggers and says it is watching; under TCG that can take a second).
+    journal = ["journalctl", "--no-pager", "-o", "cat", "-u", "psidiag.service"]
+    wait_for("the agent watching, in the journal", lambda: "watching: " in c.ok(journal), 30)
     stat = c.ok(["cat", f"/proc/{main_pid}/stat"])
     nice = int(stat[stat.rindex(")") + 2:].split()[16])
     oom = int(c.ok(["cat", f"/proc/{main_pid}/oom_score_adj"]))
@@ -254,7 +261,6 @@ def test(c, installed):
                                                     "triggers": ["cpu some 100ms 2s"]}])
     c.ok(["tee", config], input=json.dumps(second))
     c.ok(["systemctl", "reload", "psidiag.service"])
-    journal = ["journalctl", "--no-pager", "-o", "cat", "-u", "psidiag.service"]
     wait_for("the reload in the journal", lambda: re.search(r"reloaded .*: 2 triggers armed on 2 watches",
                                                             c.ok(journal)), 10)
 

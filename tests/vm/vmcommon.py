@@ -48,8 +48,21 @@ def agent_run(cg, trigger, pred, start=None, timeout=90, **config):
     finally:
         stop_agent(agent)
     text = open(log).read()
-    check(pred(lines), f"no matching incident within {timeout} s: {len(lines)} incidents\n"
-          f"{json.dumps(lines)[-3000:]}\nagent log:\n{text[-3000:]}")
+    if not pred(lines):
+        # What the kernel saw of the cgroup, to tell a load too light for the trigger from an
+        # agent that missed a wakeup.
+        seen = []
+        for f in ("cpu.pressure", "memory.pressure", "io.pressure", "memory.events", "memory.stat"):
+            try:
+                text_f = open(os.path.join(cg.path, f)).read()
+                if f == "memory.stat":
+                    text_f = "".join(l + "\n" for l in text_f.splitlines()
+                                     if re.match(r"(anon|file|workingset_refault|pgscan|pgsteal|pgmajfault) ", l))
+                seen.append(f"{f}:\n" + text_f[:1500])
+            except OSError as e:
+                seen.append(f"{f}: {e.strerror}")
+        check(False, f"no matching incident within {timeout} s: {len(lines)} incidents\n"
+              f"{json.dumps(lines)[-3000:]}\nagent log:\n{text[-3000:]}\nthe cgroup now:\n" + "\n".join(seen))
     return lines, text
 
 
