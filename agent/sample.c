@@ -139,6 +139,7 @@ static int begin(Watch *w, Trigger *t, Recorder *rec) {
                 w->culprit = mfree(w->culprit);
         SampleScope scope = core_watch_scope(w, w->sample_fd, t->effective.resource, w->culprit);
         scope.stall = t->effective.stall;
+        scope.stacks_hz = w->cfg->stacks_hz;
         /* From the pool (none left, after a failed reserve: no "on what" this time). */
         w->onwhat = pools_take_onwhat(a);
         scope.onwhat = w->onwhat;

@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <sched.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -14,12 +15,15 @@
 #include "config/model.h"
 #include "containers/containers.h"
 #include "containers/ctrselect.h"
+#include "probes/kallsyms.h"
+#include "probes/perfring.h"
 #include "probes/pressure.h"
 #include "probes/procfs.h"
 #include "probes/schedclock.h"
 #include "probes/sysroot.h"
 #include "probes/system.h"
 #include "probes/taskstats.h"
+#include "probes/unwind.h"
 #include "triggers/psi.h"
 
 typedef struct DirOwner {
@@ -231,6 +235,34 @@ static void gather_kmsg(CheckFacts *f) {
         safe_close(fd);
 }
 
+/* What stacks_hz needs: the events a capture opens (one cpu's, node-wide), libdw, kallsyms. */
+static void gather_stacks(CheckFacts *f, const Sysroot *s) {
+        char buf[32];
+        int cpu = sched_getcpu();
+        PerfRing *ring = NULL;
+        PerfRingOptions o = {
+                .cpus = &cpu, .n_cpus = 1, .cgroup_fd = -1, .freq_hz = 1, .stack_bytes = 8, .ring_pages = 1
+        };
+        KallSyms *k = NULL;
+
+        f->perf_err = cpu < 0 ? -errno : perfring_open(&o, &ring);
+        if (f->perf_err >= 0) {
+                PerfRingInfo info;
+                perfring_info(ring, &info);
+                f->perf_kernel = info.kernel_callchains;
+        }
+        perfring_free(ring);
+        ssize_t n = read_file_at(s->proc_fd, "sys/kernel/perf_event_paranoid", buf, sizeof buf - 1);
+        f->perf_paranoid_err = n < 0 ? (int) n : 0;
+        if (n >= 0) {
+                buf[n] = '\0';
+                f->perf_paranoid = atoi(buf);
+        }
+        f->unwinder = unwind_available();
+        f->kallsyms_err = kallsyms_load(s->proc_fd, &k);
+        kallsyms_free(k);
+}
+
 void check_gather(CheckFacts *f) {
         Sysroot *s = NULL;
 
@@ -240,6 +272,7 @@ void check_gather(CheckFacts *f) {
                 f->pressure_err = f->taskstats_err = f->delayacct = f->caps_err = f->procfs_err = f->proc_err;
                 f->kmsg_err = -ENOENT;
                 f->cgroupns_err = f->proc_err;
+                f->perf_err = f->perf_paranoid_err = f->kallsyms_err = f->proc_err;
                 return;
         }
         gather_pressure(f, s);
@@ -254,5 +287,6 @@ void check_gather(CheckFacts *f) {
         gather_prekill_dir(f);
         gather_sched(f, s);
         gather_kmsg(f);
+        gather_stacks(f, s);
         sysroot_free(s);
 }

@@ -69,6 +69,14 @@ typedef struct CheckFacts {
          * (containers/ctrverify.h), counted under no runtime, and why the first was not */
         unsigned unverified;
         char unverified_why[160];
+        /* Stacks (stacks_hz): a node-wide perf sampling event opened on one cpu and closed, the
+         * sysctl that decides it without CAP_PERFMON, libdw, the kernel's symbols. */
+        int perf_err;
+        bool perf_kernel; /* kernel callchains allowed */
+        int perf_paranoid_err;
+        int perf_paranoid;
+        bool unwinder;
+        int kallsyms_err;
 } CheckFacts;
 
 /* How many processes `check` reads the cgroup of, looking for ones outside our cgroup namespace. */

@@ -9,6 +9,7 @@
 #include "base/macro.h"
 #include "cmd/check.h"
 #include "config/model.h"
+#include "incident/stacks-report.h"
 #include "probes/kmsg.h"
 #include "probes/pressure.h"
 #include "probes/procfs.h"
@@ -218,6 +219,40 @@ static void check_blocked_since(const CheckFacts *f, CheckOut *out) {
                      "or sysctl needed)");
 }
 
+/* stacks_hz's needs (docs/stacks.md): a warning says what a capture would lack; stacks are off
+ * unless asked, so nothing here fails. */
+static void check_stacks(const CheckFacts *f, CheckOut *out) {
+        char why[256], paranoid[64] = "";
+        bool ptrace = f->caps_err >= 0 && (f->cap_eff & CAP_BIT(CAP_SYS_PTRACE));
+
+        if (f->perf_paranoid_err >= 0)
+                snprintf(paranoid, sizeof paranoid, " (kernel.perf_event_paranoid is %d)", f->perf_paranoid);
+        if (f->perf_err < 0)
+                emit(out, CHECK_WARN, "stacks", "stacks_hz would take no stacks: %s%s",
+                     f->perf_err == -EPERM ? "perf_event_open refused (a system call filter: systemd's @debug "
+                                             "group, which the shipped unit leaves out; or no CAP_PERFMON)"
+                                           : stacks_report_error(f->perf_err, why, sizeof why),
+                     paranoid);
+        else if (!f->unwinder)
+                emit(out, CHECK_WARN, "stacks",
+                     "perf sampling allowed, but no libdw.so.1 (Debian's libdw1): a stack's user part is its "
+                     "sampled pc alone");
+        else if (!f->perf_kernel)
+                emit(out, CHECK_WARN, "stacks", "perf sampling allowed for user frames only%s", paranoid);
+        else if (f->kallsyms_err < 0)
+                emit(out, CHECK_WARN, "stacks", "kernel frames would be unnamed: /proc/kallsyms %s",
+                     f->kallsyms_err == -EPERM ? "hides its addresses (kernel.kptr_restrict, or no CAP_SYSLOG)"
+                                               : strerror(-f->kallsyms_err));
+        else if (!ptrace)
+                emit(out, CHECK_WARN, "stacks",
+                     "perf sampling allowed with kernel and user frames, but without CAP_SYS_PTRACE the user stacks "
+                     "of other users' processes are not unwound (their maps are refused)");
+        else
+                emit(out, CHECK_OK, "stacks",
+                     "stacks_hz can take stacks: perf sampling allowed, kernel frames named, user stacks unwound "
+                     "by libdw");
+}
+
 /* In a cgroup namespace of its own (a container started without --cgroupns=host), it reads
  * every cgroup outside that namespace as "/../..". Under a mount of the host's tree the
  * namespace's root is found there and every path resolved (kernel-facts.md:
@@ -361,6 +396,7 @@ static const struct {
         { "cgroupns", check_cgroupns },
         { "container-names", check_container_names },
         { "dir-watches", check_dir_watches },
+        { "stacks", check_stacks }, /* psidiag 0.13: last, so the older lines keep their places */
 };
 
 size_t check_evaluate(const CheckFacts *f, CheckLine *lines) {

@@ -16,6 +16,7 @@
 #include "cmd/check.h"
 #include "cmd/show.h"
 #include "cmd/snapshot-cmd.h"
+#include "cmd/stacks-cmd.h"
 #include "cmd/validate.h"
 #include "config/config.h"
 #include "config/keys.h"
@@ -29,10 +30,11 @@ static void help(FILE *f) {
         fputs("Usage:\n"
               "  psidiag [--config FILE] [--output PATH] [--enable-delayacct] [--log-level LEVEL]\n"
               "  psidiag snapshot [CGROUP | --pid PID] [--resource cpu|memory|io|irq] [--sample-ms N] [--top N]\n"
-              "                   [--enable-delayacct]\n"
+              "                   [--stacks-hz N] [--enable-delayacct]\n"
               "  psidiag validate FILE\n"
               "  psidiag check\n"
               "  psidiag show [FILE]\n"
+              "  psidiag stacks [--svg] [--id ID] [FILE]\n"
               "  psidiag --help | --version\n"
               "\n"
               "Arms PSI triggers on /proc/pressure and cgroup2 *.pressure files; when one fires, measures\n"
@@ -62,6 +64,8 @@ static void help(FILE *f) {
               "      --sample-ms N        sample length in ms, 0-60000 (default 1000); 0: one snapshot,\n"
               "                           delays are each process's totals since it began\n"
               "      --top N              processes to report, 1-1000 (default 10)\n"
+              "      --stacks-hz N        on-cpu stacks over the sample, N a second on each cpu, 0-1000\n"
+              "                           (default 0: none); of the culprit scope with --resource\n"
               "      --pid PID            one process and every delayed thread of it (as getdelays -p/-t)\n"
               "\n"
               "validate: check a config file; prints the triggers as they would be armed.\n"
@@ -72,6 +76,12 @@ static void help(FILE *f) {
               "\n"
               "show: incident lines from FILE (or stdin) as a compact view for a terminal: time,\n"
               "trigger, pressure, states and the most delayed processes with their dominant delay.\n"
+              "\n"
+              "stacks: the stacks of incident lines from FILE (or stdin), taken with stacks_hz or\n"
+              "snapshot --stacks-hz, in the folded format flame graph tools read\n"
+              "(\"COMM;OUTERMOST;...;INNERMOST COUNT\", kernel frames marked _[k]).\n"
+              "      --svg                one flame graph of them, a self-contained SVG\n"
+              "      --id ID              only the incident of that id\n"
               "\n"
               "Signals: SIGINT/SIGTERM stop (a sample in flight is dropped, and logged);\n"
               "SIGHUP reopens output files and reloads the config (a bad one is refused).\n"
@@ -87,6 +97,9 @@ enum {
         ARG_TOP,
         ARG_CHECK_CONFIG,
         ARG_PID,
+        ARG_STACKS_HZ,
+        ARG_SVG,
+        ARG_ID,
 };
 
 static const struct option options[] = {
@@ -101,6 +114,9 @@ static const struct option options[] = {
         { "top", required_argument, NULL, ARG_TOP },
         { "check-config", no_argument, NULL, ARG_CHECK_CONFIG },
         { "pid", required_argument, NULL, ARG_PID },
+        { "stacks-hz", required_argument, NULL, ARG_STACKS_HZ },
+        { "svg", no_argument, NULL, ARG_SVG },
+        { "id", required_argument, NULL, ARG_ID },
         {},
 };
 
@@ -111,10 +127,13 @@ typedef struct Args {
         bool enable_delayacct;
         bool check_config;
         pid_t pid;
-        bool have_resource, have_sample_ms, have_top;
+        bool have_resource, have_sample_ms, have_top, have_stacks_hz;
         int resource;
         uint64_t sample_ms;
         unsigned top;
+        unsigned stacks_hz;
+        bool svg;       /* stacks --svg */
+        const char *id; /* stacks --id */
 } Args;
 
 _printf_(1, 2) static int usage_error(const char *fmt, ...) {
@@ -132,7 +151,7 @@ _printf_(1, 2) static int usage_error(const char *fmt, ...) {
 static int parse_word(const char *word, Args *args) {
         if (!args->command && !args->operand &&
             (strcmp(word, "snapshot") == 0 || strcmp(word, "validate") == 0 || strcmp(word, "check") == 0 ||
-             strcmp(word, "show") == 0))
+             strcmp(word, "show") == 0 || strcmp(word, "stacks") == 0))
                 args->command = word;
         else if (args->command && !args->operand)
                 args->operand = word;
@@ -162,6 +181,12 @@ static int parse_snapshot_option(int c, const char *arg, Args *args) {
                 if (parse_uint64(arg, &u) < 0 || u < 1 || u > INT32_MAX)
                         return usage_error("--pid must be a process id, not '%s'", arg);
                 args->pid = (pid_t) u;
+                return 1;
+        case ARG_STACKS_HZ:
+                if (parse_uint64(arg, &u) < 0 || u > CONFIG_STACKS_HZ_MAX)
+                        return usage_error("--stacks-hz must be a whole number from 0 to 1000, not '%s'", arg);
+                args->stacks_hz = (unsigned) u;
+                args->have_stacks_hz = true;
                 return 1;
         default: /* ARG_TOP */
                 if (parse_uint64(arg, &u) < 0 || u < 1 || u > CONFIG_TOP_MAX)
@@ -200,10 +225,17 @@ static int parse_option(int c, const char *arg, Args *args) {
         case ARG_CHECK_CONFIG:
                 args->check_config = true;
                 return 1;
+        case ARG_SVG:
+                args->svg = true;
+                return 1;
+        case ARG_ID:
+                args->id = arg;
+                return 1;
         case ARG_RESOURCE:
         case ARG_SAMPLE_MS:
         case ARG_PID:
         case ARG_TOP:
+        case ARG_STACKS_HZ:
                 return parse_snapshot_option(c, arg, args);
         default:
                 fputs("Try 'psidiag --help'.\n", stderr);
@@ -214,10 +246,12 @@ static int parse_option(int c, const char *arg, Args *args) {
 /* The options that belong to one command given to another. */
 static int check_args(const Args *args) {
         if (!args->command || strcmp(args->command, "snapshot") != 0) {
-                if (args->have_resource || args->have_sample_ms || args->have_top || args->pid)
-                        return usage_error("%s",
-                                           "--resource, --sample-ms, --top and --pid belong to 'psidiag snapshot'");
+                if (args->have_resource || args->have_sample_ms || args->have_top || args->have_stacks_hz || args->pid)
+                        return usage_error("%s", "--resource, --sample-ms, --top, --stacks-hz and --pid belong to "
+                                                 "'psidiag snapshot'");
         }
+        if ((args->svg || args->id) && (!args->command || strcmp(args->command, "stacks") != 0))
+                return usage_error("%s", "--svg and --id belong to 'psidiag stacks'");
         if (args->command) {
                 if (args->config || args->output)
                         return usage_error("--config and --output belong to the agent, not to '%s'", args->command);
@@ -272,6 +306,8 @@ int main(int argc, char **argv) {
                 return check_run();
         if (strcmp(args.command, "show") == 0)
                 return show_run(args.operand);
+        if (strcmp(args.command, "stacks") == 0)
+                return stacks_cmd_run(&(StacksCmdOptions) { .path = args.operand, .svg = args.svg, .id = args.id });
 
         if (args.operand && args.pid) {
                 usage_error("%s", "snapshot takes a CGROUP or --pid, not both");
@@ -287,6 +323,7 @@ int main(int argc, char **argv) {
                 .resource = args.resource,
                 .sample_ms = args.sample_ms,
                 .top = args.top,
+                .stacks_hz = args.stacks_hz,
                 .pid = args.pid,
                 .enable_delayacct = args.enable_delayacct,
         });

@@ -94,6 +94,7 @@ static int make_scope(SnapshotRun *s) {
                                                       .containers = s->rt.containers },
                                      s->cgroup ? s->cgroup_fd : -1, s->cgroup, opts->resource, opts->top);
         s->scope.pid = opts->pid;
+        s->scope.stacks_hz = opts->stacks_hz;
         s->scope.stall = opts->resource == PSI_RESOURCE_IRQ ? PSI_STALL_FULL : PSI_STALL_SOME;
         /* With --resource, also who is causing it: the processes and cgroups competing for it; on
          * what, for a cgroup, and node-wide for io (the node's busy disks). */

@@ -14,6 +14,7 @@ typedef struct SnapshotCmdOptions {
         int resource;       /* PsiResource, or -1 for all delays */
         uint64_t sample_ms;
         unsigned top;
+        unsigned stacks_hz; /* on-cpu stacks over the sample (--stacks-hz); 0: none */
         bool enable_delayacct;
 } SnapshotCmdOptions;
 

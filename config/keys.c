@@ -30,6 +30,8 @@ const ConfigKey config_keys[] = {
           IN_CONFIG(sample_ms), IN_WATCH(sample_ms), sizeof(uint64_t), true, NULL },
         { "cooldown_ms", CONFIG_KEY_UINT, CONFIG_KEY_TOP | CONFIG_KEY_WATCH, 0, CONFIG_COOLDOWN_MS_MAX, 10000, NULL,
           IN_CONFIG(cooldown_ms), IN_WATCH(cooldown_ms), sizeof(uint64_t), true, NULL },
+        { "stacks_hz", CONFIG_KEY_UINT, CONFIG_KEY_TOP | CONFIG_KEY_WATCH, 0, CONFIG_STACKS_HZ_MAX, 0, NULL,
+          IN_CONFIG(stacks_hz), IN_WATCH(stacks_hz), sizeof(unsigned), true, NULL },
         { "max_incidents_per_minute", CONFIG_KEY_UINT, CONFIG_KEY_TOP, 0, CONFIG_MAX_INCIDENTS_PER_MINUTE_MAX, 60, NULL,
           IN_CONFIG(max_incidents_per_minute), NOWHERE, sizeof(unsigned), true, NULL },
         { "max_concurrent_samples", CONFIG_KEY_UINT, CONFIG_KEY_TOP, 1, CONFIG_MAX_CONCURRENT_SAMPLES_MAX, 4, NULL,

@@ -12,6 +12,7 @@
 
 #define CONFIG_TOP_MAX 1000
 #define CONFIG_SAMPLE_MS_MAX 60000
+#define CONFIG_STACKS_HZ_MAX 1000 /* PERFRING_FREQ_MAX_HZ */
 #define CONFIG_COOLDOWN_MS_MAX 86400000
 #define CONFIG_WATCHES_MAX 4096
 #define CONFIG_TRIGGERS_PER_WATCH_MAX 16
@@ -35,6 +36,7 @@ typedef struct WatchConfig {
         unsigned top;
         uint64_t sample_ms;
         uint64_t cooldown_ms;
+        unsigned stacks_hz; /* on-cpu stacks over each sample at this rate (docs/stacks.md); 0: none */
 } WatchConfig;
 
 /* What a line output (a file, a FIFO, stdout) gets: incident lines (schemas/incident.schema.json),
@@ -70,6 +72,7 @@ typedef struct Config {
         unsigned top;
         uint64_t sample_ms;
         uint64_t cooldown_ms;
+        unsigned stacks_hz;
         WatchConfig *watches;
         size_t n_watches;
 } Config;

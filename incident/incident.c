@@ -7,6 +7,7 @@
 
 #include "base/macro.h"
 #include "incident/incident.h"
+#include "incident/stacks-report.h"
 #include "incident/culprit-report.h"
 #include "incident/jsonutil.h"
 #include "incident/onwhat-report.h"
@@ -439,6 +440,19 @@ static json_t *cgroups_array(const SampleResult *res) {
         return object_or_null(cgroups, r);
 }
 
+/* "stacks", with those of the processes the incident names. */
+static int stacks_add(json_t *o, const SampleResult *res) {
+        pid_t named[STACKS_REPORT_NAMED_MAX];
+        size_t n = 0;
+
+        for (size_t i = 0; res->ranking && i < res->n_procs && i < res->ranking->n_procs && n < ELEMENTSOF(named); i++)
+                named[n++] = res->ranking->procs[i].tgid;
+        for (size_t i = 0; res->culprits && i < res->culprits->n_procs; i++)
+                for (unsigned j = 0; j < res->culprits->procs[i].n_pids && n < ELEMENTSOF(named); j++)
+                        named[n++] = res->culprits->procs[i].pids[j];
+        return set_new(o, "stacks", stacks_report_object(res->stacks, res->stacks_scope, named, n));
+}
+
 /* most_delayed, culprits, limits and blocked: the tasks of the sample and what they wait on. */
 static int tasks_add(json_t *o, const SampleResult *res, const IncidentContext *ctx, bool has_stall, uint64_t stall_us,
                      uint64_t duration_ms) {
@@ -464,6 +478,8 @@ static int tasks_add(json_t *o, const SampleResult *res, const IncidentContext *
         json_t *blocked = res->onwhat && res->onwhat->has_blocked ? onwhat_blocked_array(res->onwhat) : NULL;
         r |= set_new(o, "limits", limits ? limits : json_null());
         r |= set_new(o, "blocked", blocked ? blocked : json_null());
+        if (res->stacks)
+                r |= stacks_add(o, res);
         return r;
 }
 

@@ -2,6 +2,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -278,14 +279,37 @@ unsigned system_cpulist_count(const char *list) {
         return n;
 }
 
-int system_read_cpus_possible(int root_fd, char **ret) {
+int system_cpulist_expand(const char *list, int *cpus, size_t max) {
+        size_t n = 0;
+
+        for (const char *p = list; p && *p && *p != '\n';) {
+                char *end;
+                unsigned long a = strtoul(p, &end, 10), b = a;
+                if (end == p || a > INT_MAX)
+                        return -EINVAL;
+                if (*end == '-') {
+                        p = end + 1;
+                        b = strtoul(p, &end, 10);
+                        if (end == p || b < a || b > INT_MAX)
+                                return -EINVAL;
+                }
+                if (*end != ',' && *end != '\0' && *end != '\n')
+                        return -EINVAL;
+                for (unsigned long c = a; c <= b && n < max; c++)
+                        cpus[n++] = (int) c;
+                p = *end == ',' ? end + 1 : end;
+        }
+        return (int) n;
+}
+
+static int read_cpus(int root_fd, const char *path, char **ret) {
         const size_t size = 65536;
         char *buf = malloc(size);
         ssize_t n;
 
         if (!buf)
                 return -ENOMEM;
-        n = read_file_at(root_fd, "sys/devices/system/cpu/possible", buf, size);
+        n = read_file_at(root_fd, path, buf, size);
         if (n < 0) {
                 free(buf);
                 return (int) n;
@@ -302,4 +326,12 @@ int system_read_cpus_possible(int root_fd, char **ret) {
                 return -ENOMEM;
         *ret = s;
         return 0;
+}
+
+int system_read_cpus_possible(int root_fd, char **ret) {
+        return read_cpus(root_fd, "sys/devices/system/cpu/possible", ret);
+}
+
+int system_read_cpus_online(int root_fd, char **ret) {
+        return read_cpus(root_fd, "sys/devices/system/cpu/online", ret);
 }

@@ -46,6 +46,12 @@ int system_read_threads(int proc_fd, uint64_t *ret);
  * the kernel's cpulist format, trailing space cut, malloc'ed into *ret (no length cut: as long as
  * the kernel writes it, up to 64 KiB). 0, -ENODATA (empty) or -errno. */
 int system_read_cpus_possible(int root_fd, char **ret);
+/* The same of <root>/sys/devices/system/cpu/online: the cpus online now. */
+int system_read_cpus_online(int root_fd, char **ret);
+
+/* The cpus of a cpu list, in order, into cpus (at most max of them; the rest are not stored): how
+ * many were stored, or -EINVAL for a malformed list. */
+int system_cpulist_expand(const char *list, int *cpus, size_t max);
 
 /* The number of cpus of a cpu list ("0-3,8", as /sys/devices/system/cpu/online says); 0 for none
  * or a malformed list. */

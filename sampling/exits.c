@@ -344,3 +344,36 @@ int snapshot_merge_exits(Snapshot *b, const Snapshot *a, const Snapshot *threads
                         b->exit_records++;
         return merge_threads(b, threads_base, e, n_threads);
 }
+
+bool exit_records_delays(const ExitRecords *e, pid_t pid, uint64_t ret_ns[_TASK_DELAY_MAX], uint32_t *ret_present) {
+        const ExitRecord *whole = NULL;
+        uint64_t sum[_TASK_DELAY_MAX] = {};
+        uint32_t present = 0;
+        bool found = false;
+
+        for (size_t i = 0; i < e->n; i++) {
+                const ExitRecord *x = &e->items[i];
+                /* Before taskstats v12 a record has no tgid: the victim's own thread is known. */
+                if (x->t.tgid != pid && !(x->t.tgid <= 0 && x->t.tid == pid))
+                        continue;
+                if (x->process) {
+                        whole = x;
+                        continue;
+                }
+                found = true;
+                present |= x->t.present;
+                for (TaskDelay d = 0; d < _TASK_DELAY_MAX; d++)
+                        sum[d] += x->t.delay_ns[d];
+        }
+        /* The aggregate has the threads that ended before the listener was on, too. */
+        if (whole) {
+                memcpy(ret_ns, whole->t.delay_ns, sizeof whole->t.delay_ns);
+                *ret_present = whole->t.present;
+                return true;
+        }
+        if (found) { /* the outputs are left alone otherwise */
+                memcpy(ret_ns, sum, sizeof sum);
+                *ret_present = present;
+        }
+        return found;
+}

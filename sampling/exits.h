@@ -52,6 +52,10 @@ void exit_records_drop_front(ExitRecords *e, size_t n);
  * has part of them, and the rest counted as lost). */
 int exit_records_append(ExitRecords *dst, const ExitRecords *src, size_t from);
 void exit_records_done(ExitRecords *e);
+
+/* The final delays of process pid (its AGGR_TGID exit record, else its threads' records summed)
+ * when e has its records. False when it has none (ret_ns and ret_present untouched). */
+bool exit_records_delays(const ExitRecords *e, pid_t pid, uint64_t ret_ns[_TASK_DELAY_MAX], uint32_t *ret_present);
 /* The final counters of process tgid: its AGGR_TGID record, else the record of its only thread
  * (a single-threaded process sends no aggregate). NULL when none was heard. */
 const ExitRecord *exit_records_find_process(const ExitRecords *e, pid_t tgid);

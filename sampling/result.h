@@ -87,8 +87,10 @@ typedef struct SampleResult {
         usec_t culprit_duration_us;
         const ProcessInfo *culprit_procs; /* one per culprits->procs[i], i < n_culprit_procs */
         size_t n_culprit_procs;
-        const OnWhat *onwhat; /* NULL: no "limits" nor "blocked" */
-        bool recorded;        /* a starts before the wakeup, from a recorder (sampling/recorder.h) */
+        const OnWhat *onwhat;              /* NULL: no "limits" nor "blocked" */
+        bool recorded;                     /* a starts before the wakeup, from a recorder (sampling/recorder.h) */
+        const struct StackCapture *stacks; /* the window's on-cpu stacks; NULL: none asked */
+        const char *stacks_scope;          /* the cgroup they are of ("a/b"), NULL: the node */
         /* The containers of the cgroups named (hot, culprits'), looked up by sample_result_name_containers():
          * container_cache_peek() answers from it without reading. NULL: none named. */
         const ContainerCache *containers;

@@ -250,6 +250,9 @@ static int make_result(Sampler *s, SampleBasis basis, bool passes) {
                 .culprit_scope = passes ? s->scope.culprit : NULL,
                 .onwhat = passes && s->has_onwhat ? s->onwhat : NULL,
                 .recorded = basis == SAMPLE_BASIS_DELTA && s->recorded,
+                .stacks = basis == SAMPLE_BASIS_DELTA && s->stacks.taken ? &s->stacks : NULL,
+                .stacks_scope = s->scope.culprit ? (s->scope.culprit->node ? NULL : s->scope.culprit->path)
+                                                 : s->scope.cgroup_path,
         };
         /* The window the culprits cover: the sample's own, or the pass it shares. */
         if (res->culprits && basis == SAMPLE_BASIS_DELTA) {
@@ -363,6 +366,7 @@ static void finish(Sampler *s) {
         s->running = false;
         s->partial = false;
         ev_timer_stop(s->loop, &s->middle);
+        stack_capture_stop(&s->stacks);
         s->b_start_us = now_usec(CLOCK_MONOTONIC);
         r = s->sample_ms > 0 ? finish_delta(s) : finish_lifetime(s);
         s->b_end_us = now_usec(CLOCK_MONOTONIC);
@@ -399,6 +403,23 @@ static void on_middle(struct ev_loop *loop, ev_timer *timer, int revents) {
                 onwhat_look(s->onwhat, s->scope.sysroot->proc_fd, &s->m, s->candidates, s->n_candidates);
 }
 
+/* The window's stacks: of the culprit scope, where the culprits are (the victims too, but for
+ * a scope of its own limit), else of the sample's own cgroup; the node's tasks for the node. */
+static void start_stacks(Sampler *s) {
+        const SampleScope *sc = &s->scope;
+
+        s->stacks.taken = false;
+        if (sc->stacks_hz == 0 || s->sample_ms == 0 || sc->pid > 0)
+                return;
+        int fd = sc->culprit ? (sc->culprit->node ? -1 : sc->culprit->cgroup_fd) : sc->cgroup_fd;
+        StackCaptureOptions o = { .hz = sc->stacks_hz,
+                                  .cgroup_fd = fd,
+                                  .root_fd = sc->sysroot->root_fd,
+                                  .proc_fd = sc->sysroot->proc_fd,
+                                  .exclude_tgid = sc->exclude_tgid };
+        (void) stack_capture_start(&s->stacks, s->loop, &o); /* its error is the incident's to say */
+}
+
 static void start_exits(Sampler *s) {
         /* Without a listener (no initial PID namespace, no memory) a sample still works: tasks that
          * exit during it are counted, not measured. */
@@ -408,6 +429,7 @@ static void start_exits(Sampler *s) {
 
 /* The window's timers: B at its end, the middle (the threads' base) halfway. */
 static void start_window(Sampler *s) {
+        start_stacks(s);
         /* The window runs from the end of snapshot A: libev counts a timer from the loop's cached
          * time, which is from before A (and, for `snapshot`, from the loop's creation). */
         ev_now_update(s->loop);
@@ -537,40 +559,8 @@ void sampler_cancel(Sampler *s) {
         ev_timer_stop(s->loop, &s->timer);
         ev_timer_stop(s->loop, &s->middle);
         exit_watch_stop(&s->exit_watch);
+        stack_capture_stop(&s->stacks);
         s->running = false;
-}
-
-bool sampler_exit_delays(const Sampler *s, pid_t pid, uint64_t ret_ns[_TASK_DELAY_MAX], uint32_t *ret_present) {
-        const ExitRecord *whole = NULL;
-        uint64_t sum[_TASK_DELAY_MAX] = {};
-        uint32_t present = 0;
-        bool found = false;
-
-        for (size_t i = 0; i < s->exits.n; i++) {
-                const ExitRecord *x = &s->exits.items[i];
-                /* Before taskstats v12 a record has no tgid: the victim's own thread is known. */
-                if (x->t.tgid != pid && !(x->t.tgid <= 0 && x->t.tid == pid))
-                        continue;
-                if (x->process) {
-                        whole = x;
-                        continue;
-                }
-                found = true;
-                present |= x->t.present;
-                for (TaskDelay d = 0; d < _TASK_DELAY_MAX; d++)
-                        sum[d] += x->t.delay_ns[d];
-        }
-        /* The aggregate has the threads that ended before the listener was on, too. */
-        if (whole) {
-                memcpy(ret_ns, whole->t.delay_ns, sizeof whole->t.delay_ns);
-                *ret_present = whole->t.present;
-                return true;
-        }
-        if (found) { /* the outputs are left alone otherwise */
-                memcpy(ret_ns, sum, sizeof sum);
-                *ret_present = present;
-        }
-        return found;
 }
 
 void sampler_drop_onwhat(Sampler *s) {
@@ -594,6 +584,7 @@ void sampler_free(Sampler *s) {
         ranking_done(&s->ranking);
         hot_cgroups_done(&s->hot);
         exit_records_done(&s->exits);
+        stack_capture_done(&s->stacks);
         free(s->candidates);
         s->candidates = NULL;
         s->n_candidates = s->cap_candidates = 0;

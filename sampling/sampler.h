@@ -23,6 +23,7 @@
 #include "sampling/rank.h"
 #include "sampling/result.h"
 #include "sampling/snapshot.h"
+#include "sampling/stacks.h"
 #include "probes/taskstats.h"
 
 typedef struct Sampler Sampler;
@@ -95,6 +96,7 @@ struct Sampler {
         OnWhat *onwhat;
         bool has_onwhat;
         ExitWatch exit_watch; /* listening only while a sample runs */
+        StackCapture stacks;  /* SampleScope.stacks_hz: open only while a sample runs */
         ExitRecords exits;
         ev_timer timer, middle;
 };
@@ -137,10 +139,11 @@ int sampler_result_lifetime(Sampler *s);
  * reports when no sample could be started. */
 void sampler_result_unmeasured(Sampler *s, const SampleScope *scope);
 
-/* The victim of an oom kill: the final delays of process pid (its AGGR_TGID exit record, else its
- * threads' records summed) when the listener heard it exit. False when it did not (ret_ns and
- * ret_present untouched). */
-bool sampler_exit_delays(const Sampler *s, pid_t pid, uint64_t ret_ns[_TASK_DELAY_MAX], uint32_t *ret_present);
+/* The victim of an oom kill: its final delays when the listener heard it exit (exit_records_delays()). */
+static inline bool sampler_exit_delays(const Sampler *s, pid_t pid, uint64_t ret_ns[_TASK_DELAY_MAX],
+                                       uint32_t *ret_present) {
+        return exit_records_delays(&s->exits, pid, ret_ns, ret_present);
+}
 
 /* Gives the sample's "on what" (Sampler.onwhat) back to its owner once its report is written (or
  * the sample is dropped); has_onwhat goes false. */

@@ -166,6 +166,9 @@ typedef struct SampleScope {
         const char *cgroup_path; /* the cgroup's path ("a/b", "" root), NULL node-wide: names the hot cgroups */
         struct ProcessInfoBuffer *identities; /* the owner's, where reported processes' identities go; NULL: none */
         struct ContainerCache *containers;    /* the owner's, naming their containers; NULL: none named */
+        /* On-cpu stacks over the window (sampling/stacks.h) at this rate; 0: none. Of the culprit
+         * scope's cgroup when there is one (the node's tasks for a node scope), else the sample's. */
+        uint32_t stacks_hz;
 } SampleScope;
 
 /* What the owner of samples lends each of them: SampleScope's fields of the same names. */

@@ -5,7 +5,7 @@ PSIDIAG_PACKAGES=(gcc meson ninja-build pkg-config libev-dev libnl-3-dev libnl-g
                   libjansson-dev libcmocka-dev libsystemd-dev libsqlite3-dev libdw-dev python3 python3-jsonschema python3-yaml
                   clang-format nodejs rsyslog
                   postgresql-15 stress-ng make fio prometheus prometheus-node-exporter earlyoom nohang
-                  podman runc busybox-static)
+                  podman runc busybox-static chromium)
 # postgresql-15 (with pgbench), stress-ng, make, gcc and fio: integration-realworld stages a database
 # under its benchmark client beside real neighbours. Installing postgresql-15 makes Debian's own
 # "main" cluster; the test never uses it (its server has a data directory and socket of its own).
@@ -15,6 +15,8 @@ PSIDIAG_PACKAGES=(gcc meson ninja-build pkg-config libev-dev libnl-3-dev libnl-g
 # podman, runc and busybox-static: integration-containers and integration-ctrwatch run real
 # containers with podman (runc, since crun refuses hybrid hosts) from an image made offline of
 # /bin/busybox; without them both tests would skip on a fresh machine.
+# chromium: integration-stacks renders psidiag's flame graph (stacks --svg) in headless Chromium
+# and reads back the frames it laid out.
 # prometheus (promtool) and prometheus-node-exporter: the rules' unit tests and integration-fleet,
 # which start their own instances on 127.0.0.1 ports and scratch directories, never the system's.
 # npm (for tests/otlp) comes with Debian's package of that name or with another build of nodejs:

@@ -83,8 +83,9 @@ class Container:
 
         self.proc = subprocess.Popen(
             ["systemd-nspawn", "--quiet", "--boot", "--register=no", "--keep-unit", f"--machine={self.name}",
-             f"--directory={self.root}", "--capability=CAP_NET_ADMIN,CAP_SYSLOG,CAP_IPC_LOCK", "--bind-ro=/dev/kmsg",
-             "--console=passive"],
+             f"--directory={self.root}", "--capability=CAP_NET_ADMIN,CAP_SYSLOG,CAP_IPC_LOCK,CAP_PERFMON",
+             # perf sampling (stacks): nspawn's own filter refuses perf_event_open otherwise.
+             "--system-call-filter=perf_event_open", "--bind-ro=/dev/kmsg", "--console=passive"],
             stdin=subprocess.DEVNULL, stdout=self.log, stderr=subprocess.STDOUT, preexec_fn=enter,
             # A pure cgroup2 system inside, as Debian 12 boots by default, also on a hybrid host.
             # (/proc/sys stays read-only in it and systemd-sysctl does not run: no host sysctl moves.)

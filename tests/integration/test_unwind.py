@@ -116,7 +116,10 @@ def no_cfi(cg):
     print(f"without CFI: {stopped} of {total} stacks are uw_leaf alone, ended no_cfi; the top: {sorted(mine)[-1]}")
     for count, end, frames in mine:
         names = [frame_name(f)[1] for f in frames]
-        check(binary in names[:1] or not names or end in ("no_cfi", "no_module"),
+        # A stack that starts in a library (with CFI) climbs to the binary's frame and stops
+        # there; one whose own CFI needs more than the stack copy (an ASan build's start-up in
+        # libm, seen once) stops before it.
+        check(binary in names[:1] or not names or end in ("no_cfi", "no_module", "stack_copy"),
               f"a stack of the workload without CFI ending '{end}': {frames}")
         check(len(frames) <= 1 or frame_name(frames[0])[1] != binary,
               f"frames past {frames[0]}, which has no CFI: {frames}")

@@ -20,7 +20,10 @@ static CheckFacts good_host(void) {
                 .cgroup2_pressure = true,
                 .taskstats_version = 16,
                 .delayacct = 1,
-                .cap_eff = CAP_BIT(12) | CAP_BIT(24),
+                .cap_eff = CAP_BIT(12) | CAP_BIT(19) | CAP_BIT(24),
+                .perf_kernel = true,
+                .perf_paranoid = 2,
+                .unwinder = true,
         };
         strcpy(f.cgroup2_path, "/sys/fs/cgroup");
         return f;
@@ -51,6 +54,44 @@ static void test_good_host_all_ok(void **state) {
         assert_int_equal(worst(lines, n), CHECK_OK);
         assert_non_null(strstr(find(lines, n, "taskstats")->text, "struct version 16"));
         assert_non_null(strstr(find(lines, n, "cgroup-v1")->text, "pure cgroup2"));
+}
+
+/* What stacks_hz needs (psidiag 0.13): ok, or warn with what a capture would lack; never fail. */
+static void test_stacks(void **state) {
+        CheckFacts f = good_host();
+        CheckLine lines[CHECK_LINES_MAX];
+        size_t n = check_evaluate(&f, lines);
+        const CheckLine *l = find(lines, n, "stacks");
+
+        assert_int_equal(l->status, CHECK_OK);
+        f.perf_err = -EACCES;
+        n = check_evaluate(&f, lines);
+        l = find(lines, n, "stacks");
+        assert_int_equal(l->status, CHECK_WARN);
+        assert_non_null(strstr(l->text, "CAP_PERFMON"));
+        assert_non_null(strstr(l->text, "perf_event_paranoid is 2"));
+        f.perf_err = -EPERM; /* a seccomp filter's answer, as the shipped unit gives */
+        n = check_evaluate(&f, lines);
+        assert_non_null(strstr(find(lines, n, "stacks")->text, "@debug"));
+        f = good_host();
+        f.unwinder = false;
+        n = check_evaluate(&f, lines);
+        assert_non_null(strstr(find(lines, n, "stacks")->text, "libdw1"));
+        f = good_host();
+        f.perf_kernel = false;
+        n = check_evaluate(&f, lines);
+        assert_non_null(strstr(find(lines, n, "stacks")->text, "user frames only"));
+        f = good_host();
+        f.kallsyms_err = -EPERM;
+        n = check_evaluate(&f, lines);
+        assert_non_null(strstr(find(lines, n, "stacks")->text, "kptr_restrict"));
+        f = good_host();
+        f.cap_eff &= ~CAP_BIT(19);
+        n = check_evaluate(&f, lines);
+        l = find(lines, n, "stacks");
+        assert_int_equal(l->status, CHECK_WARN);
+        assert_non_null(strstr(l->text, "CAP_SYS_PTRACE"));
+        assert_int_equal(worst(lines, n), CHECK_WARN);
 }
 
 /* How long threads have been blocked (psidiag 0.9): ok, or warn with what is lost and why. */
@@ -443,13 +484,13 @@ static void test_line_order(void **state) {
         assert_whats(&f, (const char *const[]) { "psi", "psi-trigger", "cgroup2", "cgroup-v1", "taskstats",
                                                  "exit-listener", "delayacct", "cap-net-admin", "cap-sys-resource",
                                                  "procfs", "kmsg", "prekill-hook", "blocked-since", "cgroupns",
-                                                 "container-names", "dir-watches", NULL });
+                                                 "container-names", "dir-watches", "stacks", NULL });
         f.pressure_err = -ENOENT;
         f.taskstats_err = f.exit_err = -EPERM; /* the listener not asked (check_gather()) */
         f.caps_err = -EACCES;
         assert_whats(&f, (const char *const[]) { "psi", "cgroup2", "cgroup-v1", "taskstats", "delayacct",
                                                  "capabilities", "procfs", "kmsg", "prekill-hook", "blocked-since",
-                                                 "cgroupns", "container-names", "dir-watches", NULL });
+                                                 "cgroupns", "container-names", "dir-watches", "stacks", NULL });
 }
 
 int main(void) {
@@ -459,6 +500,7 @@ int main(void) {
                 cmocka_unit_test(test_lsm_and_kmsg),
                 cmocka_unit_test(test_lsm_label),
                 cmocka_unit_test(test_blocked_since),
+                cmocka_unit_test(test_stacks),
                 cmocka_unit_test(test_exit_listener),
                 cmocka_unit_test(test_hybrid_host_named),
                 cmocka_unit_test(test_missing_net_admin_fails),

@@ -408,7 +408,7 @@ static void test_unknown_key_errors(void **state) {
         assert_null(parse("{\"wacth\": []}", &error));
         assert_string_equal(
                 error, "t.json:1:11: unknown key \"wacth\" (expected output, output_format, top, sample_ms, "
-                       "cooldown_ms, max_incidents_per_minute, max_concurrent_samples, max_dir_watches, "
+                       "cooldown_ms, stacks_hz, max_incidents_per_minute, max_concurrent_samples, max_dir_watches, "
                        "oom_lookback_s, "
                        "kill_window_s, record_s, kill_log_files, prekill_socket, prekill_reply_ms, prekill_wait_s, "
                        "metrics_file, watch)");
@@ -416,7 +416,7 @@ static void test_unknown_key_errors(void **state) {
         assert_null(parse("{\"watch\": [{\"colour\": 1}]}", &error));
         assert_string_equal(error,
                             "t.json:1:23: unknown key \"colour\" in watch (expected cgroup, container, image, pod, "
-                            "triggers, output, top, sample_ms, cooldown_ms)");
+                            "triggers, output, top, sample_ms, cooldown_ms, stacks_hz)");
         free(error);
         assert_null(parse("{\"watch\": [{\"output_format\": \"otlp\"}]}", &error));
         assert_string_equal(error, "t.json:1:30: output_format is one setting for every output: set it at the top "

@@ -270,6 +270,19 @@ static void test_threads_and_cpulists(void **state) {
         assert_int_equal(system_cpulist_count("3-1"), 0);
         assert_int_equal(system_cpulist_count("a"), 0);
         assert_int_equal(system_cpulist_count("0-"), 0);
+
+        /* The cpus themselves, as a perf capture opens one event on each. */
+        int cpus[4];
+        assert_int_equal(system_cpulist_expand("0-1,4,6-7\n", cpus, 4), 4);
+        assert_int_equal(cpus[0], 0);
+        assert_int_equal(cpus[1], 1);
+        assert_int_equal(cpus[2], 4);
+        assert_int_equal(cpus[3], 6);
+        assert_int_equal(system_cpulist_expand("0-1000", cpus, 4), 4); /* cut at max */
+        assert_int_equal(system_cpulist_expand("", cpus, 4), 0);
+        assert_int_equal(system_cpulist_expand("3-1", cpus, 4), -EINVAL);
+        assert_int_equal(system_cpulist_expand("0,x", cpus, 4), -EINVAL);
+        assert_int_equal(system_cpulist_expand("99999999999", cpus, 4), -EINVAL);
 }
 
 static void test_cgroup_outside_namespace(void **state) {
