@@ -582,6 +582,10 @@ DEADLINE_S.update(WAIT_DEADLINE_S)
 from containers import CASES as CONTAINER_CASES, DEADLINE_S as CONTAINER_DEADLINE_S  # noqa: E402
 CASES.update(CONTAINER_CASES)
 DEADLINE_S.update(CONTAINER_DEADLINE_S)
+# On-cpu stacks on the stock kernel (tests/vm/stacks.py).
+from stacks import CASES as STACKS_CASES, DEADLINE_S as STACKS_DEADLINE_S  # noqa: E402
+CASES.update(STACKS_CASES)
+DEADLINE_S.update(STACKS_DEADLINE_S)
 # systemd-oomd's prekill hook with the real systemd-oomd (tests/vm/prekill.py), 260 and later.
 from prekill import CASES as PREKILL_CASES, DEADLINE_S as PREKILL_DEADLINE_S  # noqa: E402
 CASES.update(PREKILL_CASES)

@@ -30,11 +30,14 @@ GUESTS = {
     "bookworm": {
         "title": "Debian 12", "suite": "bookworm", "kernel": "6.1", "systemd": 252, "taskstats": 13,
         "recipe": 1, "kind": "vm",
-        # The list as it was before the other guests, so the cached Debian 12 root keeps its name.
+        # The list as it was before the other guests (kept so the cached root kept its name), and
+        # since psidiag 0.13 what the stacks case needs.
         "packages": ["systemd", "systemd-sysv", "dbus", "procps", "logrotate", "man-db",
                      "libev4", "libnl-3-200", "libnl-genl-3-200", "libjansson4", "libsystemd0",
                      "linux-image-amd64", "initramfs-tools", "udev", "systemd-oomd", "oomd", "stress-ng",
-                     "python3", "python3-jsonschema", "e2fsprogs", "util-linux"],
+                     "python3", "python3-jsonschema", "e2fsprogs", "util-linux",
+                     # the stacks case: user stacks unwound (libdw1, which the package suggests), xz's
+                     "libdw1", "xz-utils"],
         "steps": [],
     },
     # Debian 12 with the container runtimes Debian ships (tests/vm/containers.py): docker.io
