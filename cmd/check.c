@@ -227,7 +227,12 @@ static void check_stacks(const CheckFacts *f, CheckOut *out) {
 
         if (f->perf_paranoid_err >= 0)
                 snprintf(paranoid, sizeof paranoid, " (kernel.perf_event_paranoid is %d)", f->perf_paranoid);
-        if (f->perf_err < 0)
+        if (f->perf_err == -EACCES && f->perf_paranoid_err >= 0 && f->perf_paranoid >= 3)
+                emit(out, CHECK_WARN, "stacks",
+                     "stacks_hz would take no stacks: kernel.perf_event_paranoid is %d (Debian's default), where "
+                     "Debian's kernels let only CAP_SYS_ADMIN open perf events; at 2, CAP_PERFMON is enough",
+                     f->perf_paranoid);
+        else if (f->perf_err < 0)
                 emit(out, CHECK_WARN, "stacks", "stacks_hz would take no stacks: %s%s",
                      f->perf_err == -EPERM ? "perf_event_open refused (a system call filter: systemd's @debug "
                                              "group, which the shipped unit leaves out; or no CAP_PERFMON)"

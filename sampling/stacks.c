@@ -7,6 +7,7 @@
 
 #include "base/array.h"
 #include "base/macro.h"
+#include "probes/jitmap.h"
 #include "probes/kallsyms.h"
 #include "probes/procfs.h"
 #include "probes/system.h"
@@ -211,6 +212,35 @@ static void frame_kernel(StackCapture *c, uint64_t ip, StackFrame *out) {
                               .module = name ? kernel_module(c, kmod) : -1 };
 }
 
+/* A pc no symbol names: JIT code (in no module), or code a runtime generated into its own binary
+ * (Node's builtins), named by the process's perf map (read once, within the budget). */
+static void frame_jit(StackCapture *c, StackProc *p, uint64_t pc, bool activation, StackFrame *out) {
+        uint64_t off = 0;
+
+        if (!p->jit_tried) {
+                usec_t t0 = now_usec(CLOCK_MONOTONIC);
+                p->jit_tried = true;
+                if (jitmap_load(c->o.proc_fd, p->pid, &p->jit) < 0)
+                        p->jit = NULL;
+                c->unwind_us += now_usec(CLOCK_MONOTONIC) - t0;
+        }
+        const char *name = p->jit ? jitmap_find(p->jit, activation ? pc : pc - 1, &off) : NULL;
+        if (!name)
+                return;
+        if (out->module < 0) {
+                for (size_t k = 0; k < c->n_modules && out->module < 0; k++)
+                        if (!c->modules[k].kernel && strcmp(c->names + c->modules[k].path, "[jit]") == 0)
+                                out->module = (int32_t) k;
+                if (out->module < 0) {
+                        StackModule m = { .path = name_append(c, "[jit]") };
+                        out->module = m.path == STACK_NO_NAME ? -1 : module_add(c, &m);
+                }
+                out->address = pc;
+        }
+        out->name = name_intern(c, name);
+        out->offset = (uint32_t) MIN(off, (uint64_t) UINT32_MAX);
+}
+
 static void frame_user(StackCapture *c, StackProc *p, const SampleFrames *f, size_t i, StackFrame *out) {
         *out = (StackFrame) { .name = STACK_NO_NAME, .module = -1 };
         if (f->how != STACK_END_UNWOUND) {
@@ -219,10 +249,14 @@ static void frame_user(StackCapture *c, StackProc *p, const SampleFrames *f, siz
         }
         const UnwindFrame *u = &c->scratch->frames[i];
         const UnwindModule *um = u->module >= 0 ? unwind_proc_module(p->unwind, (size_t) u->module) : NULL;
-        out->address = u->module_pc;
-        out->name = name_intern(c, u->symbol);
-        out->offset = (uint32_t) MIN(u->symbol_offset, (uint64_t) UINT32_MAX);
-        out->module = um ? user_module(c, um) : -1;
+        if (um) {
+                out->address = u->module_pc;
+                out->name = name_intern(c, u->symbol);
+                out->offset = (uint32_t) MIN(u->symbol_offset, (uint64_t) UINT32_MAX);
+                out->module = user_module(c, um);
+        }
+        if (out->name == STACK_NO_NAME)
+                frame_jit(c, p, u->pc, i == 0, out);
 }
 
 /* A new distinct stack of p, its frames copied in; false past a bound. */
@@ -300,6 +334,7 @@ static void on_io(struct ev_loop *loop, ev_io *io, int revents) {
 static void procs_free(StackCapture *c) {
         for (size_t i = 0; i < c->n_procs; i++) {
                 c->procs[i].unwind = unwind_proc_free(c->procs[i].unwind);
+                c->procs[i].jit = jitmap_free(c->procs[i].jit);
                 free(c->procs[i].stacks);
         }
         c->n_procs = 0;
@@ -425,8 +460,10 @@ void stack_capture_stop(StackCapture *c) {
         close_events(c);
         c->end_mono_us = now_usec(CLOCK_MONOTONIC);
         /* What the incident needs is copied out: the unwinders (their fds) go now. */
-        for (size_t i = 0; i < c->n_procs; i++)
+        for (size_t i = 0; i < c->n_procs; i++) {
                 c->procs[i].unwind = unwind_proc_free(c->procs[i].unwind);
+                c->procs[i].jit = jitmap_free(c->procs[i].jit);
+        }
         if (c->n_procs > 0)
                 qsort(c->procs, c->n_procs, sizeof *c->procs, cmp_procs);
         for (size_t i = 0; i < c->n_procs; i++)

@@ -3,7 +3,8 @@
  * events of one cgroup2 cgroup, or of the node, on every online cpu when a sample starts
  * (probes/perfring.h), reads their rings on the event loop as they fill, and unwinds each sample
  * as it is read, while its process lives (probes/unwind.h: one UnwindProc per process, made at its
- * first sample); kernel frames are named from /proc/kallsyms (probes/kallsyms.h, read once). Equal
+ * first sample); kernel frames are named from /proc/kallsyms (probes/kallsyms.h, read once), a
+ * pc in no module (JIT code) from the process's /tmp/perf-PID.map (probes/jitmap.h). Equal
  * stacks of a process are counted once. At the stop the events are closed and every UnwindProc
  * freed (their fds and libdwfl sessions): what the incident needs (names, modules, build-ids) is
  * copied out first, so nothing stays open between samples and an idle agent has no event open.
@@ -69,6 +70,8 @@ typedef struct StackProc {
         uint32_t other;   /* samples of stacks past STACKS_UNIQUE_MAX or STACKS_FRAMES_MAX */
         int unwind_error; /* why its user stacks were not unwound (-EACCES, -ESRCH, -EOPNOTSUPP...), or 0 */
         UnwindProc *unwind;
+        struct JitMap *jit; /* its /tmp/perf-PID.map, read at its first pc in no module */
+        bool jit_tried;
         StackEntry *stacks;
         size_t n_stacks, cap_stacks;
 } StackProc;

@@ -11,6 +11,8 @@ with real programs whose stacks are known, each incident checked against the sch
   [kernel], and no kernel address is written anywhere;
 - the same without CAP_PERFMON and CAP_SYS_ADMIN where kernel.perf_event_paranoid is above 0:
   the incident says why it has no stacks, and names its processes as ever;
+- Node with --perf-basic-prof: its JIT code's frames named from its /tmp/perf-PID.map, and not
+  without it;
 - the agent with stacks_hz and a cpu trigger on a cgroup of three such workloads on the node's
   cpus: its cpu incident carries their stacks, the chain named, and every process of
   most_delayed that ran among stacks.processes; no perf event is open in the agent before the
@@ -211,6 +213,37 @@ def render(svg, tmp):
           f"the chain's frames are not shown: {shown}")
 
 
+# A hot loop node compiles (TurboFan), its code named only by its perf map.
+NODE_HOT = "function hotStep(x){for(let i=0;i<1000;i++){x=(x*31+7)%1000003;} return x} let y=1; for(;;){y=hotStep(y)}"
+
+
+def jit_case(cg, validate):
+    """Node with --perf-basic-prof writes /tmp/perf-PID.map: its JIT code's frames are named from
+    it ("JS:*...", V8's names); without it they have no name."""
+    node = shutil.which("node") or shutil.which("nodejs")
+    check(node, "node is missing (scripts/test installs nodejs)")
+    named = {}
+    for prof in (True, False):
+        p = cg.spawn([node] + (["--perf-basic-prof"] if prof else []) + ["-e", NODE_HOT])
+        wait_for("node's map", lambda: not prof or os.path.exists(f"/tmp/perf-{p.pid}.map"), 30)
+        try:
+            inc = snapshot(cg, ms=2000)
+        finally:
+            cg.kill_all()
+            if os.path.exists(f"/tmp/perf-{p.pid}.map"):
+                os.unlink(f"/tmp/perf-{p.pid}.map")
+        validate(inc)
+        mine = [q for q in inc["stacks"]["processes"] if q["pid"] == p.pid]
+        check(mine, f"no stacks of node: {json.dumps(inc['stacks'])[:2000]}")
+        names = [f["function"] for s in mine[0]["stacks"] for f in s["frames"] if not f["kernel"] and f["function"]]
+        named[prof] = sum(s["count"] for s in mine[0]["stacks"]
+                          if any(re.match(r"(JS|LazyCompile|Builtin|Function):", f["function"] or "")
+                                 for f in s["frames"]))
+        print(f"node{' --perf-basic-prof' if prof else ''}: {named[prof]} of {mine[0]['samples']} samples in code "
+              f"its map names; names {sorted(set(names))[:6]}")
+    check(named[True] > 0 and named[False] == 0, f"JIT names: with the map {named[True]}, without {named[False]}")
+
+
 def main():
     if os.geteuid() != 0:
         skip("needs root (scratch cgroups, perf events)")
@@ -222,6 +255,8 @@ def main():
         snapshot_case(cg, validate)
     with ScratchCgroup(mount, "stacksno") as cg:
         refused_case(cg, validate)
+    with ScratchCgroup(mount, "stacksjit") as cg:
+        jit_case(cg, validate)
     with tempfile.TemporaryDirectory(prefix="psidiag-stacks-") as tmp:
         with ScratchCgroup(mount, "stacksagent") as cg:
             inc = agent_case(cg, validate, tmp)

@@ -198,10 +198,22 @@ def stacks_dropin(c, sandbox, binary, shipped):
     bnd = int(re.search(r"CapBnd:\s+([0-9a-f]+)", c.ok(["cat", "/proc/1/status"])).group(1), 16)
     log(f"stacks with the drop-in (the container's bounding set {'has' if bnd >> 38 & 1 else 'lacks'} "
         f"CAP_PERFMON): {status}: {text}")
-    if bnd >> 38 & 1:
-        check(status == "ok" or not re.search(r"refused|@debug|CAP_PERFMON", text), "the drop-in gave no stacks")
-    else:
+    if not bnd >> 38 & 1:
         check(status == "warn" and "CAP_PERFMON" in text, "the stacks line without CAP_PERFMON to give")
+        return
+    paranoid = int(c.ok(["cat", "/proc/sys/kernel/perf_event_paranoid"]))
+    if paranoid >= 3:
+        # Debian's kernels default to 3, where their patch lets only CAP_SYS_ADMIN open perf
+        # events: the drop-in is refused, and says so; with the sysctl at 2 (docs/deploy.md) it
+        # is enough.
+        check(status == "warn" and "refused" in text and "is 3" in text, f"the drop-in at paranoid {paranoid}")
+        c.ok(["sysctl", "-q", "-w", "kernel.perf_event_paranoid=2"])
+        try:
+            status, text = stacks_line(c.run(sandbox + dropin + [binary, "check"], timeout=60).stdout)
+        finally:
+            c.ok(["sysctl", "-q", "-w", f"kernel.perf_event_paranoid={paranoid}"])
+        log(f"stacks with the drop-in and kernel.perf_event_paranoid=2: {status}: {text}")
+    check(status == "ok" or not re.search(r"refused|@debug|CAP_PERFMON", text), "the drop-in gave no stacks")
 
 
 def test(c, installed):

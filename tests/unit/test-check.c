@@ -70,6 +70,10 @@ static void test_stacks(void **state) {
         assert_int_equal(l->status, CHECK_WARN);
         assert_non_null(strstr(l->text, "CAP_PERFMON"));
         assert_non_null(strstr(l->text, "perf_event_paranoid is 2"));
+        f.perf_paranoid = 3; /* Debian's kernels' default */
+        n = check_evaluate(&f, lines);
+        assert_non_null(strstr(find(lines, n, "stacks")->text, "only CAP_SYS_ADMIN"));
+        f.perf_paranoid = 2;
         f.perf_err = -EPERM; /* a seccomp filter's answer, as the shipped unit gives */
         n = check_evaluate(&f, lines);
         assert_non_null(strstr(find(lines, n, "stacks")->text, "@debug"));

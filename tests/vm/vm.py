@@ -78,9 +78,9 @@ def stage(root, installed):
         shutil.copy(os.path.join(HERE, f), dest)
     # The container cases (guest bookworm-ctr; trixie's podman-names) and the manifest one of them runs the agent as.
     shutil.copy(os.path.join(HERE, "containers.py"), dest)
-    # The prekill hook's cases (systemd 260 and later), what the killer cases share, and the
-    # CRI client of the pods' case.
-    for f in ("prekill.py", "killcase.py", "cri.py"):
+    # The prekill hook's cases (systemd 260 and later), what the killer cases share, the CRI
+    # client of the pods' case, and the stacks case.
+    for f in ("prekill.py", "killcase.py", "cri.py", "stacks.py"):
         shutil.copy(os.path.join(HERE, f), dest)
     shutil.copy(os.path.join(HERE, "..", "..", "dist", "kubernetes", "psidiag.yaml"), dest)
     # What the cases share with the host's tests, run there as they are.
