@@ -227,6 +227,7 @@ static void check_stacks(const CheckFacts *f, CheckOut *out) {
 
         if (f->perf_paranoid_err >= 0)
                 snprintf(paranoid, sizeof paranoid, " (kernel.perf_event_paranoid is %d)", f->perf_paranoid);
+        /* kernel-facts.md: perf-paranoid-debian */
         if (f->perf_err == -EACCES && f->perf_paranoid_err >= 0 && f->perf_paranoid >= 3)
                 emit(out, CHECK_WARN, "stacks",
                      "stacks_hz would take no stacks: kernel.perf_event_paranoid is %d (Debian's default), where "
