@@ -4,6 +4,16 @@
 
 #include "base/parse.h"
 
+int parse_hex_digit(char c) {
+        if (c >= '0' && c <= '9')
+                return c - '0';
+        if (c >= 'a' && c <= 'f')
+                return c - 'a' + 10;
+        if (c >= 'A' && c <= 'F')
+                return c - 'A' + 10;
+        return -1;
+}
+
 int parse_u64_prefix(const char *s, const char *end, uint64_t *ret, const char **ret_rest) {
         uint64_t v = 0;
         const char *p = s;

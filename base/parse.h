@@ -15,6 +15,9 @@
  * the value does not fit in 64 bits. */
 int parse_u64_prefix(const char *s, const char *end, uint64_t *ret, const char **ret_rest);
 
+/* The value of a hex digit (0-9, a-f, A-F), or -1. */
+int parse_hex_digit(char c);
+
 /* All of s[0..len) as a decimal: 0, -EINVAL (empty, or anything but digits), -ERANGE. */
 int parse_u64_exact(const char *s, size_t len, uint64_t *ret);
 

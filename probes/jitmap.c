@@ -11,6 +11,7 @@
 
 #include "base/fileio.h"
 #include "base/macro.h"
+#include "base/parse.h"
 #include "probes/jitmap.h"
 
 typedef struct JitEntry {
@@ -36,10 +37,7 @@ static bool hex_field(const char **p, const char *end, uint64_t *ret) {
         if (end - s > 2 && s[0] == '0' && (s[1] == 'x' || s[1] == 'X'))
                 s += 2;
         for (; s < end && *s != ' '; s++, digits++) {
-                int d = *s >= '0' && *s <= '9'   ? *s - '0'
-                        : *s >= 'a' && *s <= 'f' ? *s - 'a' + 10
-                        : *s >= 'A' && *s <= 'F' ? *s - 'A' + 10
-                                                 : -1;
+                int d = parse_hex_digit(*s);
                 if (d < 0 || digits == 16)
                         return false;
                 v = v << 4 | (uint64_t) d;
@@ -106,15 +104,13 @@ int jitmap_parse_buf(const char *buf, size_t len, JitMap **ret) {
 
         if (!m)
                 return -ENOMEM;
-        while (p < end && r >= 0) {
+        const char *line, *le;
+        while (r >= 0 && line_next(&p, end, &line, &le)) {
                 if (m->n == JITMAP_ENTRIES_MAX) {
                         m->truncated = true;
                         break;
                 }
-                const char *nl = memchr(p, '\n', (size_t) (end - p));
-                const char *le = nl ? nl : end;
-                r = parse_line(m, p, le);
-                p = nl ? nl + 1 : end;
+                r = parse_line(m, line, le);
         }
         if (r < 0) {
                 jitmap_free(m);
@@ -175,29 +171,23 @@ const char *jitmap_find(const JitMap *m, uint64_t addr, uint64_t *ret_offset) {
 }
 
 pid_t jitmap_parse_nspid(const char *buf, size_t len) {
-        const char *end = buf + len, *p = buf;
+        const char *q, *le;
         long last = 0;
 
-        while (p < end) {
-                const char *nl = memchr(p, '\n', (size_t) (end - p));
-                const char *le = nl ? nl : end;
-                if (le - p > 6 && memcmp(p, "NSpid:", 6) == 0) {
-                        for (const char *q = p + 6; q < le;) {
-                                while (q < le && (*q == ' ' || *q == '\t'))
-                                        q++;
-                                long v = 0;
-                                const char *d = q;
-                                while (q < le && *q >= '0' && *q <= '9' && v < (1L << 31))
-                                        v = v * 10 + (*q++ - '0');
-                                if (q == d || v >= (1L << 31))
-                                        return 0;
-                                last = v;
-                        }
-                        return (pid_t) last;
-                }
-                p = nl ? nl + 1 : end;
+        if (line_find(buf, len, "NSpid:", &q, &le) < 0)
+                return 0;
+        while (q < le) {
+                while (q < le && (*q == ' ' || *q == '\t'))
+                        q++;
+                long v = 0;
+                const char *d = q;
+                while (q < le && *q >= '0' && *q <= '9' && v < (1L << 31))
+                        v = v * 10 + (*q++ - '0');
+                if (q == d || v >= (1L << 31))
+                        return 0;
+                last = v;
         }
-        return 0;
+        return (pid_t) last;
 }
 
 static int open_map(int proc_fd, pid_t pid, uid_t *ret_owner) {

@@ -3,19 +3,10 @@
 #include <stdbool.h>
 #include <string.h>
 
+#include "base/parse.h"
 #include "probes/ksymline.h"
 
 #define ADDR_DIGITS_MAX 16
-
-static int hex_digit(char c) {
-        if (c >= '0' && c <= '9')
-                return c - '0';
-        if (c >= 'a' && c <= 'f')
-                return c - 'a' + 10;
-        if (c >= 'A' && c <= 'F')
-                return c - 'A' + 10;
-        return -1;
-}
 
 /* What the kernel writes in a name: printable ASCII, no space. */
 static bool is_name_byte(char c) {
@@ -37,7 +28,7 @@ static int scan_addr_type(const char **p, const char *end, KsymLine *l) {
         uint64_t v = 0;
         int d, n = 0;
 
-        for (; s < end && (d = hex_digit(*s)) >= 0; s++, n++) {
+        for (; s < end && (d = parse_hex_digit(*s)) >= 0; s++, n++) {
                 if (n == ADDR_DIGITS_MAX)
                         return -EINVAL;
                 v = v * 16 + (uint64_t) d;

@@ -20,16 +20,6 @@ typedef struct Builder {
         uint64_t last_end;
 } Builder;
 
-static int hex_digit(char c) {
-        if (c >= '0' && c <= '9')
-                return c - '0';
-        if (c >= 'a' && c <= 'f')
-                return c - 'a' + 10;
-        if (c >= 'A' && c <= 'F')
-                return c - 'A' + 10;
-        return -1;
-}
-
 /* The hex digits at the start of [*p, end), at least one, into *ret (at most max), *p past them.
  * 0, -EINVAL or -ERANGE. */
 static int scan_hex(const char **p, const char *end, uint64_t max, uint64_t *ret) {
@@ -37,9 +27,9 @@ static int scan_hex(const char **p, const char *end, uint64_t max, uint64_t *ret
         uint64_t v = 0;
         int d;
 
-        if (s >= end || hex_digit(*s) < 0)
+        if (s >= end || parse_hex_digit(*s) < 0)
                 return -EINVAL;
-        for (; s < end && (d = hex_digit(*s)) >= 0; s++) {
+        for (; s < end && (d = parse_hex_digit(*s)) >= 0; s++) {
                 if (v > (max - (uint64_t) d) / 16)
                         return -ERANGE;
                 v = v * 16 + (uint64_t) d;
