@@ -257,49 +257,46 @@ int system_read_threads(int proc_fd, uint64_t *ret) {
         return system_parse_threads(buf, (size_t) n, ret);
 }
 
-unsigned system_cpulist_count(const char *list) {
-        unsigned n = 0;
+/* Walks a cpu list: the cpus into cpus (up to max of them, none when cpus is NULL), their number
+ * (each range counted up to 2^20) into *ret_total. -EINVAL for a malformed list, or, when cpus
+ * are stored, a cpu past INT_MAX; else how many were stored. */
+static int cpulist_walk(const char *list, int *cpus, size_t max, unsigned *ret_total) {
+        size_t n = 0;
+        unsigned total = 0;
 
         for (const char *p = list; p && *p && *p != '\n';) {
                 char *end;
                 unsigned long a = strtoul(p, &end, 10), b = a;
                 if (end == p)
-                        return 0;
+                        return -EINVAL;
                 if (*end == '-') {
                         p = end + 1;
                         b = strtoul(p, &end, 10);
                         if (end == p || b < a)
-                                return 0;
-                }
-                n += (unsigned) MIN(b - a + 1, 1UL << 20);
-                p = *end == ',' ? end + 1 : end;
-                if (*end != ',' && *end != '\0' && *end != '\n')
-                        return 0;
-        }
-        return n;
-}
-
-int system_cpulist_expand(const char *list, int *cpus, size_t max) {
-        size_t n = 0;
-
-        for (const char *p = list; p && *p && *p != '\n';) {
-                char *end;
-                unsigned long a = strtoul(p, &end, 10), b = a;
-                if (end == p || a > INT_MAX)
-                        return -EINVAL;
-                if (*end == '-') {
-                        p = end + 1;
-                        b = strtoul(p, &end, 10);
-                        if (end == p || b < a || b > INT_MAX)
                                 return -EINVAL;
                 }
                 if (*end != ',' && *end != '\0' && *end != '\n')
                         return -EINVAL;
-                for (unsigned long c = a; c <= b && n < max; c++)
+                if (cpus && b > INT_MAX)
+                        return -EINVAL;
+                total += (unsigned) MIN(b - a + 1, 1UL << 20);
+                for (unsigned long c = a; cpus && c <= b && n < max; c++)
                         cpus[n++] = (int) c;
                 p = *end == ',' ? end + 1 : end;
         }
+        if (ret_total)
+                *ret_total = total;
         return (int) n;
+}
+
+unsigned system_cpulist_count(const char *list) {
+        unsigned total = 0;
+
+        return cpulist_walk(list, NULL, 0, &total) < 0 ? 0 : total;
+}
+
+int system_cpulist_expand(const char *list, int *cpus, size_t max) {
+        return cpulist_walk(list, cpus, max, NULL);
 }
 
 static int read_cpus(int root_fd, const char *path, char **ret) {
