@@ -107,16 +107,21 @@ static int32_t module_add(StackCapture *c, const StackModule *m) {
         return (int32_t) c->n_modules++;
 }
 
+/* A module named by a label, not a file ("[kernel]", "[ext4]", "[jit]"): found, or added. */
+static int32_t label_module(StackCapture *c, const char *label, bool kernel) {
+        for (size_t i = 0; i < c->n_modules; i++)
+                if (c->modules[i].kernel == kernel && strcmp(c->names + c->modules[i].path, label) == 0)
+                        return (int32_t) i;
+        StackModule m = { .kernel = kernel, .path = name_append(c, label) };
+        return m.path == STACK_NO_NAME ? -1 : module_add(c, &m);
+}
+
 /* The kernel's module of a frame: "[kernel]" for the core kernel, "[ext4]" for a module. */
 static int32_t kernel_module(StackCapture *c, const char *kmod) {
         char label[80];
 
         snprintf(label, sizeof label, "[%.64s]", kmod ? kmod : "kernel");
-        for (size_t i = 0; i < c->n_modules; i++)
-                if (c->modules[i].kernel && strcmp(c->names + c->modules[i].path, label) == 0)
-                        return (int32_t) i;
-        StackModule m = { .kernel = true, .path = name_append(c, label) };
-        return m.path == STACK_NO_NAME ? -1 : module_add(c, &m);
+        return label_module(c, label, true);
 }
 
 /* The capture's module of a process's UnwindModule (its path and build-id copied). */
@@ -228,13 +233,7 @@ static void frame_jit(StackCapture *c, StackProc *p, uint64_t pc, bool activatio
         if (!name)
                 return;
         if (out->module < 0) {
-                for (size_t k = 0; k < c->n_modules && out->module < 0; k++)
-                        if (!c->modules[k].kernel && strcmp(c->names + c->modules[k].path, "[jit]") == 0)
-                                out->module = (int32_t) k;
-                if (out->module < 0) {
-                        StackModule m = { .path = name_append(c, "[jit]") };
-                        out->module = m.path == STACK_NO_NAME ? -1 : module_add(c, &m);
-                }
+                out->module = label_module(c, "[jit]", false);
                 out->address = pc;
         }
         out->name = name_intern(c, name);
