@@ -246,9 +246,8 @@ static void check_stacks(const CheckFacts *f, CheckOut *out) {
         else if (!f->perf_kernel)
                 emit(out, CHECK_WARN, "stacks", "perf sampling allowed for user frames only%s", paranoid);
         else if (f->kallsyms_err < 0)
-                emit(out, CHECK_WARN, "stacks", "kernel frames would be unnamed: /proc/kallsyms %s",
-                     f->kallsyms_err == -EPERM ? "hides its addresses (kernel.kptr_restrict, or no CAP_SYSLOG)"
-                                               : strerror(-f->kallsyms_err));
+                emit(out, CHECK_WARN, "stacks", "kernel frames would be unnamed: %s",
+                     stacks_report_kernel_names(f->kallsyms_err, why, sizeof why));
         else if (!ptrace)
                 emit(out, CHECK_WARN, "stacks",
                      "perf sampling allowed with kernel and user frames, but without CAP_SYS_PTRACE the user stacks "

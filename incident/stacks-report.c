@@ -34,15 +34,18 @@ static json_t *error_string(int error) {
         return error ? json_string(stacks_report_error(error, buf, sizeof buf)) : json_null();
 }
 
+const char *stacks_report_kernel_names(int error, char *buf, size_t size) {
+        if (error == -EPERM)
+                snprintf(buf, size, "/proc/kallsyms hides its addresses (kernel.kptr_restrict, or no CAP_SYSLOG)");
+        else
+                snprintf(buf, size, "/proc/kallsyms: %s", strerror(error < 0 ? -error : error));
+        return buf;
+}
+
 static json_t *kernel_names_string(int error) {
         char buf[200];
 
-        if (error == 0)
-                return json_null();
-        if (error == -EPERM)
-                return json_string("/proc/kallsyms hides its addresses (kernel.kptr_restrict, or no CAP_SYSLOG)");
-        snprintf(buf, sizeof buf, "/proc/kallsyms: %s", strerror(-error));
-        return json_string(buf);
+        return error ? json_string(stacks_report_kernel_names(error, buf, sizeof buf)) : json_null();
 }
 
 static json_t *build_id_string(const StackModule *m) {

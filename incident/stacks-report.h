@@ -25,3 +25,7 @@ json_t *stacks_report_object(const StackCapture *c, const char *scope, const pid
 /* The sentence of a capture's error ("perf_event_open refused (perf_event_paranoid ...)"), into
  * buf. */
 const char *stacks_report_error(int error, char *buf, size_t size);
+
+/* The sentence of why kernel frames are unnamed (kallsyms_load()'s error: -EPERM, its addresses
+ * hidden), into buf. */
+const char *stacks_report_kernel_names(int error, char *buf, size_t size);
