@@ -9,6 +9,7 @@
 
 #include "base/macro.h"
 #include "base/text.h"
+#include "cmd/lines.h"
 #include "cmd/show.h"
 #include "incident/summary.h"
 
@@ -501,37 +502,25 @@ int show_line(const char *line, size_t len, FILE *out, char *error, size_t error
         return 0;
 }
 
-int show_run(const char *path) {
-        FILE *in = stdin;
-        char *line = NULL, error[256];
-        size_t cap = 0;
-        ssize_t n;
-        unsigned long lineno = 0, bad = 0, shown = 0;
+/* One line shown, after a blank line between incidents (LineFn; userdata: how many were shown). */
+static int show_one(const char *line, size_t len, char *error, size_t error_size, void *userdata) {
+        unsigned long *shown = userdata;
 
-        if (path && strcmp(path, "-") != 0) {
-                in = fopen(path, "re");
-                if (!in) {
-                        fprintf(stderr, "psidiag: %s: %s\n", path, strerror(errno));
-                        return 2;
-                }
-        }
-        while ((n = getline(&line, &cap, in)) >= 0) {
-                lineno++;
-                while (n > 0 && (line[n - 1] == '\n' || line[n - 1] == '\r'))
-                        line[--n] = '\0';
-                if (n == 0)
-                        continue;
-                if (shown > 0)
-                        fputc('\n', stdout);
-                if (show_line(line, (size_t) n, stdout, error, sizeof error) < 0) {
-                        fprintf(stderr, "psidiag: %s:%lu: %s\n", path ? path : "stdin", lineno, error);
-                        bad++;
-                        continue;
-                }
-                shown++;
-        }
-        free(line);
-        if (in != stdin)
-                fclose(in);
+        if (*shown > 0)
+                fputc('\n', stdout);
+        int r = show_line(line, len, stdout, error, error_size);
+        if (r >= 0)
+                (*shown)++;
+        return r;
+}
+
+int show_run(const char *path) {
+        unsigned long shown = 0;
+        FILE *in = lines_open(path);
+
+        if (!in)
+                return 2;
+        unsigned long bad = lines_each(in, path ? path : "stdin", show_one, &shown);
+        lines_close(in);
         return bad ? 1 : 0;
 }

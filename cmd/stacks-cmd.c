@@ -6,6 +6,7 @@
 
 #include "base/text.h"
 #include "cmd/flamegraph.h"
+#include "cmd/lines.h"
 #include "cmd/stacks-cmd.h"
 
 #define FRAME_NAME_MAX 600
@@ -101,59 +102,49 @@ static void add_to_graph(const char *const *frames, size_t n, uint64_t count, vo
         (void) flame_add(userdata, frames, n, count); /* past its bound: counted in the root */
 }
 
-/* Every line of in to fn; *ret_with: how many had stacks. Returns how many were not incidents. */
-static unsigned long read_lines(FILE *in, const char *name, const char *id, StackFoldFn fn, void *userdata,
-                                unsigned long *ret_with) {
-        char *line = NULL, error[256];
-        size_t cap = 0;
-        ssize_t n;
-        unsigned long lineno = 0, bad = 0;
+/* What one run reads lines for (LineFn's userdata). */
+typedef struct StacksRun {
+        const char *id;
+        StackFoldFn fn;
+        void *userdata;
+        unsigned long with; /* lines that had stacks */
+} StacksRun;
 
-        *ret_with = 0;
-        while ((n = getline(&line, &cap, in)) >= 0) {
-                lineno++;
-                while (n > 0 && (line[n - 1] == '\n' || line[n - 1] == '\r'))
-                        line[--n] = '\0';
-                if (n == 0)
-                        continue;
-                int r = stacks_of_line(line, (size_t) n, id, fn, userdata, error, sizeof error);
-                if (r < 0) {
-                        fprintf(stderr, "psidiag: %s:%lu: %s\n", name, lineno, error);
-                        bad++;
-                } else
-                        *ret_with += (unsigned long) r;
-        }
-        free(line);
-        return bad;
+static int stacks_one(const char *line, size_t len, char *error, size_t error_size, void *userdata) {
+        StacksRun *run = userdata;
+        int r = stacks_of_line(line, len, run->id, run->fn, run->userdata, error, error_size);
+
+        if (r > 0)
+                run->with++;
+        return r;
 }
 
 int stacks_cmd_run(const StacksCmdOptions *o) {
-        FILE *in = stdin;
         const char *name = o->path && strcmp(o->path, "-") != 0 ? o->path : "stdin";
         FlameGraph *g = NULL;
-        unsigned long with, bad;
+        FILE *in = lines_open(o->path);
 
-        if (in == stdin && o->path && strcmp(o->path, "-") != 0 && !(in = fopen(o->path, "re"))) {
-                fprintf(stderr, "psidiag: %s: %s\n", o->path, strerror(errno));
+        if (!in)
                 return 2;
-        }
         if (o->svg && !(g = flame_new())) {
+                lines_close(in);
                 fprintf(stderr, "psidiag: out of memory\n");
                 return 1;
         }
-        bad = g ? read_lines(in, name, o->id, add_to_graph, g, &with)
-                : read_lines(in, name, o->id, stacks_print_folded, stdout, &with);
-        if (in != stdin)
-                fclose(in);
-        if (g && with > 0) {
+        StacksRun run = { .id = o->id,
+                          .fn = g ? add_to_graph : stacks_print_folded,
+                          .userdata = g ? (void *) g : (void *) stdout };
+        unsigned long bad = lines_each(in, name, stacks_one, &run);
+        lines_close(in);
+        if (g && run.with > 0) {
                 char title[300];
                 snprintf(title, sizeof title, "psidiag stacks: %.200s%s%.60s", name, o->id ? ", incident " : "",
                          o->id ? o->id : "");
                 (void) flame_write_svg(g, title, stdout);
         }
         flame_free(g);
-        if (with == 0)
+        if (run.with == 0)
                 fprintf(stderr, "psidiag: %s: no incident%s with stacks (stacks_hz, snapshot --stacks-hz)\n", name,
                         o->id ? " of that id" : "");
-        return bad || with == 0 ? 1 : 0;
+        return bad || run.with == 0 ? 1 : 0;
 }
