@@ -30,8 +30,9 @@ static int fail(char *reason, int r, const char *fmt, ...) {
 }
 
 #if HAVE_SQLITE
-#include <dlfcn.h>
 #include <sqlite3.h>
+
+#include "base/dlsyms.h"
 
 /* libsqlite3, loaded with dlopen at the first database met: psidiag needs it for nothing else,
  * and a node without podman 5 need not have it. */
@@ -55,11 +56,7 @@ static struct {
 static pthread_once_t api_once = PTHREAD_ONCE_INIT;
 
 static void api_load(void) {
-        /* POSIX lets a function pointer be read from dlsym's void * */
-        const struct {
-                const char *name;
-                void **fn;
-        } syms[] = {
+        const DlSym syms[] = {
                 { "sqlite3_open_v2", (void **) &api.open_v2 },
                 { "sqlite3_close", (void **) &api.close },
                 { "sqlite3_deserialize", (void **) &api.deserialize },
@@ -75,15 +72,8 @@ static void api_load(void) {
                 { "sqlite3_finalize", (void **) &api.finalize },
                 { "sqlite3_errmsg", (void **) &api.errmsg },
         };
-        void *h = dlopen("libsqlite3.so.0", RTLD_NOW | RTLD_LOCAL);
-
-        if (!h)
+        if (!dlsyms_open("libsqlite3.so.0", syms, ELEMENTSOF(syms)))
                 return;
-        for (size_t i = 0; i < ELEMENTSOF(syms); i++)
-                if (!(*syms[i].fn = dlsym(h, syms[i].name))) {
-                        dlclose(h);
-                        return;
-                }
         /* Process-wide, and psidiag's only use of SQLite is this: a hostile database's query
          * fails with SQLITE_NOMEM past it instead of growing the (mlocked) agent. The database's
          * bytes are ours (malloc'ed, at most SQLITEDB_FILE_MAX), not SQLite's heap. */

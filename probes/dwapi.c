@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 #include "probes/dwapi.h"
 
+#include "base/dlsyms.h"
 #include "base/macro.h"
 
 #if HAVE_LIBDW
@@ -12,12 +13,9 @@ static bool loaded;
 static pthread_once_t once = PTHREAD_ONCE_INIT;
 
 static void load(void) {
-        /* POSIX lets a function pointer be read from dlsym's void *. dlsym on libdw's handle also
-         * finds libelf's symbols: a handle's lookup covers the libraries it depends on. */
-        const struct {
-                const char *name;
-                void **fn;
-        } syms[] = {
+        /* libdw's handle also finds libelf's symbols: a handle's lookup covers the libraries it
+         * depends on. */
+        const DlSym syms[] = {
                 { "dwfl_begin", (void **) &api.begin },
                 { "dwfl_end", (void **) &api.end },
                 { "dwfl_errno", (void **) &api.errno_ },
@@ -46,15 +44,10 @@ static void load(void) {
                 { "elf_memory", (void **) &api.elf_memory },
                 { "elf_end", (void **) &api.elf_end },
         };
-        void *h = dlopen("libdw.so.1", RTLD_NOW | RTLD_LOCAL);
+        void *h = dlsyms_open("libdw.so.1", syms, ELEMENTSOF(syms));
 
         if (!h)
                 return;
-        for (size_t i = 0; i < ELEMENTSOF(syms); i++)
-                if (!(*syms[i].fn = dlsym(h, syms[i].name))) {
-                        dlclose(h);
-                        return;
-                }
         if (api.elf_version(EV_CURRENT) == EV_NONE) {
                 dlclose(h);
                 return;
