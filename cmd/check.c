@@ -241,8 +241,8 @@ static void check_stacks(const CheckFacts *f, CheckOut *out) {
                      paranoid);
         else if (!f->unwinder)
                 emit(out, CHECK_WARN, "stacks",
-                     "perf sampling allowed, but no libdw.so.1 (Debian's libdw1): a stack's user part is its "
-                     "sampled pc alone");
+                     "perf sampling allowed, but no libdw.so.1 (Debian's libdw1, libdw1t64 from Debian 13 on): "
+                     "a stack's user part is its sampled pc alone");
         else if (!f->perf_kernel)
                 emit(out, CHECK_WARN, "stacks", "perf sampling allowed for user frames only%s", paranoid);
         else if (f->kallsyms_err < 0)

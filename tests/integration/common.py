@@ -83,8 +83,9 @@ class ScratchCgroup:
         os.mkdir(self.path)
         return self
 
-    def spawn(self, argv, heavy=False):
-        """Starts argv in this cgroup. heavy: a neighbour that outweighs every session beside it.
+    def spawn(self, argv, heavy=False, cwd=None):
+        """Starts argv in this cgroup (in cwd, when given). heavy: a neighbour that outweighs every
+        session beside it.
         Where tasks sit in the cpu controller's root (a host whose cpu controller is cgroup v1, like
         this one), the scheduler shares the cpus between sessions first
         (kernel-facts.md: autogroup), and a service whose processes each start a session
@@ -99,7 +100,7 @@ class ScratchCgroup:
                 f.write(str(os.getpid()))
 
         p = subprocess.Popen(argv, preexec_fn=enter, start_new_session=heavy, stdout=subprocess.DEVNULL,
-                             stderr=subprocess.DEVNULL)
+                             stderr=subprocess.DEVNULL, cwd=cwd)
         self.procs.append(p)
         if heavy and os.path.exists(f"/proc/{p.pid}/autogroup"):  # absent: no autogroup, nothing to outweigh
             with open(f"/proc/{p.pid}/autogroup", "w") as f:

@@ -223,24 +223,29 @@ def jit_case(cg, validate):
     node = shutil.which("node") or shutil.which("nodejs")
     check(node, "node is missing (scripts/test installs nodejs)")
     named = {}
-    for prof in (True, False):
-        p = cg.spawn([node] + (["--perf-basic-prof"] if prof else []) + ["-e", NODE_HOT])
-        wait_for("node's map", lambda: not prof or os.path.exists(f"/tmp/perf-{p.pid}.map"), 30)
-        try:
-            inc = snapshot(cg, ms=2000)
-        finally:
-            cg.kill_all()
-            if os.path.exists(f"/tmp/perf-{p.pid}.map"):
-                os.unlink(f"/tmp/perf-{p.pid}.map")
-        validate(inc)
-        mine = [q for q in inc["stacks"]["processes"] if q["pid"] == p.pid]
-        check(mine, f"no stacks of node: {json.dumps(inc['stacks'])[:2000]}")
-        names = [f["function"] for s in mine[0]["stacks"] for f in s["frames"] if not f["kernel"] and f["function"]]
-        named[prof] = sum(s["count"] for s in mine[0]["stacks"]
-                          if any(re.match(r"(JS|LazyCompile|Builtin|Function):", f["function"] or "")
-                                 for f in s["frames"]))
-        print(f"node{' --perf-basic-prof' if prof else ''}: {named[prof]} of {mine[0]['samples']} samples in code "
-              f"its map names; names {sorted(set(names))[:6]}")
+    # V8 writes its isolate-*-v8.log in the working directory: a scratch one, not the tree
+    scratch = tempfile.mkdtemp(prefix="psidiag-node-")
+    try:
+        for prof in (True, False):
+            p = cg.spawn([node] + (["--perf-basic-prof"] if prof else []) + ["-e", NODE_HOT], cwd=scratch)
+            wait_for("node's map", lambda: not prof or os.path.exists(f"/tmp/perf-{p.pid}.map"), 30)
+            try:
+                inc = snapshot(cg, ms=2000)
+            finally:
+                cg.kill_all()
+                if os.path.exists(f"/tmp/perf-{p.pid}.map"):
+                    os.unlink(f"/tmp/perf-{p.pid}.map")
+            validate(inc)
+            mine = [q for q in inc["stacks"]["processes"] if q["pid"] == p.pid]
+            check(mine, f"no stacks of node: {json.dumps(inc['stacks'])[:2000]}")
+            names = [f["function"] for s in mine[0]["stacks"] for f in s["frames"] if not f["kernel"] and f["function"]]
+            named[prof] = sum(s["count"] for s in mine[0]["stacks"]
+                              if any(re.match(r"(JS|LazyCompile|Builtin|Function):", f["function"] or "")
+                                     for f in s["frames"]))
+            print(f"node{' --perf-basic-prof' if prof else ''}: {named[prof]} of {mine[0]['samples']} samples in code "
+                  f"its map names; names {sorted(set(names))[:6]}")
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
     check(named[True] > 0 and named[False] == 0, f"JIT names: with the map {named[True]}, without {named[False]}")
 
 

@@ -15,7 +15,9 @@ image for the host's devices, without ext4, unless it sees /dev unmounted (in de
 did, and turned host-only off itself), so a step turns host-only off and makes the image again,
 whatever the chroot had mounted. systemd 262 dlopen()s what 252 linked (libseccomp, libacl, libpam,
 libkmod...) and only recommends them, which debootstrap does not install: they are listed, so
-that the unit's sandbox is what an installed node has."""
+that the unit's sandbox is what an installed node has. Debian 12's root has libdw (stacks
+unwound); trixie's and sid's have none, so that guests take stacks without it (their user part
+the sampled pc alone) and `check` says so."""
 
 COMMON = ["systemd", "systemd-sysv", "dbus", "procps", "logrotate", "man-db",
           "libnl-3-200", "libnl-genl-3-200", "libjansson4", "libsystemd0",
